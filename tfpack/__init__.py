@@ -1,0 +1,52 @@
+"""tfpack: sequence packing without cross-contamination for TensorFlow and Keras.
+
+Subpackages, top to bottom of the data flow (see DESIGN.md):
+
+- `tfpack.packing`: lengths -> histogram -> `PackingPlan` (numpy/scipy only).
+- `tfpack.data`: apply plans to `tf.data` pipelines and TFRecord files.
+- `tfpack.layers`, `tfpack.models`: Keras 3 layers and models for packed inputs.
+- `tfpack.testing`: equivalence checks for packed models.
+- `tfpack.training`: LAMB for packing, batch rules, a distributed training loop.
+- `tfpack.export`: SavedModels that serve packed and unpacked inputs.
+
+Subpackages are imported on first use, so `import tfpack` and
+`tfpack.packing` never import TensorFlow.
+
+Example:
+
+>>> import tfpack
+>>> plan = tfpack.packing.plan(
+...     tfpack.datasets.histogram("wikipedia_512"), max_length=512,
+...     max_sequences_per_pack=3, algorithm="spfhp")
+>>> round(plan.metrics["efficiency"], 4)
+0.8944
+"""
+
+import importlib
+
+from tfpack.version import __version__
+
+__all__ = [
+    "__version__",
+    "data",
+    "datasets",
+    "errors",
+    "export",
+    "layers",
+    "models",
+    "packing",
+    "testing",
+    "training",
+]
+
+_SUBPACKAGES = frozenset(__all__) - {"__version__"}
+
+
+def __getattr__(name):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"tfpack.{name}")
+    raise AttributeError(f"module 'tfpack' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

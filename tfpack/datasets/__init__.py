@@ -1,0 +1,57 @@
+"""Length histograms bundled with tfpack, loadable by name.
+
+Example:
+
+>>> from tfpack import datasets
+>>> counts = datasets.histogram("wikipedia_512")
+>>> counts.shape, int(counts.sum())
+((512,), 16279552)
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+
+import numpy as np
+
+from tfpack.errors import TfpackError
+
+__all__ = ["histogram", "histogram_names", "histogram_path"]
+
+_DATA = "data"
+
+
+def histogram_names() -> list[str]:
+    """Names of the bundled histograms, e.g. ``["wikipedia_512"]``."""
+    folder = importlib.resources.files(__name__).joinpath(_DATA)
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
+
+
+def histogram_path(name: str):
+    """The path of a bundled histogram file (plain text, DESIGN.md format)."""
+    names = histogram_names()
+    if name not in names:
+        raise TfpackError(
+            f"`name` must be one of the bundled histograms {names}. Received: name={name!r}"
+        )
+    return importlib.resources.files(__name__).joinpath(_DATA, f"{name}.txt")
+
+
+def histogram(name: str) -> np.ndarray:
+    """Load a bundled length histogram by name.
+
+    Args:
+        name: one of `histogram_names()`, e.g. ``"wikipedia_512"`` (the
+            paper's BERT Wikipedia pre-training histogram, max length 512).
+
+    Returns:
+        int64 array of shape ``[max_length]``: entry ``i`` is the number of
+        sequences of length ``i + 1``.
+    """
+    text = histogram_path(name).read_text()
+    values = [
+        int(line.split("#", 1)[0])
+        for line in text.splitlines()
+        if line.split("#", 1)[0].strip()
+    ]
+    return np.asarray(values, dtype=np.int64)

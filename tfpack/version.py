@@ -1,0 +1,3 @@
+"""The tfpack version, kept in one place for setup.py and the package."""
+
+__version__ = "0.1.0"
