@@ -21,7 +21,7 @@ setuptools.setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["tfpack", "tfpack.*"]),
-    package_data={"tfpack.datasets": ["data/*.txt"]},
+    package_data={"tfpack.datasets": ["data/*.txt", "vocab/*.txt"]},
     install_requires=[
         # TensorFlow 2.21 era: it ships Keras 3 and tensorflow-text matches it.
         "tensorflow>=2.21,<2.22",
