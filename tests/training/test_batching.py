@@ -1,0 +1,52 @@
+"""Batch rules: cut accumulation (or the micro-batch) by the packing factor."""
+
+import types
+
+import pytest
+from hypothesis import given, strategies as st
+
+from tfpack.errors import TfpackError
+from tfpack.training import for_packing, packing_factor_of
+
+
+def test_paper_example_halves_accumulation():
+    rule = for_packing(micro_batch_size=8, accumulation_steps=4, packing_factor=2.0,
+                       num_replicas=2)
+    assert (rule.micro_batch_size, rule.accumulation_steps) == (8, 2)
+    assert rule.global_batch_size == 16 and rule.packs_per_update == 32
+    assert rule.sequences_per_update == 64.0 == rule.target_sequences_per_update
+    assert rule.relative_error == 0.0
+
+
+def test_cut_batch_and_auto():
+    assert for_packing(16, 1, 2.0, cut="batch").micro_batch_size == 8
+    rule = for_packing(6, 3, 1.5, cut="auto")  # 12 packs per replica: 6 x 2 is exact
+    assert (rule.micro_batch_size, rule.accumulation_steps) == (6, 2)
+
+
+def test_reads_the_plan():
+    plan = types.SimpleNamespace(metrics={"packing_factor": 2.0})
+    assert packing_factor_of(plan) == 2.0
+    assert for_packing(4, 8, plan).accumulation_steps == 4
+
+
+@given(micro=st.integers(1, 32), steps=st.integers(1, 32), p=st.floats(1.0, 4.0))
+def test_auto_is_never_worse_than_the_fixed_cuts(micro, steps, p):
+    auto = abs(for_packing(micro, steps, p, cut="auto").relative_error)
+    for cut in ("accumulation", "batch"):
+        assert auto <= abs(for_packing(micro, steps, p, cut=cut).relative_error) + 1e-12
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0, 1, 1.0), r"`micro_batch_size` must be a positive integer. Received: micro_batch_size=0"),
+    ((4, 1, 0.9), r"packing factor must be .* Received: plan_or_factor=0.9"),
+    ((4, 1, {"efficiency": 1}), r"Received: plan_or_factor="),
+])
+def test_bad_input(args, message):
+    with pytest.raises(TfpackError, match=message):
+        for_packing(*args)
+
+
+def test_bad_cut():
+    with pytest.raises(TfpackError, match=r"`cut` must be one of"):
+        for_packing(4, 4, 2.0, cut="steps")

@@ -1,0 +1,25 @@
+"""Training on packed data: LAMB for packing, batch rules, a tf.distribute loop.
+
+- `Lamb`: LAMB with the BERT recipe and the packing adjustment ``beta ** p``.
+- `for_packing`, `BatchRule`, `packing_factor_of`: cut accumulation (or the
+  micro-batch) by the packing factor.
+
+Example:
+
+>>> from tfpack.training import Lamb, for_packing
+>>> rule = for_packing(micro_batch_size=16, accumulation_steps=4, packing_factor=2.0)
+>>> optimizer = Lamb(learning_rate=1e-3, packing_factor=1.0)
+>>> rule.accumulation_steps
+2
+"""
+
+from tfpack.training.batching import BatchRule, for_packing, packing_factor_of
+from tfpack.training.lamb import DEFAULT_EXCLUDE, Lamb
+
+__all__ = [
+    "BatchRule",
+    "DEFAULT_EXCLUDE",
+    "Lamb",
+    "for_packing",
+    "packing_factor_of",
+]
