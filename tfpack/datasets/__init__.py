@@ -1,4 +1,4 @@
-"""Length histograms bundled with tfpack, loadable by name.
+"""Data bundled with tfpack: length histograms, a BERT vocabulary, English text.
 
 Example:
 
@@ -14,9 +14,11 @@ import importlib.resources
 
 import numpy as np
 
+from tfpack.datasets.text import bert_vocab_path, stdlib_documents
 from tfpack.errors import TfpackError
 
-__all__ = ["histogram", "histogram_names", "histogram_path"]
+__all__ = ["histogram", "histogram_names", "histogram_path", "bert_vocab_path",
+           "stdlib_documents"]
 
 _DATA = "data"
 

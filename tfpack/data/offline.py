@@ -1,0 +1,235 @@
+"""Pack Google BERT TFRecords into packed TFRecord shards, beyond host memory.
+
+`pack_records` (behind ``tfpack pack``) works in passes so that only
+per-example integer arrays (lengths, prediction counts, pack of each example)
+scale with the dataset; examples themselves are held one bucket at a time:
+
+1. lengths: read ``input_mask`` and ``masked_lm_weights`` of every record.
+2. plan the histogram (or take ``plan=``), assign examples to packs, shuffle
+   whole packs with ``seed``; output shard ``s`` holds packs
+   ``[s * packs_per_shard, (s + 1) * packs_per_shard)``.
+3. route: read the records again and append each one, unparsed, to the
+   temporary bucket file of its shard.
+4. build: for each bucket, parse its records, assemble its packs
+   (`tfpack.data.assemble`) and write the output shard; delete the bucket.
+
+Outputs in ``output_dir``: ``part-00000-of-000NN.tfrecord`` ...,
+``plan.json`` (`PackingPlan.to_json`) and ``stats.json``.
+
+Example:
+
+>>> from tfpack.data.offline import pack_records
+>>> stats = pack_records("wiki_*.tfrecord", "packed", max_length=512,
+...                      max_sequences_per_pack=3, algorithm="lpfhp")  # doctest: +SKIP
+>>> stats["efficiency"]  # doctest: +SKIP
+0.996
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+from tqdm import tqdm
+
+from tfpack.data.assemble import assemble
+from tfpack.data.features import FeatureRoles
+from tfpack.data.pack import _check_lengths, _check_predictions, _permute_packs, materialize
+from tfpack.data.records import GOOGLE_FEATURES, list_files, parse_google_records, serialize_packs
+from tfpack.errors import TfpackError
+
+__all__ = ["pack_records", "read_lengths"]
+
+_BATCH = 1024
+_ASSEMBLE_PACKS = 1024
+
+
+def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 1: token and masked-LM prediction counts of every record, in order."""
+    spec = {"input_mask": tf.io.VarLenFeature(tf.int64),
+            "masked_lm_weights": tf.io.VarLenFeature(tf.float32)}
+
+    def counts(serialized):
+        parsed = tf.io.parse_example(serialized, spec)
+        tokens = tf.sparse.reduce_sum(parsed["input_mask"], axis=1, output_is_sparse=False)
+        weights = parsed["masked_lm_weights"]
+        real = tf.sparse.map_values(lambda w: tf.cast(w > 0, tf.int64), weights)
+        return tokens, tf.sparse.reduce_sum(real, axis=1, output_is_sparse=False)
+
+    lengths, predictions = [], []
+    dataset = tf.data.TFRecordDataset(files).batch(_BATCH).map(
+        counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    with tqdm(desc="pass 1: lengths", unit=" examples", disable=not progress) as bar:
+        for tokens, preds in dataset:
+            lengths.append(tokens.numpy())
+            predictions.append(preds.numpy())
+            bar.update(len(lengths[-1]))
+    if not lengths:
+        raise TfpackError(f"The input files must hold at least one example. Received: {files}")
+    return np.concatenate(lengths), np.concatenate(predictions)
+
+
+def pack_records(
+    input_pattern,
+    output_dir: str,
+    *,
+    max_length: int,
+    max_sequences_per_pack: int | None,
+    algorithm: str | None = None,
+    plan=None,
+    max_predictions_per_pack: int | None = None,
+    packs_per_shard: int = 16384,
+    seed: int = 0,
+    shuffle: bool = True,
+    progress: bool = False,
+) -> dict:
+    """Pack Google-format TFRecords into packed shards; returns the stats.
+
+    Args:
+        input_pattern: glob, comma-separated globs or list of globs.
+        output_dir: created if needed; gets the shards, ``plan.json`` and
+            ``stats.json``.
+        max_length, max_sequences_per_pack: ``L`` and ``K`` (``None``: the
+            depth the plan uses).
+        algorithm: planner name (default ``"lpfhp"``), or ``plan``: a
+            `tfpack.packing.PackingPlan` (e.g. from ``tfpack plan``).
+        max_predictions_per_pack: ``M``; ``None``: the most any pack needs.
+        packs_per_shard: packs per output shard; bounds the memory of pass 4.
+        seed: seeds the assignment and the pack shuffle.
+        shuffle: shuffle whole packs across shards.
+        progress: show tqdm progress bars on stderr.
+
+    Returns:
+        The dict written to ``stats.json``.
+    """
+    from tfpack import packing
+
+    if plan is not None and algorithm is not None:
+        raise TfpackError("Pass either `algorithm` or `plan`, not both. "
+                          f"Received: algorithm={algorithm!r}, plan=<PackingPlan>")
+    if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
+        raise TfpackError("`packs_per_shard` must be a positive integer. "
+                          f"Received: packs_per_shard={packs_per_shard!r}")
+    started = time.perf_counter()
+    files = list_files(input_pattern, required=GOOGLE_FEATURES)
+    lengths, predictions = read_lengths(files, progress=progress)
+    _check_lengths(lengths, max_length, first_index=0)
+    read_seconds = time.perf_counter() - started
+
+    if plan is None:
+        plan = packing.plan(packing.histogram(lengths, max_length), max_length,
+                            max_sequences_per_pack, algorithm=algorithm or "lpfhp", seed=seed)
+    elif plan.max_length > max_length:
+        raise TfpackError("`plan.max_length` must be at most `max_length`. "
+                          f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
+    assignment = plan.assign(lengths, seed=seed)
+    order = np.asarray(assignment.order, np.int64)
+    splits = np.asarray(assignment.splits, np.int64)
+    num_packs = len(splits) - 1
+    if shuffle:
+        order, splits = _permute_packs(order, splits,
+                                       np.random.default_rng(seed).permutation(num_packs))
+    K = max_sequences_per_pack or int(np.diff(splits).max())
+    M = _check_predictions(predictions, order, splits, max_predictions_per_pack)
+    plan_seconds = time.perf_counter() - started - read_seconds
+
+    os.makedirs(output_dir, exist_ok=True)
+    num_shards = -(-num_packs // packs_per_shard)
+    # Shard of each example: one int per example, like `lengths`.
+    pack_of = np.empty(len(lengths), np.int64)
+    pack_of[order] = np.repeat(np.arange(num_packs), np.diff(splits))
+    shard_of = (pack_of // packs_per_shard).astype(np.int32)
+    del pack_of
+    tmp = tempfile.mkdtemp(prefix=".tfpack-buckets-", dir=output_dir)
+    try:
+        _route(files, shard_of, tmp, num_shards, progress)
+        names = _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard,
+                              num_shards, max_length, K, M, progress)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    tokens = int(lengths.sum())
+    stats = {
+        "input_files": len(files),
+        "output_files": names,
+        "packs": num_packs,
+        "sequences": int(len(lengths)),
+        "tokens": tokens,
+        "padding_tokens": num_packs * max_length - tokens,
+        "efficiency": tokens / (num_packs * max_length),
+        "packing_factor": len(lengths) / num_packs,
+        "max_length": max_length,
+        "max_sequences_per_pack": K,
+        "max_predictions_per_pack": M,
+        "algorithm": plan.algorithm,
+        "seed": seed,
+        "seconds": {"read_lengths": read_seconds, "plan": plan_seconds,
+                    "total": time.perf_counter() - started},
+    }
+    with open(os.path.join(output_dir, "plan.json"), "w") as f:
+        f.write(plan.to_json())
+    with open(os.path.join(output_dir, "stats.json"), "w") as f:
+        json.dump(stats, f, indent=2)
+    return stats
+
+
+def _route(files, shard_of, tmp, num_shards, progress):
+    """Pass 3: append each raw record to its shard's bucket file."""
+    writers = [tf.io.TFRecordWriter(os.path.join(tmp, f"bucket-{s:05d}"))
+               for s in range(num_shards)]
+    try:
+        index = 0
+        dataset = tf.data.TFRecordDataset(files).batch(_BATCH).prefetch(2)
+        with tqdm(total=len(shard_of), desc="pass 2: route", unit=" examples",
+                  disable=not progress) as bar:
+            for batch in dataset:
+                records = batch.numpy()
+                for record, shard in zip(records, shard_of[index:index + len(records)]):
+                    writers[shard].write(record)
+                index += len(records)
+                bar.update(len(records))
+    finally:
+        for writer in writers:
+            writer.close()
+    if index != len(shard_of):
+        raise TfpackError("The input files changed between passes. "
+                          f"Received: {len(shard_of)} examples, then {index}")
+
+
+def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num_shards,
+                  L, K, M, progress):
+    """Pass 4: turn each bucket into one output shard of packs."""
+    roles = FeatureRoles.bert()
+    # Examples of each shard in input order = their order in its bucket file.
+    by_shard = np.argsort(shard_of, kind="stable")
+    shard_starts = np.searchsorted(shard_of[by_shard], np.arange(num_shards + 1))
+    num_packs = len(splits) - 1
+    names = []
+    bar = tqdm(total=num_packs, desc="pass 3: build", unit=" packs", disable=not progress)
+    for s in range(num_shards):
+        members = by_shard[shard_starts[s]:shard_starts[s + 1]]  # global ids, ascending
+        first, last = s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs)
+        local_splits = splits[first:last + 1] - splits[first]
+        local_order = np.searchsorted(members, order[splits[first]:splits[last]])
+        bucket = tf.data.TFRecordDataset(os.path.join(tmp, f"bucket-{s:05d}")).map(
+            parse_google_records, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        examples, _ = materialize(bucket, roles)
+        name = f"part-{s:05d}-of-{num_shards:05d}.tfrecord"
+        with tf.io.TFRecordWriter(os.path.join(output_dir, name)) as writer:
+            for start in range(0, last - first, _ASSEMBLE_PACKS):
+                stop = min(start + _ASSEMBLE_PACKS, last - first)
+                sub = local_splits[start:stop + 1]
+                packs = assemble(examples, local_order[sub[0]:sub[-1]], sub - sub[0],
+                                 roles, L, K, M)
+                for record in serialize_packs({n: t.numpy() for n, t in packs.items()}):
+                    writer.write(record)
+                bar.update(stop - start)
+        os.remove(os.path.join(tmp, f"bucket-{s:05d}"))
+        names.append(name)
+    bar.close()
+    return names

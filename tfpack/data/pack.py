@@ -1,0 +1,485 @@
+"""`ds.apply(tfpack.data.pack(...))`: unpacked examples in, fixed-shape packs out.
+
+Input: a dataset of dicts of variable-length features (see
+`tfpack.data.features` for the roles). Output: the DESIGN.md packed features
+with shapes ``[L]``, ``[K]`` and ``[M]``.
+
+Two modes:
+
+- offline (default): the examples are read once into host memory; their
+  lengths give a plan over the whole dataset (``plan=`` or ``algorithm=``);
+  the plan's assignment then yields the packs. Pack order is shuffled with
+  ``seed``; bad input (an example longer than ``L``, a pack with more than
+  ``M`` predictions) fails while ``ds.apply`` runs, naming the example.
+- streaming (``window=N``): ``N`` examples at a time are planned and packed;
+  memory is bounded by the window and the last partial window is flushed.
+  Bad input fails on iteration, naming the example's index in the stream.
+
+Example (input -> output, ``L=6``, ``K=2``)::
+
+    {"input_ids": [5, 6, 7]}, {"input_ids": [8, 9]}, {"input_ids": [3]}
+    -> input_ids [5, 6, 7, 3, 0, 0], sequence_ids [1, 1, 1, 2, 0, 0], ...
+       input_ids [8, 9, 0, 0, 0, 0], sequence_ids [1, 1, 0, 0, 0, 0], ...
+
+Sharding (``input_context=``): worker ``w`` of ``W`` gets packs ``w, w + W,
+...``; the number of packs is first padded up (``remainder="pad"``: empty packs
+with ``sequence_mask`` all 0, which carry no loss) or cut down
+(``remainder="drop"``, offline only) to a multiple of ``W * replicas per
+worker * per_replica_batch_size``, so every replica sees the same number of
+packs. `Packer.report` says how many packs were added or dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import tensorflow as tf
+
+from tfpack.data.assemble import assemble
+from tfpack.data.features import FeatureRoles, packed_feature_spec
+from tfpack.errors import TfpackError
+
+__all__ = ["pack", "Packer", "PackReport", "plan_window", "streaming_metrics"]
+
+# Packs built per call of `assemble` in offline mode: large enough to amortize
+# the per-call overhead, small enough to keep the first element fast.
+_CHUNK_PACKS = 256
+_READ_BATCH = 4096
+
+
+@dataclasses.dataclass
+class PackReport:
+    """What a `Packer` produced (offline mode: exact; streaming: settings only).
+
+    Attributes:
+        mode: ``"offline"`` or ``"streaming"``.
+        packs: packs this worker emits (padding packs included).
+        sequences: real sequences this worker emits.
+        tokens: real tokens this worker emits.
+        efficiency: ``tokens / (packs * L)`` over all workers, before sharding.
+        packing_factor: sequences per non-empty pack, before sharding.
+        padding_packs: empty packs added (all workers) so that every replica
+            gets the same number of packs.
+        dropped_packs, dropped_sequences: cut with ``remainder="drop"``.
+        num_workers, worker: the input pipeline this dataset is for.
+        max_predictions_per_pack: ``M`` in effect.
+        plan: the `tfpack.packing.PackingPlan` used (offline), else ``None``.
+    """
+
+    mode: str
+    packs: int | None = None
+    sequences: int | None = None
+    tokens: int | None = None
+    efficiency: float | None = None
+    packing_factor: float | None = None
+    padding_packs: int = 0
+    dropped_packs: int = 0
+    dropped_sequences: int = 0
+    num_workers: int = 1
+    worker: int = 0
+    max_predictions_per_pack: int | None = None
+    plan: object = None
+
+
+def pack(
+    *,
+    max_length: int,
+    max_sequences_per_pack: int | None,
+    max_predictions_per_pack: int | None = None,
+    plan=None,
+    algorithm: str | None = None,
+    window: int | None = None,
+    roles: str | FeatureRoles | None = None,
+    truncate: bool = False,
+    shuffle: bool = True,
+    seed: int = 0,
+    input_context: tf.distribute.InputContext | None = None,
+    per_replica_batch_size: int = 1,
+    remainder: str = "pad",
+) -> "Packer":
+    """A dataset transformation packing examples into fixed-shape packs.
+
+    Example:
+
+    >>> import tensorflow as tf, tfpack
+    >>> ds = tf.data.Dataset.from_generator(
+    ...     lambda: ({"input_ids": [1] * n} for n in [3, 5, 2, 6]),
+    ...     output_signature={"input_ids": tf.TensorSpec([None], tf.int32)})
+    >>> packer = tfpack.data.pack(max_length=8, max_sequences_per_pack=2,
+    ...                           algorithm="ffd")
+    >>> packs = ds.apply(packer)
+    >>> packer.report.packs, packs.element_spec["input_ids"].shape
+    (2, TensorShape([8]))
+
+    Args:
+        max_length: ``L``, tokens per pack.
+        max_sequences_per_pack: ``K``; ``None`` (offline only): the most the
+            plan uses.
+        max_predictions_per_pack: ``M`` for masked-LM features; ``None``
+            (offline only): the most any pack needs.
+        plan: a precomputed `tfpack.packing.PackingPlan` (offline mode).
+        algorithm: planner name (default ``"lpfhp"``); see `tfpack.packing`.
+        window: streaming mode: plan and pack this many examples at a time.
+        roles: `FeatureRoles`, a preset name, or ``None`` to infer from the
+            dataset's features (`FeatureRoles.infer`).
+        truncate: cut examples longer than ``L`` (masked-LM predictions past
+            the cut are dropped) instead of failing.
+        shuffle: shuffle the order of packs with ``seed``.
+        seed: seeds the assignment and the shuffle: same seed, same stream.
+        input_context: a `tf.distribute.InputContext`: emit this worker's
+            share of the packs.
+        per_replica_batch_size: packs per replica per step; the number of
+            packs is made a multiple of it times the number of replicas.
+        remainder: ``"pad"`` (add empty packs) or ``"drop"`` (offline only)
+            when the packs do not divide evenly across replicas.
+
+    Returns:
+        A `Packer`: pass it to ``dataset.apply``; ``Packer.report`` then
+        describes the result.
+    """
+    return Packer(
+        max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
+        max_predictions_per_pack=max_predictions_per_pack, plan=plan,
+        algorithm=algorithm, window=window, roles=roles, truncate=truncate,
+        shuffle=shuffle, seed=seed, input_context=input_context,
+        per_replica_batch_size=per_replica_batch_size, remainder=remainder)
+
+
+def _positive(name, value, allow_none=False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise TfpackError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+
+
+class Packer:
+    """The transformation returned by `pack`; see there for the arguments.
+
+    Attributes:
+        report: a `PackReport`, set when the packer is applied.
+    """
+
+    def __init__(self, *, max_length, max_sequences_per_pack, max_predictions_per_pack,
+                 plan, algorithm, window, roles, truncate, shuffle, seed,
+                 input_context, per_replica_batch_size, remainder):
+        _positive("max_length", max_length)
+        _positive("max_sequences_per_pack", max_sequences_per_pack, allow_none=True)
+        _positive("max_predictions_per_pack", max_predictions_per_pack, allow_none=True)
+        _positive("window", window, allow_none=True)
+        _positive("per_replica_batch_size", per_replica_batch_size)
+        if plan is not None and (algorithm is not None or window is not None):
+            raise TfpackError(
+                "`plan` cannot be combined with `algorithm` or `window`. "
+                f"Received: algorithm={algorithm!r}, window={window!r}")
+        if remainder not in ("pad", "drop") or (remainder == "drop" and window):
+            raise TfpackError(
+                "`remainder` must be 'pad' or, in offline mode, 'drop'. "
+                f"Received: remainder={remainder!r}")
+        if window and max_sequences_per_pack is None:
+            raise TfpackError(
+                "Streaming mode (`window`) needs a fixed `max_sequences_per_pack`. "
+                "Received: max_sequences_per_pack=None")
+        if plan is not None:
+            if plan.max_length > max_length:
+                raise TfpackError(
+                    "`plan.max_length` must be at most `max_length`. "
+                    f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
+            if max_sequences_per_pack is None:
+                max_sequences_per_pack = int(plan.metrics["max_depth_used"])
+        self.max_length = int(max_length)
+        self.max_sequences_per_pack = max_sequences_per_pack
+        self.max_predictions_per_pack = max_predictions_per_pack
+        self.plan = plan
+        self.algorithm = algorithm or "lpfhp"
+        self.window = window
+        self.roles = roles
+        self.truncate = truncate
+        self.shuffle = shuffle
+        self.seed = int(seed)
+        self.num_workers = input_context.num_input_pipelines if input_context else 1
+        self.worker = input_context.input_pipeline_id if input_context else 0
+        replicas = input_context.num_replicas_in_sync if input_context else 1
+        self.multiple = max(replicas, self.num_workers) * per_replica_batch_size
+        self.remainder = remainder
+        self.report: PackReport | None = None
+
+    def __call__(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+        roles = (FeatureRoles.infer(dataset.element_spec) if self.roles is None
+                 else FeatureRoles.get(self.roles))
+        roles.validate(dataset.element_spec)
+        roles = roles.present(dataset.element_spec)
+        if roles.masked_lm is not None and self.window and self.max_predictions_per_pack is None:
+            raise TfpackError(
+                "Streaming mode (`window`) with masked-LM features needs a fixed "
+                "`max_predictions_per_pack`. Received: max_predictions_per_pack=None")
+        if tf.data.experimental.cardinality(dataset) == 0 or not any(
+                True for _ in dataset.take(1)):
+            raise TfpackError(
+                "The dataset to pack must hold at least one example. "
+                "Received: an empty dataset")
+        if self.truncate:
+            dataset = dataset.map(lambda x: truncate_example(x, roles, self.max_length),
+                                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if self.window:
+            return self._streaming(dataset, roles)
+        return self._offline(dataset, roles)
+
+    # -- offline ---------------------------------------------------------
+
+    def _offline(self, dataset, roles):
+        from tfpack import packing
+
+        examples, lengths = materialize(dataset, roles)
+        L = self.max_length
+        _check_lengths(lengths, L, first_index=0)
+        plan = self.plan
+        if plan is None:
+            plan = packing.plan(packing.histogram(lengths, L), L,
+                                self.max_sequences_per_pack, algorithm=self.algorithm,
+                                seed=self.seed)
+        assignment = plan.assign(lengths, seed=self.seed)
+        order = np.asarray(assignment.order, np.int64)
+        splits = np.asarray(assignment.splits, np.int64)
+        K = self.max_sequences_per_pack or int(np.max(np.diff(splits)))
+        M = self.max_predictions_per_pack
+        if roles.masked_lm is not None:
+            M = _check_predictions(
+                examples[roles.masked_lm[0]].row_lengths().numpy(), order, splits, M)
+        if (np.diff(splits) > K).any():
+            raise TfpackError(
+                f"The plan puts more than `max_sequences_per_pack` sequences in a pack. "
+                f"Received: max_sequences_per_pack={K}, "
+                f"plan depth={int(np.max(np.diff(splits)))}")
+        real_packs = len(splits) - 1
+        if self.shuffle:
+            perm = np.random.default_rng(self.seed).permutation(real_packs)
+            order, splits = _permute_packs(order, splits, perm)
+        before = len(order)
+        order, splits, added, dropped = _fit_to_multiple(
+            order, splits, self.multiple, self.remainder)
+        dropped_sequences = before - len(order)
+        if dropped:
+            warnings.warn(
+                f"remainder='drop' cut {dropped} packs ({dropped_sequences} sequences) "
+                "so that every replica gets the same number of packs", stacklevel=3)
+        order, splits = _take_worker(order, splits, self.worker, self.num_workers)
+        self.report = PackReport(
+            mode="offline", packs=len(splits) - 1, sequences=len(order),
+            tokens=int(lengths[order].sum()),
+            efficiency=float(lengths.sum() / (real_packs * L)),
+            packing_factor=float(len(lengths) / real_packs),
+            padding_packs=added, dropped_packs=dropped,
+            dropped_sequences=dropped_sequences,
+            num_workers=self.num_workers, worker=self.worker,
+            max_predictions_per_pack=M, plan=plan)
+        return _pack_dataset(examples, order, splits, roles, L, K, M)
+
+    # -- streaming -------------------------------------------------------
+
+    def _streaming(self, dataset, roles):
+        L, K, M = self.max_length, self.max_sequences_per_pack, self.max_predictions_per_pack
+        window = self.window
+        length_feature = roles.length_feature
+
+        def plan_numpy(lengths, index):
+            rng_seed = int(np.random.SeedSequence([self.seed, int(index)]).generate_state(1)[0])
+            order, splits = plan_window(lengths, L, K, self.algorithm, seed=rng_seed,
+                                        first_index=int(index) * window)
+            if self.shuffle:
+                perm = np.random.default_rng(rng_seed).permutation(len(splits) - 1)
+                order, splits = _permute_packs(order, splits, perm)
+            order, splits, _, _ = _fit_to_multiple(order, splits, self.multiple, "pad")
+            return _take_worker(order, splits, self.worker, self.num_workers)
+
+        def pack_window(index, batch):
+            lengths = batch[length_feature].row_lengths()
+            order, splits = tf.numpy_function(
+                plan_numpy, [lengths, index], [tf.int64, tf.int64], stateful=False)
+            order.set_shape([None])
+            splits.set_shape([None])
+            return assemble(batch, order, splits, roles, L, K, M)
+
+        self.report = PackReport(mode="streaming", num_workers=self.num_workers,
+                                 worker=self.worker, max_predictions_per_pack=M)
+        packed = (dataset.ragged_batch(window).enumerate()
+                  .map(pack_window, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                  .unbatch())
+        return _with_static_shapes(packed, roles, L, K, M)
+
+
+def _check_lengths(lengths: np.ndarray, max_length: int, first_index: int) -> None:
+    bad = np.flatnonzero((lengths > max_length) | (lengths < 1))
+    if bad.size:
+        i = int(bad[0])
+        raise TfpackError(
+            f"Every example must hold 1 to max_length={max_length} tokens; "
+            f"{bad.size} do not (pass truncate=True to cut long ones). "
+            f"Received: example {first_index + i} with length={int(lengths[i])}")
+
+
+def _check_predictions(counts: np.ndarray, order, splits, M):
+    """``M`` checked (or, when ``None``, computed) from per-example counts."""
+    counts = np.asarray(counts)[order]
+    per_pack = np.add.reduceat(counts, splits[:-1]) if len(order) else np.zeros(0)
+    per_pack = np.where(np.diff(splits) > 0, per_pack, 0)
+    most = int(per_pack.max()) if per_pack.size else 0
+    if M is None:
+        return max(most, 1)
+    if most > M:
+        p = int(np.argmax(per_pack))
+        raise TfpackError(
+            f"Every pack must hold at most max_predictions_per_pack={M} masked-LM "
+            f"predictions. Received: pack {p} (examples "
+            f"{order[splits[p]:splits[p + 1]].tolist()}) with {most} predictions")
+    return M
+
+
+def plan_window(lengths, max_length, max_sequences_per_pack, algorithm, *, seed=0,
+                first_index=0):
+    """Plan and assign one window of example lengths (numpy in, numpy out).
+
+    Returns ``(order, splits)`` as in `tfpack.packing.Assignment`.
+
+    >>> import numpy as np
+    >>> order, splits = plan_window(np.array([3, 5, 2]), 8, 2, "ffd")
+    >>> len(splits) - 1
+    2
+    """
+    from tfpack import packing
+
+    lengths = np.asarray(lengths, np.int64)
+    _check_lengths(lengths, max_length, first_index)
+    plan = packing.plan(packing.histogram(lengths, max_length), max_length,
+                        max_sequences_per_pack, algorithm=algorithm, seed=seed)
+    assignment = plan.assign(lengths, seed=seed)
+    return (np.asarray(assignment.order, np.int64), np.asarray(assignment.splits, np.int64))
+
+
+def streaming_metrics(lengths, max_length, max_sequences_per_pack, window, algorithm="lpfhp",
+                      *, seed=0) -> dict:
+    """Packs and efficiency that streaming mode reaches on ``lengths``.
+
+    Runs the same per-window planning as ``pack(window=...)`` without
+    TensorFlow, so it can be compared with an offline plan on the same data.
+
+    >>> import numpy as np
+    >>> streaming_metrics(np.array([3, 5, 2, 6]), 8, 2, window=2, algorithm="ffd")["packs"]
+    3
+    """
+    lengths = np.asarray(lengths, np.int64)
+    packs = 0
+    for index, start in enumerate(range(0, len(lengths), window)):
+        rng_seed = int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+        _, splits = plan_window(lengths[start:start + window], max_length,
+                                max_sequences_per_pack, algorithm, seed=rng_seed,
+                                first_index=start)
+        packs += len(splits) - 1
+    return {"packs": packs, "sequences": int(len(lengths)),
+            "efficiency": float(lengths.sum() / (packs * max_length)),
+            "packing_factor": float(len(lengths) / packs)}
+
+
+def _permute_packs(order, splits, perm):
+    """Reorder whole packs: new pack ``i`` is old pack ``perm[i]``."""
+    sizes = np.diff(splits)[perm]
+    new_splits = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    starts = np.repeat(splits[:-1][perm], sizes)
+    within = np.arange(new_splits[-1]) - np.repeat(new_splits[:-1], sizes)
+    return order[starts + within], new_splits
+
+
+def _fit_to_multiple(order, splits, multiple, remainder):
+    """Pad with empty packs (or drop the last ones) to a multiple of packs."""
+    packs = len(splits) - 1
+    extra = -packs % multiple
+    if extra == 0:
+        return order, splits, 0, 0
+    if remainder == "pad":
+        return order, np.concatenate([splits, np.full(extra, splits[-1])]), extra, 0
+    keep = packs - packs % multiple
+    return order[:splits[keep]], splits[:keep + 1], 0, packs - keep
+
+
+def _take_worker(order, splits, worker, num_workers):
+    if num_workers == 1:
+        return order, splits
+    return _permute_packs(order, splits, np.arange(worker, len(splits) - 1, num_workers))
+
+
+def truncate_example(example: dict, roles: FeatureRoles, max_length: int) -> dict:
+    """Cut the token features to ``max_length``; drop predictions past it."""
+    out = dict(example)
+    for name in roles.tokens:
+        out[name] = example[name][:max_length]
+    if roles.masked_lm is not None:
+        positions, ids, weights = roles.masked_lm
+        keep = example[positions] < max_length
+        for name in (positions, ids, weights):
+            if name in example:
+                out[name] = tf.boolean_mask(example[name], keep)
+    return out
+
+
+def materialize(dataset: tf.data.Dataset, roles: FeatureRoles):
+    """Read a dataset into ragged host tensors; also return the lengths.
+
+    Returns:
+        ``(examples, lengths)``: feature name -> `tf.RaggedTensor` ``[N, None]``
+        or `tf.Tensor` ``[N]``, and int64 numpy ``[N]``.
+    """
+    names = _input_names(roles, dataset.element_spec)
+    dataset = dataset.map(lambda x: {n: x[n] for n in names})
+    values = {n: [] for n in names}
+    row_lengths = {n: [] for n in names}
+    for batch in dataset.ragged_batch(_READ_BATCH):
+        for n, t in batch.items():
+            if isinstance(t, tf.RaggedTensor):
+                values[n].append(t.flat_values.numpy())
+                row_lengths[n].append(t.row_lengths().numpy())
+            else:
+                values[n].append(t.numpy())
+    examples = {}
+    for n in names:
+        flat = np.concatenate(values[n])
+        if row_lengths[n]:
+            examples[n] = tf.RaggedTensor.from_row_lengths(
+                flat, np.concatenate(row_lengths[n]).astype(np.int64), validate=False)
+        else:
+            examples[n] = tf.constant(flat)
+    lengths = np.concatenate(row_lengths[roles.length_feature]).astype(np.int64)
+    return examples, lengths
+
+
+def _input_names(roles, element_spec):
+    names = list(roles.tokens) + list(roles.sequence)
+    if roles.masked_lm is not None:
+        names += [n for n in roles.masked_lm if n in element_spec]
+    return names
+
+
+def _pack_dataset(examples, order, splits, roles, L, K, M):
+    order_t = tf.constant(order, tf.int64)
+    splits_t = tf.constant(splits, tf.int64)
+    packs = len(splits) - 1
+    chunks = -(-packs // _CHUNK_PACKS)
+
+    def build(chunk):
+        first = chunk * _CHUNK_PACKS
+        last = tf.minimum(first + _CHUNK_PACKS, packs)
+        sub_splits = splits_t[first:last + 1]
+        sub_order = order_t[sub_splits[0]:sub_splits[-1]]
+        return assemble(examples, sub_order, sub_splits - sub_splits[0], roles, L, K, M)
+
+    packed = (tf.data.Dataset.range(chunks)
+              .map(build, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+              .unbatch())
+    return _with_static_shapes(packed, roles, L, K, M)
+
+
+def _with_static_shapes(dataset, roles, L, K, M):
+    spec = packed_feature_spec(roles, L, K, M)
+    if all(dataset.element_spec[n].shape == s.shape for n, s in spec.items()):
+        return dataset
+    return dataset.map(lambda x: {n: tf.ensure_shape(x[n], spec[n].shape) for n in spec})
