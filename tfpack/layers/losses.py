@@ -1,0 +1,200 @@
+"""Per-sequence loss statistics for packed batches, without loops.
+
+Every function returns *sums and counts* rather than means, as a dict of
+scalar float32 tensors ``{f"{term}_loss_sum", f"{term}_count",
+f"{term}_correct"}``. A mean over a packed batch must divide by the number of
+real items (masked tokens, sequences, next-token targets) in the *global*
+batch, not by the number of rows or of items on one replica: sums add up
+across replicas and micro-batches, means do not. `loss_from_statistics` turns
+the sums into the training loss, and `global_sum` makes a count global under
+`tf.distribute`.
+
+Worked example (per-sequence NSP, one pack of two sequences and an empty
+slot)::
+
+    logits  [[[2, 0], [0, 2], [0, 0]]], labels [[0, 1, 0]], mask [[1, 1, 0]]
+    -> nsp_loss_sum = 2 * 0.127, nsp_count = 2, nsp_correct = 2
+
+>>> import numpy as np
+>>> stats = sequence_statistics(
+...     np.array([[[2., 0.], [0., 2.], [0., 0.]]]), np.array([[0, 1, 0]]),
+...     np.array([[1., 1., 0.]]), term="nsp")
+>>> {k: round(float(v), 3) for k, v in stats.items()}
+{'nsp_loss_sum': 0.254, 'nsp_count': 2.0, 'nsp_correct': 2.0}
+"""
+
+import keras
+from keras import ops
+
+from tfpack.errors import TfpackError
+
+MLM_AVERAGING = ("token", "sequence")
+
+
+def _cross_entropy(logits, labels):
+    logits = ops.cast(logits, "float32")
+    labels = ops.cast(labels, "int32")
+    loss = ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+    correct = ops.cast(
+        ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), labels),
+        "float32")
+    return loss, correct
+
+
+def _result(term, loss_sum, count, correct):
+    return {
+        f"{term}_loss_sum": ops.cast(loss_sum, "float32"),
+        f"{term}_count": ops.cast(count, "float32"),
+        f"{term}_correct": ops.cast(correct, "float32"),
+    }
+
+
+def masked_lm_statistics(logits, masked_lm_ids, masked_lm_weights,
+                         masked_lm_sequence_ids=None, num_sequences=None,
+                         averaging="token", term="mlm"):
+    """Sums of the masked-LM loss of a packed batch.
+
+    Args:
+        logits: `[B, M, V]` logits at the masked positions.
+        masked_lm_ids: int `[B, M]` true tokens.
+        masked_lm_weights: float `[B, M]`, 1 for real predictions.
+        masked_lm_sequence_ids: int `[B, M]`, the sequence (1..K) of each
+            prediction; needed for `averaging="sequence"`.
+        num_sequences: K, the number of sequence slots per pack; needed for
+            `averaging="sequence"`.
+        averaging: `"token"`: BERT's mean over all masked tokens of the batch
+            (count = real predictions). `"sequence"`: each sequence's loss is
+            the mean over its own masked tokens and the batch loss the mean
+            over sequences that have predictions (count = such sequences,
+            correct = sum of per-sequence accuracies), which is what unpacked
+            training with per-example means computes.
+        term: name prefix of the returned keys.
+
+    Returns:
+        dict of scalar float32 `{term}_loss_sum`, `{term}_count`,
+        `{term}_correct`.
+    """
+    loss, correct = _cross_entropy(logits, masked_lm_ids)
+    weights = ops.cast(masked_lm_weights, "float32")
+    if averaging == "token":
+        return _result(term, ops.sum(loss * weights), ops.sum(weights),
+                       ops.sum(correct * weights))
+    if averaging != "sequence":
+        raise TfpackError(f"`averaging` must be one of {MLM_AVERAGING}. "
+                          f"Received: averaging={averaging!r}")
+    if masked_lm_sequence_ids is None or num_sequences is None:
+        raise TfpackError(
+            "`averaging='sequence'` needs `masked_lm_sequence_ids` and "
+            "`num_sequences`. Received: masked_lm_sequence_ids="
+            f"{masked_lm_sequence_ids is not None}, num_sequences={num_sequences}")
+    # [B, M, K]: prediction m belongs to sequence k (id k + 1); padding
+    # (id 0) falls off the one-hot, real predictions keep their weight.
+    membership = ops.one_hot(ops.cast(masked_lm_sequence_ids, "int32") - 1,
+                             num_sequences, dtype="float32")
+    membership = membership * ops.expand_dims(weights, -1)
+    tokens = ops.sum(membership, axis=1)  # [B, K]
+    has_tokens = ops.cast(tokens > 0, "float32")
+    denominator = ops.maximum(tokens, 1.0)
+    per_sequence_loss = ops.einsum("bm,bmk->bk", loss, membership) / denominator
+    per_sequence_correct = (
+        ops.einsum("bm,bmk->bk", correct, membership) / denominator)
+    return _result(term, ops.sum(per_sequence_loss), ops.sum(has_tokens),
+                   ops.sum(per_sequence_correct))
+
+
+def sequence_statistics(logits, labels, sequence_mask, term="classification"):
+    """Sums of a per-sequence classification loss (NSP, fine-tuning).
+
+    Args:
+        logits: `[B, K, C]`.
+        labels: int `[B, K]`.
+        sequence_mask: float `[B, K]`, 1 where the sequence exists; absent
+            slots add nothing.
+        term: name prefix of the returned keys.
+
+    Returns:
+        dict of scalar float32 `{term}_loss_sum`, `{term}_count`,
+        `{term}_correct`.
+    """
+    loss, correct = _cross_entropy(logits, labels)
+    mask = ops.cast(sequence_mask, "float32")
+    return _result(term, ops.sum(loss * mask), ops.sum(mask),
+                   ops.sum(correct * mask))
+
+
+def causal_lm_statistics(logits, labels, ignore_index=-100, term="lm"):
+    """Sums of the next-token loss over targets that are not `ignore_index`.
+
+    Args:
+        logits: `[B, L, V]`.
+        labels: int `[B, L]` next-token targets; `ignore_index` on padding and
+            on the last token of every packed sequence.
+        ignore_index: label value that is not a target.
+        term: name prefix of the returned keys.
+
+    Returns:
+        dict of scalar float32 `{term}_loss_sum`, `{term}_count`,
+        `{term}_correct`.
+    """
+    labels = ops.cast(labels, "int32")
+    valid = ops.not_equal(labels, ignore_index)
+    loss, correct = _cross_entropy(logits, ops.where(valid, labels, 0))
+    weights = ops.cast(valid, "float32")
+    return _result(term, ops.sum(loss * weights), ops.sum(weights),
+                   ops.sum(correct * weights))
+
+
+def global_sum(value):
+    """Sums `value` over the replicas of a `tf.distribute` strategy.
+
+    Identity outside a multi-replica replica context and on other backends.
+    Counts summed this way make every replica divide its local loss sum by
+    the *global* count; the optimizer then sums the replicas' gradients, which
+    gives exactly the gradient of the global mean.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return value
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def loss_from_statistics(statistics, loss_terms, expected_counts=None,
+                         num_packs=None):
+    """The training loss `sum_t loss_sum_t / max(count_t, 1)`.
+
+    With loss balancing (seed 000, appendix T.6) a term listed in
+    `expected_counts` is divided by the constant
+    `expected_counts[t] * num_packs` instead of its varying actual count: the
+    mean becomes a sum times a constant weight, so a masked token or a
+    sequence gets the same weight whatever else shares its batch.
+
+    Args:
+        statistics: dict from the `*_statistics` functions (already summed
+            over replicas when training is distributed).
+        loss_terms: names `t` to add up.
+        expected_counts: optional dict `{t: expected count per pack}`, e.g.
+            `{"mlm": 76 * efficiency, "nsp": packing_factor}`.
+        num_packs: number of packs (rows) the statistics cover; required with
+            `expected_counts`.
+
+    Returns:
+        scalar float32 loss.
+    """
+    total = ops.zeros((), "float32")
+    for term in loss_terms:
+        loss_sum = statistics[f"{term}_loss_sum"]
+        if expected_counts and term in expected_counts:
+            if num_packs is None:
+                raise TfpackError(
+                    "Loss balancing needs the number of packs. "
+                    "Received: num_packs=None")
+            denominator = ops.cast(num_packs, "float32") * float(
+                expected_counts[term])
+        else:
+            denominator = ops.maximum(statistics[f"{term}_count"], 1.0)
+        total = total + loss_sum / denominator
+    return total

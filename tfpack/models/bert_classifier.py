@@ -1,0 +1,113 @@
+"""Per-sequence classification (fine-tuning) on packed batches."""
+
+import keras
+
+from tfpack.layers.losses import sequence_statistics
+from tfpack.layers.sequence_head import PackedSequenceHead
+from tfpack.models.base import PackedModel
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class BertClassifier(PackedModel):
+    """A `BertEncoder` that classifies every sequence of a pack.
+
+    One label per sequence (`labels` [B, K]); the loss and accuracy count
+    real sequences (`sequence_mask`) only, so a pack of three sequences
+    weighs three times a pack of one, as in unpacked fine-tuning.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfpack.models import BertEncoder
+    >>> encoder = BertEncoder(vocabulary_size=50, num_layers=1, hidden_dim=8,
+    ...                       num_heads=2, intermediate_dim=16)
+    >>> model = BertClassifier(encoder, num_classes=3)
+    >>> features = {
+    ...     "input_ids": np.array([[2, 6, 2, 8, 9, 0]]),
+    ...     "sequence_ids": np.array([[1, 1, 2, 2, 2, 0]]),
+    ...     "position_ids": np.array([[0, 1, 0, 1, 2, 0]]),
+    ...     "cls_positions": np.array([[0, 2, 0]]),
+    ...     "sequence_mask": np.array([[1.0, 1.0, 0.0]]),
+    ...     "labels": np.array([[2, 0, 0]]),
+    ... }
+    >>> model(features)["logits"].shape
+    TensorShape([1, 3, 3])
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: number of classes.
+        dropout: dropout before the classifier.
+        expected_counts: loss balancing, e.g. `{"classification": 2.0}`.
+        **kwargs: passed on to `keras.Model`.
+
+    Call arguments:
+        inputs: dict of features (encoder features, `cls_positions`,
+            `sequence_mask`).
+        training: whether dropout is active.
+
+    Returns:
+        `{"logits": [B, K, num_classes]}`, float32, 0 for absent sequences.
+    """
+
+    loss_terms = ("classification",)
+    packed_outputs = {"logits": "sequence"}
+    input_features = ("input_ids", "sequence_ids", "position_ids",
+                      "token_type_ids", "cls_positions", "sequence_mask")
+
+    def __init__(self, encoder, num_classes, dropout=0.1, expected_counts=None,
+                 **kwargs):
+        super().__init__(expected_counts=expected_counts, **kwargs)
+        self.encoder = encoder
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.vocabulary_size = encoder.vocabulary_size
+        self.head = PackedSequenceHead(
+            num_classes, dropout=dropout,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=encoder.initializer_range),
+            dtype=self.dtype_policy, name="classifier_head")
+
+    def call(self, inputs, training=None):
+        sequence_output = self.encoder(
+            inputs, training=training)["sequence_output"]
+        return {"logits": self.head(sequence_output, inputs["cls_positions"],
+                                    inputs.get("sequence_mask"),
+                                    training=training)}
+
+    def loss_statistics(self, x, y_pred):
+        return sequence_statistics(y_pred["logits"], x["labels"],
+                                   x["sequence_mask"], term="classification")
+
+    @classmethod
+    def from_pretrained(cls, path, num_classes, **kwargs):
+        """Encoder and pooler from a Hugging Face BERT directory; new classifier.
+
+        Example (not run: needs a checkpoint directory):
+
+        >>> model = BertClassifier.from_pretrained(path, 2)  # doctest: +SKIP
+        """
+        from tfpack.models import hf_bert
+        from tfpack.models.bert_encoder import BertEncoder
+
+        model = cls(BertEncoder.from_pretrained(path), num_classes, **kwargs)
+        model.build({"input_ids": (None, 2), "sequence_ids": (None, 2),
+                     "position_ids": (None, 2), "cls_positions": (None, 1),
+                     "sequence_mask": (None, 1)})
+        hf_bert.load_pooler_weights(model.head, path)
+        return model
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+        })
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(
+            config["encoder"])
+        return cls(**config)
