@@ -1,0 +1,117 @@
+"""The master LP of the `optimal` planner, re-solved as columns arrive.
+
+``minimize sum(x) subject to A x >= demand, x >= 0`` over a growing set of
+columns (plus zero-cost columns given once at construction)::
+
+    master = Master(demand=[2., 1.], fixed=None)
+    master.add([[1, 0], [1, 1]])        # two packs: [len0] and [len0, len1]
+    value, x, duals = master.solve()    # 2.0, [1, 1] (or [0, 2]...), duals >= 0
+
+Column generation re-solves this LP after every round. HiGHS keeps its basis
+between solves when it is driven incrementally, so a re-solve takes tens of
+simplex iterations instead of thousands. That needs the HiGHS object: the
+public ``highspy`` package when it is installed, else the same class that
+SciPy (>= 1.15) ships inside ``scipy.optimize``. Without either, every solve
+goes through `scipy.optimize.linprog` from scratch: slower, same answers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse
+
+
+def _highs_class():
+    try:
+        import highspy  # noqa: PLC0415  (optional dependency)
+
+        return highspy.Highs
+    except ImportError:
+        pass
+    try:
+        from scipy.optimize._highspy import _core  # noqa: PLC0415
+
+        return _core._Highs
+    except (ImportError, AttributeError):
+        return None
+
+
+_HIGHS = _highs_class()
+
+
+class Master:
+    """The restricted master LP.
+
+    Args:
+        demand: float64 ``[n]`` right-hand side (sequences of each length).
+        fixed: optional sparse ``[n, m]`` zero-cost columns present throughout.
+        incremental: use warm-started HiGHS when available (``None``: when
+            available); ``False`` forces `scipy.optimize.linprog`.
+    """
+
+    def __init__(self, demand: np.ndarray, fixed=None, incremental: bool | None = None):
+        self.demand = np.asarray(demand, dtype=np.float64)
+        self.n = len(self.demand)
+        self.fixed = scipy.sparse.csc_array((self.n, 0)) if fixed is None else fixed.tocsc()
+        self.columns: list[np.ndarray] = []
+        use = _HIGHS is not None if incremental is None else incremental and _HIGHS is not None
+        self._highs = None
+        if use:
+            highs = _HIGHS()
+            highs.setOptionValue("output_flag", False)
+            import os
+            # Added columns keep the basis primal feasible: primal simplex goes on from it.
+            highs.setOptionValue("simplex_strategy", 4)
+            inf = highs.getInfinity()
+            highs.addRows(self.n, self.demand, np.full(self.n, inf), 0,
+                          np.zeros(self.n, dtype=np.int32), np.zeros(0, dtype=np.int32),
+                          np.zeros(0))
+            self._highs = highs
+            self._add_to_highs(self.fixed, cost=0.0)
+
+    @property
+    def incremental(self) -> bool:
+        return self._highs is not None
+
+    def add(self, patterns) -> None:
+        """Append columns (``[k, n]`` integer copy counts)."""
+        patterns = np.asarray(patterns, dtype=np.int64).reshape(-1, self.n)
+        if not len(patterns):
+            return
+        self.columns.extend(patterns)
+        if self._highs is not None:
+            self._add_to_highs(scipy.sparse.csc_array(patterns.T.astype(np.float64)), cost=1.0)
+
+    def _add_to_highs(self, block, cost: float) -> None:
+        k = block.shape[1]
+        if not k:
+            return
+        block = scipy.sparse.csc_array(block)
+        self._highs.addCols(k, np.full(k, cost), np.zeros(k),
+                            np.full(k, self._highs.getInfinity()), block.nnz,
+                            block.indptr[:-1].astype(np.int32),
+                            block.indices.astype(np.int32), block.data.astype(np.float64))
+
+    def solve(self) -> tuple[float, np.ndarray, np.ndarray]:
+        """Optimal value, ``x`` of the added columns, and the duals (>= 0)."""
+        k = len(self.columns)
+        if self._highs is not None:
+            self._highs.run()
+            status = self._highs.getModelStatus()
+            if status != type(status).kOptimal:  # pragma: no cover - always feasible
+                raise RuntimeError(f"HiGHS failed on the packing LP: {status}")
+            solution = self._highs.getSolution()
+            x = np.asarray(solution.col_value)
+            duals = np.asarray(solution.row_dual)
+            value = float(self._highs.getInfo().objective_function_value)
+            offset = self.fixed.shape[1]
+            return value, x[offset: offset + k], np.maximum(duals, 0.0)
+        a = scipy.sparse.csc_array(np.stack(self.columns, axis=1).astype(np.float64))
+        matrix = scipy.sparse.hstack([a, self.fixed], format="csc")
+        cost = np.concatenate([np.ones(k), np.zeros(self.fixed.shape[1])])
+        res = scipy.optimize.linprog(cost, A_ub=-matrix, b_ub=-self.demand, bounds=(0, None),
+                                     method="highs")
+        if res.status != 0:  # pragma: no cover - always feasible
+            raise RuntimeError(f"HiGHS failed on the packing LP: {res.message}")
+        return float(res.fun), res.x[:k], np.maximum(-res.ineqlin.marginals, 0.0)
