@@ -3,6 +3,8 @@
 - `Lamb`: LAMB with the BERT recipe and the packing adjustment ``beta ** p``.
 - `for_packing`, `BatchRule`, `packing_factor_of`: cut accumulation (or the
   micro-batch) by the packing factor.
+- `Trainer`: the `tf.distribute` loop (XLA per-replica step, accumulation,
+  global loss denominators, mixed precision, JSON-lines logs, checkpoints).
 
 Example:
 
@@ -15,11 +17,17 @@ Example:
 
 from tfpack.training.batching import BatchRule, for_packing, packing_factor_of
 from tfpack.training.lamb import DEFAULT_EXCLUDE, Lamb
+from tfpack.training.loop import NonFiniteLossError, Trainer, TrainResult
+from tfpack.training.validation import validate_element_spec
 
 __all__ = [
     "BatchRule",
     "DEFAULT_EXCLUDE",
     "Lamb",
+    "NonFiniteLossError",
+    "TrainResult",
+    "Trainer",
     "for_packing",
     "packing_factor_of",
+    "validate_element_spec",
 ]

@@ -1,0 +1,394 @@
+"""The distribution-strategy training loop for packed data.
+
+`Trainer` runs one optimizer update as small overridable steps (as Orbit):
+
+1. ``count_targets``: each replica counts the loss targets (masked tokens,
+   sequences, ...) of all ``accumulation_steps`` micro-batches of the update;
+   one all-reduce turns them into the GLOBAL counts.
+2. ``compute_gradients`` (XLA, ``jit_compile=True``, fixed shapes, inside
+   ``strategy.run``): forward, ``model.loss_statistics``, loss = per-term
+   local loss sums over the global counts, backward; gradients are summed over
+   the micro-batches on the replica.
+3. ``apply_gradients``: the optimizer all-reduces (sums) the gradients over
+   replicas and updates the weights (with loss scaling under mixed precision).
+
+The loss statistics are summed on the device and read back only every
+``log_every`` steps (one host sync), logged as JSON lines. Checkpoints hold
+model, optimizer, the data iterator's position and the step, so a resumed run
+continues the same stream with nothing lost or repeated.
+
+Data layout: ``fit`` takes an *unbatched* dataset of packed examples (the
+DESIGN.md features) and batches it itself so that every update sees the same
+packs whatever the number of replicas or workers: update ``s`` takes packs
+``[s * P, (s + 1) * P)`` of the stream, where ``P = micro_batch_size *
+num_replicas * accumulation_steps``. A one-device run with ``micro_batch_size
+* num_replicas`` packs per micro-batch therefore reaches the same weights.
+
+Example:
+
+>>> import tensorflow as tf
+>>> from tfpack.training import Trainer, Lamb
+>>> strategy = tf.distribute.get_strategy()
+>>> with strategy.scope():  # doctest: +SKIP
+...     model = tfpack.models.BertPretrainer(...)
+...     trainer = Trainer(model, Lamb(1e-3), micro_batch_size=8, strategy=strategy,
+...                       checkpoint_dir="runs/bert", log_path="runs/bert/log.jsonl")
+>>> result = trainer.fit(packed_examples, num_steps=1000)  # doctest: +SKIP
+>>> result.history[-1]["mlm_loss"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import keras
+import tensorflow as tf
+
+from tfpack.errors import TfpackError
+from tfpack.training.checkpoint import Checkpointer
+from tfpack.training.logging import JsonLinesLogger, ProgressBar
+from tfpack.training.validation import target_counts, validate_element_spec
+
+__all__ = ["Trainer", "TrainResult", "NonFiniteLossError"]
+
+
+class NonFiniteLossError(TfpackError):
+    """The loss became NaN or infinite; ``step`` says at which update."""
+
+    def __init__(self, message: str, step: int, checkpoint: str | None):
+        super().__init__(message)
+        self.step = step
+        self.checkpoint = checkpoint
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What `Trainer.fit` returns.
+
+    Attributes:
+        step: optimizer updates done (including those before a resume).
+        history: the logged records (dicts), one per ``log_every`` steps.
+        checkpoint: path of the last checkpoint written, if any.
+        resumed_from: the step restored at the start, if any.
+    """
+
+    step: int
+    history: list[dict]
+    checkpoint: str | None = None
+    resumed_from: int | None = None
+
+
+def _uses_loss_scaling(model) -> bool:
+    return model.dtype_policy.compute_dtype == "float16"
+
+
+class Trainer:
+    """Train a tfpack model on packed batches under any `tf.distribute` strategy.
+
+    Create the model (and the optimizer, if you pass an instance) inside
+    ``strategy.scope()``, or pass zero-argument callables that build them; the
+    trainer calls them inside the scope.
+
+    Args:
+        model: a Keras model following the tfpack model contract
+            (``loss_terms``, ``loss_statistics``), or a callable returning one.
+        optimizer: a Keras optimizer (e.g. `tfpack.training.Lamb`) or a
+            callable returning one. Wrapped in `keras.optimizers.LossScaleOptimizer`
+            when the model computes in float16.
+        micro_batch_size: packs per replica per forward/backward pass.
+        accumulation_steps: micro-batches per optimizer update.
+        strategy: a `tf.distribute.Strategy` (default: the current one).
+        jit_compile: compile the per-replica forward/backward with XLA.
+        checkpoint_dir: where checkpoints go; an existing one is resumed.
+        checkpoint_every: updates between checkpoints (and one at the end).
+        log_path: JSON-lines log file (chief only), or `None`.
+        log_every: updates between host syncs, log lines and NaN checks.
+        progress: show a progress bar.
+        max_to_keep: checkpoints kept.
+    """
+
+    def __init__(self, model, optimizer, *, micro_batch_size: int,
+                 accumulation_steps: int = 1, strategy: tf.distribute.Strategy | None = None,
+                 jit_compile: bool = True, checkpoint_dir: str | None = None,
+                 checkpoint_every: int | None = None, log_path=None, log_every: int = 10,
+                 progress: bool = True, max_to_keep: int = 3):
+        for name, value in (("micro_batch_size", micro_batch_size),
+                            ("accumulation_steps", accumulation_steps),
+                            ("log_every", log_every)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise TfpackError(
+                    f"`{name}` must be a positive integer. Received: {name}={value!r}")
+        if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
+                                             or checkpoint_every < 1):
+            raise TfpackError("`checkpoint_every` must be a positive integer or None. "
+                              f"Received: checkpoint_every={checkpoint_every!r}")
+        self.strategy = strategy or tf.distribute.get_strategy()
+        with self.strategy.scope():
+            self.model = model() if callable(model) and not isinstance(model, keras.Model) else model
+            optimizer = optimizer() if callable(optimizer) and not isinstance(
+                optimizer, keras.optimizers.Optimizer) else optimizer
+            if _uses_loss_scaling(self.model) and not isinstance(
+                    optimizer, keras.optimizers.LossScaleOptimizer):
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            self.optimizer = optimizer
+        for attribute in ("loss_terms", "loss_statistics"):
+            if not hasattr(self.model, attribute):
+                raise TfpackError(
+                    "The model must follow the tfpack model contract (`loss_terms`, "
+                    f"`loss_statistics`). Received: model without `{attribute}`")
+        self.micro_batch_size = micro_batch_size
+        self.accumulation_steps = accumulation_steps
+        self.jit_compile = jit_compile
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
+        self.log_every = log_every
+        self.progress = progress
+        self.max_to_keep = max_to_keep
+        self.log_path = log_path
+        self.terms = tuple(self.model.loss_terms)
+        self.loss_scaling = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+        # Host-side state: plain variables on the host, read once per log interval.
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        self._first_bad_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+        self._sums = {k: tf.Variable(0.0, dtype=tf.float64, trainable=False)
+                      for k in self._statistic_names()}
+        self._compiled = {}
+        self._loop = tf.function(self._train_loop)
+        self._iterator = None
+        self._element_spec = None
+
+    # ----------------------------------------------------------------- steps
+    @property
+    def num_replicas(self) -> int:
+        return self.strategy.num_replicas_in_sync
+
+    @property
+    def packs_per_update(self) -> int:
+        return self.micro_batch_size * self.num_replicas * self.accumulation_steps
+
+    def _statistic_names(self):
+        names = ["real_tokens", "sequences"]
+        for t in self.terms:
+            names += [f"{t}_loss_sum", f"{t}_count", f"{t}_correct"]
+        return names
+
+    def count_targets(self, batches):
+        """Per replica: targets of each loss term (and real tokens) in ``batches``."""
+        totals = None
+        for x in batches:
+            counts = target_counts(self.model, x)
+            totals = counts if totals is None else {k: totals[k] + counts[k] for k in counts}
+        return totals
+
+    def compute_gradients(self, x, denominators, gradients=None, statistics=None):
+        """Per replica (XLA): add this micro-batch's gradients and statistics."""
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            y_pred = self.model(x, training=True)
+            stats = self.model.loss_statistics(x, y_pred)
+            # Each replica divides its LOCAL loss sum by the GLOBAL number of
+            # targets (all replicas, all micro-batches of the update). The
+            # optimizer SUMs gradients over replicas and we sum over
+            # micro-batches, so the update follows the gradient of the mean
+            # loss over every target, as one device with the whole batch would.
+            # Local means (or dividing by the replica count, as `fit` does)
+            # would weight a target in a sparsely filled pack more than one in
+            # a dense pack: packs carry different numbers of targets.
+            loss = tf.add_n([tf.cast(stats[f"{t}_loss_sum"], tf.float32) / denominators[t]
+                             for t in self.terms])
+            if self.model.losses:  # Regularizers: counted once per update overall.
+                loss += tf.add_n(self.model.losses) / float(
+                    self.num_replicas * self.accumulation_steps)
+            scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
+        grads = tape.gradient(scaled, variables)
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                 for g, v in zip(grads, variables)]
+        stats = {k: tf.cast(stats[k], tf.float32) for k in self._statistic_names()
+                 if k in stats}
+        if gradients is not None:
+            grads = [a + g for a, g in zip(gradients, grads)]
+            stats = {k: statistics[k] + stats[k] for k in stats}
+        return grads, stats
+
+    def _replica_gradients(self, *args):
+        # One compiled function per replica: a `tf.function` does not key its
+        # trace cache on captured variables, so a single one shared by the
+        # replicas would run replica 0's trace (and variables) on every device
+        # ("Trying to access resource ... located in device CPU:1 from device
+        # CPU:0", the same failure as `fit(jit_compile=True)` under Mirrored).
+        context = tf.distribute.get_replica_context()
+        replica = int(tf.get_static_value(context.replica_id_in_sync_group)) if context else 0
+        if replica not in self._compiled:
+            self._compiled[replica] = tf.function(
+                self.compute_gradients, jit_compile=self.jit_compile, reduce_retracing=True)
+        return self._compiled[replica](*args)
+
+    def apply_gradients(self, gradients):
+        """Per replica: the optimizer all-reduces (sums) and applies the gradients."""
+        if self.loss_scaling:
+            # Every replica must agree on skipping an overflowing step; the
+            # loss-scale optimizer only looks at the first replica's gradients.
+            finite = tf.cast(tf.reduce_all([tf.reduce_all(tf.math.is_finite(g))
+                                            for g in gradients]), tf.float32)
+            finite = tf.distribute.get_replica_context().all_reduce("min", finite)
+            gradients = [tf.where(finite > 0, g, tf.fill(tf.shape(g), float("nan")))
+                         for g in gradients]
+        self.optimizer.apply(gradients, self.model.trainable_variables)
+
+    def train_step(self, iterator):
+        """One optimizer update (cross-replica context, inside `tf.function`)."""
+        batches = [next(iterator) for _ in range(self.accumulation_steps)]
+        counts = self.strategy.reduce(
+            "sum", self.strategy.run(self.count_targets, args=(batches,)), axis=None)
+        denominators = {t: tf.maximum(counts[t], 1.0) for t in self.terms}
+        grads, stats = None, None
+        for x in batches:
+            grads, stats = self.strategy.run(
+                self._replica_gradients, args=(x, denominators, grads, stats))
+        self.strategy.run(self.apply_gradients, args=(grads,))
+        stats = self.strategy.reduce("sum", stats, axis=None)
+        stats["real_tokens"] = counts["real_tokens"]
+        stats["sequences"] = counts["sequences"]
+        self.step.assign_add(1)
+        loss = tf.add_n([stats[f"{t}_loss_sum"] / tf.maximum(stats[f"{t}_count"], 1.0)
+                         for t in self.terms])
+        if tf.logical_and(tf.logical_not(tf.math.is_finite(loss)),
+                          self._first_bad_step < 0):
+            self._first_bad_step.assign(self.step)
+        for k, v in self._sums.items():
+            v.assign_add(tf.cast(stats[k], tf.float64))
+
+    def _train_loop(self, iterator, num_steps):
+        # Stops early (without a `cond` around the step: a jit-compiled call
+        # inside a cond branch loses its replica's device placement) once a
+        # non-finite loss was seen.
+        def body(i):
+            self.train_step(iterator)
+            return (i + 1,)
+
+        def keep_going(i):
+            return tf.logical_and(i < num_steps, self._first_bad_step < 0)
+
+        tf.while_loop(keep_going, body, (tf.constant(0, tf.int64),))
+
+    # ------------------------------------------------------------ data setup
+    def distribute(self, dataset: tf.data.Dataset):
+        """Batch and shard unbatched packed examples so every update gets the same packs."""
+        micro = self.micro_batch_size
+
+        def dataset_fn(context: tf.distribute.InputContext):
+            per_worker = context.num_replicas_in_sync // context.num_input_pipelines
+            data = dataset.batch(micro, drop_remainder=True)
+            if context.num_input_pipelines > 1:
+                # Micro-batch c of the stream belongs to global replica
+                # c % num_replicas; a worker owns a consecutive group of them.
+                data = data.batch(per_worker, drop_remainder=True).shard(
+                    context.num_input_pipelines, context.input_pipeline_id).unbatch()
+            return data.prefetch(tf.data.AUTOTUNE)
+
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+    def _build(self, element_spec):
+        validate_element_spec(self.model, element_spec)
+        with self.strategy.scope():
+            if not self.model.built or not self.model.weights:
+                dummy = {k: tf.zeros([self.micro_batch_size] + s.shape.as_list(), s.dtype)
+                         for k, s in element_spec.items()}
+                self.model(dummy, training=False)
+            self.optimizer.build(self.model.trainable_variables)
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, dataset: tf.data.Dataset, num_steps: int) -> TrainResult:
+        """Train until ``num_steps`` optimizer updates (resuming from a checkpoint).
+
+        Args:
+            dataset: UNBATCHED packed examples (dicts of DESIGN.md features,
+                fixed shapes); repeat it for several epochs.
+            num_steps: the total number of updates to reach.
+
+        Returns:
+            A `TrainResult`.
+
+        Raises:
+            TfpackError: the dataset does not fit the model, or a checkpoint
+                in ``checkpoint_dir`` comes from another configuration.
+            NonFiniteLossError: the loss became NaN/inf (training stops; the
+                last good checkpoint stays).
+        """
+        if not isinstance(num_steps, int) or num_steps < 0:
+            raise TfpackError(f"`num_steps` must be a non-negative integer. "
+                              f"Received: num_steps={num_steps!r}")
+        if self._iterator is None:
+            self._element_spec = dataset.element_spec
+            self._build(self._element_spec)
+            self._iterator = iter(self.distribute(dataset))
+        resumed, checkpointer = None, None
+        if self.checkpoint_dir is not None:
+            checkpointer = Checkpointer(
+                self.checkpoint_dir, model=self.model, optimizer=self.optimizer,
+                iterator=self._iterator, step=self.step, max_to_keep=self.max_to_keep,
+                is_chief=self._is_chief())
+            if int(self.step.numpy()) == 0:
+                resumed = checkpointer.restore()
+        logger = JsonLinesLogger(self.log_path if self._is_chief() else None)
+        start = int(self.step.numpy())
+        bar = ProgressBar(num_steps, start, enabled=self.progress and self._is_chief())
+        history, last_checkpoint = [], None
+        try:
+            while int(self.step.numpy()) < num_steps:
+                step = int(self.step.numpy())
+                chunk = min(self.log_every - step % self.log_every, num_steps - step)
+                if self.checkpoint_every:
+                    chunk = min(chunk, self.checkpoint_every - step % self.checkpoint_every)
+                tic = time.perf_counter()
+                self._loop(self._iterator, tf.constant(chunk, tf.int64))
+                record = self._read_statistics(chunk, time.perf_counter() - tic)
+                bad = int(self._first_bad_step.numpy())
+                if bad >= 0:
+                    last = checkpointer.latest_step() if checkpointer else None
+                    kept = (f"{self.checkpoint_dir}/ckpt-{last}" if last is not None else None)
+                    raise NonFiniteLossError(
+                        "The loss must stay finite; training stopped. Last good "
+                        f"checkpoint: {kept}. Received: non-finite loss at step={bad}",
+                        bad, kept)
+                history.append(record)
+                logger.write(record)
+                bar.update(record["step"] - step, record)
+                done = record["step"] >= num_steps
+                if checkpointer and (done or (self.checkpoint_every and
+                                              record["step"] % self.checkpoint_every == 0)):
+                    last_checkpoint = checkpointer.save(record["step"])
+        finally:
+            bar.close()
+            logger.close()
+        return TrainResult(int(self.step.numpy()), history, last_checkpoint, resumed)
+
+    def _read_statistics(self, steps: int, seconds: float) -> dict:
+        sums = {k: float(v.numpy()) for k, v in self._sums.items()}
+        for v in self._sums.values():
+            v.assign(0.0)
+        record = {"step": int(self.step.numpy())}
+        total = 0.0
+        for t in self.terms:
+            count = max(sums[f"{t}_count"], 1.0)
+            record[f"{t}_loss"] = sums[f"{t}_loss_sum"] / count
+            record[f"{t}_accuracy"] = sums[f"{t}_correct"] / count
+            total += record[f"{t}_loss"]
+        record["loss"] = total
+        seconds = max(seconds, 1e-9)
+        record["real_tokens_per_second"] = sums["real_tokens"] / seconds
+        record["sequences_per_second"] = sums["sequences"] / seconds
+        record["packs_per_second"] = steps * self.packs_per_update / seconds
+        record["seconds"] = seconds
+        return {k: (v if not isinstance(v, float) or math.isfinite(v) else float("nan"))
+                for k, v in record.items()}
+
+    def _is_chief(self) -> bool:
+        resolver = getattr(self.strategy, "cluster_resolver", None)
+        if resolver is None or not resolver.cluster_spec().as_dict():
+            return True
+        return (resolver.task_type in ("chief", None)
+                or (resolver.task_type == "worker" and resolver.task_id == 0
+                    and "chief" not in resolver.cluster_spec().as_dict()))

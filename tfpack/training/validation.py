@@ -1,0 +1,153 @@
+"""Checks that a packed dataset fits a model, and target counts from features.
+
+`validate_element_spec` runs once, when training starts: every feature must
+have a fixed shape (XLA compiles one program), features of one kind must agree
+on L, K or M, and these must match the model's. All offending features are
+listed in one message.
+
+`target_counts` gives, for each loss term, how many targets a batch holds,
+from the features alone (no forward pass), so the trainer can all-reduce them
+*before* computing gradients: masked tokens for ``mlm``, present sequences for
+``nsp``/classification, non-ignored labels for the causal LM. A model can
+override this with a ``target_counts(x)`` method returning one float32 scalar
+per term.
+
+Example:
+
+>>> import tensorflow as tf
+>>> from tfpack.training.validation import lengths_of
+>>> spec = {"input_ids": tf.TensorSpec([8], tf.int32),
+...         "sequence_mask": tf.TensorSpec([3], tf.float32)}
+>>> lengths_of(spec)
+{'L': 8, 'K': 3}
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tfpack.errors import TfpackError
+
+__all__ = ["validate_element_spec", "target_counts", "lengths_of"]
+
+_KIND = {
+    "input_ids": "L", "sequence_ids": "L", "position_ids": "L", "token_type_ids": "L",
+    "cls_positions": "K", "sequence_mask": "K", "next_sentence_labels": "K",
+    "masked_lm_positions": "M", "masked_lm_ids": "M", "masked_lm_weights": "M",
+    "masked_lm_sequence_ids": "M",
+}
+# Names a model may use for its L, K and M (the first one present wins).
+_MODEL_ATTRIBUTES = {
+    "L": ("max_length", "sequence_length", "max_sequence_length"),
+    "K": ("max_sequences_per_pack", "max_sequences", "max_per_pack"),
+    "M": ("max_predictions_per_pack", "max_predictions", "max_predictions_per_seq"),
+}
+_NAMES = {"L": "max_length", "K": "max_sequences_per_pack", "M": "max_predictions_per_pack"}
+
+
+def lengths_of(element_spec: dict) -> dict:
+    """``{"L": ..., "K": ..., "M": ...}`` read from an unbatched element spec."""
+    found = {}
+    for name, spec in element_spec.items():
+        kind = _KIND.get(name)
+        if kind and spec.shape.rank == 1 and spec.shape[0] is not None:
+            found.setdefault(kind, int(spec.shape[0]))
+    return found
+
+
+def _model_lengths(model) -> dict:
+    found = {}
+    for kind, attributes in _MODEL_ATTRIBUTES.items():
+        for attribute in attributes:
+            value = getattr(model, attribute, None)
+            if value is None:
+                value = getattr(getattr(model, "config", None), attribute, None)
+            if isinstance(value, int):
+                found[kind] = value
+                break
+    return found
+
+
+def validate_element_spec(model, element_spec) -> dict:
+    """Raise `TfpackError` listing every feature that does not fit ``model``.
+
+    Args:
+        model: a tfpack model (its L, K, M are read from attributes such as
+            ``max_length``, ``max_sequences_per_pack``, ``max_predictions_per_pack``).
+        element_spec: ``dataset.element_spec`` of UNBATCHED packed examples.
+
+    Returns:
+        The dataset's ``{"L": ..., "K": ..., "M": ...}``.
+    """
+    if not isinstance(element_spec, dict) or "input_ids" not in element_spec:
+        raise TfpackError(
+            "The dataset must yield unbatched dicts of packed features with at least "
+            f"`input_ids`. Received: element_spec={element_spec!r}")
+    problems = []
+    for name, spec in element_spec.items():
+        if not spec.shape.is_fully_defined():
+            problems.append(f"{name} has shape {spec.shape} (must be fixed)")
+        elif name in _KIND and spec.shape.rank != 1:
+            problems.append(f"{name} has rank {spec.shape.rank} (an unbatched pack "
+                            "has rank 1: batch it in the trainer, not before)")
+    dataset = {}
+    for name, spec in element_spec.items():
+        kind = _KIND.get(name)
+        if kind and spec.shape.rank == 1 and spec.shape[0] is not None:
+            size = int(spec.shape[0])
+            if kind in dataset and dataset[kind][1] != size:
+                problems.append(f"{name} has {kind}={size} but {dataset[kind][0]} has "
+                                f"{kind}={dataset[kind][1]}")
+            dataset.setdefault(kind, (name, size))
+    for kind, expected in _model_lengths(model).items():
+        if kind in dataset and dataset[kind][1] != expected:
+            problems.append(f"{dataset[kind][0]} has {kind}={dataset[kind][1]} but the "
+                            f"model's {_NAMES[kind]}={expected}")
+    if problems:
+        raise TfpackError(
+            "The dataset's packed features must have fixed shapes that match the model. "
+            "Received: " + "; ".join(problems))
+    return {kind: size for kind, (_, size) in dataset.items()}
+
+
+def target_counts(model, x: dict) -> dict:
+    """Float32 scalars: targets per loss term, ``real_tokens`` and ``sequences``."""
+    if hasattr(model, "target_counts"):
+        counts = dict(model.target_counts(x))
+    else:
+        counts = {}
+        missing = []
+        for term in model.loss_terms:
+            count = _count_from_features(term, x)
+            if count is None:
+                missing.append(term)
+            else:
+                counts[term] = count
+        if missing:
+            # Unknown term: a forward pass gives its count (costs one forward).
+            stats = model.loss_statistics(x, model(x, training=False))
+            for term in missing:
+                counts[term] = tf.cast(stats[f"{term}_count"], tf.float32)
+    if "sequence_ids" in x:
+        real = tf.cast(x["sequence_ids"] > 0, tf.float32)
+    else:
+        real = tf.cast(tf.not_equal(x["input_ids"], 0), tf.float32)
+    counts["real_tokens"] = tf.reduce_sum(real)
+    if "sequence_mask" in x:
+        counts["sequences"] = tf.reduce_sum(tf.cast(x["sequence_mask"], tf.float32))
+    elif "sequence_ids" in x:
+        counts["sequences"] = tf.reduce_sum(
+            tf.cast(tf.reduce_max(x["sequence_ids"], axis=-1), tf.float32))
+    else:
+        counts["sequences"] = tf.cast(tf.shape(x["input_ids"])[0], tf.float32)
+    return counts
+
+
+def _count_from_features(term: str, x: dict):
+    if term == "mlm" and "masked_lm_weights" in x:
+        return tf.reduce_sum(tf.cast(x["masked_lm_weights"], tf.float32))
+    if term in ("nsp", "classification", "cls", "classifier") and "sequence_mask" in x:
+        return tf.reduce_sum(tf.cast(x["sequence_mask"], tf.float32))
+    if term in ("lm", "causal_lm", "clm") and "labels" in x:
+        return tf.reduce_sum(tf.cast(tf.not_equal(x["labels"], -100), tf.float32))
+    return None
