@@ -62,13 +62,21 @@ def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarra
         return tokens, tf.sparse.reduce_sum(real, axis=1, output_is_sparse=False)
 
     lengths, predictions = [], []
-    dataset = tf.data.TFRecordDataset(files).batch(_BATCH).map(
-        counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
     with tqdm(desc="pass 1: lengths", unit=" examples", disable=not progress) as bar:
-        for tokens, preds in dataset:
-            lengths.append(tokens.numpy())
-            predictions.append(preds.numpy())
-            bar.update(len(lengths[-1]))
+        # One file at a time, so that a corrupt record names its file.
+        for path in files:
+            dataset = tf.data.TFRecordDataset(path).batch(_BATCH).map(
+                counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+            try:
+                for tokens, preds in dataset:
+                    lengths.append(tokens.numpy())
+                    predictions.append(preds.numpy())
+                    bar.update(len(lengths[-1]))
+            except tf.errors.OpError as error:
+                raise TfpackError(
+                    "Every input file must hold readable tf.train.Example records. "
+                    f"Received: file={path!r} ({type(error).__name__}: "
+                    f"{str(error).splitlines()[0]})") from None
     if not lengths:
         raise TfpackError(f"The input files must hold at least one example. Received: {files}")
     return np.concatenate(lengths), np.concatenate(predictions)

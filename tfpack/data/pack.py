@@ -214,11 +214,10 @@ class Packer:
             raise TfpackError(
                 "Streaming mode (`window`) with masked-LM features needs a fixed "
                 "`max_predictions_per_pack`. Received: max_predictions_per_pack=None")
-        if tf.data.experimental.cardinality(dataset) == 0 or not any(
-                True for _ in dataset.take(1)):
-            raise TfpackError(
-                "The dataset to pack must hold at least one example. "
-                "Received: an empty dataset")
+        # Offline mode finds an empty dataset while reading it; streaming peeks.
+        if tf.data.experimental.cardinality(dataset) == 0 or (
+                self.window and not any(True for _ in dataset.take(1))):
+            raise _empty()
         if self.truncate:
             dataset = dataset.map(lambda x: truncate_example(x, roles, self.max_length),
                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -307,6 +306,11 @@ class Packer:
                   .map(pack_window, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
                   .unbatch())
         return _with_static_shapes(packed, roles, L, K, M)
+
+
+def _empty() -> TfpackError:
+    return TfpackError(
+        "The dataset to pack must hold at least one example. Received: an empty dataset")
 
 
 def _check_lengths(lengths: np.ndarray, max_length: int, first_index: int) -> None:
@@ -440,6 +444,8 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles):
                 row_lengths[n].append(t.row_lengths().numpy())
             else:
                 values[n].append(t.numpy())
+    if not values[roles.length_feature]:
+        raise _empty()
     examples = {}
     for n in names:
         flat = np.concatenate(values[n])

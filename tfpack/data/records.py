@@ -70,6 +70,11 @@ def list_files(pattern: str | Iterable[str], *, required: Iterable[str] = ()) ->
                 "Every input file must be a readable TFRecord file. "
                 f"Received: file={path!r} ({type(error).__name__}: "
                 f"{str(error).splitlines()[0]})") from None
+        if not first and tf.io.gfile.stat(path).length > 0:
+            raise TfpackError(
+                "Every input file must be a readable TFRecord file. "
+                f"Received: file={path!r} (no complete record in "
+                f"{tf.io.gfile.stat(path).length} bytes)")
         if first and required:
             try:
                 keys = set(tf.train.Example.FromString(first[0]).features.feature)

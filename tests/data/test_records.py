@@ -1,0 +1,79 @@
+"""Google BERT TFRecords in, packed TFRecords out, and failures naming the file."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfpack
+from tfpack.errors import TfpackError
+
+from packed_checks import assert_same_examples
+
+
+def google_examples(count, seed=0, max_seq_length=32, max_predictions=5):
+    rng = np.random.default_rng(seed)
+    examples = []
+    for _ in range(count):
+        n = int(rng.integers(5, max_seq_length + 1))
+        ids = rng.integers(1000, 2000, size=n).tolist()
+        m = int(rng.integers(1, max_predictions + 1))
+        positions = sorted(rng.choice(np.arange(1, n - 1), size=min(m, n - 2), replace=False).tolist())
+        examples.append({
+            "input_ids": ids, "token_type_ids": [0] * (n // 2) + [1] * (n - n // 2),
+            "masked_lm_positions": positions, "masked_lm_ids": [ids[p] + 1 for p in positions],
+            "masked_lm_weights": [1.0] * len(positions),
+            "next_sentence_labels": int(rng.integers(0, 2)),
+        })
+    return examples
+
+
+def write_google(path, examples, max_seq_length=32, max_predictions=5):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for e in examples:
+            writer.write(tfpack.data.google_example(
+                e["input_ids"], e["token_type_ids"], e["masked_lm_positions"],
+                e["masked_lm_ids"], e["next_sentence_labels"], max_seq_length=max_seq_length,
+                max_predictions_per_seq=max_predictions))
+
+
+def test_google_records_strip_padding(tmp_path):
+    examples = google_examples(7)
+    write_google(tmp_path / "a.tfrecord", examples[:4])
+    write_google(tmp_path / "b.tfrecord", examples[4:])
+    ds = tfpack.data.read_google_records(str(tmp_path / "*.tfrecord"))
+    got = [{k: v.tolist() for k, v in x.items()} for x in ds.as_numpy_iterator()]
+    assert got == examples  # files in sorted order, records in order, padding gone
+
+
+def test_pack_google_records_then_write_and_read_packed(tmp_path):
+    examples = google_examples(30, seed=1)
+    write_google(tmp_path / "in.tfrecord", examples)
+    packer = tfpack.data.pack(max_length=64, max_sequences_per_pack=3,
+                              max_predictions_per_pack=12, algorithm="lpfhp")
+    packs = tfpack.data.read_google_records(str(tmp_path / "in.tfrecord")).apply(packer)
+    batches = [{k: v.numpy() for k, v in b.items()} for b in packs.batch(8)]
+    assert tfpack.data.write_packed(batches, str(tmp_path / "packed.tfrecord")) == packer.report.packs
+    read = tfpack.data.read_packed(str(tmp_path / "packed*.tfrecord"))
+    assert read.element_spec == packs.element_spec
+    assert_same_examples(examples, read.as_numpy_iterator())
+
+
+def test_no_matching_file_fails_naming_the_pattern(tmp_path):
+    with pytest.raises(TfpackError, match=r"Received: input='.*nothing-\*'"):
+        tfpack.data.read_google_records(str(tmp_path / "nothing-*"))
+
+
+def test_unreadable_shard_fails_when_opened_naming_it(tmp_path):
+    write_google(tmp_path / "a.tfrecord", google_examples(2))
+    (tmp_path / "b.tfrecord").write_bytes(b"this is not a tfrecord file at all")
+    with pytest.raises(TfpackError, match=r"readable TFRecord file. Received: file='.*b\.tfrecord'"):
+        tfpack.data.read_google_records(str(tmp_path / "*.tfrecord"))
+
+
+def test_record_missing_a_feature_fails_naming_file_and_feature(tmp_path):
+    example = tf.train.Example(features=tf.train.Features(feature={
+        "input_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[1, 2]))}))
+    with tf.io.TFRecordWriter(str(tmp_path / "x.tfrecord")) as writer:
+        writer.write(example.SerializeToString())
+    with pytest.raises(TfpackError, match=r"missing \[.*'input_mask'.*x\.tfrecord"):
+        tfpack.data.read_google_records(str(tmp_path / "x.tfrecord"))

@@ -1,0 +1,90 @@
+"""`tfpack pack`: Google BERT TFRecords -> packed TFRecord shards.
+
+::
+
+    tfpack pack --input 'wiki/*.tfrecord' --output packed --max-length 512 \\
+        --max-per-pack 3 --algorithm lpfhp
+    tfpack pack --input 'wiki/*.tfrecord' --output packed --max-length 512 \\
+        --max-per-pack 3 --plan plan.json
+
+Writes ``part-*.tfrecord``, ``plan.json`` and ``stats.json`` into ``--output``
+(see `tfpack.data.offline`); read the packs back with
+`tfpack.data.read_packed`. Prints a summary (or, with ``--json``, the stats)
+on stdout; progress bars go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tfpack.errors import TfpackError
+
+__all__ = ["add_parser", "run"]
+
+
+def _max_per_pack(text: str) -> int | None:
+    if text.lower() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive integer or 'none'. Received: --max-per-pack={text}")
+    return value
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``tfpack pack`` and its flags."""
+    parser = subparsers.add_parser(
+        "pack", help="pack Google-format BERT TFRecords into packed TFRecord shards",
+        description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True, help="glob (or comma-separated globs) of input TFRecords")
+    parser.add_argument("--output", required=True, help="output directory")
+    parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
+    parser.add_argument("--max-per-pack", type=_max_per_pack, required=True,
+                        help="K: sequences per pack, or 'none'")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--algorithm", help="planner (default lpfhp)")
+    source.add_argument("--plan", help="PLAN.json from `tfpack plan`")
+    parser.add_argument("--max-predictions", type=int, default=None,
+                        help="M: masked-LM predictions per pack (default: the most any pack needs)")
+    parser.add_argument("--packs-per-shard", type=int, default=16384,
+                        help="packs per output shard; bounds memory (default 16384)")
+    parser.add_argument("--seed", type=int, default=0, help="assignment and shuffle seed")
+    parser.add_argument("--no-shuffle", action="store_true", help="keep packs in plan order")
+    parser.add_argument("--json", action="store_true", help="print stats.json on stdout, nothing else")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``tfpack pack``; returns the exit status."""
+    if args.max_length < 1:
+        raise TfpackError(f"`--max-length` must be a positive integer. Received: --max-length={args.max_length}")
+    from tfpack.data.offline import pack_records
+
+    plan = None
+    if args.plan:
+        from tfpack.packing import PackingPlan
+
+        try:
+            plan = PackingPlan.load(args.plan)
+        except OSError as error:
+            raise TfpackError(f"`--plan` must be a readable plan file. Received: --plan={args.plan} ({error.strerror})") from None
+    stats = pack_records(
+        args.input, args.output, max_length=args.max_length,
+        max_sequences_per_pack=args.max_per_pack, algorithm=args.algorithm, plan=plan,
+        max_predictions_per_pack=args.max_predictions, packs_per_shard=args.packs_per_shard,
+        seed=args.seed, shuffle=not args.no_shuffle, progress=sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        print(f"packed {stats['sequences']} sequences into {stats['packs']} packs "
+              f"({len(stats['output_files'])} shards in {args.output})")
+        print(f"efficiency {stats['efficiency']:.4f}, packing factor "
+              f"{stats['packing_factor']:.3f}, {stats['seconds']['total']:.1f} s")
+    return 0
