@@ -1,0 +1,80 @@
+"""Shared pieces of ``nnlshp`` and ``ennlshp``: strategies, packing matrix, leftovers.
+
+The NNLS planners list every *strategy* (multiset of lengths) that fills a
+pack of ``max_length`` exactly with at most ``depth`` sequences, one column of
+the packing matrix ``A`` each (``A[i, j]`` = sequences of length ``i + 1`` in
+strategy ``j``), and look for a mixture ``x >= 0`` with ``A x`` close to the
+histogram. For ``max_length = 8`` and depth 3 (the paper's table 4) the
+columns are::
+
+    [1,1,6] [1,2,5] [1,3,4] [1,7] [2,2,4] [2,3,3] [2,6] [3,5] [4,4] [8]
+
+Example:
+
+>>> [s for s in enumerate_strategies(4, 2)]
+[(3, 1), (2, 2), (4,)]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfpack.errors import TfpackError
+
+# A dense packing matrix above this many entries would not fit comfortably in memory.
+MAX_MATRIX_ENTRIES = 64_000_000
+
+
+def enumerate_strategies(max_length: int, depth: int) -> list[tuple[int, ...]]:
+    """Every multiset of at most ``depth`` lengths summing exactly to ``max_length``.
+
+    Ordered as the paper's table 4 (lexicographic on the lengths sorted
+    ascending); each returned tuple lists its lengths longest first.
+    """
+    found: list[tuple[int, ...]] = []
+
+    def extend(prefix: list[int], smallest: int, left: int, slots: int) -> None:
+        if slots == 1:
+            if left >= smallest:
+                found.append(tuple(reversed(prefix + [left])))
+            return
+        # The next length is at most what leaves room for itself once more.
+        for length in range(smallest, left // 2 + 1):
+            extend(prefix + [length], length, left - length, slots - 1)
+        if left >= smallest:
+            found.append(tuple(reversed(prefix + [left])))
+
+    extend([], 1, max_length, depth)
+    return found
+
+
+def packing_matrix(strategies: list[tuple[int, ...]], max_length: int) -> np.ndarray:
+    """float64 ``[max_length, len(strategies)]``: slots of each length per strategy."""
+    if max_length * len(strategies) > MAX_MATRIX_ENTRIES:
+        raise TfpackError(
+            "The NNLS planners build a dense matrix of max_length x strategies entries and "
+            f"support at most {MAX_MATRIX_ENTRIES:,}; use `lpfhp` or `optimal` for long packs. "
+            f"Received: max_length={max_length} ({len(strategies):,} strategies)"
+        )
+    matrix = np.zeros((max_length, len(strategies)))
+    for column, strategy in enumerate(strategies):
+        for length in strategy:
+            matrix[length - 1, column] += 1
+    return matrix
+
+
+def with_leftovers(
+    histogram: np.ndarray, strategies: list[tuple[int, ...]], matrix: np.ndarray, counts: np.ndarray
+) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Used strategies plus one pack per sequence the rounded mixture leaves out.
+
+    As in the paper's code, a length ``l`` with ``r > 0`` sequences left
+    without a slot gets ``r`` packs ``(l,)`` (its pack is filled with padding).
+    """
+    residual = histogram - matrix @ counts
+    used = np.flatnonzero(counts > 0)
+    left = np.flatnonzero(residual > 0)
+    return (
+        [strategies[j] for j in used] + [(int(i) + 1,) for i in left],
+        np.concatenate([counts[used], residual[left]]).astype(np.int64),
+    )

@@ -1,0 +1,33 @@
+"""``ffd``: first fit decreasing, per sequence, as multipack and TRL pack.
+
+Sequences longest first, each into the first opened pack with room. Computed
+on groups of identical packs (`_fit_decreasing`), so it gives exactly the
+per-sequence result but finishes on the 16M Wikipedia lengths in well under a
+second after their histogram is taken.
+
+Example:
+
+>>> import numpy as np
+>>> from tfpack.packing.algorithms.ffd import pack
+>>> histogram = np.zeros(8, dtype=np.int64)
+>>> histogram[[1, 4, 5]] = [3, 1, 1]  # three 2s, one 5, one 6
+>>> result = pack(histogram, 8, None, seed=0)
+>>> result.strategies, result.counts.tolist()
+([(6, 2), (5, 2), (2,)], [1, 1, 1])
+
+References:
+    D. S. Johnson, "Near-optimal bin packing algorithms", MIT (1973).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfpack.packing.algorithms import base
+from tfpack.packing.algorithms._fit_decreasing import fit_decreasing
+
+
+@base.register("ffd")
+def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+    """First fit decreasing; deterministic."""
+    return fit_decreasing(histogram, max_length, max_depth, best_fit=False)

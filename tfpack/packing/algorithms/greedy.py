@@ -1,0 +1,81 @@
+"""``greedy``: next fit in (shuffled) input order, as T5/seqio pack.
+
+Sequences arrive in a seeded random order (the dataset's order is unknown to
+a histogram) and are appended to the current pack while they fit in tokens
+and depth; otherwise the pack is closed and a new one opened. It is the
+packing most pipelines do on the fly; the paper measures 78.24% efficiency on
+Wikipedia-512 (its appendix H).
+
+The pack boundaries are found vectorized: with prefix sums of the lengths,
+the pack opened at sequence ``i`` ends just before
+``next[i] = min(first j with sum(i..j) > L, i + depth)`` (one
+``searchsorted``); only the walk ``0 -> next[0] -> ...`` is a loop, one step
+per pack.
+
+Example:
+
+>>> import numpy as np
+>>> from tfpack.packing.algorithms.greedy import pack
+>>> result = pack(np.array([0, 0, 2, 0, 2, 0, 0, 1]), 8, None, seed=0)
+>>> int(result.counts.sum()) >= 3
+True
+"""
+
+from __future__ import annotations
+
+import array
+
+import numpy as np
+
+from tfpack.packing.algorithms import base
+
+
+def pack_boundaries(lengths: np.ndarray, max_length: int, max_depth: int | None) -> np.ndarray:
+    """Next fit over ``lengths`` in order: int64 ``[packs + 1]`` start of each pack, then n."""
+    n = lengths.size
+    ends = np.cumsum(lengths, dtype=np.int64)
+    starts = ends - lengths
+    # First sequence that would overflow a pack opened at i.
+    following = np.searchsorted(ends, starts + max_length, side="right")
+    if max_depth is not None:
+        np.minimum(following, np.arange(n) + max_depth, out=following)
+    step = array.array("q", following.astype(np.int64).tobytes())
+    boundaries = array.array("q")
+    i = 0
+    while i < n:
+        boundaries.append(i)
+        i = step[i]
+    boundaries.append(n)
+    return np.frombuffer(boundaries, dtype=np.int64).copy()
+
+
+def strategies_of_packs(lengths: np.ndarray, boundaries: np.ndarray, max_length: int) -> base.AlgorithmResult:
+    """Count identical packs: ``lengths[boundaries[p]:boundaries[p + 1]]`` is pack ``p``."""
+    depths = np.diff(boundaries)
+    pack_of = np.repeat(np.arange(depths.size), depths)
+    contents = lengths[np.lexsort((-lengths, pack_of))]  # longest first inside each pack
+    strategies: list[tuple[int, ...]] = []
+    counts: list[np.ndarray] = []
+    for depth in np.unique(depths).tolist():
+        rows = np.flatnonzero(depths == depth)
+        table = contents[(boundaries[rows][:, None] + np.arange(depth)).ravel()].reshape(-1, depth)
+        if (max_length + 1) ** depth < 2**62:
+            # One integer per pack (digits base max_length + 1): a fast 1-D unique.
+            keys = table @ (max_length + 1) ** np.arange(depth, dtype=np.int64)
+            _, first, number = np.unique(keys, return_index=True, return_counts=True)
+            unique = table[first]
+        else:
+            unique, number = np.unique(table, axis=0, return_counts=True)
+        strategies.extend(map(tuple, unique.tolist()))
+        counts.append(number)
+    return base.AlgorithmResult(strategies, np.concatenate(counts).astype(np.int64))
+
+
+@base.register("greedy")
+def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+    """Next fit over the sequences in an order shuffled with ``seed``."""
+    dtype = np.int16 if max_length < 2**15 else np.int64
+    lengths = np.repeat(np.arange(1, max_length + 1, dtype=dtype), histogram)
+    np.random.default_rng(seed).shuffle(lengths)
+    boundaries = pack_boundaries(lengths, max_length, max_depth)
+    return strategies_of_packs(lengths.astype(np.int64), boundaries, max_length)

@@ -1,0 +1,181 @@
+"""Length histograms: build them from lengths, read them from files.
+
+A histogram is an int64 array of shape ``[max_length]`` whose entry ``i`` is
+the number of sequences of length ``i + 1``. Histogram files (DESIGN.md) are
+plain text, one integer per line (blank lines and ``#`` comments ignored), or
+``.npy`` files holding the same 1-D array::
+
+    # lengths of my dataset, max length 4
+    0
+    3      <- three sequences of length 2
+    1
+    5
+
+Example:
+
+>>> from tfpack.packing import histogram
+>>> histogram([2, 2, 4, 1], max_length=4).tolist()
+[1, 2, 0, 1]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+import numpy as np
+
+from tfpack.errors import TfpackError
+
+__all__ = ["histogram", "read_histogram", "validate_lengths", "validate_histogram"]
+
+
+def validate_max_length(max_length) -> int:
+    """``max_length`` as an int; a clear error unless it is a positive integer."""
+    if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or max_length < 1:
+        raise TfpackError(
+            f"`max_length` must be a positive integer. Received: max_length={max_length!r}"
+        )
+    return int(max_length)
+
+
+def validate_max_sequences_per_pack(max_sequences_per_pack) -> int | None:
+    """``max_sequences_per_pack`` as an int or ``None`` (no limit)."""
+    if max_sequences_per_pack is None:
+        return None
+    if (
+        isinstance(max_sequences_per_pack, bool)
+        or not isinstance(max_sequences_per_pack, (int, np.integer))
+        or max_sequences_per_pack < 1
+    ):
+        raise TfpackError(
+            "`max_sequences_per_pack` must be a positive integer or None (no limit). "
+            f"Received: max_sequences_per_pack={max_sequences_per_pack!r}"
+        )
+    return int(max_sequences_per_pack)
+
+
+def validate_lengths(lengths: Iterable[int] | np.ndarray, max_length: int) -> np.ndarray:
+    """Lengths as int64 ``[n]``; a clear error naming the first bad length.
+
+    Every length must be an integer in ``1..max_length``.
+    """
+    max_length = validate_max_length(max_length)
+    array = np.asarray(lengths)
+    if array.ndim != 1:
+        raise TfpackError(
+            f"`lengths` must be a 1-D sequence of integers. Received: lengths with shape {array.shape}"
+        )
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        if not np.issubdtype(array.dtype, np.floating) or not np.all(np.mod(array, 1) == 0):
+            raise TfpackError(
+                f"`lengths` must hold integers. Received: lengths of dtype {array.dtype}"
+            )
+    array = array.astype(np.int64, copy=False)
+    bad = np.flatnonzero((array < 1) | (array > max_length))
+    if bad.size:
+        index = int(bad[0])
+        raise TfpackError(
+            f"Every length must be between 1 and max_length={max_length} "
+            f"({bad.size} are not). Received: lengths[{index}]={int(array[index])}"
+        )
+    return array
+
+
+def validate_histogram(counts, max_length: int | None = None) -> np.ndarray:
+    """A histogram as int64 ``[max_length]``; a clear error when it is malformed.
+
+    Args:
+        counts: non-negative integer counts, entry ``i`` for length ``i + 1``.
+        max_length: expected size; ``None`` accepts any non-empty size.
+    """
+    array = np.asarray(counts)
+    if array.ndim != 1 or array.size == 0:
+        raise TfpackError(
+            "`histogram` must be a non-empty 1-D array of counts. "
+            f"Received: histogram with shape {array.shape}"
+        )
+    if not np.issubdtype(array.dtype, np.integer):
+        if not np.issubdtype(array.dtype, np.floating) or not np.all(np.mod(array, 1) == 0):
+            raise TfpackError(
+                f"`histogram` must hold integer counts. Received: histogram of dtype {array.dtype}"
+            )
+    array = array.astype(np.int64)
+    if max_length is not None and array.size != max_length:
+        raise TfpackError(
+            "`histogram` must have one count per length 1..max_length, i.e. "
+            f"{max_length} entries. Received: histogram with {array.size} entries"
+        )
+    negative = np.flatnonzero(array < 0)
+    if negative.size:
+        index = int(negative[0])
+        raise TfpackError(
+            "`histogram` counts must be non-negative. "
+            f"Received: histogram[{index}]={int(array[index])} (length {index + 1})"
+        )
+    return array
+
+
+def histogram(lengths: Iterable[int] | np.ndarray, max_length: int) -> np.ndarray:
+    """Count sequences per length.
+
+    Args:
+        lengths: integer sequence lengths, each in ``1..max_length``.
+        max_length: maximum tokens per pack.
+
+    Returns:
+        int64 ``[max_length]``: entry ``i`` counts the sequences of length ``i + 1``.
+
+    Example:
+
+    >>> histogram([3, 1, 3], max_length=4).tolist()
+    [1, 0, 2, 0]
+    """
+    array = validate_lengths(lengths, max_length)
+    return np.bincount(array, minlength=int(max_length) + 1)[1:].astype(np.int64)
+
+
+def read_histogram(path: str | os.PathLike) -> np.ndarray:
+    """Read a histogram file: plain text (one count per line) or ``.npy``.
+
+    Args:
+        path: the file; its number of entries is the max length.
+
+    Returns:
+        int64 ``[max_length]``: entry ``i`` counts the sequences of length ``i + 1``.
+
+    Example:
+
+    >>> import pathlib, tempfile
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "lengths.txt"
+    >>> _ = file.write_text("# max length 3\\n0\\n2\\n1\\n")
+    >>> read_histogram(file).tolist()
+    [0, 2, 1]
+    """
+    name = os.fspath(path)
+    if not os.path.isfile(name):
+        raise TfpackError(f"The histogram file must exist. Received: path={name!r}")
+    if name.endswith(".npy"):
+        try:
+            counts = np.load(name, allow_pickle=False)
+        except (ValueError, OSError) as error:
+            raise TfpackError(
+                f"A .npy histogram file must hold a 1-D integer array. Received: path={name!r} ({error})"
+            ) from None
+        return validate_histogram(counts)
+    counts = []
+    with open(name, encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            text = line.split("#", 1)[0].strip()
+            if not text:
+                continue
+            try:
+                counts.append(int(text))
+            except ValueError:
+                raise TfpackError(
+                    "Each line of a histogram file must hold one integer count. "
+                    f"Received: line {number} of {name!r} = {line.strip()!r}"
+                ) from None
+    if not counts:
+        raise TfpackError(f"A histogram file must hold at least one count. Received: path={name!r}")
+    return validate_histogram(counts)

@@ -1,0 +1,238 @@
+"""`PackingPlan`: which lengths share a pack and how often, and `plan` to make one.
+
+Example:
+
+>>> import numpy as np
+>>> from tfpack.packing import plan
+>>> counts = np.array([0, 0, 2, 0, 2, 0, 0, 1])  # two 3s, two 5s, one 8
+>>> p = plan(counts, max_length=8, max_sequences_per_pack=2, algorithm="spfhp")
+>>> p.strategies, p.counts.tolist(), p.metrics["efficiency"]
+([(5, 3), (8,)], [2, 1], 1.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+import numpy as np
+
+from tfpack.errors import TfpackError
+from tfpack.packing import algorithms
+from tfpack.packing.assignment import Assignment, assign
+from tfpack.packing.checks import check_plan
+from tfpack.packing.histograms import (
+    validate_histogram,
+    validate_max_length,
+    validate_max_sequences_per_pack,
+)
+from tfpack.packing.metrics import METRIC_NAMES, compute_metrics
+
+__all__ = ["PackingPlan", "plan"]
+
+FORMAT = "tfpack-plan"
+VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PackingPlan:
+    """A packing plan: strategies (lengths sharing a pack) and their counts.
+
+    Make one with `tfpack.packing.plan`; save it with `to_json`/`save` and
+    read it back with `from_json`/`load` (the DESIGN.md plan file); map
+    concrete examples to packs with `assign`.
+
+    Attributes:
+        max_length: maximum tokens per pack (``L``).
+        max_sequences_per_pack: maximum sequences per pack (``K``), or
+            ``None`` for no limit.
+        algorithm: name of the algorithm that made the plan.
+        histogram: int64 ``[max_length]``, sequences of each length 1..L.
+        strategies: list of tuples of lengths, longest first, one per strategy.
+        counts: int64 ``[len(strategies)]``, packs using each strategy.
+        metrics: dict of the numbers in `tfpack.packing.metrics`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfpack.packing import plan, PackingPlan
+    >>> p = plan(np.array([0, 0, 2, 0, 2, 0, 0, 1]), 8, 2, algorithm="spfhp")
+    >>> PackingPlan.from_json(p.to_json()).strategies == p.strategies
+    True
+    """
+
+    max_length: int
+    max_sequences_per_pack: int | None
+    algorithm: str
+    histogram: np.ndarray
+    strategies: list[tuple[int, ...]]
+    counts: np.ndarray
+    metrics: dict
+
+    def to_json(self) -> str:
+        """The plan as a DESIGN.md plan-file JSON string."""
+        return json.dumps(
+            {
+                "format": FORMAT,
+                "version": VERSION,
+                "max_length": self.max_length,
+                "max_sequences_per_pack": self.max_sequences_per_pack,
+                "algorithm": self.algorithm,
+                "histogram": self.histogram.tolist(),
+                "strategies": [list(map(int, s)) for s in self.strategies],
+                "counts": self.counts.tolist(),
+                "metrics": self.metrics,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "PackingPlan":
+        """Read a plan from a DESIGN.md plan-file JSON string, checking everything."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, TypeError) as error:
+            raise TfpackError(f"A plan file must be valid JSON. Received: {error}") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise TfpackError(f"A plan file must have format={FORMAT!r}. Received: format={found!r}")
+        if data.get("version") != VERSION:
+            raise TfpackError(
+                f"This tfpack reads plan files of version {VERSION}. "
+                f"Received: version={data.get('version')!r}"
+            )
+        keys = ("max_length", "max_sequences_per_pack", "algorithm", "histogram", "strategies",
+                "counts", "metrics")
+        missing = [key for key in keys if key not in data]
+        if missing:
+            raise TfpackError(f"A plan file must have the fields {list(keys)}. Received: missing {missing}")
+        max_length = validate_max_length(data["max_length"])
+        max_depth = validate_max_sequences_per_pack(data["max_sequences_per_pack"])
+        histogram = validate_histogram(data["histogram"], max_length)
+        strategies = data["strategies"]
+        if not isinstance(strategies, list) or not all(isinstance(s, list) for s in strategies):
+            raise TfpackError(
+                f"A plan file's `strategies` must be a list of lists of lengths. "
+                f"Received: strategies={str(strategies)[:80]}"
+            )
+        counts = np.asarray(data["counts"])
+        if counts.ndim != 1 or (counts.size and not np.issubdtype(counts.dtype, np.integer)):
+            raise TfpackError(
+                f"A plan file's `counts` must be a list of integers. Received: counts={str(data['counts'])[:80]}"
+            )
+        counts = counts.astype(np.int64)
+        strategies = [tuple(s) for s in strategies]
+        check_plan(strategies, counts, histogram, max_length=max_length, max_depth=max_depth)
+        stored = data["metrics"] if isinstance(data["metrics"], dict) else {}
+        # Derived numbers are recomputed; only the two an algorithm alone knows are read.
+        metrics = compute_metrics(
+            strategies, counts, histogram, max_length=max_length, max_depth=max_depth,
+            solve_seconds=float(stored.get("solve_seconds", 0.0)),
+            lower_bound_packs=stored.get("lower_bound_packs"),
+        )
+        return cls(max_length, max_depth, str(data["algorithm"]), histogram, strategies, counts, metrics)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the plan file (`to_json`) to ``path``."""
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(self.to_json())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "PackingPlan":
+        """Read a plan file written by `save` (or `tfpack plan`)."""
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as error:
+            raise TfpackError(f"The plan file must be readable. Received: path={os.fspath(path)!r} ({error})") from None
+        return cls.from_json(text)
+
+    def assign(self, lengths, seed: int = 0) -> Assignment:
+        """Map concrete examples (their lengths) to packs; see `tfpack.packing.assign`."""
+        return assign(self, lengths, seed=seed)
+
+    def summary(self, top: int = 5) -> str:
+        """A few readable lines: the limits, the metrics and the most used strategies."""
+        m = self.metrics
+        depth = "none" if self.max_sequences_per_pack is None else self.max_sequences_per_pack
+        lines = [
+            f"PackingPlan(algorithm={self.algorithm!r}, max_length={self.max_length}, "
+            f"max_sequences_per_pack={depth})",
+            f"  {m['sequences']:,} sequences ({m['tokens']:,} tokens) in {m['packs']:,} packs "
+            f"(lower bound {m['lower_bound_packs']:,})",
+            f"  efficiency {100 * m['efficiency']:.3f}%, padding tokens {m['padding_tokens']:,}",
+            f"  packing factor {m['packing_factor']:.4f} (speed-up upper bound "
+            f"{m['speedup_upper_bound']:.4f})",
+            f"  {m['strategies_used']:,} strategies, max depth used {m['max_depth_used']}, "
+            f"solved in {m['solve_seconds']:.3f} s",
+        ]
+        for strategy, count in list(zip(self.strategies, self.counts))[:top]:
+            lines.append(f"    {int(count):>12,} x {list(strategy)}")
+        if len(self.strategies) > top:
+            lines.append(f"    ... {len(self.strategies) - top:,} more strategies")
+        return "\n".join(lines)
+
+
+def _canonical(strategies, counts) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Merge equal strategies and drop unused ones; most used first, ties in given order."""
+    merged: dict[tuple[int, ...], int] = {}
+    for strategy, count in zip(strategies, np.asarray(counts, dtype=np.int64).tolist()):
+        if count:
+            key = tuple(map(int, strategy))
+            merged[key] = merged.get(key, 0) + count
+    keys = list(merged)
+    totals = np.fromiter(merged.values(), dtype=np.int64, count=len(keys))
+    order = np.argsort(-totals, kind="stable")
+    return [keys[i] for i in order], totals[order]
+
+
+def plan(
+    histogram,
+    max_length: int,
+    max_sequences_per_pack: int | None,
+    algorithm: str = "optimal",
+    seed: int = 0,
+) -> PackingPlan:
+    """Plan how to pack a dataset given its length histogram.
+
+    Args:
+        histogram: counts per length 1..max_length (see `histogram`,
+            `read_histogram`).
+        max_length: maximum tokens per pack.
+        max_sequences_per_pack: maximum sequences per pack, or ``None``.
+        algorithm: one of `tfpack.packing.algorithm_names()`.
+        seed: for algorithms with random choices (``greedy``).
+
+    Returns:
+        A checked `PackingPlan`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> p = plan(np.array([0, 0, 2, 0, 2, 0, 0, 1]), 8, None, algorithm="lpfhp")
+    >>> p.metrics["packs"]
+    3
+    """
+    max_length = validate_max_length(max_length)
+    max_depth = validate_max_sequences_per_pack(max_sequences_per_pack)
+    histogram = validate_histogram(histogram, max_length)
+    if histogram.sum() == 0:
+        raise TfpackError(
+            "`histogram` must count at least one sequence (the dataset is empty). "
+            "Received: histogram with 0 sequences"
+        )
+    function = algorithms.get(algorithm)
+    start = time.perf_counter()
+    result = function(histogram, max_length, max_depth, seed=seed)
+    seconds = time.perf_counter() - start
+    strategies, counts = _canonical(result.strategies, result.counts)
+    try:
+        check_plan(strategies, counts, histogram, max_length=max_length, max_depth=max_depth)
+    except TfpackError as error:
+        raise RuntimeError(f"Packing algorithm {algorithm!r} returned an invalid plan: {error}") from None
+    metrics = compute_metrics(
+        strategies, counts, histogram, max_length=max_length, max_depth=max_depth,
+        solve_seconds=seconds, lower_bound_packs=result.lower_bound_packs,
+    )
+    return PackingPlan(max_length, max_depth, algorithm, histogram, strategies, counts, metrics)
