@@ -16,6 +16,7 @@ import numpy as np
 
 from tfpack.datasets.text import bert_vocab_path, stdlib_documents
 from tfpack.errors import TfpackError
+from tfpack.packing.histograms import read_histogram
 
 __all__ = ["histogram", "histogram_names", "histogram_path", "bert_vocab_path",
            "stdlib_documents"]
@@ -50,10 +51,5 @@ def histogram(name: str) -> np.ndarray:
         int64 array of shape ``[max_length]``: entry ``i`` is the number of
         sequences of length ``i + 1``.
     """
-    text = histogram_path(name).read_text()
-    values = [
-        int(line.split("#", 1)[0])
-        for line in text.splitlines()
-        if line.split("#", 1)[0].strip()
-    ]
-    return np.asarray(values, dtype=np.int64)
+    with importlib.resources.as_file(histogram_path(name)) as path:
+        return read_histogram(path)
