@@ -156,8 +156,8 @@ def _from_document(documents, index, max_seq_length, short_seq_prob, masked_lm_p
                 tokens_b = [t for s in chunk[a_end:] for t in s]
             _truncate_pair(tokens_a, tokens_b, max_tokens, rng)
             if tokens_a and tokens_b:
-                tokens = [special["[CLS]"]] + tokens_a + [special["[SEP]"]] + tokens_b + [
-                    special["[SEP]"]]
+                tokens = [special["[CLS]"], *map(int, tokens_a), special["[SEP]"],
+                          *map(int, tokens_b), special["[SEP]"]]
                 types = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
                 tokens, positions, labels = _mask(tokens, masked_lm_prob, max_predictions,
                                                   vocab_size, special, rng)
