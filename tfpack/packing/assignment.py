@@ -106,11 +106,20 @@ def _slots(strategies, counts: np.ndarray, max_length: int):
     depths = np.diff(offsets)
     first_pack = np.cumsum(counts) - counts
     owner = np.repeat(np.arange(len(strategies)), depths)
-    by_length = np.argsort(flat, kind="stable")
-    per_entry = counts[owner[by_length]]
-    pack = _ranges(first_pack[owner[by_length]], per_entry)
-    position = np.repeat((np.arange(flat.size) - offsets[owner])[by_length], per_entry)
-    per_length = np.bincount(flat[by_length], weights=per_entry, minlength=max_length + 1)[1:]
+    # Runs of one length inside one strategy (strategies list longest first).
+    starts = np.flatnonzero(np.diff(flat, prepend=-1) | np.diff(owner, prepend=-1))
+    run_owner, run_length = owner[starts], flat[starts]
+    run_size = np.diff(np.append(starts, flat.size))
+    run_order = np.argsort(run_length, kind="stable")
+    run_owner, run_length, run_size = run_owner[run_order], run_length[run_order], run_size[run_order]
+    run_position = (starts - offsets[owner[starts]])[run_order]
+    # Slots of a length pack by pack, so few examples fill few packs.
+    per_run = counts[run_owner] * run_size
+    within = _ranges(np.zeros_like(per_run), per_run)
+    size = np.repeat(run_size, per_run)
+    pack = np.repeat(first_pack[run_owner], per_run) + within // size
+    position = np.repeat(run_position, per_run) + within % size
+    per_length = np.bincount(run_length, weights=per_run, minlength=max_length + 1)[1:]
     start = np.concatenate([[0], np.cumsum(per_length.round().astype(np.int64))])
     return pack, position, start, np.repeat(depths, counts)
 

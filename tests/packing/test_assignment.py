@@ -1,0 +1,116 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfpack.errors import TfpackError
+from tfpack.packing import Assignment, algorithm_names, histogram, plan
+
+
+def check_assignment(assignment, lengths, max_length, max_depth):
+    n = len(lengths)
+    assert assignment.order.dtype == np.int64 and assignment.splits.dtype == np.int64
+    assert np.array_equal(np.sort(assignment.order), np.arange(n))  # each example exactly once
+    assert assignment.splits[0] == 0 and assignment.splits[-1] == n
+    sizes = np.diff(assignment.splits)
+    assert np.all(sizes >= 1) and np.all(sizes <= (max_depth or max_length))
+    pack_of = assignment.pack_of()
+    assert np.bincount(pack_of, weights=lengths, minlength=assignment.num_packs).max() <= max_length
+    for p in range(assignment.num_packs):
+        inside = lengths[assignment.pack(p)]
+        assert np.all(np.diff(inside) <= 0)  # longest first
+        assert np.all(pack_of[assignment.pack(p)] == p)
+
+
+def test_assignment_accessors():
+    a = Assignment(order=np.array([2, 0, 1], dtype=np.int64), splits=np.array([0, 1, 3], dtype=np.int64))
+    assert a.num_packs == 2
+    assert a.pack(0).tolist() == [2] and a.pack(1).tolist() == [0, 1]
+    assert a.pack_of().tolist() == [1, 1, 0]
+
+
+def test_assign_by_hand():
+    lengths = np.array([8, 3, 5, 3, 5])
+    p = plan(histogram(lengths, 8), 8, 2, algorithm="lpfhp")
+    a = p.assign(lengths, seed=0)
+    check_assignment(a, lengths, 8, 2)
+    assert sorted(lengths[a.pack(i)].tolist() for i in range(a.num_packs)) == [[5, 3], [5, 3], [8]]
+
+
+def test_assign_is_deterministic_per_seed_and_varies_with_it():
+    lengths = np.random.default_rng(0).integers(1, 65, size=2000)
+    p = plan(histogram(lengths, 64), 64, 3, algorithm="lpfhp")
+    a, b, c = p.assign(lengths, seed=1), p.assign(lengths, seed=1), p.assign(lengths, seed=2)
+    assert np.array_equal(a.order, b.order) and np.array_equal(a.splits, b.splits)
+    assert not np.array_equal(a.order, c.order)
+
+
+def test_packs_of_one_strategy_are_not_adjacent():
+    # 600 identical (1, 1) packs and 600 (2,) packs: shuffled, not in two blocks.
+    lengths = np.array([1] * 1200 + [2] * 600)
+    p = plan(histogram(lengths, 2), 2, 2, algorithm="ffd")
+    a = p.assign(lengths, seed=0)
+    first = lengths[a.order[a.splits[:-1]]]  # longest length of each pack
+    changes = np.count_nonzero(np.diff(first))
+    assert changes > 300  # two blocks would give 1
+
+
+def test_lengths_not_in_plan_still_get_a_pack():
+    p = plan(np.array([0, 0, 0, 4, 0, 0, 0, 0]), 8, 2, algorithm="lpfhp")  # (4, 4) x 2
+    lengths = np.array([4, 3, 3, 8, 1, 2, 7])
+    a = p.assign(lengths, seed=0)
+    check_assignment(a, lengths, 8, 2)
+    # The 3s take free 4-slots; 8, 7 + 1 and 2 need new packs.
+    assert sorted(lengths[a.pack(i)].tolist() for i in range(a.num_packs)) == [[2], [4, 3], [3], [7, 1], [8]] or (
+        a.num_packs <= 5
+    )
+
+
+def test_fewer_examples_than_slots_drops_empty_packs():
+    p = plan(np.array([0, 0, 0, 10, 0, 0, 0, 0]), 8, 2, algorithm="lpfhp")
+    a = p.assign(np.array([4, 4, 4]), seed=0)
+    assert a.num_packs == 2 and np.diff(a.splits).tolist().count(2) == 1
+
+
+@pytest.mark.parametrize(
+    "lengths, pattern",
+    [
+        ([3, 9], r"between 1 and max_length=8.*Received: lengths\[1\]=9"),
+        ([0], r"Received: lengths\[0\]=0"),
+        ([2, -1], r"Received: lengths\[1\]=-1"),
+        ([], r"at least one example \(the dataset is empty\)"),
+    ],
+)
+def test_assign_rejects_bad_lengths(lengths, pattern):
+    p = plan(np.array([0, 1, 0, 0, 0, 0, 0, 1]), 8, 2, algorithm="spfhp")
+    with pytest.raises(TfpackError, match=pattern):
+        p.assign(np.array(lengths, dtype=np.int64))
+
+
+cases = st.integers(1, 20).flatmap(
+    lambda max_length: st.tuples(
+        st.just(max_length),
+        st.lists(st.integers(1, max_length), min_size=1, max_size=60),
+        st.lists(st.integers(1, max_length), min_size=1, max_size=60),
+        st.one_of(st.none(), st.integers(1, 4)),
+        st.sampled_from(algorithm_names()),
+        st.integers(0, 3),
+    )
+)
+
+
+@settings(max_examples=150)
+@given(cases)
+def test_assign_places_each_example_once_within_limits(case):
+    max_length, planned, actual, max_depth, name, seed = case
+    p = plan(histogram(planned, max_length), max_length, max_depth, algorithm=name)
+    for lengths in (np.array(planned), np.array(actual)):  # as planned, and different lengths
+        check_assignment(p.assign(lengths, seed=seed), lengths, max_length, max_depth)
+
+
+def test_assign_as_planned_uses_the_plans_packs():
+    lengths = np.random.default_rng(3).integers(1, 129, size=5000)
+    p = plan(histogram(lengths, 128), 128, 3, algorithm="spfhp")
+    a = p.assign(lengths, seed=0)
+    check_assignment(a, lengths, 128, 3)
+    assert a.num_packs == p.metrics["packs"]
