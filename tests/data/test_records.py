@@ -77,3 +77,18 @@ def test_record_missing_a_feature_fails_naming_file_and_feature(tmp_path):
         writer.write(example.SerializeToString())
     with pytest.raises(TfpackError, match=r"missing \[.*'input_mask'.*x\.tfrecord"):
         tfpack.data.read_google_records(str(tmp_path / "x.tfrecord"))
+
+
+def test_fast_encoder_writes_the_same_bytes_as_protobuf():
+    from tfpack.data.protos import encode_examples
+
+    rng = np.random.default_rng(0)
+    features = {"ids": rng.integers(-300, 2**40, size=(6, 7)), "small": rng.integers(0, 9, (6, 3)),
+                "none": np.zeros((6, 0), np.int64), "w": rng.random((6, 4)).astype(np.float32)}
+    for i, record in enumerate(encode_examples(features)):
+        expected = tf.train.Example(features=tf.train.Features(feature={
+            n: tf.train.Feature(float_list=tf.train.FloatList(value=v[i].tolist()))
+            if v.dtype.kind == "f" else
+            tf.train.Feature(int64_list=tf.train.Int64List(value=v[i].tolist()))
+            for n, v in features.items()}))
+        assert tf.train.Example.FromString(record) == expected

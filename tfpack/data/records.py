@@ -29,6 +29,7 @@ from typing import Iterable
 import numpy as np
 import tensorflow as tf
 
+from tfpack.data.protos import encode_examples
 from tfpack.errors import TfpackError
 
 __all__ = [
@@ -154,23 +155,8 @@ def google_example(input_ids, token_type_ids, masked_lm_positions, masked_lm_ids
 
 
 def serialize_packs(packs: dict[str, np.ndarray]) -> list[bytes]:
-    """One serialized `tf.train.Example` per pack of a batch of packs."""
-    names = sorted(packs)
-    arrays = {n: np.asarray(packs[n]) for n in names}
-    count = len(arrays[names[0]])
-    floats = {n for n in names if arrays[n].dtype.kind == "f"}
-    lists = {n: arrays[n].tolist() for n in names}
-    records = []
-    for i in range(count):
-        feature = {}
-        for n in names:
-            if n in floats:
-                feature[n] = tf.train.Feature(float_list=tf.train.FloatList(value=lists[n][i]))
-            else:
-                feature[n] = tf.train.Feature(int64_list=tf.train.Int64List(value=lists[n][i]))
-        records.append(
-            tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
-    return records
+    """One serialized `tf.train.Example` per pack of a batch of packs ``[P, ...]``."""
+    return encode_examples({n: np.asarray(v) for n, v in packs.items()})
 
 
 def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
