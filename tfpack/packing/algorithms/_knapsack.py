@@ -5,8 +5,8 @@ find packs (at most ``max_length`` tokens, at most ``max_depth`` sequences, at
 most ``bounds[r]`` copies of length ``lengths[r]``) of largest total value::
 
     lengths=[2, 3, 5], bounds=[2, 2, 1], values=[.2, .35, .6], max_length=8, depth=3
-    -> best value .95 by the pack [5, 3] (counts [0, 1, 1]); for the anchor 3,
-       [3, 3, 2] (counts [1, 2, 0], value .9); for the anchor 2, [2, 2] (.4)
+    -> best value .95 by the pack [5, 3] (rows [1, 2], copies [1, 1]); for the
+       anchor 3, [3, 3, 2] (rows [0, 1], copies [1, 2], value .9); for 2, [2, 2]
 
 The dynamic program runs over (sequences used, tokens used) and processes the
 lengths in ascending order, each length split into 0/1 items of 1, 2, 4, ...
@@ -31,13 +31,13 @@ class Pricing:
     Attributes:
         best_value: the largest value of any feasible pack (exact up to
             floating point rounding of sums of at most depth values).
-        patterns: int64 ``[P, n]`` copy counts of candidate packs, best first,
-            each of value ``> min_value``.
+        patterns: candidate packs, best first, each of value ``> min_value``:
+            ``(rows, copies)``, int64 arrays, rows ascending.
         pattern_values: float64 ``[P]`` their values.
     """
 
     best_value: float
-    patterns: np.ndarray
+    patterns: list[tuple[np.ndarray, np.ndarray]]
     pattern_values: np.ndarray
 
 
@@ -79,7 +79,7 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
     n = len(lengths)
     rows = 1 if depth is None else depth + 1
     table = np.zeros((rows, max_length + 1))
-    items = []  # (row, tokens, copies, mask of improved states)
+    items = []  # (row, tokens, sequences, bit-packed mask of the states it improved)
     anchor_value = np.full(n, -np.inf)
     anchor_copies = np.zeros(n, dtype=np.int64)
     anchor_item = np.zeros(n, dtype=np.int64)  # items before the anchor's own
@@ -104,36 +104,53 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
             target = table[shift:, tokens:]
             improved = source > target
             np.copyto(target, source, where=improved)
-            items.append((r, tokens, shift, improved))
+            items.append((r, tokens, shift, _pack_mask(improved)))
     best_value = float(table[-1, max_length])
 
     candidates = np.flatnonzero(anchor_value > min_value)
     candidates = candidates[np.argsort(-anchor_value[candidates], kind="stable")][:max_patterns]
-    patterns = np.zeros((len(candidates), n), dtype=np.int64)
-    if len(candidates):
-        patterns[np.arange(len(candidates)), candidates] = anchor_copies[candidates]
-        _backtrack(items, patterns, candidates, anchor_copies, anchor_item, lengths,
-                   max_length, depth)
+    patterns = _backtrack(items, candidates, anchor_copies, anchor_item, lengths, max_length,
+                          depth) if len(candidates) else []
     return Pricing(max(best_value, float(anchor_value.max(initial=0.0))), patterns,
                    anchor_value[candidates])
 
 
-def _backtrack(items, patterns, anchors, anchor_copies, anchor_item, lengths, max_length,
-               depth) -> None:
-    """Fill ``patterns`` with the shorter sequences completing each anchor."""
+def _backtrack(items, anchors, anchor_copies, anchor_item, lengths, max_length,
+               depth) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The packs of the anchors: each anchor's copies plus its best completion."""
     copies = anchor_copies[anchors]
     k = np.zeros_like(copies) if depth is None else depth - copies
     c = max_length - copies * lengths[anchors]
     end = anchor_item[anchors]
     which = np.arange(len(anchors))
+    taken = [(which, anchors, copies)]  # (pattern, row, copies)
     for t in range(int(end.max()) - 1, -1, -1):
         r, tokens, shift, improved = items[t]
         live = (end > t) & (c >= tokens) & (k >= shift)
         if not live.any():
             continue
         idx = which[live]
-        took = improved[k[idx] - shift, c[idx] - tokens]
-        idx = idx[took]
-        patterns[idx, r] += tokens // int(lengths[r])
-        c[idx] -= tokens
-        k[idx] -= shift
+        idx = idx[_lookup(improved, k[idx] - shift, c[idx] - tokens)]
+        if len(idx):
+            part = tokens // int(lengths[r])
+            taken.append((idx, np.full(len(idx), r), np.full(len(idx), part)))
+            c[idx] -= tokens
+            k[idx] -= shift
+    pattern, row, count = (np.concatenate(v) for v in zip(*taken))
+    order = np.lexsort((row, pattern))
+    pattern, row, count = pattern[order], row[order], count[order]
+    # Binary parts of one length add up: merge equal (pattern, row) entries.
+    first = np.ones(len(row), dtype=bool)
+    first[1:] = (pattern[1:] != pattern[:-1]) | (row[1:] != row[:-1])
+    starts = np.flatnonzero(first)
+    row, count, pattern = row[starts], np.add.reduceat(count, starts), pattern[starts]
+    bounds = np.searchsorted(pattern, np.arange(len(anchors) + 1))
+    return [(row[a:b], count[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _pack_mask(improved: np.ndarray) -> np.ndarray:
+    return np.packbits(improved, axis=-1)
+
+
+def _lookup(packed: np.ndarray, k: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return ((packed[k, c >> 3] >> (7 - (c & 7))) & 1).astype(bool)

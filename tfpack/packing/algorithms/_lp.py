@@ -4,7 +4,7 @@
 columns (plus zero-cost columns given once at construction)::
 
     master = Master(demand=[2., 1.], fixed=None)
-    master.add([[1, 0], [1, 1]])        # two packs: [len0] and [len0, len1]
+    master.add([([0], [1]), ([0, 1], [1, 1])])  # packs [len0] and [len0, len1]
     value, x, duals = master.solve()    # 2.0, [1, 1] (or [0, 2]...), duals >= 0
 
 Column generation re-solves this LP after every round. HiGHS keeps its basis
@@ -60,7 +60,6 @@ class Master:
         if use:
             highs = _HIGHS()
             highs.setOptionValue("output_flag", False)
-            import os
             # Added columns keep the basis primal feasible: primal simplex goes on from it.
             highs.setOptionValue("simplex_strategy", 4)
             inf = highs.getInfinity()
@@ -74,14 +73,13 @@ class Master:
     def incremental(self) -> bool:
         return self._highs is not None
 
-    def add(self, patterns) -> None:
-        """Append columns (``[k, n]`` integer copy counts)."""
-        patterns = np.asarray(patterns, dtype=np.int64).reshape(-1, self.n)
-        if not len(patterns):
+    def add(self, patterns: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Append columns, each ``(rows, copies)``: copies of the lengths of those rows."""
+        if not patterns:
             return
         self.columns.extend(patterns)
         if self._highs is not None:
-            self._add_to_highs(scipy.sparse.csc_array(patterns.T.astype(np.float64)), cost=1.0)
+            self._add_to_highs(_sparse(patterns, self.n), cost=1.0)
 
     def _add_to_highs(self, block, cost: float) -> None:
         k = block.shape[1]
@@ -107,11 +105,19 @@ class Master:
             value = float(self._highs.getInfo().objective_function_value)
             offset = self.fixed.shape[1]
             return value, x[offset: offset + k], np.maximum(duals, 0.0)
-        a = scipy.sparse.csc_array(np.stack(self.columns, axis=1).astype(np.float64))
-        matrix = scipy.sparse.hstack([a, self.fixed], format="csc")
+        matrix = scipy.sparse.hstack([_sparse(self.columns, self.n), self.fixed], format="csc")
         cost = np.concatenate([np.ones(k), np.zeros(self.fixed.shape[1])])
         res = scipy.optimize.linprog(cost, A_ub=-matrix, b_ub=-self.demand, bounds=(0, None),
                                      method="highs")
         if res.status != 0:  # pragma: no cover - always feasible
             raise RuntimeError(f"HiGHS failed on the packing LP: {res.message}")
         return float(res.fun), res.x[:k], np.maximum(-res.ineqlin.marginals, 0.0)
+
+
+def _sparse(patterns: list[tuple[np.ndarray, np.ndarray]], n: int) -> scipy.sparse.csc_array:
+    """Columns ``(rows, copies)`` as a sparse ``[n, len(patterns)]`` matrix."""
+    sizes = np.array([len(rows) for rows, _ in patterns])
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    indices = np.concatenate([rows for rows, _ in patterns])
+    data = np.concatenate([copies for _, copies in patterns]).astype(np.float64)
+    return scipy.sparse.csc_array((data, indices, indptr), shape=(n, len(patterns)))

@@ -123,7 +123,7 @@ def _result(packs: dict[tuple[int, ...], int], lower_bound: int) -> base.Algorit
 
 @dataclasses.dataclass(frozen=True)
 class _LP:
-    patterns: np.ndarray  # int64 [columns, n]: copies of each length
+    patterns: list[tuple[np.ndarray, np.ndarray]]  # columns: (rows, copies)
     x: np.ndarray  # float64 [columns]: LP solution
     value: float  # LP objective of the last solve
     lower_bound: int  # proven bound on packs (see the module notes)
@@ -145,17 +145,19 @@ def _column_generation(lengths, demand, max_length, max_depth, seed_packs, simpl
     seen: set[bytes] = set()
 
     def add(patterns) -> int:
-        fresh = [p for p in patterns if p.tobytes() not in seen]
-        seen.update(p.tobytes() for p in fresh)
+        fresh = []
+        for rows, copies in patterns:
+            key = rows.tobytes() + b"/" + copies.tobytes()
+            if key not in seen:
+                seen.add(key)
+                fresh.append((rows, copies))
         master.add(fresh)
         return len(fresh)
 
-    add(np.diag(bounds))  # as many copies of one length as fit: always feasible
-    seeded = np.zeros((len(seed_packs), n), dtype=np.int64)
-    for i, strategy in enumerate(seed_packs):
-        for length in strategy:
-            seeded[i, row_of[length]] += 1
-    add(seeded)
+    # As many copies of one length as fit: the LP is always feasible.
+    add([(np.array([r]), bounds[r: r + 1]) for r in range(n)])
+    add([np.unique([row_of[length] for length in strategy], return_counts=True)
+         for strategy in seed_packs])
     # First columns: best packs for each longest length when a sequence is worth
     # its share of tokens plus, increasingly, a share of the depth. The LP duals
     # lie between these extremes, so the first LP starts close to the optimum.
@@ -176,7 +178,7 @@ def _column_generation(lengths, demand, max_length, max_depth, seed_packs, simpl
                              math.fsum((demand * duals).tolist()) / pricing.best_value)
         lower_bound = max(simple, _ceil(best_bound))
         if lower_bound >= _ceil(value) or rounds >= _MAX_ROUNDS or not add(pricing.patterns):
-            return _LP(np.array(master.columns), x, value, lower_bound, rounds)
+            return _LP(master.columns, x, value, lower_bound, rounds)
 
 
 def _ceil(value: float) -> int:
@@ -192,11 +194,12 @@ def _round(lp: _LP, lengths, demand, max_length, max_depth) -> dict[tuple[int, .
     the sequences still left go into free space with best fit.
     """
     whole = np.floor(lp.x + 1e-6).astype(np.int64)
-    used = np.flatnonzero(whole)
     packs = _Packs()
-    for j in used:
-        packs.add(_strategy(lengths, lp.patterns[j]), int(whole[j]))
-    extra = lp.patterns[used].T @ whole[used] - demand
+    extra = -demand.copy()
+    for j in np.flatnonzero(whole):
+        rows, copies = lp.patterns[j]
+        packs.add(_strategy(lengths[rows], copies), int(whole[j]))
+        extra[rows] += copies * whole[j]
     spare = [int(r) for r in np.flatnonzero(extra > 0)]  # ascending rows
     for r in np.flatnonzero(extra < 0)[::-1]:
         at = bisect.bisect_right(spare, r)
@@ -250,5 +253,6 @@ class _Packs:
             number -= moved
 
 
-def _strategy(lengths, copies) -> tuple[int, ...]:
+def _strategy(lengths: np.ndarray, copies: np.ndarray) -> tuple[int, ...]:
+    """The lengths of a pack, longest first, from ascending ``lengths`` and copies."""
     return tuple(int(v) for v in np.repeat(lengths, copies)[::-1])
