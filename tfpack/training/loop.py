@@ -182,7 +182,12 @@ class Trainer:
             totals = counts if totals is None else {k: totals[k] + counts[k] for k in counts}
         return totals
 
-    def compute_gradients(self, x, denominators, gradients=None, statistics=None):
+    def _zeros(self):
+        return ([tf.zeros_like(v) for v in self.model.trainable_variables],
+                {k: tf.zeros([], tf.float32) for k in self._statistic_names()
+                 if k not in ("real_tokens", "sequences")})
+
+    def compute_gradients(self, x, denominators, gradients, statistics):
         """Per replica (XLA): add this micro-batch's gradients and statistics."""
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
@@ -205,11 +210,8 @@ class Trainer:
         grads = tape.gradient(scaled, variables)
         grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
                  for g, v in zip(grads, variables)]
-        stats = {k: tf.cast(stats[k], tf.float32) for k in self._statistic_names()
-                 if k in stats}
-        if gradients is not None:
-            grads = [a + g for a, g in zip(gradients, grads)]
-            stats = {k: statistics[k] + stats[k] for k in stats}
+        grads = [a + g for a, g in zip(gradients, grads)]
+        stats = {k: statistics[k] + tf.cast(stats[k], tf.float32) for k in statistics}
         return grads, stats
 
     def _replica_gradients(self, *args):
@@ -232,7 +234,7 @@ class Trainer:
             # loss-scale optimizer only looks at the first replica's gradients.
             finite = tf.cast(tf.reduce_all([tf.reduce_all(tf.math.is_finite(g))
                                             for g in gradients]), tf.float32)
-            finite = tf.distribute.get_replica_context().all_reduce("min", finite)
+            finite = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.MIN, finite)
             gradients = [tf.where(finite > 0, g, tf.fill(tf.shape(g), float("nan")))
                          for g in gradients]
         self.optimizer.apply(gradients, self.model.trainable_variables)
@@ -240,15 +242,15 @@ class Trainer:
     def train_step(self, iterator):
         """One optimizer update (cross-replica context, inside `tf.function`)."""
         batches = [next(iterator) for _ in range(self.accumulation_steps)]
-        counts = self.strategy.reduce(
-            "sum", self.strategy.run(self.count_targets, args=(batches,)), axis=None)
+        counts = self._sum_over_replicas(self.strategy.run(self.count_targets, args=(batches,)))
         denominators = {t: tf.maximum(counts[t], 1.0) for t in self.terms}
-        grads, stats = None, None
+        # Zeros first, so the compiled step has one signature (one XLA compile).
+        grads, stats = self.strategy.run(self._zeros)
         for x in batches:
             grads, stats = self.strategy.run(
                 self._replica_gradients, args=(x, denominators, grads, stats))
         self.strategy.run(self.apply_gradients, args=(grads,))
-        stats = self.strategy.reduce("sum", stats, axis=None)
+        stats = self._sum_over_replicas(stats)
         stats["real_tokens"] = counts["real_tokens"]
         stats["sequences"] = counts["sequences"]
         self.step.assign_add(1)
@@ -259,6 +261,14 @@ class Trainer:
             self._first_bad_step.assign(self.step)
         for k, v in self._sums.items():
             v.assign_add(tf.cast(stats[k], tf.float64))
+
+    def _sum_over_replicas(self, values: dict) -> dict:
+        # One all-reduce of a stacked vector: fewer collectives, and
+        # MultiWorkerMirroredStrategy cannot reduce nested structures.
+        keys = sorted(values)
+        stacked = self.strategy.run(lambda d: tf.stack([d[k] for k in keys]), args=(values,))
+        total = self.strategy.reduce(tf.distribute.ReduceOp.SUM, stacked, axis=None)
+        return {k: total[i] for i, k in enumerate(keys)}
 
     def _train_loop(self, iterator, num_steps):
         # Stops early (without a `cond` around the step: a jit-compiled call

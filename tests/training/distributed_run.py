@@ -1,0 +1,60 @@
+"""Subprocess entry for the distributed tests: train the tiny model, save its weights.
+
+    python distributed_run.py MODE OUT.npz [--steps N] [--micro B] [--acc A]
+
+MODE: ``mirrored`` (MirroredStrategy over two logical CPUs) or ``multiworker``
+(MultiWorkerMirroredStrategy; TF_CONFIG set by the caller). Only the chief
+writes OUT. `train` is also imported by the tests for the one-device run.
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+
+def train(strategy, *, micro, steps, acc):
+    """Weights and logged losses after ``steps`` updates of the tiny model."""
+    import keras
+
+    from tfpack.training import Lamb, Trainer
+    from tinymodels import TinyPretrainer, dataset
+
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = TinyPretrainer()
+        trainer = Trainer(model, Lamb(learning_rate=0.02), micro_batch_size=micro,
+                          accumulation_steps=acc, strategy=strategy, log_every=2,
+                          progress=False)
+    result = trainer.fit(dataset(64, seed=1), steps)
+    losses = np.array([r["loss"] for r in result.history])
+    return [w.numpy() for w in model.weights], losses, trainer._is_chief()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["mirrored", "multiworker"])
+    parser.add_argument("out")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--micro", type=int, default=2)
+    parser.add_argument("--acc", type=int, default=1)
+    args = parser.parse_args()
+    if args.mode == "mirrored":
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    else:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    weights, losses, chief = train(strategy, micro=args.micro, steps=args.steps, acc=args.acc)
+    if chief:
+        np.savez(args.out, *weights, loss=losses)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Scale-out is tf.distribute: two replicas reach the weights of one device with the same
+global batch, both as MirroredStrategy over two logical CPUs and as
+MultiWorkerMirroredStrategy with two worker processes on 127.0.0.1."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "distributed_run.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TIMEOUT = 150
+# 3 updates of 2 accumulated micro-batches: 4 packs per micro-step in total.
+STEPS, ACC, GLOBAL_MICRO = 3, 2, 4
+
+
+def _env(**extra):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
+           "PYTHONPATH": ROOT, **extra}
+    env.pop("TF_CONFIG", None)
+    env.update(extra)
+    return env
+
+
+def _run(mode, out, micro, **env):
+    return subprocess.Popen(
+        [sys.executable, SCRIPT, mode, str(out), "--steps", str(STEPS), "--acc", str(ACC),
+         "--micro", str(micro)], env=_env(**env), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+
+
+def _wait(process):
+    try:
+        output, _ = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        pytest.fail(f"worker timed out after {TIMEOUT}s:\n{output[-3000:]}")
+    assert process.returncode == 0, output[-3000:]
+
+
+def _weights(path):
+    data = np.load(path)
+    return [data[f"arr_{i}"] for i in range(len(data.files) - 1)], data["loss"]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    import tensorflow as tf
+
+    from distributed_run import train
+
+    weights, losses, _ = train(tf.distribute.get_strategy(), micro=GLOBAL_MICRO,
+                               steps=STEPS, acc=ACC)
+    return weights, losses
+
+
+def _free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _assert_same(weights, reference):
+    (ours, our_loss), (theirs, their_loss) = weights, reference
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(our_loss, their_loss, rtol=1e-5)
+    assert our_loss.shape == (2,)  # Logged at steps 2 and 3.
+
+
+def test_mirrored_two_logical_cpus_matches_one_device(reference, tmp_path):
+    out = tmp_path / "w.npz"
+    _wait(_run("mirrored", out, GLOBAL_MICRO // 2))
+    _assert_same(_weights(out), reference)
+
+
+def test_multi_worker_two_processes_matches_one_process(reference, tmp_path):
+    ports = _free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    out = tmp_path / "w.npz"
+    workers = [
+        _run("multiworker", out, GLOBAL_MICRO // 2,
+             TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
+        for i in range(2)]
+    for worker in workers:
+        _wait(worker)
+    _assert_same(_weights(out), reference)
