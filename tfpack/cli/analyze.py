@@ -1,0 +1,169 @@
+"""`tfpack analyze`: compare packing algorithms on a length histogram (the paper's Table 1).
+
+::
+
+    tfpack analyze wikipedia_512 --max-length 512 --max-per-pack 3 --max-per-pack none \\
+        --algorithms spfhp,lpfhp,nnlshp,optimal --plot wikipedia.png
+
+For each algorithm and each ``--max-per-pack`` (repeat the flag or give a
+comma list; an integer or ``none``), prints the strategies used, packs,
+tokens, padding tokens, efficiency, packing factor, the theoretical speed-up
+bound, the proven lower bound on packs and the solve time. ``--json`` prints
+only ``{"histogram", "max_length", "sequences", "tokens",
+"speedup_upper_bound", "results": [{"algorithm", "max_sequences_per_pack",
+"metrics"}, ...]}`` on stdout. ``--plot FILE.png`` draws the length histogram
+with the theoretical speed-up in the title.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from tfpack.cli.plan import load_histogram, max_per_pack
+from tfpack.errors import TfpackError
+
+__all__ = ["add_parser", "run", "format_table", "plot_histogram"]
+
+# ennlshp is left out by default: it takes minutes for max length 512.
+DEFAULT_ALGORITHMS = ("none", "greedy", "ffd", "bfd", "spfhp", "lpfhp", "nnlshp", "optimal")
+DEFAULT_DEPTHS = (3, None)
+
+COLUMNS = (
+    ("algorithm", "algorithm"),
+    ("depth", "max per pack"),
+    ("strategies_used", "strategies"),
+    ("packs", "packs"),
+    ("lower_bound_packs", "lower bound"),
+    ("tokens", "tokens"),
+    ("padding_tokens", "padding tokens"),
+    ("efficiency", "efficiency %"),
+    ("packing_factor", "packing factor"),
+    ("speedup_upper_bound", "speed-up bound"),
+    ("solve_seconds", "time s"),
+)
+
+
+def _depths(values: list[str] | None) -> list[int | None]:
+    if not values:
+        return list(DEFAULT_DEPTHS)
+    depths = [max_per_pack(part) for value in values for part in value.split(",") if part.strip()]
+    return list(dict.fromkeys(depths))
+
+
+def _cell(key: str, value) -> str:
+    if key == "efficiency":
+        return f"{100 * value:.3f}"
+    if key in ("packing_factor", "speedup_upper_bound"):
+        return f"{value:.4f}"
+    if key == "solve_seconds":
+        return f"{value:.3f}"
+    if key == "depth":
+        return "none" if value is None else str(value)
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def format_table(results: list[dict]) -> str:
+    """A markdown table, one row per ``{"algorithm", "max_sequences_per_pack", "metrics"}``."""
+    rows = [[_cell(key, {"algorithm": r["algorithm"], "depth": r["max_sequences_per_pack"], **r["metrics"]}[key])
+             for key, _ in COLUMNS] for r in results]
+    header = [title for _, title in COLUMNS]
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+    left = {0, 1}
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) if i in left else c.rjust(w)
+                                 for i, (c, w) in enumerate(zip(cells, widths))) + " |"
+
+    rule = "| " + " | ".join("-" * w if i in left else "-" * (w - 1) + ":" for i, w in enumerate(widths)) + " |"
+    return "\n".join([line(header), rule] + [line(row) for row in rows])
+
+
+def plot_histogram(counts: np.ndarray, path: str, title: str) -> None:
+    """Write a PNG bar chart of ``counts`` (sequences per length) to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lengths = np.arange(1, counts.size + 1)
+    speedup = counts.sum() * counts.size / (counts @ lengths)
+    figure, axes = plt.subplots(figsize=(8, 4))
+    axes.bar(lengths, counts, width=1.0, color="tab:blue")
+    axes.set_xlabel("sequence length")
+    axes.set_ylabel("sequences")
+    axes.set_yscale("log" if counts.max() > 100 * max(1, np.median(counts[counts > 0])) else "linear")
+    axes.set_title(f"{title}: theoretical speed-up {speedup:.3f}x")
+    figure.tight_layout()
+    try:
+        figure.savefig(path, format="png")
+    except OSError as error:
+        raise TfpackError(f"--plot must be a writable file. Received: --plot={path} ({error})") from None
+    finally:
+        plt.close(figure)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``tfpack analyze`` and its flags."""
+    parser = subparsers.add_parser(
+        "analyze", help="compare packing algorithms on a length histogram (Table 1)",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument("histogram", metavar="HISTOGRAM", help="histogram file or bundled name (e.g. wikipedia_512)")
+    parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
+    parser.add_argument("--max-per-pack", action="append", metavar="K",
+                        help="K: sequences per pack or 'none'; repeat or comma-separate (default: 3,none)")
+    parser.add_argument("--algorithms", default=",".join(DEFAULT_ALGORITHMS),
+                        help=f"comma-separated planners (default: {','.join(DEFAULT_ALGORITHMS)})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of randomized planners (greedy)")
+    parser.add_argument("--json", action="store_true", help="print only a JSON object on stdout")
+    parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of the length histogram")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan with every algorithm and depth; print the table (or JSON); plot."""
+    from tfpack import packing
+
+    try:
+        depths = _depths(args.max_per_pack)
+    except argparse.ArgumentTypeError as error:
+        raise TfpackError(str(error)) from None
+    names = [name.strip() for name in args.algorithms.split(",") if name.strip()]
+    unknown = [name for name in names if name not in packing.algorithm_names()]
+    if not names or unknown:
+        raise TfpackError(
+            f"--algorithms must list some of {packing.algorithm_names()}. Received: --algorithms={args.algorithms}"
+        )
+    counts = load_histogram(args.histogram, args.max_length)
+    results = []
+    for name in names:
+        for depth in depths:
+            plan = packing.plan(counts, args.max_length, depth, algorithm=name, seed=args.seed)
+            results.append({"algorithm": name, "max_sequences_per_pack": depth, "metrics": plan.metrics})
+    if args.plot:
+        plot_histogram(counts, args.plot, title=str(args.histogram))
+    first = results[0]["metrics"]
+    if args.json:
+        print(json.dumps({
+            "histogram": args.histogram,
+            "max_length": args.max_length,
+            "sequences": first["sequences"],
+            "tokens": first["tokens"],
+            "speedup_upper_bound": first["speedup_upper_bound"],
+            "results": results,
+        }))
+        return 0
+    print(f"{args.histogram}: {first['sequences']:,} sequences, {first['tokens']:,} tokens, "
+          f"max length {args.max_length}, theoretical speed-up {first['speedup_upper_bound']:.4f}")
+    print(format_table(results))
+    if args.plot:
+        print(f"wrote {args.plot}")
+    return 0
