@@ -1,0 +1,114 @@
+import argparse
+import json
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from tfpack.cli import analyze, plan
+from tfpack.errors import TfpackError
+from tfpack.packing import PackingPlan
+
+
+def tfpack(*argv):
+    """`tfpack.cli.main` with only analyze and plan registered (others may be absent)."""
+    parser = argparse.ArgumentParser(prog="tfpack")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    analyze.add_parser(subparsers)
+    plan.add_parser(subparsers)
+    try:
+        args = parser.parse_args([str(a) for a in argv])
+    except SystemExit as exit:
+        return exit.code
+    try:
+        return int(args.run(args) or 0)
+    except TfpackError as error:
+        print(f"tfpack {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+@pytest.fixture
+def histogram_file(tmp_path):
+    path = tmp_path / "lengths.txt"
+    # Max length 8: two 6s, three 4s, four 2s.
+    path.write_text("# tiny\n0\n4\n0\n3\n0\n2\n0\n0\n")
+    return path
+
+
+def test_plan_writes_a_plan_file_and_prints_a_summary(histogram_file, tmp_path, capsys):
+    output = tmp_path / "plan.json"
+    assert tfpack("plan", histogram_file, "--max-length", 8, "--max-per-pack", "none",
+                  "--algorithm", "lpfhp", "--output", output) == 0
+    out = capsys.readouterr().out
+    assert "algorithm='lpfhp'" in out and "4 packs" in out and str(output) in out
+    loaded = PackingPlan.load(output)
+    assert loaded.max_sequences_per_pack is None and loaded.metrics["packs"] == 4
+    assert loaded.histogram.tolist() == [0, 4, 0, 3, 0, 2, 0, 0]
+
+
+def test_plan_json_prints_only_json(histogram_file, tmp_path, capsys):
+    output = tmp_path / "plan.json"
+    assert tfpack("plan", histogram_file, "--max-length", 8, "--max-per-pack", 2,
+                  "--algorithm", "spfhp", "--output", output, "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["output"] == str(output) and data["max_sequences_per_pack"] == 2
+    assert data["metrics"]["packs"] == PackingPlan.load(output).metrics["packs"]
+
+
+def test_plan_pads_a_shorter_histogram_and_reads_npy(tmp_path, capsys):
+    source = tmp_path / "h.npy"
+    np.save(source, np.array([0, 3, 1]))
+    output = tmp_path / "plan.json"
+    assert tfpack("plan", source, "--max-length", 5, "--max-per-pack", 3,
+                  "--algorithm", "ffd", "--output", output, "--json") == 0
+    assert PackingPlan.load(output).histogram.tolist() == [0, 3, 1, 0, 0]
+
+
+def test_plan_of_bundled_histogram(tmp_path, capsys):
+    output = tmp_path / "plan.json"
+    assert tfpack("plan", "wikipedia_512", "--max-length", 512, "--max-per-pack", 3,
+                  "--algorithm", "spfhp", "--output", output, "--json") == 0
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    assert round(100 * metrics["efficiency"], 2) == 89.44
+
+
+@pytest.mark.parametrize(
+    "argv, pattern",
+    [
+        (["--max-length", 5], r"max_length=5, but 2 are longer. Received: sequences of length up to 6"),
+        (["--max-length", 0], r"`max_length` must be a positive integer. Received: max_length=0"),
+        (["--max-per-pack", 0], r"--max-per-pack: must be a positive integer or 'none'. Received: --max-per-pack=0"),
+        (["--max-per-pack", "lots"], r"Received: --max-per-pack=lots"),
+        (["--algorithm", "magic"], r"`algorithm` must be one of .*Received: algorithm='magic'"),
+    ],
+)
+def test_plan_bad_input_exits_2_with_a_message(histogram_file, tmp_path, capsys, argv, pattern):
+    flags = {"--max-length": 8, "--max-per-pack": 3, "--algorithm": "spfhp", "--output": tmp_path / "p.json"}
+    flags.update(dict(zip(argv[::2], argv[1::2])))
+    assert tfpack("plan", histogram_file, *[x for item in flags.items() for x in item]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert re.search(pattern, captured.err), captured.err
+
+
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        ("1\nx\n", r"line 2 .*'x'"),
+        ("0\n0\n", r"dataset is empty"),
+        ("1\n-1\n", r"non-negative"),
+    ],
+)
+def test_plan_bad_histogram_file_exits_2(tmp_path, capsys, content, pattern):
+    source = tmp_path / "bad.txt"
+    source.write_text(content)
+    assert tfpack("plan", source, "--max-length", 8, "--max-per-pack", 3, "--algorithm", "spfhp",
+                  "--output", tmp_path / "p.json") == 2
+    assert re.search(pattern, capsys.readouterr().err)
+
+
+def test_plan_unknown_histogram_name(tmp_path, capsys):
+    assert tfpack("plan", "wikipedia_999", "--max-length", 8, "--max-per-pack", 3, "--algorithm", "spfhp",
+                  "--output", tmp_path / "p.json") == 2
+    assert "bundled histograms ['wikipedia_512'" in capsys.readouterr().err
