@@ -1,0 +1,250 @@
+"""The `optimal` planner: exact tiny cases, its lower bound, its parts, its targets."""
+
+import collections
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfpack import datasets
+from tfpack.packing import plan
+from tfpack.packing.algorithms import _best_fit, _knapsack, _lp, optimal
+from tfpack.packing.checks import check_plan, slot_counts
+
+
+def make_histogram(max_length, counts_by_length):
+    counts = np.zeros(max_length, dtype=np.int64)
+    for length, count in counts_by_length.items():
+        counts[length - 1] += count
+    return counts
+
+
+def as_counter(result):
+    return collections.Counter(dict(zip(result.strategies, result.counts.tolist())))
+
+
+def assert_valid(result, histogram, max_length, max_depth):
+    """The invariants, checked here independently of `tfpack.packing.checks`."""
+    assert result.counts.dtype == np.int64
+    assert len(result.strategies) == len(result.counts) == len(set(result.strategies))
+    assert np.all(result.counts > 0)
+    slots = np.zeros(max_length + 1, dtype=np.int64)
+    for strategy, count in zip(result.strategies, result.counts):
+        assert isinstance(strategy, tuple) and strategy
+        assert list(strategy) == sorted(strategy, reverse=True)
+        assert sum(strategy) <= max_length
+        assert max_depth is None or len(strategy) <= max_depth
+        for length in strategy:
+            slots[length] += count
+    assert np.all(slots[1:] >= histogram)
+    check_plan(result.strategies, result.counts, histogram, max_length=max_length,
+               max_depth=max_depth)
+
+
+def brute_force_packs(histogram, max_length, max_depth):
+    """Fewest packs for a handful of sequences, by dynamic programming over subsets."""
+    items = np.repeat(np.arange(1, len(histogram) + 1), histogram)
+    n = len(items)
+    sums = [int(items[[i for i in range(n) if mask >> i & 1]].sum()) for mask in range(1 << n)]
+    fits = [sums[m] <= max_length and (max_depth is None or bin(m).count("1") <= max_depth)
+            for m in range(1 << n)]
+    best = [0] + [math.inf] * ((1 << n) - 1)
+    for mask in range(1, 1 << n):
+        low = mask & -mask
+        sub = mask
+        while sub:  # every feasible pack holding the lowest remaining item
+            if sub & low and fits[sub]:
+                best[mask] = min(best[mask], best[mask ^ sub] + 1)
+            sub = (sub - 1) & mask
+    return best[-1]
+
+
+# --- exact tiny cases ------------------------------------------------------
+
+
+def test_perfect_packing_is_found_and_proven_optimal():
+    # 32 tokens in packs of 8, two per pack: only 6+2, 5+3 and 4+4 fill a pack.
+    histogram = make_histogram(8, {6: 2, 2: 2, 5: 1, 3: 1, 4: 2})
+    result = optimal.pack(histogram, 8, 2, seed=0)
+    assert as_counter(result) == {(6, 2): 2, (5, 3): 1, (4, 4): 1}
+    assert result.lower_bound_packs == 4
+
+
+def test_fractional_lp_bound_beats_the_token_bound():
+    # Packs of 6: a 4 fits with nothing but a 2, and there is none, so each 4 is
+    # alone; three 3s need 1.5 packs in the LP. LP = 3.5 -> bound 4, while
+    # ceil(17 tokens / 6) is only 3. Four packs is optimal.
+    histogram = make_histogram(6, {3: 3, 4: 2})
+    result = optimal.pack(histogram, 6, None, seed=0)
+    assert as_counter(result) == {(4,): 2, (3, 3): 1, (3,): 1}
+    assert result.lower_bound_packs == 4
+
+
+def test_depth_limit_is_respected_and_bound_is_tight():
+    # Lengths 2, 2, 2, 3, 5, 6, 6 in packs of 8, at most 2 per pack.
+    histogram = make_histogram(8, {2: 3, 3: 1, 5: 1, 6: 2})
+    result = optimal.pack(histogram, 8, 2, seed=0)
+    assert as_counter(result) == {(6, 2): 2, (5, 3): 1, (2,): 1}
+    assert result.lower_bound_packs == 4
+
+
+def test_depth_one_is_one_sequence_per_pack():
+    histogram = make_histogram(16, {1: 3, 7: 2, 16: 1})
+    result = optimal.pack(histogram, 16, 1, seed=0)
+    assert as_counter(result) == {(16,): 1, (7,): 2, (1,): 3}
+    assert result.lower_bound_packs == 6
+
+
+def test_depth_none_packs_many_short_sequences_together():
+    histogram = make_histogram(64, {1: 100, 63: 1})
+    result = optimal.pack(histogram, 64, None, seed=0)
+    assert_valid(result, histogram, 64, None)
+    assert sum(result.counts) == result.lower_bound_packs == 3  # 163 tokens
+
+
+def test_deterministic_and_independent_of_seed():
+    rng = np.random.default_rng(7)
+    histogram = rng.integers(0, 50, size=128)
+    first = optimal.pack(histogram, 128, 3, seed=0)
+    again = optimal.pack(histogram, 128, 3, seed=123)
+    assert first.strategies == again.strategies
+    np.testing.assert_array_equal(first.counts, again.counts)
+    assert first.lower_bound_packs == again.lower_bound_packs
+
+
+def test_bound_rounding_tolerates_float_noise_only():
+    assert optimal._ceil(3.0 + 1e-12) == 3
+    assert optimal._ceil(3.0 - 1e-12) == 3
+    assert optimal._ceil(3.5) == 4
+    assert optimal._ceil(8143828.857142861) == 8143829
+    assert optimal._ceil(8143828.000000001) == 8143828  # within 1e-9 relative
+
+
+# --- properties ------------------------------------------------------------
+
+
+@st.composite
+def tiny_instances(draw):
+    max_length = draw(st.integers(1, 24))
+    max_depth = draw(st.one_of(st.none(), st.integers(1, 4)))
+    lengths = draw(st.lists(st.integers(1, max_length), min_size=1, max_size=8))
+    return make_histogram(max_length, collections.Counter(lengths)), max_length, max_depth
+
+
+@settings(max_examples=60)
+@given(tiny_instances())
+def test_bound_never_exceeds_the_true_optimum(instance):
+    histogram, max_length, max_depth = instance
+    result = optimal.pack(histogram, max_length, max_depth, seed=0)
+    assert_valid(result, histogram, max_length, max_depth)
+    best = brute_force_packs(histogram, max_length, max_depth)
+    assert result.lower_bound_packs <= best <= result.counts.sum()
+
+
+@st.composite
+def instances(draw):
+    max_length = draw(st.sampled_from([7, 32, 100, 128, 300]))
+    max_depth = draw(st.one_of(st.none(), st.integers(1, 6)))
+    lengths = draw(st.lists(st.integers(1, max_length), min_size=1, max_size=30, unique=True))
+    counts = draw(st.lists(st.integers(1, 2000), min_size=len(lengths), max_size=len(lengths)))
+    return make_histogram(max_length, dict(zip(lengths, counts))), max_length, max_depth
+
+
+@settings(max_examples=40)
+@given(instances())
+def test_every_sequence_has_a_slot_and_bounds_hold(instance):
+    histogram, max_length, max_depth = instance
+    result = optimal.pack(histogram, max_length, max_depth, seed=0)
+    assert_valid(result, histogram, max_length, max_depth)
+    packs = int(result.counts.sum())
+    tokens = int(histogram @ np.arange(1, max_length + 1))
+    assert isinstance(result.lower_bound_packs, int)
+    assert -(-tokens // max_length) <= result.lower_bound_packs <= packs
+    assert packs <= histogram.sum()  # never worse than one sequence per pack
+    # Never worse than best fit decreasing, which seeds it.
+    counts = {i + 1: int(c) for i, c in enumerate(histogram) if c}
+    assert packs <= sum(_best_fit.fill(counts, {}, max_length, max_depth).values())
+
+
+@st.composite
+def knapsacks(draw):
+    max_length = draw(st.integers(1, 20))
+    lengths = sorted(draw(st.lists(st.integers(1, max_length), min_size=1, max_size=5,
+                                   unique=True)))
+    bounds = draw(st.lists(st.integers(1, 4), min_size=len(lengths), max_size=len(lengths)))
+    values = draw(st.lists(st.floats(0, 1), min_size=len(lengths), max_size=len(lengths)))
+    depth = draw(st.one_of(st.none(), st.integers(1, 4)))
+    return np.array(lengths), np.array(bounds), np.array(values), max_length, depth
+
+
+@settings(max_examples=80)
+@given(knapsacks())
+def test_pricing_finds_the_best_pack_and_returns_feasible_ones(problem):
+    lengths, bounds, values, max_length, depth = problem
+    best = 0.0
+    for copies in itertools.product(*(range(b + 1) for b in bounds)):
+        copies = np.array(copies)
+        if copies @ lengths <= max_length and (depth is None or copies.sum() <= depth):
+            best = max(best, float(copies @ values))
+    pricing = _knapsack.price(lengths, bounds, values, max_length, depth, min_value=-1.0,
+                              max_patterns=len(lengths))
+    assert pricing.best_value == pytest.approx(best, abs=1e-12)
+    for (rows, copies), value in zip(pricing.patterns, pricing.pattern_values):
+        assert np.all(copies >= 1) and np.all(copies <= bounds[rows])
+        assert copies @ lengths[rows] <= max_length
+        assert depth is None or copies.sum() <= depth
+        assert copies @ values[rows] == pytest.approx(value, abs=1e-12)
+    assert np.all(np.diff(pricing.pattern_values) <= 0)  # best first
+
+
+def test_effective_depth_drops_a_limit_that_cannot_bind():
+    lengths, bounds = np.array([3, 5]), np.array([10, 10])
+    assert _knapsack.effective_depth(lengths, bounds, 10, 4) is None  # at most 3 fit
+    assert _knapsack.effective_depth(lengths, bounds, 10, 2) == 2
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_master_lp_backends_agree(incremental):
+    # Demand 3 and 2; packs of two row-0 sequences, or one row-1 sequence.
+    master = _lp.Master(np.array([3.0, 2.0]), incremental=incremental)
+    if incremental and not master.incremental:
+        pytest.skip("no HiGHS object in this SciPy")
+    master.add([(np.array([0]), np.array([2])), (np.array([1]), np.array([1]))])
+    value, x, duals = master.solve()
+    assert value == pytest.approx(3.5)
+    np.testing.assert_allclose(x, [1.5, 2.0])
+    np.testing.assert_allclose(duals, [0.5, 1.0])
+    master.add([(np.array([0, 1]), np.array([1, 1]))])  # one of each: 2 of it + half a pair
+    value, x, _ = master.solve()
+    assert value == pytest.approx(2.5)
+    np.testing.assert_allclose(x, [0.5, 0.0, 2.0])
+
+
+def test_best_fit_fills_open_packs_first():
+    packs = _best_fit.fill({500: 2, 12: 3}, {(300,): 1}, 512, 2)
+    assert packs == {(300, 12): 1, (500, 12): 2}
+
+
+# --- through `plan`, and the Wikipedia targets ----------------------------
+
+
+def test_plan_reports_the_bound():
+    histogram = make_histogram(8, {6: 2, 2: 2, 5: 1, 3: 1, 4: 2})
+    result = plan(histogram, 8, 2, algorithm="optimal")
+    assert result.metrics["packs"] == result.metrics["lower_bound_packs"] == 4
+    assert result.metrics["efficiency"] == 1.0
+
+
+@pytest.mark.parametrize("depth, efficiency", [(3, 0.9987), (4, 0.9998)])
+def test_wikipedia_512_targets(depth, efficiency):
+    histogram = datasets.histogram("wikipedia_512")
+    result = plan(histogram, 512, depth, algorithm="optimal")
+    metrics = result.metrics
+    assert metrics["efficiency"] >= efficiency
+    # Within 0.01 percentage points of what the proven bound allows.
+    bound_efficiency = metrics["tokens"] / (metrics["lower_bound_packs"] * 512)
+    assert bound_efficiency - metrics["efficiency"] <= 1e-4
+    assert np.all(slot_counts(result.strategies, result.counts, 512) >= histogram)
