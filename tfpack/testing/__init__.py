@@ -15,11 +15,17 @@ Example:
 [[1, 1, 2, 0]]
 """
 
+from tfpack.testing.equivalence import EquivalenceResult
+from tfpack.testing.equivalence import assert_no_cross_contamination
+from tfpack.testing.equivalence import assert_packed_equals_unpacked
 from tfpack.testing.packer import next_fit
 from tfpack.testing.packer import next_token_labels
 from tfpack.testing.packer import pack_examples
 
 __all__ = [
+    "EquivalenceResult",
+    "assert_no_cross_contamination",
+    "assert_packed_equals_unpacked",
     "next_fit",
     "next_token_labels",
     "pack_examples",

@@ -1,0 +1,351 @@
+"""Packed-vs-unpacked equivalence checks (seed 000, appendix T.5).
+
+"The ultimate approach to test the correctness of the implementation is to
+check, if packed and unpacked sequence provide the same values and
+gradients." Both checks run the model with `training=False` (no dropout) and
+find each sequence's outputs through the model's `packed_outputs`:
+`"token"` outputs `[B, L, ...]` are read at the sequence's tokens,
+`"prediction"` outputs `[B, M, ...]` at its masked-LM predictions and
+`"sequence"` outputs `[B, K, ...]` at its slot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping, Sequence
+
+import keras
+import numpy as np
+
+from tfpack.errors import TfpackError
+from tfpack.testing.packer import next_fit
+from tfpack.testing.packer import pack_examples
+
+OUTPUT_KINDS = ("token", "prediction", "sequence")
+
+
+@dataclasses.dataclass(frozen=True)
+class EquivalenceResult:
+    """What an equivalence check compared.
+
+    Attributes:
+        sequences_checked: number of (sequence, output) comparisons made.
+        max_output_difference: largest absolute difference per output name.
+        max_loss_difference: largest difference of the loss and of every
+            loss statistic, or None when the model has no loss.
+        max_gradient_difference: largest absolute gradient difference, or
+            None when gradients were not compared.
+    """
+
+    sequences_checked: int
+    max_output_difference: dict
+    max_loss_difference: float | None = None
+    max_gradient_difference: float | None = None
+
+
+def _numpy(tree):
+    return {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in
+            tree.items()}
+
+
+def _call(model, features):
+    outputs = model(features, training=False)
+    if not isinstance(outputs, Mapping):
+        outputs = {"output": outputs}
+    return _numpy(outputs)
+
+
+def _output_kinds(model, outputs, features, output_kinds):
+    kinds = dict(getattr(model, "packed_outputs", {}) or {})
+    kinds.update(output_kinds or {})
+    length = features["input_ids"].shape[1]
+    for name, value in outputs.items():
+        if name in kinds:
+            continue
+        # Infer from the second dimension; refuse to guess when ambiguous.
+        candidates = [kind for kind, key in (
+            ("token", "input_ids"), ("prediction", "masked_lm_positions"),
+            ("sequence", "cls_positions"))
+            if key in features and features[key].shape[1] == value.shape[1]]
+        if len(candidates) != 1:
+            raise TfpackError(
+                "Each output needs a kind in "
+                f"{OUTPUT_KINDS}: pass `output_kinds`. Received: output "
+                f"{name!r} of shape {value.shape} with length={length}")
+        kinds[name] = candidates[0]
+    for name, kind in kinds.items():
+        if kind not in OUTPUT_KINDS:
+            raise TfpackError(f"Output kinds must be in {OUTPUT_KINDS}. "
+                              f"Received: output_kinds[{name!r}]={kind!r}")
+    return kinds
+
+
+def _sequence_outputs(outputs, features, kinds, row, slot):
+    """Outputs of sequence `slot` (1-based) of pack `row`, per output name."""
+    result = {}
+    for name, value in outputs.items():
+        kind = kinds[name]
+        if kind == "token":
+            result[name] = value[row][features["sequence_ids"][row] == slot]
+        elif kind == "prediction":
+            keep = (features["masked_lm_sequence_ids"][row] == slot) & (
+                features["masked_lm_weights"][row] > 0)
+            result[name] = value[row][keep]
+        else:
+            result[name] = value[row, slot - 1]
+    return result
+
+
+def _slots(features, row):
+    ids = features["sequence_ids"][row]
+    return [int(s) for s in np.unique(ids[ids > 0])]
+
+
+def _max_difference(a, b):
+    if a.shape != b.shape:
+        return np.inf
+    if a.size == 0:
+        return 0.0
+    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+
+
+def _vocabulary_size(model, features, vocabulary_size):
+    if vocabulary_size is None:
+        vocabulary_size = getattr(model, "vocabulary_size", None)
+    if vocabulary_size is None:
+        vocabulary_size = int(features["input_ids"].max()) + 1
+    if vocabulary_size < 3:
+        raise TfpackError("Perturbing tokens needs a vocabulary of at least 3."
+                          f" Received: vocabulary_size={vocabulary_size}")
+    return int(vocabulary_size)
+
+
+def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
+                                  seed=0, vocabulary_size=None,
+                                  output_kinds=None):
+    """Asserts that no sequence of a pack influences another one.
+
+    For every sequence slot k, replaces the tokens of sequence k in every
+    pack by other random tokens (never 0) and checks that the outputs of all
+    *other* sequences of those packs stay the same, to `atol`. It also checks
+    that the perturbed sequences' own outputs did change somewhere: a model
+    that ignores its tokens proves nothing.
+
+    Example:
+
+    >>> from tfpack.models import BertEncoder
+    >>> from tfpack.testing import pack_examples
+    >>> model = BertEncoder(vocabulary_size=30, num_layers=1, hidden_dim=8,
+    ...                     num_heads=2, intermediate_dim=16)
+    >>> packed = pack_examples([{"input_ids": [3, 4, 5]},
+    ...                         {"input_ids": [6, 7]}], max_length=6)
+    >>> assert_no_cross_contamination(model, packed).sequences_checked
+    2
+
+    Args:
+        model: a callable on a dict of features returning a dict of outputs
+            (or a tensor); the tfpack models, or a user model with
+            `packed_outputs` or `output_kinds`.
+        packed_inputs: dict of packed features with a batch dimension; at
+            least one pack must hold two sequences.
+        atol: largest allowed absolute change of an unperturbed output.
+        seed: seed of the replacement tokens.
+        vocabulary_size: range of replacement tokens; default
+            `model.vocabulary_size`.
+        output_kinds: `{output name: "token" | "prediction" | "sequence"}`
+            overriding `model.packed_outputs`.
+
+    Returns:
+        `EquivalenceResult` (`max_output_difference` over unperturbed
+        sequences).
+
+    Raises:
+        AssertionError: an unperturbed sequence's output changed, or no
+            perturbation changed anything.
+    """
+    features = {k: np.asarray(v) for k, v in packed_inputs.items()}
+    if not any(len(_slots(features, r)) > 1
+               for r in range(features["input_ids"].shape[0])):
+        raise TfpackError(
+            "`packed_inputs` must contain a pack of at least two sequences. "
+            f"Received: sequence_ids={features['sequence_ids'].tolist()}")
+    vocabulary = _vocabulary_size(model, features, vocabulary_size)
+    rng = np.random.default_rng(seed)
+    reference = _call(model, features)
+    kinds = _output_kinds(model, reference, features, output_kinds)
+    largest = {name: 0.0 for name in reference}
+    checked, effect = 0, 0.0
+    max_slot = int(features["sequence_ids"].max())
+    for slot in range(1, max_slot + 1):
+        target = features["sequence_ids"] == slot
+        ids = features["input_ids"]
+        shift = rng.integers(1, vocabulary - 1, size=ids.shape)
+        # (id - 1 + shift) mod (V - 1) + 1 is a different non-zero token.
+        replaced = (ids - 1 + shift) % (vocabulary - 1) + 1
+        perturbed = dict(features)
+        perturbed["input_ids"] = np.where(target, replaced, ids).astype(
+            ids.dtype)
+        outputs = _call(model, perturbed)
+        for row in range(ids.shape[0]):
+            slots = _slots(features, row)
+            if slot not in slots:
+                continue
+            before = _sequence_outputs(reference, features, kinds, row, slot)
+            after = _sequence_outputs(outputs, features, kinds, row, slot)
+            effect = max([effect] + [_max_difference(before[n], after[n])
+                                     for n in before])
+            for other in slots:
+                if other == slot:
+                    continue
+                before = _sequence_outputs(reference, features, kinds, row,
+                                           other)
+                after = _sequence_outputs(outputs, features, kinds, row, other)
+                for name in before:
+                    difference = _max_difference(before[name], after[name])
+                    largest[name] = max(largest[name], difference)
+                    checked += 1
+                    if not difference <= atol:
+                        raise AssertionError(
+                            "Cross-contamination: changing the tokens of "
+                            f"sequence {slot} of pack {row} changed output "
+                            f"{name!r} of sequence {other} by {difference:.3g}"
+                            f" (atol={atol}).")
+    if not effect > atol:
+        raise AssertionError(
+            "Inconclusive: changing a sequence's tokens never changed its own "
+            f"outputs (largest change {effect:.3g}, atol={atol}).")
+    return EquivalenceResult(checked, largest)
+
+
+def _loss_and_gradients(model, features, check_gradients):
+    import tensorflow as tf
+
+    tensors = {k: tf.convert_to_tensor(v) for k, v in features.items()}
+    with tf.GradientTape() as tape:
+        y_pred = model(tensors, training=False)
+        statistics = model.loss_statistics(tensors, y_pred)
+        loss = model.compute_loss(x=tensors, y_pred=y_pred, training=False)
+    values = {k: float(v) for k, v in statistics.items()}
+    values["loss"] = float(loss)
+    gradients = None
+    if check_gradients:
+        gradients = [
+            None if g is None else tf.convert_to_tensor(g).numpy()
+            for g in tape.gradient(loss, model.trainable_variables)]
+    return values, gradients
+
+
+def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
+                                  max_length: int | None = None,
+                                  packs: Sequence[Sequence[int]] | None = None,
+                                  max_sequences_per_pack: int | None = None,
+                                  atol: float = 1e-5,
+                                  check_gradients: bool = True,
+                                  output_kinds: dict | None = None):
+    """Asserts that packing does not change outputs, losses or gradients.
+
+    Runs `examples` unpacked (one per row, padded to `max_length`) and packed
+    (`packs`, default next fit), then compares every sequence's outputs,
+    every loss statistic and the loss of `model.compute_loss`, and the
+    gradients of that loss with respect to every trainable variable
+    (TensorFlow backend), all to `atol`. Run it in float32.
+
+    Example:
+
+    >>> from tfpack.models import CausalLM
+    >>> from tfpack.testing import next_token_labels
+    >>> model = CausalLM(vocabulary_size=30, num_layers=1, hidden_dim=8,
+    ...                  num_heads=2, intermediate_dim=16)
+    >>> examples = [{"input_ids": ids, "labels": next_token_labels(ids)}
+    ...             for ids in ([3, 4, 5], [6, 7], [8, 9, 10, 11])]
+    >>> result = assert_packed_equals_unpacked(model, examples, max_length=6)
+    >>> result.max_gradient_difference < 1e-5
+    True
+
+    Args:
+        model: a tfpack model, or any model with the same calling convention
+            (`loss_statistics` and `compute_loss` for the loss checks).
+        examples: unpacked examples (see `tfpack.testing.pack_examples`).
+        max_length: row length of both batches; default twice the longest
+            example.
+        packs: example indices per pack; default next fit.
+        max_sequences_per_pack: K of the packed batch.
+        atol: tolerance of every comparison.
+        check_gradients: also compare gradients.
+        output_kinds: see `assert_no_cross_contamination`.
+
+    Returns:
+        `EquivalenceResult`.
+
+    Raises:
+        AssertionError: naming the first output, loss statistic or variable
+            that differs.
+    """
+    lengths = [len(e["input_ids"]) for e in examples]
+    max_length = max_length or 2 * max(lengths)
+    predictions = [len(e.get("masked_lm_positions", ())) for e in examples]
+    unpacked = pack_examples(examples, max_length,
+                             packs=[[i] for i in range(len(examples))],
+                             max_sequences_per_pack=1,
+                             max_predictions=max(predictions) or None)
+    packed = pack_examples(examples, max_length, packs=packs,
+                           max_sequences_per_pack=max_sequences_per_pack)
+    # Where each example landed: (row, 1-based slot) of the packed batch.
+    if packs is None:
+        packs = next_fit(lengths, max_length, max_sequences_per_pack)
+    where = {index: (row, slot + 1) for row, pack in enumerate(packs)
+             for slot, index in enumerate(pack)}
+
+    out_unpacked = _call(model, unpacked)
+    out_packed = _call(model, packed)
+    kinds = _output_kinds(model, out_packed, packed, output_kinds)
+    largest = {name: 0.0 for name in out_packed}
+    checked = 0
+    for index in range(len(examples)):
+        a = _sequence_outputs(out_unpacked, unpacked, kinds, index, 1)
+        b = _sequence_outputs(out_packed, packed, kinds, *where[index])
+        for name in a:
+            difference = _max_difference(a[name], b[name])
+            largest[name] = max(largest[name], difference)
+            checked += 1
+            if not difference <= atol:
+                raise AssertionError(
+                    f"Packed and unpacked differ: output {name!r} of example "
+                    f"{index} by {difference:.3g} (atol={atol}).")
+
+    loss_difference = gradient_difference = None
+    if getattr(model, "loss_terms", ()):
+        if keras.backend.backend() != "tensorflow":
+            if check_gradients:
+                warnings.warn("Gradients are compared on the TensorFlow "
+                              "backend only; skipping them.")
+            check_gradients = False
+        values_a, gradients_a = _loss_and_gradients(model, unpacked,
+                                                    check_gradients)
+        values_b, gradients_b = _loss_and_gradients(model, packed,
+                                                    check_gradients)
+        loss_difference = 0.0
+        for key in values_a:
+            difference = abs(values_a[key] - values_b[key])
+            loss_difference = max(loss_difference, difference)
+            if not difference <= atol * max(1.0, abs(values_a[key])):
+                raise AssertionError(
+                    f"Packed and unpacked differ: {key} is {values_a[key]!r} "
+                    f"unpacked and {values_b[key]!r} packed (atol={atol}).")
+        if check_gradients:
+            gradient_difference = 0.0
+            for variable, g_a, g_b in zip(model.trainable_variables,
+                                          gradients_a, gradients_b):
+                if g_a is None and g_b is None:
+                    continue
+                g_a = np.zeros(variable.shape) if g_a is None else g_a
+                g_b = np.zeros(variable.shape) if g_b is None else g_b
+                difference = _max_difference(g_a, g_b)
+                gradient_difference = max(gradient_difference, difference)
+                if not difference <= atol:
+                    raise AssertionError(
+                        "Packed and unpacked differ: gradient of "
+                        f"{variable.path} by {difference:.3g} (atol={atol}).")
+    return EquivalenceResult(checked, largest, loss_difference,
+                             gradient_difference)
