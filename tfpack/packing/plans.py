@@ -176,15 +176,17 @@ class PackingPlan:
 
 def _canonical(strategies, counts) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """Merge equal strategies and drop unused ones; most used first, ties in given order."""
-    merged: dict[tuple[int, ...], int] = {}
-    for strategy, count in zip(strategies, np.asarray(counts, dtype=np.int64).tolist()):
-        if count:
-            key = tuple(map(int, strategy))
-            merged[key] = merged.get(key, 0) + count
-    keys = list(merged)
-    totals = np.fromiter(merged.values(), dtype=np.int64, count=len(keys))
-    order = np.argsort(-totals, kind="stable")
-    return [keys[i] for i in order], totals[order]
+    counts = np.asarray(counts, dtype=np.int64)
+    keys = [tuple(map(int, s)) for s in strategies]
+    if len(set(keys)) < len(keys) or np.any(counts == 0):
+        merged: dict[tuple[int, ...], int] = {}
+        for key, count in zip(keys, counts.tolist()):
+            if count:
+                merged[key] = merged.get(key, 0) + count
+        keys = list(merged)
+        counts = np.fromiter(merged.values(), dtype=np.int64, count=len(keys))
+    order = np.argsort(-counts, kind="stable")
+    return [keys[i] for i in order], counts[order]
 
 
 def plan(

@@ -9,8 +9,8 @@ Wikipedia-512 (its appendix H).
 The pack boundaries are found vectorized: with prefix sums of the lengths,
 the pack opened at sequence ``i`` ends just before
 ``next[i] = min(first j with sum(i..j) > L, i + depth)`` (one
-``searchsorted``); only the walk ``0 -> next[0] -> ...`` is a loop, one step
-per pack.
+``searchsorted``); the walk ``0 -> next[0] -> ...`` is a graph traversal
+that scipy runs in C.
 
 Example:
 
@@ -23,9 +23,9 @@ True
 
 from __future__ import annotations
 
-import array
-
 import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
 
 from tfpack.packing.algorithms import base
 
@@ -39,26 +39,23 @@ def pack_boundaries(lengths: np.ndarray, max_length: int, max_depth: int | None)
     following = np.searchsorted(ends, starts + max_length, side="right")
     if max_depth is not None:
         np.minimum(following, np.arange(n) + max_depth, out=following)
-    step = array.array("q", following.astype(np.int64).tobytes())
-    boundaries = array.array("q")
-    i = 0
-    while i < n:
-        boundaries.append(i)
-        i = step[i]
-    boundaries.append(n)
-    return np.frombuffer(boundaries, dtype=np.int64).copy()
+    # The pack starts are the nodes reachable from 0 in the graph i -> following[i]
+    # (node n ends every walk); scipy walks it in C, one step per pack.
+    graph = scipy.sparse.csr_matrix(
+        (np.ones(n, dtype=np.int8), following, np.append(np.arange(n + 1), n)), shape=(n + 1, n + 1)
+    )
+    return np.sort(scipy.sparse.csgraph.depth_first_order(graph, 0, return_predecessors=False)).astype(np.int64)
 
 
 def strategies_of_packs(lengths: np.ndarray, boundaries: np.ndarray, max_length: int) -> base.AlgorithmResult:
     """Count identical packs: ``lengths[boundaries[p]:boundaries[p + 1]]`` is pack ``p``."""
     depths = np.diff(boundaries)
-    pack_of = np.repeat(np.arange(depths.size), depths)
-    contents = lengths[np.lexsort((-lengths, pack_of))]  # longest first inside each pack
     strategies: list[tuple[int, ...]] = []
     counts: list[np.ndarray] = []
     for depth in np.unique(depths).tolist():
         rows = np.flatnonzero(depths == depth)
-        table = contents[(boundaries[rows][:, None] + np.arange(depth)).ravel()].reshape(-1, depth)
+        table = lengths[boundaries[rows][:, None] + np.arange(depth)]
+        table = -np.sort(-table, axis=1)  # longest first inside each pack
         if (max_length + 1) ** depth < 2**62:
             # One integer per pack (digits base max_length + 1): a fast 1-D unique.
             keys = table @ (max_length + 1) ** np.arange(depth, dtype=np.int64)
