@@ -66,14 +66,13 @@ def assemble(
     L, K, M = max_length, max_sequences, max_predictions
     order = tf.cast(order, tf.int64)
     splits = tf.cast(splits, tf.int64)
-    num_packs = tf.size(splits, out_type=tf.int64) - 1
     n = tf.size(order, out_type=tf.int64)
 
-    tokens = tf.gather(examples[roles.length_feature], order)
-    lengths = tokens.row_lengths()
+    tokens = examples[roles.length_feature]
+    lengths = tf.gather(tokens.row_lengths(), order)
     seq_pack = tf.ragged.row_splits_to_segment_ids(splits)  # [n] pack of each sequence
     seq_k = tf.range(n) - tf.gather(splits, seq_pack)  # its index inside the pack
-    starts = tf.concat([[0], tf.cumsum(lengths)], 0)  # token offsets, global
+    starts = tf.concat([[0], tf.cumsum(lengths)], 0)  # token offsets in the selection
     pack_tokens = tf.gather(starts, splits[1:]) - tf.gather(starts, splits[:-1])
     seq_offset = starts[:-1] - tf.gather(starts, tf.gather(splits, seq_pack))
 
@@ -84,76 +83,83 @@ def assemble(
         tf.debugging.assert_less_equal(
             splits[1:] - splits[:-1], tf.constant(K, tf.int64),
             message=f"A pack holds more than max_sequences_per_pack={K} sequences"),
-    ]
-    # Everything below reads these, so the checks run before any scatter.
+    ] + _same_partition(examples, roles.tokens)
+    # Everything below reads these, so the checks run before any output.
     with tf.control_dependencies(checks):
         seq_pack, seq_k, seq_offset = (tf.identity(t) for t in (seq_pack, seq_k, seq_offset))
-        tok_seq = tokens.value_rowids()
-    tok_pos = tf.range(tf.size(tok_seq, out_type=tf.int64)) - tf.gather(starts, tok_seq)
-    tok_index = tf.stack(
-        [tf.gather(seq_pack, tok_seq), tf.gather(seq_offset, tok_seq) + tok_pos], axis=1)
-    pack_shape = tf.stack([num_packs, tf.constant(L, tf.int64)])
+    # One gather index for all token features: their rows share one partition.
+    first = tf.gather(tokens.row_starts(), order)
+    token_index = tf.ragged.range(first, first + lengths)
+    tok_seq = token_index.value_rowids()
+    tok_pos = token_index.flat_values - tf.gather(first, tok_seq)
 
-    def scatter(index, shape, values, fill, dtype):
-        base = tf.fill(tf.cast(shape, tf.int32), tf.constant(fill, dtype))
-        return tf.tensor_scatter_nd_update(base, index, tf.cast(values, dtype))
+    def by_pack(values, row_lengths, width, fill, dtype):
+        ragged = tf.RaggedTensor.from_row_lengths(tf.cast(values, dtype), row_lengths,
+                                                  validate=False)
+        return ragged.to_tensor(default_value=tf.constant(fill, dtype), shape=[None, width])
+
+    def tokens_by_pack(values, fill=0):
+        return by_pack(values, pack_tokens, L, fill, tf.int32)
 
     out = {}
     for name in roles.tokens:
-        values = tokens.flat_values if name == roles.length_feature else (
-            tf.gather(examples[name], order).flat_values)
-        out[name] = scatter(tok_index, pack_shape, values, 0, tf.int32)
-    out["sequence_ids"] = scatter(
-        tok_index, pack_shape, tf.gather(seq_k, tok_seq) + 1, 0, tf.int32)
-    out["position_ids"] = scatter(tok_index, pack_shape, tok_pos, 0, tf.int32)
+        out[name] = tokens_by_pack(tf.gather(examples[name].flat_values, token_index.flat_values))
+    out["sequence_ids"] = tokens_by_pack(tf.gather(seq_k, tok_seq) + 1)
+    out["position_ids"] = tokens_by_pack(tok_pos)
     if roles.causal_labels:
-        flat = tokens.flat_values
+        flat = tf.gather(tokens.flat_values, token_index.flat_values)
         following = tf.concat([flat[1:], tf.zeros([1], flat.dtype)], 0)
         last = tok_pos == tf.gather(lengths, tok_seq) - 1
         targets = tf.where(last, tf.constant(IGNORE_LABEL, flat.dtype), following)
-        out["labels"] = scatter(tok_index, pack_shape, targets, IGNORE_LABEL, tf.int32)
+        out["labels"] = tokens_by_pack(targets, IGNORE_LABEL)
 
     if roles.masked_lm is not None:
-        out.update(_masked_lm(examples, order, splits, roles, seq_pack, seq_k,
-                              seq_offset, num_packs, M, scatter))
+        out.update(_masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack))
 
-    seq_index = tf.stack([seq_pack, seq_k], axis=1)
-    seq_shape = tf.stack([num_packs, tf.constant(K, tf.int64)])
-    out["cls_positions"] = scatter(seq_index, seq_shape, seq_offset, 0, tf.int32)
-    out["sequence_mask"] = scatter(
-        seq_index, seq_shape, tf.ones_like(seq_k), 0.0, tf.float32)
+    per_pack = splits[1:] - splits[:-1]
+    out["cls_positions"] = by_pack(seq_offset, per_pack, K, 0, tf.int32)
+    out["sequence_mask"] = by_pack(tf.ones_like(seq_k), per_pack, K, 0.0, tf.float32)
     for name in roles.sequence:
-        out[name] = scatter(seq_index, seq_shape, tf.gather(examples[name], order), 0, tf.int32)
+        out[name] = by_pack(tf.gather(examples[name], order), per_pack, K, 0, tf.int32)
     return out
 
 
-def _masked_lm(examples, order, splits, roles, seq_pack, seq_k, seq_offset,
-               num_packs, M, scatter):
+def _same_partition(examples, names):
+    """Assertions that the ragged features ``names`` have equal row lengths."""
+    present = [n for n in names if n in examples]
+    base = examples[present[0]].row_splits
+    return [tf.debugging.assert_equal(
+        examples[n].row_splits, base,
+        message=f"Feature {n!r} must have one value per {present[0]!r} value in every example")
+        for n in present[1:]]
+
+
+def _masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack):
     positions_name, ids_name, weights_name = roles.masked_lm
-    positions = tf.gather(examples[positions_name], order)
-    counts = positions.row_lengths()
+    positions = examples[positions_name]
+    counts = tf.gather(positions.row_lengths(), order)
     starts = tf.concat([[0], tf.cumsum(counts)], 0)
     pack_predictions = tf.gather(starts, splits[1:]) - tf.gather(starts, splits[:-1])
-    check = tf.debugging.assert_less_equal(
+    checks = [tf.debugging.assert_less_equal(
         pack_predictions, tf.constant(M, tf.int64),
-        message=f"A pack holds more than max_predictions_per_pack={M} masked-LM predictions")
-    with tf.control_dependencies([check]):
-        m_seq = tf.identity(positions.value_rowids())
-    m_pack = tf.gather(seq_pack, m_seq)
-    m_col = tf.range(tf.size(m_seq, out_type=tf.int64)) - tf.gather(
-        starts, tf.gather(splits, m_pack))
-    index = tf.stack([m_pack, m_col], axis=1)
-    shape = tf.stack([num_packs, tf.constant(M, tf.int64)])
-    shifted = tf.cast(positions.flat_values, tf.int64) + tf.gather(seq_offset, m_seq)
+        message=f"A pack holds more than max_predictions_per_pack={M} masked-LM predictions")]
+    checks += _same_partition(examples, [positions_name, ids_name, weights_name])
+    with tf.control_dependencies(checks):
+        first = tf.identity(tf.gather(positions.row_starts(), order))
+    index = tf.ragged.range(first, first + counts)
+    m_seq = index.value_rowids()
+    flat = index.flat_values
+    shifted = (tf.cast(tf.gather(positions.flat_values, flat), tf.int64)
+               + tf.gather(seq_offset, m_seq))
     if weights_name in examples:
-        weights = tf.gather(examples[weights_name], order).flat_values
+        weights = tf.gather(examples[weights_name].flat_values, flat)
     else:
         weights = tf.ones_like(m_seq, tf.float32)
     return {
-        positions_name: scatter(index, shape, shifted, 0, tf.int32),
-        ids_name: scatter(index, shape, tf.gather(examples[ids_name], order).flat_values,
-                          0, tf.int32),
-        weights_name: scatter(index, shape, weights, 0.0, tf.float32),
-        "masked_lm_sequence_ids": scatter(index, shape, tf.gather(seq_k, m_seq) + 1,
-                                          0, tf.int32),
+        positions_name: by_pack(shifted, pack_predictions, M, 0, tf.int32),
+        ids_name: by_pack(tf.gather(examples[ids_name].flat_values, flat), pack_predictions,
+                          M, 0, tf.int32),
+        weights_name: by_pack(weights, pack_predictions, M, 0.0, tf.float32),
+        "masked_lm_sequence_ids": by_pack(tf.gather(seq_k, m_seq) + 1, pack_predictions,
+                                          M, 0, tf.int32),
     }

@@ -1,0 +1,313 @@
+"""Input-pipeline benchmarks for `tfpack.data` (issue 3 targets).
+
+1. Throughput: real tokens/s of the packed pipeline (offline and streaming
+   ``pack``) against the plain padded pipeline (``padded_batch`` to L) on the
+   same BERT examples, measured in one run. Target: packed >= 0.9x padded.
+2. Streaming efficiency: ``window=10000`` against the offline plan on 1M
+   lengths drawn from the Wikipedia histogram. Target: within 0.5%.
+3. ``tfpack pack`` on synthetic Google-format TFRecords drawn from the
+   Wikipedia histogram: time and peak memory at two dataset sizes, each in
+   its own process, to show memory grows only with the per-example arrays.
+
+Run:
+
+    .venv/bin/python benchmarks/pipeline.py                      # all, 250k and 1M
+    .venv/bin/python benchmarks/pipeline.py --pack-sizes 100000,250000
+
+Writes a Markdown report (default ``benchmarks/results/pipeline.md``); the
+generated TFRecords go to ``benchmarks/output/`` (ignored by git).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+L, K, M_SEQ, M_PACK = 512, 3, 76, 80
+
+
+def sample_lengths(count: int, seed: int) -> np.ndarray:
+    import tfpack
+
+    hist = tfpack.datasets.histogram("wikipedia_512").astype(np.float64)
+    rng = np.random.default_rng(seed)
+    return rng.choice(np.arange(1, L + 1), size=count, p=hist / hist.sum()).astype(np.int64)
+
+
+def synthetic_bert(lengths: np.ndarray, seed: int) -> dict[str, np.ndarray]:
+    """Padded Google-style BERT features ``[n, 512]`` / ``[n, 76]`` for ``lengths``."""
+    rng = np.random.default_rng(seed)
+    n = len(lengths)
+    cols = np.arange(L)
+    real = cols < lengths[:, None]
+    ids = np.where(real, rng.integers(1000, 30000, size=(n, L)), 0)
+    ids[:, 0] = 101
+    split = np.maximum(1, (lengths * rng.uniform(0.2, 0.8, n)).astype(np.int64))
+    segment = (real & (cols >= split[:, None])).astype(np.int64)
+    predictions = np.minimum(M_SEQ, np.maximum(1, np.round(lengths * 0.15))).astype(np.int64)
+    # Random distinct positions per row: the smallest random keys among real tokens.
+    keys = np.where(real & (cols > 0), rng.random((n, L)), 2.0)
+    chosen = np.sort(np.argsort(keys, axis=1)[:, :M_SEQ], axis=1)
+    pred_real = np.arange(M_SEQ) < np.minimum(predictions, np.maximum(lengths - 1, 1))[:, None]
+    positions = np.where(pred_real, chosen, 0)
+    return {
+        "input_ids": ids, "input_mask": real.astype(np.int64), "segment_ids": segment,
+        "masked_lm_positions": positions,
+        "masked_lm_ids": np.where(pred_real, np.take_along_axis(ids, positions, 1), 0),
+        "masked_lm_weights": pred_real.astype(np.float32),
+        "next_sentence_labels": rng.integers(0, 2, size=(n, 1)),
+    }
+
+
+# -- 1. throughput -------------------------------------------------------------
+
+
+def throughput(count: int, batch: int, seed: int) -> dict:
+    import tensorflow as tf
+
+    import tfpack
+
+    lengths = sample_lengths(count, seed)
+    raw = synthetic_bert(lengths, seed)
+    weights = raw["masked_lm_weights"] > 0
+    ragged = lambda x, mask: tf.RaggedTensor.from_row_lengths(x[mask], mask.sum(1))
+    real = raw["input_mask"] > 0
+    tensors = {
+        "input_ids": ragged(raw["input_ids"].astype(np.int32), real),
+        "token_type_ids": ragged(raw["segment_ids"].astype(np.int32), real),
+        "masked_lm_positions": ragged(raw["masked_lm_positions"].astype(np.int32), weights),
+        "masked_lm_ids": ragged(raw["masked_lm_ids"].astype(np.int32), weights),
+        "masked_lm_weights": ragged(raw["masked_lm_weights"], weights),
+        "next_sentence_labels": tf.constant(raw["next_sentence_labels"][:, 0].astype(np.int32)),
+    }
+    examples = tf.data.Dataset.range(count).map(
+        lambda i: {n: t[i] for n, t in tensors.items()}, num_parallel_calls=tf.data.AUTOTUNE)
+    tokens = int(lengths.sum())
+
+    def run(dataset):
+        start = time.perf_counter()
+        for _ in dataset.prefetch(tf.data.AUTOTUNE):
+            pass
+        return time.perf_counter() - start
+
+    padded_shapes = {"input_ids": [L], "token_type_ids": [L], "masked_lm_positions": [M_SEQ],
+                     "masked_lm_ids": [M_SEQ], "masked_lm_weights": [M_SEQ],
+                     "next_sentence_labels": []}
+    results = {"examples": count, "tokens": tokens, "batch": batch}
+    run(examples.take(batch * 4).padded_batch(batch, padded_shapes))  # warm up
+    padded_seconds = run(examples.padded_batch(batch, padded_shapes))
+
+    start = time.perf_counter()
+    packer = tfpack.data.pack(max_length=L, max_sequences_per_pack=K,
+                              max_predictions_per_pack=M_PACK, algorithm="lpfhp")
+    packed = examples.apply(packer)
+    build_seconds = time.perf_counter() - start
+    offline_seconds = run(packed.batch(batch))
+    streaming = examples.apply(tfpack.data.pack(
+        max_length=L, max_sequences_per_pack=K, max_predictions_per_pack=M_PACK,
+        algorithm="lpfhp", window=10_000))
+    streaming_seconds = run(streaming.batch(batch))
+    results.update(
+        packs=packer.report.packs, efficiency=packer.report.efficiency,
+        padded_seconds=padded_seconds, offline_build_seconds=build_seconds,
+        offline_seconds=offline_seconds, streaming_seconds=streaming_seconds,
+        padded_tokens_per_s=tokens / padded_seconds,
+        offline_tokens_per_s=tokens / offline_seconds,
+        offline_with_build_tokens_per_s=tokens / (offline_seconds + build_seconds),
+        streaming_tokens_per_s=tokens / streaming_seconds)
+    return results
+
+
+# -- 2. streaming efficiency ----------------------------------------------------
+
+
+def streaming_vs_offline(count: int, window: int, seed: int, algorithms) -> list[dict]:
+    import tfpack
+
+    lengths = sample_lengths(count, seed)
+    rows = []
+    for algorithm in algorithms:
+        start = time.perf_counter()
+        offline = tfpack.packing.plan(tfpack.packing.histogram(lengths, L), L, K,
+                                      algorithm=algorithm).metrics
+        offline_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        streaming = tfpack.data.streaming_metrics(lengths, L, K, window, algorithm)
+        rows.append({"algorithm": algorithm, "offline": offline["efficiency"],
+                     "offline_packs": offline["packs"], "streaming": streaming["efficiency"],
+                     "streaming_packs": streaming["packs"], "offline_seconds": offline_seconds,
+                     "streaming_seconds": time.perf_counter() - start})
+    return rows
+
+
+# -- 3. tfpack pack ------------------------------------------------------------------
+
+
+def write_google_shards(folder: str, count: int, shards: int, seed: int) -> None:
+    import tensorflow as tf
+
+    from tfpack.data.protos import encode_examples
+
+    os.makedirs(folder, exist_ok=True)
+    lengths = sample_lengths(count, seed)
+    per_shard = -(-count // shards)
+    chunk = 4096
+    for s in range(shards):
+        part = lengths[s * per_shard:(s + 1) * per_shard]
+        with tf.io.TFRecordWriter(os.path.join(folder, f"wiki-{s:03d}.tfrecord")) as writer:
+            for start in range(0, len(part), chunk):
+                for record in encode_examples(synthetic_bert(part[start:start + chunk],
+                                                             seed + s * 7919 + start)):
+                    writer.write(record)
+
+
+def pack_child(folder: str, output: str) -> None:
+    """Run `pack_records` in this process and print time and peak memory as JSON."""
+    import tensorflow as tf  # noqa: F401 - count TensorFlow in the baseline
+
+    from tfpack.data.offline import pack_records
+
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    stats = pack_records(os.path.join(folder, "*.tfrecord"), output, max_length=L,
+                         max_sequences_per_pack=K, algorithm="lpfhp",
+                         max_predictions_per_pack=M_PACK)
+    print(json.dumps({
+        "seconds": time.perf_counter() - start, "phase_seconds": stats["seconds"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "baseline_rss_mb": baseline / 1024, "packs": stats["packs"],
+        "sequences": stats["sequences"], "efficiency": stats["efficiency"],
+        "shards": len(stats["output_files"])}))
+
+
+def pack_benchmark(size: int, seed: int) -> dict:
+    folder = os.path.join(HERE, "output", f"google-{size}")
+    output = os.path.join(HERE, "output", f"packed-{size}")
+    start = time.perf_counter()
+    if not os.path.exists(os.path.join(folder, "done")):
+        shutil.rmtree(folder, ignore_errors=True)
+        write_google_shards(folder, size, shards=max(1, size // 62_500), seed=seed)
+        open(os.path.join(folder, "done"), "w").close()
+    generate_seconds = time.perf_counter() - start
+    shutil.rmtree(output, ignore_errors=True)
+    child = subprocess.run([sys.executable, __file__, "--pack-child", folder, output],
+                           check=True, capture_output=True, text=True,
+                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    result = json.loads(child.stdout.strip().splitlines()[-1])
+    result.update(size=size, generate_seconds=generate_seconds,
+                  input_mb=sum(os.path.getsize(os.path.join(folder, f))
+                               for f in os.listdir(folder)) / 2**20)
+    shutil.rmtree(output, ignore_errors=True)
+    return result
+
+
+# -- report --------------------------------------------------------------------------
+
+
+def report(args, tp, stream, packs) -> str:
+    lines = ["# Input pipeline benchmarks (`benchmarks/pipeline.py`)", "",
+             f"Command: `{' '.join(['.venv/bin/python', 'benchmarks/pipeline.py'] + sys.argv[1:])}`",
+             f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared with other "
+             "jobs: absolute times drift; ratios are measured in one run).", ""]
+    if tp:
+        ratio = tp["offline_tokens_per_s"] / tp["padded_tokens_per_s"]
+        lines += [
+            "## 1. Throughput: packed vs padded pipeline, same examples", "",
+            f"{tp['examples']} BERT examples (lengths from `wikipedia_512`, {tp['tokens']} real "
+            f"tokens), L={L}, K={K}, M={M_PACK}, batch {tp['batch']}; in-memory source dataset.",
+            "", "| pipeline | seconds | real tokens/s | vs padded |", "| --- | --- | --- | --- |",
+            f"| padded (`padded_batch` to {L}) | {tp['padded_seconds']:.2f} | "
+            f"{tp['padded_tokens_per_s']:,.0f} | 1.00x |",
+            f"| packed offline, one epoch | {tp['offline_seconds']:.2f} | "
+            f"{tp['offline_tokens_per_s']:,.0f} | {ratio:.2f}x |",
+            f"| packed offline incl. pass 1 + plan ({tp['offline_build_seconds']:.2f} s) | "
+            f"{tp['offline_seconds'] + tp['offline_build_seconds']:.2f} | "
+            f"{tp['offline_with_build_tokens_per_s']:,.0f} | "
+            f"{tp['offline_with_build_tokens_per_s'] / tp['padded_tokens_per_s']:.2f}x |",
+            f"| packed streaming, window 10,000 | {tp['streaming_seconds']:.2f} | "
+            f"{tp['streaming_tokens_per_s']:,.0f} | "
+            f"{tp['streaming_tokens_per_s'] / tp['padded_tokens_per_s']:.2f}x |", "",
+            f"Packs: {tp['packs']} for {tp['examples']} examples (efficiency "
+            f"{tp['efficiency']:.4f}); a packed batch carries "
+            f"{tp['examples'] / tp['packs']:.2f}x the real tokens of a padded one. "
+            f"Target >= 0.9x: {'met' if ratio >= 0.9 else 'NOT met'}.", ""]
+    if stream:
+        lines += ["## 2. Streaming (window 10,000) vs offline plan", "",
+                  f"{args.stream_examples:,} lengths drawn from `wikipedia_512`, L={L}, K={K}.", "",
+                  "| algorithm | offline efficiency | streaming efficiency | difference "
+                  "(points) | offline packs | streaming packs | streaming seconds |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in stream:
+            lines.append(
+                f"| {r['algorithm']} | {r['offline']:.4%} | {r['streaming']:.4%} | "
+                f"{(r['offline'] - r['streaming']) * 100:.3f} | {r['offline_packs']:,} | "
+                f"{r['streaming_packs']:,} | {r['streaming_seconds']:.1f} |")
+        lines += ["", "Target: within 0.5 points of offline.", ""]
+    if packs:
+        lines += ["## 3. `tfpack pack` on synthetic Google TFRecords", "",
+                  f"Lengths from `wikipedia_512`, padded to {L} like `create_pretraining_data`, "
+                  f"K={K}, M={M_PACK}, lpfhp, 16,384 packs per shard; each size in a fresh "
+                  "process (peak RSS includes TensorFlow itself).", "",
+                  "| examples | input MB | seconds (pass 1 / plan / total) | packs | efficiency "
+                  "| peak RSS MB | RSS after importing TF MB | peak - baseline MB |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in packs:
+            ph = r["phase_seconds"]
+            lines.append(
+                f"| {r['size']:,} | {r['input_mb']:,.0f} | {ph['read_lengths']:.1f} / "
+                f"{ph['plan']:.1f} / {r['seconds']:.1f} | {r['packs']:,} | {r['efficiency']:.4f} | "
+                f"{r['peak_rss_mb']:,.0f} | {r['baseline_rss_mb']:,.0f} | "
+                f"{r['peak_rss_mb'] - r['baseline_rss_mb']:,.0f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--examples", type=int, default=32768, help="throughput examples")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--stream-examples", type=int, default=1_000_000)
+    parser.add_argument("--stream-algorithms", default="lpfhp,spfhp")
+    parser.add_argument("--pack-sizes", default="250000,1000000",
+                        help="comma-separated dataset sizes for `tfpack pack` ('' to skip)")
+    parser.add_argument("--skip", default="", help="comma-separated: throughput,streaming,pack")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default=os.path.join(HERE, "results", "pipeline.md"))
+    parser.add_argument("--pack-child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.pack_child:
+        pack_child(*args.pack_child)
+        return 0
+    skip = set(filter(None, args.skip.split(",")))
+    tp = None if "throughput" in skip else throughput(args.examples, args.batch, args.seed)
+    if tp:
+        print(json.dumps(tp), flush=True)
+    stream = None if "streaming" in skip else streaming_vs_offline(
+        args.stream_examples, 10_000, args.seed, args.stream_algorithms.split(","))
+    if stream:
+        print(json.dumps(stream), flush=True)
+    packs = []
+    if "pack" not in skip:
+        for size in filter(None, args.pack_sizes.split(",")):
+            packs.append(pack_benchmark(int(size), args.seed))
+            print(json.dumps(packs[-1]), flush=True)
+    text = report(args, tp, stream, packs)
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    with open(args.output, "w") as f:
+        f.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
