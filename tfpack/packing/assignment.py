@@ -36,7 +36,7 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 from tfpack.packing import algorithms
-from tfpack.packing.checks import flatten
+from tfpack.packing.checks import flatten, slot_counts
 from tfpack.packing.histograms import validate_lengths
 
 if TYPE_CHECKING:
@@ -124,65 +124,38 @@ def _slots(strategies, counts: np.ndarray, max_length: int):
     return pack, position, start, np.repeat(depths, counts)
 
 
-def _fill(strategies, counts, lengths: np.ndarray, max_length: int, max_depth, rng):
-    """Put each example into a slot.
+def _overflow(examples: np.ndarray, slots: np.ndarray, max_length: int, max_depth):
+    """Where examples beyond the plan's slots of their length go.
+
+    Unused slots take the longest surplus examples that fit them (slots
+    longest first), which leaves the short ones, the easiest to pack, for new
+    packs planned by first fit decreasing.
 
     Returns:
-        (pack, position, loose, depth): int64 ``[n]`` pack ordinal and slot
-        place of each example; bool ``[n]`` True where the example sits in a
-        longer slot (its pack needs re-sorting); int64 ``[packs]`` slots per pack.
+        (pairs, extra): ``[(example length, slot length, count)]`` in
+        increasing example length, and the `AlgorithmResult` of the new packs
+        (or ``None``).
     """
-    n = len(lengths)
-    slot_pack, slot_position, slot_start, depth = _slots(strategies, counts, max_length)
-    slots_per_length = np.diff(slot_start)
-    # Examples grouped by length, in random order within a length.
-    small = lengths.astype(np.uint16 if max_length < 2**16 else np.int64)
-    shuffled = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    rng.shuffle(shuffled)
-    by_length = shuffled[np.argsort(small[shuffled], kind="stable")]
-    sorted_lengths = lengths[by_length]
-    examples_per_length = np.bincount(lengths, minlength=max_length + 1)[1:]
-    example_start = np.concatenate([[0], np.cumsum(examples_per_length)])
-    rank = np.arange(n, dtype=np.int64) - example_start[sorted_lengths - 1]
-    has_slot = rank < slots_per_length[sorted_lengths - 1]
-    slot = (slot_start[sorted_lengths - 1] + rank)[has_slot]
-    pack = np.empty(n, dtype=np.int64)
-    position = np.empty(n, dtype=np.int64)
-    loose = np.zeros(n, dtype=bool)
-    pack[by_length[has_slot]] = slot_pack[slot]
-    position[by_length[has_slot]] = slot_position[slot]
-    overflow = by_length[~has_slot]
-    if overflow.size == 0:
-        return pack, position, loose, depth
-    # Unused slots: the last ones of each length, longest last.
-    used = np.minimum(examples_per_length, slots_per_length)
-    free_per_length = slots_per_length - used
-    free_slot = _ranges(slot_start[:-1] + used, free_per_length)
-    free_lengths = np.repeat(np.arange(1, max_length + 1), free_per_length)
-    # Largest k such that the k shortest overflow examples fit, in order, into
-    # the k longest free slots: the most examples unused slots can take.
-    overflow = overflow[np.argsort(lengths[overflow], kind="stable")]
-    items = lengths[overflow]
-    low, high = 0, min(items.size, free_lengths.size)
-    while low < high:
-        k = (low + high + 1) // 2
-        if np.all(items[:k] <= free_lengths[free_lengths.size - k :]):
-            low = k
-        else:
-            high = k - 1
-    taken, rest = overflow[:low], overflow[low:]
-    slot = free_slot[free_slot.size - low :]
-    pack[taken], position[taken], loose[taken] = slot_pack[slot], slot_position[slot], True
-    if rest.size:
-        # New packs for the rest, planned by first fit decreasing.
-        rest_histogram = np.bincount(lengths[rest], minlength=max_length + 1)[1:]
-        result = algorithms.get("ffd")(rest_histogram, max_length, max_depth, seed=0)
-        rest_pack, rest_position, _, rest_depth = _fill(
-            result.strategies, result.counts, lengths[rest], max_length, max_depth, rng
-        )
-        pack[rest], position[rest] = rest_pack + depth.size, rest_position
-        depth = np.concatenate([depth, rest_depth])
-    return pack, position, loose, depth
+    surplus = np.maximum(examples - slots, 0)
+    if not surplus.any():
+        return [], None
+    left = surplus.tolist()
+    free = np.maximum(slots - examples, 0).tolist()
+    pairs = []
+    item = max_length
+    for slot in range(max_length, 0, -1):
+        item = min(item, slot)
+        while free[slot - 1] and item:
+            if not left[item - 1]:
+                item -= 1
+                continue
+            count = min(free[slot - 1], left[item - 1])
+            pairs.append((item, slot, count))
+            free[slot - 1] -= count
+            left[item - 1] -= count
+    rest = np.array(left, dtype=np.int64)
+    extra = algorithms.get("ffd")(rest, max_length, max_depth, seed=0) if rest.any() else None
+    return sorted(pairs), extra
 
 
 def assign(plan: "PackingPlan", lengths, seed: int = 0) -> Assignment:
@@ -196,33 +169,64 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0) -> Assignment:
     Returns:
         An `Assignment`; packs left empty (fewer examples than slots) are dropped.
     """
-    lengths = validate_lengths(lengths, plan.max_length)
-    if lengths.size == 0:
+    max_length = plan.max_length
+    lengths = validate_lengths(lengths, max_length)
+    n = lengths.size
+    if n == 0:
         raise TfpackError("`lengths` must hold at least one example (the dataset is empty). Received: lengths=[]")
     rng = np.random.default_rng(seed)
-    pack, position, loose, depth = _fill(
-        plan.strategies, plan.counts, lengths, plan.max_length, plan.max_sequences_per_pack, rng
-    )
-    # Drop empty packs and shuffle the rest.
-    sizes = np.bincount(pack, minlength=depth.size)
-    used = np.flatnonzero(sizes)
-    shuffled = used[rng.permutation(used.size)]
-    new_id = np.empty(depth.size, dtype=np.int64)
-    new_id[shuffled] = np.arange(used.size)
-    pack = new_id[pack]
-    # Lay out every slot pack by pack (strategies list lengths longest first),
-    # then squeeze out the unused ones: no sort over n needed.
-    slot_start = np.cumsum(depth[shuffled]) - depth[shuffled]
-    layout = np.full(int(depth[shuffled].sum()), -1, dtype=np.int64)
-    layout[slot_start[pack] + position] = np.arange(lengths.size)
-    order = layout[layout >= 0]
-    splits = np.zeros(used.size + 1, dtype=np.int64)
-    np.cumsum(sizes[shuffled], out=splits[1:])
+    examples = np.bincount(lengths, minlength=max_length + 1)[1:]
+    planned = slot_counts(plan.strategies, plan.counts, max_length)
+    pairs, extra = _overflow(examples, planned, max_length, plan.max_sequences_per_pack)
+    matched = np.zeros(max_length, dtype=np.int64)
+    for item, _, count in pairs:
+        matched[item - 1] += count
+    strategies, counts = plan.strategies, plan.counts
+    if extra is not None:
+        strategies = list(strategies) + list(extra.strategies)
+        counts = np.concatenate([counts, extra.counts])
+    slot_pack, slot_position, slot_start, depth = _slots(strategies, counts, max_length)
+    # Shuffle the packs; lay out every slot pack by pack (longest first).
+    pack_order = rng.permutation(depth.size)
+    layout_start = np.empty(depth.size, dtype=np.int64)
+    layout_start[pack_order] = np.cumsum(depth[pack_order]) - depth[pack_order]
+    slot_layout = layout_start[slot_pack] + slot_position
+    # Examples grouped by length, in random order within a length.
+    shuffled = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    rng.shuffle(shuffled)
+    small = lengths.astype(np.uint16 if max_length < 2**16 else np.int64)
+    by_length = shuffled[np.argsort(small[shuffled], kind="stable")]
+    # Slot of each example, in by_length order: the planned slots of its
+    # length first, then (surplus) an unused longer slot or a new pack's slot.
+    length_index = np.repeat(np.arange(max_length), examples)
+    rank = _ranges(np.zeros(max_length, dtype=np.int64), examples)
+    kept, moved = planned[length_index], matched[length_index]
+    slot = slot_start[length_index] + rank - np.where(rank >= kept + moved, moved, 0)
+    loose = (rank >= kept) & (rank < kept + moved)
+    if pairs:
+        # Unused slots of each length are the last planned ones; hand them out in order.
+        next_unused = (slot_start[:-1] + np.minimum(examples, planned)).tolist()
+        starts = []
+        for _, length, count in pairs:
+            starts.append(next_unused[length - 1])
+            next_unused[length - 1] += count
+        slot[loose] = _ranges(np.array(starts), np.array([count for _, _, count in pairs]))
+    layout = np.full(slot_layout.size, -1, dtype=shuffled.dtype)
+    layout[slot_layout[slot]] = by_length
+    filled = layout >= 0
+    order = layout[filled].astype(np.int64)
+    sizes = np.add.reduceat(filled, np.sort(layout_start)).astype(np.int64)
+    sizes = sizes[sizes > 0]  # drop packs nobody filled
+    splits = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=splits[1:])
     if loose.any():
-        # Packs with an example in a longer slot: re-sort them longest first.
-        messy = np.zeros(used.size, dtype=bool)
-        messy[pack[loose]] = True
-        where = np.flatnonzero(np.repeat(messy, np.diff(splits)))
+        # Packs holding an example in a longer slot: re-sort them longest first.
+        pack_of_position = np.repeat(np.arange(sizes.size), sizes)
+        position_of = np.empty(n, dtype=np.int64)
+        position_of[order] = np.arange(n)
+        messy = np.zeros(sizes.size, dtype=bool)
+        messy[pack_of_position[position_of[by_length[loose]]]] = True
+        where = np.flatnonzero(messy[pack_of_position])
         inside = order[where]
-        order[where] = inside[np.lexsort((inside, -lengths[inside], pack[inside]))]
+        order[where] = inside[np.lexsort((inside, -lengths[inside], pack_of_position[where]))]
     return Assignment(order=order, splits=splits)
