@@ -188,8 +188,10 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0) -> Assignment:
     slot_pack, slot_position, slot_start, depth = _slots(strategies, counts, max_length)
     # Shuffle the packs; lay out every slot pack by pack (longest first).
     pack_order = rng.permutation(depth.size)
+    shuffled_depth = depth[pack_order]
+    shuffled_start = np.cumsum(shuffled_depth) - shuffled_depth
     layout_start = np.empty(depth.size, dtype=np.int64)
-    layout_start[pack_order] = np.cumsum(depth[pack_order]) - depth[pack_order]
+    layout_start[pack_order] = shuffled_start
     slot_layout = layout_start[slot_pack] + slot_position
     # Examples grouped by length, in random order within a length.
     shuffled = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
@@ -215,7 +217,7 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0) -> Assignment:
     layout[slot_layout[slot]] = by_length
     filled = layout >= 0
     order = layout[filled].astype(np.int64)
-    sizes = np.add.reduceat(filled, np.sort(layout_start)).astype(np.int64)
+    sizes = np.add.reduceat(filled, shuffled_start).astype(np.int64)
     sizes = sizes[sizes > 0]  # drop packs nobody filled
     splits = np.zeros(sizes.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=splits[1:])
