@@ -158,3 +158,11 @@ def test_every_algorithm_plans_every_sequence_within_limits(case, name):
     assert m["sequences"] == counts.sum() and m["packs"] == p.counts.sum()
     assert m["lower_bound_packs"] <= m["packs"]
     assert 0 < m["efficiency"] <= 1 and m["packing_factor"] <= m["speedup_upper_bound"] + 1e-12
+
+
+def test_first_fit_and_best_fit_differ_by_hand():
+    # Packs of 7: 5 -> A (2 free); 3, 3 -> B (1 free). The 1 goes to the first
+    # pack with room under FFD (A) and to the tightest under BFD (B).
+    histogram = make_histogram(7, {5: 1, 3: 2, 1: 1})
+    assert packs(base.get("ffd")(histogram, 7, None, seed=0)) == {(5, 1): 1, (3, 3): 1}
+    assert packs(base.get("bfd")(histogram, 7, None, seed=0)) == {(5,): 1, (3, 3, 1): 1}

@@ -9,11 +9,11 @@ Example:
 
 >>> import numpy as np
 >>> from tfpack.packing.algorithms.bfd import pack
->>> histogram = np.zeros(10, dtype=np.int64)
->>> histogram[[2, 4, 5]] = [1, 1, 1]  # one 3, one 5, one 6
->>> result = pack(histogram, 10, None, seed=0)  # 3 joins 6 (tighter), not 5
+>>> histogram = np.zeros(7, dtype=np.int64)
+>>> histogram[[0, 2, 4]] = [1, 2, 1]  # lengths 5, 3, 3, 1 into packs of 7
+>>> result = pack(histogram, 7, None, seed=0)  # the 1 joins the tighter (3, 3)
 >>> result.strategies, result.counts.tolist()
-([(6, 3), (5,)], [1, 1])
+([(3, 3, 1), (5,)], [1, 1])
 
 References:
     D. S. Johnson, "Near-optimal bin packing algorithms", MIT (1973).

@@ -9,11 +9,11 @@ Example:
 
 >>> import numpy as np
 >>> from tfpack.packing.algorithms.ffd import pack
->>> histogram = np.zeros(8, dtype=np.int64)
->>> histogram[[1, 4, 5]] = [3, 1, 1]  # three 2s, one 5, one 6
->>> result = pack(histogram, 8, None, seed=0)
+>>> histogram = np.zeros(7, dtype=np.int64)
+>>> histogram[[0, 2, 4]] = [1, 2, 1]  # lengths 5, 3, 3, 1 into packs of 7
+>>> result = pack(histogram, 7, None, seed=0)  # the 1 joins the first pack, (5,)
 >>> result.strategies, result.counts.tolist()
-([(6, 2), (5, 2), (2,)], [1, 1, 1])
+([(5, 1), (3, 3)], [1, 1])
 
 References:
     D. S. Johnson, "Near-optimal bin packing algorithms", MIT (1973).
