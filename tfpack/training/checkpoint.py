@@ -43,8 +43,13 @@ _PATTERN = re.compile(r"^ckpt-(\d+)$")
 
 
 def model_signature(model) -> list[list]:
-    """``[[path, shape], ...]`` of the model's variables: what a checkpoint must match."""
-    return [[v.path, list(v.shape)] for v in model.weights]
+    """``[[path, shape], ...]`` of the model's variables: what a checkpoint must match.
+
+    Paths are relative to the model (its own, auto-numbered name is dropped).
+    """
+    prefix = f"{model.name}/"
+    return [[v.path[len(prefix):] if v.path.startswith(prefix) else v.path, list(v.shape)]
+            for v in model.weights]
 
 
 class Checkpointer:

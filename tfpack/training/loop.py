@@ -232,10 +232,11 @@ class Trainer:
         if self.loss_scaling:
             # Every replica must agree on skipping an overflowing step; the
             # loss-scale optimizer only looks at the first replica's gradients.
-            finite = tf.cast(tf.reduce_all([tf.reduce_all(tf.math.is_finite(g))
-                                            for g in gradients]), tf.float32)
-            finite = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.MIN, finite)
-            gradients = [tf.where(finite > 0, g, tf.fill(tf.shape(g), float("nan")))
+            overflow = 1.0 - tf.cast(tf.reduce_all(
+                [tf.reduce_all(tf.math.is_finite(g)) for g in gradients]), tf.float32)
+            overflow = tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, overflow)
+            gradients = [tf.where(overflow > 0, tf.fill(tf.shape(g), float("nan")), g)
                          for g in gradients]
         self.optimizer.apply(gradients, self.model.trainable_variables)
 

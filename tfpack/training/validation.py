@@ -85,11 +85,11 @@ def validate_element_spec(model, element_spec) -> dict:
             f"`input_ids`. Received: element_spec={element_spec!r}")
     problems = []
     for name, spec in element_spec.items():
-        if not spec.shape.is_fully_defined():
-            problems.append(f"{name} has shape {spec.shape} (must be fixed)")
-        elif name in _KIND and spec.shape.rank != 1:
+        if name in _KIND and spec.shape.rank != 1:
             problems.append(f"{name} has rank {spec.shape.rank} (an unbatched pack "
-                            "has rank 1: batch it in the trainer, not before)")
+                            "has rank 1: the trainer batches, pass unbatched packs)")
+        elif not spec.shape.is_fully_defined():
+            problems.append(f"{name} has shape {spec.shape} (must be fixed)")
     dataset = {}
     for name, spec in element_spec.items():
         kind = _KIND.get(name)

@@ -1,0 +1,134 @@
+"""The Trainer on one device: global denominators, accumulation, resume, logs, errors."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfpack.errors import TfpackError
+from tfpack.training import Lamb, NonFiniteLossError, Trainer
+from tinymodels import TinyPretrainer, dataset, packed_examples
+
+
+def _trainer(micro=2, acc=1, optimizer=None, **kwargs):
+    keras.utils.set_random_seed(0)
+    model = TinyPretrainer()
+    optimizer = optimizer or Lamb(learning_rate=0.02)
+    return Trainer(model, optimizer, micro_batch_size=micro, accumulation_steps=acc,
+                   progress=False, log_every=kwargs.pop("log_every", 2), **kwargs)
+
+
+def _weights(trainer):
+    return [w.numpy() for w in trainer.model.weights]
+
+
+def test_one_update_follows_the_global_mean_loss():
+    """2 micro-batches x 2 packs: the update uses sum over ALL targets / ALL counts."""
+    trainer = _trainer(micro=2, acc=2, optimizer=keras.optimizers.SGD(1.0))
+    trainer.fit(dataset(8), 1)
+    reference = _trainer(micro=4, optimizer=keras.optimizers.SGD(1.0)).model
+    x = {k: tf.constant(v[:4]) for k, v in packed_examples(8).items()}
+    reference(x)
+    with tf.GradientTape() as tape:
+        stats = reference.loss_statistics(x, reference(x, training=True))
+        loss = (stats["mlm_loss_sum"] / stats["mlm_count"]
+                + stats["nsp_loss_sum"] / stats["nsp_count"])
+    grads = tape.gradient(loss, reference.trainable_variables)
+    for v, g, ours in zip(reference.trainable_variables, grads, trainer.model.trainable_variables):
+        expected = v.numpy() - (0 if g is None else tf.convert_to_tensor(g).numpy())
+        np.testing.assert_allclose(ours.numpy(), expected, atol=2e-6)
+    # The micro-batches hold different numbers of masked tokens, so averaging
+    # per-micro-batch means would have given another update.
+    counts = packed_examples(8)["masked_lm_weights"][:4].reshape(2, 2, -1).sum(axis=(1, 2))
+    assert counts[0] != counts[1]
+
+
+def test_accumulation_equals_a_bigger_batch():
+    a = _trainer(micro=2, acc=2)
+    a.fit(dataset(32), 3)
+    b = _trainer(micro=4, acc=1)
+    b.fit(dataset(32), 3)
+    for x, y in zip(_weights(a), _weights(b)):
+        np.testing.assert_allclose(x, y, atol=1e-5)
+
+
+def test_logs_json_lines(tmp_path):
+    log = tmp_path / "log.jsonl"
+    result = _trainer(log_path=str(log)).fit(dataset(32), 4)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["step"] for line in lines] == [2, 4] == [r["step"] for r in result.history]
+    for key in ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy",
+                "real_tokens_per_second", "packs_per_second"):
+        assert np.isfinite(lines[-1][key]), key
+    assert lines[-1]["loss"] == pytest.approx(lines[-1]["mlm_loss"] + lines[-1]["nsp_loss"])
+
+
+def test_resume_continues_the_same_stream(tmp_path):
+    # Packs are distinct, so a lost or repeated pack changes the weights.
+    data = dataset(40).repeat()
+    straight = _trainer()
+    straight.fit(data, 6)
+    first = _trainer(checkpoint_dir=str(tmp_path), checkpoint_every=2)
+    result = first.fit(data, 3)
+    assert result.checkpoint.endswith("ckpt-3")
+    second = _trainer(checkpoint_dir=str(tmp_path), checkpoint_every=2)
+    result = second.fit(data, 6)
+    assert result.resumed_from == 3 and result.step == 6
+    for x, y in zip(_weights(second), _weights(straight)):
+        np.testing.assert_allclose(x, y, atol=1e-6)
+    # Only complete checkpoints, nothing temporary, oldest pruned.
+    assert sorted(os.listdir(tmp_path)) == ["ckpt-3", "ckpt-4", "ckpt-6"]
+
+
+def test_checkpoint_from_another_config_is_refused(tmp_path):
+    _trainer(checkpoint_dir=str(tmp_path)).fit(dataset(16), 1)
+    keras.utils.set_random_seed(0)
+    other = Trainer(TinyPretrainer(hidden=6), Lamb(), micro_batch_size=2,
+                    checkpoint_dir=str(tmp_path), progress=False)
+    with pytest.raises(TfpackError, match=r"same configuration .* differ: .*dense/kernel"):
+        other.fit(dataset(16), 2)
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    features = packed_examples(16)
+    trainer = _trainer(checkpoint_dir=str(tmp_path), checkpoint_every=2, log_every=2)
+    trainer.fit(tf.data.Dataset.from_tensor_slices(features), 2)
+    # Poison every pack after the first 8 with a NaN prediction weight.
+    features["masked_lm_weights"][8:, 0] = np.nan
+    features["masked_lm_weights"][8:, 1:] = 0
+    with pytest.raises(NonFiniteLossError, match=r"non-finite loss at step=5") as info:
+        _trainer(checkpoint_dir=str(tmp_path), checkpoint_every=2).fit(
+            tf.data.Dataset.from_tensor_slices(features), 8)
+    assert info.value.step == 5 and info.value.checkpoint.endswith("ckpt-4")
+    assert sorted(os.listdir(tmp_path)) == ["ckpt-2", "ckpt-4"]
+
+
+def test_mixed_precision_uses_loss_scaling():
+    keras.utils.set_random_seed(0)
+    model = TinyPretrainer(dtype="mixed_float16")
+    trainer = Trainer(model, Lamb(learning_rate=0.02), micro_batch_size=4, progress=False,
+                      log_every=2)
+    assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
+    result = trainer.fit(dataset(32), 4)
+    assert np.isfinite(result.history[-1]["loss"])
+
+
+def test_dataset_that_does_not_fit_the_model():
+    bad = dataset(8, L=12, M=5)  # the model has L=16, M=4
+    with pytest.raises(TfpackError, match=r"input_ids has L=12 but the model's "
+                                          r"max_length=16.*masked_lm_.* has M=5"):
+        _trainer().fit(bad, 1)
+    batched = dataset(8).batch(2)
+    with pytest.raises(TfpackError, match=r"rank 2"):
+        _trainer().fit(batched, 1)
+
+
+def test_bad_arguments():
+    with pytest.raises(TfpackError, match=r"`micro_batch_size` must be a positive integer. "
+                                          r"Received: micro_batch_size=0"):
+        Trainer(TinyPretrainer(), Lamb(), micro_batch_size=0)
+    with pytest.raises(TfpackError, match=r"model contract"):
+        Trainer(keras.Sequential([keras.layers.Dense(1)]), Lamb(), micro_batch_size=1)
