@@ -132,3 +132,39 @@ def test_bad_arguments():
         Trainer(TinyPretrainer(), Lamb(), micro_batch_size=0)
     with pytest.raises(TfpackError, match=r"model contract"):
         Trainer(keras.Sequential([keras.layers.Dense(1)]), Lamb(), micro_batch_size=1)
+
+
+class MiscountingModel(TinyPretrainer):
+    def loss_statistics(self, x, y_pred):
+        stats = super().loss_statistics(x, y_pred)
+        stats["nsp_count"] = stats["nsp_count"] + 1.0  # Not what the features say.
+        return stats
+
+
+def test_denominators_must_match_the_models_counts():
+    trainer = Trainer(MiscountingModel(), Lamb(), micro_batch_size=2, progress=False,
+                      log_every=1)
+    with pytest.raises(TfpackError, match=r"loss term 'nsp' .* `target_counts\(x\)`"):
+        trainer.fit(dataset(8), 1)
+
+
+def test_loss_balancing_uses_expected_counts():
+    """With `expected_counts`, the denominator is expected count x packs in the update."""
+    keras.utils.set_random_seed(0)
+    model = TinyPretrainer()
+    model.expected_counts = {"mlm": 2.0}
+    trainer = Trainer(model, keras.optimizers.SGD(1.0), micro_batch_size=2,
+                      accumulation_steps=2, progress=False)
+    x = {k: tf.constant(v[:4]) for k, v in packed_examples(8).items()}
+    model(x)
+    start = [w.numpy() for w in model.trainable_weights]
+    trainer.fit(dataset(8), 1)
+    probe = TinyPretrainer()
+    probe(x)
+    probe.set_weights([w for w in start])
+    with tf.GradientTape() as tape:
+        stats = probe.loss_statistics(x, probe(x, training=True))
+        loss = stats["mlm_loss_sum"] / (2.0 * 4) + stats["nsp_loss_sum"] / stats["nsp_count"]
+    grads = tape.gradient(loss, probe.trainable_variables)
+    g = tf.convert_to_tensor(grads[-1]).numpy()
+    np.testing.assert_allclose(model.trainable_weights[-1].numpy(), start[-1] - g, atol=2e-6)

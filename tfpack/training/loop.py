@@ -171,7 +171,7 @@ class Trainer:
     def _statistic_names(self):
         names = ["real_tokens", "sequences"]
         for t in self.terms:
-            names += [f"{t}_loss_sum", f"{t}_count", f"{t}_correct"]
+            names += [f"{t}_loss_sum", f"{t}_count", f"{t}_correct", f"{t}_targets"]
         return names
 
     def count_targets(self, batches):
@@ -185,7 +185,7 @@ class Trainer:
     def _zeros(self):
         return ([tf.zeros_like(v) for v in self.model.trainable_variables],
                 {k: tf.zeros([], tf.float32) for k in self._statistic_names()
-                 if k not in ("real_tokens", "sequences")})
+                 if k not in ("real_tokens", "sequences") and not k.endswith("_targets")})
 
     def compute_gradients(self, x, denominators, gradients, statistics):
         """Per replica (XLA): add this micro-batch's gradients and statistics."""
@@ -244,7 +244,12 @@ class Trainer:
         """One optimizer update (cross-replica context, inside `tf.function`)."""
         batches = [next(iterator) for _ in range(self.accumulation_steps)]
         counts = self._sum_over_replicas(self.strategy.run(self.count_targets, args=(batches,)))
-        denominators = {t: tf.maximum(counts[t], 1.0) for t in self.terms}
+        expected = getattr(self.model, "expected_counts", None) or {}
+        # Loss balancing (seed 000, appendix T.6): a fixed expected count per
+        # pack replaces the observed one for the terms that ask for it.
+        denominators = {t: (tf.constant(expected[t] * self.packs_per_update, tf.float32)
+                            if t in expected else tf.maximum(counts[t], 1.0))
+                        for t in self.terms}
         # Zeros first, so the compiled step has one signature (one XLA compile).
         grads, stats = self.strategy.run(self._zeros)
         for x in batches:
@@ -252,8 +257,10 @@ class Trainer:
                 self._replica_gradients, args=(x, denominators, grads, stats))
         self.strategy.run(self.apply_gradients, args=(grads,))
         stats = self._sum_over_replicas(stats)
-        stats["real_tokens"] = counts["real_tokens"]
-        stats["sequences"] = counts["sequences"]
+        for k in ("real_tokens", "sequences"):
+            stats[k] = counts[k]
+        for t in self.terms:
+            stats[f"{t}_targets"] = counts[t]
         self.step.assign_add(1)
         loss = tf.add_n([stats[f"{t}_loss_sum"] / tf.maximum(stats[f"{t}_count"], 1.0)
                          for t in self.terms])
@@ -355,7 +362,7 @@ class Trainer:
                     chunk = min(chunk, self.checkpoint_every - step % self.checkpoint_every)
                 tic = time.perf_counter()
                 self._loop(self._iterator, tf.constant(chunk, tf.int64))
-                record = self._read_statistics(chunk, time.perf_counter() - tic)
+                seconds = time.perf_counter() - tic
                 bad = int(self._first_bad_step.numpy())
                 if bad >= 0:
                     last = checkpointer.latest_step() if checkpointer else None
@@ -364,6 +371,7 @@ class Trainer:
                         "The loss must stay finite; training stopped. Last good "
                         f"checkpoint: {kept}. Received: non-finite loss at step={bad}",
                         bad, kept)
+                record = self._read_statistics(chunk, seconds)
                 history.append(record)
                 logger.write(record)
                 bar.update(record["step"] - step, record)
@@ -383,6 +391,14 @@ class Trainer:
         record = {"step": int(self.step.numpy())}
         total = 0.0
         for t in self.terms:
+            if abs(sums[f"{t}_targets"] - sums[f"{t}_count"]) > 1e-3 * max(1.0, sums[f"{t}_count"]):
+                # The denominators came from `target_counts`; they must be the
+                # model's own counts or the loss would be silently mis-scaled.
+                raise TfpackError(
+                    f"The target count of loss term {t!r} read from the features must "
+                    "equal the model's `loss_statistics` count (give the model a "
+                    "`target_counts(x)` method). Received: "
+                    f"features={sums[f'{t}_targets']}, model={sums[f'{t}_count']}")
             count = max(sums[f"{t}_count"], 1.0)
             record[f"{t}_loss"] = sums[f"{t}_loss_sum"] / count
             record[f"{t}_accuracy"] = sums[f"{t}_correct"] / count

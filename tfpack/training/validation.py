@@ -118,7 +118,7 @@ def target_counts(model, x: dict) -> dict:
         counts = {}
         missing = []
         for term in model.loss_terms:
-            count = _count_from_features(term, x)
+            count = _count_from_features(model, term, x)
             if count is None:
                 missing.append(term)
             else:
@@ -143,9 +143,18 @@ def target_counts(model, x: dict) -> dict:
     return counts
 
 
-def _count_from_features(term: str, x: dict):
+def _count_from_features(model, term: str, x: dict):
     if term == "mlm" and "masked_lm_weights" in x:
-        return tf.reduce_sum(tf.cast(x["masked_lm_weights"], tf.float32))
+        weights = tf.cast(x["masked_lm_weights"], tf.float32)
+        if getattr(model, "mlm_averaging", "token") == "token":
+            return tf.reduce_sum(weights)
+        if "masked_lm_sequence_ids" in x and "sequence_mask" in x:
+            # "sequence" averaging counts sequences that have predictions.
+            k = tf.range(1, tf.shape(x["sequence_mask"])[-1] + 1)
+            hit = tf.logical_and(
+                tf.equal(x["masked_lm_sequence_ids"][..., None], k), weights[..., None] > 0)
+            return tf.reduce_sum(tf.cast(tf.reduce_any(hit, axis=-2), tf.float32))
+        return None
     if term in ("nsp", "classification", "cls", "classifier") and "sequence_mask" in x:
         return tf.reduce_sum(tf.cast(x["sequence_mask"], tf.float32))
     if term in ("lm", "causal_lm", "clm") and "labels" in x:
