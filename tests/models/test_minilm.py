@@ -134,3 +134,16 @@ def test_ablations_break_real_weights_equivalence():
         a = np.asarray(broken(unpacked)["sequence_output"])[1][:4]
         b = np.asarray(broken(packed)["sequence_output"])[0][9:13]
         assert np.max(np.abs(a - b)) > 1e-2, ablation
+
+
+def test_classifier_from_pretrained_loads_pooler(weights):
+    from tfpack.models import BertClassifier
+
+    model = BertClassifier.from_pretrained(PATH, num_classes=2)
+    kernel, bias = model.head.pooler_dense.get_weights()
+    np.testing.assert_array_equal(kernel, weights["pooler.dense.weight"].T
+                                  .astype(np.float32))
+    np.testing.assert_array_equal(bias, weights["pooler.dense.bias"]
+                                  .astype(np.float32))
+    _, features = unpacked_features()
+    assert model(features)["logits"].shape == (4, 1, 2)

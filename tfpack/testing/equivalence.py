@@ -219,6 +219,13 @@ def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
 
 
 def _loss_and_gradients(model, features, check_gradients):
+    if not check_gradients:
+        y_pred = model(features, training=False)
+        values = {k: float(v) for k, v in
+                  model.loss_statistics(features, y_pred).items()}
+        values["loss"] = float(model.compute_loss(x=features, y_pred=y_pred,
+                                                  training=False))
+        return values, None
     import tensorflow as tf
 
     tensors = {k: tf.convert_to_tensor(v) for k, v in features.items()}
@@ -228,11 +235,8 @@ def _loss_and_gradients(model, features, check_gradients):
         loss = model.compute_loss(x=tensors, y_pred=y_pred, training=False)
     values = {k: float(v) for k, v in statistics.items()}
     values["loss"] = float(loss)
-    gradients = None
-    if check_gradients:
-        gradients = [
-            None if g is None else tf.convert_to_tensor(g).numpy()
-            for g in tape.gradient(loss, model.trainable_variables)]
+    gradients = [None if g is None else tf.convert_to_tensor(g).numpy()
+                 for g in tape.gradient(loss, model.trainable_variables)]
     return values, gradients
 
 
