@@ -72,7 +72,9 @@ __all__ = ["pack"]
 
 _MAX_ROUNDS = 200  # column generation rounds; the bound is valid at any round
 _SEED_DEPTH_WEIGHTS = (0.0, 0.1, 0.2, 0.3)  # see `_column_generation`
-_COLUMNS_PER_ROUND = 64  # candidate packs (one per longest length) added per round
+_SEED_COLUMNS = 1 << 30  # first columns per weight, at most
+_GOOD_ENOUGH = 1e-5  # skip the LP when best fit is this close (relative) to the token bound
+_COLUMNS_PER_ROUND = 64  # candidate packs per round (one per longest length), or n / 8 if more
 _SMOOTHING = 0.5  # weight of the best-bound duals in the smoothed pricing point
 _PRUNE = 0.02  # columns priced below 1 - this and out of the basis leave the LP
 _IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
@@ -107,8 +109,8 @@ def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *,
 
     counts = dict(zip(lengths.tolist(), demand.tolist()))
     heuristic = _best_fit.fill(counts, {}, max_length, max_depth)
-    if sum(heuristic.values()) <= simple:
-        return _result(heuristic, simple)
+    if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
+        return _result(heuristic, simple)  # no LP can say much more
     lp = _column_generation(lengths, demand, max_length, max_depth, heuristic, simple)
     rounded = _round(lp, lengths, demand, max_length, max_depth)
     best = rounded if sum(rounded.values()) <= sum(heuristic.values()) else heuristic
@@ -165,14 +167,14 @@ def _column_generation(lengths, demand, max_length, max_depth, seed_packs, simpl
     for weight in _SEED_DEPTH_WEIGHTS:
         values = (1 - weight) * lengths / max_length + weight * per_item
         add(_knapsack.price(lengths, bounds, values, max_length, depth, min_value=0.0,
-                            max_patterns=n).patterns)
+                            max_patterns=_SEED_COLUMNS).patterns)
 
     best_bound, rounds = 0.0, 0
     while True:
         rounds += 1
         value, x, duals = master.solve()
         pricing = _knapsack.price(lengths, bounds, duals, max_length, depth,
-                                  min_value=1.0 + _IMPROVES, max_patterns=_COLUMNS_PER_ROUND)
+                                  min_value=1.0 + _IMPROVES, max_patterns=max(_COLUMNS_PER_ROUND, n // 8))
         if pricing.best_value > 0.0:
             best_bound = max(best_bound,
                              math.fsum((demand * duals).tolist()) / pricing.best_value)
@@ -186,20 +188,32 @@ def _ceil(value: float) -> int:
 
 
 def _round(lp: _LP, lengths, demand, max_length, max_depth) -> dict[tuple[int, ...], int]:
-    """Round the LP solution down and give every sequence a slot.
+    """Round the LP solution and give every sequence a slot.
 
+    Packs are rounded down, then up where all their slots are still needed.
     Slots the rounded packs hold beyond the histogram serve shorter sequences
     still without one (longest first, each taking the shortest such slot that
     fits, as the LP's substitution columns do); slots nobody needs are dropped;
     the sequences still left go into free space with best fit.
     """
     whole = np.floor(lp.x + 1e-6).astype(np.int64)
+    extra = -demand.copy()  # slots minus sequences, by length
+    for j in np.flatnonzero(whole):
+        rows, copies = lp.patterns[j]
+        extra[rows] += copies * whole[j]
+    # Round up, most fractional first, the packs whose every slot is still needed.
+    fraction = lp.x - whole
+    for j in np.argsort(-fraction, kind="stable"):
+        if fraction[j] <= 1e-6:
+            break
+        rows, copies = lp.patterns[j]
+        if np.all(extra[rows] + copies <= 0):
+            whole[j] += 1
+            extra[rows] += copies
     packs = _Packs()
-    extra = -demand.copy()
     for j in np.flatnonzero(whole):
         rows, copies = lp.patterns[j]
         packs.add(_strategy(lengths[rows], copies), int(whole[j]))
-        extra[rows] += copies * whole[j]
     spare = [int(r) for r in np.flatnonzero(extra > 0)]  # ascending rows
     for r in np.flatnonzero(extra < 0)[::-1]:
         at = bisect.bisect_right(spare, r)
