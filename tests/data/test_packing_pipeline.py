@@ -239,3 +239,23 @@ def test_streaming_metrics_against_offline():
     streaming = tfpack.data.streaming_metrics(lengths, 64, 3, window=500)
     assert streaming["sequences"] == 2000
     assert offline - 0.05 < streaming["efficiency"] <= offline + 1e-9
+
+
+@pytest.mark.parametrize("window", [None, 2])
+def test_features_outside_the_roles_are_dropped(window):
+    ds = tf.data.Dataset.from_tensor_slices({"input_ids": [[1, 2], [3, 4]], "text": ["a", "b"]})
+    packs = list(ds.apply(tfpack.data.pack(max_length=4, max_sequences_per_pack=2,
+                                           window=window, algorithm="ffd")))
+    assert len(packs) == 1 and "text" not in packs[0]
+
+
+def test_token_features_of_different_lengths_fail_naming_the_example():
+    examples = [{"input_ids": [1, 2], "token_type_ids": [0, 0]},
+                {"input_ids": [1, 2, 3], "token_type_ids": [0]}]
+    with pytest.raises(TfpackError, match=r"'token_type_ids' must have as many values as "
+                                          r"'input_ids' .* example 1 with 1 and 3"):
+        packs_of(examples, roles=tfpack.data.FeatureRoles(
+            name="pairs", tokens=("input_ids", "token_type_ids")))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"token_type_ids.{0,3} must have one"):
+        packs_of(examples, window=2, roles=tfpack.data.FeatureRoles(
+            name="pairs", tokens=("input_ids", "token_type_ids")))

@@ -42,6 +42,8 @@ def assemble(
     max_length: int,
     max_sequences: int,
     max_predictions: int | None = None,
+    *,
+    check_partitions: bool = True,
 ) -> dict[str, tf.Tensor]:
     """Build ``P`` packs from ``N`` examples.
 
@@ -54,6 +56,9 @@ def assemble(
         roles: which feature plays which role; ``roles.tokens`` must all be in
             ``examples``.
         max_length, max_sequences, max_predictions: ``L``, ``K``, ``M``.
+        check_partitions: assert that the token features (and the masked-LM
+            features) of each example have equal lengths. Costs O(N) per call;
+            callers that checked once already pass ``False``.
 
     Returns:
         Dict of dense tensors with a leading dimension ``P``; the features of
@@ -69,7 +74,9 @@ def assemble(
     n = tf.size(order, out_type=tf.int64)
 
     tokens = examples[roles.length_feature]
-    lengths = tf.gather(tokens.row_lengths(), order)
+    # Gathered from row_splits: O(n) per call, not O(N) like row_lengths().
+    first = tf.gather(tokens.row_splits, order)
+    lengths = tf.gather(tokens.row_splits, order + 1) - first
     seq_pack = tf.ragged.row_splits_to_segment_ids(splits)  # [n] pack of each sequence
     seq_k = tf.range(n) - tf.gather(splits, seq_pack)  # its index inside the pack
     starts = tf.concat([[0], tf.cumsum(lengths)], 0)  # token offsets in the selection
@@ -83,12 +90,12 @@ def assemble(
         tf.debugging.assert_less_equal(
             splits[1:] - splits[:-1], tf.constant(K, tf.int64),
             message=f"A pack holds more than max_sequences_per_pack={K} sequences"),
-    ] + _same_partition(examples, roles.tokens)
+    ] + (_same_partition(examples, roles.tokens) if check_partitions else [])
     # Everything below reads these, so the checks run before any output.
     with tf.control_dependencies(checks):
-        seq_pack, seq_k, seq_offset = (tf.identity(t) for t in (seq_pack, seq_k, seq_offset))
+        seq_pack, seq_k, seq_offset, first, lengths = (
+            tf.identity(t) for t in (seq_pack, seq_k, seq_offset, first, lengths))
     # One gather index for all token features: their rows share one partition.
-    first = tf.gather(tokens.row_starts(), order)
     token_index = tf.ragged.range(first, first + lengths)
     tok_seq = token_index.value_rowids()
     tok_pos = token_index.flat_values - tf.gather(first, tok_seq)
@@ -114,7 +121,8 @@ def assemble(
         out["labels"] = tokens_by_pack(targets, IGNORE_LABEL)
 
     if roles.masked_lm is not None:
-        out.update(_masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack))
+        out.update(_masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack,
+                              check_partitions))
 
     per_pack = splits[1:] - splits[:-1]
     out["cls_positions"] = by_pack(seq_offset, per_pack, K, 0, tf.int32)
@@ -134,18 +142,21 @@ def _same_partition(examples, names):
         for n in present[1:]]
 
 
-def _masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack):
+def _masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack,
+               check_partitions):
     positions_name, ids_name, weights_name = roles.masked_lm
     positions = examples[positions_name]
-    counts = tf.gather(positions.row_lengths(), order)
+    first = tf.gather(positions.row_splits, order)
+    counts = tf.gather(positions.row_splits, order + 1) - first
     starts = tf.concat([[0], tf.cumsum(counts)], 0)
     pack_predictions = tf.gather(starts, splits[1:]) - tf.gather(starts, splits[:-1])
     checks = [tf.debugging.assert_less_equal(
         pack_predictions, tf.constant(M, tf.int64),
         message=f"A pack holds more than max_predictions_per_pack={M} masked-LM predictions")]
-    checks += _same_partition(examples, [positions_name, ids_name, weights_name])
+    if check_partitions:
+        checks += _same_partition(examples, [positions_name, ids_name, weights_name])
     with tf.control_dependencies(checks):
-        first = tf.identity(tf.gather(positions.row_starts(), order))
+        first = tf.identity(first)
     index = tf.ragged.range(first, first + counts)
     m_seq = index.value_rowids()
     flat = index.flat_values

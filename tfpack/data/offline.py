@@ -39,7 +39,7 @@ from tqdm import tqdm
 
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
-from tfpack.data.pack import _check_lengths, _check_predictions, _permute_packs, materialize
+from tfpack.data.pack import DEFAULT_ALGORITHM, _check_lengths, _check_predictions, _permute_packs, materialize
 from tfpack.data.records import GOOGLE_FEATURES, list_files, parse_google_records, serialize_packs
 from tfpack.errors import TfpackError
 
@@ -104,7 +104,7 @@ def pack_records(
             ``stats.json``.
         max_length, max_sequences_per_pack: ``L`` and ``K`` (``None``: the
             depth the plan uses).
-        algorithm: planner name (default ``"lpfhp"``), or ``plan``: a
+        algorithm: planner name (default ``"optimal"``), or ``plan``: a
             `tfpack.packing.PackingPlan` (e.g. from ``tfpack plan``).
         max_predictions_per_pack: ``M``; ``None``: the most any pack needs.
         packs_per_shard: packs per output shard; bounds the memory of pass 4.
@@ -131,7 +131,7 @@ def pack_records(
 
     if plan is None:
         plan = packing.plan(packing.histogram(lengths, max_length), max_length,
-                            max_sequences_per_pack, algorithm=algorithm or "lpfhp", seed=seed)
+                            max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM, seed=seed)
     elif plan.max_length > max_length:
         raise TfpackError("`plan.max_length` must be at most `max_length`. "
                           f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
@@ -155,7 +155,9 @@ def pack_records(
     del pack_of
     tmp = tempfile.mkdtemp(prefix=".tfpack-buckets-", dir=output_dir)
     try:
+        route_started = time.perf_counter()
         _route(files, shard_of, tmp, num_shards, progress)
+        build_started = time.perf_counter()
         names = _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard,
                               num_shards, max_length, K, M, progress)
     finally:
@@ -177,6 +179,8 @@ def pack_records(
         "algorithm": plan.algorithm,
         "seed": seed,
         "seconds": {"read_lengths": read_seconds, "plan": plan_seconds,
+                    "route": build_started - route_started,
+                    "build": time.perf_counter() - build_started,
                     "total": time.perf_counter() - started},
     }
     with open(os.path.join(output_dir, "plan.json"), "w") as f:
@@ -233,7 +237,7 @@ def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num
                 stop = min(start + _ASSEMBLE_PACKS, last - first)
                 sub = local_splits[start:stop + 1]
                 packs = assemble(examples, local_order[sub[0]:sub[-1]], sub - sub[0],
-                                 roles, L, K, M)
+                                 roles, L, K, M, check_partitions=False)
                 for record in serialize_packs({n: t.numpy() for n, t in packs.items()}):
                     writer.write(record)
                 bar.update(stop - start)

@@ -45,7 +45,9 @@ __all__ = ["pack", "Packer", "PackReport", "plan_window", "streaming_metrics"]
 
 # Packs built per call of `assemble` in offline mode: large enough to amortize
 # the per-call overhead, small enough to keep the first element fast.
-_CHUNK_PACKS = 256
+_CHUNK_PACKS = 512
+# Planner used when neither `plan` nor `algorithm` is given.
+DEFAULT_ALGORITHM = "optimal"
 _READ_BATCH = 4096
 
 
@@ -120,7 +122,9 @@ def pack(
         max_predictions_per_pack: ``M`` for masked-LM features; ``None``
             (offline only): the most any pack needs.
         plan: a precomputed `tfpack.packing.PackingPlan` (offline mode).
-        algorithm: planner name (default ``"lpfhp"``); see `tfpack.packing`.
+        algorithm: planner name (default ``"optimal"``: the
+            best packs; ``"lpfhp"`` plans ~100x faster, e.g. for small windows);
+            see `tfpack.packing`.
         window: streaming mode: plan and pack this many examples at a time.
         roles: `FeatureRoles`, a preset name, or ``None`` to infer from the
             dataset's features (`FeatureRoles.infer`).
@@ -192,7 +196,7 @@ class Packer:
         self.max_sequences_per_pack = max_sequences_per_pack
         self.max_predictions_per_pack = max_predictions_per_pack
         self.plan = plan
-        self.algorithm = algorithm or "lpfhp"
+        self.algorithm = algorithm or DEFAULT_ALGORITHM
         self.window = window
         self.roles = roles
         self.truncate = truncate
@@ -218,6 +222,9 @@ class Packer:
         if tf.data.experimental.cardinality(dataset) == 0 or (
                 self.window and not any(True for _ in dataset.take(1))):
             raise _empty()
+        names = _input_names(roles, dataset.element_spec)
+        if set(names) != set(dataset.element_spec):
+            dataset = dataset.map(lambda x: {n: x[n] for n in names})  # drop extra features
         if self.truncate:
             dataset = dataset.map(lambda x: truncate_example(x, roles, self.max_length),
                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -293,6 +300,7 @@ class Packer:
             return _take_worker(order, splits, self.worker, self.num_workers)
 
         def pack_window(index, batch):
+            batch = _ragged_rows(batch)
             lengths = batch[length_feature].row_lengths()
             order, splits = tf.numpy_function(
                 plan_numpy, [lengths, index], [tf.int64, tf.int64], stateful=False)
@@ -361,7 +369,7 @@ def plan_window(lengths, max_length, max_sequences_per_pack, algorithm, *, seed=
     return (np.asarray(assignment.order, np.int64), np.asarray(assignment.splits, np.int64))
 
 
-def streaming_metrics(lengths, max_length, max_sequences_per_pack, window, algorithm="lpfhp",
+def streaming_metrics(lengths, max_length, max_sequences_per_pack, window, algorithm=None,
                       *, seed=0) -> dict:
     """Packs and efficiency that streaming mode reaches on ``lengths``.
 
@@ -377,7 +385,8 @@ def streaming_metrics(lengths, max_length, max_sequences_per_pack, window, algor
     for index, start in enumerate(range(0, len(lengths), window)):
         rng_seed = int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
         _, splits = plan_window(lengths[start:start + window], max_length,
-                                max_sequences_per_pack, algorithm, seed=rng_seed,
+                                max_sequences_per_pack, algorithm or DEFAULT_ALGORITHM,
+                                seed=rng_seed,
                                 first_index=start)
         packs += len(splits) - 1
     return {"packs": packs, "sequences": int(len(lengths)),
@@ -434,11 +443,12 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles):
         or `tf.Tensor` ``[N]``, and int64 numpy ``[N]``.
     """
     names = _input_names(roles, dataset.element_spec)
-    dataset = dataset.map(lambda x: {n: x[n] for n in names})
+    if set(names) != set(dataset.element_spec):
+        dataset = dataset.map(lambda x: {n: x[n] for n in names})
     values = {n: [] for n in names}
     row_lengths = {n: [] for n in names}
     for batch in dataset.ragged_batch(_READ_BATCH):
-        for n, t in batch.items():
+        for n, t in _ragged_rows(batch).items():
             if isinstance(t, tf.RaggedTensor):
                 values[n].append(t.flat_values.numpy())
                 row_lengths[n].append(t.row_lengths().numpy())
@@ -455,7 +465,31 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles):
         else:
             examples[n] = tf.constant(flat)
     lengths = np.concatenate(row_lengths[roles.length_feature]).astype(np.int64)
+    _check_partitions(row_lengths, roles)
     return examples, lengths
+
+
+def _check_partitions(row_lengths: dict, roles: FeatureRoles) -> None:
+    """Token features must match ``input_ids`` (masked-LM ones each other) per example."""
+    groups = [list(roles.tokens)]
+    if roles.masked_lm is not None:
+        groups.append(list(roles.masked_lm))
+    for group in groups:
+        group = [n for n in group if row_lengths.get(n)]
+        base = np.concatenate(row_lengths[group[0]])
+        for name in group[1:]:
+            bad = np.flatnonzero(np.concatenate(row_lengths[name]) != base)
+            if bad.size:
+                raise TfpackError(
+                    f"Feature {name!r} must have as many values as {group[0]!r} in every "
+                    f"example. Received: example {int(bad[0])} with "
+                    f"{int(np.concatenate(row_lengths[name])[bad[0]])} and {int(base[bad[0]])}")
+
+
+def _ragged_rows(batch: dict) -> dict:
+    """Batches of fixed-length features come out of `ragged_batch` dense: make them ragged."""
+    return {n: tf.RaggedTensor.from_tensor(t) if isinstance(t, tf.Tensor) and t.shape.rank == 2
+            else t for n, t in batch.items()}
 
 
 def _input_names(roles, element_spec):
@@ -476,7 +510,8 @@ def _pack_dataset(examples, order, splits, roles, L, K, M):
         last = tf.minimum(first + _CHUNK_PACKS, packs)
         sub_splits = splits_t[first:last + 1]
         sub_order = order_t[sub_splits[0]:sub_splits[-1]]
-        return assemble(examples, sub_order, sub_splits - sub_splits[0], roles, L, K, M)
+        return assemble(examples, sub_order, sub_splits - sub_splits[0], roles, L, K, M,
+                        check_partitions=False)
 
     packed = (tf.data.Dataset.range(chunks)
               .map(build, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
