@@ -28,53 +28,47 @@ def fit_decreasing(
     histogram: np.ndarray, max_length: int, max_depth: int | None, *, best_fit: bool
 ) -> base.AlgorithmResult:
     """Pack ``histogram`` as per-sequence FFD (or BFD with ``best_fit``) would."""
-    depth = max_length if max_depth is None else max_depth
-    present = np.flatnonzero(histogram)
-    shortest = int(present[0]) + 1 if present.size else 1
-    open_groups: list[tuple[int, int, tuple[int, ...]]] = []  # (packs, free space, lengths), opening order
-    closed: list[tuple[int, tuple[int, ...]]] = []
-
-    def keep(groups: list, count: int, space: int, pack: tuple[int, ...]) -> None:
-        if count <= 0:
-            return
-        # No later (shorter or equal) sequence fits: the pack is final.
-        if space < shortest or len(pack) >= depth:
-            closed.append((count, pack))
-        else:
-            groups.append((count, space, pack))
+    depth_limit = max_length if max_depth is None else max_depth
+    # Groups of identical packs, in opening order; full packs simply stop fitting.
+    count = np.zeros(0, dtype=np.int64)
+    space = np.zeros(0, dtype=np.int64)
+    depth = np.zeros(0, dtype=np.int64)
+    contents: list[tuple[int, ...]] = []
 
     for length in range(max_length, 0, -1):
         left = int(histogram[length - 1])
         if left == 0:
             continue
-        fits = [i for i, (_, space, pack) in enumerate(open_groups) if space >= length and len(pack) < depth]
+        fits = np.flatnonzero((space >= length) & (depth < depth_limit))
         if best_fit:
-            fits.sort(key=lambda i: open_groups[i][1])  # stable: ties keep opening order
-        taken: dict[int, int] = {}
-        for i in fits:
-            if left == 0:
-                break
-            count, space, pack = open_groups[i]
-            per_pack = min(space // length, depth - len(pack))
-            taken[i] = min(left, count * per_pack)
-            left -= taken[i]
-        groups: list[tuple[int, int, tuple[int, ...]]] = []
-        for i, (count, space, pack) in enumerate(open_groups):
-            if i not in taken:
-                groups.append((count, space, pack))
-                continue
-            per_pack = min(space // length, depth - len(pack))
-            full, rest = divmod(taken[i], per_pack)
-            keep(groups, full, space - per_pack * length, pack + (length,) * per_pack)
-            keep(groups, int(rest > 0), space - rest * length, pack + (length,) * rest)
-            keep(groups, count - full - int(rest > 0), space, pack)
+            fits = fits[np.argsort(space[fits], kind="stable")]  # ties keep opening order
+        per_pack = np.minimum(space[fits] // length, depth_limit - depth[fits])
+        room = np.cumsum(count[fits] * per_pack)
+        filled = int(np.searchsorted(room, left, side="right"))  # groups taking all they can
+        full = fits[:filled]
+        space[full] -= per_pack[:filled] * length
+        depth[full] += per_pack[:filled]
+        for i, k in zip(full.tolist(), per_pack[:filled].tolist()):
+            contents[i] += (length,) * k
+        left -= int(room[filled - 1]) if filled else 0
+        if left and filled < fits.size:
+            # The next group takes the rest: split it into full / partial / untouched packs.
+            i, k = int(fits[filled]), int(per_pack[filled])
+            packs, rest = divmod(left, k)
+            pieces = [(packs, k), (int(rest > 0), rest), (int(count[i]) - packs - int(rest > 0), 0)]
+            pieces = [(n, m) for n, m in pieces if n > 0]
+            count = np.concatenate([count[:i], [n for n, _ in pieces], count[i + 1 :]])
+            space = np.concatenate([space[:i], [space[i] - m * length for _, m in pieces], space[i + 1 :]])
+            depth = np.concatenate([depth[:i], [depth[i] + m for _, m in pieces], depth[i + 1 :]])
+            contents[i : i + 1] = [contents[i] + (length,) * m for _, m in pieces]
+            left = 0
         if left:
-            per_pack = min(max_length // length, depth)
-            full, rest = divmod(left, per_pack)
-            keep(groups, full, max_length - per_pack * length, (length,) * per_pack)
-            keep(groups, int(rest > 0), max_length - rest * length, (length,) * rest)
-        open_groups = groups
-    packs = closed + [(count, pack) for count, _, pack in open_groups]
-    return base.AlgorithmResult(
-        [pack for _, pack in packs], np.array([count for count, _ in packs], dtype=np.int64)
-    )
+            # Fits nowhere: new packs, each filled with as many copies as fit.
+            k = min(max_length // length, depth_limit)
+            packs, rest = divmod(left, k)
+            pieces = [(n, m) for n, m in ((packs, k), (int(rest > 0), rest)) if n > 0]
+            count = np.append(count, [n for n, _ in pieces])
+            space = np.append(space, [max_length - m * length for _, m in pieces])
+            depth = np.append(depth, [m for _, m in pieces])
+            contents += [(length,) * m for _, m in pieces]
+    return base.AlgorithmResult(contents, count)
