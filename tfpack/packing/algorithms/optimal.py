@@ -72,11 +72,8 @@ __all__ = ["pack"]
 
 _MAX_ROUNDS = 200  # column generation rounds; the bound is valid at any round
 _SEED_DEPTH_WEIGHTS = (0.0, 0.1, 0.2, 0.3)  # see `_column_generation`
-_SEED_COLUMNS = 1 << 30  # first columns per weight, at most
 _GOOD_ENOUGH = 1e-5  # skip the LP when best fit is this close (relative) to the token bound
 _COLUMNS_PER_ROUND = 64  # candidate packs per round (one per longest length), or n / 8 if more
-_SMOOTHING = 0.5  # weight of the best-bound duals in the smoothed pricing point
-_PRUNE = 0.02  # columns priced below 1 - this and out of the basis leave the LP
 _IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
 _BOUND_MARGIN = 1e-9  # relative margin when rounding the LP bound up to an integer
 
@@ -167,14 +164,15 @@ def _column_generation(lengths, demand, max_length, max_depth, seed_packs, simpl
     for weight in _SEED_DEPTH_WEIGHTS:
         values = (1 - weight) * lengths / max_length + weight * per_item
         add(_knapsack.price(lengths, bounds, values, max_length, depth, min_value=0.0,
-                            max_patterns=_SEED_COLUMNS).patterns)
+                            max_patterns=n).patterns)
 
+    per_round = max(_COLUMNS_PER_ROUND, n // 8)
     best_bound, rounds = 0.0, 0
     while True:
         rounds += 1
         value, x, duals = master.solve()
         pricing = _knapsack.price(lengths, bounds, duals, max_length, depth,
-                                  min_value=1.0 + _IMPROVES, max_patterns=max(_COLUMNS_PER_ROUND, n // 8))
+                                  min_value=1.0 + _IMPROVES, max_patterns=per_round)
         if pricing.best_value > 0.0:
             best_bound = max(best_bound,
                              math.fsum((demand * duals).tolist()) / pricing.best_value)
