@@ -166,3 +166,20 @@ def test_first_fit_and_best_fit_differ_by_hand():
     histogram = make_histogram(7, {5: 1, 3: 2, 1: 1})
     assert packs(base.get("ffd")(histogram, 7, None, seed=0)) == {(5, 1): 1, (3, 3): 1}
     assert packs(base.get("bfd")(histogram, 7, None, seed=0)) == {(5,): 1, (3, 3, 1): 1}
+
+
+def test_strategy_counts_match_the_enumeration():
+    from tfpack.packing.algorithms._nnls import count_strategies
+
+    for max_length in (1, 2, 7, 8, 30):
+        for depth in (1, 2, 3, 4):
+            assert count_strategies(max_length, depth) == len(enumerate_strategies(max_length, depth))
+
+
+@pytest.mark.parametrize("name", ["nnlshp", "ennlshp"])
+def test_nnls_planners_refuse_huge_matrices(name):
+    from tfpack.errors import TfpackError
+
+    histogram = make_histogram(2048, {100: 1, 2048: 1})
+    with pytest.raises(TfpackError, match=r"use `lpfhp` or `optimal`.*Received: max_length=2048 \(350,550 strategies"):
+        plan(histogram, 2048, 3, algorithm=name)

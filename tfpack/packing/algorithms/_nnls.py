@@ -11,8 +11,8 @@ columns are::
 
 Example:
 
->>> [s for s in enumerate_strategies(4, 2)]
-[(3, 1), (2, 2), (4,)]
+>>> enumerate_strategies(4, 2), count_strategies(4, 2)
+([(3, 1), (2, 2), (4,)], 3)
 """
 
 from __future__ import annotations
@@ -48,14 +48,33 @@ def enumerate_strategies(max_length: int, depth: int) -> list[tuple[int, ...]]:
     return found
 
 
+def count_strategies(max_length: int, depth: int) -> int:
+    """How many strategies `enumerate_strategies` lists: partitions of ``max_length`` into <= ``depth`` parts."""
+    # parts[k][m]: partitions of m into exactly k parts = parts[k][m - k] + parts[k - 1][m - 1].
+    previous = [1] + [0] * max_length
+    total = 0
+    for k in range(1, depth + 1):
+        current = [0] * (max_length + 1)
+        for m in range(k, max_length + 1):
+            current[m] = current[m - k] + previous[m - 1]
+        total += current[max_length]
+        previous = current
+    return total
+
+
+def check_size(max_length: int, depth: int) -> None:
+    """A clear error when the dense packing matrix would be too large."""
+    strategies = count_strategies(max_length, depth)
+    if max_length * strategies > MAX_MATRIX_ENTRIES:
+        raise TfpackError(
+            "The NNLS planners build a dense matrix of max_length x strategies entries, at most "
+            f"{MAX_MATRIX_ENTRIES:,}; use `lpfhp` or `optimal` for long packs. "
+            f"Received: max_length={max_length} ({strategies:,} strategies of depth <= {depth})"
+        )
+
+
 def packing_matrix(strategies: list[tuple[int, ...]], max_length: int) -> np.ndarray:
     """float64 ``[max_length, len(strategies)]``: slots of each length per strategy."""
-    if max_length * len(strategies) > MAX_MATRIX_ENTRIES:
-        raise TfpackError(
-            "The NNLS planners build a dense matrix of max_length x strategies entries and "
-            f"support at most {MAX_MATRIX_ENTRIES:,}; use `lpfhp` or `optimal` for long packs. "
-            f"Received: max_length={max_length} ({len(strategies):,} strategies)"
-        )
     matrix = np.zeros((max_length, len(strategies)))
     for column, strategy in enumerate(strategies):
         for length in strategy:

@@ -34,7 +34,7 @@ import numpy as np
 import scipy.optimize
 
 from tfpack.packing.algorithms import base
-from tfpack.packing.algorithms._nnls import enumerate_strategies, packing_matrix, with_leftovers
+from tfpack.packing.algorithms._nnls import check_size, enumerate_strategies, packing_matrix, with_leftovers
 
 MAX_DEPTH = 3
 COVER_WEIGHT = 1e6
@@ -46,6 +46,7 @@ ROUNDING_TOLERANCE = 1e-6
 def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
     """Extended NNLS with padding-token weights, rounded up; deterministic."""
     depth = MAX_DEPTH if max_depth is None else min(max_depth, MAX_DEPTH)
+    check_size(max_length, depth)
     strategies = enumerate_strategies(max_length, depth)
     matrix = packing_matrix(strategies, max_length)
     weights = np.arange(1, max_length + 1, dtype=np.float64)
