@@ -105,3 +105,16 @@ def test_analyze_bad_input_exits_2(histogram_file, capsys, argv, pattern):
 def test_analyze_missing_file_exits_2(tmp_path, capsys):
     assert tfpack("analyze", tmp_path / "nope.txt", "--max-length", 8) == 2
     assert "HISTOGRAM must be a histogram file or one of the bundled" in capsys.readouterr().err
+
+
+def test_default_algorithms_skip_what_cannot_handle_the_input(tmp_path, capsys):
+    source = tmp_path / "long.txt"
+    source.write_text("\n".join(["0"] * 2047 + ["3"]))  # three sequences of 2048 tokens
+    assert tfpack("analyze", source, "--max-length", 2048, "--max-per-pack", 3, "--json") == 0
+    captured = capsys.readouterr()
+    names = {r["algorithm"] for r in json.loads(captured.out)["results"]}
+    assert "nnlshp" not in names and "spfhp" in names
+    assert "skipped nnlshp: " in captured.err
+    # Asked for explicitly, it is an error.
+    assert tfpack("analyze", source, "--max-length", 2048, "--algorithms", "nnlshp") == 2
+    assert "max_length=2048" in capsys.readouterr().err

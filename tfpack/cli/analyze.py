@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import numpy as np
 
@@ -119,8 +120,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
     parser.add_argument("--max-per-pack", action="append", metavar="K",
                         help="K: sequences per pack or 'none'; repeat or comma-separate (default: 3,none)")
-    parser.add_argument("--algorithms", default=",".join(DEFAULT_ALGORITHMS),
-                        help=f"comma-separated planners (default: {','.join(DEFAULT_ALGORITHMS)})")
+    parser.add_argument("--algorithms",
+                        help=f"comma-separated planners (default: {','.join(DEFAULT_ALGORITHMS)}, "
+                        "skipping those that cannot handle the input)")
     parser.add_argument("--seed", type=int, default=0, help="seed of randomized planners (greedy)")
     parser.add_argument("--json", action="store_true", help="print only a JSON object on stdout")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of the length histogram")
@@ -136,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
         depths = _depths(args.max_per_pack)
     except argparse.ArgumentTypeError as error:
         raise TfpackError(str(error)) from None
-    names = [name.strip() for name in args.algorithms.split(",") if name.strip()]
+    chosen = args.algorithms is not None
+    names = [name.strip() for name in (args.algorithms or ",".join(DEFAULT_ALGORITHMS)).split(",") if name.strip()]
     unknown = [name for name in names if name not in packing.algorithm_names()]
     if not names or unknown:
         raise TfpackError(
@@ -146,7 +149,14 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for name in names:
         for depth in depths:
-            plan = packing.plan(counts, args.max_length, depth, algorithm=name, seed=args.seed)
+            try:
+                plan = packing.plan(counts, args.max_length, depth, algorithm=name, seed=args.seed)
+            except TfpackError as error:
+                if chosen:
+                    raise
+                # A default algorithm that cannot take this input (nnlshp on long packs) is skipped.
+                print(f"tfpack analyze: skipped {name}: {error}", file=sys.stderr)
+                break
             results.append({"algorithm": name, "max_sequences_per_pack": depth, "metrics": plan.metrics})
     if args.plot:
         plot_histogram(counts, args.plot, title=str(args.histogram))
