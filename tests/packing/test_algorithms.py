@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing import algorithm_names, plan
+from tfpack.packing import PackingPlan, algorithm_names, plan
 from tfpack.packing.algorithms import base
 from tfpack.packing.algorithms._nnls import enumerate_strategies, packing_matrix
 from tfpack.packing.checks import slot_counts
@@ -158,6 +158,8 @@ def test_every_algorithm_plans_every_sequence_within_limits(case, name):
     assert m["sequences"] == counts.sum() and m["packs"] == p.counts.sum()
     assert m["lower_bound_packs"] <= m["packs"]
     assert 0 < m["efficiency"] <= 1 and m["packing_factor"] <= m["speedup_upper_bound"] + 1e-12
+    back = PackingPlan.from_json(p.to_json())
+    assert back.strategies == p.strategies and back.metrics == p.metrics
 
 
 def test_first_fit_and_best_fit_differ_by_hand():
