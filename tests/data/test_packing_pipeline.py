@@ -259,3 +259,23 @@ def test_token_features_of_different_lengths_fail_naming_the_example():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"token_type_ids.{0,3} must have one"):
         packs_of(examples, window=2, roles=tfpack.data.FeatureRoles(
             name="pairs", tokens=("input_ids", "token_type_ids")))
+
+
+@pytest.mark.parametrize("window", [None, 5])
+def test_batch_size_emits_batches_of_packs(window):
+    examples = [{"input_ids": [i + 1] * (i % 7 + 1)} for i in range(23)]
+    ds, batches, packer = packs_of(examples, max_length=8, algorithm="ffd", batch_size=4,
+                                   window=window)
+    packs = [{k: v[i] for k, v in b.items()} for b in batches for i in range(len(b["input_ids"]))]
+    assert_same_examples(examples, packs)
+    if window is None:
+        assert ds.element_spec["input_ids"].shape == (4, 8)
+        assert all(len(b["input_ids"]) == 4 for b in batches)
+        assert packer.report.padding_packs == -(len(packs) - packer.report.padding_packs) % 4
+
+
+def test_slices_of_a_ragged_tensor_are_accepted():
+    ds = tf.data.Dataset.from_tensor_slices({"input_ids": tf.ragged.constant([[1, 2, 3], [4]])})
+    (p,) = list(ds.apply(tfpack.data.pack(max_length=4, max_sequences_per_pack=2,
+                                          algorithm="ffd")).as_numpy_iterator())
+    assert p["input_ids"].tolist() == [1, 2, 3, 4]

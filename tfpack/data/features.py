@@ -36,7 +36,7 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 
-__all__ = ["FeatureRoles", "packed_feature_spec", "IGNORE_LABEL"]
+__all__ = ["FeatureRoles", "packed_feature_spec", "dense_rows", "IGNORE_LABEL"]
 
 # Label value of positions without a causal-LM target (Keras/Hugging Face convention).
 IGNORE_LABEL = -100
@@ -211,3 +211,17 @@ def packed_feature_spec(
     if roles.causal_labels:
         spec["labels"] = tf.TensorSpec([L], tf.int32)
     return spec
+
+
+def dense_rows(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` with rank-1 ragged features (``ragged_rank`` 0) as dense tensors.
+
+    Unbatching or slicing a `tf.RaggedTensor` yields such features; they hold
+    dense values but a `tf.RaggedTensorSpec`.
+    """
+    spec = dataset.element_spec
+    if not isinstance(spec, dict) or not any(
+            isinstance(s, tf.RaggedTensorSpec) and s.ragged_rank == 0 for s in spec.values()):
+        return dataset
+    return dataset.map(tf.autograph.experimental.do_not_convert(lambda x: {
+        n: v.to_tensor() if isinstance(v, tf.RaggedTensor) else v for n, v in x.items()}))

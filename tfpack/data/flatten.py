@@ -30,7 +30,7 @@ from typing import Callable
 import tensorflow as tf
 
 from tfpack.data.assemble import assemble
-from tfpack.data.features import FeatureRoles
+from tfpack.data.features import FeatureRoles, dense_rows
 from tfpack.data.pack import _positive, _ragged_rows, _with_static_shapes
 from tfpack.errors import TfpackError
 
@@ -68,6 +68,7 @@ def flatten(
     _positive("token_budget", token_budget)
 
     def apply(dataset: tf.data.Dataset) -> tf.data.Dataset:
+        dataset = dense_rows(dataset)
         chosen = (FeatureRoles.infer(dataset.element_spec) if roles is None
                   else FeatureRoles.get(roles))
         chosen.validate(dataset.element_spec)
@@ -82,7 +83,8 @@ def flatten(
                              chosen, token_budget, batch_size, max_predictions)
             return {name: t[0] for name, t in packs.items()}
 
-        rows = dataset.ragged_batch(batch_size).map(row, num_parallel_calls=tf.data.AUTOTUNE)
+        rows = dataset.ragged_batch(batch_size).map(tf.autograph.experimental.do_not_convert(row),
+                                                          num_parallel_calls=tf.data.AUTOTUNE)
         return _with_static_shapes(rows, chosen, token_budget, batch_size, max_predictions)
 
     return apply

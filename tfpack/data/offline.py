@@ -40,7 +40,7 @@ from tqdm import tqdm
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
 from tfpack.data.pack import DEFAULT_ALGORITHM, _check_lengths, _check_predictions, _permute_packs, materialize
-from tfpack.data.records import GOOGLE_FEATURES, list_files, parse_google_records, serialize_packs
+from tfpack.data.records import GOOGLE_FEATURES, list_files, parse_google_batch, serialize_packs
 from tfpack.errors import TfpackError
 
 __all__ = ["pack_records", "read_lengths"]
@@ -66,7 +66,7 @@ def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarra
         # One file at a time, so that a corrupt record names its file.
         for path in files:
             dataset = tf.data.TFRecordDataset(path).batch(_BATCH).map(
-                counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+                tf.autograph.experimental.do_not_convert(counts), num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
             try:
                 for tokens, preds in dataset:
                     lengths.append(tokens.numpy())
@@ -228,9 +228,11 @@ def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num
         first, last = s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs)
         local_splits = splits[first:last + 1] - splits[first]
         local_order = np.searchsorted(members, order[splits[first]:splits[last]])
-        bucket = tf.data.TFRecordDataset(os.path.join(tmp, f"bucket-{s:05d}")).map(
-            parse_google_records, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        examples, _ = materialize(bucket, roles)
+        bucket = tf.data.TFRecordDataset(os.path.join(tmp, f"bucket-{s:05d}")).batch(
+            _BATCH).map(tf.autograph.experimental.do_not_convert(parse_google_batch),
+                        num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=True)
+        examples, _ = materialize(bucket, roles, batched=True)
         name = f"part-{s:05d}-of-{num_shards:05d}.tfrecord"
         with tf.io.TFRecordWriter(os.path.join(output_dir, name)) as writer:
             for start in range(0, last - first, _ASSEMBLE_PACKS):

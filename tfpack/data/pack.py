@@ -32,13 +32,14 @@ packs. `Packer.report` says how many packs were added or dropped.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 
 import numpy as np
 import tensorflow as tf
 
 from tfpack.data.assemble import assemble
-from tfpack.data.features import FeatureRoles, packed_feature_spec
+from tfpack.data.features import FeatureRoles, dense_rows, packed_feature_spec
 from tfpack.errors import TfpackError
 
 __all__ = ["pack", "Packer", "PackReport", "plan_window", "streaming_metrics"]
@@ -100,6 +101,7 @@ def pack(
     input_context: tf.distribute.InputContext | None = None,
     per_replica_batch_size: int = 1,
     remainder: str = "pad",
+    batch_size: int | None = None,
 ) -> "Packer":
     """A dataset transformation packing examples into fixed-shape packs.
 
@@ -138,6 +140,12 @@ def pack(
             packs is made a multiple of it times the number of replicas.
         remainder: ``"pad"`` (add empty packs) or ``"drop"`` (offline only)
             when the packs do not divide evenly across replicas.
+        batch_size: emit batches of this many packs (leading dimension
+            ``batch_size``) instead of single packs. Offline, each batch is
+            assembled at once (about 2x faster than ``.batch()`` after
+            packing) and the number of packs is padded (or cut) to whole
+            batches, so every batch has the static shape ``[batch_size, ...]``.
+            Streaming: ``.batch(batch_size)`` after packing.
 
     Returns:
         A `Packer`: pass it to ``dataset.apply``; ``Packer.report`` then
@@ -148,7 +156,8 @@ def pack(
         max_predictions_per_pack=max_predictions_per_pack, plan=plan,
         algorithm=algorithm, window=window, roles=roles, truncate=truncate,
         shuffle=shuffle, seed=seed, input_context=input_context,
-        per_replica_batch_size=per_replica_batch_size, remainder=remainder)
+        per_replica_batch_size=per_replica_batch_size, remainder=remainder,
+        batch_size=batch_size)
 
 
 def _positive(name, value, allow_none=False):
@@ -167,12 +176,13 @@ class Packer:
 
     def __init__(self, *, max_length, max_sequences_per_pack, max_predictions_per_pack,
                  plan, algorithm, window, roles, truncate, shuffle, seed,
-                 input_context, per_replica_batch_size, remainder):
+                 input_context, per_replica_batch_size, remainder, batch_size=None):
         _positive("max_length", max_length)
         _positive("max_sequences_per_pack", max_sequences_per_pack, allow_none=True)
         _positive("max_predictions_per_pack", max_predictions_per_pack, allow_none=True)
         _positive("window", window, allow_none=True)
         _positive("per_replica_batch_size", per_replica_batch_size)
+        _positive("batch_size", batch_size, allow_none=True)
         if plan is not None and (algorithm is not None or window is not None):
             raise TfpackError(
                 "`plan` cannot be combined with `algorithm` or `window`. "
@@ -206,10 +216,15 @@ class Packer:
         self.worker = input_context.input_pipeline_id if input_context else 0
         replicas = input_context.num_replicas_in_sync if input_context else 1
         self.multiple = max(replicas, self.num_workers) * per_replica_batch_size
+        self.batch_size = batch_size
+        if batch_size and not window:
+            # Every worker's share must be whole batches.
+            self.multiple = math.lcm(self.multiple, self.num_workers * batch_size)
         self.remainder = remainder
         self.report: PackReport | None = None
 
     def __call__(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+        dataset = dense_rows(dataset)
         roles = (FeatureRoles.infer(dataset.element_spec) if self.roles is None
                  else FeatureRoles.get(self.roles))
         roles.validate(dataset.element_spec)
@@ -224,9 +239,9 @@ class Packer:
             raise _empty()
         names = _input_names(roles, dataset.element_spec)
         if set(names) != set(dataset.element_spec):
-            dataset = dataset.map(lambda x: {n: x[n] for n in names})  # drop extra features
+            dataset = dataset.map(tf.autograph.experimental.do_not_convert(lambda x: {n: x[n] for n in names}))  # drop extra
         if self.truncate:
-            dataset = dataset.map(lambda x: truncate_example(x, roles, self.max_length),
+            dataset = dataset.map(tf.autograph.experimental.do_not_convert(lambda x: truncate_example(x, roles, self.max_length)),
                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         if self.window:
             return self._streaming(dataset, roles)
@@ -280,7 +295,7 @@ class Packer:
             dropped_sequences=dropped_sequences,
             num_workers=self.num_workers, worker=self.worker,
             max_predictions_per_pack=M, plan=plan)
-        return _pack_dataset(examples, order, splits, roles, L, K, M)
+        return _pack_dataset(examples, order, splits, roles, L, K, M, self.batch_size)
 
     # -- streaming -------------------------------------------------------
 
@@ -311,9 +326,10 @@ class Packer:
         self.report = PackReport(mode="streaming", num_workers=self.num_workers,
                                  worker=self.worker, max_predictions_per_pack=M)
         packed = (dataset.ragged_batch(window).enumerate()
-                  .map(pack_window, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                  .map(tf.autograph.experimental.do_not_convert(pack_window), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
                   .unbatch())
-        return _with_static_shapes(packed, roles, L, K, M)
+        packed = _with_static_shapes(packed, roles, L, K, M)
+        return packed.batch(self.batch_size) if self.batch_size else packed
 
 
 def _empty() -> TfpackError:
@@ -435,8 +451,11 @@ def truncate_example(example: dict, roles: FeatureRoles, max_length: int) -> dic
     return out
 
 
-def materialize(dataset: tf.data.Dataset, roles: FeatureRoles):
+def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool = False):
     """Read a dataset into ragged host tensors; also return the lengths.
+
+    ``batched=True``: the dataset already yields batches (ragged ``[B, None]``
+    and ``[B]`` features), e.g. from `tfpack.data.records.parse_google_batch`.
 
     Returns:
         ``(examples, lengths)``: feature name -> `tf.RaggedTensor` ``[N, None]``
@@ -444,10 +463,10 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles):
     """
     names = _input_names(roles, dataset.element_spec)
     if set(names) != set(dataset.element_spec):
-        dataset = dataset.map(lambda x: {n: x[n] for n in names})
+        dataset = dataset.map(tf.autograph.experimental.do_not_convert(lambda x: {n: x[n] for n in names}))
     values = {n: [] for n in names}
     row_lengths = {n: [] for n in names}
-    for batch in dataset.ragged_batch(_READ_BATCH):
+    for batch in (dataset if batched else dataset.ragged_batch(_READ_BATCH)):
         for n, t in _ragged_rows(batch).items():
             if isinstance(t, tf.RaggedTensor):
                 values[n].append(t.flat_values.numpy())
@@ -499,28 +518,33 @@ def _input_names(roles, element_spec):
     return names
 
 
-def _pack_dataset(examples, order, splits, roles, L, K, M):
+def _pack_dataset(examples, order, splits, roles, L, K, M, batch_size=None):
     order_t = tf.constant(order, tf.int64)
     splits_t = tf.constant(splits, tf.int64)
     packs = len(splits) - 1
-    chunks = -(-packs // _CHUNK_PACKS)
+    chunk_packs = batch_size or _CHUNK_PACKS
+    chunks = -(-packs // chunk_packs)
 
     def build(chunk):
-        first = chunk * _CHUNK_PACKS
-        last = tf.minimum(first + _CHUNK_PACKS, packs)
+        first = chunk * chunk_packs
+        last = tf.minimum(first + chunk_packs, packs)
         sub_splits = splits_t[first:last + 1]
         sub_order = order_t[sub_splits[0]:sub_splits[-1]]
         return assemble(examples, sub_order, sub_splits - sub_splits[0], roles, L, K, M,
                         check_partitions=False)
 
-    packed = (tf.data.Dataset.range(chunks)
-              .map(build, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-              .unbatch())
-    return _with_static_shapes(packed, roles, L, K, M)
+    packed = tf.data.Dataset.range(chunks).map(
+        tf.autograph.experimental.do_not_convert(build), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if batch_size:
+        return _with_static_shapes(packed, roles, L, K, M, batch_size)
+    return _with_static_shapes(packed.unbatch(), roles, L, K, M)
 
 
-def _with_static_shapes(dataset, roles, L, K, M):
+def _with_static_shapes(dataset, roles, L, K, M, batch_size=None):
     spec = packed_feature_spec(roles, L, K, M)
+    if batch_size:
+        spec = {n: tf.TensorSpec([batch_size, *s.shape], s.dtype) for n, s in spec.items()}
     if all(dataset.element_spec[n].shape == s.shape for n, s in spec.items()):
         return dataset
-    return dataset.map(lambda x: {n: tf.ensure_shape(x[n], spec[n].shape) for n in spec})
+    return dataset.map(tf.autograph.experimental.do_not_convert(
+        lambda x: {n: tf.ensure_shape(x[n], spec[n].shape) for n in spec}))

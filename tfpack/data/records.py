@@ -29,6 +29,7 @@ from typing import Iterable
 import numpy as np
 import tensorflow as tf
 
+from tfpack.data.features import dense_rows
 from tfpack.data.protos import encode_examples
 from tfpack.errors import TfpackError
 
@@ -37,6 +38,7 @@ __all__ = [
     "list_files",
     "read_google_records",
     "parse_google_records",
+    "parse_google_batch",
     "read_packed",
     "write_packed",
     "serialize_packs",
@@ -112,6 +114,29 @@ def parse_google_records(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
     }
 
 
+def parse_google_batch(serialized: tf.Tensor) -> dict:
+    """Parse a batch of serialized Google records; strip the padding.
+
+    Vectorized version of `parse_google_records`: token and masked-LM
+    features come back as `tf.RaggedTensor` ``[B, None]``,
+    ``next_sentence_labels`` as ``[B]``.
+    """
+    spec = {n: tf.io.VarLenFeature(d) for n, d in GOOGLE_FEATURES.items()}
+    raw = {n: tf.sparse.to_dense(t) for n, t in tf.io.parse_example(serialized, spec).items()}
+    lengths = tf.reduce_sum(tf.cast(raw["input_mask"], tf.int64), axis=1)
+    predictions = tf.reduce_sum(tf.cast(raw["masked_lm_weights"] > 0, tf.int64), axis=1)
+    strip = lambda name, n, dtype=tf.int32: tf.cast(
+        tf.RaggedTensor.from_tensor(raw[name], lengths=n), dtype)
+    return {
+        "input_ids": strip("input_ids", lengths),
+        "token_type_ids": strip("segment_ids", lengths),
+        "masked_lm_positions": strip("masked_lm_positions", predictions),
+        "masked_lm_ids": strip("masked_lm_ids", predictions),
+        "masked_lm_weights": strip("masked_lm_weights", predictions, tf.float32),
+        "next_sentence_labels": tf.cast(raw["next_sentence_labels"][:, 0], tf.int32),
+    }
+
+
 def read_google_records(pattern: str | Iterable[str], *, deterministic: bool = True
                         ) -> tf.data.Dataset:
     """Unpacked BERT examples from Google ``create_pretraining_data`` TFRecords.
@@ -124,9 +149,10 @@ def read_google_records(pattern: str | Iterable[str], *, deterministic: bool = T
         deterministic: keep the record order (set ``False`` for speed).
     """
     files = list_files(pattern, required=GOOGLE_FEATURES)
-    return tf.data.TFRecordDataset(files).map(
-        parse_google_records, num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=deterministic)
+    return dense_rows(tf.data.TFRecordDataset(files).batch(256)
+                      .map(tf.autograph.experimental.do_not_convert(parse_google_batch), num_parallel_calls=tf.data.AUTOTUNE,
+                           deterministic=deterministic)
+                      .unbatch())
 
 
 def google_example(input_ids, token_type_ids, masked_lm_positions, masked_lm_ids,
@@ -208,5 +234,5 @@ def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True
         return {n: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for n, t in parsed.items()}
 
     return (tf.data.TFRecordDataset(files).batch(256)
-            .map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+            .map(tf.autograph.experimental.do_not_convert(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
             .unbatch())
