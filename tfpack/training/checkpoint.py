@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -40,16 +41,23 @@ __all__ = ["Checkpointer", "model_signature"]
 
 _META = "tfpack_checkpoint.json"
 _PATTERN = re.compile(r"^ckpt-(\d+)$")
+_AUTO_NUMBER = re.compile(r"_\d+$")
 
 
 def model_signature(model) -> list[list]:
     """``[[path, shape], ...]`` of the model's variables: what a checkpoint must match.
 
-    Paths are relative to the model (its own, auto-numbered name is dropped).
+    Paths are relative to the model and drop Keras's auto-numbering
+    (``bert_encoder_1`` -> ``bert_encoder``), which depends on how many models
+    the process built before; the order of the list still tells layers apart.
     """
     prefix = f"{model.name}/"
-    return [[v.path[len(prefix):] if v.path.startswith(prefix) else v.path, list(v.shape)]
-            for v in model.weights]
+    signature = []
+    for v in model.weights:
+        path = v.path[len(prefix):] if v.path.startswith(prefix) else v.path
+        path = "/".join(_AUTO_NUMBER.sub("", part) for part in path.split("/"))
+        signature.append([path, list(v.shape)])
+    return signature
 
 
 class Checkpointer:
@@ -117,8 +125,12 @@ class Checkpointer:
             shutil.rmtree(os.path.join(self.directory, f"ckpt-{old}"), ignore_errors=True)
         return final
 
-    def restore(self, step: int | None = None) -> int | None:
-        """Restore ``ckpt-<step>`` (default: the latest); returns the step or `None`."""
+    def restore(self, step: int | None = None, *, partial: bool = False) -> int | None:
+        """Restore ``ckpt-<step>`` (default: the latest); returns the step or `None`.
+
+        ``partial=True`` restores only the objects this `Checkpointer` tracks
+        (e.g. the model alone, for export) and ignores the rest.
+        """
         step = self.latest_step() if step is None else step
         if step is None:
             return None
@@ -128,15 +140,18 @@ class Checkpointer:
         expected = model_signature(self.model)
         saved = meta.get("signature")
         if saved != expected:
-            saved_map = {p: s for p, s in saved or []}
-            ours = {p: s for p, s in expected}
-            diffs = [f"{p}: checkpoint {saved_map.get(p)} vs model {ours.get(p)}"
-                     for p in sorted(set(saved_map) | set(ours))
-                     if saved_map.get(p) != ours.get(p)]
+            saved = saved or []
+            diffs = [f"{a[0] if a else b[0]}: checkpoint {a[1] if a else None} vs model "
+                     f"{b[1] if b else None}"
+                     for a, b in itertools.zip_longest(saved, expected) if a != b]
             raise TfpackError(
                 "The checkpoint must come from a model with the same configuration "
                 f"(variable paths and shapes); {len(diffs)} differ: "
                 + "; ".join(diffs[:5]) + ("; ..." if len(diffs) > 5 else "")
                 + f". Received: checkpoint={path!r}")
-        self._checkpoint.read(os.path.join(path, "state")).assert_existing_objects_matched()
+        status = self._checkpoint.read(os.path.join(path, "state"))
+        if partial:
+            status.expect_partial()
+        else:
+            status.assert_existing_objects_matched()
         return step

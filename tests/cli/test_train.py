@@ -1,0 +1,127 @@
+"""`tfpack train`: Google TFRecords packed on the fly or unpacked, config files, resume, errors."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tfpack.cli import main
+
+TINY = ["--vocab-size", "40", "--layers", "1", "--hidden", "16", "--heads", "2",
+        "--intermediate", "32", "--max-length", "32", "--max-per-pack", "3",
+        "--max-predictions", "6", "--batch-size", "4", "--accumulation-steps", "2",
+        "--log-every", "2", "--checkpoint-every", "2", "--dropout", "0"]
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    from tfpack.data import google_example
+    import tensorflow as tf
+
+    path = tmp_path_factory.mktemp("google") / "train.tfrecord"
+    rng = np.random.default_rng(0)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(96):
+            n = int(rng.integers(5, 16))
+            ids = [2] + list(rng.integers(5, 40, size=n - 2)) + [3]
+            positions = sorted(rng.choice(np.arange(1, n - 1), size=2, replace=False).tolist())
+            writer.write(google_example(ids, [0] * n, positions, [ids[p] for p in positions],
+                                        int(rng.integers(0, 2)), max_seq_length=32,
+                                        max_predictions_per_seq=6))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    """Packed TFRecords as `tfpack pack` writes them, with stats.json (packing factor 2)."""
+    import sys
+
+    from tfpack.data import write_packed
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "training"))
+    from tinymodels import packed_examples
+
+    directory = tmp_path_factory.mktemp("packed")
+    packs = packed_examples(48, L=32, K=3, M=6, vocab=40)
+    write_packed([packs], str(directory / "part-00000.tfrecord"))
+    (directory / "stats.json").write_text(json.dumps({"packing_factor": 2.0}))
+    return str(directory / "part-*.tfrecord")
+
+
+def _summary(capsys):
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_trains_packed_records_then_resumes_and_exports(packed, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--input", packed, "--output", str(out), *TINY]
+    assert main([*args, "--steps", "2"]) == 0
+    first = _summary(capsys)
+    assert first["step"] == 2 and first["packing_factor"] == 2.0
+    # Accumulation is cut by the packing factor: 2 unpacked micro-steps -> 1 packed.
+    assert first["accumulation_steps"] == 1 and first["micro_batch_size"] == 4
+    assert main([*args, "--steps", "4"]) == 0
+    second = _summary(capsys)
+    assert second["resumed_from"] == 2 and second["step"] == 4
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [2, 4] and np.isfinite(log[-1]["mlm_loss"])
+    assert sorted(os.listdir(out / "checkpoints")) == ["ckpt-2", "ckpt-4"]
+
+    saved = tmp_path / "served"
+    assert main(["export", "--run", str(out), "--output", str(saved), "--json"]) == 0
+    exported = _summary(capsys)
+    assert exported == {"saved_model": str(saved), "step": 4}
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(str(saved))
+    assert {"serving_default", "serve_sequences"} <= set(loaded.signatures)
+    nsp = loaded.signatures["serve_sequences"](input_ids=tf.constant([[2, 7, 9, 3], [2, 5, 3, 0]]))
+    assert nsp["nsp_logits"].shape == (2, 2)
+
+
+def test_google_records_packed_on_the_fly(records, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--input", records, "--input-format", "google", "--pack", "ffd",
+                 "--output", str(out), "--steps", "2", "--packing-adjustment", "beta",
+                 *TINY]) == 0
+    summary = _summary(capsys)
+    assert summary["step"] == 2 and summary["packing_factor"] > 1.5
+    assert summary["accumulation_steps"] == 2  # "beta": LAMB's betas adjust instead
+
+
+def test_config_file_and_unpacked_input(records, tmp_path, capsys):
+    config = tmp_path / "train.json"
+    config.write_text(json.dumps({"input": records, "input-format": "google", "pack": "none",
+                                  "steps": 99, "learning_rate": 1e-3}))
+    out = tmp_path / "run"
+    assert main(["train", "--config", str(config), "--output", str(out), "--steps", "2",
+                 *TINY]) == 0
+    summary = _summary(capsys)
+    assert summary["step"] == 2 and summary["packing_factor"] == 1.0
+    assert summary["accumulation_steps"] == 2  # unpacked: nothing cut
+    saved = json.loads((out / "train_config.json").read_text())
+    assert saved["K"] == 1 and saved["learning_rate"] == 1e-3 and saved["steps"] == 2
+
+
+def test_resuming_with_another_model_is_refused(packed, tmp_path, capsys):
+    out = tmp_path / "run"
+    base = ["train", "--input", packed, "--output", str(out), "--steps", "2", *TINY]
+    assert main(base) == 0
+    capsys.readouterr()
+    assert main([*base[:-len(TINY)], *TINY[:2], "--layers", "2", *TINY[4:]]) == 2
+    assert "changed settings ['layers']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--output", "x"], r"`--input` is required .* Received: --input=None"),
+    (["train", "--input", "x", "--output", "y", "--steps", "0"],
+     r"`--steps` must be a positive integer. Received: --steps=0"),
+    (["train", "--config", "/nonexistent.json"], r"`--config` must be a readable JSON file"),
+    (["export", "--run", "/nonexistent-run"], r"`--run` must be a `tfpack train` output"),
+])
+def test_bad_input_exits_2(argv, message, capsys):
+    assert main(argv) == 2
+    import re
+
+    assert re.search(message, capsys.readouterr().err)

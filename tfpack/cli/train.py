@@ -1,0 +1,256 @@
+"""`tfpack train`: pre-train a BERT on packed (or unpacked) data with `tfpack.training`.
+
+::
+
+    tfpack train --input 'packed/part-*.tfrecord' --output runs/bert --steps 1000
+    tfpack train --input 'wiki/*.tfrecord' --input-format google --pack optimal \\
+        --max-length 128 --max-per-pack 3 --max-predictions 20 --output runs/bert
+    tfpack train --config train.json --strategy mirrored --steps 2000
+
+``--config`` reads a JSON object whose keys are the flag names (``max_length``
+or ``max-length``); flags given on the command line win. Input is packed
+TFRecords from ``tfpack pack`` (``--input-format packed``, the default) or
+Google ``create_pretraining_data`` TFRecords (``--input-format google``),
+packed on the fly with ``--pack ALGORITHM`` or trained unpacked with
+``--pack none``.
+
+``--batch-size`` and ``--accumulation-steps`` describe the *unpacked* recipe
+(sequences per replica and micro-step). With packed data, ``--packing-adjustment
+accumulation`` (default) cuts the accumulation count by the packing factor,
+``batch`` cuts the micro-batch, ``beta`` keeps both and uses LAMB's
+``beta ** p`` instead (seed 000, section 3.3).
+
+The output directory gets ``train_config.json`` (the resolved settings, which
+``tfpack export --run DIR`` reads), ``log.jsonl`` and the checkpoints; running
+again with the same ``--output`` resumes. The last line on stdout is a JSON
+summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from tfpack.errors import TfpackError
+
+__all__ = ["add_parser", "run", "DEFAULTS", "build_model"]
+
+DEFAULTS = {
+    "input": None, "input_format": "packed", "pack": "optimal", "output": None,
+    "max_length": 128, "max_per_pack": 3, "max_predictions": 20,
+    "vocab_size": 30522, "layers": 2, "hidden": 128, "heads": 2, "intermediate": 512,
+    "dropout": 0.1, "steps": 100, "batch_size": 32, "accumulation_steps": 1,
+    "packing_adjustment": "accumulation", "packing_factor": None,
+    "learning_rate": 1e-3, "weight_decay": 0.01, "warmup_steps": 0,
+    "strategy": "default", "tpu": None, "mixed_precision": "float32", "jit_compile": True,
+    "log_every": 10, "checkpoint_every": 100, "seed": 0, "progress": False,
+}
+_CHOICES = {
+    "input_format": ("packed", "google"),
+    "packing_adjustment": ("accumulation", "batch", "beta", "none"),
+    "strategy": ("default", "mirrored", "multi-worker", "tpu"),
+    "mixed_precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+}
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``tfpack train`` and its flags (all default to the config file, then DEFAULTS)."""
+    parser = subparsers.add_parser(
+        "train", help="train a BERT on packed or unpacked TFRecords (tf.distribute, XLA)",
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--config", help="JSON file of settings (keys: flag names)")
+    add = parser.add_argument
+    add("--input", help="glob of TFRecords (packed from `tfpack pack`, or Google format)")
+    add("--input-format", choices=_CHOICES["input_format"], help="(default packed)")
+    add("--pack", help="google input: planner name, or 'none' to train unpacked (default optimal)")
+    add("--output", help="run directory: config, log.jsonl, checkpoints (resumed if present)")
+    for name, help_text in (("max-length", "L (google input)"), ("max-per-pack", "K (google input)"),
+                            ("max-predictions", "M (google input)"),
+                            ("vocab-size", "BERT vocabulary"), ("layers", "encoder layers"),
+                            ("hidden", "hidden size"), ("heads", "attention heads"),
+                            ("intermediate", "feed-forward size"), ("steps", "optimizer updates"),
+                            ("batch-size", "unpacked sequences per replica per micro-step"),
+                            ("accumulation-steps", "unpacked micro-steps per update"),
+                            ("warmup-steps", "linear learning-rate warm-up"),
+                            ("log-every", "updates per log line (one host sync)"),
+                            ("checkpoint-every", "updates per checkpoint"), ("seed", "seed")):
+        add(f"--{name}", type=int, help=help_text)
+    for name in ("dropout", "learning-rate", "weight-decay"):
+        add(f"--{name}", type=float)
+    add("--packing-factor", type=float,
+        help="override the packing factor (default: from the plan / stats.json)")
+    add("--packing-adjustment", choices=_CHOICES["packing_adjustment"])
+    add("--strategy", choices=_CHOICES["strategy"], help="tf.distribute strategy (default: default)")
+    add("--tpu", help="TPU name or address for --strategy tpu")
+    add("--mixed-precision", choices=_CHOICES["mixed_precision"])
+    add("--no-jit", dest="jit_compile", action="store_const", const=False, default=None,
+        help="do not compile the per-replica step with XLA")
+    add("--progress", action="store_const", const=True, default=None, help="progress bar")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def resolve(args: argparse.Namespace) -> dict:
+    """Flags over ``--config`` over `DEFAULTS`; validated."""
+    config = dict(DEFAULTS)
+    if getattr(args, "config", None):
+        try:
+            with open(args.config) as f:
+                loaded = json.load(f)
+        except (OSError, ValueError) as error:
+            raise TfpackError("`--config` must be a readable JSON file. "
+                              f"Received: --config={args.config} ({error})") from None
+        unknown = sorted(k for k in loaded if k.replace("-", "_") not in DEFAULTS)
+        if unknown:
+            raise TfpackError(f"`--config` keys must be flag names. Received: unknown keys {unknown}")
+        config.update({k.replace("-", "_"): v for k, v in loaded.items()})
+    config.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
+    for key in ("input", "output"):
+        if not config[key]:
+            raise TfpackError(f"`--{key}` is required (flag or config). Received: --{key}=None")
+    for key, choices in _CHOICES.items():
+        if config[key] not in choices:
+            raise TfpackError(f"`--{key.replace('_', '-')}` must be one of {choices}. "
+                              f"Received: --{key.replace('_', '-')}={config[key]!r}")
+    for key in ("max_length", "max_per_pack", "max_predictions", "vocab_size", "layers",
+                "hidden", "heads", "intermediate", "steps", "batch_size",
+                "accumulation_steps", "log_every", "checkpoint_every"):
+        if not isinstance(config[key], int) or config[key] < 1:
+            raise TfpackError(f"`--{key.replace('_', '-')}` must be a positive integer. "
+                              f"Received: --{key.replace('_', '-')}={config[key]!r}")
+    return config
+
+
+def _strategy(config: dict):
+    import tensorflow as tf
+
+    name = config["strategy"]
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi-worker":  # Cluster from TF_CONFIG.
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=config["tpu"] or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    return tf.distribute.get_strategy()
+
+
+def _dataset(config: dict):
+    """(unbatched packs, packing factor, L, K, M)."""
+    from tfpack import data
+
+    if config["input_format"] == "packed":
+        dataset = data.read_packed(config["input"])
+        spec = dataset.element_spec
+        factor = config["packing_factor"]
+        if factor is None:
+            base = os.path.dirname(config["input"].split(",")[0])
+            try:
+                with open(os.path.join(base, "stats.json")) as f:
+                    factor = json.load(f)["packing_factor"]
+            except (OSError, ValueError, KeyError):
+                factor = 1.0
+        return dataset, float(factor), spec
+    examples = data.read_google_records(config["input"])
+    unpacked = config["pack"] == "none"
+    packer = data.pack(
+        max_length=config["max_length"],
+        max_sequences_per_pack=1 if unpacked else config["max_per_pack"],
+        max_predictions_per_pack=config["max_predictions"],
+        algorithm="none" if unpacked else config["pack"], truncate=True, seed=config["seed"])
+    dataset = examples.apply(packer)
+    factor = config["packing_factor"] or packer.report.packing_factor or 1.0
+    return dataset, float(factor), dataset.element_spec
+
+
+def build_model(config: dict, element_spec: dict):
+    """The BERT pre-trainer of a run config, built on ``element_spec``'s shapes."""
+    import tensorflow as tf
+
+    from tfpack import models
+
+    L = int(element_spec["input_ids"].shape[0])
+    encoder = models.BertEncoder(
+        vocabulary_size=config["vocab_size"], num_layers=config["layers"],
+        hidden_dim=config["hidden"], num_heads=config["heads"],
+        intermediate_dim=config["intermediate"], max_sequence_length=L,
+        dropout=config["dropout"], attention_dropout=config["dropout"],
+        dtype=config["mixed_precision"])
+    model = models.BertPretrainer(encoder, dtype=config["mixed_precision"])
+    model({k: tf.zeros([1] + s.shape.as_list(), s.dtype) for k, s in element_spec.items()})
+    return model
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``tfpack train``; returns the exit status."""
+    config = resolve(args)
+    import keras
+
+    from tfpack import training
+    from tfpack.training.validation import lengths_of
+
+    keras.utils.set_random_seed(config["seed"])
+    strategy = _strategy(config)
+    dataset, factor, spec = _dataset(config)
+    adjustment = config["packing_adjustment"]
+    rule = training.for_packing(
+        config["batch_size"], config["accumulation_steps"],
+        factor if adjustment in ("accumulation", "batch") else 1.0,
+        num_replicas=strategy.num_replicas_in_sync,
+        cut="batch" if adjustment == "batch" else "accumulation")
+    lengths = lengths_of(spec)
+    try:
+        os.makedirs(config["output"], exist_ok=True)
+    except OSError as error:
+        raise TfpackError("`--output` must be a writable directory. "
+                          f"Received: --output={config['output']} ({error.strerror})") from None
+    resolved = {**config, "packing_factor": factor, "micro_batch_size": rule.micro_batch_size,
+                "effective_accumulation_steps": rule.accumulation_steps,
+                "element_spec": {k: [s.shape.as_list(), s.dtype.name] for k, s in spec.items()},
+                **{k: v for k, v in lengths.items()}}
+    config_path = os.path.join(config["output"], "train_config.json")
+    if os.path.exists(config_path):
+        with open(config_path) as f:
+            previous = json.load(f)
+        changed = sorted(k for k in ("vocab_size", "layers", "hidden", "heads", "intermediate",
+                                     "L", "K", "M") if previous.get(k) != resolved.get(k))
+        if changed:
+            raise TfpackError(
+                "A resumed run must keep the model and data shapes of `--output`. "
+                f"Received: changed settings {changed} for --output={config['output']}")
+    tmp = config_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(resolved, f, indent=1)
+    os.replace(tmp, config_path)
+
+    schedule = config["learning_rate"]
+    if config["warmup_steps"]:  # Linear warm-up, then cosine decay to 0.
+        schedule = keras.optimizers.schedules.CosineDecay(
+            0.0, max(config["steps"] - config["warmup_steps"], 1),
+            warmup_target=config["learning_rate"], warmup_steps=config["warmup_steps"])
+    with strategy.scope():
+        model = build_model(config, spec)
+        optimizer = training.Lamb(
+            learning_rate=schedule, weight_decay=config["weight_decay"],
+            packing_factor=factor if adjustment == "beta" else 1.0)
+    trainer = training.Trainer(
+        model, optimizer, micro_batch_size=rule.micro_batch_size,
+        accumulation_steps=rule.accumulation_steps, strategy=strategy,
+        jit_compile=config["jit_compile"], checkpoint_dir=os.path.join(config["output"],
+                                                                       "checkpoints"),
+        checkpoint_every=config["checkpoint_every"],
+        log_path=os.path.join(config["output"], "log.jsonl"), log_every=config["log_every"],
+        progress=config["progress"])
+    result = trainer.fit(dataset.repeat(), config["steps"])
+    last = result.history[-1] if result.history else {}
+    print(json.dumps({"step": result.step, "loss": last.get("loss"),
+                      "checkpoint": result.checkpoint, "resumed_from": result.resumed_from,
+                      "packing_factor": factor, "micro_batch_size": rule.micro_batch_size,
+                      "accumulation_steps": rule.accumulation_steps,
+                      "replicas": strategy.num_replicas_in_sync,
+                      "real_tokens_per_second": last.get("real_tokens_per_second")}))
+    return 0
