@@ -118,7 +118,6 @@ def test_resuming_with_another_model_is_refused(packed, tmp_path, capsys):
     (["train", "--input", "x", "--output", "y", "--steps", "0"],
      r"`--steps` must be a positive integer. Received: --steps=0"),
     (["train", "--config", "/nonexistent.json"], r"`--config` must be a readable JSON file"),
-    (["export", "--run", "/nonexistent-run"], r"`--run` must be a `tfpack train` output"),
 ])
 def test_bad_input_exits_2(argv, message, capsys):
     assert main(argv) == 2

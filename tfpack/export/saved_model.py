@@ -51,11 +51,27 @@ _LABELS = ("masked_lm_ids", "masked_lm_weights", "masked_lm_sequence_ids",
 _DTYPES = {"masked_lm_weights": tf.float32, "sequence_mask": tf.float32}
 
 
+def _build_shapes(model):
+    """``{feature: shape}`` the model was built with (from `get_build_config`)."""
+    try:
+        config = model.get_build_config() if model.built else None
+    except (AttributeError, NotImplementedError, ValueError):
+        config = None
+    stack = [config]
+    while stack:  # {"shapes_dict": {"inputs_shape": {...}}} or {"input_shape": {...}}
+        value = stack.pop()
+        if isinstance(value, dict):
+            if "input_ids" in value:
+                return value
+            stack.extend(value.values())
+    return None
+
+
 def _feature_specs(model, element_spec) -> dict:
     """Per-example TensorSpecs of the features the model reads (no labels)."""
     if element_spec is None:
-        shapes = (getattr(model, "_build_shapes_dict", None) or {}).get("inputs_shape")
-        if not isinstance(shapes, dict):
+        shapes = _build_shapes(model)
+        if shapes is None:
             raise TfpackError(
                 "The model must have been called on packed features (so L, K and M are "
                 "known), or `element_spec` must be given. Received: an unbuilt model "

@@ -1,0 +1,77 @@
+"""`tfpack export --model FILE.keras`: default directory, JSON output, errors."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfpack import models
+from tfpack.cli import main
+
+
+@pytest.fixture(scope="module")
+def keras_file(tmp_path_factory):
+    keras.utils.set_random_seed(0)
+    encoder = models.BertEncoder(vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2,
+                                 intermediate_dim=16, max_sequence_length=8, dropout=0.0,
+                                 attention_dropout=0.0)
+    model = models.BertClassifier(encoder, 2, dropout=0.0)
+    features = {"input_ids": np.array([[2, 5, 3, 4, 6, 0, 0, 0]], np.int32),
+                "sequence_ids": np.array([[1, 1, 1, 2, 2, 0, 0, 0]], np.int32),
+                "position_ids": np.array([[0, 1, 2, 0, 1, 0, 0, 0]], np.int32),
+                "token_type_ids": np.zeros((1, 8), np.int32),
+                "cls_positions": np.array([[0, 3]], np.int32),
+                "sequence_mask": np.array([[1.0, 1.0]], np.float32)}
+    logits = model(features)["logits"].numpy()
+    path = tmp_path_factory.mktemp("model") / "classifier.keras"
+    model.save(path)
+    return str(path), features, logits
+
+
+def test_exports_a_keras_file_to_saved_models(keras_file, tmp_path, monkeypatch, capsys):
+    path, features, logits = keras_file
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "--model", path, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["saved_model"] == str(tmp_path / "saved_models" / "classifier")
+    served = tf.saved_model.load(result["saved_model"]).signatures["serving_default"]
+    out = served(**{k: tf.constant(v) for k, v in features.items()})
+    np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5)
+
+
+def test_prints_the_path(keras_file, tmp_path, capsys):
+    assert main(["export", "--model", keras_file[0], "--output", str(tmp_path / "m")]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "m")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["export", "--model", "/nonexistent.keras"], r"`--model` must be a readable .keras file"),
+    (["export", "--run", "/nonexistent-run"], r"`--run` must be a `tfpack train` output"),
+])
+def test_bad_input_exits_2(argv, message, capsys):
+    assert main(argv) == 2
+    assert message.replace("\\", "") in capsys.readouterr().err or pytest.fail(message)
+
+
+def test_unwritable_output_exits_2(keras_file, capsys):
+    assert main(["export", "--model", keras_file[0], "--output",
+                 "/proc/tfpack-cli-test/model"]) == 2
+    assert "export path must be in a writable directory" in capsys.readouterr().err
+
+
+def test_run_without_checkpoint_exits_2(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_config.json").write_text(json.dumps({
+        "vocab_size": 20, "layers": 1, "hidden": 8, "heads": 2, "intermediate": 16,
+        "dropout": 0.0, "mixed_precision": "float32",
+        "element_spec": {"input_ids": [[8], "int32"], "sequence_ids": [[8], "int32"],
+                         "position_ids": [[8], "int32"], "token_type_ids": [[8], "int32"],
+                         "masked_lm_positions": [[2], "int32"], "cls_positions": [[2], "int32"],
+                         "sequence_mask": [[2], "float32"]}}))
+    assert main(["export", "--run", str(run)]) == 2
+    assert "`--run` must hold a checkpoint" in capsys.readouterr().err
+    assert not os.path.exists("saved_models/run")
