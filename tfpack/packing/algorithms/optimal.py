@@ -71,7 +71,8 @@ from tfpack.packing.algorithms import _best_fit, _knapsack, _lp, base
 __all__ = ["pack"]
 
 _MAX_ROUNDS = 200  # column generation rounds; the bound is valid at any round
-_SEED_DEPTH_WEIGHTS = (0.0, 0.1, 0.2, 0.3)  # see `_column_generation`
+_SEED_DEPTH_WEIGHTS = (0.1, 0.0, 0.2, 0.3)  # see `_column_generation`
+_SEED_COLUMNS = 2048  # first-LP pricing sets: as many as keep them under this many columns
 _GOOD_ENOUGH = 1e-5  # skip the LP when best fit is this close (relative) to the token bound
 _COLUMNS_PER_ROUND = 64  # candidate packs per round (one per longest length), or n / 8 if more
 _IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
@@ -153,18 +154,22 @@ def _column_generation(lengths, demand, max_length, max_depth, seed_packs, simpl
         master.add(fresh)
         return len(fresh)
 
-    # As many copies of one length as fit: the LP is always feasible.
-    add([(np.array([r]), bounds[r: r + 1]) for r in range(n)])
+    # First columns: the best fit plan's packs, and the best packs for each
+    # longest length when a sequence is worth its share of tokens plus a share
+    # of the depth (the LP duals lie between these extremes). A cold LP solve
+    # grows with columns x rows, so with many lengths fewer of these sets.
     add([np.unique([row_of[length] for length in strategy], return_counts=True)
          for strategy in seed_packs])
-    # First columns: best packs for each longest length when a sequence is worth
-    # its share of tokens plus, increasingly, a share of the depth. The LP duals
-    # lie between these extremes, so the first LP starts close to the optimum.
     per_item = 1.0 / (depth or max(1, max_length // int(lengths.min())))
-    for weight in _SEED_DEPTH_WEIGHTS:
+    for weight in _SEED_DEPTH_WEIGHTS[: max(1, _SEED_COLUMNS // n)]:
         values = (1 - weight) * lengths / max_length + weight * per_item
         add(_knapsack.price(lengths, bounds, values, max_length, depth, min_value=0.0,
                             max_patterns=n).patterns)
+    covered = np.zeros(n, dtype=bool)
+    for rows, _ in master.columns:
+        covered[rows] = True
+    # As many copies of one length as fit, where nothing else holds it: the LP is feasible.
+    add([(np.array([r]), bounds[r: r + 1]) for r in np.flatnonzero(~covered)])
 
     per_round = max(_COLUMNS_PER_ROUND, n // 8)
     best_bound, rounds = 0.0, 0
