@@ -2,8 +2,9 @@
 
     python distributed_run.py MODE OUT.npz [--steps N] [--micro B] [--acc A]
 
-MODE: ``mirrored`` (MirroredStrategy over two logical CPUs) or ``multiworker``
-(MultiWorkerMirroredStrategy; TF_CONFIG set by the caller). Only the chief
+MODE: ``mirrored`` (MirroredStrategy over two logical CPUs), ``multiworker``
+(MultiWorkerMirroredStrategy; TF_CONFIG set by the caller) or ``fit-mirrored``
+(`model.fit` of the real BertPretrainer under MirroredStrategy). Only the chief
 writes OUT. `train` is also imported by the tests for the one-device run.
 """
 
@@ -36,22 +37,48 @@ def train(strategy, *, micro, steps, acc):
     return [w.numpy() for w in model.weights], losses, trainer._is_chief()
 
 
+def fit(strategy, *, batch, steps, jit_compile):
+    """Weights after ``steps`` batches of `model.fit` on the real BertPretrainer."""
+    import keras
+
+    from tfpack import models
+    from tfpack.training import Lamb
+    from tinymodels import L, V, dataset
+
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        encoder = models.BertEncoder(vocabulary_size=V, num_layers=1, hidden_dim=8,
+                                     num_heads=2, intermediate_dim=16, max_sequence_length=L,
+                                     dropout=0.0, attention_dropout=0.0)
+        model = models.BertPretrainer(encoder)
+        model.compile(optimizer=Lamb(learning_rate=0.02), jit_compile=jit_compile)
+    data = dataset(64, seed=1).batch(batch, drop_remainder=True).take(steps)
+    history = model.fit(data, epochs=1, verbose=0)
+    return [w.numpy() for w in model.weights], np.array(history.history["loss"]), True
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["mirrored", "multiworker"])
+    parser.add_argument("mode", choices=["mirrored", "multiworker", "fit-mirrored"])
     parser.add_argument("out")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--micro", type=int, default=2)
     parser.add_argument("--acc", type=int, default=1)
     args = parser.parse_args()
-    if args.mode == "mirrored":
+    if args.mode in ("mirrored", "fit-mirrored"):
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     else:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    weights, losses, chief = train(strategy, micro=args.micro, steps=args.steps, acc=args.acc)
+    if args.mode == "fit-mirrored":
+        # `fit(jit_compile=True)` fails under MirroredStrategy (docs/training.md).
+        weights, losses, chief = fit(strategy, batch=2 * args.micro, steps=args.steps,
+                                     jit_compile=False)
+    else:
+        weights, losses, chief = train(strategy, micro=args.micro, steps=args.steps,
+                                       acc=args.acc)
     if chief:
         np.savez(args.out, *weights, loss=losses)
 

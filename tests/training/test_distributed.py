@@ -95,3 +95,21 @@ def test_multi_worker_two_processes_matches_one_process(reference, tmp_path):
     for worker in workers:
         _wait(worker)
     _assert_same(_weights(out), reference)
+
+
+def test_fit_under_mirrored_matches_single_device_fit_with_xla(tmp_path):
+    """`model.fit`: two replicas (jit_compile=False, see docs/training.md) reach the weights
+    of one device with `jit_compile=True` and the same global batch."""
+    import tensorflow as tf
+
+    from distributed_run import fit
+
+    out = tmp_path / "w.npz"
+    process = _run("fit-mirrored", out, 2)  # 2 per replica, global batch 4
+    weights, losses, _ = fit(tf.distribute.get_strategy(), batch=4, steps=STEPS,
+                             jit_compile=True)
+    _wait(process)
+    ours, their_losses = _weights(out)
+    for a, b in zip(ours, weights):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(their_losses, losses, rtol=1e-5)
