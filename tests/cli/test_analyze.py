@@ -1,29 +1,17 @@
-import argparse
 import json
 import re
-import sys
 
 import pytest
 
-from tfpack.cli import analyze, plan
-from tfpack.errors import TfpackError
+from tfpack.cli import analyze, main
 
 
 def tfpack(*argv):
-    """`tfpack.cli.main` with only analyze and plan registered (others may be absent)."""
-    parser = argparse.ArgumentParser(prog="tfpack")
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    analyze.add_parser(subparsers)
-    plan.add_parser(subparsers)
+    """The real `tfpack` entry point; argparse errors exit, so catch their status."""
     try:
-        args = parser.parse_args([str(a) for a in argv])
+        return main([str(a) for a in argv])
     except SystemExit as exit:
         return exit.code
-    try:
-        return int(args.run(args) or 0)
-    except TfpackError as error:
-        print(f"tfpack {args.command}: error: {error}", file=sys.stderr)
-        return 2
 
 
 @pytest.fixture
