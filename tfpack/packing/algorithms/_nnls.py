@@ -23,6 +23,8 @@ from tfpack.errors import TfpackError
 
 # A dense packing matrix above this many entries would not fit comfortably in memory.
 MAX_MATRIX_ENTRIES = 64_000_000
+# Depth 4 already has ~940K strategies at max length 512 (the paper's G.1).
+MAX_DEPTH = 3
 
 
 def enumerate_strategies(max_length: int, depth: int) -> list[tuple[int, ...]]:
@@ -80,6 +82,14 @@ def packing_matrix(strategies: list[tuple[int, ...]], max_length: int) -> np.nda
         for length in strategy:
             matrix[length - 1, column] += 1
     return matrix
+
+
+def problem(max_length: int, max_depth: int | None) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Strategies of depth ``min(max_depth, 3)`` filling ``max_length`` exactly, and their matrix."""
+    depth = MAX_DEPTH if max_depth is None else min(max_depth, MAX_DEPTH)
+    check_size(max_length, depth)
+    strategies = enumerate_strategies(max_length, depth)
+    return strategies, packing_matrix(strategies, max_length)
 
 
 def with_leftovers(

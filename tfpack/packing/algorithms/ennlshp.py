@@ -34,9 +34,8 @@ import numpy as np
 import scipy.optimize
 
 from tfpack.packing.algorithms import base
-from tfpack.packing.algorithms._nnls import check_size, enumerate_strategies, packing_matrix, with_leftovers
+from tfpack.packing.algorithms._nnls import problem, with_leftovers
 
-MAX_DEPTH = 3
 COVER_WEIGHT = 1e6
 # Mixture entries within this of an integer from above count as that integer.
 ROUNDING_TOLERANCE = 1e-6
@@ -45,10 +44,7 @@ ROUNDING_TOLERANCE = 1e-6
 @base.register("ennlshp")
 def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
     """Extended NNLS with padding-token weights, rounded up; deterministic."""
-    depth = MAX_DEPTH if max_depth is None else min(max_depth, MAX_DEPTH)
-    check_size(max_length, depth)
-    strategies = enumerate_strategies(max_length, depth)
-    matrix = packing_matrix(strategies, max_length)
+    strategies, matrix = problem(max_length, max_depth)
     weights = np.arange(1, max_length + 1, dtype=np.float64)
     identity = np.eye(max_length)
     system = np.block([

@@ -31,9 +31,8 @@ import numpy as np
 import scipy.optimize
 
 from tfpack.packing.algorithms import base
-from tfpack.packing.algorithms._nnls import check_size, enumerate_strategies, packing_matrix, with_leftovers
+from tfpack.packing.algorithms._nnls import problem, with_leftovers
 
-MAX_DEPTH = 3
 WEIGHT_OFFSET = 8  # lengths up to this ...
 SHORT_WEIGHT = 0.09  # ... weigh this much in the residual
 
@@ -41,10 +40,7 @@ SHORT_WEIGHT = 0.09  # ... weigh this much in the residual
 @base.register("nnlshp")
 def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
     """Weighted NNLS mixture of exact-fill strategies, rounded; deterministic."""
-    depth = MAX_DEPTH if max_depth is None else min(max_depth, MAX_DEPTH)
-    check_size(max_length, depth)
-    strategies = enumerate_strategies(max_length, depth)
-    matrix = packing_matrix(strategies, max_length)
+    strategies, matrix = problem(max_length, max_depth)
     weights = np.ones(max_length)
     weights[:WEIGHT_OFFSET] = SHORT_WEIGHT
     mixture, _ = scipy.optimize.nnls(weights[:, None] * matrix, weights * histogram)
