@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import tfpack
 from tfpack.cli import pack as pack_command

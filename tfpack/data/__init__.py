@@ -30,13 +30,14 @@ from tfpack.data.classification import classification_examples
 from tfpack.data.features import IGNORE_LABEL, FeatureRoles, packed_feature_spec
 from tfpack.data.flatten import flatten
 from tfpack.data.offline import pack_records
-from tfpack.data.pack import Packer, PackReport, pack, streaming_metrics
+from tfpack.data.pack import Packer, PackReport, pack
 from tfpack.data.records import (
     google_example,
     read_google_records,
     read_packed,
     write_packed,
 )
+from tfpack.data.windows import streaming_metrics
 
 __all__ = [
     "IGNORE_LABEL",

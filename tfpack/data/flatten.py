@@ -31,7 +31,8 @@ import tensorflow as tf
 
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles, dense_rows
-from tfpack.data.pack import _positive, _ragged_rows, _with_static_shapes
+from tfpack.data.pack import _positive, _with_static_shapes
+from tfpack.data.reading import ragged_rows
 from tfpack.errors import TfpackError
 
 __all__ = ["flatten"]
@@ -77,7 +78,7 @@ def flatten(
             _positive("max_predictions", max_predictions)
 
         def row(batch):
-            batch = _ragged_rows(batch)
+            batch = ragged_rows(batch)
             n = batch[chosen.length_feature].nrows()
             packs = assemble(batch, tf.range(n), tf.stack([tf.constant(0, n.dtype), n]),
                              chosen, token_budget, batch_size, max_predictions)

@@ -39,8 +39,14 @@ from tqdm import tqdm
 
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
-from tfpack.data.pack import DEFAULT_ALGORITHM, _check_lengths, _check_predictions, _permute_packs, materialize
+from tfpack.data.reading import materialize
 from tfpack.data.records import GOOGLE_FEATURES, list_files, parse_google_batch, serialize_packs
+from tfpack.data.windows import (
+    DEFAULT_ALGORITHM,
+    check_lengths,
+    check_predictions,
+    permute_packs,
+)
 from tfpack.errors import TfpackError
 
 __all__ = ["pack_records", "read_lengths"]
@@ -66,7 +72,8 @@ def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarra
         # One file at a time, so that a corrupt record names its file.
         for path in files:
             dataset = tf.data.TFRecordDataset(path).batch(_BATCH).map(
-                tf.autograph.experimental.do_not_convert(counts), num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+                tf.autograph.experimental.do_not_convert(counts),
+                num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
             try:
                 for tokens, preds in dataset:
                     lengths.append(tokens.numpy())
@@ -126,12 +133,13 @@ def pack_records(
     started = time.perf_counter()
     files = list_files(input_pattern, required=GOOGLE_FEATURES)
     lengths, predictions = read_lengths(files, progress=progress)
-    _check_lengths(lengths, max_length, first_index=0)
+    check_lengths(lengths, max_length, first_index=0)
     read_seconds = time.perf_counter() - started
 
     if plan is None:
         plan = packing.plan(packing.histogram(lengths, max_length), max_length,
-                            max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM, seed=seed)
+                            max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM,
+                            seed=seed)
     elif plan.max_length > max_length:
         raise TfpackError("`plan.max_length` must be at most `max_length`. "
                           f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
@@ -140,10 +148,10 @@ def pack_records(
     splits = np.asarray(assignment.splits, np.int64)
     num_packs = len(splits) - 1
     if shuffle:
-        order, splits = _permute_packs(order, splits,
+        order, splits = permute_packs(order, splits,
                                        np.random.default_rng(seed).permutation(num_packs))
     K = max_sequences_per_pack or int(np.diff(splits).max())
-    M = _check_predictions(predictions, order, splits, max_predictions_per_pack)
+    M = check_predictions(predictions, order, splits, max_predictions_per_pack)
     plan_seconds = time.perf_counter() - started - read_seconds
 
     os.makedirs(output_dir, exist_ok=True)

@@ -40,16 +40,26 @@ import tensorflow as tf
 
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles, dense_rows, packed_feature_spec
+from tfpack.data.reading import input_names, materialize, ragged_rows, truncate_example
+from tfpack.data.windows import (
+    DEFAULT_ALGORITHM,
+    check_lengths,
+    check_predictions,
+    empty_dataset_error,
+    fit_to_multiple,
+    permute_packs,
+    plan_window,
+    take_worker,
+)
 from tfpack.errors import TfpackError
 
-__all__ = ["pack", "Packer", "PackReport", "plan_window", "streaming_metrics"]
+__all__ = ["pack", "Packer", "PackReport"]
 
 # Packs built per call of `assemble` in offline mode: large enough to amortize
 # the per-call overhead, small enough to keep the first element fast.
 _CHUNK_PACKS = 512
-# Planner used when neither `plan` nor `algorithm` is given.
-DEFAULT_ALGORITHM = "optimal"
-_READ_BATCH = 4096
+# Pipeline functions have no Python control flow on tensors: skip AutoGraph.
+_graph = tf.autograph.experimental.do_not_convert
 
 
 @dataclasses.dataclass
@@ -236,12 +246,12 @@ class Packer:
         # Offline mode finds an empty dataset while reading it; streaming peeks.
         if tf.data.experimental.cardinality(dataset) == 0 or (
                 self.window and not any(True for _ in dataset.take(1))):
-            raise _empty()
-        names = _input_names(roles, dataset.element_spec)
+            raise empty_dataset_error()
+        names = input_names(roles, dataset.element_spec)
         if set(names) != set(dataset.element_spec):
-            dataset = dataset.map(tf.autograph.experimental.do_not_convert(lambda x: {n: x[n] for n in names}))  # drop extra
+            dataset = dataset.map(_graph(lambda x: {n: x[n] for n in names}))  # drop extra
         if self.truncate:
-            dataset = dataset.map(tf.autograph.experimental.do_not_convert(lambda x: truncate_example(x, roles, self.max_length)),
+            dataset = dataset.map(_graph(lambda x: truncate_example(x, roles, self.max_length)),
                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         if self.window:
             return self._streaming(dataset, roles)
@@ -254,7 +264,7 @@ class Packer:
 
         examples, lengths = materialize(dataset, roles)
         L = self.max_length
-        _check_lengths(lengths, L, first_index=0)
+        check_lengths(lengths, L, first_index=0)
         plan = self.plan
         if plan is None:
             plan = packing.plan(packing.histogram(lengths, L), L,
@@ -266,7 +276,7 @@ class Packer:
         K = self.max_sequences_per_pack or int(np.max(np.diff(splits)))
         M = self.max_predictions_per_pack
         if roles.masked_lm is not None:
-            M = _check_predictions(
+            M = check_predictions(
                 examples[roles.masked_lm[0]].row_lengths().numpy(), order, splits, M)
         if (np.diff(splits) > K).any():
             raise TfpackError(
@@ -276,16 +286,16 @@ class Packer:
         real_packs = len(splits) - 1
         if self.shuffle:
             perm = np.random.default_rng(self.seed).permutation(real_packs)
-            order, splits = _permute_packs(order, splits, perm)
+            order, splits = permute_packs(order, splits, perm)
         before = len(order)
-        order, splits, added, dropped = _fit_to_multiple(
+        order, splits, added, dropped = fit_to_multiple(
             order, splits, self.multiple, self.remainder)
         dropped_sequences = before - len(order)
         if dropped:
             warnings.warn(
                 f"remainder='drop' cut {dropped} packs ({dropped_sequences} sequences) "
                 "so that every replica gets the same number of packs", stacklevel=3)
-        order, splits = _take_worker(order, splits, self.worker, self.num_workers)
+        order, splits = take_worker(order, splits, self.worker, self.num_workers)
         self.report = PackReport(
             mode="offline", packs=len(splits) - 1, sequences=len(order),
             tokens=int(lengths[order].sum()),
@@ -310,12 +320,12 @@ class Packer:
                                         first_index=int(index) * window)
             if self.shuffle:
                 perm = np.random.default_rng(rng_seed).permutation(len(splits) - 1)
-                order, splits = _permute_packs(order, splits, perm)
-            order, splits, _, _ = _fit_to_multiple(order, splits, self.multiple, "pad")
-            return _take_worker(order, splits, self.worker, self.num_workers)
+                order, splits = permute_packs(order, splits, perm)
+            order, splits, _, _ = fit_to_multiple(order, splits, self.multiple, "pad")
+            return take_worker(order, splits, self.worker, self.num_workers)
 
         def pack_window(index, batch):
-            batch = _ragged_rows(batch)
+            batch = ragged_rows(batch)
             lengths = batch[length_feature].row_lengths()
             order, splits = tf.numpy_function(
                 plan_numpy, [lengths, index], [tf.int64, tf.int64], stateful=False)
@@ -326,196 +336,11 @@ class Packer:
         self.report = PackReport(mode="streaming", num_workers=self.num_workers,
                                  worker=self.worker, max_predictions_per_pack=M)
         packed = (dataset.ragged_batch(window).enumerate()
-                  .map(tf.autograph.experimental.do_not_convert(pack_window), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                  .map(_graph(pack_window), num_parallel_calls=tf.data.AUTOTUNE,
+                       deterministic=True)
                   .unbatch())
         packed = _with_static_shapes(packed, roles, L, K, M)
         return packed.batch(self.batch_size) if self.batch_size else packed
-
-
-def _empty() -> TfpackError:
-    return TfpackError(
-        "The dataset to pack must hold at least one example. Received: an empty dataset")
-
-
-def _check_lengths(lengths: np.ndarray, max_length: int, first_index: int) -> None:
-    bad = np.flatnonzero((lengths > max_length) | (lengths < 1))
-    if bad.size:
-        i = int(bad[0])
-        raise TfpackError(
-            f"Every example must hold 1 to max_length={max_length} tokens; "
-            f"{bad.size} do not (pass truncate=True to cut long ones). "
-            f"Received: example {first_index + i} with length={int(lengths[i])}")
-
-
-def _check_predictions(counts: np.ndarray, order, splits, M):
-    """``M`` checked (or, when ``None``, computed) from per-example counts."""
-    counts = np.asarray(counts)[order]
-    per_pack = np.add.reduceat(counts, splits[:-1]) if len(order) else np.zeros(0)
-    per_pack = np.where(np.diff(splits) > 0, per_pack, 0)
-    most = int(per_pack.max()) if per_pack.size else 0
-    if M is None:
-        return max(most, 1)
-    if most > M:
-        p = int(np.argmax(per_pack))
-        raise TfpackError(
-            f"Every pack must hold at most max_predictions_per_pack={M} masked-LM "
-            f"predictions. Received: pack {p} (examples "
-            f"{order[splits[p]:splits[p + 1]].tolist()}) with {most} predictions")
-    return M
-
-
-def plan_window(lengths, max_length, max_sequences_per_pack, algorithm, *, seed=0,
-                first_index=0):
-    """Plan and assign one window of example lengths (numpy in, numpy out).
-
-    Returns ``(order, splits)`` as in `tfpack.packing.Assignment`.
-
-    >>> import numpy as np
-    >>> order, splits = plan_window(np.array([3, 5, 2]), 8, 2, "ffd")
-    >>> len(splits) - 1
-    2
-    """
-    from tfpack import packing
-
-    lengths = np.asarray(lengths, np.int64)
-    _check_lengths(lengths, max_length, first_index)
-    plan = packing.plan(packing.histogram(lengths, max_length), max_length,
-                        max_sequences_per_pack, algorithm=algorithm, seed=seed)
-    assignment = plan.assign(lengths, seed=seed)
-    return (np.asarray(assignment.order, np.int64), np.asarray(assignment.splits, np.int64))
-
-
-def streaming_metrics(lengths, max_length, max_sequences_per_pack, window, algorithm=None,
-                      *, seed=0) -> dict:
-    """Packs and efficiency that streaming mode reaches on ``lengths``.
-
-    Runs the same per-window planning as ``pack(window=...)`` without
-    TensorFlow, so it can be compared with an offline plan on the same data.
-
-    >>> import numpy as np
-    >>> streaming_metrics(np.array([3, 5, 2, 6]), 8, 2, window=2, algorithm="ffd")["packs"]
-    3
-    """
-    lengths = np.asarray(lengths, np.int64)
-    packs = 0
-    for index, start in enumerate(range(0, len(lengths), window)):
-        rng_seed = int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
-        _, splits = plan_window(lengths[start:start + window], max_length,
-                                max_sequences_per_pack, algorithm or DEFAULT_ALGORITHM,
-                                seed=rng_seed,
-                                first_index=start)
-        packs += len(splits) - 1
-    return {"packs": packs, "sequences": int(len(lengths)),
-            "efficiency": float(lengths.sum() / (packs * max_length)),
-            "packing_factor": float(len(lengths) / packs)}
-
-
-def _permute_packs(order, splits, perm):
-    """Reorder whole packs: new pack ``i`` is old pack ``perm[i]``."""
-    sizes = np.diff(splits)[perm]
-    new_splits = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    starts = np.repeat(splits[:-1][perm], sizes)
-    within = np.arange(new_splits[-1]) - np.repeat(new_splits[:-1], sizes)
-    return order[starts + within], new_splits
-
-
-def _fit_to_multiple(order, splits, multiple, remainder):
-    """Pad with empty packs (or drop the last ones) to a multiple of packs."""
-    packs = len(splits) - 1
-    extra = -packs % multiple
-    if extra == 0:
-        return order, splits, 0, 0
-    if remainder == "pad":
-        return order, np.concatenate([splits, np.full(extra, splits[-1])]), extra, 0
-    keep = packs - packs % multiple
-    return order[:splits[keep]], splits[:keep + 1], 0, packs - keep
-
-
-def _take_worker(order, splits, worker, num_workers):
-    if num_workers == 1:
-        return order, splits
-    return _permute_packs(order, splits, np.arange(worker, len(splits) - 1, num_workers))
-
-
-def truncate_example(example: dict, roles: FeatureRoles, max_length: int) -> dict:
-    """Cut the token features to ``max_length``; drop predictions past it."""
-    out = dict(example)
-    for name in roles.tokens:
-        out[name] = example[name][:max_length]
-    if roles.masked_lm is not None:
-        positions, ids, weights = roles.masked_lm
-        keep = example[positions] < max_length
-        for name in (positions, ids, weights):
-            if name in example:
-                out[name] = tf.boolean_mask(example[name], keep)
-    return out
-
-
-def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool = False):
-    """Read a dataset into ragged host tensors; also return the lengths.
-
-    ``batched=True``: the dataset already yields batches (ragged ``[B, None]``
-    and ``[B]`` features), e.g. from `tfpack.data.records.parse_google_batch`.
-
-    Returns:
-        ``(examples, lengths)``: feature name -> `tf.RaggedTensor` ``[N, None]``
-        or `tf.Tensor` ``[N]``, and int64 numpy ``[N]``.
-    """
-    names = _input_names(roles, dataset.element_spec)
-    if set(names) != set(dataset.element_spec):
-        dataset = dataset.map(tf.autograph.experimental.do_not_convert(lambda x: {n: x[n] for n in names}))
-    values = {n: [] for n in names}
-    row_lengths = {n: [] for n in names}
-    for batch in (dataset if batched else dataset.ragged_batch(_READ_BATCH)):
-        for n, t in _ragged_rows(batch).items():
-            if isinstance(t, tf.RaggedTensor):
-                values[n].append(t.flat_values.numpy())
-                row_lengths[n].append(t.row_lengths().numpy())
-            else:
-                values[n].append(t.numpy())
-    if not values[roles.length_feature]:
-        raise _empty()
-    examples = {}
-    for n in names:
-        flat = np.concatenate(values[n])
-        if row_lengths[n]:
-            examples[n] = tf.RaggedTensor.from_row_lengths(
-                flat, np.concatenate(row_lengths[n]).astype(np.int64), validate=False)
-        else:
-            examples[n] = tf.constant(flat)
-    lengths = np.concatenate(row_lengths[roles.length_feature]).astype(np.int64)
-    _check_partitions(row_lengths, roles)
-    return examples, lengths
-
-
-def _check_partitions(row_lengths: dict, roles: FeatureRoles) -> None:
-    """Token features must match ``input_ids`` (masked-LM ones each other) per example."""
-    groups = [list(roles.tokens)]
-    if roles.masked_lm is not None:
-        groups.append(list(roles.masked_lm))
-    for group in groups:
-        group = [n for n in group if row_lengths.get(n)]
-        base = np.concatenate(row_lengths[group[0]])
-        for name in group[1:]:
-            bad = np.flatnonzero(np.concatenate(row_lengths[name]) != base)
-            if bad.size:
-                raise TfpackError(
-                    f"Feature {name!r} must have as many values as {group[0]!r} in every "
-                    f"example. Received: example {int(bad[0])} with "
-                    f"{int(np.concatenate(row_lengths[name])[bad[0]])} and {int(base[bad[0]])}")
-
-
-def _ragged_rows(batch: dict) -> dict:
-    """Batches of fixed-length features come out of `ragged_batch` dense: make them ragged."""
-    return {n: tf.RaggedTensor.from_tensor(t) if isinstance(t, tf.Tensor) and t.shape.rank == 2
-            else t for n, t in batch.items()}
-
-
-def _input_names(roles, element_spec):
-    names = list(roles.tokens) + list(roles.sequence)
-    if roles.masked_lm is not None:
-        names += [n for n in roles.masked_lm if n in element_spec]
-    return names
 
 
 def _pack_dataset(examples, order, splits, roles, L, K, M, batch_size=None):
@@ -534,7 +359,7 @@ def _pack_dataset(examples, order, splits, roles, L, K, M, batch_size=None):
                         check_partitions=False)
 
     packed = tf.data.Dataset.range(chunks).map(
-        tf.autograph.experimental.do_not_convert(build), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        _graph(build), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if batch_size:
         return _with_static_shapes(packed, roles, L, K, M, batch_size)
     return _with_static_shapes(packed.unbatch(), roles, L, K, M)
@@ -546,5 +371,5 @@ def _with_static_shapes(dataset, roles, L, K, M, batch_size=None):
         spec = {n: tf.TensorSpec([batch_size, *s.shape], s.dtype) for n, s in spec.items()}
     if all(dataset.element_spec[n].shape == s.shape for n, s in spec.items()):
         return dataset
-    return dataset.map(tf.autograph.experimental.do_not_convert(
+    return dataset.map(_graph(
         lambda x: {n: tf.ensure_shape(x[n], spec[n].shape) for n in spec}))
