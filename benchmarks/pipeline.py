@@ -233,8 +233,9 @@ def pack_benchmark(size: int, seed: int) -> dict:
 
 
 def report(args, tp, stream, packs) -> str:
+    command = " ".join([".venv/bin/python", "benchmarks/pipeline.py", *sys.argv[1:]])
     lines = ["# Input pipeline benchmarks (`benchmarks/pipeline.py`)", "",
-             f"Command: `{' '.join(['.venv/bin/python', 'benchmarks/pipeline.py'] + sys.argv[1:])}`",
+             f"Command: `{command}`",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared with other "
              "jobs: absolute times drift; ratios are measured in one run).", ""]
     if tp:

@@ -85,3 +85,10 @@ def test_unreadable_shard_fails_naming_it(shards, tmp_path):
 def test_bad_max_per_pack_is_a_usage_error():
     with pytest.raises(SystemExit):
         run(["--input", "x", "--output", "y", "--max-length", "8", "--max-per-pack", "0"])
+
+
+def test_missing_plan_file_fails_naming_it(shards, tmp_path):
+    _, pattern = shards
+    with pytest.raises(TfpackError, match=r"nope\.json"):
+        run(["--input", pattern, "--output", str(tmp_path / "o"), "--max-length", "64",
+             "--max-per-pack", "3", "--plan", str(tmp_path / "nope.json")])

@@ -53,7 +53,8 @@ def test_offline_unpacks_to_the_inputs(examples, algorithm, seed):
     # Masked-LM positions point at the same tokens as before packing.
     for p in packs:
         real = p["masked_lm_weights"] > 0
-        assert (p["masked_lm_ids"][real] == p["input_ids"][p["masked_lm_positions"][real]] + 100).all()
+        tokens = p["input_ids"][p["masked_lm_positions"][real]]
+        assert (p["masked_lm_ids"][real] == tokens + 100).all()
     assert packer.report.packs == len(packs) and packer.report.sequences == len(examples)
 
 

@@ -17,7 +17,8 @@ def google_examples(count, seed=0, max_seq_length=32, max_predictions=5):
         n = int(rng.integers(5, max_seq_length + 1))
         ids = rng.integers(1000, 2000, size=n).tolist()
         m = int(rng.integers(1, max_predictions + 1))
-        positions = sorted(rng.choice(np.arange(1, n - 1), size=min(m, n - 2), replace=False).tolist())
+        positions = sorted(
+            rng.choice(np.arange(1, n - 1), size=min(m, n - 2), replace=False).tolist())
         examples.append({
             "input_ids": ids, "token_type_ids": [0] * (n // 2) + [1] * (n - n // 2),
             "masked_lm_positions": positions, "masked_lm_ids": [ids[p] + 1 for p in positions],
@@ -52,7 +53,8 @@ def test_pack_google_records_then_write_and_read_packed(tmp_path):
                               max_predictions_per_pack=12, algorithm="lpfhp")
     packs = tfpack.data.read_google_records(str(tmp_path / "in.tfrecord")).apply(packer)
     batches = [{k: v.numpy() for k, v in b.items()} for b in packs.batch(8)]
-    assert tfpack.data.write_packed(batches, str(tmp_path / "packed.tfrecord")) == packer.report.packs
+    written = tfpack.data.write_packed(batches, str(tmp_path / "packed.tfrecord"))
+    assert written == packer.report.packs
     read = tfpack.data.read_packed(str(tmp_path / "packed*.tfrecord"))
     assert read.element_spec == packs.element_spec
     assert_same_examples(examples, read.as_numpy_iterator())
@@ -66,7 +68,8 @@ def test_no_matching_file_fails_naming_the_pattern(tmp_path):
 def test_unreadable_shard_fails_when_opened_naming_it(tmp_path):
     write_google(tmp_path / "a.tfrecord", google_examples(2))
     (tmp_path / "b.tfrecord").write_bytes(b"this is not a tfrecord file at all")
-    with pytest.raises(TfpackError, match=r"readable TFRecord file. Received: file='.*b\.tfrecord'"):
+    with pytest.raises(TfpackError,
+                       match=r"readable TFRecord file. Received: file='.*b\.tfrecord'"):
         tfpack.data.read_google_records(str(tmp_path / "*.tfrecord"))
 
 

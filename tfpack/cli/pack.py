@@ -42,13 +42,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "pack", help="pack Google-format BERT TFRecords into packed TFRecord shards",
         description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True, help="glob (or comma-separated globs) of input TFRecords")
+    parser.add_argument("--input", required=True,
+                        help="glob (or comma-separated globs) of input TFRecords")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
     parser.add_argument("--max-per-pack", type=_max_per_pack, required=True,
                         help="K: sequences per pack, or 'none'")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--algorithm", help="planner (default lpfhp)")
+    source.add_argument("--algorithm", help="planner (default optimal)")
     source.add_argument("--plan", help="PLAN.json from `tfpack plan`")
     parser.add_argument("--max-predictions", type=int, default=None,
                         help="M: masked-LM predictions per pack (default: the most any pack needs)")
@@ -56,7 +57,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="packs per output shard; bounds memory (default 16384)")
     parser.add_argument("--seed", type=int, default=0, help="assignment and shuffle seed")
     parser.add_argument("--no-shuffle", action="store_true", help="keep packs in plan order")
-    parser.add_argument("--json", action="store_true", help="print stats.json on stdout, nothing else")
+    parser.add_argument("--json", action="store_true",
+                        help="print stats.json on stdout, nothing else")
     parser.set_defaults(run=run)
     return parser
 
@@ -64,17 +66,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Run ``tfpack pack``; returns the exit status."""
     if args.max_length < 1:
-        raise TfpackError(f"`--max-length` must be a positive integer. Received: --max-length={args.max_length}")
+        raise TfpackError("`--max-length` must be a positive integer. "
+                          f"Received: --max-length={args.max_length}")
     from tfpack.data.offline import pack_records
 
     plan = None
     if args.plan:
         from tfpack.packing import PackingPlan
 
-        try:
-            plan = PackingPlan.load(args.plan)
-        except OSError as error:
-            raise TfpackError(f"`--plan` must be a readable plan file. Received: --plan={args.plan} ({error.strerror})") from None
+        plan = PackingPlan.load(args.plan)  # TfpackError naming the file if unreadable
     stats = pack_records(
         args.input, args.output, max_length=args.max_length,
         max_sequences_per_pack=args.max_per_pack, algorithm=args.algorithm, plan=plan,

@@ -54,7 +54,8 @@ def causal_lm_examples(
         in document order.
     """
     if not isinstance(max_length, int) or max_length < 1:
-        raise TfpackError(f"`max_length` must be a positive integer. Received: max_length={max_length!r}")
+        raise TfpackError("`max_length` must be a positive integer. "
+                          f"Received: max_length={max_length!r}")
     if not isinstance(documents, tf.data.Dataset):
         documents = _tokenized(documents, vocab_path, lower_case)
     FeatureRoles.causal_lm().validate(documents.element_spec)

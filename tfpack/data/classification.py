@@ -61,7 +61,8 @@ def classification_examples(
         raise TfpackError("`texts` must not be empty. Received: texts=[]")
     special = 3 if pairs is not None else 2
     if max_length <= special:
-        raise TfpackError(f"`max_length` must be more than {special}. Received: max_length={max_length}")
+        raise TfpackError(f"`max_length` must be more than {special}. "
+                          f"Received: max_length={max_length}")
     vocab = load_vocab(vocab_path)
     cls_id, sep_id = vocab.index(_CLS), vocab.index(_SEP)
     segments = [texts] if pairs is None else [texts, pairs]

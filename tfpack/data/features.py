@@ -149,7 +149,8 @@ class FeatureRoles:
                     problems.append(f"missing feature {name!r}")
                 return
             if not isinstance(spec, tf.TensorSpec):
-                problems.append(f"feature {name!r} must be a dense tensor, not {type(spec).__name__}")
+                problems.append(
+                    f"feature {name!r} must be a dense tensor, not {type(spec).__name__}")
                 return
             good_dtype = spec.dtype.is_integer if kind == "int" else spec.dtype.is_floating
             if not good_dtype or spec.shape.rank != rank:

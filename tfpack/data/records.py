@@ -101,7 +101,8 @@ def parse_google_records(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
     ``masked_lm_weights`` (real predictions only) and ``next_sentence_labels``.
     """
     spec = {n: tf.io.VarLenFeature(d) for n, d in GOOGLE_FEATURES.items()}
-    raw = {n: tf.sparse.to_dense(t) for n, t in tf.io.parse_single_example(serialized, spec).items()}
+    parsed = tf.io.parse_single_example(serialized, spec)
+    raw = {n: tf.sparse.to_dense(t) for n, t in parsed.items()}
     length = tf.reduce_sum(tf.cast(raw["input_mask"], tf.int32))
     predictions = tf.reduce_sum(tf.cast(raw["masked_lm_weights"] > 0, tf.int32))
     return {
@@ -149,8 +150,9 @@ def read_google_records(pattern: str | Iterable[str], *, deterministic: bool = T
         deterministic: keep the record order (set ``False`` for speed).
     """
     files = list_files(pattern, required=GOOGLE_FEATURES)
+    parse = tf.autograph.experimental.do_not_convert(parse_google_batch)
     return dense_rows(tf.data.TFRecordDataset(files).batch(256)
-                      .map(tf.autograph.experimental.do_not_convert(parse_google_batch), num_parallel_calls=tf.data.AUTOTUNE,
+                      .map(parse, num_parallel_calls=tf.data.AUTOTUNE,
                            deterministic=deterministic)
                       .unbatch())
 
@@ -234,5 +236,6 @@ def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True
         return {n: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for n, t in parsed.items()}
 
     return (tf.data.TFRecordDataset(files).batch(256)
-            .map(tf.autograph.experimental.do_not_convert(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+            .map(tf.autograph.experimental.do_not_convert(parse),
+                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
             .unbatch())
