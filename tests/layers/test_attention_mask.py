@@ -1,6 +1,8 @@
 import keras
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tfpack.errors import TfpackError
 from tfpack.layers import PackedAttentionMask
@@ -87,3 +89,17 @@ def test_bad_mask_type_names_argument():
     with pytest.raises(TfpackError, match=r"`mask_type` must be one of .* "
                                           r"Received: mask_type='dense'"):
         PackedAttentionMask(mask_type="dense")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=4), st.integers(0, 4),
+       st.booleans())
+def test_mask_matches_definition(lengths, padding, causal):
+    ids = np.concatenate([np.full(n, k + 1) for k, n in enumerate(lengths)]
+                         + [np.zeros(padding, int)])[None]
+    mask = np.asarray(PackedAttentionMask(causal=causal)(ids))[0]
+    q, k = ids[0][:, None], ids[0][None, :]
+    expected = (q == k) & (q > 0) & (k > 0)
+    if causal:
+        expected &= np.tri(ids.shape[1], dtype=bool)
+    np.testing.assert_array_equal(mask, expected)
