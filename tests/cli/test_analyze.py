@@ -106,3 +106,12 @@ def test_default_algorithms_skip_what_cannot_handle_the_input(tmp_path, capsys):
     # Asked for explicitly, it is an error.
     assert tfpack("analyze", source, "--max-length", 2048, "--algorithms", "nnlshp") == 2
     assert "max_length=2048" in capsys.readouterr().err
+
+
+def test_depth_capped_algorithms_are_not_run_twice(histogram_file, capsys):
+    assert tfpack("analyze", histogram_file, "--max-length", 8, "--max-per-pack", "3,4,none",
+                  "--algorithms", "nnlshp,spfhp", "--json") == 0
+    captured = capsys.readouterr()
+    rows = [(r["algorithm"], r["max_sequences_per_pack"]) for r in json.loads(captured.out)["results"]]
+    assert rows == [("nnlshp", 3), ("spfhp", 3), ("spfhp", 4), ("spfhp", None)]
+    assert "nnlshp puts at most 3 sequences in a pack" in captured.err

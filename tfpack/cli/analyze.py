@@ -148,7 +148,15 @@ def run(args: argparse.Namespace) -> int:
     counts = load_histogram(args.histogram, args.max_length)
     results = []
     for name in names:
+        cap = packing.algorithms.base.depth_cap(name)
+        done = set()
         for depth in depths:
+            effective = depth if cap is None else min(depth or cap, cap)
+            if effective in done:
+                print(f"tfpack analyze: {name} puts at most {cap} sequences in a pack; "
+                      f"max per pack {depth or 'none'} gives its depth-{cap} plan again", file=sys.stderr)
+                continue
+            done.add(effective)
             try:
                 plan = packing.plan(counts, args.max_length, depth, algorithm=name, seed=args.seed)
             except TfpackError as error:

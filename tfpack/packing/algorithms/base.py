@@ -31,7 +31,7 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 
-__all__ = ["AlgorithmResult", "Algorithm", "register", "get", "names"]
+__all__ = ["AlgorithmResult", "Algorithm", "register", "get", "names", "depth_cap"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,18 +72,34 @@ class Algorithm(Protocol):
 
 
 _REGISTRY: dict[str, Algorithm] = {}
+_DEPTH_CAPS: dict[str, int] = {}
 
 
-def register(name: str) -> Callable[[Algorithm], Algorithm]:
-    """Decorator registering a packing algorithm under ``name``."""
+def register(name: str, *, depth_cap: int | None = None) -> Callable[[Algorithm], Algorithm]:
+    """Decorator registering a packing algorithm under ``name``.
+
+    Args:
+        name: the name `get` and ``tfpack plan --algorithm`` use.
+        depth_cap: for algorithms that never put more than this many
+            sequences in a pack whatever ``max_depth`` allows (``nnlshp``: 3),
+            so that callers know larger limits give the same plan.
+    """
 
     def decorator(function: Algorithm) -> Algorithm:
         if name in _REGISTRY and _REGISTRY[name] is not function:
             raise ValueError(f"A packing algorithm named {name!r} is already registered.")
         _REGISTRY[name] = function
+        if depth_cap is not None:
+            _DEPTH_CAPS[name] = depth_cap
         return function
 
     return decorator
+
+
+def depth_cap(name: str) -> int | None:
+    """The most sequences algorithm ``name`` puts in a pack, if it caps depth itself."""
+    get(name)
+    return _DEPTH_CAPS.get(name)
 
 
 def get(name: str) -> Algorithm:

@@ -34,14 +34,14 @@ import numpy as np
 import scipy.optimize
 
 from tfpack.packing.algorithms import base
-from tfpack.packing.algorithms._nnls import problem, with_leftovers
+from tfpack.packing.algorithms._nnls import MAX_DEPTH, problem, with_leftovers
 
 COVER_WEIGHT = 1e6
 # Mixture entries within this of an integer from above count as that integer.
 ROUNDING_TOLERANCE = 1e-6
 
 
-@base.register("ennlshp")
+@base.register("ennlshp", depth_cap=MAX_DEPTH)
 def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
     """Extended NNLS with padding-token weights, rounded up; deterministic."""
     strategies, matrix = problem(max_length, max_depth)

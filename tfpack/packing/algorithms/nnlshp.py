@@ -31,13 +31,13 @@ import numpy as np
 import scipy.optimize
 
 from tfpack.packing.algorithms import base
-from tfpack.packing.algorithms._nnls import problem, with_leftovers
+from tfpack.packing.algorithms._nnls import MAX_DEPTH, problem, with_leftovers
 
 WEIGHT_OFFSET = 8  # lengths up to this ...
 SHORT_WEIGHT = 0.09  # ... weigh this much in the residual
 
 
-@base.register("nnlshp")
+@base.register("nnlshp", depth_cap=MAX_DEPTH)
 def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
     """Weighted NNLS mixture of exact-fill strategies, rounded; deterministic."""
     strategies, matrix = problem(max_length, max_depth)
