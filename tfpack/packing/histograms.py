@@ -27,7 +27,14 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 
-__all__ = ["histogram", "read_histogram", "validate_lengths", "validate_histogram"]
+__all__ = [
+    "histogram",
+    "read_histogram",
+    "validate_histogram",
+    "validate_lengths",
+    "validate_max_length",
+    "validate_max_sequences_per_pack",
+]
 
 
 def validate_max_length(max_length) -> int:
