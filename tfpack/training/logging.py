@@ -3,8 +3,12 @@
 One line per logged step::
 
     {"step": 100, "loss": 7.21, "mlm_loss": 6.55, "mlm_accuracy": 0.061,
-     "nsp_loss": 0.66, "nsp_accuracy": 0.6, "real_tokens_per_second": 48211.0,
-     "packs_per_second": 101.3, "sequences_per_second": 199.6, "time": 12.3}
+     "nsp_loss": 0.66, "nsp_accuracy": 0.6, "sequences": 1996.0, "real_tokens": 482110.0,
+     "real_tokens_per_second": 48211.0, "sequences_per_second": 199.6,
+     "packs_per_second": 101.3, "seconds": 10.0}
+
+``sequences`` and ``real_tokens`` count what the interval since the previous
+line processed (all replicas).
 
 Losses and accuracies are over every target seen since the previous line
 (global sums divided by global counts), not means of per-batch means.

@@ -405,6 +405,8 @@ class Trainer:
             total += record[f"{t}_loss"]
         record["loss"] = total
         seconds = max(seconds, 1e-9)
+        record["sequences"] = sums["sequences"]
+        record["real_tokens"] = sums["real_tokens"]
         record["real_tokens_per_second"] = sums["real_tokens"] / seconds
         record["sequences_per_second"] = sums["sequences"] / seconds
         record["packs_per_second"] = steps * self.packs_per_update / seconds
