@@ -91,15 +91,17 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     )
 
 
-def _slots(strategies, counts: np.ndarray, max_length: int):
-    """Every slot of the plan, grouped by length.
+def _slots(strategies, counts: np.ndarray, max_length: int, needed: np.ndarray, first_new: int):
+    """The first ``needed[l - 1]`` slots of each length ``l`` of the plan, then
+    every slot of the strategies from ``first_new`` on (new packs).
 
-    Strategy ``s`` owns the pack ordinals ``sum(counts[:s]) + arange(counts[s])``.
+    Strategy ``s`` owns the pack ordinals ``sum(counts[:s]) + arange(counts[s])``;
+    the slots of a length are ordered pack by pack, so few examples fill few packs.
 
     Returns:
-        (pack, position, start, depth): int64 ``[slots]`` pack ordinal of each
-        slot and its place in the strategy (0 = longest); slots of length
-        ``l`` are ``start[l - 1]:start[l]``; int64 ``[packs]`` slots per pack.
+        (pack, position, start, depth): int64 pack ordinal of each slot and its
+        place in the strategy (0 = longest); the slots of length ``l`` are
+        ``start[l - 1]:start[l]``; int64 ``[packs]`` slots per pack ordinal.
     """
     flat, offsets = flatten(strategies)
     counts = np.asarray(counts, dtype=np.int64)
@@ -113,13 +115,22 @@ def _slots(strategies, counts: np.ndarray, max_length: int):
     run_order = np.argsort(run_length, kind="stable")
     run_owner, run_length, run_size = run_owner[run_order], run_length[run_order], run_size[run_order]
     run_position = (starts - offsets[owner[starts]])[run_order]
-    # Slots of a length pack by pack, so few examples fill few packs.
+    # Keep, run by run, only the slots some example needs.
     per_run = counts[run_owner] * run_size
-    within = _ranges(np.zeros_like(per_run), per_run)
-    size = np.repeat(run_size, per_run)
-    pack = np.repeat(first_pack[run_owner], per_run) + within // size
-    position = np.repeat(run_position, per_run) + within % size
-    per_length = np.bincount(run_length, weights=per_run, minlength=max_length + 1)[1:]
+    before = np.cumsum(per_run) - per_run
+    length_start = np.zeros(max_length + 1, dtype=np.int64)
+    np.cumsum(np.bincount(run_length, weights=per_run, minlength=max_length + 1).round().astype(np.int64),
+              out=length_start)
+    taken = np.where(
+        run_owner >= first_new,
+        per_run,
+        np.clip(needed[run_length - 1] - (before - length_start[run_length - 1]), 0, per_run),
+    )
+    within = _ranges(np.zeros_like(taken), taken)
+    size = np.repeat(run_size, taken)
+    pack = np.repeat(first_pack[run_owner], taken) + within // size
+    position = np.repeat(run_position, taken) + within % size
+    per_length = np.bincount(run_length, weights=taken, minlength=max_length + 1)[1:]
     start = np.concatenate([[0], np.cumsum(per_length.round().astype(np.int64))])
     return pack, position, start, np.repeat(depths, counts)
 
@@ -185,14 +196,14 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0) -> Assignment:
     if extra is not None:
         strategies = list(strategies) + list(extra.strategies)
         counts = np.concatenate([counts, extra.counts])
-    slot_pack, slot_position, slot_start, depth = _slots(strategies, counts, max_length)
-    # Shuffle the packs; lay out every slot pack by pack (longest first).
-    pack_order = rng.permutation(depth.size)
-    shuffled_depth = depth[pack_order]
-    shuffled_start = np.cumsum(shuffled_depth) - shuffled_depth
-    layout_start = np.empty(depth.size, dtype=np.int64)
-    layout_start[pack_order] = shuffled_start
-    slot_layout = layout_start[slot_pack] + slot_position
+    # Planned slots needed: those examples of their length fill, and the
+    # unused ones surplus examples take (new packs are needed whole).
+    needed = np.minimum(examples, planned)
+    for _, length, count in pairs:
+        needed[length - 1] += count
+    slot_pack, slot_position, slot_start, depth = _slots(
+        strategies, counts, max_length, needed, first_new=len(plan.strategies)
+    )
     # Examples grouped by length, in random order within a length.
     shuffled = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
     rng.shuffle(shuffled)
@@ -213,12 +224,22 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0) -> Assignment:
             starts.append(next_unused[length - 1])
             next_unused[length - 1] += count
         slot[loose] = _ranges(np.array(starts), np.array([count for _, _, count in pairs]))
-    layout = np.full(slot_layout.size, -1, dtype=shuffled.dtype)
-    layout[slot_layout[slot]] = by_length
+    # Shuffle the packs that got examples; lay out their slots pack by pack
+    # (strategies list lengths longest first) and squeeze out the unused ones.
+    example_pack = slot_pack[slot]
+    used = np.zeros(depth.size, dtype=bool)
+    used[example_pack] = True
+    pack_order = np.flatnonzero(used)
+    pack_order = pack_order[rng.permutation(pack_order.size)]
+    shuffled_depth = depth[pack_order]
+    shuffled_start = np.cumsum(shuffled_depth) - shuffled_depth
+    layout_start = np.zeros(depth.size, dtype=np.int64)
+    layout_start[pack_order] = shuffled_start
+    layout = np.full(int(shuffled_depth.sum()), -1, dtype=shuffled.dtype)
+    layout[layout_start[example_pack] + slot_position[slot]] = by_length
     filled = layout >= 0
     order = layout[filled].astype(np.int64)
     sizes = np.add.reduceat(filled, shuffled_start).astype(np.int64)
-    sizes = sizes[sizes > 0]  # drop packs nobody filled
     splits = np.zeros(sizes.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=splits[1:])
     if loose.any():
