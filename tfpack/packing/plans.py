@@ -177,7 +177,8 @@ class PackingPlan:
 def _canonical(strategies, counts) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """Merge equal strategies and drop unused ones; most used first, ties in given order."""
     counts = np.asarray(counts, dtype=np.int64)
-    keys = [tuple(map(int, s)) for s in strategies]
+    # Algorithms return tuples already (base.AlgorithmResult); convert anything else.
+    keys = strategies if all(type(s) is tuple for s in strategies) else [tuple(map(int, s)) for s in strategies]
     if len(set(keys)) < len(keys) or np.any(counts == 0):
         merged: dict[tuple[int, ...], int] = {}
         for key, count in zip(keys, counts.tolist()):
