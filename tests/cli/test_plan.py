@@ -100,3 +100,10 @@ def test_plan_unknown_histogram_name(tmp_path, capsys):
     assert tfpack("plan", "wikipedia_999", "--max-length", 8, "--max-per-pack", 3, "--algorithm", "spfhp",
                   "--output", tmp_path / "p.json") == 2
     assert "bundled histograms ['wikipedia_512'" in capsys.readouterr().err
+
+
+def test_plan_unwritable_output_exits_2(histogram_file, tmp_path, capsys):
+    output = tmp_path / "missing" / "plan.json"
+    assert tfpack("plan", histogram_file, "--max-length", 8, "--max-per-pack", 3, "--algorithm", "spfhp",
+                  "--output", output) == 2
+    assert re.search(r"--output must be a writable file. Received: --output=.*missing", capsys.readouterr().err)
