@@ -14,6 +14,7 @@ Example:
 ('mlm', 'nsp')
 """
 
+from tfpack.models.base import EncoderTask
 from tfpack.models.base import PackedModel
 from tfpack.models.bert_classifier import BertClassifier
 from tfpack.models.bert_encoder import BertEncoder
@@ -25,5 +26,6 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "CausalLM",
+    "EncoderTask",
     "PackedModel",
 ]

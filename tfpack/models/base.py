@@ -45,6 +45,14 @@ class PackedModel(keras.Model):
         expected_counts: optional dict `{t: expected number of items per
             pack}` that turns on loss balancing for those terms.
         **kwargs: passed on to `keras.Model`.
+
+    Example:
+
+    >>> from tfpack.models import CausalLM
+    >>> model = CausalLM(vocabulary_size=20, num_layers=1, hidden_dim=8,
+    ...                  num_heads=2, intermediate_dim=16)
+    >>> isinstance(model, PackedModel), model.loss_terms
+    (True, ('lm',))
     """
 
     loss_terms = ()
@@ -118,3 +126,34 @@ class PackedModel(keras.Model):
         config = super().get_config()
         config["expected_counts"] = self.expected_counts
         return config
+
+
+class EncoderTask(PackedModel):
+    """A `PackedModel` with heads on a `BertEncoder` passed as `encoder`.
+
+    Serializes the encoder inside its config (as keras-hub tasks do with
+    their backbone); the subclass's constructor rebuilds the heads on the
+    deserialized encoder, so tied weights stay tied after loading.
+
+    Example:
+
+    >>> from tfpack.models import BertClassifier, BertEncoder
+    >>> encoder = BertEncoder(vocabulary_size=20, num_layers=1, hidden_dim=8,
+    ...                       num_heads=2, intermediate_dim=16)
+    >>> model = BertClassifier(encoder, num_classes=2)
+    >>> clone = BertClassifier.from_config(model.get_config())
+    >>> clone.encoder.num_layers, isinstance(clone, EncoderTask)
+    (1, True)
+    """
+
+    def get_config(self):
+        config = super().get_config()
+        config["encoder"] = keras.saving.serialize_keras_object(self.encoder)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(
+            config["encoder"])
+        return cls(**config)

@@ -4,11 +4,11 @@ import keras
 
 from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.sequence_head import PackedSequenceHead
-from tfpack.models.base import PackedModel
+from tfpack.models.base import EncoderTask
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class BertClassifier(PackedModel):
+class BertClassifier(EncoderTask):
     """A `BertEncoder` that classifies every sequence of a pack.
 
     One label per sequence (`labels` [B, K]); the loss and accuracy count
@@ -99,15 +99,7 @@ class BertClassifier(PackedModel):
     def get_config(self):
         config = super().get_config()
         config.update({
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
             "num_classes": self.num_classes,
             "dropout": self.dropout,
         })
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(
-            config["encoder"])
-        return cls(**config)

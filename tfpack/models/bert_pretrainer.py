@@ -8,11 +8,11 @@ from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.masked_lm_head import PackedMaskedLMHead
 from tfpack.layers.sequence_head import PackedSequenceHead
 from tfpack.errors import TfpackError
-from tfpack.models.base import PackedModel
+from tfpack.models.base import EncoderTask
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class BertPretrainer(PackedModel):
+class BertPretrainer(EncoderTask):
     """A `BertEncoder` with the masked-LM and next-sentence heads.
 
     The MLM head reads `masked_lm_positions` and is tied to the encoder's
@@ -116,15 +116,5 @@ class BertPretrainer(PackedModel):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "mlm_averaging": self.mlm_averaging,
-        })
+        config["mlm_averaging"] = self.mlm_averaging
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(
-            config["encoder"])
-        return cls(**config)
