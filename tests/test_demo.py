@@ -57,7 +57,7 @@ def test_packed_and_unpacked_start_from_the_same_weights():
     unpacked_spec = {k: tf.TensorSpec([1] if s.shape[0] == 3 else
                                       ([2] if s.shape[0] == 6 else s.shape), s.dtype)
                      for k, s in packed_spec.items()}
-    twins = demo._twin_models(config, packed_spec, unpacked_spec)
+    twins = demo._twin_models(config, 40, packed_spec, unpacked_spec)
     for a, b in zip(twins["packed"].get_weights(), twins["unpacked"].get_weights()):
         assert (a == b).all()
 
