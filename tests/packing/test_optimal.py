@@ -206,8 +206,9 @@ def test_effective_depth_drops_a_limit_that_cannot_bind():
     assert _knapsack.effective_depth(lengths, bounds, 10, 2) == 2
 
 
-@pytest.mark.parametrize("incremental", [True, False])
-def test_master_lp_backends_agree(incremental):
+@pytest.mark.parametrize("incremental, ipm_rows", [(True, 2048), (True, 0), (False, 2048)])
+def test_master_lp_backends_agree(incremental, ipm_rows, monkeypatch):
+    monkeypatch.setattr(_lp, "_IPM_ROWS", ipm_rows)  # 0: first solve by interior point
     # Demand 3 and 2; packs of two row-0 sequences, or one row-1 sequence.
     master = _lp.Master(np.array([3.0, 2.0]), incremental=incremental)
     if incremental and not master.incremental:
