@@ -115,3 +115,10 @@ def test_depth_capped_algorithms_are_not_run_twice(histogram_file, capsys):
     rows = [(r["algorithm"], r["max_sequences_per_pack"]) for r in json.loads(captured.out)["results"]]
     assert rows == [("nnlshp", 3), ("spfhp", 3), ("spfhp", 4), ("spfhp", None)]
     assert "nnlshp puts at most 3 sequences in a pack" in captured.err
+
+
+def test_analyze_empty_dataset_exits_2(tmp_path, capsys):
+    source = tmp_path / "empty.txt"
+    source.write_text("0\n0\n0\n")
+    assert tfpack("analyze", source, "--max-length", 3) == 2
+    assert "the dataset is empty" in capsys.readouterr().err

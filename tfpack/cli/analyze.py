@@ -146,6 +146,10 @@ def run(args: argparse.Namespace) -> int:
             f"--algorithms must list some of {packing.algorithm_names()}. Received: --algorithms={args.algorithms}"
         )
     counts = load_histogram(args.histogram, args.max_length)
+    if not counts.any():
+        raise TfpackError(
+            f"HISTOGRAM must count at least one sequence (the dataset is empty). Received: {args.histogram!r}"
+        )
     results = []
     for name in names:
         cap = packing.algorithms.base.depth_cap(name)
@@ -166,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"tfpack analyze: skipped {name}: {error}", file=sys.stderr)
                 break
             results.append({"algorithm": name, "max_sequences_per_pack": depth, "metrics": plan.metrics})
+    if not results:
+        raise TfpackError(f"No algorithm could plan this histogram. Received: --algorithms={','.join(names)}")
     if args.plot:
         plot_histogram(counts, args.plot, title=str(args.histogram))
     first = results[0]["metrics"]
