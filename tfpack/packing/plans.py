@@ -116,6 +116,11 @@ class PackingPlan:
                 f"A plan file's `strategies` must be a list of lists of lengths. "
                 f"Received: strategies={str(strategies)[:80]}"
             )
+        for index, strategy in enumerate(strategies):
+            if not all(type(n) is int for n in strategy):
+                raise TfpackError(
+                    f"A plan file's strategies must list integer lengths. Received: strategies[{index}]={strategy}"
+                )
         counts = np.asarray(data["counts"])
         if counts.ndim != 1 or (counts.size and not np.issubdtype(counts.dtype, np.integer)):
             raise TfpackError(
