@@ -31,7 +31,7 @@ Notes:
     feasible for the dual of the LP over *all* packs, so ``h.y / v`` bounds the LP
     optimum, and so the number of packs of any plan, from below (Farley's
     bound). It holds at every iteration, converged or not. ``h.y`` is summed
-    with `math.fsum` and ``v`` is a sum of at most ``max_depth`` doubles, so
+    with `math.fsum` and ``v`` is a sum of at most (sequences per pack) doubles, so
     the computed quotient is within ~1e-12 relative of the exact one; the
     reported ``lower_bound_packs`` is ``ceil(q - 1e-9 * q)``, rounding down
     values within that margin above an integer, so it stays a valid integer
@@ -43,10 +43,19 @@ Notes:
     length to the next shorter one. They leave the optimum unchanged and force
     duals to grow with length, which cuts the number of rounds severalfold.
 
+    *Stopping.* Column generation stops when no pack is worth more than 1
+    (the LP is optimal), when the rounded-up bound meets the rounded-up LP
+    value, when the LP value is within 1e-5 (relative) of the bound, or after
+    a work budget of rounds x lengths (a round costs about one pass over the
+    lengths). Best fit alone is returned, without an LP, when it is within
+    1e-5 of the token bound. All of these keep the result deterministic and
+    the bound valid.
+
     *Rounding.* Flooring ``x`` leaves at most (basic columns) x (depth)
-    sequences without a slot; they go into the free space of the rounded packs
-    first. If the best fit decreasing plan used to seed the LP has fewer packs,
-    it is returned instead.
+    sequences without a slot. Packs are then rounded up, most fractional
+    first, where every slot is still needed; surplus slots serve shorter
+    sequences; the rest go into free space by best fit. If the best fit
+    decreasing plan used to seed the LP has fewer packs, it is returned.
 
 References:
     P. C. Gilmore, R. E. Gomory, "A linear programming approach to the
@@ -71,9 +80,10 @@ from tfpack.packing.algorithms import _best_fit, _knapsack, _lp, base
 __all__ = ["pack"]
 
 _MAX_ROUNDS = 200  # column generation rounds; the bound is valid at any round
+_ROW_ROUNDS = 50_000  # and at most this many rounds x lengths (a round costs ~ lengths)
 _SEED_DEPTH_WEIGHTS = (0.1, 0.0, 0.2, 0.3)  # see `_column_generation`
 _SEED_COLUMNS = 2048  # first-LP pricing sets: as many as keep them under this many columns
-_GOOD_ENOUGH = 1e-5  # skip the LP when best fit is this close (relative) to the token bound
+_GOOD_ENOUGH = 1e-5  # relative gap to the bound that stops the work (best fit, LP)
 _COLUMNS_PER_ROUND = 64  # candidate packs per round (one per longest length), or n / 8 if more
 _IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
 _BOUND_MARGIN = 1e-9  # relative margin when rounding the LP bound up to an integer
@@ -182,7 +192,10 @@ def _column_generation(lengths, demand, max_length, max_depth, seed_packs, simpl
             best_bound = max(best_bound,
                              math.fsum((demand * duals).tolist()) / pricing.best_value)
         lower_bound = max(simple, _ceil(best_bound))
-        if lower_bound >= _ceil(value) or rounds >= _MAX_ROUNDS or not add(pricing.patterns):
+        done = (lower_bound >= _ceil(value)
+                or value - lower_bound <= _GOOD_ENOUGH * lower_bound
+                or rounds >= min(_MAX_ROUNDS, _ROW_ROUNDS // n))
+        if done or not add(pricing.patterns):
             return _LP(master.columns, x, value, lower_bound, rounds)
 
 
