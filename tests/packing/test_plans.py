@@ -90,6 +90,7 @@ def _edited(**changes):
         (_edited(strategies=[["6"], [4, 2], [4, 2, 2]]), r"integer lengths. Received: strategies\[0\]=\['6'\]"),
         (_edited(strategies=[[True], [4, 2], [4, 2, 2]]), r"integer lengths"),
         (_edited(counts=[1.0, 2, 1]), r"list of integers"),
+        (_edited(metrics={"solve_seconds": "fast"}), r"metrics.solve_seconds must be a number. Received: solve_seconds='fast'"),
         (_edited(counts=[0, 2, 1]), r"positive integer"),
         (_edited(counts=["a", 2, 1]), r"list of integers"),
     ],

@@ -130,6 +130,10 @@ class PackingPlan:
         strategies = [tuple(s) for s in strategies]
         check_plan(strategies, counts, histogram, max_length=max_length, max_depth=max_depth)
         stored = data["metrics"] if isinstance(data["metrics"], dict) else {}
+        for key in ("solve_seconds", "lower_bound_packs"):
+            value = stored.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise TfpackError(f"A plan file's metrics.{key} must be a number. Received: {key}={value!r}")
         # Derived numbers are recomputed; only the two an algorithm alone knows are read.
         metrics = compute_metrics(
             strategies, counts, histogram, max_length=max_length, max_depth=max_depth,
