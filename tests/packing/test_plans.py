@@ -153,3 +153,10 @@ def test_every_algorithm_is_deterministic_per_seed(name):
     a = plan(HISTOGRAM, 8, 3, algorithm=name, seed=5)
     b = plan(HISTOGRAM, 8, 3, algorithm=name, seed=5)
     assert a.strategies == b.strategies and np.array_equal(a.counts, b.counts)
+
+
+def test_load_binary_file(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(TfpackError, match=r"readable|valid JSON"):
+        PackingPlan.load(path)

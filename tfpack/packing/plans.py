@@ -153,7 +153,7 @@ class PackingPlan:
         try:
             with open(path, encoding="utf-8") as file:
                 text = file.read()
-        except OSError as error:
+        except (OSError, UnicodeDecodeError) as error:
             raise TfpackError(f"The plan file must be readable. Received: path={os.fspath(path)!r} ({error})") from None
         return cls.from_json(text)
 
