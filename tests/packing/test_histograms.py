@@ -85,3 +85,10 @@ def test_bundled_wikipedia_histogram_is_read_by_the_same_reader():
     assert counts.shape == (512,) and counts.dtype == np.int64
     assert int(counts.sum()) == 16_279_552
     assert np.array_equal(counts, read_histogram(datasets.histogram_path("wikipedia_512")))
+
+
+def test_read_histogram_rejects_binary_text(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(TfpackError, match=r"readable text \(or .npy\). Received: path="):
+        read_histogram(path)

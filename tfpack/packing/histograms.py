@@ -170,19 +170,25 @@ def read_histogram(path: str | os.PathLike) -> np.ndarray:
                 f"A .npy histogram file must hold a 1-D integer array. Received: path={name!r} ({error})"
             ) from None
         return validate_histogram(counts)
+    try:
+        with open(name, encoding="utf-8") as file:
+            lines = file.readlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise TfpackError(
+            f"A histogram file must be readable text (or .npy). Received: path={name!r} ({error})"
+        ) from None
     counts = []
-    with open(name, encoding="utf-8") as file:
-        for number, line in enumerate(file, start=1):
-            text = line.split("#", 1)[0].strip()
-            if not text:
-                continue
-            try:
-                counts.append(int(text))
-            except ValueError:
-                raise TfpackError(
-                    "Each line of a histogram file must hold one integer count. "
-                    f"Received: line {number} of {name!r} = {line.strip()!r}"
-                ) from None
+    for number, line in enumerate(lines, start=1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        try:
+            counts.append(int(text))
+        except ValueError:
+            raise TfpackError(
+                "Each line of a histogram file must hold one integer count. "
+                f"Received: line {number} of {name!r} = {line.strip()!r}"
+            ) from None
     if not counts:
         raise TfpackError(f"A histogram file must hold at least one count. Received: path={name!r}")
     return validate_histogram(counts)
