@@ -23,7 +23,7 @@ Example:
 >>> lengths = np.array([8, 3, 5, 3, 5])
 >>> p = plan(np.bincount(lengths, minlength=9)[1:], 8, 2, algorithm="spfhp")
 >>> a = p.assign(lengths, seed=0)
->>> a.num_packs, sorted(lengths[a.pack(p)].sum() for p in range(a.num_packs))
+>>> a.num_packs, sorted(int(lengths[a.pack(p)].sum()) for p in range(a.num_packs))
 (3, [8, 8, 8])
 """
 

@@ -13,7 +13,7 @@ Example:
 >>> histogram[[0, 2, 4]] = [1, 2, 1]  # lengths 5, 3, 3, 1 into packs of 7
 >>> result = pack(histogram, 7, None, seed=0)  # the 1 joins the tighter (3, 3)
 >>> result.strategies, result.counts.tolist()
-([(3, 3, 1), (5,)], [1, 1])
+([(5,), (3, 3, 1)], [1, 1])
 
 References:
     D. S. Johnson, "Near-optimal bin packing algorithms", MIT (1973).
