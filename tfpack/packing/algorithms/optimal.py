@@ -45,12 +45,12 @@ Notes:
 
     *Stopping.* Column generation stops when no pack is worth more than 1
     (the LP is optimal), when the rounded-up bound meets the rounded-up LP
-    value, when the LP value is within 1e-4 (relative: 0.01 percentage point
-    of efficiency) of the bound, as more rounds could not gain more, or after
-    a work budget of rounds x lengths (a round costs about one pass over the
-    lengths). Best fit alone is returned, without an LP, when it is within
-    1e-5 of the token bound. All of these keep the result deterministic and
-    the bound valid.
+    value, or after a work budget of rounds x lengths (a round costs about
+    one pass over the lengths); past a tenth of that budget, also when the LP
+    value is within 1e-4 (relative: 0.01 percentage point of efficiency) of
+    the bound, as more rounds could not gain more. Best fit alone is
+    returned, without an LP, when it is within 1e-5 of the token bound. All
+    of these keep the result deterministic and the bound valid.
 
     *Rounding.* Flooring ``x`` leaves at most (basic columns) x (depth)
     sequences without a slot. Packs are then rounded up, most fractional
@@ -195,7 +195,8 @@ def _column_generation(lengths, demand, max_length, max_depth, seed_packs, simpl
                              math.fsum((demand * duals).tolist()) / pricing.best_value)
         lower_bound = max(simple, _ceil(best_bound))
         done = (lower_bound >= _ceil(value)
-                or value - lower_bound <= _LP_GAP * lower_bound
+                or (value - lower_bound <= _LP_GAP * lower_bound
+                    and rounds * n >= _ROW_ROUNDS // 10)
                 or rounds >= min(_MAX_ROUNDS, _ROW_ROUNDS // n))
         if done or not add(pricing.patterns):
             return _LP(master.columns, x, value, lower_bound, rounds)
