@@ -152,9 +152,9 @@ def pack(
             when the packs do not divide evenly across replicas.
         batch_size: emit batches of this many packs (leading dimension
             ``batch_size``) instead of single packs. Offline, each batch is
-            assembled at once (about 2x faster than ``.batch()`` after
-            packing) and the number of packs is padded (or cut) to whole
-            batches, so every batch has the static shape ``[batch_size, ...]``.
+            assembled at once (no unbatch/batch round trip) and the number of
+            packs is padded (or cut) to whole batches, so every batch has the
+            static shape ``[batch_size, ...]``.
             Streaming: ``.batch(batch_size)`` after packing.
 
     Returns:
