@@ -280,3 +280,14 @@ def test_slices_of_a_ragged_tensor_are_accepted():
     (p,) = list(ds.apply(tfpack.data.pack(max_length=4, max_sequences_per_pack=2,
                                           algorithm="ffd")).as_numpy_iterator())
     assert p["input_ids"].tolist() == [1, 2, 3, 4]
+
+
+def test_precomputed_plan_is_used_as_is():
+    examples = [{"input_ids": [1] * n} for n in (3, 5, 2, 6, 4, 4)]
+    lengths = [len(e["input_ids"]) for e in examples]
+    plan = tfpack.packing.plan(tfpack.packing.histogram(lengths, 8), 8, 2, algorithm="optimal")
+    _, packs, packer = packs_of(examples, max_length=8, max_sequences_per_pack=None, plan=plan)
+    assert packer.report.plan is plan and len(packs) == plan.metrics["packs"] == 3
+    assert_same_examples(examples, packs)
+    with pytest.raises(TfpackError, match="plan.max_length"):
+        packs_of(examples, max_length=4, plan=plan)
