@@ -142,7 +142,8 @@ def pack(
             dataset's features (`FeatureRoles.infer`).
         truncate: cut examples longer than ``L`` (masked-LM predictions past
             the cut are dropped) instead of failing.
-        shuffle: shuffle the order of packs with ``seed``.
+        shuffle: shuffle the order of packs with ``seed`` (streaming: within
+            each window; add ``.shuffle()`` after packing to mix windows).
         seed: seeds the assignment and the shuffle: same seed, same stream.
         input_context: a `tf.distribute.InputContext`: emit this worker's
             share of the packs.
