@@ -34,6 +34,9 @@ def _run(mode, out, micro, **env):
 
 
 def _wait(process):
+    if process.returncode is not None and process.stdout.closed:  # Waited for already.
+        assert process.returncode == 0
+        return
     try:
         output, _ = process.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -78,9 +81,17 @@ def _assert_same(weights, reference):
     assert our_loss.shape == (2,)  # Logged at steps 2 and 3.
 
 
-def test_mirrored_two_logical_cpus_matches_one_device(reference, tmp_path):
-    out = tmp_path / "w.npz"
-    _wait(_run("mirrored", out, GLOBAL_MICRO // 2))
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory):
+    """One subprocess: the Trainer, then `model.fit`, under MirroredStrategy."""
+    out = tmp_path_factory.mktemp("mirrored") / "w.npz"
+    process = _run("mirrored", out, GLOBAL_MICRO // 2)  # 2 per replica
+    return process, out
+
+
+def test_mirrored_two_logical_cpus_matches_one_device(reference, mirrored):
+    process, out = mirrored
+    _wait(process)
     _assert_same(_weights(out), reference)
 
 
@@ -97,19 +108,18 @@ def test_multi_worker_two_processes_matches_one_process(reference, tmp_path):
     _assert_same(_weights(out), reference)
 
 
-def test_fit_under_mirrored_matches_single_device_fit_with_xla(tmp_path):
+def test_fit_under_mirrored_matches_single_device_fit_with_xla(mirrored):
     """`model.fit`: two replicas (jit_compile=False, see docs/training.md) reach the weights
     of one device with `jit_compile=True` and the same global batch."""
     import tensorflow as tf
 
     from distributed_run import fit
 
-    out = tmp_path / "w.npz"
-    process = _run("fit-mirrored", out, 2)  # 2 per replica, global batch 4
-    weights, losses, _ = fit(tf.distribute.get_strategy(), batch=4, steps=STEPS,
+    process, out = mirrored
+    weights, losses, _ = fit(tf.distribute.get_strategy(), batch=GLOBAL_MICRO, steps=STEPS,
                              jit_compile=True)
     _wait(process)
-    ours, their_losses = _weights(out)
+    ours, their_losses = _weights(str(out).replace(".npz", "-fit.npz"))
     for a, b in zip(ours, weights):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
     np.testing.assert_allclose(their_losses, losses, rtol=1e-5)

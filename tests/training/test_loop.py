@@ -13,12 +13,14 @@ from tfpack.training import Lamb, NonFiniteLossError, Trainer
 from tinymodels import TinyPretrainer, dataset, packed_examples
 
 
-def _trainer(micro=2, acc=1, optimizer=None, **kwargs):
+def _trainer(micro=2, acc=1, optimizer=None, jit_compile=False, **kwargs):
+    # XLA only where a test is about the compiled step: compiling costs seconds.
     keras.utils.set_random_seed(0)
     model = TinyPretrainer()
     optimizer = optimizer or Lamb(learning_rate=0.02)
     return Trainer(model, optimizer, micro_batch_size=micro, accumulation_steps=acc,
-                   progress=False, log_every=kwargs.pop("log_every", 2), **kwargs)
+                   progress=False, log_every=kwargs.pop("log_every", 2),
+                   jit_compile=jit_compile, **kwargs)
 
 
 def _weights(trainer):
@@ -27,7 +29,7 @@ def _weights(trainer):
 
 def test_one_update_follows_the_global_mean_loss():
     """2 micro-batches x 2 packs: the update uses sum over ALL targets / ALL counts."""
-    trainer = _trainer(micro=2, acc=2, optimizer=keras.optimizers.SGD(1.0))
+    trainer = _trainer(micro=2, acc=2, optimizer=keras.optimizers.SGD(1.0), jit_compile=True)
     trainer.fit(dataset(8), 1)
     reference = _trainer(micro=4, optimizer=keras.optimizers.SGD(1.0)).model
     x = {k: tf.constant(v[:4]) for k, v in packed_examples(8).items()}
@@ -47,9 +49,9 @@ def test_one_update_follows_the_global_mean_loss():
 
 
 def test_accumulation_equals_a_bigger_batch():
-    a = _trainer(micro=2, acc=2)
+    a = _trainer(micro=2, acc=2, jit_compile=True)
     a.fit(dataset(32), 3)
-    b = _trainer(micro=4, acc=1)
+    b = _trainer(micro=4, acc=1, jit_compile=True)
     b.fit(dataset(32), 3)
     for x, y in zip(_weights(a), _weights(b)):
         np.testing.assert_allclose(x, y, atol=1e-5)
@@ -87,7 +89,7 @@ def test_checkpoint_from_another_config_is_refused(tmp_path):
     _trainer(checkpoint_dir=str(tmp_path)).fit(dataset(16), 1)
     keras.utils.set_random_seed(0)
     other = Trainer(TinyPretrainer(hidden=6), Lamb(), micro_batch_size=2,
-                    checkpoint_dir=str(tmp_path), progress=False)
+                    checkpoint_dir=str(tmp_path), progress=False, jit_compile=False)
     with pytest.raises(TfpackError, match=r"same configuration .* differ: .*dense/kernel"):
         other.fit(dataset(16), 2)
 
@@ -110,17 +112,28 @@ def test_mixed_precision_uses_loss_scaling():
     keras.utils.set_random_seed(0)
     model = TinyPretrainer(dtype="mixed_float16")
     trainer = Trainer(model, Lamb(learning_rate=0.02), micro_batch_size=4, progress=False,
-                      log_every=2)
+                      log_every=2, jit_compile=True)
     assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
     result = trainer.fit(dataset(32), 4)
     assert np.isfinite(result.history[-1]["loss"])
 
 
 def test_dataset_that_does_not_fit_the_model():
-    bad = dataset(8, L=12, M=5)  # the model has L=16, M=4
-    with pytest.raises(TfpackError, match=r"input_ids has L=12 but the model's "
+    trainer = _trainer()
+    trainer.model({k: tf.constant(v) for k, v in packed_examples(2).items()})  # L=16, M=4
+    bad = dataset(8, L=12, M=5)
+    with pytest.raises(TfpackError, match=r"input_ids has L=12 but the model was built with "
                                           r"max_length=16.*masked_lm_.* has M=5"):
-        _trainer().fit(bad, 1)
+        trainer.fit(bad, 1)
+    # An unbuilt model: L may not exceed its position table.
+    from tfpack import models
+
+    small = models.BertPretrainer(models.BertEncoder(
+        vocabulary_size=11, num_layers=1, hidden_dim=8, num_heads=2, intermediate_dim=16,
+        max_sequence_length=8))
+    with pytest.raises(TfpackError, match=r"L=16 but the model's position table has "
+                                          r"max_sequence_length=8"):
+        Trainer(small, Lamb(), micro_batch_size=2, progress=False).fit(dataset(8), 1)
     batched = dataset(8).batch(2)
     with pytest.raises(TfpackError, match=r"rank 2"):
         _trainer().fit(batched, 1)
@@ -143,7 +156,7 @@ class MiscountingModel(TinyPretrainer):
 
 def test_denominators_must_match_the_models_counts():
     trainer = Trainer(MiscountingModel(), Lamb(), micro_batch_size=2, progress=False,
-                      log_every=1)
+                      log_every=1, jit_compile=False)
     with pytest.raises(TfpackError, match=r"loss term 'nsp' .* `target_counts\(x\)`"):
         trainer.fit(dataset(8), 1)
 
@@ -154,7 +167,7 @@ def test_loss_balancing_uses_expected_counts():
     model = TinyPretrainer()
     model.expected_counts = {"mlm": 2.0}
     trainer = Trainer(model, keras.optimizers.SGD(1.0), micro_batch_size=2,
-                      accumulation_steps=2, progress=False)
+                      accumulation_steps=2, progress=False, jit_compile=False)
     x = {k: tf.constant(v[:4]) for k, v in packed_examples(8).items()}
     model(x)
     start = [w.numpy() for w in model.trainable_weights]

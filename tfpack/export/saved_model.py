@@ -42,6 +42,7 @@ import tensorflow as tf
 from tfpack.errors import TfpackError
 from tfpack.export.graph_packing import (gather_sequence_outputs, gather_token_outputs,
                                          pack_sequences)
+from tfpack.training.validation import build_shapes
 
 __all__ = ["export_saved_model", "DEFAULT_EXPORT_DIR"]
 
@@ -51,26 +52,10 @@ _LABELS = ("masked_lm_ids", "masked_lm_weights", "masked_lm_sequence_ids",
 _DTYPES = {"masked_lm_weights": tf.float32, "sequence_mask": tf.float32}
 
 
-def _build_shapes(model):
-    """``{feature: shape}`` the model was built with (from `get_build_config`)."""
-    try:
-        config = model.get_build_config() if model.built else None
-    except (AttributeError, NotImplementedError, ValueError):
-        config = None
-    stack = [config]
-    while stack:  # {"shapes_dict": {"inputs_shape": {...}}} or {"input_shape": {...}}
-        value = stack.pop()
-        if isinstance(value, dict):
-            if "input_ids" in value:
-                return value
-            stack.extend(value.values())
-    return None
-
-
 def _feature_specs(model, element_spec) -> dict:
     """Per-example TensorSpecs of the features the model reads (no labels)."""
     if element_spec is None:
-        shapes = _build_shapes(model)
+        shapes = build_shapes(model)
         if shapes is None:
             raise TfpackError(
                 "The model must have been called on packed features (so L, K and M are "

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 
-__all__ = ["validate_element_spec", "target_counts", "lengths_of"]
+__all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes"]
 
 _KIND = {
     "input_ids": "L", "sequence_ids": "L", "position_ids": "L", "token_type_ids": "L",
@@ -36,13 +36,27 @@ _KIND = {
     "masked_lm_positions": "M", "masked_lm_ids": "M", "masked_lm_weights": "M",
     "masked_lm_sequence_ids": "M",
 }
-# Names a model may use for its L, K and M (the first one present wins).
-_MODEL_ATTRIBUTES = {
-    "L": ("max_length", "sequence_length", "max_sequence_length"),
-    "K": ("max_sequences_per_pack", "max_sequences", "max_per_pack"),
-    "M": ("max_predictions_per_pack", "max_predictions", "max_predictions_per_seq"),
-}
 _NAMES = {"L": "max_length", "K": "max_sequences_per_pack", "M": "max_predictions_per_pack"}
+
+
+def build_shapes(model) -> dict | None:
+    """``{feature: shape}`` (batch first) the model was built with, or `None`.
+
+    Read from `get_build_config`, which Keras also fills when it loads a
+    ``.keras`` file.
+    """
+    try:
+        config = model.get_build_config() if model.built else None
+    except (AttributeError, NotImplementedError, ValueError):
+        config = None
+    stack = [config]
+    while stack:  # {"shapes_dict": {"inputs_shape": {...}}} or {"input_shape": {...}}
+        value = stack.pop()
+        if isinstance(value, dict):
+            if "input_ids" in value:
+                return value
+            stack.extend(value.values())
+    return None
 
 
 def lengths_of(element_spec: dict) -> dict:
@@ -56,24 +70,31 @@ def lengths_of(element_spec: dict) -> dict:
 
 
 def _model_lengths(model) -> dict:
+    """L, K and M of the features the model was built on (if it was built)."""
+    shapes = build_shapes(model) or {}
     found = {}
-    for kind, attributes in _MODEL_ATTRIBUTES.items():
-        for attribute in attributes:
-            value = getattr(model, attribute, None)
-            if value is None:
-                value = getattr(getattr(model, "config", None), attribute, None)
-            if isinstance(value, int):
-                found[kind] = value
-                break
+    for name, shape in shapes.items():
+        kind = _KIND.get(name)
+        shape = list(shape)
+        if kind and len(shape) == 2 and shape[1] is not None:
+            found.setdefault(kind, int(shape[1]))
     return found
+
+
+def _position_capacity(model) -> int | None:
+    for owner in (model, getattr(model, "encoder", None)):
+        value = getattr(owner, "max_sequence_length", None)
+        if isinstance(value, int):
+            return value
+    return None
 
 
 def validate_element_spec(model, element_spec) -> dict:
     """Raise `TfpackError` listing every feature that does not fit ``model``.
 
     Args:
-        model: a tfpack model (its L, K, M are read from attributes such as
-            ``max_length``, ``max_sequences_per_pack``, ``max_predictions_per_pack``).
+        model: a tfpack model; if it was built, its L, K and M are those of its
+            build shapes, and L may not exceed its ``max_sequence_length``.
         element_spec: ``dataset.element_spec`` of UNBATCHED packed examples.
 
     Returns:
@@ -102,7 +123,11 @@ def validate_element_spec(model, element_spec) -> dict:
     for kind, expected in _model_lengths(model).items():
         if kind in dataset and dataset[kind][1] != expected:
             problems.append(f"{dataset[kind][0]} has {kind}={dataset[kind][1]} but the "
-                            f"model's {_NAMES[kind]}={expected}")
+                            f"model was built with {_NAMES[kind]}={expected}")
+    capacity = _position_capacity(model)
+    if capacity is not None and "L" in dataset and dataset["L"][1] > capacity:
+        problems.append(f"{dataset['L'][0]} has L={dataset['L'][1]} but the model's "
+                        f"position table has max_sequence_length={capacity}")
     if problems:
         raise TfpackError(
             "The dataset's packed features must have fixed shapes that match the model. "
