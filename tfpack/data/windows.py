@@ -31,11 +31,13 @@ DEFAULT_ALGORITHM = "optimal"
 
 
 def empty_dataset_error() -> TfpackError:
+    """The error for a dataset without examples."""
     return TfpackError(
         "The dataset to pack must hold at least one example. Received: an empty dataset")
 
 
 def check_lengths(lengths: np.ndarray, max_length: int, first_index: int) -> None:
+    """Every length in ``[1, max_length]``, else an error naming the first bad example."""
     bad = np.flatnonzero((lengths > max_length) | (lengths < 1))
     if bad.size:
         i = int(bad[0])
@@ -47,9 +49,8 @@ def check_lengths(lengths: np.ndarray, max_length: int, first_index: int) -> Non
 
 def check_predictions(counts: np.ndarray, order, splits, M):
     """``M`` checked (or, when ``None``, computed) from per-example counts."""
-    counts = np.asarray(counts)[order]
-    per_pack = np.add.reduceat(counts, splits[:-1]) if len(order) else np.zeros(0)
-    per_pack = np.where(np.diff(splits) > 0, per_pack, 0)
+    totals = np.concatenate([[0], np.cumsum(np.asarray(counts)[order])])
+    per_pack = totals[splits[1:]] - totals[splits[:-1]]  # empty packs count 0
     most = int(per_pack.max()) if per_pack.size else 0
     if M is None:
         return max(most, 1)
@@ -92,7 +93,7 @@ def streaming_metrics(lengths, max_length, max_sequences_per_pack, window, algor
 
     >>> import numpy as np
     >>> streaming_metrics(np.array([3, 5, 2, 6]), 8, 2, window=2, algorithm="ffd")["packs"]
-    3
+    2
     """
     lengths = np.asarray(lengths, np.int64)
     packs = 0
@@ -130,6 +131,7 @@ def fit_to_multiple(order, splits, multiple, remainder):
 
 
 def take_worker(order, splits, worker, num_workers):
+    """Packs ``worker, worker + num_workers, ...``: this worker's disjoint share."""
     if num_workers == 1:
         return order, splits
     return permute_packs(order, splits, np.arange(worker, len(splits) - 1, num_workers))
