@@ -224,6 +224,19 @@ def test_master_lp_backends_agree(incremental, ipm_rows, monkeypatch):
     np.testing.assert_allclose(x, [0.5, 0.0, 2.0])
 
 
+def test_without_the_highs_object_linprog_gives_the_same_plan(monkeypatch):
+    rng = np.random.default_rng(3)
+    histogram = rng.integers(0, 40, size=96)
+    fast = optimal.pack(histogram, 96, 3, seed=0)
+    monkeypatch.setattr(_lp, "_HIGHS", None)
+    slow = optimal.pack(histogram, 96, 3, seed=0)
+    assert_valid(slow, histogram, 96, 3)
+    assert slow.lower_bound_packs == fast.lower_bound_packs == 1007
+    # Both are optimal here (1007 packs); LP ties may round one pack apart elsewhere.
+    assert int(fast.counts.sum()) == 1007
+    assert int(slow.counts.sum()) <= 1008
+
+
 def test_best_fit_fills_open_packs_first():
     packs = _best_fit.fill({500: 2, 12: 3}, {(300,): 1}, 512, 2)
     assert packs == {(300, 12): 1, (500, 12): 2}
