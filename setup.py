@@ -28,8 +28,11 @@ setuptools.setup(
         "tensorflow-text>=2.21,<2.22",
         "keras>=3.12,<4",
         "numpy>=1.26",
-        # HiGHS (linprog) and NNLS for the planners.
+        # NNLS (nnlshp) and linprog for the planners.
         "scipy>=1.11",
+        # HiGHS's own Python API: the `optimal` planner re-solves its LP warm
+        # through it (public, unlike scipy's private binding of the same solver).
+        "highspy>=1.7",
         "matplotlib>=3.7",
         # Reading Hugging Face checkpoints without torch.
         "safetensors>=0.4",
