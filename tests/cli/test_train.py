@@ -55,7 +55,7 @@ def _summary(capsys):
 
 def test_trains_packed_records_then_resumes_and_exports(packed, tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["train", "--input", packed, "--output", str(out), *TINY[:-1]]  # with XLA
+    args = ["train", "--input", packed, "--output", str(out), *TINY]
     assert main([*args, "--steps", "2"]) == 0
     first = _summary(capsys)
     assert first["step"] == 2 and first["packing_factor"] == 2.0

@@ -77,11 +77,12 @@ def _call(model, features):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """Export three models, then serve every request in ONE fresh process."""
+    """Export two models, then serve every request in ONE fresh process.
+
+    (`tests/cli/test_export.py` serves a BertClassifier's `serving_default`.)"""
     root = tmp_path_factory.mktemp("export")
     keras.utils.set_random_seed(0)
     built = {
-        "classifier": models.BertClassifier(_encoder(), 3, dropout=0.0),
         "pretrainer": models.BertPretrainer(_encoder()),
         "causal_lm": models.CausalLM(vocabulary_size=V, num_layers=1, hidden_dim=8,
                                      num_heads=2, intermediate_dim=16, max_sequence_length=L),
@@ -109,7 +110,7 @@ def served(tmp_path_factory):
     return outputs, expected
 
 
-@pytest.mark.parametrize("name", ["classifier", "pretrainer", "causal_lm"])
+@pytest.mark.parametrize("name", ["pretrainer", "causal_lm"])
 def test_serving_default_matches_keras(served, name):
     outputs, expected = served
     got, want = outputs[name, "serving_default"], expected[name, "serving_default"]
@@ -118,20 +119,13 @@ def test_serving_default_matches_keras(served, name):
         np.testing.assert_allclose(got[key], want[key], atol=1e-5, rtol=1e-5)
 
 
-def test_serve_sequences_classifier_gives_each_sequence_its_own_logits(served):
-    outputs, expected = served
-    got = outputs["classifier", "serve_sequences"]
-    want = expected["classifier", "serve_sequences"]["logits"][:, 0]  # slot 0 of its own pack
-    assert got["logits"].shape == (len(SEQUENCES), 3)
-    np.testing.assert_allclose(got["logits"], want, atol=1e-5)
-    # It really packed: 6 sequences (27 tokens) in fewer packs than sequences.
-    assert got["pack_index"].max() + 1 < len(SEQUENCES)
-
-
-def test_serve_sequences_pretrainer_nsp(served):
+def test_serve_sequences_pretrainer_gives_each_sequence_its_own_nsp_logits(served):
     outputs, expected = served
     got = outputs["pretrainer", "serve_sequences"]
     assert "mlm_logits" not in got  # needs masked positions: not served unpacked
+    assert got["nsp_logits"].shape == (len(SEQUENCES), 2)
+    # It really packed: 6 sequences (27 tokens) in fewer packs than sequences.
+    assert got["pack_index"].max() + 1 < len(SEQUENCES)
     np.testing.assert_allclose(got["nsp_logits"],
                                expected["pretrainer", "serve_sequences"]["nsp_logits"][:, 0],
                                atol=1e-5)

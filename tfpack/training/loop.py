@@ -323,7 +323,10 @@ class Trainer:
 
         Args:
             dataset: UNBATCHED packed examples (dicts of DESIGN.md features,
-                fixed shapes); repeat it for several epochs.
+                fixed shapes); repeat it for several epochs. A later call on
+                the same trainer continues the stream of the first call's
+                dataset (call ``fit`` again with a larger ``num_steps`` to
+                train on, e.g. alternating with evaluation).
             num_steps: the total number of updates to reach.
 
         Returns:
@@ -338,6 +341,11 @@ class Trainer:
         if not isinstance(num_steps, int) or num_steps < 0:
             raise TfpackError(f"`num_steps` must be a non-negative integer. "
                               f"Received: num_steps={num_steps!r}")
+        if self._iterator is not None and dataset.element_spec != self._element_spec:
+            raise TfpackError(
+                "Later `fit` calls continue the stream of the first dataset and must pass "
+                "one with the same features; build a new Trainer for another dataset. "
+                f"Received: element_spec={dataset.element_spec!r}")
         if self._iterator is None:
             self._element_spec = dataset.element_spec
             self._build(self._element_spec)
