@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 
-def train(strategy, *, micro, steps, acc):
+def train(strategy, *, micro, steps, acc, checkpoint_dir=None):
     """Weights and logged losses after ``steps`` updates of the tiny model."""
     import keras
 
@@ -31,7 +31,7 @@ def train(strategy, *, micro, steps, acc):
         model = TinyPretrainer()
         trainer = Trainer(model, Lamb(learning_rate=0.02), micro_batch_size=micro,
                           accumulation_steps=acc, strategy=strategy, log_every=2,
-                          progress=False)
+                          progress=False, checkpoint_dir=checkpoint_dir)
     result = trainer.fit(dataset(64, seed=1), steps)
     losses = np.array([r["loss"] for r in result.history])
     return [w.numpy() for w in model.weights], losses, trainer._is_chief()
@@ -64,6 +64,7 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--micro", type=int, default=2)
     parser.add_argument("--acc", type=int, default=1)
+    parser.add_argument("--checkpoint-dir", default=None)
     args = parser.parse_args()
     if args.mode == "mirrored":
         cpu = tf.config.list_physical_devices("CPU")[0]
@@ -72,7 +73,8 @@ def main():
         strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     else:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    weights, losses, chief = train(strategy, micro=args.micro, steps=args.steps, acc=args.acc)
+    weights, losses, chief = train(strategy, micro=args.micro, steps=args.steps, acc=args.acc,
+                                   checkpoint_dir=args.checkpoint_dir)
     if chief:
         np.savez(args.out, *weights, loss=losses)
     if args.mode == "mirrored":  # One process for both: TensorFlow starts once.

@@ -26,10 +26,10 @@ def _env(**extra):
     return env
 
 
-def _run(mode, out, micro, **env):
+def _run(mode, out, micro, steps=STEPS, extra=(), **env):
     return subprocess.Popen(
-        [sys.executable, SCRIPT, mode, str(out), "--steps", str(STEPS), "--acc", str(ACC),
-         "--micro", str(micro)], env=_env(**env), stdout=subprocess.PIPE,
+        [sys.executable, SCRIPT, mode, str(out), "--steps", str(steps), "--acc", str(ACC),
+         "--micro", str(micro), *extra], env=_env(**env), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
 
 
@@ -96,16 +96,25 @@ def test_mirrored_two_logical_cpus_matches_one_device(reference, mirrored):
 
 
 def test_multi_worker_two_processes_matches_one_process(reference, tmp_path):
-    ports = _free_ports(2)
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    out = tmp_path / "w.npz"
-    workers = [
-        _run("multiworker", out, GLOBAL_MICRO // 2,
-             TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
-        for i in range(2)]
-    for worker in workers:
-        _wait(worker)
-    _assert_same(_weights(out), reference)
+    """Two workers train 2 updates and checkpoint, then two new workers resume to update 3:
+    the weights equal 3 straight updates in one process (nothing lost or repeated)."""
+    out, checkpoints = tmp_path / "w.npz", tmp_path / "checkpoints"
+    for steps in (STEPS - 1, STEPS):
+        ports = _free_ports(2)
+        cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+        workers = [
+            _run("multiworker", out, GLOBAL_MICRO // 2, steps=steps,
+                 extra=("--checkpoint-dir", str(checkpoints)),
+                 TF_CONFIG=json.dumps({"cluster": cluster,
+                                       "task": {"type": "worker", "index": i}}))
+            for i in range(2)]
+        for worker in workers:
+            _wait(worker)
+    assert sorted(os.listdir(checkpoints)) == [f"ckpt-{STEPS - 1}", f"ckpt-{STEPS}"]
+    weights, losses = _weights(out)
+    for a, b in zip(weights, reference[0]):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(losses, reference[1][-1:], rtol=1e-5)  # the resumed interval
 
 
 def test_fit_under_mirrored_matches_single_device_fit_with_xla(mirrored):

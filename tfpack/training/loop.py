@@ -157,6 +157,7 @@ class Trainer:
         self._compiled = {}
         self._loop = tf.function(self._train_loop)
         self._iterator = None
+        self._dataset = None
         self._element_spec = None
 
     # ----------------------------------------------------------------- steps
@@ -349,15 +350,24 @@ class Trainer:
         if self._iterator is None:
             self._element_spec = dataset.element_spec
             self._build(self._element_spec)
+            self._dataset = dataset
             self._iterator = iter(self.distribute(dataset))
         resumed, checkpointer = None, None
         if self.checkpoint_dir is not None:
+            saves_iterator = isinstance(self._iterator, tf.__internal__.tracking.Trackable)
+            extra = {"iterator": self._iterator} if saves_iterator else {}
             checkpointer = Checkpointer(
                 self.checkpoint_dir, model=self.model, optimizer=self.optimizer,
-                iterator=self._iterator, step=self.step, max_to_keep=self.max_to_keep,
-                is_chief=self._is_chief())
+                step=self.step, max_to_keep=self.max_to_keep, is_chief=self._is_chief(),
+                **extra)
             if int(self.step.numpy()) == 0:
                 resumed = checkpointer.restore()
+                if resumed and not saves_iterator:
+                    # This strategy's iterator cannot be checkpointed
+                    # (MultiWorkerMirroredStrategy): skip the packs the restored
+                    # updates consumed, which needs a deterministic dataset.
+                    self._iterator = iter(self.distribute(
+                        self._dataset.skip(resumed * self.packs_per_update)))
         logger = JsonLinesLogger(self.log_path if self._is_chief() else None)
         start = int(self.step.numpy())
         bar = ProgressBar(num_steps, start, enabled=self.progress and self._is_chief())
