@@ -13,8 +13,7 @@ from tfpack.testing import assert_no_cross_contamination
 from tfpack.testing import assert_packed_equals_unpacked
 from tfpack.testing import pack_examples
 
-from conftest import MAX_LENGTH, VOCAB, bert_examples, causal_examples
-from conftest import tiny_encoder
+from model_helpers import MAX_LENGTH, VOCAB, bert_examples, causal_examples, tiny_encoder
 
 
 def causal_lm(**kwargs):
