@@ -69,7 +69,9 @@ def test_plot_title_has_the_theoretical_speedup(tmp_path, monkeypatch):
     original = matplotlib.figure.Figure.savefig
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
                         lambda self, *a, **k: (titles.append(self.axes[0].get_title()), original(self, *a, **k)))
-    analyze.plot_histogram(np.array([0, 4, 0, 3, 0, 2, 0, 0]), str(tmp_path / "p.png"), "tiny")
+    from tfpack import plots
+
+    plots.length_histogram(np.array([0, 4, 0, 3, 0, 2, 0, 0]), str(tmp_path / "p.png"), "tiny")
     assert titles == ["tiny: theoretical speed-up 2.250x"]
 
 

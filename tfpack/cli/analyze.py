@@ -26,7 +26,7 @@ import numpy as np
 from tfpack.cli.plan import load_histogram, max_per_pack
 from tfpack.errors import TfpackError
 
-__all__ = ["add_parser", "run", "format_table", "plot_histogram"]
+__all__ = ["add_parser", "run", "format_table"]
 
 # ennlshp is left out by default: it takes minutes for max length 512.
 DEFAULT_ALGORITHMS = ("none", "greedy", "ffd", "bfd", "spfhp", "lpfhp", "nnlshp", "optimal")
@@ -84,30 +84,6 @@ def format_table(results: list[dict]) -> str:
 
     rule = "| " + " | ".join("-" * w if i in left else "-" * (w - 1) + ":" for i, w in enumerate(widths)) + " |"
     return "\n".join([line(header), rule] + [line(row) for row in rows])
-
-
-def plot_histogram(counts: np.ndarray, path: str, title: str) -> None:
-    """Write a PNG bar chart of ``counts`` (sequences per length) to ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    lengths = np.arange(1, counts.size + 1)
-    speedup = counts.sum() * counts.size / (counts @ lengths)
-    figure, axes = plt.subplots(figsize=(8, 4))
-    axes.bar(lengths, counts, width=1.0, color="tab:blue")
-    axes.set_xlabel("sequence length")
-    axes.set_ylabel("sequences")
-    axes.set_yscale("log" if counts.max() > 100 * max(1, np.median(counts[counts > 0])) else "linear")
-    axes.set_title(f"{title}: theoretical speed-up {speedup:.3f}x")
-    figure.tight_layout()
-    try:
-        figure.savefig(path, format="png")
-    except OSError as error:
-        raise TfpackError(f"--plot must be a writable file. Received: --plot={path} ({error})") from None
-    finally:
-        plt.close(figure)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -173,7 +149,9 @@ def run(args: argparse.Namespace) -> int:
     if not results:
         raise TfpackError(f"No algorithm could plan this histogram. Received: --algorithms={','.join(names)}")
     if args.plot:
-        plot_histogram(counts, args.plot, title=str(args.histogram))
+        from tfpack import plots
+
+        plots.length_histogram(counts, args.plot, title=str(args.histogram), name="--plot")
     first = results[0]["metrics"]
     if args.json:
         print(json.dumps({

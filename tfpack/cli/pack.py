@@ -19,22 +19,10 @@ import argparse
 import json
 import sys
 
+from tfpack.cli.plan import max_per_pack
 from tfpack.errors import TfpackError
 
 __all__ = ["add_parser", "run"]
-
-
-def _max_per_pack(text: str) -> int | None:
-    if text.lower() == "none":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive integer or 'none'. Received: --max-per-pack={text}")
-    return value
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -46,7 +34,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="glob (or comma-separated globs) of input TFRecords")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
-    parser.add_argument("--max-per-pack", type=_max_per_pack, required=True,
+    parser.add_argument("--max-per-pack", type=max_per_pack, required=True,
                         help="K: sequences per pack, or 'none'")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--algorithm", help="planner (default optimal)")
