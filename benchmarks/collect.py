@@ -1,0 +1,31 @@
+"""Write BENCHMARKS.md: the summary of targets, then every results file verbatim.
+
+Each `benchmarks/NAME.py` writes `benchmarks/results/NAME.md` with its numbers
+and the command that produced them; this script gathers them so BENCHMARKS.md
+never drifts from what the scripts measured.
+
+    python benchmarks/collect.py
+"""
+
+import pathlib
+
+HERE = pathlib.Path(__file__).resolve().parent
+ORDER = ["planners", "optimal", "pipeline", "model", "training"]
+
+
+def main() -> None:
+    summary = (HERE / "summary.md").read_text()
+    parts = [summary.rstrip(), ""]
+    for name in ORDER:
+        path = HERE / "results" / f"{name}.md"
+        if path.exists():
+            text = path.read_text().rstrip()
+            # Demote the results' headings one level under BENCHMARKS.md's.
+            text = "\n".join("#" + line if line.startswith("#") else line
+                             for line in text.splitlines())
+            parts += [text, ""]
+    (HERE.parent / "BENCHMARKS.md").write_text("\n".join(parts))
+
+
+if __name__ == "__main__":
+    main()
