@@ -42,11 +42,6 @@ def test_exports_a_keras_file_to_saved_models(keras_file, tmp_path, monkeypatch,
     np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5)
 
 
-def test_prints_the_path(keras_file, tmp_path, capsys):
-    assert main(["export", "--model", keras_file[0], "--output", str(tmp_path / "m")]) == 0
-    assert capsys.readouterr().out.strip() == str(tmp_path / "m")
-
-
 @pytest.mark.parametrize("argv, message", [
     (["export", "--model", "/nonexistent.keras"], r"`--model` must be a readable .keras file"),
     (["export", "--run", "/nonexistent-run"], r"`--run` must be a `tfpack train` output"),
