@@ -68,7 +68,7 @@ class Lamb(keras.optimizers.Lamb):
     0.81
     >>> w = keras.Variable(np.ones(3, "float32"), name="kernel")
     >>> optimizer.apply([np.ones(3, "float32")], [w])
-    >>> w.numpy().round(4).tolist()
+    >>> [round(float(x), 4) for x in w.numpy()]
     [0.999, 0.999, 0.999]
 
     Args:
