@@ -220,7 +220,7 @@ class Trainer:
         # trace cache on captured variables, so a single one shared by the
         # replicas would run replica 0's trace (and variables) on every device
         # ("Trying to access resource ... located in device CPU:1 from device
-        # CPU:0", the same failure as `fit(jit_compile=True)` under Mirrored).
+        # CPU:0"; `fit(jit_compile=True)` under Mirrored fails the same way).
         context = tf.distribute.get_replica_context()
         replica = int(tf.get_static_value(context.replica_id_in_sync_group)) if context else 0
         if replica not in self._compiled:
@@ -280,9 +280,8 @@ class Trainer:
         return {k: total[i] for i, k in enumerate(keys)}
 
     def _train_loop(self, iterator, num_steps):
-        # Stops early (without a `cond` around the step: a jit-compiled call
-        # inside a cond branch loses its replica's device placement) once a
-        # non-finite loss was seen.
+        # Up to `num_steps` updates in one graph (one host sync per call);
+        # stops early once a non-finite loss was seen.
         def body(i):
             self.train_step(iterator)
             return (i + 1,)
