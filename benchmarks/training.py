@@ -53,19 +53,11 @@ from tfpack import data, datasets, models, packing, training  # noqa: E402
 def examples(documents: int, L: int, M: int, seed: int):
     """BERT examples with a compacted vocabulary, and their lengths."""
     docs = datasets.stdlib_documents(max_documents=documents)
-    raw = data.bert_pretraining_examples(docs, max_seq_length=L, max_predictions_per_seq=M,
-                                         seed=seed).cache()
-    ids, lengths = [], []
-    for row in raw.as_numpy_iterator():
-        ids += [row["input_ids"], row["masked_lm_ids"]]
-        lengths.append(len(row["input_ids"]))
-    vocabulary = np.unique(np.concatenate(ids))
-    table = np.zeros(int(vocabulary.max()) + 1, np.int32)
-    table[vocabulary] = np.arange(1, vocabulary.size + 1)  # 0 stays padding
-    table = tf.constant(table)
-    remap = lambda x: {**x, "input_ids": tf.gather(table, x["input_ids"]),
-                       "masked_lm_ids": tf.gather(table, x["masked_lm_ids"])}
-    return raw.map(remap).cache(), np.array(lengths), vocabulary.size + 1
+    tokenized, vocab = data.compact_vocabulary(data.tokenize_documents(docs), data.load_vocab())
+    raw = data.examples_to_dataset(data.create_bert_examples(
+        tokenized, vocab, max_seq_length=L, max_predictions_per_seq=M, seed=seed)).cache()
+    lengths = [len(row["input_ids"]) for row in raw.as_numpy_iterator()]
+    return raw, np.array(lengths), len(vocab)
 
 
 def build(vocab: int, L: int, seed: int, spec):

@@ -229,27 +229,19 @@ def _corpus_examples(documents: list, config: DemoConfig):
     """BERT examples over the corpus's own vocabulary; returns ``(dataset, size)``.
 
     The text is tokenized with the bundled bert-base-uncased WordPiece
-    vocabulary, then token ids are renumbered to the tokens the corpus uses
-    (plus the special tokens). A small model with a 30,522-way output layer
-    would spend as much time in the masked-LM head as in the encoder, unlike
-    BERT at real sizes, where the head is a few percent of a step.
+    vocabulary, then `tfpack.data.compact_vocabulary` renumbers the ids to the
+    tokens the corpus uses: a small model with a 30,522-way output layer would
+    spend as much time in the masked-LM head as in the encoder, unlike BERT at
+    real sizes, where the head is a few percent of a step.
     """
-    from tfpack.data.bert import (
-        create_bert_examples, examples_to_dataset, load_vocab, tokenize_documents)
+    from tfpack import data
 
-    vocab = load_vocab()
-    tokenized = tokenize_documents(documents)
-    special = [vocab.index(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")]
-    used = np.unique(np.concatenate([s for d in tokenized for s in d] + [special]))
-    kept = np.concatenate([special, np.setdiff1d(used, special)])
-    renumber = np.zeros(len(vocab), dtype=np.int32)
-    renumber[kept] = np.arange(kept.size, dtype=np.int32)
-    compact = [vocab[i] for i in kept]
-    examples = create_bert_examples(
-        [[renumber[s] for s in d] for d in tokenized], compact,
-        max_seq_length=config.max_length,
+    documents, vocab = data.compact_vocabulary(data.tokenize_documents(documents),
+                                               data.load_vocab())
+    examples = data.create_bert_examples(
+        documents, vocab, max_seq_length=config.max_length,
         max_predictions_per_seq=config.max_predictions_per_sequence, seed=config.seed)
-    return examples_to_dataset(examples).cache(), len(compact)
+    return data.examples_to_dataset(examples).cache(), len(vocab)
 
 
 def _twin_models(config: DemoConfig, vocabulary_size: int, packed_spec: dict,
@@ -285,15 +277,14 @@ def _train(model, dataset, batch_size: int, steps: int, config: DemoConfig, log_
         model, training.Lamb(learning_rate=config.learning_rate), micro_batch_size=batch_size,
         log_every=config.log_every, log_path=log_path, progress=progress)
     history = trainer.fit(dataset.repeat(), num_steps=steps).history
-    seen = 0.0
+    seen = 0
     for record in history:
-        seen += record["sequences_per_second"] * record["seconds"]
-        record["sequences_seen"] = int(round(seen))
+        seen += int(record["sequences"])
+        record["sequences_seen"] = seen
     return history
 
 
 def _tokens_per_second(history: list[dict]) -> float:
     # The first interval includes tracing and XLA compilation.
     steady = history[1:] or history
-    tokens = sum(r["real_tokens_per_second"] * r["seconds"] for r in steady)
-    return tokens / sum(r["seconds"] for r in steady)
+    return sum(r["real_tokens"] for r in steady) / sum(r["seconds"] for r in steady)

@@ -24,7 +24,14 @@ TensorShape([24])
 """
 
 from tfpack.data.assemble import assemble
-from tfpack.data.bert import bert_pretraining_examples, create_bert_examples, tokenize_documents
+from tfpack.data.bert import (
+    bert_pretraining_examples,
+    compact_vocabulary,
+    create_bert_examples,
+    examples_to_dataset,
+    load_vocab,
+    tokenize_documents,
+)
 from tfpack.data.causal_lm import causal_lm_examples
 from tfpack.data.classification import classification_examples
 from tfpack.data.features import IGNORE_LABEL, FeatureRoles, packed_feature_spec
@@ -48,9 +55,12 @@ __all__ = [
     "bert_pretraining_examples",
     "causal_lm_examples",
     "classification_examples",
+    "compact_vocabulary",
     "create_bert_examples",
+    "examples_to_dataset",
     "flatten",
     "google_example",
+    "load_vocab",
     "pack",
     "pack_records",
     "packed_feature_spec",
