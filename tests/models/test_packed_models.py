@@ -212,17 +212,31 @@ def test_jax_backend_smoke():
     import subprocess
     import sys
 
+    # On JAX too: packed equals unpacked (outputs, losses) for a causal LM and
+    # BERT, and no sequence of a pack leaks into another.
     code = (
-        "import numpy as np\n"
-        "from tfpack.models import CausalLM\n"
-        "from tfpack.testing import pack_examples, next_token_labels\n"
-        "m = CausalLM(vocabulary_size=20, num_layers=1, hidden_dim=8,"
-        " num_heads=2, intermediate_dim=16)\n"
-        "x = pack_examples([{'input_ids': [3, 4, 5], 'labels':"
-        " next_token_labels([3, 4, 5])}, {'input_ids': [6, 7], 'labels':"
-        " next_token_labels([6, 7])}], 6)\n"
-        "print(float(m.compute_loss(x=x)))\n")
+        "import numpy as np, keras\n"
+        "assert keras.backend.backend() == 'jax'\n"
+        "from tfpack import models, testing\n"
+        "rng = np.random.default_rng(0)\n"
+        "lm_examples = [{'input_ids': rng.integers(1, 30, n), 'labels':"
+        " testing.next_token_labels(rng.integers(1, 30, n))} for n in (3, 5, 2, 4)]\n"
+        "lm = models.CausalLM(vocabulary_size=30, num_layers=1, hidden_dim=8,"
+        " num_heads=2, intermediate_dim=16, max_sequence_length=16)\n"
+        "testing.assert_packed_equals_unpacked(lm, lm_examples, max_length=8,"
+        " check_gradients=False)\n"
+        "bert_examples = [{'input_ids': rng.integers(5, 30, n), 'masked_lm_positions': [1],"
+        " 'masked_lm_ids': [7], 'next_sentence_labels': 1, 'token_type_ids': [0] * n}"
+        " for n in (5, 3, 6)]\n"
+        "bert = models.BertPretrainer(models.BertEncoder(vocabulary_size=30, num_layers=1,"
+        " hidden_dim=8, num_heads=2, intermediate_dim=16, max_sequence_length=16))\n"
+        "testing.assert_packed_equals_unpacked(bert, bert_examples, max_length=12,"
+        " check_gradients=False)\n"
+        "testing.assert_no_cross_contamination(bert, testing.pack_examples("
+        "bert_examples, max_length=12, max_sequences_per_pack=3))\n"
+        "print('ok')\n")
     env = dict(os.environ, KERAS_BACKEND="jax")
     done = subprocess.run([sys.executable, "-c", code], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("ok"), done.stdout
