@@ -78,3 +78,18 @@ def test_input_errors():
                                {"input_ids": [3]}], max_length=3)
     with pytest.raises(TfpackError, match="pass `output_kinds`"):
         assert_no_cross_contamination(LeakyModel(), ambiguous)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_catches_a_leak_in_small_untrained_logits(seed):
+    # Without the mask, an untrained classifier's logits (of order 1e-2) move by
+    # only 2e-6..1.5e-5 when another sequence changes: an absolute tolerance of
+    # 1e-5 misses some seeds, the scale-relative default catches every one.
+    import keras
+
+    from tfpack.models import BertClassifier
+
+    keras.utils.set_random_seed(seed)
+    model = BertClassifier(_encoder(block_diagonal_mask=False), num_classes=3)
+    with pytest.raises(AssertionError, match="Cross-contamination: .* output 'logits'"):
+        assert_no_cross_contamination(model, pack_examples(EXAMPLES, max_length=6))
