@@ -49,6 +49,18 @@ def _numpy(tree):
             tree.items()}
 
 
+def _tolerances(outputs: Mapping, atol: float, rtol: float) -> dict:
+    """Per output: ``min(atol, rtol * largest |value|)``.
+
+    A correct packed model matches to float32 rounding (relative ~1e-7), so a
+    tolerance relative to the output's scale catches leaks in models with
+    small outputs (an untrained classifier's logits are ~1e-2 and a leak moves
+    them by ~1e-6), while ``atol`` stays the promise for large ones.
+    """
+    return {name: min(atol, rtol * float(np.max(np.abs(np.asarray(value, np.float64)))))
+            for name, value in outputs.items()}
+
+
 def _call(model, features):
     outputs = model(features, training=False)
     if not isinstance(outputs, Mapping):
@@ -121,8 +133,8 @@ def _vocabulary_size(model, features, vocabulary_size):
     return int(vocabulary_size)
 
 
-def assert_no_cross_contamination(model, packed_inputs, *, rtol=1e-5,
-                                  atol=None, seed=0, vocabulary_size=None,
+def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
+                                  rtol=1e-5, seed=0, vocabulary_size=None,
                                   output_kinds=None):
     """Asserts that no sequence of a pack influences another one.
 
@@ -132,11 +144,11 @@ def assert_no_cross_contamination(model, packed_inputs, *, rtol=1e-5,
     perturbed sequences' own outputs did change somewhere: a model that
     ignores its tokens proves nothing.
 
-    The tolerance is relative to each output's scale: a correctly masked
-    model leaves the other sequences' outputs bit-identical (masked attention
-    weights are exactly zero in float32), while a leak in an untrained model
-    with small outputs (logits of order 1e-2) can move them by only ~1e-6,
-    which a fixed absolute tolerance of 1e-5 would miss.
+    The tolerance of each output is ``min(atol, rtol * its largest |value|)``:
+    a correctly masked model leaves the other sequences' outputs bit-identical
+    (masked attention weights are exactly zero in float32), while a leak in an
+    untrained model with small outputs (logits of order 1e-2) can move them by
+    only ~1e-6, which a fixed 1e-5 would miss.
 
     Example:
 
@@ -155,9 +167,9 @@ def assert_no_cross_contamination(model, packed_inputs, *, rtol=1e-5,
             `packed_outputs` or `output_kinds`.
         packed_inputs: dict of packed features with a batch dimension; at
             least one pack must hold two sequences.
-        rtol: largest allowed change of an unperturbed output, relative to
-            the largest magnitude of that output over the batch.
-        atol: an absolute tolerance to use instead of `rtol`.
+        atol: largest allowed change of an unperturbed output.
+        rtol: the same, relative to the largest magnitude of that output
+            over the batch; the smaller of the two applies.
         seed: seed of the replacement tokens.
         vocabulary_size: range of replacement tokens; default
             `model.vocabulary_size`.
@@ -183,9 +195,7 @@ def assert_no_cross_contamination(model, packed_inputs, *, rtol=1e-5,
     reference = _call(model, features)
     kinds = _output_kinds(model, reference, features, output_kinds)
     largest = {name: 0.0 for name in reference}
-    tolerance = {name: atol if atol is not None
-                 else rtol * float(np.max(np.abs(np.asarray(value, np.float64))))
-                 for name, value in reference.items()}
+    tolerance = _tolerances(reference, atol, rtol)
     checked, effect, changed = 0, 0.0, False
     max_slot = int(features["sequence_ids"].max())
     for slot in range(1, max_slot + 1):
@@ -259,6 +269,7 @@ def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
                                   packs: Sequence[Sequence[int]] | None = None,
                                   max_sequences_per_pack: int | None = None,
                                   atol: float = 1e-5,
+                                  rtol: float = 1e-5,
                                   check_gradients: bool = True,
                                   output_kinds: dict | None = None):
     """Asserts that packing does not change outputs, losses or gradients.
@@ -267,7 +278,8 @@ def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
     (`packs`, default next fit), then compares every sequence's outputs,
     every loss statistic and the loss of `model.compute_loss`, and the
     gradients of that loss with respect to every trainable variable
-    (TensorFlow backend), all to `atol`. Run it in float32.
+    (TensorFlow backend), all to `atol` (outputs to the smaller of `atol`
+    and `rtol` times their largest magnitude). Run it in float32.
 
     Example:
 
@@ -290,6 +302,8 @@ def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
         packs: example indices per pack; default next fit.
         max_sequences_per_pack: K of the packed batch.
         atol: tolerance of every comparison.
+        rtol: outputs also agree to this fraction of their largest
+            magnitude (see `assert_no_cross_contamination`).
         check_gradients: also compare gradients.
         output_kinds: see `assert_no_cross_contamination`.
 
@@ -319,6 +333,7 @@ def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
     out_packed = _call(model, packed)
     kinds = _output_kinds(model, out_packed, packed, output_kinds)
     largest = {name: 0.0 for name in out_packed}
+    tolerance = _tolerances(out_unpacked, atol, rtol)
     checked = 0
     for index in range(len(examples)):
         a = _sequence_outputs(out_unpacked, unpacked, kinds, index, 1)
@@ -327,10 +342,10 @@ def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
             difference = _max_difference(a[name], b[name])
             largest[name] = max(largest[name], difference)
             checked += 1
-            if not difference <= atol:
+            if not difference <= tolerance[name]:
                 raise AssertionError(
                     f"Packed and unpacked differ: output {name!r} of example "
-                    f"{index} by {difference:.3g} (atol={atol}).")
+                    f"{index} by {difference:.3g} (tolerance {tolerance[name]:.3g}).")
 
     loss_difference = gradient_difference = None
     if getattr(model, "loss_terms", ()):
