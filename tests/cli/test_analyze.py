@@ -3,22 +3,9 @@ import re
 
 import pytest
 
-from tfpack.cli import analyze, main
+from tfpack.cli import analyze
 
-
-def tfpack(*argv):
-    """The real `tfpack` entry point; argparse errors exit, so catch their status."""
-    try:
-        return main([str(a) for a in argv])
-    except SystemExit as exit:
-        return exit.code
-
-
-@pytest.fixture
-def histogram_file(tmp_path):
-    path = tmp_path / "lengths.txt"
-    path.write_text("0\n4\n0\n3\n0\n2\n0\n0\n")  # two 6s, three 4s, four 2s
-    return path
+from cli_helpers import tfpack
 
 
 def test_analyze_prints_table_1(histogram_file, capsys):

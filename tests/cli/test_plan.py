@@ -4,24 +4,9 @@ import re
 import numpy as np
 import pytest
 
-from tfpack.cli import main
 from tfpack.packing import PackingPlan
 
-
-def tfpack(*argv):
-    """The real `tfpack` entry point; argparse errors exit, so catch their status."""
-    try:
-        return main([str(a) for a in argv])
-    except SystemExit as exit:
-        return exit.code
-
-
-@pytest.fixture
-def histogram_file(tmp_path):
-    path = tmp_path / "lengths.txt"
-    # Max length 8: two 6s, three 4s, four 2s.
-    path.write_text("# tiny\n0\n4\n0\n3\n0\n2\n0\n0\n")
-    return path
+from cli_helpers import tfpack
 
 
 def test_plan_writes_a_plan_file_and_prints_a_summary(histogram_file, tmp_path, capsys):
