@@ -157,8 +157,6 @@ def run(config: DemoConfig = DemoConfig(), *, output_dir: str = "demo_output",
     Returns:
         A `DemoResult`.
     """
-    import tensorflow as tf
-
     from tfpack import data, datasets, packing, plots
 
     say = log or (lambda line: None)
@@ -172,10 +170,7 @@ def run(config: DemoConfig = DemoConfig(), *, output_dir: str = "demo_output",
     L, K = config.max_length, config.max_sequences_per_pack
 
     documents = datasets.stdlib_documents(max_documents=config.documents)
-    examples, vocabulary_size = _corpus_examples(documents, config)
-    lengths = np.concatenate([
-        batch for batch in examples.map(lambda x: tf.shape(x["input_ids"])[0])
-        .batch(4096).as_numpy_iterator()])
+    examples, lengths, vocabulary_size = _corpus_examples(documents, config)
     say(f"corpus: {len(documents)} standard-library modules -> {lengths.size} BERT "
         f"examples, {int(lengths.sum())} tokens, max length {L}, "
         f"{vocabulary_size} WordPiece tokens in use")
@@ -226,7 +221,7 @@ def run(config: DemoConfig = DemoConfig(), *, output_dir: str = "demo_output",
 
 
 def _corpus_examples(documents: list, config: DemoConfig):
-    """BERT examples over the corpus's own vocabulary; returns ``(dataset, size)``.
+    """BERT examples over the corpus's own vocabulary: ``(dataset, lengths, size)``.
 
     The text is tokenized with the bundled bert-base-uncased WordPiece
     vocabulary, then `tfpack.data.compact_vocabulary` renumbers the ids to the
@@ -241,7 +236,8 @@ def _corpus_examples(documents: list, config: DemoConfig):
     examples = data.create_bert_examples(
         documents, vocab, max_seq_length=config.max_length,
         max_predictions_per_seq=config.max_predictions_per_sequence, seed=config.seed)
-    return data.examples_to_dataset(examples).cache(), len(vocab)
+    lengths = np.array([len(e.input_ids) for e in examples], dtype=np.int64)
+    return data.examples_to_dataset(examples).cache(), lengths, len(vocab)
 
 
 def _twin_models(config: DemoConfig, vocabulary_size: int, packed_spec: dict,
