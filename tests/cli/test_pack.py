@@ -43,13 +43,14 @@ def test_pack_writes_shards_plan_and_stats_and_loses_nothing(shards, tmp_path, c
     assert stats == json.loads((out / "stats.json").read_text())
     assert stats["sequences"] == 90 and stats["input_files"] == 3
     assert len(stats["output_files"]) == -(-stats["packs"] // 10) > 1
-    assert sorted(os.listdir(out)) == sorted(stats["output_files"] + ["plan.json", "stats.json"])
+    assert sorted(os.listdir(out)) == sorted(
+        stats["output_files"] + ["manifest.json", "plan.json", "stats.json"])
     lengths = np.array([len(e["input_ids"]) for e in examples])
     assert stats["tokens"] == lengths.sum()
     assert stats["efficiency"] == pytest.approx(lengths.sum() / (64 * stats["packs"]))
     plan = tfpack.packing.PackingPlan.load(out / "plan.json")
     assert plan.metrics["packs"] == stats["packs"]
-    packs = list(tfpack.data.read_packed(str(out / "part-*")).as_numpy_iterator())
+    packs = list(tfpack.data.read_packed(str(out)).as_numpy_iterator())
     assert len(packs) == stats["packs"]
     assert packs[0]["masked_lm_positions"].shape == (stats["max_predictions_per_pack"],)
     assert_same_examples(examples, packs)

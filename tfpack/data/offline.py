@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -40,7 +41,15 @@ from tqdm import tqdm
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
 from tfpack.data.reading import materialize
-from tfpack.data.records import GOOGLE_FEATURES, list_files, parse_google_batch, serialize_packs
+from tfpack.data import manifest, validation
+from tfpack.data.records import (
+    GOOGLE_FEATURES,
+    list_files,
+    packed_features,
+    parse_google_batch,
+    scan_google_records,
+    serialize_packs,
+)
 from tfpack.data.windows import (
     DEFAULT_ALGORITHM,
     check_lengths,
@@ -49,44 +58,10 @@ from tfpack.data.windows import (
 )
 from tfpack.errors import TfpackError
 
-__all__ = ["pack_records", "read_lengths"]
+__all__ = ["pack_records"]
 
 _BATCH = 1024
 _ASSEMBLE_PACKS = 1024
-
-
-def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Pass 1: token and masked-LM prediction counts of every record, in order."""
-    spec = {"input_mask": tf.io.VarLenFeature(tf.int64),
-            "masked_lm_weights": tf.io.VarLenFeature(tf.float32)}
-
-    def counts(serialized):
-        parsed = tf.io.parse_example(serialized, spec)
-        tokens = tf.sparse.reduce_sum(parsed["input_mask"], axis=1, output_is_sparse=False)
-        weights = parsed["masked_lm_weights"]
-        real = tf.sparse.map_values(lambda w: tf.cast(w > 0, tf.int64), weights)
-        return tokens, tf.sparse.reduce_sum(real, axis=1, output_is_sparse=False)
-
-    lengths, predictions = [], []
-    with tqdm(desc="pass 1: lengths", unit=" examples", disable=not progress) as bar:
-        # One file at a time, so that a corrupt record names its file.
-        for path in files:
-            dataset = tf.data.TFRecordDataset(path).batch(_BATCH).map(
-                tf.autograph.experimental.do_not_convert(counts),
-                num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
-            try:
-                for tokens, preds in dataset:
-                    lengths.append(tokens.numpy())
-                    predictions.append(preds.numpy())
-                    bar.update(len(lengths[-1]))
-            except tf.errors.OpError as error:
-                raise TfpackError(
-                    "Every input file must hold readable tf.train.Example records. "
-                    f"Received: file={path!r} ({type(error).__name__}: "
-                    f"{str(error).splitlines()[0]})") from None
-    if not lengths:
-        raise TfpackError(f"The input files must hold at least one example. Received: {files}")
-    return np.concatenate(lengths), np.concatenate(predictions)
 
 
 def pack_records(
@@ -130,9 +105,10 @@ def pack_records(
     if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
         raise TfpackError("`packs_per_shard` must be a positive integer. "
                           f"Received: packs_per_shard={packs_per_shard!r}")
+    validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
     started = time.perf_counter()
     files = list_files(input_pattern, required=GOOGLE_FEATURES)
-    lengths, predictions = read_lengths(files, progress=progress)
+    lengths, predictions = scan_google_records(files, progress=progress)
     check_lengths(lengths, max_length, first_index=0)
     read_seconds = time.perf_counter() - started
 
@@ -150,7 +126,12 @@ def pack_records(
     if shuffle:
         order, splits = permute_packs(order, splits,
                                        np.random.default_rng(seed).permutation(num_packs))
-    K = max_sequences_per_pack or int(np.diff(splits).max())
+    depth = int(np.diff(splits).max())
+    if max_sequences_per_pack is not None and depth > max_sequences_per_pack:
+        raise TfpackError(
+            "The plan must put at most `max_sequences_per_pack` sequences in a pack. "
+            f"Received: max_sequences_per_pack={max_sequences_per_pack}, plan depth={depth}")
+    K = max_sequences_per_pack or depth
     M = check_predictions(predictions, order, splits, max_predictions_per_pack)
     plan_seconds = time.perf_counter() - started - read_seconds
 
@@ -166,15 +147,16 @@ def pack_records(
         route_started = time.perf_counter()
         _route(files, shard_of, tmp, num_shards, progress)
         build_started = time.perf_counter()
-        names = _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard,
-                              num_shards, max_length, K, M, progress)
+        shards, features = _build_shards(tmp, output_dir, order, splits, shard_of,
+                                         packs_per_shard, num_shards, max_length, K, M,
+                                         progress)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     tokens = int(lengths.sum())
     stats = {
         "input_files": len(files),
-        "output_files": names,
+        "output_files": [name for name, _ in shards],
         "packs": num_packs,
         "sequences": int(len(lengths)),
         "tokens": tokens,
@@ -191,10 +173,16 @@ def pack_records(
                     "build": time.perf_counter() - build_started,
                     "total": time.perf_counter() - started},
     }
-    with open(os.path.join(output_dir, "plan.json"), "w") as f:
-        f.write(plan.to_json())
-    with open(os.path.join(output_dir, "stats.json"), "w") as f:
-        json.dump(stats, f, indent=2)
+    plan_json = plan.to_json()
+    manifest.write_atomic(os.path.join(output_dir, "plan.json"), plan_json)
+    manifest.write_atomic(os.path.join(output_dir, "stats.json"), json.dumps(stats, indent=2))
+    manifest.write_manifest(
+        output_dir, shards, features=features, max_length=max_length,
+        max_sequences_per_pack=K, max_predictions_per_pack=M, sequences=len(lengths),
+        tokens=tokens, files=("plan.json", "stats.json"), seed=seed,
+        plan_sha256=hashlib.sha256(plan_json.encode()).hexdigest(), created_by="tfpack pack",
+        extra={"algorithm": plan.algorithm, "shuffle": shuffle,
+               "packs_per_shard": packs_per_shard})
     return stats
 
 
@@ -230,7 +218,7 @@ def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num
     shard_starts = np.searchsorted(shard_of[by_shard], np.arange(num_shards + 1))
     num_packs = len(splits) - 1
     build = None
-    names = []
+    shards, features = [], None
     bar = tqdm(total=num_packs, desc="pass 3: build", unit=" packs", disable=not progress)
     for s in range(num_shards):
         members = by_shard[shard_starts[s]:shard_starts[s + 1]]  # global ids, ascending
@@ -245,18 +233,21 @@ def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num
         if build is None:
             build = _assemble_function(examples, roles, L, K, M)
         name = f"part-{s:05d}-of-{num_shards:05d}.tfrecord"
-        with tf.io.TFRecordWriter(os.path.join(output_dir, name)) as writer:
+        with manifest.atomic_path(os.path.join(output_dir, name)) as partial, \
+                tf.io.TFRecordWriter(partial) as writer:
             for start in range(0, last - first, _ASSEMBLE_PACKS):
                 stop = min(start + _ASSEMBLE_PACKS, last - first)
                 sub = local_splits[start:stop + 1]
                 packs = build(examples, local_order[sub[0]:sub[-1]], sub - sub[0])
-                for record in serialize_packs({n: t.numpy() for n, t in packs.items()}):
+                packs = {n: t.numpy() for n, t in packs.items()}
+                features = features or packed_features(packs)
+                for record in serialize_packs(packs):
                     writer.write(record)
                 bar.update(stop - start)
         os.remove(os.path.join(tmp, f"bucket-{s:05d}"))
-        names.append(name)
+        shards.append((name, last - first))
     bar.close()
-    return names
+    return shards, features
 
 
 def _assemble_function(examples, roles, L, K, M):
