@@ -16,7 +16,8 @@ class KerasHubBackbone(keras.Model):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.
 
     Subclasses name the keras-hub classes they accept (`backbone_classes`),
-    whether attention is `causal`, and implement `call`. The wrapped backbone
+    say whether attention is causal (`is_causal(backbone)`), and implement
+    `call`. The wrapped backbone
     is serialized inside the adapter's config, as keras-hub tasks serialize
     theirs, so `.keras` files rebuild it and then restore its weights.
 
@@ -47,7 +48,6 @@ class KerasHubBackbone(keras.Model):
     """
 
     backbone_classes = ()
-    causal = False
     packed_outputs = {"sequence_output": "token"}
     input_features = ("input_ids", "sequence_ids", "position_ids")
 
@@ -61,11 +61,17 @@ class KerasHubBackbone(keras.Model):
                 f"`{type(self).__name__}` wraps {names}. "
                 f"Received: backbone of type {type(backbone).__name__}")
         self.backbone = backbone
+        self.causal = self.is_causal(backbone)
         self.attention_mask = PackedAttentionMask(
             causal=self.causal, mask_type="boolean", dtype=self.dtype_policy,
             name="attention_mask")
         # The backbone arrives built; the adapter has no variables of its own.
         self.built = True
+
+    @classmethod
+    def is_causal(cls, backbone):
+        """Whether `backbone` masks attention causally (decoders)."""
+        return False
 
     @property
     def hidden_dim(self):

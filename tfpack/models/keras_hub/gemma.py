@@ -18,7 +18,6 @@ from keras import ops
 from keras_hub.src.models.gemma.gemma_attention import CachedGemmaAttention
 
 from tfpack.errors import TfpackError
-from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.models.keras_hub.base import KerasHubBackbone
 
 
@@ -122,19 +121,18 @@ class KerasHubGemma(KerasHubBackbone):
 
     backbone_classes = (keras_hub.models.GemmaBackbone,
                         keras_hub.models.Gemma3Backbone)
-    causal = True
 
     def __init__(self, backbone, **kwargs):
-        super().__init__(backbone, **kwargs)
         if getattr(backbone, "vision_encoder", None) is not None:
             raise TfpackError(
                 "Only text Gemma 3 backbones can be packed. Received: a "
                 "Gemma3Backbone with a vision encoder")
-        if getattr(backbone, "use_bidirectional_attention", False):
-            self.causal = False
-            self.attention_mask = PackedAttentionMask(
-                causal=False, mask_type="boolean", dtype=self.dtype_policy,
-                name="attention_mask")
+        super().__init__(backbone, **kwargs)
+
+    @classmethod
+    def is_causal(cls, backbone):
+        # Gemma 3 embedding models (EmbeddingGemma) attend both ways.
+        return not getattr(backbone, "use_bidirectional_attention", False)
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
