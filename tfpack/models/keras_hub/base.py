@@ -45,6 +45,8 @@ class KerasHubBackbone(keras.Model):
         vocabulary_size: rows of the token embedding.
         token_embedding: the backbone's token embedding (a
             `keras.layers.Embedding`), for tied output heads.
+        max_sequence_length: the longest pack learned positions allow, or
+            None.
     """
 
     backbone_classes = ()
@@ -84,6 +86,11 @@ class KerasHubBackbone(keras.Model):
     @property
     def token_embedding(self):
         return self.backbone.token_embedding
+
+    @property
+    def max_sequence_length(self):
+        """Rows of a learned position table, or None (rotary: no limit)."""
+        return getattr(self.backbone, "max_sequence_length", None)
 
     def _features(self, inputs):
         """`(input_ids, sequence_ids, position_ids)` as int32, checked once."""

@@ -104,7 +104,10 @@ class KerasHubDecoder(KerasHubBackbone):
     backbone_classes = (keras_hub.models.LlamaBackbone,
                         keras_hub.models.MistralBackbone,
                         keras_hub.models.Qwen2Backbone)
-    causal = True
+
+    @classmethod
+    def is_causal(cls, backbone):
+        return True
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)

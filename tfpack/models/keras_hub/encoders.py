@@ -87,12 +87,23 @@ class KerasHubEncoder(KerasHubBackbone):
     """
 
     backbone_classes = _SEGMENTED + _UNSEGMENTED
+    initializer_range = 0.02  # Head hint: keras-hub's BERT-family init.
 
     def __init__(self, backbone, **kwargs):
         super().__init__(backbone, **kwargs)
         self.has_token_types = type(backbone) in _SEGMENTED
         if self.has_token_types:
             self.input_features = self.input_features + ("token_type_ids",)
+
+    @property
+    def activation(self):
+        """Head hint: BERT and ELECTRA use tanh-approximate GELU in keras-hub."""
+        return "gelu_tanh" if self.has_token_types else "gelu"
+
+    @property
+    def layer_norm_epsilon(self):
+        """Head hint: the backbone's own epsilon."""
+        return self.backbone.embeddings_layer_norm.epsilon
 
     def embed(self, input_ids, position_ids, token_type_ids):
         """keras-hub's embeddings with per-token positions."""
