@@ -20,28 +20,8 @@ from tfpack.models.bert_classifier import BertClassifier
 from tfpack.models.bert_encoder import BertEncoder
 from tfpack.models.bert_pretrainer import BertPretrainer
 from tfpack.models.causal_lm import CausalLM
-
-
-
-def from_keras_hub(backbone):
-    """A tfpack backbone running a keras-hub backbone on packed features.
-
-    See `tfpack.models.keras_hub` (imported here on first use, so that
-    keras-hub stays optional).
-
-    Example:
-
-    >>> import keras_hub
-    >>> backbone = keras_hub.models.BertBackbone(
-    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-    ...     intermediate_dim=16, max_sequence_length=16)
-    >>> from_keras_hub(backbone).input_features
-    ('input_ids', 'sequence_ids', 'position_ids', 'token_type_ids')
-    """
-    from tfpack.models.keras_hub import from_keras_hub as adapt
-
-    return adapt(backbone)
-
+from tfpack.models.keras_hub import KerasHubBackbone
+from tfpack.models.keras_hub import from_keras_hub
 
 __all__ = [
     "BertClassifier",
@@ -49,6 +29,7 @@ __all__ = [
     "BertPretrainer",
     "CausalLM",
     "EncoderTask",
+    "KerasHubBackbone",
     "PackedModel",
     "from_keras_hub",
 ]

@@ -1,5 +1,7 @@
 """from_keras_hub: packed outputs and gradients equal keras-hub on each sequence alone."""
 
+import subprocess
+import sys
 from unittest import mock
 
 import keras
@@ -138,6 +140,26 @@ def test_config_round_trip(family):
     packed = pack_examples(examples(family), MAX_LENGTH, packs=PACKS)
     np.testing.assert_array_equal(clone(packed)["sequence_output"],
                                   adapter(packed)["sequence_output"])
+
+
+def test_keras_file_round_trip(tmp_path):
+    adapter = from_keras_hub(make_backbone("mistral"))
+    packed = pack_examples(examples("mistral"), MAX_LENGTH, packs=PACKS)
+    adapter.save(tmp_path / "adapter.keras")
+    loaded = keras.saving.load_model(tmp_path / "adapter.keras")
+    assert type(loaded.backbone) is type(adapter.backbone)
+    np.testing.assert_array_equal(loaded(packed)["sequence_output"],
+                                  adapter(packed)["sequence_output"])
+
+
+def test_keras_hub_stays_optional():
+    # `import tfpack.models` registers the adapters without importing
+    # keras-hub, so `.keras` files load and tfpack works without it.
+    code = ("import sys, tfpack.models; "
+            "assert 'keras_hub' not in sys.modules; "
+            "assert 'KerasHubDecoder' in str(keras.saving.get_registered_object("
+            "'tfpack>KerasHubDecoder'))")
+    subprocess.run([sys.executable, "-c", "import keras; " + code], check=True)
 
 
 def test_unsupported_backbone_names_the_supported_ones():

@@ -34,8 +34,6 @@ from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.gemma import KerasHubGemma
 
 ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma)
-# keras-hub exports `QwenBackbone` also as `Qwen2Backbone`, the name users know.
-_NAMES = {"QwenBackbone": "Qwen2Backbone"}
 
 
 def supported_backbones():
@@ -44,8 +42,8 @@ def supported_backbones():
     >>> supported_backbones()[:2]
     ['BertBackbone', 'DistilBertBackbone']
     """
-    return sorted(_NAMES.get(c.__name__, c.__name__)
-                  for adapter in ADAPTERS for c in adapter.backbone_classes)
+    return sorted(name for adapter in ADAPTERS
+                  for name in adapter.backbone_names)
 
 
 def from_keras_hub(backbone):
@@ -75,7 +73,7 @@ def from_keras_hub(backbone):
         TfpackError: `backbone` is of another class.
     """
     for adapter in ADAPTERS:
-        if type(backbone) in adapter.backbone_classes:
+        if adapter.accepts(backbone):
             return adapter(backbone)
     raise TfpackError(
         "`from_keras_hub` supports the keras-hub backbones "

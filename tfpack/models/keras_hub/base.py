@@ -12,10 +12,18 @@ from tfpack.errors import TfpackError
 from tfpack.layers.attention_mask import PackedAttentionMask
 
 
+def backbone_classes(names):
+    """The `keras_hub.models` classes of `names` (imports keras-hub)."""
+    import keras_hub
+
+    return tuple(getattr(keras_hub.models, name) for name in names)
+
+
 class KerasHubBackbone(keras.Model):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.
 
-    Subclasses name the keras-hub classes they accept (`backbone_classes`),
+    Subclasses name the keras-hub classes they accept (`backbone_names`, in
+    `keras_hub.models`; keras-hub is imported on first use only),
     say whether attention is causal (`is_causal(backbone)`), and implement
     `call`. The wrapped backbone
     is serialized inside the adapter's config, as keras-hub tasks serialize
@@ -49,19 +57,19 @@ class KerasHubBackbone(keras.Model):
             None.
     """
 
-    backbone_classes = ()
+    backbone_names = ()
     packed_outputs = {"sequence_output": "token"}
     input_features = ("input_ids", "sequence_ids", "position_ids")
 
     def __init__(self, backbone, **kwargs):
+        if not self.accepts(backbone):
+            raise TfpackError(
+                f"`{type(self).__name__}` wraps "
+                f"{', '.join(self.backbone_names)}. "
+                f"Received: backbone of type {type(backbone).__name__}")
         kwargs.setdefault("dtype", backbone.dtype_policy)
         kwargs.setdefault("name", f"packed_{backbone.name}")
         super().__init__(**kwargs)
-        if type(backbone) not in self.backbone_classes:
-            names = ", ".join(c.__name__ for c in self.backbone_classes)
-            raise TfpackError(
-                f"`{type(self).__name__}` wraps {names}. "
-                f"Received: backbone of type {type(backbone).__name__}")
         self.backbone = backbone
         self.causal = self.is_causal(backbone)
         self.attention_mask = PackedAttentionMask(
@@ -69,6 +77,12 @@ class KerasHubBackbone(keras.Model):
             name="attention_mask")
         # The backbone arrives built; the adapter has no variables of its own.
         self.built = True
+
+    @classmethod
+    def accepts(cls, backbone):
+        """Whether `backbone` is exactly one of `backbone_names` (subclasses
+        may change the layers, so they are not accepted)."""
+        return type(backbone) in backbone_classes(cls.backbone_names)
 
     @classmethod
     def is_causal(cls, backbone):
@@ -110,6 +124,8 @@ class KerasHubBackbone(keras.Model):
 
     @classmethod
     def from_config(cls, config):
+        import keras_hub  # noqa: F401  (registers the backbone classes)
+
         config = dict(config)
         config["backbone"] = keras.saving.deserialize_keras_object(
             config["backbone"])

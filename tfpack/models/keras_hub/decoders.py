@@ -10,7 +10,6 @@ offsets.
 """
 
 import keras
-import keras_hub
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
@@ -101,9 +100,7 @@ class KerasHubDecoder(KerasHubBackbone):
         norm, as the keras-hub backbone's output).
     """
 
-    backbone_classes = (keras_hub.models.LlamaBackbone,
-                        keras_hub.models.MistralBackbone,
-                        keras_hub.models.Qwen2Backbone)
+    backbone_names = ("LlamaBackbone", "MistralBackbone", "Qwen2Backbone")
 
     @classmethod
     def is_causal(cls, backbone):

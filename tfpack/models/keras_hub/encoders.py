@@ -8,16 +8,15 @@ every sequence, and self-attention gets the block-diagonal mask of
 """
 
 import keras
-import keras_hub
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import backbone_classes
 
 # Backbones with BERT's separate token, position and segment embeddings.
-_SEGMENTED = (keras_hub.models.BertBackbone, keras_hub.models.ElectraBackbone)
+_SEGMENTED = ("BertBackbone", "ElectraBackbone")
 # Backbones with one `TokenAndPositionEmbedding` and no token types.
-_UNSEGMENTED = (keras_hub.models.RobertaBackbone,
-                keras_hub.models.DistilBertBackbone)
+_UNSEGMENTED = ("RobertaBackbone", "DistilBertBackbone")
 
 
 def attend(layer, x, mask, training):
@@ -86,12 +85,12 @@ class KerasHubEncoder(KerasHubBackbone):
         `{"sequence_output": [batch, length, hidden_dim]}`.
     """
 
-    backbone_classes = _SEGMENTED + _UNSEGMENTED
+    backbone_names = _SEGMENTED + _UNSEGMENTED
     initializer_range = 0.02  # Head hint: keras-hub's BERT-family init.
 
     def __init__(self, backbone, **kwargs):
         super().__init__(backbone, **kwargs)
-        self.has_token_types = type(backbone) in _SEGMENTED
+        self.has_token_types = type(backbone) in backbone_classes(_SEGMENTED)
         if self.has_token_types:
             self.input_features = self.input_features + ("token_type_ids",)
 

@@ -13,9 +13,7 @@ mask without the causal part.
 """
 
 import keras
-import keras_hub
 from keras import ops
-from keras_hub.src.models.gemma.gemma_attention import CachedGemmaAttention
 
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubBackbone
@@ -36,7 +34,7 @@ def attend(attention, query, key, value, mask, training):
 
 def rotate(attention, x, position_ids):
     """Gemma's rotary embedding of `x` at per-token positions."""
-    if isinstance(attention, CachedGemmaAttention):
+    if type(attention).__name__ == "CachedGemmaAttention":
         # Gemma 1/2 interleave the rotated halves after rotating.
         return attention._apply_rope(x, 0, positions=position_ids)
     return attention.rope_layer(x, positions=position_ids)
@@ -119,11 +117,11 @@ class KerasHubGemma(KerasHubBackbone):
         `{"sequence_output": [batch, length, hidden_dim]}`.
     """
 
-    backbone_classes = (keras_hub.models.GemmaBackbone,
-                        keras_hub.models.Gemma3Backbone)
+    backbone_names = ("GemmaBackbone", "Gemma3Backbone")
 
     def __init__(self, backbone, **kwargs):
-        if getattr(backbone, "vision_encoder", None) is not None:
+        if (self.accepts(backbone)
+                and getattr(backbone, "vision_encoder", None) is not None):
             raise TfpackError(
                 "Only text Gemma 3 backbones can be packed. Received: a "
                 "Gemma3Backbone with a vision encoder")
