@@ -61,7 +61,7 @@ from tfpack.version import __version__
 __all__ = [
     "FORMAT", "VERSION", "MANIFEST", "TEMP_PREFIX", "ShardInfo",
     "atomic_path", "write_atomic", "describe_file", "write_manifest", "read_manifest",
-    "verify", "is_shard_name",
+    "verify", "is_shard_name", "fsync_directory",
 ]
 
 FORMAT = "tfpack-packed"
@@ -85,7 +85,7 @@ class ShardInfo:
     sha256: str
 
 
-def _fsync_directory(directory: str) -> None:
+def fsync_directory(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -113,7 +113,7 @@ def atomic_path(path: str) -> Iterator[str]:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
-    _fsync_directory(directory)
+    fsync_directory(directory)
 
 
 def write_atomic(path: str, data: str | bytes) -> None:

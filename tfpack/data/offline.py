@@ -4,7 +4,8 @@
 per-example integer arrays (lengths, prediction counts, pack of each example)
 scale with the dataset; examples themselves are held one bucket at a time:
 
-1. lengths: read ``input_mask`` and ``masked_lm_weights`` of every record.
+1. check every record (`tfpack.data.validation`; a bad one fails naming its
+   file and index before anything is written) and keep its lengths.
 2. plan the histogram (or take ``plan=``), assign examples to packs, shuffle
    whole packs with ``seed``; output shard ``s`` holds packs
    ``[s * packs_per_shard, (s + 1) * packs_per_shard)``.
@@ -14,7 +15,10 @@ scale with the dataset; examples themselves are held one bucket at a time:
    (`tfpack.data.assemble`) and write the output shard; delete the bucket.
 
 Outputs in ``output_dir``: ``part-00000-of-000NN.tfrecord`` ...,
-``plan.json`` (`PackingPlan.to_json`) and ``stats.json``.
+``plan.json`` (`PackingPlan.to_json`), ``stats.json`` and, written last,
+``manifest.json`` (`tfpack.data.manifest`). The whole output is built in a
+hidden sibling directory and swapped in when complete
+(`tfpack.data.outputs`): a crash leaves the old output or the new one.
 
 Example:
 
@@ -41,7 +45,7 @@ from tqdm import tqdm
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
 from tfpack.data.reading import materialize
-from tfpack.data import manifest, validation
+from tfpack.data import manifest, outputs, validation
 from tfpack.data.records import (
     GOOGLE_FEATURES,
     list_files,
@@ -76,14 +80,16 @@ def pack_records(
     packs_per_shard: int = 16384,
     seed: int = 0,
     shuffle: bool = True,
+    overwrite: bool = False,
     progress: bool = False,
 ) -> dict:
     """Pack Google-format TFRecords into packed shards; returns the stats.
 
     Args:
         input_pattern: glob, comma-separated globs or list of globs.
-        output_dir: created if needed; gets the shards, ``plan.json`` and
-            ``stats.json``.
+        output_dir: must be missing or empty; gets the shards, ``plan.json``,
+            ``stats.json`` and, last, ``manifest.json``. Written beside it and
+            swapped in whole (`tfpack.data.outputs`).
         max_length, max_sequences_per_pack: ``L`` and ``K`` (``None``: the
             depth the plan uses).
         algorithm: planner name (default ``"optimal"``), or ``plan``: a
@@ -92,6 +98,8 @@ def pack_records(
         packs_per_shard: packs per output shard; bounds the memory of pass 4.
         seed: seeds the assignment and the pack shuffle.
         shuffle: shuffle whole packs across shards.
+        overwrite: replace a previous tfpack output in ``output_dir``
+            (recognised by its manifest; nothing else is ever replaced).
         progress: show tqdm progress bars on stderr.
 
     Returns:
@@ -106,6 +114,18 @@ def pack_records(
         raise TfpackError("`packs_per_shard` must be a positive integer. "
                           f"Received: packs_per_shard={packs_per_shard!r}")
     validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
+    if plan is not None:
+        _check_plan(plan, max_length, max_sequences_per_pack)
+    with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
+        return _pack(input_pattern, staging, max_length, max_sequences_per_pack, algorithm,
+                     plan, max_predictions_per_pack, packs_per_shard, seed, shuffle, progress)
+
+
+def _pack(input_pattern, output_dir, max_length, max_sequences_per_pack, algorithm, plan,
+          max_predictions_per_pack, packs_per_shard, seed, shuffle, progress) -> dict:
+    """`pack_records` into the empty directory ``output_dir``."""
+    from tfpack import packing
+
     started = time.perf_counter()
     files = list_files(input_pattern, required=GOOGLE_FEATURES)
     lengths, predictions = scan_google_records(files, progress=progress)
@@ -116,9 +136,6 @@ def pack_records(
         plan = packing.plan(packing.histogram(lengths, max_length), max_length,
                             max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM,
                             seed=seed)
-    elif plan.max_length > max_length:
-        raise TfpackError("`plan.max_length` must be at most `max_length`. "
-                          f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
     assignment = plan.assign(lengths, seed=seed)
     order = np.asarray(assignment.order, np.int64)
     splits = np.asarray(assignment.splits, np.int64)
@@ -126,23 +143,17 @@ def pack_records(
     if shuffle:
         order, splits = permute_packs(order, splits,
                                        np.random.default_rng(seed).permutation(num_packs))
-    depth = int(np.diff(splits).max())
-    if max_sequences_per_pack is not None and depth > max_sequences_per_pack:
-        raise TfpackError(
-            "The plan must put at most `max_sequences_per_pack` sequences in a pack. "
-            f"Received: max_sequences_per_pack={max_sequences_per_pack}, plan depth={depth}")
-    K = max_sequences_per_pack or depth
+    K = max_sequences_per_pack or int(np.diff(splits).max())  # a given plan: `_check_plan`
     M = check_predictions(predictions, order, splits, max_predictions_per_pack)
     plan_seconds = time.perf_counter() - started - read_seconds
 
-    os.makedirs(output_dir, exist_ok=True)
     num_shards = -(-num_packs // packs_per_shard)
     # Shard of each example: one int per example, like `lengths`.
     pack_of = np.empty(len(lengths), np.int64)
     pack_of[order] = np.repeat(np.arange(num_packs), np.diff(splits))
     shard_of = (pack_of // packs_per_shard).astype(np.int32)
     del pack_of
-    tmp = tempfile.mkdtemp(prefix=".tfpack-buckets-", dir=output_dir)
+    tmp = tempfile.mkdtemp(prefix=f"{manifest.TEMP_PREFIX}buckets-", dir=output_dir)
     try:
         route_started = time.perf_counter()
         _route(files, shard_of, tmp, num_shards, progress)
@@ -184,6 +195,18 @@ def pack_records(
         extra={"algorithm": plan.algorithm, "shuffle": shuffle,
                "packs_per_shard": packs_per_shard})
     return stats
+
+
+def _check_plan(plan, max_length, max_sequences_per_pack) -> None:
+    """A given plan must fit ``L`` and ``K``: checked before any input is read."""
+    if plan.max_length > max_length:
+        raise TfpackError("`plan.max_length` must be at most `max_length`. "
+                          f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
+    depth = max((len(s) for s, c in zip(plan.strategies, plan.counts) if c > 0), default=0)
+    if max_sequences_per_pack is not None and depth > max_sequences_per_pack:
+        raise TfpackError(
+            "The plan must put at most `max_sequences_per_pack` sequences in a pack. "
+            f"Received: max_sequences_per_pack={max_sequences_per_pack}, plan depth={depth}")
 
 
 def _route(files, shard_of, tmp, num_shards, progress):
