@@ -45,7 +45,6 @@ from tfpack.data.windows import (
     DEFAULT_ALGORITHM,
     check_lengths,
     check_predictions,
-    permute_packs,
 )
 from tfpack.errors import TfpackError
 
@@ -143,13 +142,11 @@ def pack_records(
     elif plan.max_length > max_length:
         raise TfpackError("`plan.max_length` must be at most `max_length`. "
                           f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
-    assignment = plan.assign(lengths, seed=seed)
+    # Packs shuffled by the placement itself, so the Beam engine's workers agree.
+    assignment = plan.assign(lengths, seed=seed, shuffle=shuffle)
     order = np.asarray(assignment.order, np.int64)
     splits = np.asarray(assignment.splits, np.int64)
     num_packs = len(splits) - 1
-    if shuffle:
-        order, splits = permute_packs(order, splits,
-                                       np.random.default_rng(seed).permutation(num_packs))
     K = max_sequences_per_pack or int(np.diff(splits).max())
     M = check_predictions(predictions, order, splits, max_predictions_per_pack)
     plan_seconds = time.perf_counter() - started - read_seconds
