@@ -20,6 +20,8 @@ from tfpack.models.bert_classifier import BertClassifier
 from tfpack.models.bert_encoder import BertEncoder
 from tfpack.models.bert_pretrainer import BertPretrainer
 from tfpack.models.causal_lm import CausalLM
+from tfpack.models.keras_hub import KerasHubBackbone
+from tfpack.models.keras_hub import from_keras_hub
 
 __all__ = [
     "BertClassifier",
@@ -27,5 +29,7 @@ __all__ = [
     "BertPretrainer",
     "CausalLM",
     "EncoderTask",
+    "KerasHubBackbone",
     "PackedModel",
+    "from_keras_hub",
 ]
