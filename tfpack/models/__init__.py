@@ -26,6 +26,8 @@ from tfpack.models.bert_encoder import BertEncoder
 from tfpack.models.bert_pretrainer import BertPretrainer
 from tfpack.models.causal_lm import CausalLM
 from tfpack.models.decoder import DecoderBackbone
+from tfpack.models.keras_hub import KerasHubBackbone
+from tfpack.models.keras_hub import from_keras_hub
 from tfpack.models.legacy import upgrade_keras_file
 from tfpack.models.task import Task
 from tfpack.models.trunk import TransformerBackbone
@@ -42,9 +44,11 @@ __all__ = [
     "CausalLM",
     "DecoderBackbone",
     "EncoderTask",
+    "KerasHubBackbone",
     "PackedModel",
     "Task",
     "TransformerBackbone",
     "check_backbone",
+    "from_keras_hub",
     "upgrade_keras_file",
 ]
