@@ -54,18 +54,20 @@ from tfpack.data.records import (
     scan_google_records,
     serialize_packs,
 )
-from tfpack.data.windows import (
-    DEFAULT_ALGORITHM,
-    check_lengths,
-    check_predictions,
-    permute_packs,
-)
 from tfpack.errors import TfpackError
 
-__all__ = ["pack_records"]
+__all__ = ["pack_records", "read_lengths"]
 
 _BATCH = 1024
 _ASSEMBLE_PACKS = 1024
+
+
+def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 1: check every record; its tokens and real predictions, in order.
+
+    `tfpack.data.records.scan_google_records` under the name the engines use.
+    """
+    return scan_google_records(files, progress=progress)
 
 
 def pack_records(
@@ -105,11 +107,9 @@ def pack_records(
     Returns:
         The dict written to ``stats.json``.
     """
-    from tfpack import packing
+    from tfpack.data.flow import check_source
 
-    if plan is not None and algorithm is not None:
-        raise TfpackError("Pass either `algorithm` or `plan`, not both. "
-                          f"Received: algorithm={algorithm!r}, plan=<PackingPlan>")
+    check_source(plan, algorithm)
     if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
         raise TfpackError("`packs_per_shard` must be a positive integer. "
                           f"Received: packs_per_shard={packs_per_shard!r}")
@@ -124,27 +124,20 @@ def pack_records(
 def _pack(input_pattern, output_dir, max_length, max_sequences_per_pack, algorithm, plan,
           max_predictions_per_pack, packs_per_shard, seed, shuffle, progress) -> dict:
     """`pack_records` into the empty directory ``output_dir``."""
-    from tfpack import packing
+    from tfpack.data.flow import offline_packs
 
     started = time.perf_counter()
     files = list_files(input_pattern, required=GOOGLE_FEATURES)
     lengths, predictions = scan_google_records(files, progress=progress)
-    check_lengths(lengths, max_length, first_index=0)
     read_seconds = time.perf_counter() - started
 
-    if plan is None:
-        plan = packing.plan(packing.histogram(lengths, max_length), max_length,
-                            max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM,
-                            seed=seed)
-    assignment = plan.assign(lengths, seed=seed)
-    order = np.asarray(assignment.order, np.int64)
-    splits = np.asarray(assignment.splits, np.int64)
+    packs = offline_packs(lengths, predictions, max_length=max_length,
+                          max_sequences_per_pack=max_sequences_per_pack,
+                          max_predictions_per_pack=max_predictions_per_pack, plan=plan,
+                          algorithm=algorithm, seed=seed, shuffle=shuffle)
+    plan, order, splits = packs.plan, packs.order, packs.splits
+    K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
     num_packs = len(splits) - 1
-    if shuffle:
-        order, splits = permute_packs(order, splits,
-                                       np.random.default_rng(seed).permutation(num_packs))
-    K = max_sequences_per_pack or int(np.diff(splits).max())  # a given plan: `_check_plan`
-    M = check_predictions(predictions, order, splits, max_predictions_per_pack)
     plan_seconds = time.perf_counter() - started - read_seconds
 
     num_shards = -(-num_packs // packs_per_shard)
