@@ -108,9 +108,11 @@ class _Rows:
 
     @classmethod
     def of(cls, tensor):
-        if isinstance(tensor, tf.SparseTensor):
-            ragged = tf.RaggedTensor.from_sparse(tensor)
-            return cls(ragged.to_tensor(), ragged.row_lengths())
+        if isinstance(tensor, tf.SparseTensor):  # from VarLenFeature: rows left-aligned
+            rows = tf.shape(tensor, out_type=tf.int64)[0]
+            lengths = tf.math.unsorted_segment_sum(
+                tf.ones_like(tensor.indices[:, 0]), tensor.indices[:, 0], rows)
+            return cls(tf.sparse.to_dense(tensor), lengths)
         return cls(tensor.to_tensor(), tensor.row_lengths())
 
     def all(self, condition, first=None):
