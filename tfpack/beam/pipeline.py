@@ -9,7 +9,7 @@ graph (steps in `tfpack.beam.steps`)::
                                       └─ place ◄──────────────────────────────┘
     place ─ totals per shard ─ limits (K, M) ─┐ side input
     place ─ route records to shards ◄──────────┘ ─ GroupByKey(shard) ─ build + write shard
-    finish (after every shard): plan.json, stats.json, or the error
+    finish (after every shard): plan.json, stats.json, manifest.json last; or the error
 
 Records are keyed by output shard (``pack id // packs_per_shard``, pack ids
 shuffled independently of length), so a key holds at most
