@@ -26,16 +26,29 @@ def pack_command(source, out, *extra):
 def contents(out):
     """The examples in ``out`` as a sorted list, or the `TfpackError` refusing it."""
     try:
-        packs = tfpack.data.read_packed(str(out)).as_numpy_iterator()
+        packs = tfpack.data.read_packed(str(out / "part-*.tfrecord")).as_numpy_iterator()
         return sorted(canonical(e) for e in unpack_all(packs))
     except TfpackError as error:
         return error
 
 
-def staged(folder):
-    """Complete shards (and manifest) in the hidden staging directories of ``folder``."""
-    return [f for d in folder.glob(".tfpack-new-*") for f in d.glob("*")
-            if f.name.startswith(("part-", "manifest"))]
+def written_since(folder, since):
+    """Names of the entries a run started at ``since`` wrote under ``folder`` so far."""
+    names = []
+    for path in folder.rglob("*"):
+        try:
+            if path.stat().st_mtime >= since:
+                names.append(path.name)
+        except FileNotFoundError:  # removed by the run meanwhile
+            pass
+    return names
+
+
+def ready(folder, since, shards):
+    """The run has begun writing and finished ``shards`` shards (+1: its manifest)."""
+    names = written_since(folder, since)
+    done = [n for n in names if n.startswith(("part-", "manifest"))]
+    return bool(names) and len(done) >= shards
 
 
 @pytest.mark.slow
@@ -48,20 +61,20 @@ def test_kill_9_at_random_points_leaves_an_old_or_new_output(tmp_path, capsys):
     out, fresh = tmp_path / "out", tmp_path / "fresh"
     assert main(pack_command(tmp_path / "old.tfrecord", out)[3:]) == 0
     assert contents(out) == sets["old"]
-    shards = len(json.loads((out / "manifest.json").read_text())["shards"])
+    shards = len(json.loads((out / "stats.json").read_text())["output_files"])
 
-    # Kill once the run has begun writing and a random number of shards is staged (0:
+    # Kill once the run has begun writing and finished a random number of shards (0:
     # checking the input, routing; shards + 1: manifest written, the swap is next), then a
     # random moment later.
     rng = np.random.default_rng(0)
     for i in range(3):
         target, extra = (fresh, ()) if i == 0 else (out, ("--overwrite",))
-        after = int(rng.integers(0, shards + 2))
+        after = int(rng.integers(1, shards) if target == fresh else rng.integers(0, shards + 2))
+        since = time.time()
         child = subprocess.Popen(pack_command(tmp_path / "new.tfrecord", target, *extra),
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 300
-        while child.poll() is None and not (list(tmp_path.glob(".tfpack-new-*"))
-                                            and len(staged(tmp_path)) >= after):
+        while child.poll() is None and not ready(tmp_path, since, after):
             assert time.monotonic() < deadline
             time.sleep(0.002)
         time.sleep(rng.uniform(0, 0.05))

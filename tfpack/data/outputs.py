@@ -157,11 +157,16 @@ def replacing_output(output_dir: str, *, overwrite: bool = False) -> Iterator[st
     """
     output_dir = os.path.abspath(output_dir)
     parent, name = os.path.split(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    remove_leftovers(output_dir)
-    _check_replaceable(output_dir, overwrite)
     staging = os.path.join(parent, f".tfpack-new-{name}-{os.getpid()}-{secrets.token_hex(4)}")
-    os.mkdir(staging)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        remove_leftovers(output_dir)
+        _check_replaceable(output_dir, overwrite)
+        os.mkdir(staging)
+    except OSError as error:
+        raise TfpackError(f"The folder of `output` must be writable (tfpack builds the output "
+                          f"beside it). Received: output={output_dir!r} ({error.strerror}: "
+                          f"{error.filename})") from None
     try:
         yield staging
         replace = _check_replaceable(output_dir, overwrite)  # again: another run may have won
