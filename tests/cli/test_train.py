@@ -76,7 +76,8 @@ def test_trains_packed_records_then_resumes_and_exports(packed, tmp_path, capsys
 
     loaded = tf.saved_model.load(str(saved))
     assert {"serving_default", "serve_sequences"} <= set(loaded.signatures)
-    nsp = loaded.signatures["serve_sequences"](input_ids=tf.constant([[2, 7, 9, 3], [2, 5, 3, 0]]))
+    nsp = loaded.signatures["serve_sequences"](input_ids=tf.constant([[2, 7, 9, 3], [2, 5, 3, 0]]),
+                                               lengths=tf.constant([4, 3]))
     assert nsp["nsp_logits"].shape == (2, 2)
 
 

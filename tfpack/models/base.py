@@ -7,6 +7,7 @@ from tfpack.errors import TfpackError
 from tfpack.layers.losses import global_sum
 from tfpack.layers.losses import loss_from_statistics
 from tfpack.layers.statistic_ratio import StatisticRatio
+from tfpack.training import trained_lengths
 
 # dtypes of the DESIGN.md features a model may read.
 FEATURE_DTYPES = {
@@ -81,7 +82,8 @@ class PackedModel(keras.Model):
         dummy = {}
         for name, shape in inputs_shape.items():
             if name in self.input_features:
-                shape = [1] + [1 if d is None else d for d in list(shape)[1:]]
+                # Unknown sizes (`from_pretrained`): 2, so no axis is trivial.
+                shape = [1] + [2 if d is None else d for d in list(shape)[1:]]
                 dummy[name] = ops.zeros(shape, FEATURE_DTYPES.get(name,
                                                                   "int32"))
         self.call(dummy)
@@ -99,6 +101,8 @@ class PackedModel(keras.Model):
                      training=True):
         """Keras 3 `compute_loss`: labels are read from `x`, `y` is unused."""
         del y, sample_weight  # Labels and weights are features of `x`.
+        if training:  # Keras `fit` traces its train step here: the shapes it trains at.
+            trained_lengths.record(self, x)
         if y_pred is None:
             y_pred = self(x, training=training)
         statistics = dict(self.loss_statistics(x, y_pred))
@@ -121,6 +125,20 @@ class PackedModel(keras.Model):
             getattr(self, f"_{term}_accuracy").update_state(
                 statistics[f"{term}_correct"], statistics[f"{term}_count"])
         return self.get_metrics_result()
+
+    def get_build_config(self):
+        # The trained L/K/M travel in `.keras` files with the build shapes.
+        config = super().get_build_config()
+        lengths = trained_lengths.read(self)
+        if config is not None and lengths:
+            config = {**config, "tfpack_trained_lengths": lengths}
+        return config
+
+    def build_from_config(self, config):
+        config = dict(config)
+        lengths = config.pop("tfpack_trained_lengths", None)
+        super().build_from_config(config)
+        trained_lengths.restore(self, lengths)
 
     def get_config(self):
         config = super().get_config()

@@ -48,6 +48,7 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.training.checkpoint import Checkpointer
+from tfpack.training import trained_lengths
 from tfpack.training.logging import JsonLinesLogger, ProgressBar
 from tfpack.training.validation import target_counts, validate_element_spec
 
@@ -310,6 +311,7 @@ class Trainer:
 
     def _build(self, element_spec):
         validate_element_spec(self.model, element_spec)
+        trained_lengths.record(self.model, element_spec)
         with self.strategy.scope():
             if not self.model.built or not self.model.weights:
                 dummy = {k: tf.zeros([self.micro_batch_size] + s.shape.as_list(), s.dtype)
