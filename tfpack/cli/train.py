@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from tfpack.errors import TfpackError
 
@@ -102,6 +103,9 @@ def resolve(args: argparse.Namespace) -> dict:
         except (OSError, ValueError) as error:
             raise TfpackError("`--config` must be a readable JSON file. "
                               f"Received: --config={args.config} ({error})") from None
+        if not isinstance(loaded, dict):
+            raise TfpackError("`--config` must hold a JSON object whose keys are flag names. "
+                              f"Received: --config={args.config} (a {type(loaded).__name__})")
         unknown = sorted(k for k in loaded if k.replace("-", "_") not in DEFAULTS)
         if unknown:
             raise TfpackError(f"`--config` keys must be flag names. Received: unknown keys {unknown}")
@@ -117,10 +121,35 @@ def resolve(args: argparse.Namespace) -> dict:
     for key in ("max_length", "max_per_pack", "max_predictions", "vocab_size", "layers",
                 "hidden", "heads", "intermediate", "steps", "batch_size",
                 "accumulation_steps", "log_every", "checkpoint_every"):
-        if not isinstance(config[key], int) or config[key] < 1:
+        if _bad_int(config[key], 1):
             raise TfpackError(f"`--{key.replace('_', '-')}` must be a positive integer. "
                               f"Received: --{key.replace('_', '-')}={config[key]!r}")
+    for key in ("warmup_steps", "seed"):
+        if _bad_int(config[key], 0):
+            raise TfpackError(f"`--{key.replace('_', '-')}` must be a non-negative integer. "
+                              f"Received: --{key.replace('_', '-')}={config[key]!r}")
+    for key, low, high, rule in (("dropout", 0.0, 1.0, "in [0, 1)"),
+                                 ("learning_rate", 0.0, None, "a positive number"),
+                                 ("weight_decay", 0.0, None, "a non-negative number")):
+        value = config[key]
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if (not number or value != value or value < low or (high is not None and value >= high)
+                or (key == "learning_rate" and value <= 0)):
+            raise TfpackError(f"`--{key.replace('_', '-')}` must be {rule}. "
+                              f"Received: --{key.replace('_', '-')}={value!r}")
+    factor = config["packing_factor"]
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                               or not factor >= 1.0):
+        raise TfpackError("`--packing-factor` must be a number >= 1. "
+                          f"Received: --packing-factor={factor!r}")
+    if os.path.exists(config["output"]) and not os.path.isdir(config["output"]):
+        raise TfpackError("`--output` must be a run directory (new or existing). "
+                          f"Received: --output={config['output']} (a file)")
     return config
+
+
+def _bad_int(value, low: int) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int) or value < low
 
 
 def _strategy(config: dict):
@@ -202,6 +231,8 @@ def run(args: argparse.Namespace) -> int:
         factor if adjustment in ("accumulation", "batch") else 1.0,
         num_replicas=strategy.num_replicas_in_sync,
         cut="batch" if adjustment == "batch" else "accumulation")
+    if rule.note:  # The sequences per update never change silently.
+        print(f"tfpack train: note: {rule.note}", file=sys.stderr)
     lengths = lengths_of(spec)
     try:
         os.makedirs(config["output"], exist_ok=True)
@@ -209,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
         raise TfpackError("`--output` must be a writable directory. "
                           f"Received: --output={config['output']} ({error.strerror})") from None
     resolved = {**config, "packing_factor": factor, "micro_batch_size": rule.micro_batch_size,
+                "batch_cut": rule.cut, "batch_rule_note": rule.note,
                 "effective_accumulation_steps": rule.accumulation_steps,
                 "element_spec": {k: [s.shape.as_list(), s.dtype.name] for k, s in spec.items()},
                 **{k: v for k, v in lengths.items()}}
@@ -251,6 +283,7 @@ def run(args: argparse.Namespace) -> int:
                       "checkpoint": result.checkpoint, "resumed_from": result.resumed_from,
                       "packing_factor": factor, "micro_batch_size": rule.micro_batch_size,
                       "accumulation_steps": rule.accumulation_steps,
+                      "batch_cut": rule.cut, "batch_rule_note": rule.note,
                       "replicas": strategy.num_replicas_in_sync,
                       "real_tokens_per_second": last.get("real_tokens_per_second")}))
     return 0
