@@ -39,12 +39,25 @@ setuptools.setup(
         "tqdm>=4.60",
     ],
     extras_require={
+        # Packed training of keras-hub backbones (`tfpack.models.from_keras_hub`).
+        "keras-hub": ["keras-hub>=0.32"],
         "test": [
             "pytest>=8",
             "pytest-xdist>=3.5",
             "hypothesis>=6.100",
-            # Reference implementation for the real-weights BERT comparison.
-            "keras-hub>=0.22",
+            # Reference implementation for the real-weights BERT comparison, and
+            # the backbones `from_keras_hub` adapts (their layers' attributes as
+            # of 0.32).
+            "keras-hub>=0.32",
+        ],
+        # `tfpack pack --engine beam` / `tfpack.beam`: the packing pipeline on
+        # Apache Beam. Beam 2.77 needs protobuf<7 and TensorFlow 2.21 needs
+        # protobuf>=6.31.1, so pip settles on protobuf 6.x. tfpack reads and
+        # writes TFRecords with TensorFlow, not Beam's tfrecordio, so no crc
+        # package (crcmod / google-crc32c) is needed.
+        "beam": [
+            "apache-beam>=2.77,<3",
+            "protobuf>=6.31.1,<7",
         ],
     },
     entry_points={"console_scripts": ["tfpack=tfpack.cli:_console_main"]},

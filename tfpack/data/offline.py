@@ -41,12 +41,6 @@ from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
 from tfpack.data.reading import materialize
 from tfpack.data.records import GOOGLE_FEATURES, list_files, parse_google_batch, serialize_packs
-from tfpack.data.windows import (
-    DEFAULT_ALGORITHM,
-    check_lengths,
-    check_predictions,
-    permute_packs,
-)
 from tfpack.errors import TfpackError
 
 __all__ = ["pack_records", "read_lengths"]
@@ -122,36 +116,24 @@ def pack_records(
     Returns:
         The dict written to ``stats.json``.
     """
-    from tfpack import packing
+    from tfpack.data.flow import check_source, offline_packs
 
-    if plan is not None and algorithm is not None:
-        raise TfpackError("Pass either `algorithm` or `plan`, not both. "
-                          f"Received: algorithm={algorithm!r}, plan=<PackingPlan>")
+    check_source(plan, algorithm)
     if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
         raise TfpackError("`packs_per_shard` must be a positive integer. "
                           f"Received: packs_per_shard={packs_per_shard!r}")
     started = time.perf_counter()
     files = list_files(input_pattern, required=GOOGLE_FEATURES)
     lengths, predictions = read_lengths(files, progress=progress)
-    check_lengths(lengths, max_length, first_index=0)
     read_seconds = time.perf_counter() - started
 
-    if plan is None:
-        plan = packing.plan(packing.histogram(lengths, max_length), max_length,
-                            max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM,
-                            seed=seed)
-    elif plan.max_length > max_length:
-        raise TfpackError("`plan.max_length` must be at most `max_length`. "
-                          f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
-    assignment = plan.assign(lengths, seed=seed)
-    order = np.asarray(assignment.order, np.int64)
-    splits = np.asarray(assignment.splits, np.int64)
+    packs = offline_packs(lengths, predictions, max_length=max_length,
+                          max_sequences_per_pack=max_sequences_per_pack,
+                          max_predictions_per_pack=max_predictions_per_pack, plan=plan,
+                          algorithm=algorithm, seed=seed, shuffle=shuffle)
+    plan, order, splits = packs.plan, packs.order, packs.splits
+    K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
     num_packs = len(splits) - 1
-    if shuffle:
-        order, splits = permute_packs(order, splits,
-                                       np.random.default_rng(seed).permutation(num_packs))
-    K = max_sequences_per_pack or int(np.diff(splits).max())
-    M = check_predictions(predictions, order, splits, max_predictions_per_pack)
     plan_seconds = time.perf_counter() - started - read_seconds
 
     os.makedirs(output_dir, exist_ok=True)

@@ -8,8 +8,8 @@ Two modes:
 
 - offline (default): the examples are read once into host memory; their
   lengths give a plan over the whole dataset (``plan=`` or ``algorithm=``);
-  the plan's assignment then yields the packs. Pack order is shuffled with
-  ``seed``; bad input (an example longer than ``L``, a pack with more than
+  the plan's assignment then yields the packs (`tfpack.data.flow`, the flow
+  ``tfpack pack`` runs too). Pack order is shuffled with ``seed``; bad input (an example longer than ``L``, a pack with more than
   ``M`` predictions) fails while ``ds.apply`` runs, naming the example.
 - streaming (``window=N``): ``N`` examples at a time are planned and packed;
   memory is bounded by the window and the last partial window is flushed.
@@ -43,8 +43,6 @@ from tfpack.data.features import FeatureRoles, dense_rows, packed_feature_spec
 from tfpack.data.reading import input_names, materialize, ragged_rows, truncate_example
 from tfpack.data.windows import (
     DEFAULT_ALGORITHM,
-    check_lengths,
-    check_predictions,
     empty_dataset_error,
     fit_to_multiple,
     permute_packs,
@@ -261,33 +259,24 @@ class Packer:
     # -- offline ---------------------------------------------------------
 
     def _offline(self, dataset, roles):
-        from tfpack import packing
+        from tfpack.data.flow import offline_packs
 
         examples, lengths = materialize(dataset, roles)
         L = self.max_length
-        check_lengths(lengths, L, first_index=0)
-        plan = self.plan
-        if plan is None:
-            plan = packing.plan(packing.histogram(lengths, L), L,
-                                self.max_sequences_per_pack, algorithm=self.algorithm,
-                                seed=self.seed)
-        assignment = plan.assign(lengths, seed=self.seed)
-        order = np.asarray(assignment.order, np.int64)
-        splits = np.asarray(assignment.splits, np.int64)
-        K = self.max_sequences_per_pack or int(np.max(np.diff(splits)))
-        M = self.max_predictions_per_pack
+        predictions = None
         if roles.masked_lm is not None:
-            M = check_predictions(
-                examples[roles.masked_lm[0]].row_lengths().numpy(), order, splits, M)
-        if (np.diff(splits) > K).any():
-            raise TfpackError(
-                f"The plan puts more than `max_sequences_per_pack` sequences in a pack. "
-                f"Received: max_sequences_per_pack={K}, "
-                f"plan depth={int(np.max(np.diff(splits)))}")
+            predictions = examples[roles.masked_lm[0]].row_lengths().numpy()
+        packs = offline_packs(
+            lengths, predictions, max_length=L,
+            max_sequences_per_pack=self.max_sequences_per_pack,
+            max_predictions_per_pack=self.max_predictions_per_pack, plan=self.plan,
+            algorithm=None if self.plan is not None else self.algorithm, seed=self.seed,
+            shuffle=self.shuffle)
+        order, splits, plan = packs.order, packs.splits, packs.plan
+        K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
+        if M is None:
+            M = self.max_predictions_per_pack
         real_packs = len(splits) - 1
-        if self.shuffle:
-            perm = np.random.default_rng(self.seed).permutation(real_packs)
-            order, splits = permute_packs(order, splits, perm)
         before = len(order)
         order, splits, added, dropped = fit_to_multiple(
             order, splits, self.multiple, self.remainder)

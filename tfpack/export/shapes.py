@@ -30,19 +30,17 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfpack import features as contract
 from tfpack.errors import TfpackError
 from tfpack.training import trained_lengths
 from tfpack.training.validation import lengths_of
 
 __all__ = ["serving_lengths", "feature_specs", "FEATURE_KINDS"]
 
-# The features a model may read at serving time, their kind and dtype (DESIGN.md).
-FEATURE_KINDS = {
-    "input_ids": ("L", tf.int32), "sequence_ids": ("L", tf.int32),
-    "position_ids": ("L", tf.int32), "token_type_ids": ("L", tf.int32),
-    "cls_positions": ("K", tf.int32), "sequence_mask": ("K", tf.float32),
-    "masked_lm_positions": ("M", tf.int32),
-}
+# The features a model may read at serving time, their dimension and dtype
+# (the feature contract's inputs).
+FEATURE_KINDS = {f.name: (f.dimension, tf.as_dtype(f.dtype)) for f in contract.FEATURES
+                 if f.role == "input" and f.dimension in contract.DIMENSIONS}
 _ARGUMENT = {"L": ("max_length", "--max-length"),
              "K": ("max_sequences_per_pack", "--max-per-pack"),
              "M": ("max_predictions_per_pack", "--max-predictions")}

@@ -82,11 +82,16 @@ def validate_lengths(lengths: Iterable[int] | np.ndarray, max_length: int) -> np
     bad = np.flatnonzero((array < 1) | (array > max_length))
     if bad.size:
         index = int(bad[0])
-        raise TfpackError(
-            f"Every length must be between 1 and max_length={max_length} "
-            f"({bad.size} are not). Received: lengths[{index}]={int(array[index])}"
-        )
+        raise length_range_error(bad.size, index, int(array[index]), max_length)
     return array
+
+
+def length_range_error(count: int, index: int, length: int, max_length: int) -> TfpackError:
+    """The error for ``count`` lengths outside ``1..max_length``, the first ``lengths[index]``."""
+    return TfpackError(
+        f"Every length must be between 1 and max_length={max_length} "
+        f"({count} are not). Received: lengths[{index}]={length}"
+    )
 
 
 def validate_histogram(counts, max_length: int | None = None) -> np.ndarray:

@@ -24,18 +24,17 @@ Example:
 
 from __future__ import annotations
 
+from tfpack import features as contract
+
 __all__ = ["record", "read", "restore", "ATTRIBUTE"]
 
 # Stored with object.__setattr__ so that Keras / tf.train tracking never sees it.
 ATTRIBUTE = "_tfpack_trained_lengths"
 
-# Which of L, K, M each feature's last dimension gives (DESIGN.md).
-_KIND = {
-    "input_ids": "L", "sequence_ids": "L", "position_ids": "L", "token_type_ids": "L",
-    "labels": "L", "cls_positions": "K", "sequence_mask": "K", "next_sentence_labels": "K",
-    "masked_lm_positions": "M", "masked_lm_ids": "M", "masked_lm_weights": "M",
-    "masked_lm_sequence_ids": "M",
-}
+# Which of L, K, M each input feature's last dimension gives (the feature
+# contract; labels are left out: `labels` is [K] or [L] depending on the task).
+_KIND = {f.name: f.dimension for f in contract.FEATURES
+         if f.role == "input" and f.dimension in contract.DIMENSIONS}
 
 
 def _last_dim(value) -> int | None:
