@@ -22,8 +22,9 @@ accumulation`` (default) cuts the accumulation count by the packing factor,
 
 The output directory gets ``train_config.json`` (the resolved settings, which
 ``tfpack export --run DIR`` reads), ``log.jsonl`` and the checkpoints; running
-again with the same ``--output`` resumes. The last line on stdout is a JSON
-summary.
+again with the same ``--output`` resumes: the settings in `RESUMABLE` (learning
+rate, steps, ...) may change and are applied, any other change is refused
+naming it. The last line on stdout is a JSON summary.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import sys
 
 from tfpack.errors import TfpackError
 
-__all__ = ["add_parser", "run", "DEFAULTS", "build_model"]
+__all__ = ["add_parser", "run", "DEFAULTS", "RESUMABLE", "build_model"]
 
 DEFAULTS = {
     "input": None, "input_format": "packed", "pack": "optimal", "output": None,
@@ -47,6 +48,10 @@ DEFAULTS = {
     "strategy": "default", "tpu": None, "mixed_precision": "float32", "jit_compile": True,
     "log_every": 10, "checkpoint_every": 100, "seed": 0, "progress": False,
 }
+# Settings a resumed run may change (applied; train_config.json records them).
+RESUMABLE = frozenset({"steps", "learning_rate", "warmup_steps", "weight_decay", "dropout",
+                       "log_every", "checkpoint_every", "progress", "jit_compile", "tpu",
+                       "output", "config"})
 _CHOICES = {
     "input_format": ("packed", "google"),
     "packing_adjustment": ("accumulation", "batch", "beta", "none"),
@@ -246,13 +251,18 @@ def run(args: argparse.Namespace) -> int:
                 **{k: v for k, v in lengths.items()}}
     config_path = os.path.join(config["output"], "train_config.json")
     if os.path.exists(config_path):
-        with open(config_path) as f:
-            previous = json.load(f)
-        changed = sorted(k for k in ("vocab_size", "layers", "hidden", "heads", "intermediate",
-                                     "L", "K", "M") if previous.get(k) != resolved.get(k))
+        try:
+            with open(config_path) as f:
+                previous = json.load(f)
+        except (OSError, ValueError) as error:
+            raise TfpackError("A resumed run's train_config.json must be readable. "
+                              f"Received: {config_path} ({error})") from None
+        changed = sorted(k for k in previous if k not in RESUMABLE
+                         and previous[k] != resolved.get(k))
         if changed:
             raise TfpackError(
-                "A resumed run must keep the model and data shapes of `--output`. "
+                "A resumed run must keep the settings its checkpoints depend on (only "
+                f"{', '.join(sorted(RESUMABLE - {'output', 'config'}))} may change). "
                 f"Received: changed settings {changed} for --output={config['output']}")
     tmp = config_path + ".tmp"
     with open(tmp, "w") as f:

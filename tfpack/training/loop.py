@@ -458,6 +458,7 @@ class Trainer:
             record[f"{t}_accuracy"] = sums[f"{t}_correct"] / count
             total += record[f"{t}_loss"]
         record["loss"] = total
+        record["learning_rate"] = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
         seconds = max(seconds, 1e-9)
         record["sequences"] = sums["sequences"]
         record["real_tokens"] = sums["real_tokens"]
