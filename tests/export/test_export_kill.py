@@ -11,7 +11,6 @@ import time
 
 import keras
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from tfpack import models
@@ -45,13 +44,17 @@ def _check(path, model):
         np.testing.assert_allclose(got[i], model(alone)["logits"].numpy()[0, 0], atol=1e-5)
 
 
-@pytest.mark.slow
 def test_killed_export_leaves_the_old_or_the_new_saved_model(tmp_path):
     keras.utils.set_random_seed(0)
     encoder = models.BertEncoder(vocabulary_size=V, num_layers=1, hidden_dim=8, num_heads=2,
                                  intermediate_dim=16, max_sequence_length=8, dropout=0.0,
                                  attention_dropout=0.0)
     model = models.BertClassifier(encoder, 2, dropout=0.0)
+    model({"input_ids": np.ones((1, 4), np.int32), "sequence_ids": np.ones((1, 4), np.int32),
+           "position_ids": np.arange(4, dtype=np.int32)[None],
+           "token_type_ids": np.zeros((1, 4), np.int32),
+           "cls_positions": np.zeros((1, 2), np.int32),
+           "sequence_mask": np.array([[1.0, 0.0]], np.float32)})  # Built: weights saved.
     model.save(tmp_path / "m.keras")
     out = tmp_path / "served"
     first = subprocess.run(_export(tmp_path / "m.keras", out, 8), capture_output=True,

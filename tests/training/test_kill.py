@@ -11,7 +11,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
 from kill_train import train
 
@@ -24,7 +23,6 @@ def _env():
             "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
-@pytest.mark.slow
 def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path):
     rng = random.Random(0)
     kills = 0
