@@ -200,3 +200,18 @@ def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, max
     for name, text in (("plan.json", plan.to_json()), ("stats.json", json.dumps(stats, indent=2))):
         with _atomic(os.path.join(output_dir, name)) as tmp, open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
+    # Last: the manifest that makes the output complete for `read_packed`.
+    import hashlib
+
+    from tfpack.data import manifest
+    from tfpack.data.features import FeatureRoles, packed_feature_spec
+
+    spec = packed_feature_spec(FeatureRoles.bert(), L, limit["K"], limit["M"])
+    manifest.write_manifest(
+        output_dir, [(s["name"], s["records"]) for s in shards],
+        features={n: ("float32" if t.dtype.is_floating else "int64", t.shape.as_list())
+                  for n, t in spec.items()},
+        max_length=L, max_sequences_per_pack=limit["K"], max_predictions_per_pack=limit["M"],
+        sequences=decision["sequences"], tokens=decision["tokens"],
+        files=("plan.json", "stats.json"), seed=seed,
+        plan_sha256=hashlib.sha256(plan.to_json().encode()).hexdigest(), created_by="tfpack beam")

@@ -13,7 +13,8 @@ Two modes:
   ``M`` predictions) fails while ``ds.apply`` runs, naming the example.
 - streaming (``window=N``): ``N`` examples at a time are planned and packed;
   memory is bounded by the window and the last partial window is flushed.
-  Bad input fails on iteration, naming the example's index in the stream.
+  Bad input fails on iteration with a `TfpackError` naming the example's
+  index in the stream (`tfpack.data.validation` checks every example).
 
 Example (input -> output, ``L=6``, ``K=2``)::
 
@@ -38,11 +39,14 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from tfpack.data import validation
 from tfpack.data.assemble import assemble
+from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.data.features import FeatureRoles, dense_rows, packed_feature_spec
 from tfpack.data.reading import input_names, materialize, ragged_rows, truncate_example
 from tfpack.data.windows import (
     DEFAULT_ALGORITHM,
+    check_predictions,
     empty_dataset_error,
     fit_to_multiple,
     permute_packs,
@@ -192,6 +196,7 @@ class Packer:
         _positive("window", window, allow_none=True)
         _positive("per_replica_batch_size", per_replica_batch_size)
         _positive("batch_size", batch_size, allow_none=True)
+        validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
         if plan is not None and (algorithm is not None or window is not None):
             raise TfpackError(
                 "`plan` cannot be combined with `algorithm` or `window`. "
@@ -263,6 +268,9 @@ class Packer:
 
         examples, lengths = materialize(dataset, roles)
         L = self.max_length
+        validation.check_example_codes(
+            validation.example_problems(examples, roles).numpy(), 0,
+            lambda i: {n: t[i].numpy() for n, t in examples.items()})
         predictions = None
         if roles.masked_lm is not None:
             predictions = examples[roles.masked_lm[0]].row_lengths().numpy()
@@ -304,10 +312,15 @@ class Packer:
         window = self.window
         length_feature = roles.length_feature
 
-        def plan_numpy(lengths, index):
+        def plan_numpy(lengths, index, codes, predictions):
+            # Raised here, in Python, so that `raising_tfpack_errors` can give
+            # the user this TfpackError rather than TensorFlow's wrapper.
+            validation.check_example_codes(codes, int(index) * window)
             rng_seed = int(np.random.SeedSequence([self.seed, int(index)]).generate_state(1)[0])
             order, splits = plan_window(lengths, L, K, self.algorithm, seed=rng_seed,
                                         first_index=int(index) * window)
+            if M is not None:
+                check_predictions(predictions, order, splits, M, int(index) * window)
             if self.shuffle:
                 perm = np.random.default_rng(rng_seed).permutation(len(splits) - 1)
                 order, splits = permute_packs(order, splits, perm)
@@ -317,11 +330,16 @@ class Packer:
         def pack_window(index, batch):
             batch = ragged_rows(batch)
             lengths = batch[length_feature].row_lengths()
+            codes = validation.example_problems(batch, roles)
+            predictions = (batch[roles.masked_lm[0]].row_lengths() if roles.masked_lm
+                           else tf.zeros_like(lengths))
             order, splits = tf.numpy_function(
-                plan_numpy, [lengths, index], [tf.int64, tf.int64], stateful=False)
+                plan_numpy, [lengths, index, codes, predictions], [tf.int64, tf.int64],
+                stateful=False)
             order.set_shape([None])
             splits.set_shape([None])
-            return assemble(batch, order, splits, roles, L, K, M)
+            # `codes` covered the partitions (rules 8, 14) before any pack is built.
+            return assemble(batch, order, splits, roles, L, K, M, check_partitions=False)
 
         self.report = PackReport(mode="streaming", num_workers=self.num_workers,
                                  worker=self.worker, max_predictions_per_pack=M)
@@ -330,7 +348,7 @@ class Packer:
                        deterministic=True)
                   .unbatch())
         packed = _with_static_shapes(packed, roles, L, K, M)
-        return packed.batch(self.batch_size) if self.batch_size else packed
+        return raising_tfpack_errors(packed.batch(self.batch_size) if self.batch_size else packed)
 
 
 def _pack_dataset(examples, order, splits, roles, L, K, M, batch_size=None):
