@@ -28,6 +28,7 @@ NOT_FEATURES = {
     "reset_positions": "a constructor flag",
     "tie_weights": "keras-hub ReversibleEmbedding attribute",
     "next_token_labels": "a function name",
+    "token_mask": "an output of the serve_sequences signatures",
 }
 # Files that translate a foreign format to the contract, and its names.
 FOREIGN = {

@@ -31,7 +31,6 @@ tfpack.errors.TfpackError: The export path must be a new or empty directory or a
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import uuid
@@ -110,14 +109,11 @@ def temporary_sibling(path: str) -> str:
 
 
 def _exchange(a: str, b: str) -> bool:
-    """Atomically swap two directories (Linux); False where not supported."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    return result == 0
+    """Atomically swap two sibling directories (Linux); False where not supported."""
+    # The one implementation, shared with `tfpack pack --overwrite`.
+    from tfpack.data.outputs import _exchange as exchange
+
+    return exchange(a, b)
 
 
 def install(tmp: str, path: str) -> None:
