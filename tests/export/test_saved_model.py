@@ -245,7 +245,7 @@ def _classifier_data(length, packs=4):
     f = _unpacked([[1 + (i + j) % 7 for j in range(3)] for i in range(packs)])
     f = {k: v[:, :length] if v.shape[1] == L else v for k, v in f.items()}
     f["labels"] = np.zeros((packs, K), np.int32)
-    return {k: v for k, v in f.items() if k in models.BertClassifier.input_features
+    return {k: v for k, v in f.items() if k in _tiny_classifier().input_features
             or k == "labels"}
 
 
