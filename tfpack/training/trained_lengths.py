@@ -7,7 +7,7 @@ by `Trainer.fit` (from the dataset's ``element_spec``) and by the tfpack
 models' ``compute_loss`` when Keras ``fit`` traces a training step; `read`
 gives them back, e.g. to `tfpack.export.export_saved_model`. They travel in
 ``.keras`` files inside the model's build config (see
-`tfpack.models.base.PackedModel.get_build_config`).
+`tfpack.models.task.Task.get_build_config`).
 
 Example:
 
@@ -18,6 +18,7 @@ Example:
 >>> model = Model()
 >>> trained_lengths.record(model, {"input_ids": tf.TensorSpec([64], tf.int32),
 ...                                "sequence_mask": tf.TensorSpec([4], tf.float32)})
+{'L': 64, 'K': 4}
 >>> trained_lengths.read(model)
 {'L': 64, 'K': 4}
 """
