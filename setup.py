@@ -44,12 +44,16 @@ setuptools.setup(
         # benchmarks/accelerator.py, which runs without TensorFlow. `make test`
         # installs it (CPU wheels) so the JAX-backend tests run in CI.
         "jax": ["jax>=0.4.36"],
+        # Packed training of keras-hub backbones (`tfpack.models.from_keras_hub`).
+        "keras-hub": ["keras-hub>=0.32"],
         "test": [
             "pytest>=8",
             "pytest-xdist>=3.5",
             "hypothesis>=6.100",
-            # Reference implementation for the real-weights BERT comparison.
-            "keras-hub>=0.22",
+            # Reference implementation for the real-weights BERT comparison, and
+            # the backbones `from_keras_hub` adapts (their layers' attributes as
+            # of 0.32).
+            "keras-hub>=0.32",
         ],
     },
     entry_points={"console_scripts": ["tfpack=tfpack.cli:_console_main"]},

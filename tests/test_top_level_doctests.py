@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["tfpack", "tfpack.datasets", "tfpack.errors", "tfpack.plots", "tfpack.demo",
+MODULES = ["tfpack", "tfpack.datasets", "tfpack.errors", "tfpack.features", "tfpack.plots", "tfpack.demo",
            "tfpack.cli"]
 
 

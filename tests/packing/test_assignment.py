@@ -5,6 +5,9 @@ from hypothesis import strategies as st
 
 from tfpack.errors import TfpackError
 from tfpack.packing import Assignment, algorithm_names, histogram, plan
+from tfpack.packing.assignment import layout
+from tfpack.packing.permutation import Permutations
+from tfpack.packing.placement import length_ranks, placement
 
 
 def check_assignment(assignment, lengths, max_length, max_depth):
@@ -113,3 +116,77 @@ def test_assign_as_planned_uses_the_plans_packs():
     a = p.assign(lengths, seed=0)
     check_assignment(a, lengths, 128, 3)
     assert a.num_packs == p.metrics["packs"]
+
+
+# -- placement: an example's pack is a function of (length, rank), plan, histogram, seed
+
+
+@settings(max_examples=100)
+@given(cases, st.integers(1, 5), st.randoms(use_true_random=False))
+def test_placement_of_parts_equals_assign_of_the_whole(case, parts, random):
+    # Workers that each see one "file" and know only the per-file histograms
+    # place their examples exactly where `assign` places them.
+    max_length, planned, actual, max_depth, name, seed = case
+    p = plan(histogram(planned, max_length), max_length, max_depth, algorithm=name)
+    lengths = np.array(actual)
+    cuts = sorted(random.randint(0, len(lengths)) for _ in range(parts - 1))
+    files = np.split(lengths, cuts)
+    per_file = np.array([np.bincount(f, minlength=max_length + 1) for f in files])
+    starts = np.cumsum(per_file, axis=0) - per_file  # examples of each length in earlier files
+    rule = placement(p, per_file.sum(axis=0)[1:], seed=seed)
+    placed = [rule.place(f, length_ranks(f, max_length, start=s)) for f, s in zip(files, starts)]
+    pack = np.concatenate([a for a, _ in placed])
+    position = np.concatenate([b for _, b in placed])
+    whole = p.assign(lengths, seed=seed)
+    assert np.array_equal(pack, whole.pack_of())
+    assert rule.num_packs == whole.num_packs
+    again = layout(pack, position, lengths, rule.pack_depths())
+    assert np.array_equal(again.order, whole.order) and np.array_equal(again.splits, whole.splits)
+    # Each (pack, slot) holds at most one example, within the pack's depth.
+    assert np.unique(pack * (max_length + 1) + position).size == len(lengths)
+    assert np.all(position < rule.pack_depths()[pack])
+
+
+def test_placement_needs_no_array_over_the_examples():
+    # 10 examples of length 3 among a million: placed alone, as in the whole.
+    lengths = np.random.default_rng(0).integers(1, 9, size=1_000_000)
+    p = plan(histogram(lengths, 8), 8, 3, algorithm="lpfhp")
+    rule = placement(p, histogram(lengths, 8), seed=5)
+    whole = p.assign(lengths, seed=5).pack_of()
+    threes = np.flatnonzero(lengths == 3)[-10:]
+    ranks = np.arange(np.count_nonzero(lengths == 3))[-10:]
+    pack, _ = rule.place(np.full(10, 3), ranks)
+    assert np.array_equal(pack, whole[threes])
+
+
+def test_placement_refuses_ranks_beyond_the_histogram():
+    p = plan(np.array([0, 2, 0, 0]), 4, 2, algorithm="ffd")
+    rule = placement(p, np.array([0, 2, 0, 0]), seed=0)
+    with pytest.raises(TfpackError, match=r"did the input change\?\). Received: an example of length 2 with rank 2 of 2"):
+        rule.place(np.array([2]), np.array([2]))
+
+
+def test_unshuffled_packs_follow_the_plan_order():
+    lengths = np.array([1] * 6 + [2] * 3)
+    p = plan(histogram(lengths, 2), 2, 2, algorithm="ffd")  # strategies in plan order
+    a = p.assign(lengths, seed=0, shuffle=False)
+    firsts = [tuple(lengths[a.pack(i)].tolist()) for i in range(a.num_packs)]
+    expected = [s for s, c in zip(p.strategies, p.counts) for _ in range(c)]
+    assert firsts == expected
+
+
+@settings(max_examples=60)
+@given(st.lists(st.integers(0, 3000), min_size=1, max_size=4), st.integers(0, 2**32))
+def test_permutations_are_bijections(sizes, seed):
+    perms = Permutations(seed, sizes)
+    for stream, size in enumerate(sizes):
+        image = perms(np.arange(size), np.full(size, stream))
+        assert np.array_equal(np.sort(image), np.arange(size))
+
+
+def test_permutations_depend_on_seed_and_stream():
+    perms = Permutations(1, [1000, 1000])
+    a, b = perms(np.arange(1000), np.zeros(1000)), perms(np.arange(1000), np.ones(1000))
+    c = Permutations(2, [1000, 1000])(np.arange(1000), np.zeros(1000))
+    assert not np.array_equal(a, b) and not np.array_equal(a, c)
+    assert abs(np.corrcoef(np.arange(1000), a)[0, 1]) < 0.2

@@ -12,6 +12,8 @@ MODULES = [
     "tfpack.packing.metrics",
     "tfpack.packing.plans",
     "tfpack.packing.assignment",
+    "tfpack.packing.placement",
+    "tfpack.packing.permutation",
     "tfpack.packing.algorithms",
     "tfpack.packing.algorithms.base",
     "tfpack.packing.algorithms._nnls",

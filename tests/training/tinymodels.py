@@ -3,7 +3,8 @@
 Contract (see the brief of tfpack.models): called on ONE dict of DESIGN.md
 features, returns a dict; ``loss_terms``; ``loss_statistics(x, y_pred)`` gives
 ``{t}_loss_sum``, ``{t}_count``, ``{t}_correct`` float32 scalars per term;
-``compute_loss`` = sum_t loss_sum / max(count, 1) so that ``fit`` works.
+``target_counts(x)`` per term from the features; ``compute_loss`` = sum_t loss_sum /
+max(count, 1) so that ``fit`` works.
 No attention, so nothing leaks between packed sequences by construction.
 """
 
@@ -53,6 +54,11 @@ class TinyPretrainer(keras.Model):
             out[f"{term}_count"] = ops.sum(weights)
             out[f"{term}_correct"] = ops.sum(hit * weights)
         return out
+
+    def target_counts(self, x):
+        # Counts from the features alone, so the trainer needs no extra forward pass.
+        return {"mlm": ops.sum(ops.cast(x["masked_lm_weights"], "float32")),
+                "nsp": ops.sum(ops.cast(x["sequence_mask"], "float32"))}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         stats = self.loss_statistics(x, y_pred)

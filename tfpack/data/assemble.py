@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tfpack.data.features import IGNORE_LABEL, FeatureRoles
+from tfpack import features as contract
+from tfpack.data.features import FeatureRoles
+from tfpack.features import IGNORE_LABEL
 
 __all__ = ["assemble"]
 
@@ -100,35 +102,43 @@ def assemble(
     tok_seq = token_index.value_rowids()
     tok_pos = token_index.flat_values - tf.gather(first, tok_seq)
 
-    def by_pack(values, row_lengths, width, fill, dtype):
+    sizes = {"L": L, "K": K, "M": M}
+
+    def by_pack(name, values, row_lengths, task=None):
+        # Width, dtype and padding of feature `name` from the contract.
+        entry = contract.feature(name, task)
+        dtype = tf.as_dtype(entry.dtype)
         ragged = tf.RaggedTensor.from_row_lengths(tf.cast(values, dtype), row_lengths,
                                                   validate=False)
-        return ragged.to_tensor(default_value=tf.constant(fill, dtype), shape=[None, width])
+        return ragged.to_tensor(default_value=tf.constant(entry.padding, dtype),
+                                shape=[None, sizes[entry.dimension]])
 
-    def tokens_by_pack(values, fill=0):
-        return by_pack(values, pack_tokens, L, fill, tf.int32)
+    def tokens_by_pack(name, values, task=None):
+        return by_pack(name, values, pack_tokens, task)
 
     out = {}
     for name in roles.tokens:
-        out[name] = tokens_by_pack(tf.gather(examples[name].flat_values, token_index.flat_values))
-    out["sequence_ids"] = tokens_by_pack(tf.gather(seq_k, tok_seq) + 1)
-    out["position_ids"] = tokens_by_pack(tok_pos)
+        out[name] = tokens_by_pack(
+            name, tf.gather(examples[name].flat_values, token_index.flat_values))
+    out["sequence_ids"] = tokens_by_pack("sequence_ids", tf.gather(seq_k, tok_seq) + 1)
+    out["position_ids"] = tokens_by_pack("position_ids", tok_pos)
     if roles.causal_labels:
         flat = tf.gather(tokens.flat_values, token_index.flat_values)
         following = tf.concat([flat[1:], tf.zeros([1], flat.dtype)], 0)
         last = tok_pos == tf.gather(lengths, tok_seq) - 1
         targets = tf.where(last, tf.constant(IGNORE_LABEL, flat.dtype), following)
-        out["labels"] = tokens_by_pack(targets, IGNORE_LABEL)
+        out["labels"] = tokens_by_pack("labels", targets, "causal_lm")
 
     if roles.masked_lm is not None:
         out.update(_masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack,
                               check_partitions))
 
     per_pack = splits[1:] - splits[:-1]
-    out["cls_positions"] = by_pack(seq_offset, per_pack, K, 0, tf.int32)
-    out["sequence_mask"] = by_pack(tf.ones_like(seq_k), per_pack, K, 0.0, tf.float32)
+    out["cls_positions"] = by_pack("cls_positions", seq_offset, per_pack)
+    out["sequence_mask"] = by_pack("sequence_mask", tf.ones_like(seq_k), per_pack)
     for name in roles.sequence:
-        out[name] = by_pack(tf.gather(examples[name], order), per_pack, K, 0, tf.int32)
+        out[name] = by_pack(name, tf.gather(examples[name], order), per_pack,
+                            "classification" if name == "labels" else None)
     return out
 
 
@@ -167,10 +177,10 @@ def _masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack,
     else:
         weights = tf.ones_like(m_seq, tf.float32)
     return {
-        positions_name: by_pack(shifted, pack_predictions, M, 0, tf.int32),
-        ids_name: by_pack(tf.gather(examples[ids_name].flat_values, flat), pack_predictions,
-                          M, 0, tf.int32),
-        weights_name: by_pack(weights, pack_predictions, M, 0.0, tf.float32),
-        "masked_lm_sequence_ids": by_pack(tf.gather(seq_k, m_seq) + 1, pack_predictions,
-                                          M, 0, tf.int32),
+        positions_name: by_pack(positions_name, shifted, pack_predictions),
+        ids_name: by_pack(ids_name, tf.gather(examples[ids_name].flat_values, flat),
+                          pack_predictions),
+        weights_name: by_pack(weights_name, weights, pack_predictions),
+        "masked_lm_sequence_ids": by_pack("masked_lm_sequence_ids",
+                                          tf.gather(seq_k, m_seq) + 1, pack_predictions),
     }

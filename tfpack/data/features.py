@@ -14,7 +14,8 @@ An unpacked example is a dict of tensors. Every feature plays one *role*:
 
 The first token feature (``input_ids``) defines the length of an example.
 Packs always also hold ``sequence_ids``, ``position_ids``, ``cls_positions``
-and ``sequence_mask`` (DESIGN.md, "Packed example").
+and ``sequence_mask``. Every name, dtype, shape and padding value of a pack
+comes from the feature contract, `tfpack.features`.
 
 Example:
 
@@ -34,12 +35,11 @@ import dataclasses
 
 import tensorflow as tf
 
+from tfpack import features as contract
 from tfpack.errors import TfpackError
+from tfpack.features import IGNORE_LABEL
 
 __all__ = ["FeatureRoles", "packed_feature_spec", "dense_rows", "IGNORE_LABEL"]
-
-# Label value of positions without a causal-LM target (Keras/Hugging Face convention).
-IGNORE_LABEL = -100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +63,11 @@ class FeatureRoles:
     masked_lm: tuple[str, str, str] | None = None
     causal_labels: bool = False
     optional: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        contract.check_names(
+            self.tokens + self.sequence + tuple(self.masked_lm or ()),
+            f"the {self.name!r} feature roles")
 
     @classmethod
     def bert(cls) -> "FeatureRoles":
@@ -189,29 +194,27 @@ def _describe(element_spec) -> str:
 def packed_feature_spec(
     roles: FeatureRoles, max_length: int, max_sequences: int, max_predictions: int | None
 ) -> dict[str, tf.TensorSpec]:
-    """The DESIGN.md features of one pack under ``roles`` (without batch dim).
+    """The contract features (`tfpack.features`) of one pack under ``roles``, unbatched.
 
     >>> spec = packed_feature_spec(FeatureRoles.causal_lm(), 8, 2, None)
     >>> sorted(spec)
     ['cls_positions', 'input_ids', 'labels', 'position_ids', 'sequence_ids', 'sequence_mask']
     """
-    L, K = max_length, max_sequences
-    spec = {name: tf.TensorSpec([L], tf.int32) for name in roles.tokens}
-    spec["sequence_ids"] = tf.TensorSpec([L], tf.int32)
-    spec["position_ids"] = tf.TensorSpec([L], tf.int32)
+    sizes = {"L": max_length, "K": max_sequences, "M": max_predictions}
+    names = [*roles.tokens, "sequence_ids", "position_ids"]
     if roles.masked_lm is not None:
-        positions, ids, weights = roles.masked_lm
-        spec[positions] = tf.TensorSpec([max_predictions], tf.int32)
-        spec[ids] = tf.TensorSpec([max_predictions], tf.int32)
-        spec[weights] = tf.TensorSpec([max_predictions], tf.float32)
-        spec["masked_lm_sequence_ids"] = tf.TensorSpec([max_predictions], tf.int32)
-    spec["cls_positions"] = tf.TensorSpec([K], tf.int32)
-    spec["sequence_mask"] = tf.TensorSpec([K], tf.float32)
-    for name in roles.sequence:
-        spec[name] = tf.TensorSpec([K], tf.int32)
+        names += [*roles.masked_lm, "masked_lm_sequence_ids"]
+    names += ["cls_positions", "sequence_mask", *roles.sequence]
     if roles.causal_labels:
-        spec["labels"] = tf.TensorSpec([L], tf.int32)
-    return spec
+        names.append("labels")
+    return {name: _spec(name, roles, sizes) for name in names}
+
+
+def _spec(name: str, roles: FeatureRoles, sizes: dict) -> tf.TensorSpec:
+    # `labels` is [L] next-token targets for a causal LM, one class per sequence else.
+    task = ("causal_lm" if roles.causal_labels else "classification") if name == "labels" else None
+    entry = contract.feature(name, task)
+    return tf.TensorSpec([sizes[entry.dimension]], tf.as_dtype(entry.dtype))
 
 
 def dense_rows(dataset: tf.data.Dataset) -> tf.data.Dataset:

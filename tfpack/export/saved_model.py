@@ -39,6 +39,7 @@ import uuid
 
 import tensorflow as tf
 
+from tfpack import features as contract
 from tfpack.errors import TfpackError
 from tfpack.export.graph_packing import (gather_sequence_outputs, gather_token_outputs,
                                          pack_sequences)
@@ -47,9 +48,12 @@ from tfpack.training.validation import build_shapes
 __all__ = ["export_saved_model", "DEFAULT_EXPORT_DIR"]
 
 DEFAULT_EXPORT_DIR = "saved_models"
-_LABELS = ("masked_lm_ids", "masked_lm_weights", "masked_lm_sequence_ids",
-           "next_sentence_labels", "labels")
-_DTYPES = {"masked_lm_weights": tf.float32, "sequence_mask": tf.float32}
+# Labels are never serving inputs (the feature contract says which are).
+_LABELS = frozenset(f.name for f in contract.FEATURES if f.role == "label")
+
+
+def _dtype(name: str) -> tf.DType:
+    return tf.as_dtype(contract.dtype_of(name) if name in contract.names() else "int32")
 
 
 def _feature_specs(model, element_spec) -> dict:
@@ -61,7 +65,7 @@ def _feature_specs(model, element_spec) -> dict:
                 "The model must have been called on packed features (so L, K and M are "
                 "known), or `element_spec` must be given. Received: an unbuilt model "
                 f"{model.name!r}")
-        element_spec = {k: tf.TensorSpec(list(s)[1:], _DTYPES.get(k, tf.int32))
+        element_spec = {k: tf.TensorSpec(list(s)[1:], _dtype(k))
                         for k, s in shapes.items()}
     wanted = tuple(getattr(model, "input_features", ())) or tuple(element_spec)
     specs = {}

@@ -27,6 +27,7 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.features import IGNORE_LABEL
 
 MLM_AVERAGING = ("token", "sequence")
 
@@ -87,11 +88,7 @@ def masked_lm_statistics(logits, masked_lm_ids, masked_lm_weights,
             "`averaging='sequence'` needs `masked_lm_sequence_ids` and "
             "`num_sequences`. Received: masked_lm_sequence_ids="
             f"{masked_lm_sequence_ids is not None}, num_sequences={num_sequences}")
-    # [B, M, K]: prediction m belongs to sequence k (id k + 1); padding
-    # (id 0) falls off the one-hot, real predictions keep their weight.
-    membership = ops.one_hot(ops.cast(masked_lm_sequence_ids, "int32") - 1,
-                             num_sequences, dtype="float32")
-    membership = membership * ops.expand_dims(weights, -1)
+    membership = _membership(masked_lm_sequence_ids, weights, num_sequences)
     tokens = ops.sum(membership, axis=1)  # [B, K]
     has_tokens = ops.cast(tokens > 0, "float32")
     denominator = ops.maximum(tokens, 1.0)
@@ -100,6 +97,31 @@ def masked_lm_statistics(logits, masked_lm_ids, masked_lm_weights,
         ops.einsum("bm,bmk->bk", correct, membership) / denominator)
     return _result(term, ops.sum(per_sequence_loss), ops.sum(has_tokens),
                    ops.sum(per_sequence_correct))
+
+
+def _membership(masked_lm_sequence_ids, weights, num_sequences):
+    # [B, M, K]: prediction m belongs to sequence k (id k + 1); padding
+    # (id 0) falls off the one-hot, real predictions keep their weight.
+    membership = ops.one_hot(ops.cast(masked_lm_sequence_ids, "int32") - 1,
+                             num_sequences, dtype="float32")
+    return membership * ops.expand_dims(ops.cast(weights, "float32"), -1)
+
+
+def masked_lm_count(masked_lm_weights, masked_lm_sequence_ids=None,
+                    num_sequences=None, averaging="token"):
+    """The `{term}_count` of `masked_lm_statistics`, from the features alone.
+
+    >>> import numpy as np
+    >>> float(masked_lm_count(np.array([[1., 1., 0.]]), np.array([[1, 1, 0]]),
+    ...                       num_sequences=2, averaging="sequence"))
+    1.0
+    """
+    weights = ops.cast(masked_lm_weights, "float32")
+    if averaging == "token":
+        return ops.sum(weights)
+    tokens = ops.sum(_membership(masked_lm_sequence_ids, weights, num_sequences),
+                     axis=1)
+    return ops.sum(ops.cast(tokens > 0, "float32"))
 
 
 def sequence_statistics(logits, labels, sequence_mask, term="classification"):
@@ -122,7 +144,7 @@ def sequence_statistics(logits, labels, sequence_mask, term="classification"):
                    ops.sum(correct * mask))
 
 
-def causal_lm_statistics(logits, labels, ignore_index=-100, term="lm"):
+def causal_lm_statistics(logits, labels, ignore_index=IGNORE_LABEL, term="lm"):
     """Sums of the next-token loss over targets that are not `ignore_index`.
 
     Args:

@@ -1,9 +1,14 @@
-"""Keras 3 models for packed sequences.
+"""Keras 3 backbones and tasks for packed sequences.
 
-Every model takes one dict of DESIGN.md features (batch first) and returns a
-dict; labels travel in the same dict, so `model.fit(dataset)` needs no `y`.
-`loss_statistics(x, y_pred)` gives the per-term sums and counts a
-distributed loop all-reduces (see `PackedModel`).
+As in keras-hub, a *backbone* maps packed features (`tfpack.features`) to
+`{"sequence_output": [B, L, H]}` and a *task* wraps any backbone with heads
+and a loss. Every model takes one dict of features (batch first) and returns
+a dict; labels travel in the same dict, so `model.fit(dataset)` needs no `y`.
+
+- backbones: `BertEncoder`, `DecoderBackbone` (both on the shared
+  `TransformerBackbone` trunk), or any object following the backbone protocol
+  (`tfpack.models.backbone`);
+- tasks (`Task`): `BertPretrainer`, `BertClassifier`, `CausalLM`.
 
 Example:
 
@@ -14,18 +19,36 @@ Example:
 ('mlm', 'nsp')
 """
 
-from tfpack.models.base import EncoderTask
-from tfpack.models.base import PackedModel
+from tfpack.models.backbone import Backbone
+from tfpack.models.backbone import check_backbone
 from tfpack.models.bert_classifier import BertClassifier
 from tfpack.models.bert_encoder import BertEncoder
 from tfpack.models.bert_pretrainer import BertPretrainer
 from tfpack.models.causal_lm import CausalLM
+from tfpack.models.decoder import DecoderBackbone
+from tfpack.models.keras_hub import KerasHubBackbone
+from tfpack.models.keras_hub import from_keras_hub
+from tfpack.models.legacy import upgrade_keras_file
+from tfpack.models.task import Task
+from tfpack.models.trunk import TransformerBackbone
+
+# Names before the backbone/task split (docs/model.md, "Migration").
+PackedModel = Task
+EncoderTask = Task
 
 __all__ = [
+    "Backbone",
     "BertClassifier",
     "BertEncoder",
     "BertPretrainer",
     "CausalLM",
+    "DecoderBackbone",
     "EncoderTask",
+    "KerasHubBackbone",
     "PackedModel",
+    "Task",
+    "TransformerBackbone",
+    "check_backbone",
+    "from_keras_hub",
+    "upgrade_keras_file",
 ]

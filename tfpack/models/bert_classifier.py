@@ -1,15 +1,20 @@
 """Per-sequence classification (fine-tuning) on packed batches."""
 
 import keras
+from keras import ops
 
 from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.sequence_head import PackedSequenceHead
-from tfpack.models.base import EncoderTask
+from tfpack.models.backbone import head_hint
+from tfpack.models.task import Task
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class BertClassifier(EncoderTask):
-    """A `BertEncoder` that classifies every sequence of a pack.
+class BertClassifier(Task):
+    """A backbone that classifies every sequence of a pack.
+
+    The backbone is a `BertEncoder` or any other (`tfpack.models.backbone`);
+    the head reads each sequence's first token at `cls_positions`.
 
     One label per sequence (`labels` [B, K]); the loss and accuracy count
     real sequences (`sequence_mask`) only, so a pack of three sequences
@@ -34,14 +39,14 @@ class BertClassifier(EncoderTask):
     TensorShape([1, 3, 3])
 
     Args:
-        encoder: a `BertEncoder`.
+        backbone: a `BertEncoder` or any backbone.
         num_classes: number of classes.
         dropout: dropout before the classifier.
         expected_counts: loss balancing, e.g. `{"classification": 2.0}`.
         **kwargs: passed on to `keras.Model`.
 
     Call arguments:
-        inputs: dict of features (encoder features, `cls_positions`,
+        inputs: dict of features (backbone features, `cls_positions`,
             `sequence_mask`).
         training: whether dropout is active.
 
@@ -49,27 +54,24 @@ class BertClassifier(EncoderTask):
         `{"logits": [B, K, num_classes]}`, float32, 0 for absent sequences.
     """
 
+    task = "classification"
     loss_terms = ("classification",)
     packed_outputs = {"logits": "sequence"}
-    input_features = ("input_ids", "sequence_ids", "position_ids",
-                      "token_type_ids", "cls_positions", "sequence_mask")
+    head_features = ("cls_positions", "sequence_mask")
 
-    def __init__(self, encoder, num_classes, dropout=0.1, expected_counts=None,
+    def __init__(self, backbone, num_classes, dropout=0.1, expected_counts=None,
                  **kwargs):
-        super().__init__(expected_counts=expected_counts, **kwargs)
-        self.encoder = encoder
+        super().__init__(backbone, expected_counts=expected_counts, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
-        self.vocabulary_size = encoder.vocabulary_size
         self.head = PackedSequenceHead(
             num_classes, dropout=dropout,
             kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=encoder.initializer_range),
+                stddev=head_hint(backbone, "initializer_range")),
             dtype=self.dtype_policy, name="classifier_head")
 
     def call(self, inputs, training=None):
-        sequence_output = self.encoder(
-            inputs, training=training)["sequence_output"]
+        sequence_output = self.sequence_output(inputs, training=training)
         return {"logits": self.head(sequence_output, inputs["cls_positions"],
                                     inputs.get("sequence_mask"),
                                     training=training)}
@@ -77,6 +79,9 @@ class BertClassifier(EncoderTask):
     def loss_statistics(self, x, y_pred):
         return sequence_statistics(y_pred["logits"], x["labels"],
                                    x["sequence_mask"], term="classification")
+
+    def target_counts(self, x):
+        return {"classification": ops.sum(ops.cast(x["sequence_mask"], "float32"))}
 
     @classmethod
     def from_pretrained(cls, path, num_classes, **kwargs):

@@ -1,19 +1,18 @@
-"""BERT encoder for packed (and unpacked) inputs."""
+"""BERT encoder backbone for packed (and unpacked) inputs."""
 
 import keras
-from keras import ops
 
-from tfpack.errors import TfpackError
-from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.position_embedding import PackedPositionEmbedding
-from tfpack.layers.transformer_block import ACTIVATIONS
-from tfpack.layers.transformer_block import PackedTransformerBlock
-from tfpack.models.base import PackedModel
+from tfpack.models.trunk import TransformerBackbone
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class BertEncoder(PackedModel):
+class BertEncoder(TransformerBackbone):
     """BERT's embeddings and transformer encoder, adjusted for packing.
+
+    A backbone (`tfpack.models.backbone`): packed features in,
+    `sequence_output` out, no heads and no loss; wrap it in a task
+    (`BertPretrainer`, `BertClassifier`) to train it.
 
     The two model changes of PackedBERT (seed 000, section 3.2): position
     embeddings are looked up by `position_ids`, which restart for every
@@ -54,7 +53,6 @@ class BertEncoder(PackedModel):
             `0..L-1` for every row, as vanilla BERT (ablation only).
         block_diagonal_mask: keep sequences apart in attention. `False` masks
             padding only, as vanilla BERT (ablation only).
-        expected_counts: see `PackedModel` (unused: the encoder has no loss).
         **kwargs: passed on to `keras.Model`.
 
     Call arguments:
@@ -67,84 +65,49 @@ class BertEncoder(PackedModel):
         `{"sequence_output": [batch, length, hidden_dim]}`.
     """
 
-    packed_outputs = {"sequence_output": "token"}
     input_features = ("input_ids", "sequence_ids", "position_ids",
                       "token_type_ids")
+    optional_features = ("token_type_ids",)
 
     def __init__(self, vocabulary_size, num_layers, hidden_dim, num_heads,
                  intermediate_dim, activation="gelu", max_sequence_length=512,
                  type_vocabulary_size=2, layer_norm_epsilon=1e-12, dropout=0.1,
                  attention_dropout=0.1, initializer_range=0.02,
-                 reset_positions=True, block_diagonal_mask=True,
-                 expected_counts=None, **kwargs):
-        super().__init__(expected_counts=expected_counts, **kwargs)
-        if activation not in ACTIVATIONS:
-            raise TfpackError(f"`activation` must be one of {ACTIVATIONS}. "
-                              f"Received: activation={activation!r}")
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.hidden_dim = hidden_dim
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.activation = activation
-        self.max_sequence_length = max_sequence_length
+                 reset_positions=True, block_diagonal_mask=True, **kwargs):
+        super().__init__(
+            vocabulary_size, num_layers, hidden_dim, num_heads,
+            intermediate_dim, max_sequence_length=max_sequence_length,
+            activation=activation, layer_norm_epsilon=layer_norm_epsilon,
+            dropout=dropout, attention_dropout=attention_dropout,
+            initializer_range=initializer_range,
+            reset_positions=reset_positions,
+            block_diagonal_mask=block_diagonal_mask, **kwargs)
         self.type_vocabulary_size = type_vocabulary_size
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.dropout = dropout
         self.attention_dropout = attention_dropout
-        self.initializer_range = initializer_range
-        self.reset_positions = reset_positions
-        self.block_diagonal_mask = block_diagonal_mask
-
         policy = self.dtype_policy
-        initializer = keras.initializers.TruncatedNormal(
-            stddev=initializer_range)
-        self.token_embedding = keras.layers.Embedding(
-            vocabulary_size, hidden_dim, embeddings_initializer=initializer,
-            dtype=policy, name="token_embedding")
         self.position_embedding = PackedPositionEmbedding(
-            max_sequence_length, hidden_dim, initializer=initializer,
+            max_sequence_length, hidden_dim, initializer=self._initializer,
             dtype=policy, name="position_embedding")
         self.token_type_embedding = keras.layers.Embedding(
             type_vocabulary_size, hidden_dim,
-            embeddings_initializer=initializer, dtype=policy,
+            embeddings_initializer=self._initializer, dtype=policy,
             name="token_type_embedding")
         self.embeddings_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="embeddings_norm")
-        self.embeddings_dropout = keras.layers.Dropout(dropout, dtype=policy)
-        self.attention_mask = PackedAttentionMask(
-            mask_type="additive", block_diagonal=block_diagonal_mask,
-            dtype=policy, name="attention_mask")
-        self.transformer_layers = [
-            PackedTransformerBlock(
-                num_heads, hidden_dim, intermediate_dim, activation=activation,
-                dropout=dropout, attention_dropout=attention_dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                kernel_initializer=initializer, dtype=policy,
-                name=f"transformer_layer_{i}")
-            for i in range(num_layers)
-        ]
 
     def call(self, inputs, training=None):
-        input_ids = ops.cast(inputs["input_ids"], "int32")
-        sequence_ids = inputs["sequence_ids"]
-        if self.reset_positions:
-            position_ids = inputs["position_ids"]
-        else:
-            length = ops.shape(input_ids)[1]
-            position_ids = ops.zeros_like(input_ids) + ops.arange(
-                length, dtype="int32")
+        input_ids = keras.ops.cast(inputs["input_ids"], "int32")
+        position_ids = self.position_ids(inputs)
         token_type_ids = inputs.get("token_type_ids")
         if token_type_ids is None:
-            token_type_ids = ops.zeros_like(input_ids)
+            token_type_ids = keras.ops.zeros_like(input_ids)
         x = (self.token_embedding(input_ids)
              + self.position_embedding(position_ids)
-             + self.token_type_embedding(ops.cast(token_type_ids, "int32")))
+             + self.token_type_embedding(
+                 keras.ops.cast(token_type_ids, "int32")))
         x = self.embeddings_dropout(self.embeddings_norm(x), training=training)
-        mask = self.attention_mask(sequence_ids)
-        for layer in self.transformer_layers:
-            x = layer(x, mask, training=training)
-        return {"sequence_output": x}
+        return {"sequence_output": self.run_layers(x, inputs, position_ids,
+                                                   training=training)}
 
     @classmethod
     def from_pretrained(cls, path, **overrides):
@@ -169,19 +132,7 @@ class BertEncoder(PackedModel):
     def get_config(self):
         config = super().get_config()
         config.update({
-            "vocabulary_size": self.vocabulary_size,
-            "num_layers": self.num_layers,
-            "hidden_dim": self.hidden_dim,
-            "num_heads": self.num_heads,
-            "intermediate_dim": self.intermediate_dim,
-            "activation": self.activation,
-            "max_sequence_length": self.max_sequence_length,
             "type_vocabulary_size": self.type_vocabulary_size,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "dropout": self.dropout,
             "attention_dropout": self.attention_dropout,
-            "initializer_range": self.initializer_range,
-            "reset_positions": self.reset_positions,
-            "block_diagonal_mask": self.block_diagonal_mask,
         })
         return config

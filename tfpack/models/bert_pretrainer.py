@@ -1,22 +1,27 @@
 """BERT pre-training (MLM + NSP) on packed batches."""
 
 import keras
+from keras import ops
 
+from tfpack.errors import TfpackError
 from tfpack.layers.losses import MLM_AVERAGING
+from tfpack.layers.losses import masked_lm_count
 from tfpack.layers.losses import masked_lm_statistics
 from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.masked_lm_head import PackedMaskedLMHead
 from tfpack.layers.sequence_head import PackedSequenceHead
-from tfpack.errors import TfpackError
-from tfpack.models.base import EncoderTask
+from tfpack.models.backbone import head_hint
+from tfpack.models.task import Task
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class BertPretrainer(EncoderTask):
-    """A `BertEncoder` with the masked-LM and next-sentence heads.
+class BertPretrainer(Task):
+    """A backbone with the masked-LM and next-sentence heads.
 
-    The MLM head reads `masked_lm_positions` and is tied to the encoder's
-    token embedding; the NSP head classifies the [CLS] token of each of the K
+    The backbone is a `BertEncoder` or any backbone with a
+    `vocabulary_size` (`tfpack.models.backbone`). The MLM head reads
+    `masked_lm_positions` and is tied to the backbone's `token_embedding`
+    when it has one (else it has its own output kernel); the NSP head classifies the [CLS] token of each of the K
     sequences at `cls_positions`. `compute_loss` adds the MLM loss (averaged
     per token or per sequence) and the NSP loss over real sequences only, so
     `model.fit(dataset_of_feature_dicts)` trains it.
@@ -47,7 +52,7 @@ class BertPretrainer(EncoderTask):
     ['mlm_correct', 'mlm_count', 'mlm_loss_sum']
 
     Args:
-        encoder: a `BertEncoder`.
+        backbone: a `BertEncoder` or another backbone with `vocabulary_size`.
         mlm_averaging: `"token"` (BERT: mean over all masked tokens of the
             batch) or `"sequence"` (mean per sequence, then over sequences).
         expected_counts: loss balancing, e.g. `{"mlm": 76, "nsp": 2}`
@@ -63,28 +68,33 @@ class BertPretrainer(EncoderTask):
         `{"mlm_logits": [B, M, V], "nsp_logits": [B, K, 2]}`, float32.
     """
 
+    task = "pretraining"
     loss_terms = ("mlm", "nsp")
     packed_outputs = {"mlm_logits": "prediction", "nsp_logits": "sequence"}
-    input_features = ("input_ids", "sequence_ids", "position_ids",
-                      "token_type_ids", "masked_lm_positions",
-                      "cls_positions", "sequence_mask")
+    head_features = ("masked_lm_positions", "cls_positions", "sequence_mask")
+    backbone_requires = ("vocabulary_size",)
 
-    def __init__(self, encoder, mlm_averaging="token", expected_counts=None,
+    @property
+    def optional_features(self):
+        # Per-token averaging does not need to know whose prediction it is.
+        return ("masked_lm_sequence_ids",) if self.mlm_averaging == "token" else ()
+
+    def __init__(self, backbone, mlm_averaging="token", expected_counts=None,
                  **kwargs):
-        super().__init__(expected_counts=expected_counts, **kwargs)
         if mlm_averaging not in MLM_AVERAGING:
             raise TfpackError(
                 f"`mlm_averaging` must be one of {MLM_AVERAGING}. "
                 f"Received: mlm_averaging={mlm_averaging!r}")
-        self.encoder = encoder
+        super().__init__(backbone, expected_counts=expected_counts, **kwargs)
         self.mlm_averaging = mlm_averaging
-        self.vocabulary_size = encoder.vocabulary_size
+        self.vocabulary_size = backbone.vocabulary_size
         initializer = keras.initializers.TruncatedNormal(
-            stddev=encoder.initializer_range)
+            stddev=head_hint(backbone, "initializer_range"))
         self.mlm_head = PackedMaskedLMHead(
-            encoder.vocabulary_size, token_embedding=encoder.token_embedding,
-            activation=encoder.activation,
-            layer_norm_epsilon=encoder.layer_norm_epsilon,
+            backbone.vocabulary_size,
+            token_embedding=getattr(backbone, "token_embedding", None),
+            activation=head_hint(backbone, "activation"),
+            layer_norm_epsilon=head_hint(backbone, "layer_norm_epsilon"),
             kernel_initializer=initializer, dtype=self.dtype_policy,
             name="mlm_head")
         self.nsp_head = PackedSequenceHead(
@@ -92,8 +102,7 @@ class BertPretrainer(EncoderTask):
             name="nsp_head")
 
     def call(self, inputs, training=None):
-        sequence_output = self.encoder(
-            inputs, training=training)["sequence_output"]
+        sequence_output = self.sequence_output(inputs, training=training)
         return {
             "mlm_logits": self.mlm_head(sequence_output,
                                         inputs["masked_lm_positions"]),
@@ -113,6 +122,15 @@ class BertPretrainer(EncoderTask):
             y_pred["nsp_logits"], x["next_sentence_labels"],
             x["sequence_mask"], term="nsp"))
         return statistics
+
+    def target_counts(self, x):
+        return {
+            "mlm": masked_lm_count(
+                x["masked_lm_weights"], x.get("masked_lm_sequence_ids"),
+                num_sequences=x["sequence_mask"].shape[-1],
+                averaging=self.mlm_averaging),
+            "nsp": ops.sum(ops.cast(x["sequence_mask"], "float32")),
+        }
 
     def get_config(self):
         config = super().get_config()

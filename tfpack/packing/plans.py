@@ -157,9 +157,9 @@ class PackingPlan:
             raise TfpackError(f"The plan file must be readable. Received: path={os.fspath(path)!r} ({error})") from None
         return cls.from_json(text)
 
-    def assign(self, lengths, seed: int = 0) -> Assignment:
+    def assign(self, lengths, seed: int = 0, *, shuffle: bool = True) -> Assignment:
         """Map concrete examples (their lengths) to packs; see `tfpack.packing.assign`."""
-        return assign(self, lengths, seed=seed)
+        return assign(self, lengths, seed=seed, shuffle=shuffle)
 
     def summary(self, top: int = 5) -> str:
         """A few readable lines: the limits, the metrics and the most used strategies."""

@@ -10,7 +10,11 @@ An *example* is a dict of one sequence's features:
 - optional masked-LM features `masked_lm_positions` (indices inside the
   example), `masked_lm_ids`, optional `masked_lm_weights`: `[m]`;
 - optional per-sequence label `next_sentence_labels` or `labels`: a scalar;
-- optional causal-LM `labels`: `[n]` next-token targets, -100 = ignored.
+- optional causal-LM `labels`: `[n]` next-token targets, -100 = ignored,
+  and optional `loss_weights`: `[n]` float weight of each target.
+
+Names, dtypes, shapes and padding values come from the feature contract
+(`tfpack.features`).
 
 Worked example: examples of lengths 2 and 3 in one pack of length 6::
 
@@ -34,9 +38,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tfpack import features as contract
 from tfpack.errors import TfpackError
-
-IGNORE_INDEX = -100
+from tfpack.features import IGNORE_LABEL
 
 
 def next_token_labels(input_ids: Sequence[int]) -> np.ndarray:
@@ -46,7 +50,7 @@ def next_token_labels(input_ids: Sequence[int]) -> np.ndarray:
     [6, 7, -100]
     """
     ids = np.asarray(input_ids, np.int32)
-    return np.concatenate([ids[1:], [IGNORE_INDEX]]).astype(np.int32)
+    return np.concatenate([ids[1:], [IGNORE_LABEL]]).astype(np.int32)
 
 
 def next_fit(lengths: Sequence[int], max_length: int,
@@ -115,27 +119,24 @@ def pack_examples(examples: Sequence[dict], max_length: int,
     if has_mlm and m is None:
         m = max(sum(len(examples[i]["masked_lm_positions"]) for i in p)
                 for p in packs)
-    batch, length = len(packs), max_length
-    out = {
-        "input_ids": np.zeros((batch, length), np.int32),
-        "sequence_ids": np.zeros((batch, length), np.int32),
-        "position_ids": np.zeros((batch, length), np.int32),
-        "cls_positions": np.zeros((batch, k), np.int32),
-        "sequence_mask": np.zeros((batch, k), np.float32),
-    }
-    if "token_type_ids" in examples[0]:
-        out["token_type_ids"] = np.zeros((batch, length), np.int32)
+    batch = len(packs)
+    token_labels = _is_token_labels(examples[0])
+    # `labels` is [L] for a causal LM and [K] (one class per sequence) else.
+    labels_task = "causal_lm" if token_labels else "classification"
+    sizes = {"L": max_length, "K": k, "M": m}
+    names = ["input_ids", "sequence_ids", "position_ids", "cls_positions",
+             "sequence_mask"]
+    names += [n for n in ("token_type_ids", "next_sentence_labels", "labels",
+                          "loss_weights") if n in examples[0]]
     if has_mlm:
-        for name, dtype in (("masked_lm_positions", np.int32),
-                            ("masked_lm_ids", np.int32),
-                            ("masked_lm_weights", np.float32),
-                            ("masked_lm_sequence_ids", np.int32)):
-            out[name] = np.zeros((batch, m), dtype)
-    for name in ("next_sentence_labels", "labels"):
-        if name in examples[0] and not _is_token_labels(examples[0]):
-            out[name] = np.zeros((batch, k), np.int32)
-    if _is_token_labels(examples[0]):
-        out["labels"] = np.full((batch, length), IGNORE_INDEX, np.int32)
+        names += ["masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
+                  "masked_lm_sequence_ids"]
+    contract.check_names(list(examples[0]), "the examples")
+    out = {}
+    for name in names:
+        entry = contract.feature(name, labels_task if name == "labels" else None)
+        out[name] = np.full((batch, sizes[entry.dimension]), entry.padding,
+                            entry.dtype)
 
     for row, pack in enumerate(packs):
         start, prediction = 0, 0
@@ -149,10 +150,12 @@ def pack_examples(examples: Sequence[dict], max_length: int,
             out["sequence_mask"][row, slot] = 1.0
             if "token_type_ids" in out:
                 out["token_type_ids"][row, span] = example["token_type_ids"]
-            if _is_token_labels(example):
+            if token_labels:
                 out["labels"][row, span] = example["labels"]
+                if "loss_weights" in out:
+                    out["loss_weights"][row, span] = example["loss_weights"]
             for name in ("next_sentence_labels", "labels"):
-                if name in out and out[name].shape == (batch, k):
+                if name in out and not token_labels:
                     out[name][row, slot] = example[name]
             if has_mlm:
                 positions = np.asarray(example["masked_lm_positions"])

@@ -5,12 +5,15 @@ have a fixed shape (XLA compiles one program), features of one kind must agree
 on L, K or M, and these must match the model's. All offending features are
 listed in one message.
 
-`target_counts` gives, for each loss term, how many targets a batch holds,
-from the features alone (no forward pass), so the trainer can all-reduce them
-*before* computing gradients: masked tokens for ``mlm``, present sequences for
-``nsp``/classification, non-ignored labels for the causal LM. A model can
-override this with a ``target_counts(x)`` method returning one float32 scalar
-per term.
+Which dimension (L, K or M) a feature has comes from the feature contract
+(`tfpack.features`), for the model's ``task`` where a name is shared (causal-LM
+``labels`` are ``[L]``, classification ``labels`` ``[K]``).
+
+`target_counts` gives, for each loss term, how many targets a batch holds, so
+the trainer can all-reduce them *before* computing gradients. A task counts
+them from the features alone (``model.target_counts(x)``, no forward pass);
+any other model with ``loss_terms`` and ``loss_statistics`` gets its counts
+from one forward pass.
 
 Example:
 
@@ -26,17 +29,16 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfpack import features as contract
 from tfpack.errors import TfpackError
 
 __all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes"]
 
-_KIND = {
-    "input_ids": "L", "sequence_ids": "L", "position_ids": "L", "token_type_ids": "L",
-    "cls_positions": "K", "sequence_mask": "K", "next_sentence_labels": "K",
-    "masked_lm_positions": "M", "masked_lm_ids": "M", "masked_lm_weights": "M",
-    "masked_lm_sequence_ids": "M",
-}
-_NAMES = {"L": "max_length", "K": "max_sequences_per_pack", "M": "max_predictions_per_pack"}
+def _dimension(name: str, task) -> str | None:
+    """L, K or M of a contract feature (None: a scalar, unknown or ambiguous)."""
+    if name not in contract.names():
+        return None
+    return contract.dimension_of(name, task)
 
 
 def build_shapes(model) -> dict | None:
@@ -63,7 +65,7 @@ def lengths_of(element_spec: dict) -> dict:
     """``{"L": ..., "K": ..., "M": ...}`` read from an unbatched element spec."""
     found = {}
     for name, spec in element_spec.items():
-        kind = _KIND.get(name)
+        kind = _dimension(name, None)
         if kind and spec.shape.rank == 1 and spec.shape[0] is not None:
             found.setdefault(kind, int(spec.shape[0]))
     return found
@@ -72,9 +74,10 @@ def lengths_of(element_spec: dict) -> dict:
 def _model_lengths(model) -> dict:
     """L, K and M of the features the model was built on (if it was built)."""
     shapes = build_shapes(model) or {}
+    task = getattr(model, "task", None)
     found = {}
     for name, shape in shapes.items():
-        kind = _KIND.get(name)
+        kind = _dimension(name, task)
         shape = list(shape)
         if kind and len(shape) == 2 and shape[1] is not None:
             found.setdefault(kind, int(shape[1]))
@@ -82,7 +85,7 @@ def _model_lengths(model) -> dict:
 
 
 def _position_capacity(model) -> int | None:
-    for owner in (model, getattr(model, "encoder", None)):
+    for owner in (model, getattr(model, "backbone", None)):
         value = getattr(owner, "max_sequence_length", None)
         if isinstance(value, int):
             return value
@@ -104,16 +107,20 @@ def validate_element_spec(model, element_spec) -> dict:
         raise TfpackError(
             "The dataset must yield unbatched dicts of packed features with at least "
             f"`input_ids`. Received: element_spec={element_spec!r}")
+    task = getattr(model, "task", None)
     problems = []
     for name, spec in element_spec.items():
-        if name in _KIND and spec.shape.rank != 1:
+        if _dimension(name, task) and spec.shape.rank != 1:
             problems.append(f"{name} has rank {spec.shape.rank} (an unbatched pack "
                             "has rank 1: the trainer batches, pass unbatched packs)")
         elif not spec.shape.is_fully_defined():
             problems.append(f"{name} has shape {spec.shape} (must be fixed)")
+    for name in getattr(model, "required_features", ()):
+        if name not in element_spec:
+            problems.append(f"missing {name} ({type(model).__name__} reads it)")
     dataset = {}
     for name, spec in element_spec.items():
-        kind = _KIND.get(name)
+        kind = _dimension(name, task)
         if kind and spec.shape.rank == 1 and spec.shape[0] is not None:
             size = int(spec.shape[0])
             if kind in dataset and dataset[kind][1] != size:
@@ -123,7 +130,7 @@ def validate_element_spec(model, element_spec) -> dict:
     for kind, expected in _model_lengths(model).items():
         if kind in dataset and dataset[kind][1] != expected:
             problems.append(f"{dataset[kind][0]} has {kind}={dataset[kind][1]} but the "
-                            f"model was built with {_NAMES[kind]}={expected}")
+                            f"model was built with {contract.DIMENSIONS[kind]}={expected}")
     capacity = _position_capacity(model)
     if capacity is not None and "L" in dataset and dataset["L"][1] > capacity:
         problems.append(f"{dataset['L'][0]} has L={dataset['L'][1]} but the model's "
@@ -138,21 +145,11 @@ def validate_element_spec(model, element_spec) -> dict:
 def target_counts(model, x: dict) -> dict:
     """Float32 scalars: targets per loss term, ``real_tokens`` and ``sequences``."""
     if hasattr(model, "target_counts"):
-        counts = dict(model.target_counts(x))
+        counts = {t: tf.cast(c, tf.float32) for t, c in model.target_counts(x).items()}
     else:
-        counts = {}
-        missing = []
-        for term in model.loss_terms:
-            count = _count_from_features(model, term, x)
-            if count is None:
-                missing.append(term)
-            else:
-                counts[term] = count
-        if missing:
-            # Unknown term: a forward pass gives its count (costs one forward).
-            stats = model.loss_statistics(x, model(x, training=False))
-            for term in missing:
-                counts[term] = tf.cast(stats[f"{term}_count"], tf.float32)
+        # Not a task: one forward pass gives the counts.
+        stats = model.loss_statistics(x, model(x, training=False))
+        counts = {t: tf.cast(stats[f"{t}_count"], tf.float32) for t in model.loss_terms}
     if "sequence_ids" in x:
         real = tf.cast(x["sequence_ids"] > 0, tf.float32)
     else:
@@ -166,22 +163,3 @@ def target_counts(model, x: dict) -> dict:
     else:
         counts["sequences"] = tf.cast(tf.shape(x["input_ids"])[0], tf.float32)
     return counts
-
-
-def _count_from_features(model, term: str, x: dict):
-    if term == "mlm" and "masked_lm_weights" in x:
-        weights = tf.cast(x["masked_lm_weights"], tf.float32)
-        if getattr(model, "mlm_averaging", "token") == "token":
-            return tf.reduce_sum(weights)
-        if "masked_lm_sequence_ids" in x and "sequence_mask" in x:
-            # "sequence" averaging counts sequences that have predictions.
-            k = tf.range(1, tf.shape(x["sequence_mask"])[-1] + 1)
-            hit = tf.logical_and(
-                tf.equal(x["masked_lm_sequence_ids"][..., None], k), weights[..., None] > 0)
-            return tf.reduce_sum(tf.cast(tf.reduce_any(hit, axis=-2), tf.float32))
-        return None
-    if term in ("nsp", "classification", "cls", "classifier") and "sequence_mask" in x:
-        return tf.reduce_sum(tf.cast(x["sequence_mask"], tf.float32))
-    if term in ("lm", "causal_lm", "clm") and "labels" in x:
-        return tf.reduce_sum(tf.cast(tf.not_equal(x["labels"], -100), tf.float32))
-    return None

@@ -1,0 +1,91 @@
+"""Packed training for keras-hub backbones: `from_keras_hub(backbone)`.
+
+The adapter runs the keras-hub backbone's own layers on the packed features
+of DESIGN.md (`input_ids`, `sequence_ids`, `position_ids`, and
+`token_type_ids` where the backbone has token types) and returns
+`{"sequence_output": [B, L, H]}`. Positions restart for every packed
+sequence and attention stays inside a sequence (and is causal for
+decoders), so each sequence's outputs are those of the keras-hub backbone
+run on that sequence alone. The adapter owns no variables: presets and
+checkpoints load into the keras-hub backbone as usual, and training the
+adapter trains the backbone.
+
+| family | keras-hub backbones | adapter |
+| --- | --- | --- |
+| BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone`, `DistilBertBackbone` | `KerasHubEncoder` |
+| Llama-style decoders | `LlamaBackbone`, `MistralBackbone`, `Qwen2Backbone` | `KerasHubDecoder` |
+| Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
+
+Example:
+
+>>> import keras_hub
+>>> from tfpack.models import from_keras_hub
+>>> backbone = keras_hub.models.LlamaBackbone(
+...     vocabulary_size=30, num_layers=1, num_query_heads=2,
+...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
+>>> type(from_keras_hub(backbone)).__name__
+'KerasHubDecoder'
+"""
+
+from tfpack.errors import TfpackError
+from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.decoders import KerasHubDecoder
+from tfpack.models.keras_hub.encoders import KerasHubEncoder
+from tfpack.models.keras_hub.gemma import KerasHubGemma
+
+ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma)
+
+
+def supported_backbones():
+    """Names of the keras-hub backbone classes `from_keras_hub` accepts.
+
+    >>> supported_backbones()[:2]
+    ['BertBackbone', 'DistilBertBackbone']
+    """
+    return sorted(name for adapter in ADAPTERS
+                  for name in adapter.backbone_names)
+
+
+def from_keras_hub(backbone):
+    """The tfpack backbone of a keras-hub backbone: packed features in.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
+    >>> packed = from_keras_hub(backbone)
+    >>> packed({"input_ids": np.array([[2, 5, 6, 2, 7, 0]]),
+    ...         "sequence_ids": np.array([[1, 1, 1, 2, 2, 0]]),
+    ...         "position_ids": np.array([[0, 1, 2, 0, 1, 0]])},
+    ...        )["sequence_output"].shape
+    TensorShape([1, 6, 8])
+
+    Args:
+        backbone: a keras-hub backbone of a supported class (see the module
+            docstring; subclasses are not accepted, their layers may differ).
+
+    Returns:
+        A `KerasHubBackbone` sharing `backbone`'s layers and variables.
+
+    Raises:
+        TfpackError: `backbone` is of another class.
+    """
+    for adapter in ADAPTERS:
+        if adapter.accepts(backbone):
+            return adapter(backbone)
+    raise TfpackError(
+        "`from_keras_hub` supports the keras-hub backbones "
+        f"{', '.join(supported_backbones())}. "
+        f"Received: backbone of type {type(backbone).__name__}")
+
+
+__all__ = [
+    "KerasHubBackbone",
+    "KerasHubDecoder",
+    "KerasHubEncoder",
+    "KerasHubGemma",
+    "from_keras_hub",
+    "supported_backbones",
+]

@@ -1,0 +1,132 @@
+"""What every keras-hub adapter shares: the wrapped backbone, its config, its mask.
+
+An adapter holds a keras-hub backbone and runs that backbone's own layers in
+its own forward pass, so it owns no variables: `adapter.weights` are the
+backbone's variable objects, and training either one trains both. It reads
+the packed features of DESIGN.md instead of keras-hub's padding mask.
+"""
+
+import keras
+
+from tfpack.errors import TfpackError
+from tfpack.layers.attention_mask import PackedAttentionMask
+
+
+def backbone_classes(names):
+    """The `keras_hub.models` classes of `names` (imports keras-hub)."""
+    import keras_hub
+
+    return tuple(getattr(keras_hub.models, name) for name in names)
+
+
+class KerasHubBackbone(keras.Model):
+    """Base of the adapters returned by `tfpack.models.from_keras_hub`.
+
+    Subclasses name the keras-hub classes they accept (`backbone_names`, in
+    `keras_hub.models`; keras-hub is imported on first use only),
+    say whether attention is causal (`is_causal(backbone)`), and implement
+    `call`. The wrapped backbone
+    is serialized inside the adapter's config, as keras-hub tasks serialize
+    theirs, so `.keras` files rebuild it and then restore its weights.
+
+    Example:
+
+    >>> import keras_hub
+    >>> from tfpack.models import from_keras_hub
+    >>> backbone = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
+    >>> adapter = from_keras_hub(backbone)
+    >>> isinstance(adapter, KerasHubBackbone), adapter.hidden_dim
+    (True, 8)
+    >>> adapter.weights[0] is backbone.weights[0]
+    True
+
+    Args:
+        backbone: a keras-hub backbone of one of `backbone_classes`.
+        **kwargs: passed on to `keras.Model` (the dtype policy defaults to
+            the backbone's).
+
+    Attributes:
+        backbone: the wrapped keras-hub backbone.
+        hidden_dim: width of `sequence_output`.
+        vocabulary_size: rows of the token embedding.
+        token_embedding: the backbone's token embedding (a
+            `keras.layers.Embedding`), for tied output heads.
+        max_sequence_length: the longest pack learned positions allow, or
+            None.
+    """
+
+    backbone_names = ()
+    packed_outputs = {"sequence_output": "token"}
+    input_features = ("input_ids", "sequence_ids", "position_ids")
+
+    def __init__(self, backbone, **kwargs):
+        if not self.accepts(backbone):
+            raise TfpackError(
+                f"`{type(self).__name__}` wraps "
+                f"{', '.join(self.backbone_names)}. "
+                f"Received: backbone of type {type(backbone).__name__}")
+        kwargs.setdefault("dtype", backbone.dtype_policy)
+        kwargs.setdefault("name", f"packed_{backbone.name}")
+        super().__init__(**kwargs)
+        self.backbone = backbone
+        self.causal = self.is_causal(backbone)
+        self.attention_mask = PackedAttentionMask(
+            causal=self.causal, mask_type="boolean", dtype=self.dtype_policy,
+            name="attention_mask")
+        # The backbone arrives built; the adapter has no variables of its own.
+        self.built = True
+
+    @classmethod
+    def accepts(cls, backbone):
+        """Whether `backbone` is exactly one of `backbone_names` (subclasses
+        may change the layers, so they are not accepted)."""
+        return type(backbone) in backbone_classes(cls.backbone_names)
+
+    @classmethod
+    def is_causal(cls, backbone):
+        """Whether `backbone` masks attention causally (decoders)."""
+        return False
+
+    @property
+    def hidden_dim(self):
+        return self.backbone.hidden_dim
+
+    @property
+    def vocabulary_size(self):
+        return self.backbone.token_embedding.input_dim
+
+    @property
+    def token_embedding(self):
+        return self.backbone.token_embedding
+
+    @property
+    def max_sequence_length(self):
+        """Rows of a learned position table, or None (rotary: no limit)."""
+        return getattr(self.backbone, "max_sequence_length", None)
+
+    def _features(self, inputs):
+        """`(input_ids, sequence_ids, position_ids)` as int32, checked once."""
+        missing = [n for n in self.input_features[:3] if n not in inputs]
+        if missing:
+            raise TfpackError(
+                f"`{type(self).__name__}` needs the packed features "
+                f"{list(self.input_features[:3])}; missing {missing}. "
+                f"Received: keys={sorted(inputs)}")
+        return tuple(keras.ops.cast(inputs[n], "int32")
+                     for n in self.input_features[:3])
+
+    def get_config(self):
+        config = super().get_config()
+        config["backbone"] = keras.saving.serialize_keras_object(self.backbone)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        import keras_hub  # noqa: F401  (registers the backbone classes)
+
+        config = dict(config)
+        config["backbone"] = keras.saving.deserialize_keras_object(
+            config["backbone"])
+        return cls(**config)

@@ -1,0 +1,130 @@
+"""keras-hub BERT-family encoders (BERT, ELECTRA, RoBERTa, DistilBERT), packed.
+
+All four stack keras-hub `TransformerEncoder` layers on learned position
+embeddings. Packing changes two things (seed 000, section 3.2): the
+`PositionEmbedding` looks positions up by `position_ids`, which restart for
+every sequence, and self-attention gets the block-diagonal mask of
+`sequence_ids` instead of a padding mask.
+"""
+
+import keras
+from keras import ops
+
+from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import backbone_classes
+
+# Backbones with BERT's separate token, position and segment embeddings.
+_SEGMENTED = ("BertBackbone", "ElectraBackbone")
+# Backbones with one `TokenAndPositionEmbedding` and no token types.
+_UNSEGMENTED = ("RobertaBackbone", "DistilBertBackbone")
+
+
+def attend(layer, x, mask, training):
+    """Self-attention of one keras-hub `TransformerEncoder` under `mask`.
+
+    The one place the encoder adapters call attention: `mask` is the
+    boolean `[B, L, L]` packed mask (True = may attend).
+    """
+    return layer._self_attention_layer(query=x, value=x, attention_mask=mask,
+                                       training=training)
+
+
+def encoder_block(layer, x, mask, training):
+    """keras-hub's `TransformerEncoder.call`, with `mask` as the whole mask."""
+    residual = x
+    if layer.normalize_first:
+        x = layer._self_attention_layer_norm(x)
+    x = attend(layer, x, mask, training)
+    x = layer._self_attention_dropout(x, training=training)
+    x = x + residual
+    if not layer.normalize_first:
+        x = layer._self_attention_layer_norm(x)
+    residual = x
+    if layer.normalize_first:
+        x = layer._feedforward_layer_norm(x)
+    x = layer._feedforward_intermediate_dense(x)
+    x = layer._feedforward_output_dense(x)
+    x = layer._feedforward_dropout(x, training=training)
+    x = x + residual
+    if not layer.normalize_first:
+        x = layer._feedforward_layer_norm(x)
+    return x
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubEncoder(KerasHubBackbone):
+    """A keras-hub BERT-family encoder that reads packed features.
+
+    Wraps `BertBackbone`, `ElectraBackbone` (with `token_type_ids`),
+    `RobertaBackbone` and `DistilBertBackbone` (without). Built by
+    `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.RobertaBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
+    >>> encoder = KerasHubEncoder(backbone)
+    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ...         )["sequence_output"].shape
+    TensorShape([1, 5, 8])
+
+    Args:
+        backbone: one of the four keras-hub backbones above.
+        **kwargs: passed on to `KerasHubBackbone`.
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and,
+            for BERT and ELECTRA, optional `token_type_ids` (default 0).
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}`.
+    """
+
+    backbone_names = _SEGMENTED + _UNSEGMENTED
+    initializer_range = 0.02  # Head hint: keras-hub's BERT-family init.
+
+    def __init__(self, backbone, **kwargs):
+        super().__init__(backbone, **kwargs)
+        self.has_token_types = type(backbone) in backbone_classes(_SEGMENTED)
+        if self.has_token_types:
+            self.input_features = self.input_features + ("token_type_ids",)
+
+    @property
+    def activation(self):
+        """Head hint: BERT and ELECTRA use tanh-approximate GELU in keras-hub."""
+        return "gelu_tanh" if self.has_token_types else "gelu"
+
+    @property
+    def layer_norm_epsilon(self):
+        """Head hint: the backbone's own epsilon."""
+        return self.backbone.embeddings_layer_norm.epsilon
+
+    def embed(self, input_ids, position_ids, token_type_ids):
+        """keras-hub's embeddings with per-token positions."""
+        b = self.backbone
+        if not self.has_token_types:
+            x = b.embeddings(input_ids, positions=position_ids)
+        else:
+            tokens = b.token_embedding(input_ids)
+            x = (tokens + b.position_embedding(tokens, positions=position_ids)
+                 + b.segment_embedding(token_type_ids))
+        return b.embeddings_layer_norm(x)
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        token_type_ids = inputs.get("token_type_ids")
+        token_type_ids = (ops.zeros_like(input_ids) if token_type_ids is None
+                          else ops.cast(token_type_ids, "int32"))
+        x = self.embed(input_ids, position_ids, token_type_ids)
+        x = self.backbone.embeddings_dropout(x, training=training)
+        if getattr(self.backbone, "embeddings_projection", None) is not None:
+            x = self.backbone.embeddings_projection(x)  # ELECTRA small
+        mask = self.attention_mask(sequence_ids)
+        for layer in self.backbone.transformer_layers:
+            x = encoder_block(layer, x, mask, training)
+        return {"sequence_output": x}

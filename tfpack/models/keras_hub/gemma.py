@@ -1,0 +1,147 @@
+"""keras-hub Gemma (1 and 2) and Gemma 3 (text) decoders, packed.
+
+Gemma scales token embeddings by sqrt(hidden_dim), may soft-cap attention
+logits and alternate local (sliding-window) and global layers; Gemma 3 adds
+query/key norms and a rotary base per layer. Packing changes the same two
+things as for Llama (seed 002): rotary angles from `position_ids`, and a
+causal block-diagonal mask in place of what keras-hub's
+`_compute_attention_mask` builds from the padding mask. Each layer's
+attention still applies its own sliding window (a band of row offsets,
+which inside one sequence are position offsets) and soft cap. Gemma 3
+embedding models (`use_bidirectional_attention`) get the block-diagonal
+mask without the causal part.
+"""
+
+import keras
+from keras import ops
+
+from tfpack.errors import TfpackError
+from tfpack.models.keras_hub.base import KerasHubBackbone
+
+
+def attend(attention, query, key, value, mask, training):
+    """keras-hub's attention of one Gemma layer on rotated q, k, v.
+
+    The one place the Gemma adapters call attention: query scaling, soft
+    cap and sliding window are the layer's. Rows that attend to nothing
+    (padding) give zeros, as in keras-hub.
+    """
+    x = attention._compute_attention(query, key, value, mask,
+                                     training=training)
+    nothing = ops.logical_not(ops.any(mask, axis=-1))[..., None, None]
+    return ops.where(nothing, ops.zeros_like(x), x)
+
+
+def rotate(attention, x, position_ids):
+    """Gemma's rotary embedding of `x` at per-token positions."""
+    if type(attention).__name__ == "CachedGemmaAttention":
+        # Gemma 1/2 interleave the rotated halves after rotating.
+        return attention._apply_rope(x, 0, positions=position_ids)
+    return attention.rope_layer(x, positions=position_ids)
+
+
+def self_attention(attention, x, position_ids, mask, training):
+    """keras-hub's Gemma / Gemma 3 attention with per-token positions."""
+    query = attention.query_dense(x)
+    key = attention.key_dense(x)
+    if getattr(attention, "use_query_key_norm", False):  # Gemma 3
+        query = attention.query_norm(query)
+        key = attention.key_norm(key)
+    query = rotate(attention, query, position_ids)
+    key = rotate(attention, key, position_ids)
+    value = attention.value_dense(x)
+    x = attend(attention, query, key, value, mask, training)
+    return attention.output_dense(x)
+
+
+def _add(a, b):
+    """`a + b`, clipped to the float16 range in float16 as Gemma 3 does."""
+    if keras.backend.standardize_dtype(a.dtype) != "float16":
+        return a + b
+    total = ops.cast(a, "float32") + ops.cast(b, "float32")
+    return ops.cast(ops.clip(total, -65504, 65504), "float16")
+
+
+def decoder_block(layer, x, position_ids, mask, training):
+    """keras-hub's `GemmaDecoderBlock.call` (and Gemma 3's, text only)."""
+    if keras.backend.standardize_dtype(x.dtype) == "float16":
+        x = ops.clip(x, -65504, 65504)
+    attention = self_attention(layer.attention, layer.pre_attention_norm(x),
+                               position_ids, mask, training)
+    if layer.use_post_attention_norm:
+        attention = layer.post_attention_norm(attention)
+    if layer.dropout:
+        attention = layer.attention_dropout(attention, training=training)
+    attention_x = _add(x, attention)
+    normalized = layer.pre_ffw_norm(attention_x)
+    gated = keras.activations.gelu(layer.gating_ffw(normalized),
+                                   approximate=True)
+    x = layer.ffw_linear(gated * layer.gating_ffw_2(normalized))
+    if layer.use_post_ffw_norm:
+        x = layer.post_ffw_norm(x)
+    return _add(x, attention_x)
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubGemma(KerasHubBackbone):
+    """A keras-hub Gemma or Gemma 3 (text) backbone that reads packed features.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
+    `logits(sequence_output)` is the backbone's tied output projection,
+    with Gemma's final logit soft cap when configured.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.GemmaBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_query_heads=2,
+    ...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16,
+    ...     head_dim=4)
+    >>> decoder = KerasHubGemma(backbone)
+    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ...         )["sequence_output"].shape
+    TensorShape([1, 5, 8])
+
+    Args:
+        backbone: a keras-hub `GemmaBackbone`, or a `Gemma3Backbone` without
+            a vision encoder.
+        **kwargs: passed on to `KerasHubBackbone`.
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}`.
+    """
+
+    backbone_names = ("GemmaBackbone", "Gemma3Backbone")
+
+    def __init__(self, backbone, **kwargs):
+        if (self.accepts(backbone)
+                and getattr(backbone, "vision_encoder", None) is not None):
+            raise TfpackError(
+                "Only text Gemma 3 backbones can be packed. Received: a "
+                "Gemma3Backbone with a vision encoder")
+        super().__init__(backbone, **kwargs)
+
+    @classmethod
+    def is_causal(cls, backbone):
+        # Gemma 3 embedding models (EmbeddingGemma) attend both ways.
+        return not getattr(backbone, "use_bidirectional_attention", False)
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        x = self.backbone.token_embedding(input_ids)
+        x = x * ops.cast(ops.sqrt(self.backbone.hidden_dim), x.dtype)
+        mask = self.attention_mask(sequence_ids)
+        for layer in self.backbone.transformer_layers:
+            x = decoder_block(layer, x, position_ids, mask, training)
+        return {"sequence_output": self.backbone.layer_norm(x)}
+
+    def logits(self, sequence_output):
+        """Next-token logits `[B, L, vocabulary_size]`, float32."""
+        return ops.cast(self.backbone.token_embedding(sequence_output,
+                                                      reverse=True), "float32")

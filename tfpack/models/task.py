@@ -1,0 +1,181 @@
+"""Tasks: heads and a loss on any backbone.
+
+A task wraps a backbone (`tfpack.models.backbone`: packed features ->
+`sequence_output`) and owns everything about its training objective: the
+heads, the loss statistics, the number of targets per loss term, and the
+contract features (`tfpack.features`) its heads and loss read. The trainer,
+the shape validation and the export read these from the task; nothing
+outside a task knows what a loss term means.
+
+What a task exposes:
+
+- ``task``: its name in the feature contract (``"pretraining"``,
+  ``"classification"``, ``"causal_lm"``); ``label_features`` are the contract's
+  labels of that task, ``input_features`` the backbone's inputs plus
+  ``head_features``; ``required_features`` those of both a dataset must carry
+  (validated when training starts).
+- ``loss_terms`` and ``loss_statistics(x, y_pred)``: scalar float32
+  ``{t}_loss_sum``, ``{t}_count`` and ``{t}_correct`` for every term ``t``.
+- ``target_counts(x)``: ``{t: count}`` from the features alone (no forward
+  pass), equal to the ``{t}_count`` of ``loss_statistics``; the trainer
+  all-reduces them before computing gradients.
+- ``packed_outputs``: where each output lives (``"token"``, ``"prediction"``,
+  ``"sequence"``), for `tfpack.testing` and the export.
+
+``compute_loss`` is ``sum_t loss_sum_t / max(count_t, 1)`` with counts summed
+over `tf.distribute` replicas, or, with ``expected_counts`` (loss balancing,
+seed 000 appendix T.6), ``loss_sum_t / (expected_counts[t] * packs)``; ``fit``
+reports ``{t}_accuracy`` as exact ratios of summed counts.
+
+Example:
+
+>>> from tfpack.models import CausalLM, DecoderBackbone, Task
+>>> backbone = DecoderBackbone(vocabulary_size=20, num_layers=1,
+...                            hidden_dim=8, num_heads=2, intermediate_dim=16)
+>>> model = CausalLM(backbone)
+>>> isinstance(model, Task), model.loss_terms, model.label_features
+(True, ('lm',), ('labels', 'loss_weights'))
+"""
+
+import keras
+from keras import ops
+
+from tfpack import features as contract
+from tfpack.errors import TfpackError
+from tfpack.layers.losses import global_sum
+from tfpack.layers.losses import loss_from_statistics
+from tfpack.layers.statistic_ratio import StatisticRatio
+from tfpack.models.backbone import backbone_input_features
+from tfpack.models.backbone import build_by_calling
+from tfpack.models.backbone import check_backbone
+
+
+class Task(keras.Model):
+    """Base of the tfpack tasks (see the module docstring).
+
+    Subclasses set ``task``, ``loss_terms``, ``packed_outputs``,
+    ``head_features``, ``optional_features`` (contract features they read
+    only when present) and ``backbone_requires`` (protocol attributes their
+    heads need beyond ``hidden_dim``), and implement ``call``,
+    ``loss_statistics`` and ``target_counts``.
+
+    Args:
+        backbone: any object following the backbone protocol; serialized
+            inside the task's config (as keras-hub tasks do), so tied weights
+            stay tied after loading.
+        expected_counts: optional dict `{t: expected number of items per
+            pack}` that turns on loss balancing for those terms.
+        **kwargs: passed on to `keras.Model`.
+    """
+
+    task = None
+    loss_terms = ()
+    packed_outputs = {}
+    head_features = ()
+    optional_features = ()
+    backbone_requires = ()
+
+    def __init__(self, backbone, expected_counts=None, **kwargs):
+        super().__init__(**kwargs)
+        check_backbone(backbone, self.backbone_requires, type(self).__name__)
+        contract.check_names(self.head_features + backbone_input_features(backbone),
+                             f"{type(self).__name__}'s input features")
+        if expected_counts is not None:
+            expected_counts = dict(expected_counts)
+            for term, value in expected_counts.items():
+                if term not in self.loss_terms or not float(value) > 0:
+                    raise TfpackError(
+                        "`expected_counts` must map loss terms "
+                        f"{self.loss_terms} to positive numbers. "
+                        f"Received: expected_counts={expected_counts}")
+        self.backbone = backbone
+        self.expected_counts = expected_counts
+        for term in self.loss_terms:
+            setattr(self, f"_{term}_accuracy",
+                    StatisticRatio(name=f"{term}_accuracy"))
+
+    @property
+    def input_features(self):
+        """The contract features the forward pass reads (backbone + heads)."""
+        names = backbone_input_features(self.backbone) + tuple(self.head_features)
+        return tuple(dict.fromkeys(names))
+
+    @property
+    def label_features(self):
+        """The contract features the loss reads (labels of ``task``)."""
+        return contract.label_features(self.task)
+
+    @property
+    def required_features(self):
+        """Input and label features a dataset must carry to train the task."""
+        optional = set(self.optional_features) | set(
+            getattr(self.backbone, "optional_features", ()))
+        return tuple(n for n in self.input_features + self.label_features
+                     if n not in optional)
+
+    @property
+    def encoder(self):
+        """The backbone (the name before tasks took any backbone)."""
+        return self.backbone
+
+    def build(self, inputs_shape):
+        build_by_calling(self, inputs_shape)
+
+    def sequence_output(self, inputs, training=None):
+        """The backbone's ``sequence_output`` on ``inputs``."""
+        return self.backbone(inputs, training=training)["sequence_output"]
+
+    def loss_statistics(self, x, y_pred):
+        """Per-term sums and counts: see the module docstring."""
+        raise NotImplementedError
+
+    def target_counts(self, x):
+        """Per-term target counts from the features: see the module docstring."""
+        raise NotImplementedError
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+                     training=True):
+        """Keras 3 `compute_loss`: labels are read from `x`, `y` is unused."""
+        del y, sample_weight  # Labels and weights are features of `x`.
+        if y_pred is None:
+            y_pred = self(x, training=training)
+        statistics = dict(self.loss_statistics(x, y_pred))
+        for term in self.loss_terms:
+            key = f"{term}_count"
+            statistics[key] = global_sum(statistics[key])
+        num_packs = None
+        if self.expected_counts:
+            rows = ops.shape(x["input_ids"])[0]
+            num_packs = global_sum(ops.cast(rows, "float32"))
+        loss = loss_from_statistics(statistics, self.loss_terms,
+                                    self.expected_counts, num_packs)
+        if self.losses:
+            loss = loss + ops.cast(ops.sum(self.losses), "float32")
+        return loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        statistics = self.loss_statistics(x, y_pred)
+        for term in self.loss_terms:
+            getattr(self, f"_{term}_accuracy").update_state(
+                statistics[f"{term}_correct"], statistics[f"{term}_count"])
+        return self.get_metrics_result()
+
+    def get_config(self):
+        config = super().get_config()
+        config["backbone"] = keras.saving.serialize_keras_object(self.backbone)
+        config["expected_counts"] = self.expected_counts
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "backbone" not in config:
+            raise TfpackError(
+                f"This {cls.__name__} was saved before tfpack split models into "
+                "backbones and tasks; convert the file once with "
+                "`tfpack.models.upgrade_keras_file(old_path, new_path)` and load the "
+                f"new file. Received: a {cls.__name__} config without `backbone` "
+                f"(keys {sorted(config)})")
+        config["backbone"] = keras.saving.deserialize_keras_object(
+            config["backbone"])
+        return cls(**config)
