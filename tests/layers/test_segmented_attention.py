@@ -75,7 +75,7 @@ def _pair(causal, max_sequences, segment_length=None, dtype=None,
 def _random_sequence_ids(rng, batch, length, max_sequences):
     rows = np.zeros((batch, length), "int32")
     for row in rows:
-        count = int(rng.integers(1, max_sequences + 1))
+        count = int(rng.integers(1, min(max_sequences, length) + 1))
         ends = np.sort(rng.choice(np.arange(1, length + 1), count,
                                   replace=False))
         for k, (start, end) in enumerate(zip(np.r_[0, ends[:-1]], ends)):

@@ -72,7 +72,7 @@ def segment_layout(sequence_ids, tiers, max_sequences):
     >>> layout = segment_layout(np.array([[1, 1, 2, 2, 2, 0]]),
     ...                         segment_tiers(6, 2), 2)
     >>> [np.asarray(t["lengths"]).tolist() for t in layout["tiers"]]
-    [[3], [2]]
+    [[[3]], [[2]]]
     >>> np.asarray(layout["tiers"][1]["gather_index"]).tolist()
     [[0, 1, 2]]
     >>> bool(layout["fits"])
