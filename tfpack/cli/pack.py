@@ -7,9 +7,11 @@
     tfpack pack --input 'wiki/*.tfrecord' --output packed --max-length 512 \\
         --max-per-pack 3 --plan plan.json
 
-Writes ``part-*.tfrecord``, ``plan.json`` and ``stats.json`` into ``--output``
-(see `tfpack.data.offline`); read the packs back with
-`tfpack.data.read_packed`. Prints a summary (or, with ``--json``, the stats)
+Writes ``part-*.tfrecord``, ``plan.json``, ``stats.json`` and, last,
+``manifest.json`` into ``--output``, which must be empty or missing unless
+``--overwrite`` replaces a previous tfpack output there (see
+`tfpack.data.offline`, `tfpack.data.outputs`); read the packs back with
+``tfpack.data.read_packed(OUTPUT)``. Prints a summary (or, with ``--json``, the stats)
 on stdout; progress bars go to stderr.
 """
 
@@ -45,6 +47,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="packs per output shard; bounds memory (default 16384)")
     parser.add_argument("--seed", type=int, default=0, help="assignment and shuffle seed")
     parser.add_argument("--no-shuffle", action="store_true", help="keep packs in plan order")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a previous tfpack output in --output (recognised by its "
+                             "manifest.json); without it --output must be empty or missing")
     parser.add_argument("--json", action="store_true",
                         help="print stats.json on stdout, nothing else")
     parser.set_defaults(run=run)
@@ -67,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         args.input, args.output, max_length=args.max_length,
         max_sequences_per_pack=args.max_per_pack, algorithm=args.algorithm, plan=plan,
         max_predictions_per_pack=args.max_predictions, packs_per_shard=args.packs_per_shard,
-        seed=args.seed, shuffle=not args.no_shuffle, progress=sys.stderr.isatty())
+        seed=args.seed, shuffle=not args.no_shuffle, overwrite=args.overwrite,
+        progress=sys.stderr.isatty())
     if args.json:
         print(json.dumps(stats))
     else:

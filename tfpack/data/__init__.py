@@ -8,7 +8,8 @@ Every pack has the DESIGN.md features (``input_ids``, ``sequence_ids``,
 - `flatten`: padding-free minibatch flattening (one row per minibatch).
 - `FeatureRoles`: which feature is token-level, per-sequence or masked-LM.
 - Builders: `bert_pretraining_examples` (raw text -> NSP + MLM examples),
-  `causal_lm_examples`, `classification_examples`.
+  `causal_lm_examples`, `sft_examples` (prompt/response pairs),
+  `classification_examples`.
 - Files: `read_google_records` (Google BERT TFRecords), `read_packed`,
   `write_packed`, and `pack_records` (behind ``tfpack pack``).
 
@@ -32,7 +33,7 @@ from tfpack.data.bert import (
     load_vocab,
     tokenize_documents,
 )
-from tfpack.data.causal_lm import causal_lm_examples
+from tfpack.data.causal_lm import causal_lm_examples, sft_examples
 from tfpack.data.classification import classification_examples
 from tfpack.data.features import IGNORE_LABEL, FeatureRoles, packed_feature_spec
 from tfpack.data.flatten import flatten
@@ -66,6 +67,7 @@ __all__ = [
     "packed_feature_spec",
     "read_google_records",
     "read_packed",
+    "sft_examples",
     "streaming_metrics",
     "tokenize_documents",
     "write_packed",

@@ -1,4 +1,8 @@
-"""Causal-LM examples: tokenized documents cut into pieces of at most ``L`` tokens.
+"""Causal-LM examples: documents cut into pieces, and prompt/response pairs.
+
+`causal_lm_examples` (pre-training): tokenized documents cut into pieces of
+at most ``L`` tokens. `sft_examples` (supervised fine-tuning): prompt/response
+pairs whose prompt targets are not trained.
 
 Each piece is one unpacked example ``{"input_ids": int32 [n]}``, ``n <= L``.
 Packing (`tfpack.data.pack` with the ``causal_lm`` roles) derives ``labels``
@@ -27,7 +31,7 @@ import tensorflow as tf
 from tfpack.data.features import FeatureRoles
 from tfpack.errors import TfpackError
 
-__all__ = ["causal_lm_examples"]
+__all__ = ["causal_lm_examples", "sft_examples"]
 
 
 def causal_lm_examples(
@@ -82,3 +86,97 @@ def _tokenized(documents, vocab_path, lower_case) -> tf.data.Dataset:
     ragged = tf.ragged.constant([[t for s in d for t in s.tolist()] for d in tokenized],
                                 dtype=tf.int32)
     return tf.data.Dataset.range(ragged.nrows()).map(lambda i: {"input_ids": ragged[i]})
+
+
+def sft_examples(
+    pairs,
+    max_length: int,
+    *,
+    vocab_path: str | None = None,
+    lower_case: bool = True,
+) -> tf.data.Dataset:
+    """Prompt/response pairs as causal-LM examples that train the response only.
+
+    Each pair becomes ``{"input_ids": prompt + response, "loss_weights": w}``
+    where ``w[i]`` weighs the target of position ``i`` (the next token): 1.0
+    when that next token is a response token, else 0.0 (the "assistant-only
+    loss"). Packing (`tfpack.data.pack`, ``sft`` roles, inferred from
+    ``loss_weights``) carries ``loss_weights`` into the packs as a token
+    feature next to the derived ``labels``; `tfpack.models.CausalLM` weighs its
+    loss with it.
+
+    Worked example, prompt ``[1, 2, 3]``, response ``[7, 8]``::
+
+        input_ids     [1,   2,   3,   7,   8]
+        labels        [2,   3,   7,   8,   -100]   (derived when packing)
+        loss_weights  [0.0, 0.0, 1.0, 1.0, 0.0]
+
+    >>> pairs = sft_examples([([1, 2, 3], [7, 8])], max_length=8)
+    >>> [(x["input_ids"].numpy().tolist(), x["loss_weights"].numpy().tolist())
+    ...  for x in pairs]
+    [([1, 2, 3, 7, 8], [0.0, 0.0, 1.0, 1.0, 0.0])]
+
+    Args:
+        pairs: a list of ``(prompt, response)``; each either a list of token
+            ids or a string, tokenized here with the WordPiece `BertTokenizer`
+            (bundled bert-base-uncased vocabulary unless ``vocab_path``) as
+            ``[CLS] prompt [SEP]`` and ``response [SEP]`` (the final ``[SEP]``
+            is trained: the model learns to stop).
+        max_length: ``L``; a longer pair loses the end of its response.
+
+    Returns:
+        A dataset of ``{"input_ids": int32 [n], "loss_weights": float32 [n]}``,
+        ``n <= L``, in input order.
+
+    Raises:
+        TfpackError: an empty prompt or response, or a prompt that leaves no
+            room for a response token in ``max_length``.
+    """
+    if not isinstance(max_length, int) or max_length < 2:
+        raise TfpackError("`max_length` must be an integer of at least 2. "
+                          f"Received: max_length={max_length!r}")
+    pairs = [tuple(p) for p in pairs]
+    if not pairs or any(len(p) != 2 for p in pairs):
+        raise TfpackError("`pairs` must be a non-empty list of (prompt, response). "
+                          f"Received: {len(pairs)} items")
+    prompts = _pair_ids([p for p, _ in pairs], "prompt", vocab_path, lower_case)
+    responses = _pair_ids([r for _, r in pairs], "response", vocab_path, lower_case)
+    ids, weights = [], []
+    for index, (prompt, response) in enumerate(zip(prompts, responses)):
+        if len(prompt) >= max_length:
+            raise TfpackError(
+                f"Every prompt must leave room for its response in max_length={max_length}. "
+                f"Received: pair {index} with a prompt of {len(prompt)} tokens")
+        tokens = (prompt + response)[:max_length]
+        # Position i predicts token i + 1: trained when that token is a response token.
+        target_is_response = [float(i + 1 >= len(prompt)) for i in range(len(tokens) - 1)]
+        ids.append(tokens)
+        weights.append(target_is_response + [0.0])
+    ids = tf.ragged.constant(ids, dtype=tf.int32)
+    weights = tf.ragged.constant(weights, dtype=tf.float32)
+    return tf.data.Dataset.range(ids.nrows()).map(
+        lambda i: {"input_ids": ids[i], "loss_weights": weights[i]})
+
+
+def _pair_ids(texts, what, vocab_path, lower_case) -> list[list[int]]:
+    """Token ids of each prompt (or response); strings tokenized with WordPiece."""
+    out = [None] * len(texts)
+    strings = [i for i, t in enumerate(texts) if isinstance(t, str)]
+    if strings:
+        from tfpack.data.bert import load_vocab, tokenize_documents
+
+        vocab = {token: i for i, token in enumerate(load_vocab(vocab_path))}
+        tokenized = tokenize_documents([[texts[i]] for i in strings], vocab_path,
+                                       lower_case=lower_case)
+        if len(tokenized) != len(strings):
+            raise TfpackError(f"Every {what} must have some text. Received: an empty {what}")
+        start = [vocab["[CLS]"]] if what == "prompt" else []
+        for i, (sentence,) in zip(strings, tokenized):
+            out[i] = start + sentence.tolist() + [vocab["[SEP]"]]
+    for index, value in enumerate(texts):
+        if out[index] is None:
+            out[index] = [int(t) for t in value]
+        if not out[index]:
+            raise TfpackError(f"Every {what} must have at least one token. "
+                              f"Received: pair {index} with an empty {what}")
+    return out

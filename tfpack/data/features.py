@@ -2,8 +2,9 @@
 
 An unpacked example is a dict of tensors. Every feature plays one *role*:
 
-- token features (``input_ids``, ``token_type_ids``): int, shape ``[length]``;
-  concatenated pack by pack into ``[L]`` and padded with 0.
+- token features (``input_ids``, ``token_type_ids``, and the float
+  ``loss_weights`` of supervised fine-tuning): shape ``[length]``;
+  concatenated pack by pack into ``[L]`` and padded (contract padding).
 - per-sequence features (``next_sentence_labels``, ``labels``): int scalars;
   stacked into ``[K]`` and padded with 0.
 - masked-LM features (``masked_lm_positions``, ``masked_lm_ids``,
@@ -86,6 +87,12 @@ class FeatureRoles:
         return cls(name="causal_lm", tokens=("input_ids",), causal_labels=True)
 
     @classmethod
+    def sft(cls) -> "FeatureRoles":
+        """Supervised fine-tuning of a causal LM: tokens and the weight of each
+        position's target (``loss_weights``, 0.0 on prompts); ``labels`` derived."""
+        return cls(name="sft", tokens=("input_ids", "loss_weights"), causal_labels=True)
+
+    @classmethod
     def classification(cls) -> "FeatureRoles":
         """Per-sequence classification: tokens, token types, ``labels`` [K]."""
         return cls(
@@ -101,7 +108,7 @@ class FeatureRoles:
         if isinstance(roles, FeatureRoles):
             return roles
         presets = {"bert": cls.bert, "causal_lm": cls.causal_lm,
-                   "classification": cls.classification}
+                   "classification": cls.classification, "sft": cls.sft}
         if roles not in presets:
             raise TfpackError(
                 f"`roles` must be a FeatureRoles or one of {sorted(presets)}. "
@@ -114,11 +121,14 @@ class FeatureRoles:
         """The preset matching a dataset's features.
 
         ``bert`` when ``masked_lm_positions`` is present, ``classification``
-        when a scalar ``labels`` is, else ``causal_lm``.
+        when a scalar ``labels`` is, ``sft`` when ``loss_weights`` is, else
+        ``causal_lm``.
         """
         if isinstance(element_spec, dict):
             if "masked_lm_positions" in element_spec:
                 return cls.bert()
+            if "loss_weights" in element_spec:
+                return cls.sft()
             labels = element_spec.get("labels")
             if labels is not None and labels.shape.rank == 0:
                 return cls.classification()
@@ -167,7 +177,7 @@ class FeatureRoles:
                 )
 
         for name in self.tokens:
-            check(name, 1, "int")
+            check(name, 1, "float" if contract.dtype_of(name) == "float32" else "int")
         for name in self.sequence:
             check(name, 0, "int")
         if self.masked_lm is not None:

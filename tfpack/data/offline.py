@@ -4,7 +4,8 @@
 per-example integer arrays (lengths, prediction counts, pack of each example)
 scale with the dataset; examples themselves are held one bucket at a time:
 
-1. lengths: read ``input_mask`` and ``masked_lm_weights`` of every record.
+1. check every record (`tfpack.data.validation`; a bad one fails naming its
+   file and index before anything is written) and keep its lengths.
 2. plan the histogram (or take ``plan=``), assign examples to packs, shuffle
    whole packs with ``seed``; output shard ``s`` holds packs
    ``[s * packs_per_shard, (s + 1) * packs_per_shard)``.
@@ -14,7 +15,10 @@ scale with the dataset; examples themselves are held one bucket at a time:
    (`tfpack.data.assemble`) and write the output shard; delete the bucket.
 
 Outputs in ``output_dir``: ``part-00000-of-000NN.tfrecord`` ...,
-``plan.json`` (`PackingPlan.to_json`) and ``stats.json``.
+``plan.json`` (`PackingPlan.to_json`), ``stats.json`` and, written last,
+``manifest.json`` (`tfpack.data.manifest`). The whole output is built in a
+hidden sibling directory and swapped in when complete
+(`tfpack.data.outputs`): a crash leaves the old output or the new one.
 
 Example:
 
@@ -27,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -40,12 +45,14 @@ from tqdm import tqdm
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
 from tfpack.data.reading import materialize
-from tfpack.data.records import GOOGLE_FEATURES, list_files, parse_google_batch, serialize_packs
-from tfpack.data.windows import (
-    DEFAULT_ALGORITHM,
-    check_lengths,
-    check_predictions,
-    permute_packs,
+from tfpack.data import manifest, outputs, validation
+from tfpack.data.records import (
+    GOOGLE_FEATURES,
+    list_files,
+    packed_features,
+    parse_google_batch,
+    scan_google_records,
+    serialize_packs,
 )
 from tfpack.errors import TfpackError
 
@@ -56,37 +63,11 @@ _ASSEMBLE_PACKS = 1024
 
 
 def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Pass 1: token and masked-LM prediction counts of every record, in order."""
-    spec = {"input_mask": tf.io.VarLenFeature(tf.int64),
-            "masked_lm_weights": tf.io.VarLenFeature(tf.float32)}
+    """Pass 1: check every record; its tokens and real predictions, in order.
 
-    def counts(serialized):
-        parsed = tf.io.parse_example(serialized, spec)
-        tokens = tf.sparse.reduce_sum(parsed["input_mask"], axis=1, output_is_sparse=False)
-        weights = parsed["masked_lm_weights"]
-        real = tf.sparse.map_values(lambda w: tf.cast(w > 0, tf.int64), weights)
-        return tokens, tf.sparse.reduce_sum(real, axis=1, output_is_sparse=False)
-
-    lengths, predictions = [], []
-    with tqdm(desc="pass 1: lengths", unit=" examples", disable=not progress) as bar:
-        # One file at a time, so that a corrupt record names its file.
-        for path in files:
-            dataset = tf.data.TFRecordDataset(path).batch(_BATCH).map(
-                tf.autograph.experimental.do_not_convert(counts),
-                num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
-            try:
-                for tokens, preds in dataset:
-                    lengths.append(tokens.numpy())
-                    predictions.append(preds.numpy())
-                    bar.update(len(lengths[-1]))
-            except tf.errors.OpError as error:
-                raise TfpackError(
-                    "Every input file must hold readable tf.train.Example records. "
-                    f"Received: file={path!r} ({type(error).__name__}: "
-                    f"{str(error).splitlines()[0]})") from None
-    if not lengths:
-        raise TfpackError(f"The input files must hold at least one example. Received: {files}")
-    return np.concatenate(lengths), np.concatenate(predictions)
+    `tfpack.data.records.scan_google_records` under the name the engines use.
+    """
+    return scan_google_records(files, progress=progress)
 
 
 def pack_records(
@@ -101,14 +82,16 @@ def pack_records(
     packs_per_shard: int = 16384,
     seed: int = 0,
     shuffle: bool = True,
+    overwrite: bool = False,
     progress: bool = False,
 ) -> dict:
     """Pack Google-format TFRecords into packed shards; returns the stats.
 
     Args:
         input_pattern: glob, comma-separated globs or list of globs.
-        output_dir: created if needed; gets the shards, ``plan.json`` and
-            ``stats.json``.
+        output_dir: must be missing or empty; gets the shards, ``plan.json``,
+            ``stats.json`` and, last, ``manifest.json``. Written beside it and
+            swapped in whole (`tfpack.data.outputs`).
         max_length, max_sequences_per_pack: ``L`` and ``K`` (``None``: the
             depth the plan uses).
         algorithm: planner name (default ``"optimal"``), or ``plan``: a
@@ -117,64 +100,67 @@ def pack_records(
         packs_per_shard: packs per output shard; bounds the memory of pass 4.
         seed: seeds the assignment and the pack shuffle.
         shuffle: shuffle whole packs across shards.
+        overwrite: replace a previous tfpack output in ``output_dir``
+            (recognised by its manifest; nothing else is ever replaced).
         progress: show tqdm progress bars on stderr.
 
     Returns:
         The dict written to ``stats.json``.
     """
-    from tfpack import packing
+    from tfpack.data.flow import check_source
 
-    if plan is not None and algorithm is not None:
-        raise TfpackError("Pass either `algorithm` or `plan`, not both. "
-                          f"Received: algorithm={algorithm!r}, plan=<PackingPlan>")
+    check_source(plan, algorithm)
     if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
         raise TfpackError("`packs_per_shard` must be a positive integer. "
                           f"Received: packs_per_shard={packs_per_shard!r}")
+    validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
+    if plan is not None:
+        _check_plan(plan, max_length, max_sequences_per_pack)
+    with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
+        return _pack(input_pattern, staging, max_length, max_sequences_per_pack, algorithm,
+                     plan, max_predictions_per_pack, packs_per_shard, seed, shuffle, progress)
+
+
+def _pack(input_pattern, output_dir, max_length, max_sequences_per_pack, algorithm, plan,
+          max_predictions_per_pack, packs_per_shard, seed, shuffle, progress) -> dict:
+    """`pack_records` into the empty directory ``output_dir``."""
+    from tfpack.data.flow import offline_packs
+
     started = time.perf_counter()
     files = list_files(input_pattern, required=GOOGLE_FEATURES)
-    lengths, predictions = read_lengths(files, progress=progress)
-    check_lengths(lengths, max_length, first_index=0)
+    lengths, predictions = scan_google_records(files, progress=progress)
     read_seconds = time.perf_counter() - started
 
-    if plan is None:
-        plan = packing.plan(packing.histogram(lengths, max_length), max_length,
-                            max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM,
-                            seed=seed)
-    elif plan.max_length > max_length:
-        raise TfpackError("`plan.max_length` must be at most `max_length`. "
-                          f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
-    assignment = plan.assign(lengths, seed=seed)
-    order = np.asarray(assignment.order, np.int64)
-    splits = np.asarray(assignment.splits, np.int64)
+    packs = offline_packs(lengths, predictions, max_length=max_length,
+                          max_sequences_per_pack=max_sequences_per_pack,
+                          max_predictions_per_pack=max_predictions_per_pack, plan=plan,
+                          algorithm=algorithm, seed=seed, shuffle=shuffle)
+    plan, order, splits = packs.plan, packs.order, packs.splits
+    K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
     num_packs = len(splits) - 1
-    if shuffle:
-        order, splits = permute_packs(order, splits,
-                                       np.random.default_rng(seed).permutation(num_packs))
-    K = max_sequences_per_pack or int(np.diff(splits).max())
-    M = check_predictions(predictions, order, splits, max_predictions_per_pack)
     plan_seconds = time.perf_counter() - started - read_seconds
 
-    os.makedirs(output_dir, exist_ok=True)
     num_shards = -(-num_packs // packs_per_shard)
     # Shard of each example: one int per example, like `lengths`.
     pack_of = np.empty(len(lengths), np.int64)
     pack_of[order] = np.repeat(np.arange(num_packs), np.diff(splits))
     shard_of = (pack_of // packs_per_shard).astype(np.int32)
     del pack_of
-    tmp = tempfile.mkdtemp(prefix=".tfpack-buckets-", dir=output_dir)
+    tmp = tempfile.mkdtemp(prefix=f"{manifest.TEMP_PREFIX}buckets-", dir=output_dir)
     try:
         route_started = time.perf_counter()
         _route(files, shard_of, tmp, num_shards, progress)
         build_started = time.perf_counter()
-        names = _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard,
-                              num_shards, max_length, K, M, progress)
+        shards, features = _build_shards(tmp, output_dir, order, splits, shard_of,
+                                         packs_per_shard, num_shards, max_length, K, M,
+                                         progress)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     tokens = int(lengths.sum())
     stats = {
         "input_files": len(files),
-        "output_files": names,
+        "output_files": [name for name, _ in shards],
         "packs": num_packs,
         "sequences": int(len(lengths)),
         "tokens": tokens,
@@ -191,11 +177,29 @@ def pack_records(
                     "build": time.perf_counter() - build_started,
                     "total": time.perf_counter() - started},
     }
-    with open(os.path.join(output_dir, "plan.json"), "w") as f:
-        f.write(plan.to_json())
-    with open(os.path.join(output_dir, "stats.json"), "w") as f:
-        json.dump(stats, f, indent=2)
+    plan_json = plan.to_json()
+    manifest.write_atomic(os.path.join(output_dir, "plan.json"), plan_json)
+    manifest.write_atomic(os.path.join(output_dir, "stats.json"), json.dumps(stats, indent=2))
+    manifest.write_manifest(
+        output_dir, shards, features=features, max_length=max_length,
+        max_sequences_per_pack=K, max_predictions_per_pack=M, sequences=len(lengths),
+        tokens=tokens, files=("plan.json", "stats.json"), seed=seed,
+        plan_sha256=hashlib.sha256(plan_json.encode()).hexdigest(), created_by="tfpack pack",
+        extra={"algorithm": plan.algorithm, "shuffle": shuffle,
+               "packs_per_shard": packs_per_shard})
     return stats
+
+
+def _check_plan(plan, max_length, max_sequences_per_pack) -> None:
+    """A given plan must fit ``L`` and ``K``: checked before any input is read."""
+    if plan.max_length > max_length:
+        raise TfpackError("`plan.max_length` must be at most `max_length`. "
+                          f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
+    depth = max((len(s) for s, c in zip(plan.strategies, plan.counts) if c > 0), default=0)
+    if max_sequences_per_pack is not None and depth > max_sequences_per_pack:
+        raise TfpackError(
+            "The plan must put at most `max_sequences_per_pack` sequences in a pack. "
+            f"Received: max_sequences_per_pack={max_sequences_per_pack}, plan depth={depth}")
 
 
 def _route(files, shard_of, tmp, num_shards, progress):
@@ -230,7 +234,7 @@ def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num
     shard_starts = np.searchsorted(shard_of[by_shard], np.arange(num_shards + 1))
     num_packs = len(splits) - 1
     build = None
-    names = []
+    shards, features = [], None
     bar = tqdm(total=num_packs, desc="pass 3: build", unit=" packs", disable=not progress)
     for s in range(num_shards):
         members = by_shard[shard_starts[s]:shard_starts[s + 1]]  # global ids, ascending
@@ -245,18 +249,21 @@ def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num
         if build is None:
             build = _assemble_function(examples, roles, L, K, M)
         name = f"part-{s:05d}-of-{num_shards:05d}.tfrecord"
-        with tf.io.TFRecordWriter(os.path.join(output_dir, name)) as writer:
+        with manifest.atomic_path(os.path.join(output_dir, name)) as partial, \
+                tf.io.TFRecordWriter(partial) as writer:
             for start in range(0, last - first, _ASSEMBLE_PACKS):
                 stop = min(start + _ASSEMBLE_PACKS, last - first)
                 sub = local_splits[start:stop + 1]
                 packs = build(examples, local_order[sub[0]:sub[-1]], sub - sub[0])
-                for record in serialize_packs({n: t.numpy() for n, t in packs.items()}):
+                packs = {n: t.numpy() for n, t in packs.items()}
+                features = features or packed_features(packs)
+                for record in serialize_packs(packs):
                     writer.write(record)
                 bar.update(stop - start)
         os.remove(os.path.join(tmp, f"bucket-{s:05d}"))
-        names.append(name)
+        shards.append((name, last - first))
     bar.close()
-    return names
+    return shards, features
 
 
 def _assemble_function(examples, roles, L, K, M):

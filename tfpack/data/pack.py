@@ -8,12 +8,13 @@ Two modes:
 
 - offline (default): the examples are read once into host memory; their
   lengths give a plan over the whole dataset (``plan=`` or ``algorithm=``);
-  the plan's assignment then yields the packs. Pack order is shuffled with
-  ``seed``; bad input (an example longer than ``L``, a pack with more than
+  the plan's assignment then yields the packs (`tfpack.data.flow`, the flow
+  ``tfpack pack`` runs too). Pack order is shuffled with ``seed``; bad input (an example longer than ``L``, a pack with more than
   ``M`` predictions) fails while ``ds.apply`` runs, naming the example.
 - streaming (``window=N``): ``N`` examples at a time are planned and packed;
   memory is bounded by the window and the last partial window is flushed.
-  Bad input fails on iteration, naming the example's index in the stream.
+  Bad input fails on iteration with a `TfpackError` naming the example's
+  index in the stream (`tfpack.data.validation` checks every example).
 
 Example (input -> output, ``L=6``, ``K=2``)::
 
@@ -38,13 +39,13 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from tfpack.data import validation
 from tfpack.data.assemble import assemble
+from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.data.features import FeatureRoles, dense_rows, packed_feature_spec
 from tfpack.data.reading import input_names, materialize, ragged_rows, truncate_example
 from tfpack.data.windows import (
     DEFAULT_ALGORITHM,
-    check_lengths,
-    check_predictions,
     empty_dataset_error,
     fit_to_multiple,
     permute_packs,
@@ -194,6 +195,7 @@ class Packer:
         _positive("window", window, allow_none=True)
         _positive("per_replica_batch_size", per_replica_batch_size)
         _positive("batch_size", batch_size, allow_none=True)
+        validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
         if plan is not None and (algorithm is not None or window is not None):
             raise TfpackError(
                 "`plan` cannot be combined with `algorithm` or `window`. "
@@ -261,33 +263,27 @@ class Packer:
     # -- offline ---------------------------------------------------------
 
     def _offline(self, dataset, roles):
-        from tfpack import packing
+        from tfpack.data.flow import offline_packs
 
         examples, lengths = materialize(dataset, roles)
         L = self.max_length
-        check_lengths(lengths, L, first_index=0)
-        plan = self.plan
-        if plan is None:
-            plan = packing.plan(packing.histogram(lengths, L), L,
-                                self.max_sequences_per_pack, algorithm=self.algorithm,
-                                seed=self.seed)
-        assignment = plan.assign(lengths, seed=self.seed)
-        order = np.asarray(assignment.order, np.int64)
-        splits = np.asarray(assignment.splits, np.int64)
-        K = self.max_sequences_per_pack or int(np.max(np.diff(splits)))
-        M = self.max_predictions_per_pack
+        validation.check_example_codes(
+            validation.example_problems(examples, roles).numpy(), 0,
+            lambda i: {n: t[i].numpy() for n, t in examples.items()})
+        predictions = None
         if roles.masked_lm is not None:
-            M = check_predictions(
-                examples[roles.masked_lm[0]].row_lengths().numpy(), order, splits, M)
-        if (np.diff(splits) > K).any():
-            raise TfpackError(
-                f"The plan puts more than `max_sequences_per_pack` sequences in a pack. "
-                f"Received: max_sequences_per_pack={K}, "
-                f"plan depth={int(np.max(np.diff(splits)))}")
+            predictions = examples[roles.masked_lm[0]].row_lengths().numpy()
+        packs = offline_packs(
+            lengths, predictions, max_length=L,
+            max_sequences_per_pack=self.max_sequences_per_pack,
+            max_predictions_per_pack=self.max_predictions_per_pack, plan=self.plan,
+            algorithm=None if self.plan is not None else self.algorithm, seed=self.seed,
+            shuffle=self.shuffle)
+        order, splits, plan = packs.order, packs.splits, packs.plan
+        K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
+        if M is None:
+            M = self.max_predictions_per_pack
         real_packs = len(splits) - 1
-        if self.shuffle:
-            perm = np.random.default_rng(self.seed).permutation(real_packs)
-            order, splits = permute_packs(order, splits, perm)
         before = len(order)
         order, splits, added, dropped = fit_to_multiple(
             order, splits, self.multiple, self.remainder)
@@ -315,7 +311,10 @@ class Packer:
         window = self.window
         length_feature = roles.length_feature
 
-        def plan_numpy(lengths, index):
+        def plan_numpy(lengths, index, codes):
+            # Raised here, in Python, so that `raising_tfpack_errors` can give
+            # the user this TfpackError rather than TensorFlow's wrapper.
+            validation.check_example_codes(codes, int(index) * window)
             rng_seed = int(np.random.SeedSequence([self.seed, int(index)]).generate_state(1)[0])
             order, splits = plan_window(lengths, L, K, self.algorithm, seed=rng_seed,
                                         first_index=int(index) * window)
@@ -328,11 +327,13 @@ class Packer:
         def pack_window(index, batch):
             batch = ragged_rows(batch)
             lengths = batch[length_feature].row_lengths()
+            codes = validation.example_problems(batch, roles)
             order, splits = tf.numpy_function(
-                plan_numpy, [lengths, index], [tf.int64, tf.int64], stateful=False)
+                plan_numpy, [lengths, index, codes], [tf.int64, tf.int64], stateful=False)
             order.set_shape([None])
             splits.set_shape([None])
-            return assemble(batch, order, splits, roles, L, K, M)
+            # `codes` covered the partitions (rules 8, 14) before any pack is built.
+            return assemble(batch, order, splits, roles, L, K, M, check_partitions=False)
 
         self.report = PackReport(mode="streaming", num_workers=self.num_workers,
                                  worker=self.worker, max_predictions_per_pack=M)
@@ -341,7 +342,7 @@ class Packer:
                        deterministic=True)
                   .unbatch())
         packed = _with_static_shapes(packed, roles, L, K, M)
-        return packed.batch(self.batch_size) if self.batch_size else packed
+        return raising_tfpack_errors(packed.batch(self.batch_size) if self.batch_size else packed)
 
 
 def _pack_dataset(examples, order, splits, roles, L, K, M, batch_size=None):

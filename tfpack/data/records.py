@@ -24,13 +24,18 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import Iterable
 
 import numpy as np
 import tensorflow as tf
 
+from tfpack.data import manifest
 from tfpack.data.features import dense_rows
+from tfpack.data import validation
 from tfpack.data.protos import encode_examples
+from tfpack.data.validation import GOOGLE_FEATURES
 from tfpack.errors import TfpackError
 
 __all__ = [
@@ -42,14 +47,12 @@ __all__ = [
     "read_packed",
     "write_packed",
     "serialize_packs",
+    "packed_features",
     "google_example",
+    "scan_google_records",
 ]
 
-GOOGLE_FEATURES = {
-    "input_ids": tf.int64, "input_mask": tf.int64, "segment_ids": tf.int64,
-    "masked_lm_positions": tf.int64, "masked_lm_ids": tf.int64,
-    "masked_lm_weights": tf.float32, "next_sentence_labels": tf.int64,
-}
+_BATCH = 1024
 
 
 def list_files(pattern: str | Iterable[str], *, required: Iterable[str] = ()) -> list[str]:
@@ -89,7 +92,8 @@ def list_files(pattern: str | Iterable[str], *, required: Iterable[str] = ()) ->
             if missing:
                 raise TfpackError(
                     f"Every record must have the features {required}; missing "
-                    f"{missing}. Received: file={path!r} with features {sorted(keys)}")
+                    f"{missing}. Received: file={path!r}, record 0 with features "
+                    f"{sorted(keys)}")
     return files
 
 
@@ -138,23 +142,113 @@ def parse_google_batch(serialized: tf.Tensor) -> dict:
     }
 
 
-def read_google_records(pattern: str | Iterable[str], *, deterministic: bool = True
-                        ) -> tf.data.Dataset:
+def read_google_records(pattern: str | Iterable[str], *, deterministic: bool = True,
+                        validate: bool = True) -> tf.data.Dataset:
     """Unpacked BERT examples from Google ``create_pretraining_data`` TFRecords.
 
     Files are read in sorted order, one after the other, so the example
-    order (and a pack plan built on it) is reproducible.
+    order (and a pack plan built on it) is reproducible. Every record is
+    checked when this is called (`scan_google_records`): a bad one raises
+    `TfpackError` naming its file and 0-based index.
 
     Args:
         pattern: glob, comma-separated globs or list of globs.
         deterministic: keep the record order (set ``False`` for speed).
+        validate: check every record now (one extra read of the files).
     """
     files = list_files(pattern, required=GOOGLE_FEATURES)
+    if validate:
+        scan_google_records(files)
     parse = tf.autograph.experimental.do_not_convert(parse_google_batch)
     return dense_rows(tf.data.TFRecordDataset(files).batch(256)
                       .map(parse, num_parallel_calls=tf.data.AUTOTUNE,
                            deterministic=deterministic)
                       .unbatch())
+
+
+def scan_google_records(files: list[str], *, progress: bool = False
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Check every record of Google-format files; return their lengths.
+
+    Every record is checked against `tfpack.data.validation.RULES`; the
+    first bad one raises `TfpackError` naming its file, its 0-based index in
+    that file and what is wrong, before anything else happens.
+
+    Returns:
+        ``(lengths, predictions)``: int64 ``[N]`` tokens and real masked-LM
+        predictions of every record, files in the given order.
+    """
+    from tqdm import tqdm
+
+    check = _google_check()
+    lengths, predictions = [], []
+    with tqdm(desc="pass 1: check", unit=" examples", disable=not progress) as bar:
+        # One file at a time, so that a bad record names its file.
+        for path in files:
+            index = 0
+            iterator = iter(tf.data.TFRecordDataset(path).batch(_BATCH).prefetch(2))
+            while True:
+                try:
+                    codes, tokens, preds = check(next(iterator))
+                except StopIteration:
+                    break
+                except tf.errors.InvalidArgumentError:
+                    _raise_unparseable(path, index)
+                except tf.errors.OpError as error:
+                    raise TfpackError(
+                        "Every input file must be a readable TFRecord file. Received: "
+                        f"file={path!r} after record {index} ({type(error).__name__}: "
+                        f"{str(error).splitlines()[0]})") from None
+                codes = codes.numpy()
+                bad = np.flatnonzero(codes)
+                if bad.size:
+                    i = index + int(bad[0])
+                    raise TfpackError(validation.describe(
+                        int(codes[bad[0]]), f"file={path!r}, record {i}",
+                        _record_values(_record(path, i))))
+                lengths.append(tokens.numpy())
+                predictions.append(preds.numpy())
+                index += len(codes)
+                bar.update(len(codes))
+    if not lengths:
+        raise TfpackError(f"The input files must hold at least one example. Received: {files}")
+    return np.concatenate(lengths), np.concatenate(predictions)
+
+
+@functools.lru_cache(maxsize=None)
+def _google_check():
+    """`validation.google_problems` traced once (seconds) for every file and batch size."""
+    return tf.function(validation.google_problems, autograph=False,
+                       input_signature=[tf.TensorSpec([None], tf.string)])
+
+
+def _record(path: str, index: int) -> bytes:
+    return next(iter(tf.data.TFRecordDataset(path).skip(index).take(1))).numpy()
+
+
+def _record_values(record: bytes) -> dict:
+    features = tf.train.Example.FromString(record).features.feature
+    return {n: list(getattr(f, f.WhichOneof("kind")).value) if f.WhichOneof("kind") else []
+            for n, f in features.items()}
+
+
+def _raise_unparseable(path: str, start: int) -> None:
+    """The batch from record ``start`` did not parse: name its first bad record."""
+    for i, record in enumerate(tf.data.TFRecordDataset(path).skip(start).take(_BATCH)):
+        where = f"file={path!r}, record {start + i}"
+        try:
+            features = tf.train.Example.FromString(record.numpy()).features.feature
+        except Exception:  # noqa: BLE001 - any decoding failure is a bad record
+            raise TfpackError(
+                f"Every record must be a serialized tf.train.Example. Received: {where}") from None
+        for name, dtype in GOOGLE_FEATURES.items():
+            want = "float_list" if dtype == tf.float32 else "int64_list"
+            kind = features[name].WhichOneof("kind") if name in features else None
+            if kind not in (None, want):
+                raise TfpackError(f"Every record must have `{name}` stored as {want}. "
+                                  f"Received: {where} with {name} as {kind}")
+    raise TfpackError(f"Every record must parse as a BERT pre-training example. Received: "
+                      f"file={path!r}, records {start} to {start + _BATCH - 1}")
 
 
 def google_example(input_ids, token_type_ids, masked_lm_positions, masked_lm_ids,
@@ -187,52 +281,129 @@ def serialize_packs(packs: dict[str, np.ndarray]) -> list[bytes]:
     return encode_examples({n: np.asarray(v) for n, v in packs.items()})
 
 
+def packed_features(packs: dict[str, np.ndarray]) -> dict:
+    """Manifest ``features`` (stored dtype and shape) of a batch of packs ``[P, ...]``."""
+    return {n: ("float32" if np.asarray(v).dtype.kind == "f" else "int64",
+                list(np.shape(v)[1:])) for n, v in packs.items()}
+
+
 def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
-    """Write batches of packs (dicts of ``[P, ...]`` arrays) to one TFRecord file.
+    """Write batches of packs (dicts of ``[P, ...]`` arrays) as a complete packed output.
+
+    ``path`` is the shard file, or a directory (the shard is then
+    ``part-00000-of-00001.tfrecord``). The shard is written under a temporary
+    name and renamed when complete; then ``manifest.json`` (see
+    `tfpack.data.manifest`) is written beside it, so `read_packed` can check
+    it. A directory that already holds another tfpack output is refused.
 
     Returns the number of packs written.
-    """
-    written = 0
-    with tf.io.TFRecordWriter(path) as writer:
-        for batch in packs:
-            for record in serialize_packs(batch):
-                writer.write(record)
-                written += 1
-    return written
-
-
-def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True
-                ) -> tf.data.Dataset:
-    """Packs written by `tfpack pack` / `write_packed`, with DESIGN.md features.
-
-    Feature names and shapes (``L``, ``K``, ``M``) are read from the first
-    record; int features come back int32, float features float32.
 
     Example:
 
-    >>> ds = tfpack.data.read_packed("packed/part-*.tfrecord")  # doctest: +SKIP
+    >>> import numpy as np, tempfile, tfpack
+    >>> packs = {"input_ids": np.array([[5, 6, 7, 0]]), "sequence_ids": np.array([[1, 1, 2, 0]]),
+    ...          "position_ids": np.array([[0, 1, 0, 0]]),
+    ...          "sequence_mask": np.array([[1.0, 1.0]], np.float32)}
+    >>> folder = tempfile.mkdtemp()
+    >>> tfpack.data.write_packed([packs], folder)
+    1
+    >>> [p["sequence_ids"].tolist() for p in tfpack.data.read_packed(folder).as_numpy_iterator()]
+    [[1, 1, 2, 0]]
+    """
+    if os.path.isdir(path):
+        path = os.path.join(path, "part-00000-of-00001.tfrecord")
+    directory, name = os.path.split(os.path.abspath(path))
+    if os.path.exists(os.path.join(directory, manifest.MANIFEST)):
+        try:
+            previous = [s["name"] for s in manifest.read_manifest(directory)["shards"]]
+        except TfpackError:
+            previous = None
+        if previous != [name]:
+            raise TfpackError(
+                "`write_packed` writes a one-shard output into a directory without another "
+                f"tfpack output. Received: path={path!r} beside "
+                f"{os.path.join(directory, manifest.MANIFEST)!r} listing {previous}")
+    written = sequences = tokens = 0
+    features = None
+    with manifest.atomic_path(path) as tmp, tf.io.TFRecordWriter(tmp) as writer:
+        for batch in packs:
+            batch = {n: np.asarray(v) for n, v in batch.items()}
+            if features is None:
+                features = packed_features(batch)
+            elif packed_features(batch) != features:
+                raise TfpackError("Every batch of packs must have the same features and "
+                                  f"shapes. Received: {features} then {packed_features(batch)}")
+            for record in serialize_packs(batch):
+                writer.write(record)
+                written += 1
+            if "sequence_mask" in batch:
+                sequences += int((batch["sequence_mask"] > 0).sum())
+            tokens += int((batch["sequence_ids"] > 0).sum()) if "sequence_ids" in batch else 0
+        if features is None:
+            raise TfpackError("`packs` must hold at least one batch of packs. Received: none")
+    shape = lambda n: features[n][1][0] if n in features else None  # noqa: E731
+    manifest.write_manifest(
+        directory, [(name, written)], features=features, max_length=shape("input_ids"),
+        max_sequences_per_pack=shape("sequence_mask") or 0,
+        max_predictions_per_pack=shape("masked_lm_positions"),
+        sequences=sequences, tokens=tokens, created_by="tfpack.data.write_packed")
+    return written
+
+
+def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
+                verify_checksums: bool = True) -> tf.data.Dataset:
+    """Packs of a complete packed output, checked against its manifest first.
+
+    ``pattern`` is the output directory of `tfpack pack` / `write_packed`, or
+    a glob (or list) of its shards: then the files matched must be exactly
+    the shards its ``manifest.json`` lists. Before any data is read, the
+    manifest must be complete and every shard present with the size and
+    sha256 it records (`tfpack.data.manifest.verify`); else `TfpackError`
+    names what is wrong. Feature names and shapes (``L``, ``K``, ``M``) come
+    from the manifest; int features come back int32, float features float32.
+
+    Args:
+        pattern: output directory, glob, comma-separated globs or list.
+        deterministic: keep the record order (``False`` for speed).
+        verify_checksums: compare every shard's sha256 (reads the data once);
+            ``False`` checks sizes only.
+
+    Example:
+
+    >>> ds = tfpack.data.read_packed("packed")  # doctest: +SKIP
     >>> ds.element_spec["input_ids"]  # doctest: +SKIP
     TensorSpec(shape=(512,), dtype=tf.int32, name=None)
     """
-    files = list_files(pattern, required=("input_ids", "sequence_ids", "position_ids"))
-    first = None
-    for path in files:
-        first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-        if first is not None:
-            break
-    if first is None:
+    if isinstance(pattern, (str, os.PathLike)) and os.path.isdir(pattern):
+        groups = {str(pattern): None}
+    else:
+        patterns = pattern.split(",") if isinstance(pattern, str) else [str(p) for p in pattern]
+        matched = sorted({f for p in patterns for f in tf.io.gfile.glob(p.strip())
+                          if not os.path.basename(f).startswith(".")
+                          and os.path.basename(f) != manifest.MANIFEST})
+        if not matched:
+            raise TfpackError("`pattern` must name a packed output directory or match its "
+                              f"shards. Received: pattern={pattern!r}")
+        groups = {}
+        for f in matched:
+            groups.setdefault(os.path.dirname(f) or ".", []).append(f)
+    files, spec, packs = [], None, 0
+    for directory, group in groups.items():
+        files += manifest.verify(directory, group, checksums=verify_checksums)
+        found = manifest.read_manifest(directory)
+        packs += found["packs"]
+        if spec is not None and found["features"] != spec:
+            raise TfpackError("All packed outputs read together must have the same features. "
+                              f"Received: {directory!r} differs from {list(groups)[0]!r}")
+        spec = found["features"]
+    if packs == 0:
         raise TfpackError(
-            f"The packed files must hold at least one pack. Received: input={pattern!r}")
-    example = tf.train.Example.FromString(first.numpy())
-    spec = {}
-    for name, feature in example.features.feature.items():
-        kind = feature.WhichOneof("kind")
-        values = getattr(feature, kind).value
-        dtype = tf.float32 if kind == "float_list" else tf.int64
-        spec[name] = tf.io.FixedLenFeature([len(values)], dtype)
+            f"The packed files must hold at least one pack. Received: pattern={pattern!r}")
+    parse_spec = {n: tf.io.FixedLenFeature(f["shape"], tf.float32 if f["dtype"] == "float32"
+                                           else tf.int64) for n, f in spec.items()}
 
     def parse(serialized):
-        parsed = tf.io.parse_example(serialized, spec)
+        parsed = tf.io.parse_example(serialized, parse_spec)
         return {n: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for n, t in parsed.items()}
 
     return (tf.data.TFRecordDataset(files).batch(256)

@@ -24,6 +24,7 @@ from tfpack.errors import TfpackError
 
 __all__ = ["plan_window", "streaming_metrics", "permute_packs", "fit_to_multiple",
            "take_worker", "check_lengths", "check_predictions", "empty_dataset_error",
+           "length_error", "predictions_error",
            "DEFAULT_ALGORITHM"]
 
 # Planner used when neither `plan` nor `algorithm` is given.
@@ -41,10 +42,15 @@ def check_lengths(lengths: np.ndarray, max_length: int, first_index: int) -> Non
     bad = np.flatnonzero((lengths > max_length) | (lengths < 1))
     if bad.size:
         i = int(bad[0])
-        raise TfpackError(
-            f"Every example must hold 1 to max_length={max_length} tokens; "
-            f"{bad.size} do not (pass truncate=True to cut long ones). "
-            f"Received: example {first_index + i} with length={int(lengths[i])}")
+        raise length_error(bad.size, first_index + i, int(lengths[i]), max_length)
+
+
+def length_error(count: int, index: int, length: int, max_length: int) -> TfpackError:
+    """The error for ``count`` examples outside ``[1, max_length]``, the first at ``index``."""
+    return TfpackError(
+        f"Every example must hold 1 to max_length={max_length} tokens; "
+        f"{count} do not (pass truncate=True to cut long ones). "
+        f"Received: example {index} with length={length}")
 
 
 def check_predictions(counts: np.ndarray, order, splits, M):
@@ -56,11 +62,15 @@ def check_predictions(counts: np.ndarray, order, splits, M):
         return max(most, 1)
     if most > M:
         p = int(np.argmax(per_pack))
-        raise TfpackError(
-            f"Every pack must hold at most max_predictions_per_pack={M} masked-LM "
-            f"predictions. Received: pack {p} (examples "
-            f"{order[splits[p]:splits[p + 1]].tolist()}) with {most} predictions")
+        raise predictions_error(M, p, order[splits[p]:splits[p + 1]].tolist(), most)
     return M
+
+
+def predictions_error(M: int, pack: int, examples: list[int], most: int) -> TfpackError:
+    """The error for pack ``pack`` (holding ``examples``) with ``most`` > ``M`` predictions."""
+    return TfpackError(
+        f"Every pack must hold at most max_predictions_per_pack={M} masked-LM "
+        f"predictions. Received: pack {pack} (examples {examples}) with {most} predictions")
 
 
 def plan_window(lengths, max_length, max_sequences_per_pack, algorithm, *, seed=0,

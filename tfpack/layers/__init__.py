@@ -14,9 +14,11 @@ TensorShape([1, 3, 3])
 """
 
 from tfpack.layers.attention_mask import PackedAttentionMask
+from tfpack.layers.losses import causal_lm_count
 from tfpack.layers.losses import causal_lm_statistics
 from tfpack.layers.losses import global_sum
 from tfpack.layers.losses import loss_from_statistics
+from tfpack.layers.losses import masked_lm_count
 from tfpack.layers.losses import masked_lm_statistics
 from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.masked_lm_head import PackedMaskedLMHead
@@ -36,9 +38,11 @@ __all__ = [
     "PackedSequenceHead",
     "PackedTransformerBlock",
     "StatisticRatio",
+    "causal_lm_count",
     "causal_lm_statistics",
     "global_sum",
     "loss_from_statistics",
+    "masked_lm_count",
     "masked_lm_statistics",
     "sequence_statistics",
 ]

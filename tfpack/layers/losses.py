@@ -29,7 +29,8 @@ from keras import ops
 from tfpack.errors import TfpackError
 from tfpack.features import IGNORE_LABEL
 
-MLM_AVERAGING = ("token", "sequence")
+AVERAGING = ("token", "sequence")
+MLM_AVERAGING = AVERAGING
 
 
 def _cross_entropy(logits, labels):
@@ -144,8 +145,63 @@ def sequence_statistics(logits, labels, sequence_mask, term="classification"):
                    ops.sum(correct * mask))
 
 
-def causal_lm_statistics(logits, labels, ignore_index=IGNORE_LABEL, term="lm"):
-    """Sums of the next-token loss over targets that are not `ignore_index`.
+def _causal_weights(labels, loss_weights, ignore_index):
+    labels = ops.cast(labels, "int32")
+    valid = ops.not_equal(labels, ignore_index)
+    weights = ops.cast(valid, "float32")
+    if loss_weights is not None:
+        weights = weights * ops.cast(loss_weights, "float32")
+    return ops.where(valid, labels, 0), weights
+
+
+def _check_averaging(averaging, sequence_ids, num_sequences):
+    if averaging not in AVERAGING:
+        raise TfpackError(f"`averaging` must be one of {AVERAGING}. "
+                          f"Received: averaging={averaging!r}")
+    if averaging == "sequence" and (sequence_ids is None or num_sequences is None):
+        raise TfpackError(
+            "`averaging='sequence'` needs `sequence_ids` and `num_sequences`. "
+            f"Received: sequence_ids={sequence_ids is not None}, "
+            f"num_sequences={num_sequences}")
+
+
+def _sequence_totals(weights, sequence_ids, num_sequences):
+    # [B, L, K]: the target at position l belongs to sequence k (id k + 1);
+    # padding (id 0) falls off the one-hot. Totals: [B, K] weight per sequence.
+    membership = ops.one_hot(ops.cast(sequence_ids, "int32") - 1, num_sequences,
+                             dtype="float32") * ops.expand_dims(weights, -1)
+    return membership, ops.sum(membership, axis=1)
+
+
+def causal_lm_count(labels, loss_weights=None, sequence_ids=None,
+                    num_sequences=None, averaging="token",
+                    ignore_index=IGNORE_LABEL):
+    """The `{term}_count` of `causal_lm_statistics`, from the features alone.
+
+    >>> import numpy as np
+    >>> labels = np.array([[6, 7, -100, 9, -100, -100]])
+    >>> weights = np.array([[0., 1., 1., 1., 0., 0.]])
+    >>> float(causal_lm_count(labels, weights))
+    2.0
+    >>> float(causal_lm_count(labels, weights, np.array([[1, 1, 1, 2, 2, 0]]),
+    ...                       num_sequences=2, averaging="sequence"))
+    2.0
+    """
+    _check_averaging(averaging, sequence_ids, num_sequences)
+    _, weights = _causal_weights(labels, loss_weights, ignore_index)
+    if averaging == "token":
+        return ops.sum(weights)
+    _, totals = _sequence_totals(weights, sequence_ids, num_sequences)
+    return ops.sum(ops.cast(totals > 0, "float32"))
+
+
+def causal_lm_statistics(logits, labels, ignore_index=IGNORE_LABEL, term="lm", *,
+                         loss_weights=None, sequence_ids=None, num_sequences=None,
+                         averaging="token"):
+    """Sums of the (weighted) next-token loss over targets not `ignore_index`.
+
+    With `loss_weights` (supervised fine-tuning: 0.0 on prompt targets, the
+    "assistant-only loss"), each target counts with its weight.
 
     Args:
         logits: `[B, L, V]`.
@@ -153,17 +209,33 @@ def causal_lm_statistics(logits, labels, ignore_index=IGNORE_LABEL, term="lm"):
             on the last token of every packed sequence.
         ignore_index: label value that is not a target.
         term: name prefix of the returned keys.
+        loss_weights: optional float `[B, L]`, the weight of each target.
+        sequence_ids: int `[B, L]` (1..K, 0 = padding); needed for
+            `averaging="sequence"`.
+        num_sequences: K; needed for `averaging="sequence"`.
+        averaging: `"token"`: the weighted mean over all targets of the batch
+            (count = sum of the weights of real targets). `"sequence"`: each
+            sequence's loss is the weighted mean over its own targets and the
+            batch loss the mean over sequences that have targets (count =
+            such sequences), as unpacked training with per-example means.
 
     Returns:
         dict of scalar float32 `{term}_loss_sum`, `{term}_count`,
         `{term}_correct`.
     """
-    labels = ops.cast(labels, "int32")
-    valid = ops.not_equal(labels, ignore_index)
-    loss, correct = _cross_entropy(logits, ops.where(valid, labels, 0))
-    weights = ops.cast(valid, "float32")
-    return _result(term, ops.sum(loss * weights), ops.sum(weights),
-                   ops.sum(correct * weights))
+    _check_averaging(averaging, sequence_ids, num_sequences)
+    labels, weights = _causal_weights(labels, loss_weights, ignore_index)
+    loss, correct = _cross_entropy(logits, labels)
+    if averaging == "token":
+        return _result(term, ops.sum(loss * weights), ops.sum(weights),
+                       ops.sum(correct * weights))
+    membership, totals = _sequence_totals(weights, sequence_ids, num_sequences)
+    denominator = ops.where(totals > 0, totals, 1.0)
+    per_sequence_loss = ops.einsum("bl,blk->bk", loss, membership) / denominator
+    per_sequence_correct = ops.einsum("bl,blk->bk", correct, membership) / denominator
+    return _result(term, ops.sum(per_sequence_loss),
+                   ops.sum(ops.cast(totals > 0, "float32")),
+                   ops.sum(per_sequence_correct))
 
 
 def global_sum(value):

@@ -6,7 +6,8 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
-from tfpack.features import IGNORE_LABEL
+from tfpack.layers.losses import AVERAGING
+from tfpack.layers.losses import causal_lm_count
 from tfpack.layers.losses import causal_lm_statistics
 from tfpack.models.backbone import head_hint
 from tfpack.models.decoder import DecoderBackbone
@@ -25,6 +26,9 @@ class CausalLM(Task):
     `vocabulary_size` (`tfpack.models.backbone`). `labels` are next-token
     targets with -100 (`tfpack.features.IGNORE_LABEL`) on padding and on the
     last token of every sequence, so no target crosses a sequence boundary.
+    Optional `loss_weights` [B, L] weigh each target: supervised fine-tuning
+    gives prompt targets 0.0 so that only responses are trained
+    (`tfpack.data.sft_examples`).
 
     For backward compatibility, the `DecoderBackbone` arguments may be given
     instead of a backbone: `CausalLM(vocabulary_size=..., num_layers=...)`
@@ -53,6 +57,11 @@ class CausalLM(Task):
         backbone: a `DecoderBackbone` or another causal backbone with
             `vocabulary_size`; `None` builds a `DecoderBackbone` from
             `**kwargs`.
+        lm_averaging: `"token"`: the loss is the weighted mean over every
+            target of the batch; `"sequence"`: the mean over sequences of each
+            sequence's weighted mean (every sequence weighs the same, however
+            long its response). Both divide by global counts, so they stay
+            exact across gradient accumulation and replicas.
         tie_embeddings: the output projection is the transposed
             `backbone.token_embedding` (keras-hub's `ReversibleEmbedding`
             with untied weights uses its reverse kernel); `False` gives the
@@ -76,8 +85,11 @@ class CausalLM(Task):
     optional_features = ("loss_weights",)
     backbone_requires = ("vocabulary_size",)
 
-    def __init__(self, backbone=None, tie_embeddings=True, expected_counts=None,
-                 **kwargs):
+    def __init__(self, backbone=None, tie_embeddings=True, lm_averaging="token",
+                 expected_counts=None, **kwargs):
+        if lm_averaging not in AVERAGING:
+            raise TfpackError(f"`lm_averaging` must be one of {AVERAGING}. "
+                              f"Received: lm_averaging={lm_averaging!r}")
         if backbone is None:
             arguments = {k: kwargs.pop(k) for k in _BACKBONE_ARGUMENTS if k in kwargs}
             if "dtype" in kwargs:
@@ -93,6 +105,7 @@ class CausalLM(Task):
                 "`tie_embeddings=True` needs a backbone with a `token_embedding`. "
                 f"Received: backbone of type {type(backbone).__name__} without one")
         self.tie_embeddings = tie_embeddings
+        self.lm_averaging = lm_averaging
         self.vocabulary_size = backbone.vocabulary_size
         self.output_projection = (
             None if tie_embeddings else keras.layers.Dense(
@@ -110,16 +123,27 @@ class CausalLM(Task):
                 self.backbone.token_embedding), x.dtype))
         return {"logits": ops.cast(logits, "float32")}
 
+    def _loss_options(self, x):
+        options = {"loss_weights": x.get("loss_weights"),
+                   "averaging": self.lm_averaging}
+        if self.lm_averaging == "sequence":
+            # K from the pack's sequence slots (L is an upper bound).
+            slots = x["sequence_mask"] if "sequence_mask" in x else x["sequence_ids"]
+            options.update(sequence_ids=x["sequence_ids"],
+                           num_sequences=slots.shape[-1])
+        return options
+
     def loss_statistics(self, x, y_pred):
-        return causal_lm_statistics(y_pred["logits"], x["labels"], term="lm")
+        return causal_lm_statistics(y_pred["logits"], x["labels"], term="lm",
+                                    **self._loss_options(x))
 
     def target_counts(self, x):
-        return {"lm": ops.sum(ops.cast(
-            ops.not_equal(ops.cast(x["labels"], "int32"), IGNORE_LABEL), "float32"))}
+        return {"lm": causal_lm_count(x["labels"], **self._loss_options(x))}
 
     def get_config(self):
         config = super().get_config()
-        config["tie_embeddings"] = self.tie_embeddings
+        config.update(tie_embeddings=self.tie_embeddings,
+                      lm_averaging=self.lm_averaging)
         return config
 
 

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Assignment", "assign", "layout"]
 
+_CHUNK = 1 << 20
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Assignment:
@@ -104,8 +106,18 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0, *, shuffle: bool = True)
     lengths = validate_lengths(lengths, max_length)
     if lengths.size == 0:
         raise TfpackError("`lengths` must hold at least one example (the dataset is empty). Received: lengths=[]")
-    rule = placement(plan, np.bincount(lengths, minlength=max_length + 1)[1:], seed=seed, shuffle=shuffle)
-    pack, position = rule.place(lengths, length_ranks(lengths, max_length))
+    counts = np.bincount(lengths, minlength=max_length + 1)
+    rule = placement(plan, counts[1:], seed=seed, shuffle=shuffle)
+    # Chunk by chunk, as workers that each see a part do: ranks continue from
+    # the examples of each length before the chunk. Bounds the temporaries.
+    pack = np.empty(lengths.size, dtype=np.int64)
+    position = np.empty(lengths.size, dtype=np.int32)
+    before = np.zeros(max_length + 1, dtype=np.int64)
+    for start in range(0, lengths.size, _CHUNK):
+        part = lengths[start:start + _CHUNK]
+        ranks = length_ranks(part, max_length, start=before)
+        before += np.bincount(part, minlength=max_length + 1)
+        pack[start:start + _CHUNK], position[start:start + _CHUNK] = rule.place(part, ranks)
     return layout(pack, position, lengths, rule.pack_depths())
 
 

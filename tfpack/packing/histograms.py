@@ -82,11 +82,16 @@ def validate_lengths(lengths: Iterable[int] | np.ndarray, max_length: int) -> np
     bad = np.flatnonzero((array < 1) | (array > max_length))
     if bad.size:
         index = int(bad[0])
-        raise TfpackError(
-            f"Every length must be between 1 and max_length={max_length} "
-            f"({bad.size} are not). Received: lengths[{index}]={int(array[index])}"
-        )
+        raise length_range_error(bad.size, index, int(array[index]), max_length)
     return array
+
+
+def length_range_error(count: int, index: int, length: int, max_length: int) -> TfpackError:
+    """The error for ``count`` lengths outside ``1..max_length``, the first ``lengths[index]``."""
+    return TfpackError(
+        f"Every length must be between 1 and max_length={max_length} "
+        f"({count} are not). Received: lengths[{index}]={length}"
+    )
 
 
 def validate_histogram(counts, max_length: int | None = None) -> np.ndarray:
@@ -107,6 +112,11 @@ def validate_histogram(counts, max_length: int | None = None) -> np.ndarray:
             raise TfpackError(
                 f"`histogram` must hold integer counts. Received: histogram of dtype {array.dtype}"
             )
+    int64_max = np.iinfo(np.int64).max
+    if array.dtype == object or (array.dtype.kind in "uf" and array.max() > int64_max):
+        raise TfpackError(
+            f"`histogram` counts must fit int64 (at most {int64_max}). "
+            f"Received: a count of {max(array.tolist())}")
     array = array.astype(np.int64)
     if max_length is not None and array.size != max_length:
         raise TfpackError(
@@ -120,6 +130,13 @@ def validate_histogram(counts, max_length: int | None = None) -> np.ndarray:
             "`histogram` counts must be non-negative. "
             f"Received: histogram[{index}]={int(array[index])} (length {index + 1})"
         )
+    # Metrics multiply sequence counts by lengths: refuse what would wrap int64.
+    sequences = int(array.sum(dtype=object))
+    if sequences * array.size > int64_max:
+        raise TfpackError(
+            f"`histogram` must count at most {int64_max // array.size} sequences for "
+            f"max_length={array.size}, so that token counts fit int64. "
+            f"Received: {sequences} sequences")
     return array
 
 

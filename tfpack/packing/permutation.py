@@ -32,6 +32,7 @@ _ROUNDS = 4
 _CHUNK = 1 << 16
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
+_M32 = np.uint32(0x9E3779B1)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -44,7 +45,14 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def _round(right: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """The Feistel round function: a keyed multiply-xorshift (high bits mixed down)."""
+    """The Feistel round function: a keyed multiply-xorshift (high bits mixed down).
+
+    In 32-bit arithmetic when every domain fits in 32 bits: numpy vectorizes
+    32-bit multiplies, about 10x faster than 64-bit ones.
+    """
+    if right.dtype == np.uint32:
+        x = (right ^ key) * _M32
+        return x ^ (x >> np.uint32(16))
     x = (right ^ key) * _M1
     return x ^ (x >> np.uint64(32))
 
@@ -68,17 +76,21 @@ class Permutations:
         self.keys = _mix(base[0] ^ _mix(base[1] + (streams[:, None] << np.uint64(8)) + rounds))
         # Half width: the smallest k with 4**k >= size (at least 1).
         bits = np.frexp(np.maximum(self.sizes - 1, 1).astype(np.float64))[1]
-        self.half = np.maximum((bits + 1) // 2, 1).astype(np.uint64)
+        half = np.maximum((bits + 1) // 2, 1)
+        self.dtype = np.uint32 if self.sizes.max(initial=0) < 2**32 else np.uint64
+        self.half = half.astype(self.dtype)
+        self.keys = self.keys.astype(self.dtype)  # the low 32 bits in 32-bit mode
 
     def __getstate__(self):
-        return {"sizes": self.sizes, "keys": self.keys, "half": self.half}
+        return {"sizes": self.sizes, "keys": self.keys, "half": self.half, "dtype": self.dtype}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
 
     def _feistel(self, x: np.ndarray, stream: np.ndarray) -> np.ndarray:
         half = self.half[stream]
-        mask = (np.uint64(1) << half) - np.uint64(1)
+        one = self.dtype(1)
+        mask = (one << half) - one
         left, right = x >> half, x & mask
         keys = self.keys[stream]
         for r in range(_ROUNDS):
@@ -96,8 +108,8 @@ class Permutations:
         return out
 
     def _chunk(self, index: np.ndarray, stream: np.ndarray) -> np.ndarray:
-        size = self.sizes[stream].astype(np.uint64)
-        out = self._feistel(index.astype(np.uint64), stream)
+        size = self.sizes[stream].astype(self.dtype)
+        out = self._feistel(index.astype(self.dtype), stream)
         todo = np.flatnonzero(out >= size)
         while todo.size:
             out[todo] = self._feistel(out[todo], stream[todo])

@@ -1,0 +1,211 @@
+"""The engines of ``tfpack pack`` (issue 11): local and Beam against a copy yardstick.
+
+1. Throughput on synthetic Google-format TFRecords (lengths from
+   `wikipedia_512`, as `benchmarks/pipeline.py` section 3), in interleaved
+   rounds, median and spread per job:
+
+   - yardstick: read the same records, parse them (`tf.io.parse_example`),
+     re-serialize them (the numpy serializer ``tfpack pack`` uses) and write
+     them: the least any job over these files does;
+   - local engine: `tfpack.data.pack_records` (``tfpack pack``);
+   - Beam engine: `tfpack.beam.pack_tfrecords` on the in-process
+     DirectRunner with 2 worker processes (``--engine beam``), whose output
+     is checked byte for byte against the local engine's.
+
+   Target: local >= 0.5x the yardstick's examples/s.
+2. ``PackingPlan.assign`` on 10^8 lengths, in a fresh process: seconds and
+   peak memory above the lengths array itself.
+
+Run:
+
+    .venv/bin/python benchmarks/engines.py                       # both, 40,000 examples, 10^8
+    .venv/bin/python benchmarks/engines.py --examples 20000 --assign-lengths 10000000
+
+Writes ``benchmarks/results/engines.md``; inputs go to ``benchmarks/output/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import pipeline  # noqa: E402  (benchmarks/pipeline.py: the synthetic Google records)
+
+L, K, M = pipeline.L, pipeline.K, pipeline.M_PACK
+
+
+def copy_records(pattern: str, output: str) -> int:
+    """The yardstick: read, parse, re-serialize and write every record."""
+    import tensorflow as tf
+
+    from tfpack.data.protos import encode_examples
+    from tfpack.data.records import GOOGLE_FEATURES
+
+    spec = {n: tf.io.VarLenFeature(d) for n, d in GOOGLE_FEATURES.items()}
+    parse = tf.autograph.experimental.do_not_convert(
+        lambda batch: {n: tf.sparse.to_dense(t) for n, t in
+                       tf.io.parse_example(batch, spec).items()})
+    os.makedirs(output, exist_ok=True)
+    written = 0
+    for path in sorted(glob.glob(pattern)):
+        dataset = tf.data.TFRecordDataset(path).batch(1024).map(
+            parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+        with tf.io.TFRecordWriter(os.path.join(output, os.path.basename(path))) as writer:
+            for batch in dataset:
+                for record in encode_examples({n: t.numpy() for n, t in batch.items()}):
+                    writer.write(record)
+                    written += 1
+    return written
+
+
+def throughput(count: int, rounds: int, seed: int) -> dict:
+    from tfpack.beam import pack_tfrecords
+    from tfpack.data.offline import pack_records
+
+    folder = os.path.join(HERE, "output", f"engines-{count}")
+    if not os.path.exists(os.path.join(folder, "done")):
+        shutil.rmtree(folder, ignore_errors=True)
+        pipeline.write_google_shards(folder, count, shards=4, seed=seed)
+        open(os.path.join(folder, "done"), "w").close()
+    pattern = os.path.join(folder, "*.tfrecord")
+    out = os.path.join(HERE, "output", "engines-out")
+    args = dict(max_length=L, max_sequences_per_pack=K, algorithm="optimal",
+                max_predictions_per_pack=M, packs_per_shard=4096, seed=seed)
+    jobs = {
+        "yardstick": lambda d: copy_records(pattern, d),
+        "local": lambda d: pack_records(pattern, d, **args),
+        "beam": lambda d: pack_tfrecords(pattern, d, **args),
+    }
+    seconds = {name: [] for name in jobs}
+    identical = None
+    for _ in range(rounds):
+        for name, job in jobs.items():  # interleaved: the machine is shared
+            shutil.rmtree(os.path.join(out, name), ignore_errors=True)
+            start = time.perf_counter()
+            job(os.path.join(out, name))
+            seconds[name].append(time.perf_counter() - start)
+        local, beam = os.path.join(out, "local"), os.path.join(out, "beam")
+        shards = sorted(n for n in os.listdir(local) if n.startswith("part-"))
+        identical = shards == sorted(n for n in os.listdir(beam) if n.startswith("part-")) and all(
+            filecmp.cmp(os.path.join(local, n), os.path.join(beam, n), shallow=False)
+            for n in shards)
+    shutil.rmtree(out, ignore_errors=True)
+    return {"examples": count, "rounds": rounds, "seconds": seconds, "identical": identical,
+            "input_mb": sum(os.path.getsize(f) for f in glob.glob(pattern)) / 2**20}
+
+
+def assign_child(count: int, seed: int) -> None:
+    """Plan and assign ``count`` lengths in this process; print seconds and peak RSS as JSON."""
+    import tfpack
+
+    hist = tfpack.datasets.histogram("wikipedia_512").astype(np.float64)
+    rng = np.random.default_rng(seed)
+    lengths = np.empty(count, np.int64)
+    for start in range(0, count, 1 << 24):  # chunks: no float64 array of size count
+        size = min(1 << 24, count - start)
+        lengths[start:start + size] = rng.choice(np.arange(1, L + 1), size=size,
+                                                 p=hist / hist.sum())
+    start = time.perf_counter()
+    plan = tfpack.packing.plan(tfpack.packing.histogram(lengths, L), L, K, algorithm="optimal")
+    plan_seconds = time.perf_counter() - start
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak mark: measure assign alone
+    before = pipeline._status_kb("VmRSS")
+    start = time.perf_counter()
+    assignment = plan.assign(lengths, seed=seed)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"lengths": count, "plan_seconds": plan_seconds, "seconds": seconds,
+                      "packs": assignment.num_packs, "rss_before_mb": before / 1024,
+                      "peak_rss_mb": pipeline._status_kb("VmHWM") / 1024}))
+
+
+def assign_benchmark(count: int, seed: int) -> dict:
+    child = subprocess.run([sys.executable, __file__, "--assign-child", str(count)],
+                           check=True, capture_output=True, text=True,
+                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def report(tp, asg) -> str:
+    command = " ".join([".venv/bin/python", "benchmarks/engines.py", *sys.argv[1:]])
+    lines = ["# Engines of `tfpack pack` (`benchmarks/engines.py`)", "",
+             f"Command: `{command}`",
+             f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, shared with other "
+             "jobs (absolute times drift; ratios come from interleaved rounds of one run).", ""]
+    if tp:
+        med = {k: float(np.median(v)) for k, v in tp["seconds"].items()}
+        rate = {k: tp["examples"] / v for k, v in med.items()}
+        lines += [
+            "## 1. Throughput: local and Beam engines vs a copy yardstick", "",
+            f"{tp['examples']:,} Google-format BERT records in 4 files ({tp['input_mb']:,.0f} MB; "
+            f"lengths from `wikipedia_512`), L={L}, K={K}, M={M}, `optimal`, 4,096 packs per "
+            f"shard; {tp['rounds']} interleaved rounds, median (min-max).", "",
+            "| job | seconds | examples/s | vs yardstick |", "| --- | --- | --- | --- |"]
+        labels = {"yardstick": "yardstick: read, parse, re-serialize, write",
+                  "local": "local engine (`tfpack pack`)",
+                  "beam": "Beam engine, DirectRunner, 2 worker processes"}
+        for name, label in labels.items():
+            s = tp["seconds"][name]
+            lines.append(f"| {label} | {med[name]:.1f} ({min(s):.1f}-{max(s):.1f}) | "
+                         f"{rate[name]:,.0f} | {rate[name] / rate['yardstick']:.2f}x |")
+        ratio = rate["local"] / rate["yardstick"]
+        lines += ["", f"Target local >= 0.5x the yardstick: {'met' if ratio >= 0.5 else 'NOT met'} "
+                  f"({ratio:.2f}x). Beam shards byte-identical to the local engine's: "
+                  f"{'yes' if tp['identical'] else 'NO'}.", ""]
+    if asg:
+        lines += [
+            "## 2. `PackingPlan.assign` on 10^8 lengths", "",
+            f"{asg['lengths']:,} lengths from `wikipedia_512`, L={L}, K={K}, plan `optimal` "
+            f"({asg['plan_seconds']:.1f} s), in a fresh process.", "",
+            "| lengths | packs | assign seconds | ns per example | RSS before MB "
+            "(lengths: 8 bytes each) | peak RSS MB | peak - before, bytes per example |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+            f"| {asg['lengths']:,} | {asg['packs']:,} | {asg['seconds']:.1f} | "
+            f"{asg['seconds'] / asg['lengths'] * 1e9:.0f} | {asg['rss_before_mb']:,.0f} | "
+            f"{asg['peak_rss_mb']:,.0f} | "
+            f"{(asg['peak_rss_mb'] - asg['rss_before_mb']) * 2**20 / asg['lengths']:.1f} |", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--examples", type=int, default=40_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--assign-lengths", type=int, default=100_000_000)
+    parser.add_argument("--skip", default="", help="comma-separated: throughput,assign")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default=os.path.join(HERE, "results", "engines.md"))
+    parser.add_argument("--assign-child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.assign_child:
+        assign_child(args.assign_child, args.seed)
+        return 0
+    skip = set(filter(None, args.skip.split(",")))
+    asg = None if "assign" in skip else assign_benchmark(args.assign_lengths, args.seed)
+    if asg:
+        print(json.dumps(asg), flush=True)
+    tp = None if "throughput" in skip else throughput(args.examples, args.rounds, args.seed)
+    if tp:
+        print(json.dumps(tp), flush=True)
+    text = report(tp, asg)
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    with open(args.output, "w") as f:
+        f.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

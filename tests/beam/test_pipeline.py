@@ -1,0 +1,119 @@
+"""The Beam engine writes what the local engine writes, and refuses what it refuses."""
+
+import filecmp
+import os
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfpack
+import tfpack.beam
+from tfpack.data.offline import pack_records
+from tfpack.data.records import google_example
+from tfpack.errors import TfpackError
+
+IN_PROCESS = "--direct_running_mode=in_memory"  # fast, for runs where workers do not matter
+
+
+def _write(path, examples):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for e in examples:
+            writer.write(google_example(
+                e["input_ids"], e["token_type_ids"], e["masked_lm_positions"],
+                e["masked_lm_ids"], e["next_sentence_labels"], max_seq_length=128,
+                max_predictions_per_seq=20))
+
+
+@pytest.fixture(scope="module")
+def bert_files(tmp_path_factory):
+    """~2,700 real BERT examples (stdlib text) in 4 uneven input files and an empty one."""
+    folder = tmp_path_factory.mktemp("google")
+    docs = tfpack.datasets.stdlib_documents(max_documents=400)
+    examples = list(tfpack.data.bert_pretraining_examples(docs, max_seq_length=128, seed=1)
+                    .as_numpy_iterator())
+    cuts = [0, 300, 1100, 1150, len(examples)]
+    for f in range(4):
+        _write(folder / f"in-{f}.tfrecord", examples[cuts[f]:cuts[f + 1]])
+    _write(folder / "in-4.tfrecord", [])
+    return str(folder / "in-*.tfrecord"), examples
+
+
+def _outputs(folder):
+    return sorted(n for n in os.listdir(folder) if n.startswith("part-"))
+
+
+def test_beam_on_two_worker_processes_writes_the_local_shards(bert_files, tmp_path):
+    pattern, examples = bert_files
+    args = dict(max_length=128, max_sequences_per_pack=3, algorithm="lpfhp",
+                packs_per_shard=300, seed=3)
+    local = pack_records(pattern, str(tmp_path / "local"), **args)
+    beam = tfpack.beam.pack_tfrecords(pattern, str(tmp_path / "beam"), **args)  # default runner
+    names = _outputs(tmp_path / "local")
+    assert len(names) >= 5 and names == _outputs(tmp_path / "beam") == local["output_files"]
+    for name in names:  # same packs, same examples, same order: the same bytes
+        assert filecmp.cmp(tmp_path / "local" / name, tmp_path / "beam" / name, shallow=False)
+    assert {k: beam[k] for k in ("packs", "sequences", "tokens", "max_predictions_per_pack")} \
+        == {k: local[k] for k in ("packs", "sequences", "tokens", "max_predictions_per_pack")}
+    # Every example exactly once, read back in shard order.
+    packs = list(tfpack.data.read_packed(str(tmp_path / "beam" / "part-*")).as_numpy_iterator())
+    assert sum(int(p["sequence_mask"].sum()) for p in packs) == len(examples)
+    assert sum(int((p["sequence_ids"] > 0).sum()) for p in packs) == \
+        sum(len(e["input_ids"]) for e in examples)
+
+
+def test_beam_follows_a_given_plan_unshuffled_like_local(bert_files, tmp_path):
+    # A plan made for other lengths: surplus examples take unused longer slots or new packs.
+    pattern, examples = bert_files
+    lengths = np.array([len(e["input_ids"]) for e in examples])
+    other = tfpack.packing.plan(tfpack.packing.histogram(lengths[::2], 128), 128, 2,
+                                algorithm="spfhp")
+    args = dict(max_length=128, max_sequences_per_pack=None, plan=other, packs_per_shard=700,
+                seed=0, shuffle=False, max_predictions_per_pack=60)
+    pack_records(pattern, str(tmp_path / "local"), **args)
+    tfpack.beam.pack_tfrecords(pattern, str(tmp_path / "beam"), beam_options=IN_PROCESS, **args)
+    names = _outputs(tmp_path / "local")
+    assert len(names) >= 2 and names == _outputs(tmp_path / "beam")
+    for name in names:
+        assert filecmp.cmp(tmp_path / "local" / name, tmp_path / "beam" / name, shallow=False)
+
+
+@pytest.mark.parametrize("corrupt", ["garbage", "too long"])
+def test_beam_refuses_a_bad_record_as_local_does(bert_files, tmp_path, corrupt):
+    pattern, examples = bert_files
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _write(folder / "a.tfrecord", examples[:40])
+    records = [google_example(e["input_ids"], e["token_type_ids"], e["masked_lm_positions"],
+                              e["masked_lm_ids"], e["next_sentence_labels"], max_seq_length=128,
+                              max_predictions_per_seq=20) for e in examples[40:80]]
+    records[5] = b"\x0a\x03not an example" if corrupt == "garbage" else records[5]
+    with tf.io.TFRecordWriter(str(folder / "b.tfrecord")) as writer:
+        for record in records:
+            writer.write(record)
+    max_length = 128 if corrupt == "garbage" else 64  # "too long": examples over L
+    args = dict(max_length=max_length, max_sequences_per_pack=3, algorithm="ffd")
+    with pytest.raises(TfpackError) as local:
+        pack_records(str(folder / "*.tfrecord"), str(tmp_path / "local"), **args)
+    with pytest.raises(TfpackError) as beam:
+        tfpack.beam.pack_tfrecords(str(folder / "*.tfrecord"), str(tmp_path / "beam"),
+                                   beam_options=IN_PROCESS, **args)
+    if corrupt == "garbage":
+        assert re.search(r"Received: file='.*b\.tfrecord'", str(beam.value))
+        assert str(beam.value).split(" (")[0] == str(local.value).split(" (")[0]
+    else:
+        assert re.search(r"59 do not .*Received: example 0 with length=", str(beam.value))
+        assert str(beam.value) == str(local.value)
+    assert os.listdir(tmp_path / "beam") == []  # no shard, no plan, nothing claiming completeness
+
+
+def test_beam_options_come_after_the_defaults():
+    options = tfpack.beam.pipeline_options("--direct_num_workers=3 --job_name=x").get_all_options()
+    assert options["runner"] == "DirectRunner"
+    assert options["direct_running_mode"] == "multi_processing"
+    assert options["direct_num_workers"] == 3
+    with pytest.raises(TfpackError, match=r"--name=value options\. Received: 'oops'"):
+        tfpack.beam.pipeline_options("oops")
+    with pytest.raises(TfpackError, match=r"parse like a command line"):
+        tfpack.beam.pipeline_options("--job_name='x")

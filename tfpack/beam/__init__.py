@@ -1,0 +1,19 @@
+"""``tfpack pack`` on Apache Beam: same packs as the local engine, at any scale.
+
+Needs the ``beam`` extra (``pip install 'tfpack[beam]'``). `pack_tfrecords`
+runs the pipeline of `tfpack.beam.pipeline` on the runner chosen by the
+options (default: the in-process DirectRunner with 2 worker processes; see
+`tfpack.beam.options`). See docs/beam.md for Dataflow and Flink.
+
+Example:
+
+>>> import tfpack.beam
+>>> stats = tfpack.beam.pack_tfrecords(
+...     "wiki_*.tfrecord", "packed", max_length=512, max_sequences_per_pack=3,
+...     algorithm="lpfhp")  # doctest: +SKIP
+"""
+
+from tfpack.beam.options import DEFAULT_OPTIONS, pipeline_options
+from tfpack.beam.pipeline import pack_tfrecords
+
+__all__ = ["DEFAULT_OPTIONS", "pack_tfrecords", "pipeline_options"]

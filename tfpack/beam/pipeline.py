@@ -1,0 +1,217 @@
+"""`pack_tfrecords`: ``tfpack pack`` as an Apache Beam pipeline.
+
+Same job, same output as the local engine (`tfpack.data.offline`): for the
+same input files, plan or algorithm, seed and ``packs_per_shard``, the same
+packs holding the same examples in the same order, in the same shards. The
+graph (steps in `tfpack.beam.steps`)::
+
+    files ─ scan (validate, lengths) ─┬─ summaries ─ decide (plan, placement) ─┐ side input
+                                      └─ place ◄──────────────────────────────┘
+    place ─ totals per shard ─ limits (K, M) ─┐ side input
+    place ─ route records to shards ◄──────────┘ ─ GroupByKey(shard) ─ build + write shard
+    finish (after every shard): plan.json, stats.json, or the error
+
+Records are keyed by output shard (``pack id // packs_per_shard``, pack ids
+shuffled independently of length), so a key holds at most
+``packs_per_shard`` packs and no worker receives all examples of a length.
+
+Example:
+
+>>> import tfpack.beam
+>>> stats = tfpack.beam.pack_tfrecords(
+...     "wiki_*.tfrecord", "packed", max_length=512, max_sequences_per_pack=3,
+...     algorithm="lpfhp", beam_options="--direct_num_workers=4")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+
+import apache_beam as beam
+import numpy as np
+
+from tfpack.beam import steps
+from tfpack.beam.options import pipeline_options
+from tfpack.errors import TfpackError
+
+__all__ = ["pack_tfrecords"]
+
+_ERROR_FILE = ".tfpack-beam-error-"
+
+
+def pack_tfrecords(
+    input_pattern,
+    output_dir: str,
+    *,
+    max_length: int,
+    max_sequences_per_pack: int | None,
+    algorithm: str | None = None,
+    plan=None,
+    max_predictions_per_pack: int | None = None,
+    packs_per_shard: int = 16384,
+    seed: int = 0,
+    shuffle: bool = True,
+    beam_options=None,
+) -> dict:
+    """Pack Google-format TFRecords into packed shards on Apache Beam; returns the stats.
+
+    Arguments as `tfpack.data.pack_records`, plus ``beam_options``: Beam
+    pipeline options (a string as on a command line, or a list), added to
+    the default in-process runner (`tfpack.beam.options.DEFAULT_OPTIONS`).
+
+    Raises:
+        TfpackError: as the local engine does, for the same bad input.
+    """
+    from tfpack.data.flow import check_source
+    from tfpack.data.records import GOOGLE_FEATURES, list_files
+
+    check_source(plan, algorithm)
+    if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
+        raise TfpackError("`packs_per_shard` must be a positive integer. "
+                          f"Received: packs_per_shard={packs_per_shard!r}")
+    options = pipeline_options(beam_options)
+    started = time.perf_counter()
+    files = list_files(input_pattern, required=GOOGLE_FEATURES)
+    os.makedirs(output_dir, exist_ok=True)
+    error_path = os.path.join(output_dir, _ERROR_FILE + secrets.token_hex(4))
+    L, pps = int(max_length), packs_per_shard
+    with beam.Pipeline(options=options) as p:
+        scans = (p | "files" >> beam.Create(list(enumerate(files)))
+                 | "scan" >> beam.Map(steps.scan_file))
+        decision = beam.pvalue.AsSingleton(
+            scans | "summary" >> beam.Map(steps.summary, L)
+            | "summaries" >> beam.combiners.ToList()
+            | "decide" >> beam.Map(
+                steps.decide, files=files, max_length=L,
+                max_sequences_per_pack=max_sequences_per_pack, plan=plan, algorithm=algorithm,
+                seed=seed, shuffle=shuffle, packs_per_shard=pps))
+        placed = scans | "place" >> beam.FlatMap(steps.place_file, decision)
+        limit = beam.pvalue.AsSingleton(
+            placed | "pack totals" >> beam.FlatMap(steps.pack_totals, pps)
+            | "by shard" >> beam.GroupByKey()
+            | "shard totals" >> beam.Map(steps.shard_totals)
+            | "all totals" >> beam.combiners.ToList()
+            | "limits" >> beam.Map(
+                steps.limits, decision, max_sequences_per_pack=max_sequences_per_pack,
+                max_predictions_per_pack=max_predictions_per_pack))
+        bad_pack = placed | "bad pack" >> beam.FlatMap(steps.examples_of_pack, limit)
+        shards = (placed | "route" >> beam.FlatMap(steps.route_file, limit, pps)
+                  | "group" >> beam.GroupByKey()
+                  | "build" >> beam.ParDo(_BuildShard(output_dir, L), decision, limit))
+        _ = (p | "start finish" >> beam.Create([None])
+             | "finish" >> beam.Map(
+                 _finish, decision, limit, beam.pvalue.AsList(shards),
+                 beam.pvalue.AsList(bad_pack), output_dir=output_dir, error_path=error_path,
+                 max_length=L, max_predictions_per_pack=max_predictions_per_pack, seed=seed,
+                 files=len(files)))
+    if os.path.exists(error_path):
+        with open(error_path, encoding="utf-8") as f:
+            message = f.read()
+        os.remove(error_path)
+        raise TfpackError(message)
+    with open(os.path.join(output_dir, "stats.json"), encoding="utf-8") as f:
+        stats = json.load(f)
+    stats["seconds"] = {"total": time.perf_counter() - started}
+    return stats
+
+
+class _BuildShard(beam.DoFn):
+    """Build one output shard (once every record of it is grouped) and write it."""
+
+    def __init__(self, output_dir: str, max_length: int):
+        self.output_dir = output_dir
+        self.max_length = max_length
+        self.builder = None
+
+    def process(self, item, decision, limit):
+        import tensorflow as tf
+
+        from tfpack.data.records import serialize_packs
+        from tfpack.data.shards import ShardBuilder
+
+        shard, parts = item
+        records, splits = steps.shard_layout(list(parts))
+        if self.builder is None:
+            self.builder = ShardBuilder(self.max_length, limit["K"], limit["M"])
+        name = f"part-{shard:05d}-of-{decision['shards']:05d}.tfrecord"
+        count = 0
+        with _atomic(os.path.join(self.output_dir, name)) as tmp, \
+                tf.io.TFRecordWriter(tmp) as writer:
+            for packs in self.builder.packs(records, np.arange(len(records)), splits):
+                for record in serialize_packs(packs):
+                    writer.write(record)
+                    count += 1
+        yield {"shard": shard, "name": name, "records": count}
+
+
+class _atomic:
+    """Write under a hidden temporary name; rename to ``path`` when complete."""
+
+    def __init__(self, path):
+        self.path = path
+        folder, name = os.path.split(path)
+        self.tmp = os.path.join(folder, f".tfpack-tmp-{secrets.token_hex(4)}-{name}")
+
+    def __enter__(self):
+        return self.tmp
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            os.replace(self.tmp, self.path)
+        elif os.path.exists(self.tmp):
+            os.remove(self.tmp)
+
+
+def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, max_length,
+            max_predictions_per_pack, seed, files):
+    """After every shard: the stats and plan, or the one error (nothing claiming completeness)."""
+    from tfpack.data.windows import predictions_error
+
+    error = decision["error"] or limit["error"]
+    if error is None and limit.get("bad_pack") is not None:
+        examples = [i for _, _, i in sorted(bad_pack)]
+        error = str(predictions_error(max_predictions_per_pack, limit["bad_pack"], examples,
+                                      limit["most"]))
+    if error is not None:
+        with _atomic(error_path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            f.write(error)
+        return
+    shards = sorted(shards, key=lambda s: s["shard"])
+    plan, L = decision["plan"], max_length
+    stats = {
+        "input_files": files,
+        "output_files": [s["name"] for s in shards],
+        "packs": decision["packs"],
+        "sequences": decision["sequences"],
+        "tokens": decision["tokens"],
+        "padding_tokens": decision["packs"] * L - decision["tokens"],
+        "efficiency": decision["tokens"] / (decision["packs"] * L),
+        "packing_factor": decision["sequences"] / decision["packs"],
+        "max_length": L,
+        "max_sequences_per_pack": limit["K"],
+        "max_predictions_per_pack": limit["M"],
+        "algorithm": plan.algorithm,
+        "seed": seed,
+        "engine": "beam",
+    }
+    for name, text in (("plan.json", plan.to_json()), ("stats.json", json.dumps(stats, indent=2))):
+        with _atomic(os.path.join(output_dir, name)) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    # Last: the manifest that makes the output complete for `read_packed`.
+    import hashlib
+
+    from tfpack.data import manifest
+    from tfpack.data.features import FeatureRoles, packed_feature_spec
+
+    spec = packed_feature_spec(FeatureRoles.bert(), L, limit["K"], limit["M"])
+    manifest.write_manifest(
+        output_dir, [(s["name"], s["records"]) for s in shards],
+        features={n: ("float32" if t.dtype.is_floating else "int64", t.shape.as_list())
+                  for n, t in spec.items()},
+        max_length=L, max_sequences_per_pack=limit["K"], max_predictions_per_pack=limit["M"],
+        sequences=decision["sequences"], tokens=decision["tokens"],
+        files=("plan.json", "stats.json"), seed=seed,
+        plan_sha256=hashlib.sha256(plan.to_json().encode()).hexdigest(), created_by="tfpack beam")

@@ -1,0 +1,79 @@
+"""Build the packs of one output shard from its Google-format records.
+
+The one builder behind both engines of ``tfpack pack``: the local engine
+(`tfpack.data.offline`) hands it a shard's bucket file, the Beam engine
+(`tfpack.beam`) the records a worker grouped for that shard. Either way the
+records are parsed with `parse_google_batch`, assembled with
+`tfpack.data.assemble` in chunks of packs and serialized with
+`serialize_packs`, so the same examples in the same packs give the same bytes.
+
+Example:
+
+>>> import numpy as np
+>>> from tfpack.data.records import google_example
+>>> records = [google_example([101, 7, 102], [0, 0, 0], [1], [8], 0,
+...                           max_seq_length=8, max_predictions_per_seq=2),
+...            google_example([101, 9, 102], [0, 0, 0], [1], [4], 1,
+...                           max_seq_length=8, max_predictions_per_seq=2)]
+>>> builder = ShardBuilder(max_length=8, max_sequences=2, max_predictions=2)
+>>> (packs,) = builder.packs(records, order=np.array([1, 0]), splits=np.array([0, 2]))
+>>> packs["input_ids"].tolist()
+[[101, 9, 102, 101, 7, 102, 0, 0]]
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import tensorflow as tf
+
+from tfpack.data.features import FeatureRoles
+from tfpack.data.reading import materialize
+from tfpack.data.records import parse_google_batch
+
+__all__ = ["ShardBuilder"]
+
+_BATCH = 1024
+_ASSEMBLE_PACKS = 1024
+
+
+class ShardBuilder:
+    """Packs of BERT Google-format records, ``L``, ``K``, ``M`` fixed.
+
+    Traces its assemble graph once, on the first shard, for every later one.
+    """
+
+    def __init__(self, max_length: int, max_sequences: int, max_predictions: int):
+        self.max_length = int(max_length)
+        self.max_sequences = int(max_sequences)
+        self.max_predictions = int(max_predictions)
+        self.roles = FeatureRoles.bert()
+        self._build = None
+
+    def packs(self, records, order: np.ndarray, splits: np.ndarray,
+              ) -> Iterator[dict[str, np.ndarray]]:
+        """Batches of packs (dicts of numpy ``[P, ...]``), chunk after chunk.
+
+        Args:
+            records: the shard's serialized records, a `tf.data.Dataset` of
+                strings or a list of bytes, in any order.
+            order, splits: the shard's packs as in `tfpack.packing.Assignment`,
+                indexing ``records``.
+        """
+        if not isinstance(records, tf.data.Dataset):
+            records = tf.data.Dataset.from_tensor_slices(tf.constant(list(records), tf.string))
+        parsed = records.batch(_BATCH).map(
+            tf.autograph.experimental.do_not_convert(parse_google_batch),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        examples, _ = materialize(parsed, self.roles, batched=True)
+        if self._build is None:
+            from tfpack.data.offline import _assemble_function
+
+            self._build = _assemble_function(examples, self.roles, self.max_length,
+                                             self.max_sequences, self.max_predictions)
+        order, splits = np.asarray(order, np.int64), np.asarray(splits, np.int64)
+        for start in range(0, len(splits) - 1, _ASSEMBLE_PACKS):
+            sub = splits[start:start + _ASSEMBLE_PACKS + 1]
+            packs = self._build(examples, order[sub[0]:sub[-1]], sub - sub[0])
+            yield {n: t.numpy() for n, t in packs.items()}

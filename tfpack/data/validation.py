@@ -1,0 +1,254 @@
+"""Every input record checked in one place, before anything is packed.
+
+Two kinds of records enter tfpack:
+
+- Google ``create_pretraining_data`` records (`tfpack pack`,
+  `tfpack.data.read_google_records`), padded to ``max_seq_length`` and
+  ``max_predictions_per_seq``: `google_problems` checks a batch of them.
+- unpacked examples of a `tf.data.Dataset` (`tfpack.data.pack`, offline and
+  streaming): `example_problems` checks a batch of them under their
+  `FeatureRoles`.
+
+Both return one code per record, 0 when it is valid, else the first rule of
+`RULES` it breaks; `describe` turns a code into the message of the one
+`TfpackError` that names the record. The rules:
+
+- every feature present with the right dtype; ids inside int32 (never wrapped);
+- ``input_mask``: 0s and 1s only, a prefix of 1s (at least one) then 0s;
+  ``input_ids`` and ``segment_ids`` one value per ``input_mask`` value;
+- masked LM: positions, ids and weights of one length; weights finite and
+  >= 0, the real predictions (weight > 0) before the padding slots (so
+  stripping the padding never drops a real prediction); every real position
+  inside its example: ``0 <= position < length``;
+- ``next_sentence_labels``: exactly one value.
+
+Example:
+
+>>> import tensorflow as tf
+>>> from tfpack.data import validation
+>>> from tfpack.data.features import FeatureRoles
+>>> batch = {"input_ids": tf.ragged.constant([[5, 6, 7], [8]]),
+...          "masked_lm_positions": tf.ragged.constant([[2], [1]]),
+...          "masked_lm_ids": tf.ragged.constant([[7], [9]]),
+...          "next_sentence_labels": tf.constant([0, 1])}
+>>> codes = validation.example_problems(batch, FeatureRoles.bert().present(batch))
+>>> codes.numpy().tolist(), validation.RULES[int(codes[1])]
+([0, 13], 'real `masked_lm_positions` inside the example: 0 <= position < length')
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from tfpack.errors import TfpackError
+
+__all__ = ["GOOGLE_FEATURES", "RULES", "INT32_MAX", "MAX_LENGTH", "google_problems",
+           "example_problems", "describe", "check_sizes", "check_example_codes"]
+
+GOOGLE_FEATURES = {
+    "input_ids": tf.int64, "input_mask": tf.int64, "segment_ids": tf.int64,
+    "masked_lm_positions": tf.int64, "masked_lm_ids": tf.int64,
+    "masked_lm_weights": tf.float32, "next_sentence_labels": tf.int64,
+}
+INT32_MAX = 2**31 - 1
+# Largest `max_length` (L) tfpack accepts: planners and packs cost O(L) memory
+# each, so larger values fail fast instead of exhausting memory.
+MAX_LENGTH = 1 << 20
+
+# Code -> what must hold (code 0: valid). Order matters: a record reports the
+# first rule it breaks, and later rules may assume the earlier ones.
+RULES = (
+    None,
+    "`input_ids` present and not empty",
+    "`input_mask` with one value per `input_ids` value",
+    "`segment_ids` with one value per `input_ids` value",
+    "`input_mask` of 0s and 1s only",
+    "`input_mask` a prefix of 1s (at least one) then 0s only",
+    "`input_ids` inside [0, 2**31)",
+    "`segment_ids` inside [0, 2**31)",
+    "`masked_lm_positions`, `masked_lm_ids` and `masked_lm_weights` of one length",
+    "`masked_lm_weights` finite and >= 0",
+    "real predictions (weight > 0) before the padding slots (weight 0)",
+    "`masked_lm_ids` of real predictions inside [0, 2**31)",
+    "`next_sentence_labels` with exactly one value inside int32",
+    "real `masked_lm_positions` inside the example: 0 <= position < length",
+    "token features with one value per `input_ids` value",
+    "int features inside int32 [-2**31, 2**31)",
+)
+# Features shown with each rule in a message.
+_SHOWN = {1: ("input_ids",), 2: ("input_ids", "input_mask"),
+          3: ("input_mask", "segment_ids"), 4: ("input_mask",), 5: ("input_mask",),
+          6: ("input_ids",), 7: ("segment_ids",),
+          8: ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"),
+          9: ("masked_lm_weights",), 10: ("masked_lm_weights",),
+          11: ("masked_lm_ids", "masked_lm_weights"), 12: ("next_sentence_labels",),
+          13: ("input_mask", "masked_lm_positions", "masked_lm_weights")}
+
+
+def _first_broken(checks: list[tuple[int, tf.Tensor]]) -> tf.Tensor:
+    """Per record, the lowest code whose check is False (0 if all hold)."""
+    codes = tf.zeros_like(checks[0][1], tf.int32)
+    for code, ok in sorted(checks, key=lambda c: -c[0]):
+        codes = tf.where(ok, codes, tf.constant(code, tf.int32))
+    return codes
+
+
+class _Rows:
+    """A batch of variable-length rows as dense ``values`` ``[B, W]`` + ``lengths`` ``[B]``.
+
+    Dense ops trace and run much faster than ragged ones; ``all`` ignores the
+    padding past each row's length.
+    """
+
+    def __init__(self, values, lengths):
+        self.values = values
+        self.lengths = tf.cast(lengths, tf.int64)
+        self.index = tf.range(tf.shape(values, out_type=tf.int64)[1])[None, :]
+
+    @classmethod
+    def of(cls, tensor):
+        if isinstance(tensor, tf.SparseTensor):
+            ragged = tf.RaggedTensor.from_sparse(tensor)
+            return cls(ragged.to_tensor(), ragged.row_lengths())
+        return cls(tensor.to_tensor(), tensor.row_lengths())
+
+    def all(self, condition, first=None):
+        """Per row: ``condition`` holds on its values (only the ``first`` ones)."""
+        stop = self.lengths if first is None else tf.minimum(first, self.lengths)
+        return tf.reduce_all(condition | (self.index >= stop[:, None]), axis=1)
+
+    def in_range(self, low, high, first=None):
+        return self.all((self.values >= low) & (self.values <= high), first)
+
+    def prefix(self, condition, count):
+        """Per row: ``condition`` holds exactly on its first ``count`` values."""
+        return self.all(tf.equal(condition, self.index < count[:, None]))
+
+
+def google_problems(serialized: tf.Tensor):
+    """Check a batch of serialized Google records.
+
+    Returns ``(codes, lengths, predictions)``, each ``[B]``: the `RULES` code
+    of each record (0: valid), its tokens and its real predictions. Raises
+    `tf.errors.InvalidArgumentError` when a record cannot be parsed at all
+    (not a `tf.train.Example`, or a feature of the wrong dtype).
+    """
+    parsed = tf.io.parse_example(
+        serialized, {n: tf.io.VarLenFeature(d) for n, d in GOOGLE_FEATURES.items()})
+    r = {name: _Rows.of(t) for name, t in parsed.items()}
+    n = {name: rows.lengths for name, rows in r.items()}
+    mask, weights = r["input_mask"], r["masked_lm_weights"]
+    lengths = tf.reduce_sum(mask.values, axis=1)
+    real = weights.values > 0
+    predictions = tf.reduce_sum(tf.cast(real & (weights.index < n["masked_lm_weights"][:, None]),
+                                        tf.int64), axis=1)
+    positions = r["masked_lm_positions"].values
+    checks = [
+        (1, n["input_ids"] > 0),
+        (2, n["input_mask"] == n["input_ids"]),
+        (3, n["segment_ids"] == n["input_ids"]),
+        (4, mask.all((mask.values == 0) | (mask.values == 1))),
+        (5, mask.prefix(mask.values == 1, lengths) & (lengths > 0)),
+        (6, r["input_ids"].in_range(0, INT32_MAX)),
+        (7, r["segment_ids"].in_range(0, INT32_MAX)),
+        (8, (n["masked_lm_positions"] == n["masked_lm_ids"])
+            & (n["masked_lm_ids"] == n["masked_lm_weights"])),
+        (9, weights.all(tf.math.is_finite(weights.values) & (weights.values >= 0))),
+        (10, weights.prefix(real, predictions)),
+        (11, r["masked_lm_ids"].in_range(0, INT32_MAX, first=predictions)),
+        (12, (n["next_sentence_labels"] == 1)
+             & r["next_sentence_labels"].in_range(-INT32_MAX - 1, INT32_MAX)),
+        (13, r["masked_lm_positions"].all(
+            (positions >= 0) & (positions < lengths[:, None]), first=predictions)),
+    ]
+    return _first_broken(checks), lengths, predictions
+
+
+def example_problems(batch: dict, roles) -> tf.Tensor:
+    """`RULES` code of each unpacked example of a batch (0: valid).
+
+    Args:
+        batch: feature -> `tf.RaggedTensor` ``[B, None]`` (token and masked-LM
+            features) or `tf.Tensor` ``[B]`` (per-sequence features).
+        roles: the `FeatureRoles`, restricted to the features present.
+    """
+    rows = {n: _Rows.of(t) for n, t in batch.items() if isinstance(t, tf.RaggedTensor)}
+    lengths = rows[roles.length_feature].lengths
+    checks = [(14, rows[n].lengths == lengths) for n in roles.tokens if n in rows]
+    for name, values in batch.items():
+        if values.dtype == tf.int64:
+            checks.append((15, rows[name].in_range(-INT32_MAX - 1, INT32_MAX) if name in rows
+                           else (values >= -INT32_MAX - 1) & (values <= INT32_MAX)))
+    if roles.masked_lm is not None:
+        positions_name, ids_name, weights_name = roles.masked_lm
+        positions = rows[positions_name]
+        count = positions.lengths
+        same = rows[ids_name].lengths == count
+        if weights_name in rows:
+            weights = rows[weights_name]
+            same &= weights.lengths == count
+            checks.append((9, weights.all(tf.math.is_finite(weights.values)
+                                          & (weights.values >= 0))))
+        checks.append((8, same))
+        inside = (positions.values >= 0) & (
+            positions.values < tf.cast(lengths, positions.values.dtype)[:, None])
+        checks.append((13, positions.all(inside)))
+    return _first_broken(checks)
+
+
+def describe(code: int, where: str, values: dict | None = None) -> str:
+    """The one-line message for a record breaking rule ``code``.
+
+    ``values``: feature -> list of the record's values, shown (shortened)
+    for the features the rule is about.
+    """
+    shown = ""
+    if values:
+        names = _SHOWN.get(code, tuple(values))
+        parts = [f"{n}={_short(values[n])}" for n in names if n in values]
+        missing = [n for n in names if n not in values]
+        shown = ": " + ", ".join(parts + [f"{n} missing" for n in missing])
+    return f"Every record must have {RULES[code]}. Received: {where}{shown}"
+
+
+def _short(values, limit=12) -> str:
+    values = [v.item() if hasattr(v, "item") else v for v in np.asarray(values).ravel()]
+    if len(values) <= limit:
+        return str(values)
+    return f"[{', '.join(map(str, values[:limit]))}, ...] ({len(values)} values)"
+
+
+def check_example_codes(codes: np.ndarray, first_index: int = 0, values_of=None) -> None:
+    """Raise the `TfpackError` of the first invalid example of a batch, if any.
+
+    ``values_of(i)``: the feature values of example ``i`` of the batch, for
+    the message.
+    """
+    bad = np.flatnonzero(np.asarray(codes))
+    if bad.size:
+        i = int(bad[0])
+        raise TfpackError(describe(int(codes[i]), f"example {first_index + i}",
+                                   values_of(i) if values_of else None))
+
+
+def check_sizes(max_length: int, max_sequences_per_pack: int | None = None,
+                max_predictions_per_pack: int | None = None) -> None:
+    """Refuse absurd ``L``, ``K``, ``M`` before anything is allocated.
+
+    ``L`` at most `MAX_LENGTH`; a pack cannot hold more sequences or
+    predictions than tokens, so ``K`` and ``M`` at most ``L``.
+
+    >>> check_sizes(2_000_000_000)
+    Traceback (most recent call last):
+    ...
+    tfpack.errors.TfpackError: `max_length` must be at most 1048576 tokens. Received: max_length=2000000000
+    """
+    if max_length > MAX_LENGTH:
+        raise TfpackError(f"`max_length` must be at most {MAX_LENGTH} tokens. "
+                          f"Received: max_length={max_length}")
+    for name, value in (("max_sequences_per_pack", max_sequences_per_pack),
+                        ("max_predictions_per_pack", max_predictions_per_pack)):
+        if value is not None and value > max_length:
+            raise TfpackError(f"`{name}` must be at most max_length={max_length} (a pack "
+                              f"holds at most one per token). Received: {name}={value}")
