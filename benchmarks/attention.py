@@ -15,8 +15,9 @@ lengths:
   `Lib/*.py`, tokenized with `tokenize` (one token per Python token), split
   into windows of at most S=L/8 tokens (the usual cap on document chunks in
   long-context packing), packed by `bfd` with K=16 (2,048) or K=32 (8,192).
-  The same lengths with no bound (S=L) are also timed to show what the cap
-  buys.
+  The same lengths with S=512 and with no bound (S=L) are also timed, to
+  show what the cap buys and where segmented stops paying (the `"auto"`
+  rule's threshold).
 
 Each step is a forward and backward pass (gradients of every weight) of an
 encoder (post-norm, bidirectional) or a decoder (pre-norm, rotary, causal)
@@ -54,10 +55,11 @@ from lengths import windowed_histogram  # noqa: E402
 VOCAB = 1000
 # name: (L, K, S, batch, layers, width, heads, rounds, lengths)
 CASES = {
-    "L=512": (512, 3, None, 8, 2, 128, 4, 15, "wikipedia_512"),
-    "L=2048": (2048, 16, 256, 2, 2, 128, 4, 9, "stdlib"),
-    "L=2048 unbounded": (2048, 16, None, 2, 2, 128, 4, 7, "stdlib"),
-    "L=8192": (8192, 32, 1024, 1, 1, 64, 2, 5, "stdlib"),
+    "L=512": (512, 3, None, 8, 2, 128, 4, 7, "wikipedia_512"),
+    "L=2048": (2048, 16, 256, 2, 2, 128, 4, 5, "stdlib"),
+    "L=2048 unbounded": (2048, 16, None, 2, 2, 128, 4, 3, "stdlib"),
+    "L=2048 S=512": (2048, 16, 512, 2, 2, 128, 4, 3, "stdlib"),
+    "L=8192": (8192, 32, 1024, 1, 1, 64, 2, 3, "stdlib"),
 }
 
 
@@ -71,9 +73,8 @@ def packed_batches(case, count, seed=0):
 
         packing = plan(histogram("wikipedia_512"), length, k, algorithm="spfhp")
     else:
-        packing = plan(windowed_histogram(stdlib_lengths(), length, length // 8
-                                          if s else None), length, k,
-                       algorithm="bfd")
+        packing = plan(windowed_histogram(stdlib_lengths(), length, s),
+                       length, k, algorithm="bfd")
     rng = np.random.default_rng(seed)
     return [sequence_ids_from_plan(packing, batch, rng) for _ in range(count)]
 
@@ -213,13 +214,14 @@ def report(results, command, versions):
 
 
 def _child(args):
-    results = []
-    for case in args.cases.split(","):
-        rounds = 3 if args.quick else CASES[case][7]
-        for decoder in (False, True):
-            results.append(run_case(case, decoder, rounds))
-            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
-    print(json.dumps(results))
+    # One JSON line per case as soon as it is measured: a long run that is
+    # stopped keeps what it measured (`--report-only` writes the table).
+    with open(args.raw, "a") as raw:
+        for case in args.cases.split(","):
+            rounds = 3 if args.quick else CASES[case][7]
+            for decoder in (False, True):
+                raw.write(json.dumps(run_case(case, decoder, rounds)) + "\n")
+                raw.flush()
 
 
 def main():
@@ -229,20 +231,24 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="3 rounds per case (a smoke run)")
     parser.add_argument("--output", default="benchmarks/results/attention.md")
+    parser.add_argument("--raw", default="benchmarks/results/attention.jsonl",
+                        help="measurements, one JSON line per case")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite --output from --raw without measuring")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return _child(args)
-    results, versions = [], []
+    versions = []
     for backend in args.backends.split(","):
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", "--cases", args.cases]
-            + (["--quick"] if args.quick else []),
-            env=dict(os.environ, KERAS_BACKEND=backend), capture_output=True,
-            text=True, check=False)
-        if done.returncode:
-            sys.exit(f"{backend} run failed:\n{done.stderr[-3000:]}")
-        results += json.loads(done.stdout.strip().splitlines()[-1])
+        if not args.report_only:
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", "--cases", args.cases,
+                 "--raw", args.raw] + (["--quick"] if args.quick else []),
+                env=dict(os.environ, KERAS_BACKEND=backend),
+                capture_output=True, text=True, check=False)
+            if done.returncode:
+                sys.exit(f"{backend} run failed:\n{done.stderr[-3000:]}")
         module = "tensorflow" if backend == "tensorflow" else "jax"
         version = subprocess.run(
             [sys.executable, "-c", f"import {module}; print({module}.__version__)"],
@@ -251,7 +257,10 @@ def main():
     import keras
 
     versions.append(f"keras {keras.__version__}")
-    command = "python benchmarks/attention.py " + " ".join(sys.argv[1:])
+    results = [json.loads(line) for line in
+               pathlib.Path(args.raw).read_text().splitlines() if line]
+    command = "python benchmarks/attention.py " + " ".join(
+        a for a in sys.argv[1:] if a != "--report-only")
     text = report(results, command.strip(), ", ".join(versions))
     pathlib.Path(args.output).write_text(text)
     print(text)
