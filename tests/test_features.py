@@ -33,6 +33,7 @@ NOT_FEATURES = {
 FOREIGN = {
     "data/records.py": {"input_mask", "segment_ids"},  # Google BERT TFRecords
     "data/offline.py": {"input_mask", "segment_ids"},
+    "data/validation.py": {"input_mask", "segment_ids"},  # checks Google BERT TFRecords
 }
 
 

@@ -161,3 +161,13 @@ def test_ids_outside_int32_are_refused_not_wrapped():
 def test_absurd_sizes_fail_fast(kwargs, match):
     with pytest.raises(TfpackError, match=match):
         tfpack.data.pack(**{"max_length": 8, "max_sequences_per_pack": 2, **kwargs})
+
+
+def test_streaming_pack_with_too_many_predictions_names_its_examples():
+    examples = [{"input_ids": [1, 2, 3], "masked_lm_positions": [0, 1], "masked_lm_ids": [5, 6],
+                 "next_sentence_labels": 0}] * 4
+    packer = tfpack.data.pack(max_length=8, max_sequences_per_pack=2, max_predictions_per_pack=3,
+                              window=2, algorithm="ffd", shuffle=False)
+    with pytest.raises(TfpackError, match=r"^Every pack must hold at most "
+                                          r"max_predictions_per_pack=3 .* \(examples \[[01], [01]\]\)"):
+        list(dataset_from_examples(examples).apply(packer))

@@ -133,13 +133,18 @@ def _few(names: list[str], limit: int = 5) -> str:
 
 
 def _exchange(a: str, b: str) -> bool:
-    """Atomically swap two paths (Linux renameat2); False where unsupported."""
+    """Atomically swap two entries of one directory (Linux renameat2); False where unsupported."""
     try:
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (AttributeError, OSError):
         return False
-    at_fdcwd, rename_exchange = -100, 2
-    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+    rename_exchange = 2
+    parent = os.open(os.path.dirname(a), os.O_RDONLY)
+    try:
+        return renameat2(parent, os.fsencode(os.path.basename(a)), parent,
+                         os.fsencode(os.path.basename(b)), rename_exchange) == 0
+    finally:
+        os.close(parent)
 
 
 @contextlib.contextmanager

@@ -46,6 +46,7 @@ from tfpack.data.features import FeatureRoles, dense_rows, packed_feature_spec
 from tfpack.data.reading import input_names, materialize, ragged_rows, truncate_example
 from tfpack.data.windows import (
     DEFAULT_ALGORITHM,
+    check_predictions,
     empty_dataset_error,
     fit_to_multiple,
     permute_packs,
@@ -311,13 +312,15 @@ class Packer:
         window = self.window
         length_feature = roles.length_feature
 
-        def plan_numpy(lengths, index, codes):
+        def plan_numpy(lengths, index, codes, predictions):
             # Raised here, in Python, so that `raising_tfpack_errors` can give
             # the user this TfpackError rather than TensorFlow's wrapper.
             validation.check_example_codes(codes, int(index) * window)
             rng_seed = int(np.random.SeedSequence([self.seed, int(index)]).generate_state(1)[0])
             order, splits = plan_window(lengths, L, K, self.algorithm, seed=rng_seed,
                                         first_index=int(index) * window)
+            if M is not None:
+                check_predictions(predictions, order, splits, M, int(index) * window)
             if self.shuffle:
                 perm = np.random.default_rng(rng_seed).permutation(len(splits) - 1)
                 order, splits = permute_packs(order, splits, perm)
@@ -328,8 +331,11 @@ class Packer:
             batch = ragged_rows(batch)
             lengths = batch[length_feature].row_lengths()
             codes = validation.example_problems(batch, roles)
+            predictions = (batch[roles.masked_lm[0]].row_lengths() if roles.masked_lm
+                           else tf.zeros_like(lengths))
             order, splits = tf.numpy_function(
-                plan_numpy, [lengths, index, codes], [tf.int64, tf.int64], stateful=False)
+                plan_numpy, [lengths, index, codes, predictions], [tf.int64, tf.int64],
+                stateful=False)
             order.set_shape([None])
             splits.set_shape([None])
             # `codes` covered the partitions (rules 8, 14) before any pack is built.

@@ -53,8 +53,11 @@ def length_error(count: int, index: int, length: int, max_length: int) -> Tfpack
         f"Received: example {index} with length={length}")
 
 
-def check_predictions(counts: np.ndarray, order, splits, M):
-    """``M`` checked (or, when ``None``, computed) from per-example counts."""
+def check_predictions(counts: np.ndarray, order, splits, M, first_index: int = 0):
+    """``M`` checked (or, when ``None``, computed) from per-example counts.
+
+    ``first_index``: the stream index of ``counts[0]``, for the message.
+    """
     totals = np.concatenate([[0], np.cumsum(np.asarray(counts)[order])])
     per_pack = totals[splits[1:]] - totals[splits[:-1]]  # empty packs count 0
     most = int(per_pack.max()) if per_pack.size else 0
@@ -62,7 +65,8 @@ def check_predictions(counts: np.ndarray, order, splits, M):
         return max(most, 1)
     if most > M:
         p = int(np.argmax(per_pack))
-        raise predictions_error(M, p, order[splits[p]:splits[p + 1]].tolist(), most)
+        raise predictions_error(M, p, (order[splits[p]:splits[p + 1]] + first_index).tolist(),
+                                most)
     return M
 
 

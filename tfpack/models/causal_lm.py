@@ -64,8 +64,10 @@ class CausalLM(Task):
             exact across gradient accumulation and replicas.
         tie_embeddings: the output projection is the transposed
             `backbone.token_embedding` (keras-hub's `ReversibleEmbedding`
-            with untied weights uses its reverse kernel); `False` gives the
-            task its own `output_projection`.
+            with untied weights uses its reverse kernel), or the backbone's
+            own `logits(sequence_output)` where it has one (the keras-hub
+            decoders of `from_keras_hub`: tied or not, with Gemma's final
+            soft cap); `False` gives the task its own `output_projection`.
         expected_counts: loss balancing, e.g. `{"lm": 480.0}` targets per pack.
         **kwargs: `DecoderBackbone` arguments when `backbone` is `None`; the
             rest is passed on to `keras.Model`.
@@ -118,6 +120,10 @@ class CausalLM(Task):
         x = self.sequence_output(inputs, training=training)
         if self.output_projection is not None:
             logits = self.output_projection(x)
+        elif hasattr(self.backbone, "logits"):
+            # The backbone's own output layer (keras-hub adapters: tied or
+            # untied, with Gemma's final logit soft cap).
+            logits = self.backbone.logits(x)
         else:
             logits = ops.matmul(x, ops.cast(_output_kernel(
                 self.backbone.token_embedding), x.dtype))

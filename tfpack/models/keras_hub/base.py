@@ -10,6 +10,7 @@ import keras
 
 from tfpack.errors import TfpackError
 from tfpack.layers.attention_mask import PackedAttentionMask
+from tfpack.models.backbone import Backbone
 
 
 def backbone_classes(names):
@@ -19,7 +20,7 @@ def backbone_classes(names):
     return tuple(getattr(keras_hub.models, name) for name in names)
 
 
-class KerasHubBackbone(keras.Model):
+class KerasHubBackbone(Backbone):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.
 
     Subclasses name the keras-hub classes they accept (`backbone_names`, in
@@ -43,9 +44,9 @@ class KerasHubBackbone(keras.Model):
     True
 
     Args:
-        backbone: a keras-hub backbone of one of `backbone_classes`.
-        **kwargs: passed on to `keras.Model` (the dtype policy defaults to
-            the backbone's).
+        backbone: a keras-hub backbone of one of `backbone_names`.
+        **kwargs: passed on to `tfpack.models.Backbone` (the dtype policy
+            defaults to the backbone's).
 
     Attributes:
         backbone: the wrapped keras-hub backbone.
@@ -58,8 +59,6 @@ class KerasHubBackbone(keras.Model):
     """
 
     backbone_names = ()
-    packed_outputs = {"sequence_output": "token"}
-    input_features = ("input_ids", "sequence_ids", "position_ids")
 
     def __init__(self, backbone, **kwargs):
         if not self.accepts(backbone):
