@@ -10,7 +10,7 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "pipeline", "model", "training", "backbones"]
+ORDER = ["planners", "optimal", "pipeline", "model", "training", "backbones", "attention", "accelerator"]
 
 
 def main() -> None:

@@ -44,6 +44,7 @@ def _outputs(folder):
     return sorted(n for n in os.listdir(folder) if n.startswith("part-"))
 
 
+@pytest.mark.slow  # two Beam worker processes each import TensorFlow: ~30-60 s on 2 cores
 def test_beam_on_two_worker_processes_writes_the_local_shards(bert_files, tmp_path):
     pattern, examples = bert_files
     args = dict(max_length=128, max_sequences_per_pack=3, algorithm="lpfhp",
@@ -56,8 +57,8 @@ def test_beam_on_two_worker_processes_writes_the_local_shards(bert_files, tmp_pa
         assert filecmp.cmp(tmp_path / "local" / name, tmp_path / "beam" / name, shallow=False)
     assert {k: beam[k] for k in ("packs", "sequences", "tokens", "max_predictions_per_pack")} \
         == {k: local[k] for k in ("packs", "sequences", "tokens", "max_predictions_per_pack")}
-    # Every example exactly once, read back in shard order.
-    packs = list(tfpack.data.read_packed(str(tmp_path / "beam" / "part-*")).as_numpy_iterator())
+    # Every example exactly once, read back (manifest checked) in shard order.
+    packs = list(tfpack.data.read_packed(str(tmp_path / "beam")).as_numpy_iterator())
     assert sum(int(p["sequence_mask"].sum()) for p in packs) == len(examples)
     assert sum(int((p["sequence_ids"] > 0).sum()) for p in packs) == \
         sum(len(e["input_ids"]) for e in examples)
@@ -100,12 +101,13 @@ def test_beam_refuses_a_bad_record_as_local_does(bert_files, tmp_path, corrupt):
         tfpack.beam.pack_tfrecords(str(folder / "*.tfrecord"), str(tmp_path / "beam"),
                                    beam_options=IN_PROCESS, **args)
     if corrupt == "garbage":
-        assert re.search(r"Received: file='.*b\.tfrecord'", str(beam.value))
-        assert str(beam.value).split(" (")[0] == str(local.value).split(" (")[0]
+        assert re.search(r"Received: file='.*b\.tfrecord', record 5", str(beam.value))
     else:
         assert re.search(r"59 do not .*Received: example 0 with length=", str(beam.value))
-        assert str(beam.value) == str(local.value)
-    assert os.listdir(tmp_path / "beam") == []  # no shard, no plan, nothing claiming completeness
+    assert str(beam.value) == str(local.value)
+    # No shard, no plan, nothing claiming completeness, no staging left behind.
+    assert not (tmp_path / "beam").exists()
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".tfpack")]
 
 
 def test_beam_options_come_after_the_defaults():

@@ -9,7 +9,7 @@ graph (steps in `tfpack.beam.steps`)::
                                       └─ place ◄──────────────────────────────┘
     place ─ totals per shard ─ limits (K, M) ─┐ side input
     place ─ route records to shards ◄──────────┘ ─ GroupByKey(shard) ─ build + write shard
-    finish (after every shard): plan.json, stats.json, or the error
+    finish (after every shard): plan.json, stats.json, manifest.json last; or the error
 
 Records are keyed by output shard (``pack id // packs_per_shard``, pack ids
 shuffled independently of length), so a key holds at most
@@ -54,30 +54,49 @@ def pack_tfrecords(
     packs_per_shard: int = 16384,
     seed: int = 0,
     shuffle: bool = True,
+    overwrite: bool = False,
     beam_options=None,
 ) -> dict:
     """Pack Google-format TFRecords into packed shards on Apache Beam; returns the stats.
 
-    Arguments as `tfpack.data.pack_records`, plus ``beam_options``: Beam
-    pipeline options (a string as on a command line, or a list), added to
-    the default in-process runner (`tfpack.beam.options.DEFAULT_OPTIONS`).
+    Arguments as `tfpack.data.pack_records` (the output directory is
+    checked, built beside and swapped in the same way, `tfpack.data.outputs`),
+    plus ``beam_options``: Beam pipeline options (a string as on a command
+    line, or a list), added after the default in-process runner
+    (`tfpack.beam.DEFAULT_OPTIONS`).
 
     Raises:
-        TfpackError: as the local engine does, for the same bad input.
+        TfpackError: as the local engine does, for the same bad input, with
+            nothing written under ``output_dir``.
     """
-    from tfpack.data.flow import check_source
-    from tfpack.data.records import GOOGLE_FEATURES, list_files
+    from tfpack.data import outputs, validation
+    from tfpack.data.flow import check_plan_fits, check_source
 
     check_source(plan, algorithm)
     if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
         raise TfpackError("`packs_per_shard` must be a positive integer. "
                           f"Received: packs_per_shard={packs_per_shard!r}")
+    validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
+    if plan is not None:
+        check_plan_fits(plan, max_length, max_sequences_per_pack)
     options = pipeline_options(beam_options)
     started = time.perf_counter()
+    with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
+        stats = _run(options, input_pattern, staging, dict(
+            max_length=int(max_length), max_sequences_per_pack=max_sequences_per_pack,
+            algorithm=algorithm, plan=plan, max_predictions_per_pack=max_predictions_per_pack,
+            packs_per_shard=packs_per_shard, seed=seed, shuffle=shuffle))
+    stats["seconds"] = {"total": time.perf_counter() - started}
+    return stats
+
+
+def _run(options, input_pattern, output_dir: str, job: dict) -> dict:
+    """Build and run the pipeline into the empty ``output_dir``; the stats, or raise."""
+    from tfpack.data.records import GOOGLE_FEATURES, list_files
+
     files = list_files(input_pattern, required=GOOGLE_FEATURES)
-    os.makedirs(output_dir, exist_ok=True)
     error_path = os.path.join(output_dir, _ERROR_FILE + secrets.token_hex(4))
-    L, pps = int(max_length), packs_per_shard
+    L, pps = job["max_length"], job["packs_per_shard"]
     with beam.Pipeline(options=options) as p:
         scans = (p | "files" >> beam.Create(list(enumerate(files)))
                  | "scan" >> beam.Map(steps.scan_file))
@@ -86,8 +105,9 @@ def pack_tfrecords(
             | "summaries" >> beam.combiners.ToList()
             | "decide" >> beam.Map(
                 steps.decide, files=files, max_length=L,
-                max_sequences_per_pack=max_sequences_per_pack, plan=plan, algorithm=algorithm,
-                seed=seed, shuffle=shuffle, packs_per_shard=pps))
+                max_sequences_per_pack=job["max_sequences_per_pack"], plan=job["plan"],
+                algorithm=job["algorithm"], seed=job["seed"], shuffle=job["shuffle"],
+                packs_per_shard=pps))
         placed = scans | "place" >> beam.FlatMap(steps.place_file, decision)
         limit = beam.pvalue.AsSingleton(
             placed | "pack totals" >> beam.FlatMap(steps.pack_totals, pps)
@@ -95,8 +115,8 @@ def pack_tfrecords(
             | "shard totals" >> beam.Map(steps.shard_totals)
             | "all totals" >> beam.combiners.ToList()
             | "limits" >> beam.Map(
-                steps.limits, decision, max_sequences_per_pack=max_sequences_per_pack,
-                max_predictions_per_pack=max_predictions_per_pack))
+                steps.limits, decision, max_sequences_per_pack=job["max_sequences_per_pack"],
+                max_predictions_per_pack=job["max_predictions_per_pack"]))
         bad_pack = placed | "bad pack" >> beam.FlatMap(steps.examples_of_pack, limit)
         shards = (placed | "route" >> beam.FlatMap(steps.route_file, limit, pps)
                   | "group" >> beam.GroupByKey()
@@ -105,17 +125,12 @@ def pack_tfrecords(
              | "finish" >> beam.Map(
                  _finish, decision, limit, beam.pvalue.AsList(shards),
                  beam.pvalue.AsList(bad_pack), output_dir=output_dir, error_path=error_path,
-                 max_length=L, max_predictions_per_pack=max_predictions_per_pack, seed=seed,
-                 files=len(files)))
+                 files=len(files), job=job))
     if os.path.exists(error_path):
         with open(error_path, encoding="utf-8") as f:
-            message = f.read()
-        os.remove(error_path)
-        raise TfpackError(message)
+            raise TfpackError(f.read())
     with open(os.path.join(output_dir, "stats.json"), encoding="utf-8") as f:
-        stats = json.load(f)
-    stats["seconds"] = {"total": time.perf_counter() - started}
-    return stats
+        return json.load(f)
 
 
 class _BuildShard(beam.DoFn):
@@ -129,7 +144,8 @@ class _BuildShard(beam.DoFn):
     def process(self, item, decision, limit):
         import tensorflow as tf
 
-        from tfpack.data.records import serialize_packs
+        from tfpack.data import manifest
+        from tfpack.data.records import packed_features, serialize_packs
         from tfpack.data.shards import ShardBuilder
 
         shard, parts = item
@@ -137,53 +153,41 @@ class _BuildShard(beam.DoFn):
         if self.builder is None:
             self.builder = ShardBuilder(self.max_length, limit["K"], limit["M"])
         name = f"part-{shard:05d}-of-{decision['shards']:05d}.tfrecord"
-        count = 0
-        with _atomic(os.path.join(self.output_dir, name)) as tmp, \
-                tf.io.TFRecordWriter(tmp) as writer:
+        path = os.path.join(self.output_dir, name)
+        count, features = 0, None
+        with manifest.atomic_path(path) as partial, tf.io.TFRecordWriter(partial) as writer:
             for packs in self.builder.packs(records, np.arange(len(records)), splits):
+                features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)
                     count += 1
-        yield {"shard": shard, "name": name, "records": count}
+        # Hashed here, by the worker that wrote it, not by one process at the end.
+        size, sha256 = manifest.describe_file(path)
+        yield {"shard": shard, "info": manifest.ShardInfo(name, count, size, sha256),
+               "features": features}
 
 
-class _atomic:
-    """Write under a hidden temporary name; rename to ``path`` when complete."""
+def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, files, job):
+    """After every shard: plan, stats and, last, the manifest; or the one error."""
+    import hashlib
 
-    def __init__(self, path):
-        self.path = path
-        folder, name = os.path.split(path)
-        self.tmp = os.path.join(folder, f".tfpack-tmp-{secrets.token_hex(4)}-{name}")
-
-    def __enter__(self):
-        return self.tmp
-
-    def __exit__(self, kind, value, traceback):
-        if kind is None:
-            os.replace(self.tmp, self.path)
-        elif os.path.exists(self.tmp):
-            os.remove(self.tmp)
-
-
-def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, max_length,
-            max_predictions_per_pack, seed, files):
-    """After every shard: the stats and plan, or the one error (nothing claiming completeness)."""
+    from tfpack.data import manifest
     from tfpack.data.windows import predictions_error
 
     error = decision["error"] or limit["error"]
     if error is None and limit.get("bad_pack") is not None:
         examples = [i for _, _, i in sorted(bad_pack)]
-        error = str(predictions_error(max_predictions_per_pack, limit["bad_pack"], examples,
-                                      limit["most"]))
+        error = str(predictions_error(job["max_predictions_per_pack"], limit["bad_pack"],
+                                      examples, limit["most"]))
     if error is not None:
-        with _atomic(error_path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-            f.write(error)
+        manifest.write_atomic(error_path, error)
         return
     shards = sorted(shards, key=lambda s: s["shard"])
-    plan, L = decision["plan"], max_length
+    plan, L = decision["plan"], job["max_length"]
+    K, M = limit["K"], limit["M"]
     stats = {
         "input_files": files,
-        "output_files": [s["name"] for s in shards],
+        "output_files": [s["info"].name for s in shards],
         "packs": decision["packs"],
         "sequences": decision["sequences"],
         "tokens": decision["tokens"],
@@ -191,27 +195,22 @@ def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, max
         "efficiency": decision["tokens"] / (decision["packs"] * L),
         "packing_factor": decision["sequences"] / decision["packs"],
         "max_length": L,
-        "max_sequences_per_pack": limit["K"],
-        "max_predictions_per_pack": limit["M"],
+        "max_sequences_per_pack": K,
+        "max_predictions_per_pack": M,
         "algorithm": plan.algorithm,
-        "seed": seed,
+        "seed": job["seed"],
         "engine": "beam",
     }
-    for name, text in (("plan.json", plan.to_json()), ("stats.json", json.dumps(stats, indent=2))):
-        with _atomic(os.path.join(output_dir, name)) as tmp, open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+    plan_json = plan.to_json()
+    manifest.write_atomic(os.path.join(output_dir, "plan.json"), plan_json)
+    manifest.write_atomic(os.path.join(output_dir, "stats.json"), json.dumps(stats, indent=2))
     # Last: the manifest that makes the output complete for `read_packed`.
-    import hashlib
-
-    from tfpack.data import manifest
-    from tfpack.data.features import FeatureRoles, packed_feature_spec
-
-    spec = packed_feature_spec(FeatureRoles.bert(), L, limit["K"], limit["M"])
     manifest.write_manifest(
-        output_dir, [(s["name"], s["records"]) for s in shards],
-        features={n: ("float32" if t.dtype.is_floating else "int64", t.shape.as_list())
-                  for n, t in spec.items()},
-        max_length=L, max_sequences_per_pack=limit["K"], max_predictions_per_pack=limit["M"],
+        output_dir, [s["info"] for s in shards], features=shards[0]["features"],
+        max_length=L, max_sequences_per_pack=K, max_predictions_per_pack=M,
         sequences=decision["sequences"], tokens=decision["tokens"],
-        files=("plan.json", "stats.json"), seed=seed,
-        plan_sha256=hashlib.sha256(plan.to_json().encode()).hexdigest(), created_by="tfpack beam")
+        files=("plan.json", "stats.json"), seed=job["seed"],
+        plan_sha256=hashlib.sha256(plan_json.encode()).hexdigest(),
+        created_by="tfpack pack --engine beam",
+        extra={"algorithm": plan.algorithm, "shuffle": job["shuffle"],
+               "packs_per_shard": job["packs_per_shard"], "engine": "beam"})

@@ -58,17 +58,17 @@ class Placed:
 
 
 def scan_file(item: tuple[int, str]) -> FileScan:
-    """Step 1: read and check every record of one file (the local engine's reader)."""
+    """Step 1: read and check every record of one file (the local engine's validator)."""
     import tensorflow as tf
 
-    from tfpack.data.offline import read_lengths
+    from tfpack.data.records import scan_google_records
 
     index, path = item
     if tf.io.gfile.stat(path).length == 0:
         empty = np.zeros(0, np.int64)
         return FileScan(index, path, empty, empty)
     try:
-        lengths, predictions = read_lengths([path])
+        lengths, predictions = scan_google_records([path])
     except TfpackError as error:
         return FileScan(index, path, None, None, str(error))
     return FileScan(index, path, lengths.astype(np.int64), predictions.astype(np.int64))

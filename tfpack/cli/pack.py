@@ -12,7 +12,8 @@ Writes ``part-*.tfrecord``, ``plan.json``, ``stats.json`` and, last,
 ``--overwrite`` replaces a previous tfpack output there (see
 `tfpack.data.offline`, `tfpack.data.outputs`); read the packs back with
 ``tfpack.data.read_packed(OUTPUT)``. Prints a summary (or, with ``--json``, the stats)
-on stdout; progress bars go to stderr.
+on stdout; progress bars go to stderr. ``--engine beam`` runs the same job as an
+Apache Beam pipeline (`tfpack.beam`, docs/beam.md) and writes the same shards.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "manifest.json); without it --output must be empty or missing")
     parser.add_argument("--json", action="store_true",
                         help="print stats.json on stdout, nothing else")
+    # Engines (docs/beam.md): both write the same shards for the same arguments.
+    parser.add_argument("--engine", choices=("local", "beam"), default="local",
+                        help="local: this process (default); beam: an Apache Beam pipeline "
+                             "(pip install 'tfpack[beam]')")
+    parser.add_argument("--beam-options", default=None,
+                        help="Beam pipeline options for --engine beam, written with '=': "
+                             "--beam-options=\"--runner=DataflowRunner --project=P\" "
+                             "(default: in-process DirectRunner, 2 worker processes)")
     parser.set_defaults(run=run)
     return parser
 
@@ -68,12 +77,18 @@ def run(args: argparse.Namespace) -> int:
         from tfpack.packing import PackingPlan
 
         plan = PackingPlan.load(args.plan)  # TfpackError naming the file if unreadable
-    stats = pack_records(
-        args.input, args.output, max_length=args.max_length,
-        max_sequences_per_pack=args.max_per_pack, algorithm=args.algorithm, plan=plan,
-        max_predictions_per_pack=args.max_predictions, packs_per_shard=args.packs_per_shard,
-        seed=args.seed, shuffle=not args.no_shuffle, overwrite=args.overwrite,
-        progress=sys.stderr.isatty())
+    job = dict(
+        max_length=args.max_length, max_sequences_per_pack=args.max_per_pack,
+        algorithm=args.algorithm, plan=plan, max_predictions_per_pack=args.max_predictions,
+        packs_per_shard=args.packs_per_shard, seed=args.seed, shuffle=not args.no_shuffle,
+        overwrite=args.overwrite)
+    if args.engine == "beam":
+        stats = _pack_on_beam(args.input, args.output, job, args.beam_options)
+    elif args.beam_options is not None:
+        raise TfpackError("`--beam-options` needs `--engine beam`. "
+                          f"Received: --engine {args.engine}")
+    else:
+        stats = pack_records(args.input, args.output, progress=sys.stderr.isatty(), **job)
     if args.json:
         print(json.dumps(stats))
     else:
@@ -82,3 +97,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"efficiency {stats['efficiency']:.4f}, packing factor "
               f"{stats['packing_factor']:.3f}, {stats['seconds']['total']:.1f} s")
     return 0
+
+
+def _pack_on_beam(input_pattern, output, job, beam_options) -> dict:
+    """``--engine beam``: `tfpack.beam.pack_tfrecords`, Beam's log lines kept off stderr."""
+    import logging
+
+    try:
+        from tfpack.beam import pack_tfrecords
+    except ImportError as error:
+        raise TfpackError("`--engine beam` needs Apache Beam (pip install 'tfpack[beam]'). "
+                          f"Received: {error}") from None
+    logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    return pack_tfrecords(input_pattern, output, beam_options=beam_options, **job)

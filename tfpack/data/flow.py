@@ -39,7 +39,7 @@ from tfpack.data.windows import (
 )
 from tfpack.errors import TfpackError
 
-__all__ = ["OfflinePacks", "offline_packs", "check_source", "choose_plan",
+__all__ = ["OfflinePacks", "offline_packs", "check_source", "check_plan_fits", "choose_plan",
            "sequences_per_pack", "predictions_per_pack"]
 
 
@@ -95,6 +95,15 @@ def check_source(plan, algorithm) -> None:
     if plan is not None and algorithm is not None:
         raise TfpackError("Pass either `algorithm` or `plan`, not both. "
                           f"Received: algorithm={algorithm!r}, plan=<PackingPlan>")
+
+
+def check_plan_fits(plan, max_length: int, max_sequences_per_pack: int | None) -> None:
+    """A given plan must fit ``L`` and ``K``: checked before any input is read."""
+    if plan.max_length > max_length:
+        raise TfpackError("`plan.max_length` must be at most `max_length`. "
+                          f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
+    depth = max((len(s) for s, c in zip(plan.strategies, plan.counts) if c > 0), default=0)
+    sequences_per_pack(depth, max_sequences_per_pack)
 
 
 def choose_plan(histogram, *, max_length: int, max_sequences_per_pack: int | None,

@@ -11,8 +11,9 @@ scale with the dataset; examples themselves are held one bucket at a time:
    ``[s * packs_per_shard, (s + 1) * packs_per_shard)``.
 3. route: read the records again and append each one, unparsed, to the
    temporary bucket file of its shard.
-4. build: for each bucket, parse its records, assemble its packs
-   (`tfpack.data.assemble`) and write the output shard; delete the bucket.
+4. build: for each bucket, parse its records, assemble its packs and write
+   the output shard (`tfpack.data.shards.ShardBuilder`, the builder the Beam
+   engine uses too); delete the bucket.
 
 Outputs in ``output_dir``: ``part-00000-of-000NN.tfrecord`` ...,
 ``plan.json`` (`PackingPlan.to_json`), ``stats.json`` and, written last,
@@ -42,24 +43,20 @@ import numpy as np
 import tensorflow as tf
 from tqdm import tqdm
 
-from tfpack.data.assemble import assemble
-from tfpack.data.features import FeatureRoles
-from tfpack.data.reading import materialize
 from tfpack.data import manifest, outputs, validation
 from tfpack.data.records import (
     GOOGLE_FEATURES,
     list_files,
     packed_features,
-    parse_google_batch,
     scan_google_records,
     serialize_packs,
 )
+from tfpack.data.shards import ShardBuilder
 from tfpack.errors import TfpackError
 
 __all__ = ["pack_records", "read_lengths"]
 
 _BATCH = 1024
-_ASSEMBLE_PACKS = 1024
 
 
 def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -107,7 +104,7 @@ def pack_records(
     Returns:
         The dict written to ``stats.json``.
     """
-    from tfpack.data.flow import check_source
+    from tfpack.data.flow import check_plan_fits, check_source
 
     check_source(plan, algorithm)
     if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
@@ -115,7 +112,7 @@ def pack_records(
                           f"Received: packs_per_shard={packs_per_shard!r}")
     validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
     if plan is not None:
-        _check_plan(plan, max_length, max_sequences_per_pack)
+        check_plan_fits(plan, max_length, max_sequences_per_pack)
     with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
         return _pack(input_pattern, staging, max_length, max_sequences_per_pack, algorithm,
                      plan, max_predictions_per_pack, packs_per_shard, seed, shuffle, progress)
@@ -190,18 +187,6 @@ def _pack(input_pattern, output_dir, max_length, max_sequences_per_pack, algorit
     return stats
 
 
-def _check_plan(plan, max_length, max_sequences_per_pack) -> None:
-    """A given plan must fit ``L`` and ``K``: checked before any input is read."""
-    if plan.max_length > max_length:
-        raise TfpackError("`plan.max_length` must be at most `max_length`. "
-                          f"Received: plan.max_length={plan.max_length}, max_length={max_length}")
-    depth = max((len(s) for s, c in zip(plan.strategies, plan.counts) if c > 0), default=0)
-    if max_sequences_per_pack is not None and depth > max_sequences_per_pack:
-        raise TfpackError(
-            "The plan must put at most `max_sequences_per_pack` sequences in a pack. "
-            f"Received: max_sequences_per_pack={max_sequences_per_pack}, plan depth={depth}")
-
-
 def _route(files, shard_of, tmp, num_shards, progress):
     """Pass 3: append each raw record to its shard's bucket file."""
     writers = [tf.io.TFRecordWriter(os.path.join(tmp, f"bucket-{s:05d}"))
@@ -227,13 +212,12 @@ def _route(files, shard_of, tmp, num_shards, progress):
 
 def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num_shards,
                   L, K, M, progress):
-    """Pass 4: turn each bucket into one output shard of packs."""
-    roles = FeatureRoles.bert()
+    """Pass 4: turn each bucket into one output shard of packs (`ShardBuilder`)."""
     # Examples of each shard in input order = their order in its bucket file.
     by_shard = np.argsort(shard_of, kind="stable")
     shard_starts = np.searchsorted(shard_of[by_shard], np.arange(num_shards + 1))
     num_packs = len(splits) - 1
-    build = None
+    builder = ShardBuilder(L, K, M)
     shards, features = [], None
     bar = tqdm(total=num_packs, desc="pass 3: build", unit=" packs", disable=not progress)
     for s in range(num_shards):
@@ -241,45 +225,16 @@ def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num
         first, last = s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs)
         local_splits = splits[first:last + 1] - splits[first]
         local_order = np.searchsorted(members, order[splits[first]:splits[last]])
-        bucket = tf.data.TFRecordDataset(os.path.join(tmp, f"bucket-{s:05d}")).batch(
-            _BATCH).map(tf.autograph.experimental.do_not_convert(parse_google_batch),
-                        num_parallel_calls=tf.data.AUTOTUNE,
-                        deterministic=True)
-        examples, _ = materialize(bucket, roles, batched=True)
-        if build is None:
-            build = _assemble_function(examples, roles, L, K, M)
+        bucket = tf.data.TFRecordDataset(os.path.join(tmp, f"bucket-{s:05d}"))
         name = f"part-{s:05d}-of-{num_shards:05d}.tfrecord"
         with manifest.atomic_path(os.path.join(output_dir, name)) as partial, \
                 tf.io.TFRecordWriter(partial) as writer:
-            for start in range(0, last - first, _ASSEMBLE_PACKS):
-                stop = min(start + _ASSEMBLE_PACKS, last - first)
-                sub = local_splits[start:stop + 1]
-                packs = build(examples, local_order[sub[0]:sub[-1]], sub - sub[0])
-                packs = {n: t.numpy() for n, t in packs.items()}
+            for packs in builder.packs(bucket, local_order, local_splits):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)
-                bar.update(stop - start)
+                bar.update(len(packs["input_ids"]))
         os.remove(os.path.join(tmp, f"bucket-{s:05d}"))
         shards.append((name, last - first))
     bar.close()
     return shards, features
-
-
-def _assemble_function(examples, roles, L, K, M):
-    """`assemble` as one graph traced once for every bucket and chunk size.
-
-    Op-by-op eager execution is about 2x slower; without a signature every
-    new number of examples or packs would trace again.
-    """
-    def relaxed(value):
-        if isinstance(value, tf.RaggedTensor):
-            return tf.RaggedTensorSpec([None, None], value.dtype, 1, value.row_splits.dtype)
-        return tf.TensorSpec([None], value.dtype)
-
-    signature = [{n: relaxed(v) for n, v in examples.items()},
-                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64)]
-    return tf.function(
-        lambda examples, order, splits: assemble(examples, order, splits, roles, L, K, M,
-                                                 check_partitions=False),
-        input_signature=signature)

@@ -28,6 +28,7 @@ from typing import Iterator
 import numpy as np
 import tensorflow as tf
 
+from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
 from tfpack.data.reading import materialize
 from tfpack.data.records import parse_google_batch
@@ -35,7 +36,7 @@ from tfpack.data.records import parse_google_batch
 __all__ = ["ShardBuilder"]
 
 _BATCH = 1024
-_ASSEMBLE_PACKS = 1024
+_ASSEMBLE_PACKS = 1024  # packs per `assemble` call: bounds the dense [P, L] tensors
 
 
 class ShardBuilder:
@@ -68,8 +69,6 @@ class ShardBuilder:
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         examples, _ = materialize(parsed, self.roles, batched=True)
         if self._build is None:
-            from tfpack.data.offline import _assemble_function
-
             self._build = _assemble_function(examples, self.roles, self.max_length,
                                              self.max_sequences, self.max_predictions)
         order, splits = np.asarray(order, np.int64), np.asarray(splits, np.int64)
@@ -77,3 +76,22 @@ class ShardBuilder:
             sub = splits[start:start + _ASSEMBLE_PACKS + 1]
             packs = self._build(examples, order[sub[0]:sub[-1]], sub - sub[0])
             yield {n: t.numpy() for n, t in packs.items()}
+
+
+def _assemble_function(examples, roles, L, K, M):
+    """`assemble` as one graph traced once for every shard and chunk size.
+
+    Op-by-op eager execution is about 2x slower; without a signature every
+    new number of examples or packs would trace again.
+    """
+    def relaxed(value):
+        if isinstance(value, tf.RaggedTensor):
+            return tf.RaggedTensorSpec([None, None], value.dtype, 1, value.row_splits.dtype)
+        return tf.TensorSpec([None], value.dtype)
+
+    signature = [{n: relaxed(v) for n, v in examples.items()},
+                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64)]
+    return tf.function(
+        lambda examples, order, splits: assemble(examples, order, splits, roles, L, K, M,
+                                                 check_partitions=False),
+        input_signature=signature)

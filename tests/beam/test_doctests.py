@@ -1,0 +1,12 @@
+"""The docstring examples of the engine modules run as written."""
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("name", ["tfpack.beam.options", "tfpack.data.flow", "tfpack.data.shards"])
+def test_docstring_examples(name):
+    failed, attempted = doctest.testmod(importlib.import_module(name))
+    assert attempted > 0 and failed == 0
