@@ -17,7 +17,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python setup.py
-	$(BIN)/python -m pip install -q -e ".[test,beam]"
+	$(BIN)/python -m pip install -q -e ".[test,beam,jax]"
 	$(BIN)/python -m pip install -q --no-deps $(DATA_PACKAGES)
 	touch $@
 

@@ -24,11 +24,11 @@ class KerasHubBackbone(Backbone):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.
 
     Subclasses name the keras-hub classes they accept (`backbone_names`, in
-    `keras_hub.models`; keras-hub is imported on first use only),
-    say whether attention is causal (`is_causal(backbone)`), and implement
-    `call`. The wrapped backbone
-    is serialized inside the adapter's config, as keras-hub tasks serialize
-    theirs, so `.keras` files rebuild it and then restore its weights.
+    `keras_hub.models`; keras-hub is imported on first use only), say
+    whether attention is causal (`is_causal(backbone)`) and implement
+    `call`. The wrapped backbone is serialized inside the adapter's config,
+    as keras-hub tasks serialize theirs, so `.keras` files rebuild it and
+    then restore its weights.
 
     Example:
 
