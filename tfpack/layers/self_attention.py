@@ -1,15 +1,19 @@
-"""Multi-head self-attention that takes an additive packed mask."""
+"""Multi-head self-attention over a pack: dense masked or segmented."""
 
 import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.layers import segmented_attention as segments
+from tfpack.layers.attention_implementation import choose_implementation
+from tfpack.layers.attention_implementation import validate_implementation
+from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.rotary_embedding import PackedRotaryEmbedding
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
 class PackedSelfAttention(keras.layers.Layer):
-    """Self-attention over a pack, masked by `PackedAttentionMask`.
+    """Self-attention over a pack, kept inside each packed sequence.
 
     The layout of the projections is BERT's (one `[hidden, hidden]` dense for
     each of query, key, value and output, with biases), so Hugging Face BERT
@@ -17,14 +21,32 @@ class PackedSelfAttention(keras.layers.Layer):
     precision. With `rotary=True` queries and keys are rotated by
     `PackedRotaryEmbedding` using the per-sequence `position_ids`.
 
+    Two computations give the same outputs on real tokens (to float32
+    rounding; padding tokens' outputs are unspecified):
+
+    - `"dense"`: all `L x L` scores plus the additive `attention_mask` of
+      `PackedAttentionMask` (built from `sequence_ids` when not given).
+    - `"segmented"`: each sequence gathered into its own row (rows sized
+      at trace time from `L`, `K = max_sequences_per_pack` and
+      `S = segment_length`; see `segmented_attention`), attended there,
+      scattered back. A batch the rows cannot hold falls back to dense, so
+      results never depend on `K` and `S`, only speed does. Needs `sequence_ids`; ignores
+      `attention_mask` except in that fallback, so the mask must be the
+      block-diagonal one (with `causal` matching this layer's).
+    - `"auto"` (default): the rule of `attention_implementation`, measured.
+
+    On the JAX backend, without active dropout, both use
+    `jax.nn.dot_product_attention` (cuDNN on GPUs where it applies, XLA
+    otherwise).
+
     Example:
 
     >>> import numpy as np
-    >>> from tfpack.layers import PackedAttentionMask
     >>> sequence_ids = np.array([[1, 1, 2, 0]])
-    >>> mask = PackedAttentionMask(mask_type="additive")(sequence_ids)
-    >>> layer = PackedSelfAttention(num_heads=2, hidden_dim=8)
-    >>> layer(np.ones((1, 4, 8), "float32"), mask).shape
+    >>> layer = PackedSelfAttention(num_heads=2, hidden_dim=8,
+    ...                             attention_implementation="segmented",
+    ...                             max_sequences_per_pack=2)
+    >>> layer(np.ones((1, 4, 8), "float32"), sequence_ids=sequence_ids).shape
     TensorShape([1, 4, 8])
 
     Args:
@@ -34,12 +56,22 @@ class PackedSelfAttention(keras.layers.Layer):
         rotary: apply rotary position embedding to queries and keys.
         rotary_max_wavelength: RoPE base when `rotary=True`.
         kernel_initializer: initializer of the four dense kernels.
+        attention_implementation: `"auto"`, `"dense"` or `"segmented"`.
+        causal: tokens attend to earlier tokens of their sequence only (used
+            where the layer builds the mask itself, and by `"segmented"`).
+        max_sequences_per_pack: `K`, sequences per pack the segmented rows
+            hold; required by `"segmented"`, and `"auto"` is dense without.
+        segment_length: `S`, longest sequence the segmented rows hold;
+            None = `L`.
         **kwargs: passed on to `keras.layers.Layer`.
 
     Call arguments:
         inputs: `[batch, length, hidden_dim]`.
-        attention_mask: additive `[batch, 1, length, length]` mask.
+        attention_mask: additive `[batch, 1, length, length]` mask, or None
+            to build it from `sequence_ids`.
         position_ids: int `[batch, length]`; required when `rotary=True`.
+        sequence_ids: int `[batch, length]`, 1..K per sequence, 0 on padding;
+            required by `"segmented"` and when `attention_mask` is None.
         training: whether dropout is active.
 
     Returns:
@@ -48,18 +80,25 @@ class PackedSelfAttention(keras.layers.Layer):
 
     def __init__(self, num_heads, hidden_dim, dropout=0.0, rotary=False,
                  rotary_max_wavelength=10000, kernel_initializer="glorot_uniform",
-                 **kwargs):
+                 attention_implementation="auto", causal=False,
+                 max_sequences_per_pack=None, segment_length=None, **kwargs):
         super().__init__(**kwargs)
         if hidden_dim % num_heads:
             raise TfpackError(
                 "`hidden_dim` must be divisible by `num_heads`. "
                 f"Received: hidden_dim={hidden_dim}, num_heads={num_heads}")
+        validate_implementation(attention_implementation,
+                                max_sequences_per_pack, segment_length)
         self.num_heads = num_heads
         self.hidden_dim = hidden_dim
         self.dropout = dropout
         self.rotary = rotary
         self.rotary_max_wavelength = rotary_max_wavelength
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.attention_implementation = attention_implementation
+        self.causal = bool(causal)
+        self.max_sequences_per_pack = max_sequences_per_pack
+        self.segment_length = segment_length
         self.head_dim = hidden_dim // num_heads
 
         def dense(name):
@@ -77,6 +116,9 @@ class PackedSelfAttention(keras.layers.Layer):
             PackedRotaryEmbedding(rotary_max_wavelength, dtype=self.dtype_policy,
                                   name="rotary_embedding")
             if rotary else None)
+        self.mask_layer = PackedAttentionMask(
+            causal=causal, mask_type="additive", dtype=self.dtype_policy,
+            name="attention_mask")
 
     def build(self, input_shape):
         for layer in (self.query_dense, self.key_dense, self.value_dense,
@@ -88,7 +130,56 @@ class PackedSelfAttention(keras.layers.Layer):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         return ops.reshape(x, (batch, length, self.num_heads, self.head_dim))
 
-    def call(self, inputs, attention_mask, position_ids=None, training=None):
+    def implementation_for(self, length):
+        """`"dense"` or `"segmented"`: what a call at row `length` runs."""
+        return choose_implementation(
+            self.attention_implementation, backend=keras.backend.backend(),
+            length=length, max_sequences_per_pack=self.max_sequences_per_pack,
+            segment_length=self.segment_length)
+
+    def _attend(self, query, key, value, training, seed, *, bias=None,
+                lengths=None):
+        """Softmax attention `[b, q, h, d]` under an additive `bias`, or
+        inside the first `lengths[b]` keys of each row (causal if the layer
+        is)."""
+        dropout_active = bool(training) and self.dropout > 0
+        if keras.backend.backend() == "jax" and not dropout_active:
+            import jax
+
+            # Queries come pre-scaled (as in the einsum path): scale=1.
+            if lengths is not None:
+                lengths = ops.cast(ops.reshape(lengths, (-1,)), "int32")
+                return jax.nn.dot_product_attention(
+                    query, key, value, scale=1.0, is_causal=self.causal,
+                    query_seq_lengths=lengths, key_value_seq_lengths=lengths)
+            return jax.nn.dot_product_attention(
+                query, key, value, bias=ops.cast(bias, query.dtype),
+                scale=1.0)
+        scores = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
+        if lengths is not None:
+            mask = segments.row_mask(lengths, ops.shape(query)[1], self.causal)
+            scores = ops.where(mask, scores, -1e9)
+        else:
+            scores = scores + ops.cast(bias, "float32")
+        probabilities = ops.cast(ops.softmax(scores, axis=-1),
+                                 self.compute_dtype)
+        if dropout_active:
+            probabilities = keras.random.dropout(probabilities, self.dropout,
+                                                 seed=seed)
+        return ops.einsum("bhqk,bkhd->bqhd", probabilities, value)
+
+    def _segmented(self, query, key, value, layout, tiers, training, seed):
+        context = 0
+        for tier, (_, _, row_length) in zip(layout["tiers"], tiers):
+            rows = [segments.to_rows(x, tier, row_length)
+                    for x in (query, key, value)]
+            attended = self._attend(*rows, training, seed,
+                                    lengths=tier["lengths"])
+            context = context + segments.from_rows(attended, tier, row_length)
+        return context
+
+    def call(self, inputs, attention_mask=None, position_ids=None,
+             sequence_ids=None, training=None):
         query = self._heads(self.query_dense(inputs))
         key = self._heads(self.key_dense(inputs))
         value = self._heads(self.value_dense(inputs))
@@ -96,13 +187,42 @@ class PackedSelfAttention(keras.layers.Layer):
             query = self.rotary_embedding(query, position_ids)
             key = self.rotary_embedding(key, position_ids)
         query = query * ops.cast(1.0 / self.head_dim ** 0.5, query.dtype)
-        scores = ops.einsum("bqhd,bkhd->bhqk", query, key)
-        scores = ops.cast(scores, "float32") + ops.cast(attention_mask,
-                                                         "float32")
-        probabilities = ops.cast(ops.softmax(scores, axis=-1),
-                                 self.compute_dtype)
-        probabilities = self.dropout_layer(probabilities, training=training)
-        context = ops.einsum("bhqk,bkhd->bqhd", probabilities, value)
+        if attention_mask is None and sequence_ids is None:
+            raise TfpackError("PackedSelfAttention needs `attention_mask` or "
+                              "`sequence_ids`. Received: neither")
+        # A seed drawn here, outside `ops.cond`: the JAX backend cannot
+        # update the generator's state inside a branch.
+        seed = (self.dropout_layer.seed_generator.next()
+                if training and self.dropout > 0
+                and keras.backend.backend() == "jax"
+                else getattr(self.dropout_layer, "seed_generator", None))
+
+        def dense():
+            mask = (attention_mask if attention_mask is not None
+                    else self.mask_layer(sequence_ids))
+            return self._attend(query, key, value, training, seed, bias=mask)
+
+        length = inputs.shape[1]
+        if self.implementation_for(length) == "dense":
+            context = dense()
+        else:
+            if sequence_ids is None:
+                raise TfpackError(
+                    "`attention_implementation='segmented'` needs "
+                    "`sequence_ids`. Received: sequence_ids=None")
+            if length is None:
+                raise TfpackError(
+                    "`attention_implementation='segmented'` needs a static "
+                    "row length. Received: length=None")
+            tiers = segments.segment_tiers(
+                length, self.max_sequences_per_pack, self.segment_length)
+            layout = segments.segment_layout(sequence_ids, tiers,
+                                             self.max_sequences_per_pack)
+            context = ops.cond(
+                layout["fits"],
+                lambda: self._segmented(query, key, value, layout, tiers,
+                                        training, seed),
+                dense)
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         context = ops.reshape(context, (batch, length, self.hidden_dim))
         return self.output_dense(context)
@@ -120,5 +240,9 @@ class PackedSelfAttention(keras.layers.Layer):
             "rotary_max_wavelength": self.rotary_max_wavelength,
             "kernel_initializer": keras.initializers.serialize(
                 self.kernel_initializer),
+            "attention_implementation": self.attention_implementation,
+            "causal": self.causal,
+            "max_sequences_per_pack": self.max_sequences_per_pack,
+            "segment_length": self.segment_length,
         })
         return config

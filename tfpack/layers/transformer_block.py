@@ -26,8 +26,9 @@ class PackedTransformerBlock(keras.layers.Layer):
 
     `norm_first=False` is BERT's post-norm layer (sublayer, dropout, add,
     layer norm); `norm_first=True` the pre-norm layer of GPT-style decoders.
-    Masking is entirely in the additive `attention_mask`, so the same block
-    serves packed and unpacked, bidirectional and causal models.
+    Masking is in the additive `attention_mask` (or, for the segmented
+    attention, in `sequence_ids` and `causal`), so the same block serves
+    packed and unpacked, bidirectional and causal models.
 
     Example:
 
@@ -52,12 +53,21 @@ class PackedTransformerBlock(keras.layers.Layer):
         rotary: rotary position embedding in the attention.
         rotary_max_wavelength: RoPE base when `rotary=True`.
         kernel_initializer: initializer of the dense kernels.
+        attention_implementation: `"auto"`, `"dense"` or `"segmented"`; see
+            `PackedSelfAttention`.
+        causal: decoder attention (for the segmented path and a mask built
+            from `sequence_ids`).
+        max_sequences_per_pack: `K` of the segmented attention.
+        segment_length: `S` of the segmented attention; None = `L`.
         **kwargs: passed on to `keras.layers.Layer`.
 
     Call arguments:
         inputs: `[batch, length, hidden_dim]`.
-        attention_mask: additive `[batch, 1, length, length]` mask.
+        attention_mask: additive `[batch, 1, length, length]` mask, or None
+            to build it from `sequence_ids` where needed.
         position_ids: int `[batch, length]`, used when `rotary=True`.
+        sequence_ids: int `[batch, length]`; needed by the segmented
+            attention and when `attention_mask` is None.
         training: whether dropout is active.
 
     Returns:
@@ -68,7 +78,9 @@ class PackedTransformerBlock(keras.layers.Layer):
                  activation="gelu", dropout=0.0, attention_dropout=0.0,
                  layer_norm_epsilon=1e-12, norm_first=False, rotary=False,
                  rotary_max_wavelength=10000,
-                 kernel_initializer="glorot_uniform", **kwargs):
+                 kernel_initializer="glorot_uniform",
+                 attention_implementation="auto", causal=False,
+                 max_sequences_per_pack=None, segment_length=None, **kwargs):
         super().__init__(**kwargs)
         self._activation_fn = get_activation(activation)
         self.num_heads = num_heads
@@ -82,12 +94,18 @@ class PackedTransformerBlock(keras.layers.Layer):
         self.rotary = rotary
         self.rotary_max_wavelength = rotary_max_wavelength
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.attention_implementation = attention_implementation
+        self.causal = bool(causal)
+        self.max_sequences_per_pack = max_sequences_per_pack
+        self.segment_length = segment_length
         policy = self.dtype_policy
         self.attention = PackedSelfAttention(
             num_heads, hidden_dim, dropout=attention_dropout, rotary=rotary,
             rotary_max_wavelength=rotary_max_wavelength,
-            kernel_initializer=self.kernel_initializer, dtype=policy,
-            name="attention")
+            kernel_initializer=self.kernel_initializer,
+            attention_implementation=attention_implementation, causal=causal,
+            max_sequences_per_pack=max_sequences_per_pack,
+            segment_length=segment_length, dtype=policy, name="attention")
         self.attention_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_norm")
         self.intermediate_dense = keras.layers.Dense(
@@ -113,15 +131,17 @@ class PackedTransformerBlock(keras.layers.Layer):
         x = self._activation_fn(self.intermediate_dense(x))
         return self.dropout_layer(self.output_dense(x), training=training)
 
-    def call(self, inputs, attention_mask, position_ids=None, training=None):
+    def call(self, inputs, attention_mask=None, position_ids=None,
+             sequence_ids=None, training=None):
         x = inputs
         if self.norm_first:
             attended = self.attention(self.attention_norm(x), attention_mask,
-                                      position_ids, training=training)
+                                      position_ids, sequence_ids,
+                                      training=training)
             x = x + self.dropout_layer(attended, training=training)
             return x + self._feed_forward(self.output_norm(x), training)
         attended = self.attention(x, attention_mask, position_ids,
-                                  training=training)
+                                  sequence_ids, training=training)
         x = self.attention_norm(
             x + self.dropout_layer(attended, training=training))
         return self.output_norm(x + self._feed_forward(x, training))
@@ -144,5 +164,9 @@ class PackedTransformerBlock(keras.layers.Layer):
             "rotary_max_wavelength": self.rotary_max_wavelength,
             "kernel_initializer": keras.initializers.serialize(
                 self.kernel_initializer),
+            "attention_implementation": self.attention_implementation,
+            "causal": self.causal,
+            "max_sequences_per_pack": self.max_sequences_per_pack,
+            "segment_length": self.segment_length,
         })
         return config

@@ -53,6 +53,11 @@ class BertEncoder(TransformerBackbone):
             `0..L-1` for every row, as vanilla BERT (ablation only).
         block_diagonal_mask: keep sequences apart in attention. `False` masks
             padding only, as vanilla BERT (ablation only).
+        attention_implementation: `"auto"`, `"dense"` or `"segmented"`:
+            how attention skips cross-sequence work (see docs/model.md).
+        max_sequences_per_pack: `K` of the packs; needed by `"segmented"`
+            and for `"auto"` to consider it.
+        segment_length: longest sequence in the packs, if below `L`.
         **kwargs: passed on to `keras.Model`.
 
     Call arguments:
@@ -73,7 +78,9 @@ class BertEncoder(TransformerBackbone):
                  intermediate_dim, activation="gelu", max_sequence_length=512,
                  type_vocabulary_size=2, layer_norm_epsilon=1e-12, dropout=0.1,
                  attention_dropout=0.1, initializer_range=0.02,
-                 reset_positions=True, block_diagonal_mask=True, **kwargs):
+                 reset_positions=True, block_diagonal_mask=True,
+                 attention_implementation="auto", max_sequences_per_pack=None,
+                 segment_length=None, **kwargs):
         super().__init__(
             vocabulary_size, num_layers, hidden_dim, num_heads,
             intermediate_dim, max_sequence_length=max_sequence_length,
@@ -81,7 +88,10 @@ class BertEncoder(TransformerBackbone):
             dropout=dropout, attention_dropout=attention_dropout,
             initializer_range=initializer_range,
             reset_positions=reset_positions,
-            block_diagonal_mask=block_diagonal_mask, **kwargs)
+            block_diagonal_mask=block_diagonal_mask,
+            attention_implementation=attention_implementation,
+            max_sequences_per_pack=max_sequences_per_pack,
+            segment_length=segment_length, **kwargs)
         self.type_vocabulary_size = type_vocabulary_size
         self.attention_dropout = attention_dropout
         policy = self.dtype_policy

@@ -51,6 +51,11 @@ class DecoderBackbone(TransformerBackbone):
             (ablation only).
         block_diagonal_mask: keep sequences apart; `False` gives a plain
             causal mask over the whole row (ablation only).
+        attention_implementation: `"auto"`, `"dense"` or `"segmented"`:
+            how attention skips cross-sequence work (see docs/model.md).
+        max_sequences_per_pack: `K` of the packs; needed by `"segmented"`
+            and for `"auto"` to consider it.
+        segment_length: longest sequence in the packs, if below `L`.
         **kwargs: passed on to `keras.Model`.
 
     Call arguments:
@@ -66,7 +71,9 @@ class DecoderBackbone(TransformerBackbone):
                  position_embedding="rotary", activation="gelu",
                  layer_norm_epsilon=1e-5, dropout=0.0,
                  rotary_max_wavelength=10000, initializer_range=0.02,
-                 reset_positions=True, block_diagonal_mask=True, **kwargs):
+                 reset_positions=True, block_diagonal_mask=True,
+                 attention_implementation="auto", max_sequences_per_pack=None,
+                 segment_length=None, **kwargs):
         if position_embedding not in POSITION_EMBEDDINGS:
             raise TfpackError(
                 f"`position_embedding` must be one of {POSITION_EMBEDDINGS}. "
@@ -80,7 +87,10 @@ class DecoderBackbone(TransformerBackbone):
             reset_positions=reset_positions,
             block_diagonal_mask=block_diagonal_mask, causal=True,
             norm_first=True, rotary=position_embedding == "rotary",
-            rotary_max_wavelength=rotary_max_wavelength, **kwargs)
+            rotary_max_wavelength=rotary_max_wavelength,
+            attention_implementation=attention_implementation,
+            max_sequences_per_pack=max_sequences_per_pack,
+            segment_length=segment_length, **kwargs)
         self.position_embedding = position_embedding
         self.rotary_max_wavelength = rotary_max_wavelength
         policy = self.dtype_policy

@@ -31,6 +31,7 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.transformer_block import ACTIVATIONS
 from tfpack.layers.transformer_block import PackedTransformerBlock
@@ -61,6 +62,14 @@ class TransformerBackbone(Backbone):
         norm_first: pre-norm layers (decoders) or post-norm (BERT).
         rotary: rotary position embeddings inside attention.
         rotary_max_wavelength: RoPE base.
+        attention_implementation: `"auto"` (default), `"dense"` or
+            `"segmented"`; see `PackedSelfAttention`. With
+            `block_diagonal_mask=False` (the ablation) attention is dense.
+        max_sequences_per_pack: `K` the packs were made with; lets `"auto"`
+            pick segmented attention where it measured faster, and is
+            required by `"segmented"`.
+        segment_length: longest sequence of the packs (`S`), when the data
+            bounds it below the pack length; None = `L`.
         **kwargs: passed on to `keras.Model`.
     """
 
@@ -69,8 +78,17 @@ class TransformerBackbone(Backbone):
                  layer_norm_epsilon, dropout, attention_dropout,
                  initializer_range, reset_positions, block_diagonal_mask,
                  causal=False, norm_first=False, rotary=False,
-                 rotary_max_wavelength=10000, **kwargs):
+                 rotary_max_wavelength=10000, attention_implementation="auto",
+                 max_sequences_per_pack=None, segment_length=None, **kwargs):
         super().__init__(**kwargs)
+        validate_implementation(attention_implementation,
+                                max_sequences_per_pack, segment_length)
+        if attention_implementation == "segmented" and not block_diagonal_mask:
+            raise TfpackError(
+                "`attention_implementation='segmented'` keeps sequences apart;"
+                " the ablation `block_diagonal_mask=False` needs dense "
+                "attention. Received: attention_implementation='segmented', "
+                "block_diagonal_mask=False")
         if activation not in ACTIVATIONS:
             raise TfpackError(f"`activation` must be one of {ACTIVATIONS}. "
                               f"Received: activation={activation!r}")
@@ -86,6 +104,9 @@ class TransformerBackbone(Backbone):
         self.initializer_range = initializer_range
         self.reset_positions = reset_positions
         self.block_diagonal_mask = block_diagonal_mask
+        self.attention_implementation = attention_implementation
+        self.max_sequences_per_pack = max_sequences_per_pack
+        self.segment_length = segment_length
 
         policy = self.dtype_policy
         self._initializer = keras.initializers.TruncatedNormal(
@@ -105,7 +126,11 @@ class TransformerBackbone(Backbone):
                 dropout=dropout, attention_dropout=attention_dropout,
                 layer_norm_epsilon=layer_norm_epsilon, norm_first=norm_first,
                 rotary=rotary, rotary_max_wavelength=rotary_max_wavelength,
-                kernel_initializer=self._initializer, dtype=policy,
+                kernel_initializer=self._initializer,
+                attention_implementation=(attention_implementation
+                                          if block_diagonal_mask else "dense"),
+                causal=causal, max_sequences_per_pack=max_sequences_per_pack,
+                segment_length=segment_length, dtype=policy,
                 name=f"transformer_layer_{i}")
             for i in range(num_layers)
         ]
@@ -120,10 +145,21 @@ class TransformerBackbone(Backbone):
             length, dtype="int32")
 
     def run_layers(self, x, inputs, position_ids, training=None):
-        """The transformer layers under the packed mask of ``sequence_ids``."""
-        mask = self.attention_mask(inputs["sequence_ids"])
+        """The transformer layers under the packed mask of ``sequence_ids``.
+
+        Dense attention gets the mask built once here; segmented attention
+        gets ``sequence_ids`` only (a layer builds the mask itself in the
+        rare batch its rows cannot hold).
+        """
+        sequence_ids = inputs["sequence_ids"]
+        attention = self.transformer_layers[0].attention if (
+            self.transformer_layers) else None
+        mask = None
+        if attention is None or attention.implementation_for(
+                x.shape[1]) == "dense":
+            mask = self.attention_mask(sequence_ids)
         for layer in self.transformer_layers:
-            x = layer(x, mask, position_ids, training=training)
+            x = layer(x, mask, position_ids, sequence_ids, training=training)
         return x
 
     def get_config(self):
@@ -141,5 +177,8 @@ class TransformerBackbone(Backbone):
             "initializer_range": self.initializer_range,
             "reset_positions": self.reset_positions,
             "block_diagonal_mask": self.block_diagonal_mask,
+            "attention_implementation": self.attention_implementation,
+            "max_sequences_per_pack": self.max_sequences_per_pack,
+            "segment_length": self.segment_length,
         })
         return config

@@ -1,0 +1,82 @@
+"""Which attention computation a packed layer runs: the `"auto"` rule.
+
+`"dense"` scores all `L x L` token pairs of a pack and masks the pairs of
+different sequences; `"segmented"` (see `segmented_attention`) scores each
+sequence alone in rows sized from `L`, `K` and `S`: `segment_work(L, K, S)`
+scores per pack instead of `L^2`, plus gathers. `"auto"` picks one when the layer is traced, from
+static facts only (backend, `L`, `K`, `S`), so a compiled step never
+switches.
+
+The rule, from `benchmarks/attention.py` (jit-compiled forward+backward
+steps of a small encoder and decoder on real length distributions, dense and
+segmented interleaved in one process; numbers in BENCHMARKS.md):
+
+    segmented  when  K is known  and  L >= MIN_LENGTH[backend]
+                     and  L^2 >= MIN_WORK_RATIO[backend] * segment_work(L, K, S)
+    dense      otherwise
+
+`L^2 / segment_work` is the most the segmented path can save in attention
+scores; below the threshold the gathers and the smaller, less efficient
+matrix products eat the saving. Backends without measurements (torch) get
+dense.
+"""
+
+from tfpack.errors import TfpackError
+from tfpack.layers.segmented_attention import segment_work
+
+IMPLEMENTATIONS = ("auto", "dense", "segmented")
+
+# Measured on 2 CPU cores (see the module docstring and BENCHMARKS.md);
+# GPU figures are pending, so the same thresholds serve every device.
+MIN_LENGTH = {"tensorflow": 1024, "jax": 1024}
+MIN_WORK_RATIO = {"tensorflow": 2.0, "jax": 2.0}
+
+
+def validate_implementation(attention_implementation, max_sequences_per_pack,
+                            segment_length):
+    """Checks the constructor arguments of an attention layer, once."""
+    if attention_implementation not in IMPLEMENTATIONS:
+        raise TfpackError(
+            f"`attention_implementation` must be one of {IMPLEMENTATIONS}. "
+            f"Received: attention_implementation={attention_implementation!r}")
+    for name, value in (("max_sequences_per_pack", max_sequences_per_pack),
+                        ("segment_length", segment_length)):
+        if value is not None and (not isinstance(value, int)
+                                  or isinstance(value, bool) or value < 1):
+            raise TfpackError(f"`{name}` must be a positive integer or None. "
+                              f"Received: {name}={value!r}")
+    if attention_implementation == "segmented" and max_sequences_per_pack is None:
+        raise TfpackError(
+            "`attention_implementation='segmented'` needs "
+            "`max_sequences_per_pack` (rows per pack, fixed at trace time). "
+            "Received: max_sequences_per_pack=None")
+
+
+def choose_implementation(attention_implementation, *, backend, length,
+                          max_sequences_per_pack, segment_length):
+    """`"dense"` or `"segmented"` for a layer traced at row length `length`.
+
+    Example:
+
+    >>> choose_implementation("auto", backend="tensorflow", length=2048,
+    ...                       max_sequences_per_pack=8, segment_length=512)
+    'segmented'
+    >>> choose_implementation("auto", backend="tensorflow", length=512,
+    ...                       max_sequences_per_pack=3, segment_length=None)
+    'dense'
+
+    Args:
+        attention_implementation: `"auto"`, `"dense"` or `"segmented"`.
+        backend: `keras.backend.backend()`.
+        length: static row length `L`, or None when unknown (gives dense).
+        max_sequences_per_pack: `K`, or None (gives dense under `"auto"`).
+        segment_length: `S`, or None for `L`.
+    """
+    if attention_implementation != "auto":
+        return attention_implementation
+    if (max_sequences_per_pack is None or length is None
+            or backend not in MIN_LENGTH or length < MIN_LENGTH[backend]):
+        return "dense"
+    work_ratio = length ** 2 / segment_work(length, max_sequences_per_pack,
+                                            segment_length)
+    return "segmented" if work_ratio >= MIN_WORK_RATIO[backend] else "dense"
