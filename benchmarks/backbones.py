@@ -183,7 +183,8 @@ def markdown(results, args, command):
         "",
         f"Command: `{command}`",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared), "
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared; load "
+        f"average at the end of the run {', '.join(f'{x:.1f}' for x in os.getloadavg())}), "
         f"TensorFlow {tf.__version__}, Keras {keras.__version__}, keras-hub "
         f"{keras_hub.__version__}.",
         "",

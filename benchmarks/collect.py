@@ -10,7 +10,8 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "pipeline", "model", "training", "backbones", "attention", "accelerator"]
+ORDER = ["planners", "optimal", "pipeline", "engines", "model", "training", "backbones", "attention",
+         "accelerator"]
 
 
 def main() -> None:

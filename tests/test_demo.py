@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -25,7 +26,18 @@ def test_demo_command_trains_both_runs_and_ends_with_one_json_line(tmp_path, cap
         assert key in summary
     assert 0.5 < summary["efficiency"] <= 1.0
     assert summary["packing_factor"] > 1.0
-    assert summary["realized_speedup"] > 0
+    # The speed-up is the median of interleaved timed rounds, with its spread; a median
+    # above the upper bound is labelled as noise and not reported as a result.
+    low, high = summary["realized_speedup_spread"]
+    assert 0 < low <= summary["realized_speedup_median"] <= high
+    if summary["realized_speedup_median"] > summary["speedup_upper_bound"]:
+        assert summary["realized_speedup"] is None
+        assert summary["realized_speedup_label"].startswith("timing noise, not a result")
+    else:
+        assert summary["realized_speedup"] == summary["realized_speedup_median"]
+        assert re.match(r"realized speed-up [\d.]+x \(median of 5 interleaved rounds, spread ",
+                        summary["realized_speedup_label"])
+    assert summary["realized_speedup_label"] in "\n".join(lines)
     # Both runs saw (about) the same number of sequences: the packed batch is
     # cut by the packing factor.
     seen = summary["sequences_seen_packed"] / summary["sequences_seen_unpacked"]

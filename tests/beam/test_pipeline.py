@@ -119,3 +119,22 @@ def test_beam_options_come_after_the_defaults():
         tfpack.beam.pipeline_options("oops")
     with pytest.raises(TfpackError, match=r"parse like a command line"):
         tfpack.beam.pipeline_options("--job_name='x")
+
+
+def test_keys_are_output_shards_and_spread_every_length():
+    # No hot key: records are keyed by output shard (pack id // packs_per_shard),
+    # at most packs_per_shard packs per key, and one length reaches many keys.
+    from tfpack.beam import steps
+
+    lengths = np.random.default_rng(0).integers(1, 33, size=3000)
+    counts = tfpack.packing.histogram(lengths, 32)
+    plan = tfpack.packing.plan(counts, 32, 3, algorithm="lpfhp")
+    rule = tfpack.packing.placement(plan, counts, seed=1)
+    pack, position = rule.place(lengths, tfpack.packing.length_ranks(lengths, 32))
+    placed = steps.Placed(0, "f", lengths, np.ones_like(lengths), pack, position, 0)
+    groups = dict(steps.pack_totals(placed, packs_per_shard=100))
+    assert sorted(groups) == list(range(-(-rule.num_packs // 100)))
+    for shard, (packs, sizes, _) in groups.items():
+        assert np.all(packs // 100 == shard) and len(packs) <= 100
+    common = np.bincount(lengths).argmax()
+    assert len(np.unique(pack[lengths == common] // 100)) == len(groups)

@@ -1,7 +1,8 @@
-"""`tfpack export --model FILE.keras`: default directory, JSON output, errors."""
+"""`tfpack export --model FILE.keras`: default directory, JSON output, stated sizes, errors."""
 
 import json
 import os
+import re
 
 import keras
 import numpy as np
@@ -34,8 +35,9 @@ def keras_file(tmp_path_factory):
 def test_exports_a_keras_file_to_saved_models(keras_file, tmp_path, monkeypatch, capsys):
     path, features, logits = keras_file
     monkeypatch.chdir(tmp_path)
-    assert main(["export", "--model", path, "--json"]) == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main(["export", "--model", path, "--json", "--max-length", "8",
+                 "--max-per-pack", "2"]) == 0
+    result = json.loads(capsys.readouterr().out)
     assert result["saved_model"] == str(tmp_path / "saved_models" / "classifier")
     served = tf.saved_model.load(result["saved_model"]).signatures["serving_default"]
     out = served(**{k: tf.constant(v) for k, v in features.items()})
@@ -55,6 +57,25 @@ def test_unwritable_output_exits_2(keras_file, capsys):
     assert main(["export", "--model", keras_file[0], "--output",
                  "/proc/tfpack-cli-test/model"]) == 2
     assert "export path must be in a writable directory" in capsys.readouterr().err
+
+
+def test_untrained_model_without_sizes_exits_2_naming_the_flags(keras_file, tmp_path, capsys):
+    # The .keras model was only called once (at L=8): that is no evidence of its shapes.
+    assert main(["export", "--model", keras_file[0], "--output", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"tfpack export: error: The served pack shapes must be known: pass "
+                        r"`max_length=` \(CLI --max-length\), `max_sequences_per_pack=` "
+                        r"\(CLI --max-per-pack\) .*\n", err), err
+    assert not os.path.exists(tmp_path / "m")
+
+
+def test_output_holding_other_files_exits_2_untouched(keras_file, tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "log.jsonl").write_text("{}")
+    assert main(["export", "--model", keras_file[0], "--output", str(tmp_path / "run"),
+                 "--max-length", "8", "--max-per-pack", "2"]) == 2
+    assert "(nothing is deleted)" in capsys.readouterr().err
+    assert os.listdir(tmp_path / "run") == ["log.jsonl"]
 
 
 def test_run_without_checkpoint_exits_2(tmp_path, capsys):

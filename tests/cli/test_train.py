@@ -1,6 +1,7 @@
 """`tfpack train`: Google TFRecords packed on the fly or unpacked, config files, resume, errors."""
 
 import json
+import re
 import os
 
 import numpy as np
@@ -76,7 +77,8 @@ def test_trains_packed_records_then_resumes_and_exports(packed, tmp_path, capsys
 
     loaded = tf.saved_model.load(str(saved))
     assert {"serving_default", "serve_sequences"} <= set(loaded.signatures)
-    nsp = loaded.signatures["serve_sequences"](input_ids=tf.constant([[2, 7, 9, 3], [2, 5, 3, 0]]))
+    nsp = loaded.signatures["serve_sequences"](input_ids=tf.constant([[2, 7, 9, 3], [2, 5, 3, 0]]),
+                                               lengths=tf.constant([4, 3]))
     assert nsp["nsp_logits"].shape == (2, 2)
 
 
@@ -124,3 +126,24 @@ def test_bad_input_exits_2(argv, message, capsys):
     import re
 
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_resume_applies_the_learning_rate_and_refuses_fixed_settings(packed, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--input", packed, "--output", str(out), *TINY]
+    assert main([*args, "--steps", "2", "--learning-rate", "0.001"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--steps", "4", "--batch-size", "8"]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"tfpack train: error: A resumed run must keep the settings its "
+                        r"checkpoints depend on \(only .*learning_rate.* may change\)\. "
+                        r"Received: changed settings \['batch_size', 'micro_batch_size'\] "
+                        r"for --output=.*\n", err), err
+    assert main([*args, "--steps", "4", "--learning-rate", "0.0005"]) == 0
+    assert _summary(capsys)["resumed_from"] == 2
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [2, 4]
+    assert log[0]["learning_rate"] == pytest.approx(1e-3)
+    assert log[1]["learning_rate"] == pytest.approx(5e-4)
+    config = json.loads((out / "train_config.json").read_text())
+    assert config["learning_rate"] == 0.0005 and config["batch_size"] == 4

@@ -1,18 +1,31 @@
-"""Run in a fresh process: serve SavedModels with `tf.saved_model.load` only (no tfpack).
+"""Run in a fresh process: serve SavedModels with TensorFlow's own loaders only (no tfpack).
 
     python serve_fresh.py REQUESTS.json
 
-REQUESTS.json: a list of {"saved_model", "signature", "inputs" (npz path), "outputs" (npz path)}.
+REQUESTS.json: a list of {"saved_model", "signature", "inputs" (npz path), "outputs" (npz
+path), "loader"}. ``loader`` is ``"tf2"`` (`tf.saved_model.load`) or ``"saved_model_cli"``:
+the function behind ``saved_model_cli run`` (TensorFlow's client, which restores the
+variables with the TF1 session loader, as TensorFlow Serving does); it writes one
+``<output>.npy`` per output key.
 """
 
 import json
 import os
 import sys
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tensorflow.python.tools import saved_model_cli  # noqa: E402
+
+
+def _saved_model_cli(path, signature, inputs):
+    with tempfile.TemporaryDirectory() as outdir:
+        saved_model_cli.run_saved_model_with_feed_dict(
+            path, "serve", signature, inputs, outdir, True)
+        return {name[:-4]: np.load(os.path.join(outdir, name)) for name in os.listdir(outdir)}
 
 
 def main():
@@ -20,13 +33,17 @@ def main():
         requests = json.load(f)
     loaded = {}
     for request in requests:
-        path = request["saved_model"]
-        if path not in loaded:
-            loaded[path] = tf.saved_model.load(path)
+        path, signature = request["saved_model"], request["signature"]
         inputs = dict(np.load(request["inputs"]))
-        function = loaded[path].signatures[request["signature"]]
-        outputs = function(**{k: tf.constant(v) for k, v in inputs.items()})
-        np.savez(request["outputs"], **{k: v.numpy() for k, v in outputs.items()})
+        if request.get("loader", "tf2") == "saved_model_cli":
+            outputs = _saved_model_cli(path, signature, inputs)
+        else:
+            if path not in loaded:
+                loaded[path] = tf.saved_model.load(path)
+            function = loaded[path].signatures[signature]
+            outputs = {k: v.numpy() for k, v in
+                       function(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+        np.savez(request["outputs"], **outputs)
     assert not any(name.split(".")[0] == "tfpack" for name in sys.modules), "tfpack imported"
 
 

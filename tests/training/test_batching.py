@@ -1,9 +1,10 @@
 """Batch rules: cut accumulation (or the micro-batch) by the packing factor."""
 
+import re
 import types
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tfpack.errors import TfpackError
 from tfpack.training import for_packing, packing_factor_of
@@ -50,3 +51,33 @@ def test_bad_input(args, message):
 def test_bad_cut():
     with pytest.raises(TfpackError, match=r"`cut` must be one of"):
         for_packing(4, 4, 2.0, cut="steps")
+
+
+def test_a_cut_that_cannot_apply_is_replaced_and_said():
+    # One accumulation step cannot be cut by 2: it used to stay 1 (64 sequences per update
+    # for a target of 32) without a word.
+    rule = for_packing(32, 1, packing_factor=2.0)
+    assert (rule.micro_batch_size, rule.accumulation_steps) == (16, 1)
+    assert rule.sequences_per_update == 32.0 and rule.cut == "batch"
+    assert re.fullmatch(r'cut="accumulation" cannot apply \(1 accumulation step / packing '
+                        r'factor 2 rounds to 1 step: 64 sequences per update instead of 32\); '
+                        r'used cut="batch": 32 sequences per update', rule.note)
+    # A cut within tolerance stays, without a note.
+    kept = for_packing(8, 4, packing_factor=2.0)
+    assert (kept.cut, kept.note, kept.accumulation_steps) == ("accumulation", "", 2)
+    # Where nothing does better, the requested cut stays (least possible error).
+    alone = for_packing(1, 1, packing_factor=2.0)
+    assert (alone.micro_batch_size, alone.accumulation_steps, alone.note) == (1, 1, "")
+
+
+@settings(max_examples=50, deadline=None)
+@given(micro=st.integers(1, 64), steps=st.integers(1, 8),
+       p=st.floats(1.0, 4.0), cut=st.sampled_from(["accumulation", "batch", "auto"]))
+def test_sequences_per_update_never_drift_silently(micro, steps, p, cut):
+    rule = for_packing(micro, steps, packing_factor=p, cut=cut)
+    if abs(rule.relative_error) > 0.1:
+        best = min(abs(for_packing(micro, steps, packing_factor=p, cut=c,
+                                   tolerance=1e9).relative_error)
+                   for c in ("accumulation", "batch", "auto"))
+        assert abs(rule.relative_error) <= best + 1e-12
+    assert (rule.note == "") == (rule.cut == cut)

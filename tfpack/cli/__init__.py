@@ -7,7 +7,10 @@ Heavy imports (TensorFlow) happen inside ``run`` so that ``tfpack analyze``
 and ``tfpack plan`` stay fast.
 
 Bad input raises `tfpack.errors.TfpackError`; `main` prints its message on
-stderr and returns exit status 2, never a traceback.
+stderr as one line and returns exit status 2, never a traceback. TensorFlow is
+imported by the dispatcher with its native start-up lines silenced, so that
+line is all stderr shows; ``--json`` prints exactly one JSON document whatever
+native libraries write (`tfpack.cli.streams`); a closed pipe ends quietly.
 
 Example:
 
@@ -18,16 +21,24 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
-from tfpack.errors import TfpackError
+# Before anything imports TensorFlow: its C++ log threshold.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from tfpack.cli import streams  # noqa: E402
+from tfpack.errors import TfpackError  # noqa: E402
 from tfpack.version import __version__
 
 __all__ = ["main", "build_parser"]
 
 # Order of the subcommands in `tfpack --help`.
 COMMANDS = ("analyze", "plan", "pack", "train", "export", "demo")
+# The subcommands that import TensorFlow (analyze and plan stay fast without it).
+_USE_TENSORFLOW = ("pack", "train", "export", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,10 +59,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        if args.command in _USE_TENSORFLOW:
+            streams.quiet_import_tensorflow()
+        json_mode = streams.json_stdout() if getattr(args, "json", False) else None
+        with json_mode or contextlib.nullcontext():
+            return int(args.run(args) or 0)
     except TfpackError as error:
-        print(f"tfpack {args.command}: error: {error}", file=sys.stderr)
+        message = " ".join(str(error).split())  # One line, whatever the message holds.
+        print(f"tfpack {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `tfpack ... | head`: the reader is gone; end quietly.
+        streams.close_broken_stdout()
+        return 0
 
 
 def _console_main() -> None:  # pragma: no cover - thin wrapper for entry points

@@ -52,9 +52,7 @@ def run(args: argparse.Namespace) -> int:
                       progress=args.progress, log=say)
     summary = result.summary()
     say(f"efficiency {summary['efficiency']:.2%} | packing factor "
-        f"{summary['packing_factor']:.3f} | realized speed-up "
-        f"{summary['realized_speedup']:.3f}x (upper bound "
-        f"{summary['speedup_upper_bound']:.3f}x)")
+        f"{summary['packing_factor']:.3f} | {summary['realized_speedup_label']}")
     say(f"final loss: packed {summary['final_loss_packed']:.4f} after "
         f"{summary['sequences_seen_packed']} sequences, unpacked "
         f"{summary['final_loss_unpacked']:.4f} after {summary['sequences_seen_unpacked']}")

@@ -4,11 +4,16 @@
 
     tfpack export --run runs/bert                    # -> saved_models/bert
     tfpack export --run runs/bert --output serving/bert --step 1000
-    tfpack export --model classifier.keras --output saved_models/classifier
+    tfpack export --model classifier.keras --output saved_models/classifier/1 \
+        --max-length 128 --max-per-pack 4 --padding-id 0
 
-The SavedModel has the signatures ``serving_default`` (packed features) and
-``serve_sequences`` (padded token ids, packed inside the graph); see
-`tfpack.export`. Prints the SavedModel's path (``--json``: a JSON object).
+The SavedModel has the signatures ``serving_default`` (packed features),
+``serve_sequences`` (token ids and lengths, packed inside the graph) and, with
+``--padding-id``, ``serve_padded_sequences``; see `tfpack.export`. The served
+L/K/M come from the flags, else from the run's data (``--run``) or the shapes
+the model was trained at (recorded in the ``.keras`` file); never guessed.
+``--output`` must be new, empty or a previous tfpack export (replaced
+atomically). Prints the SavedModel's path (``--json``: a JSON object).
 """
 
 from __future__ import annotations
@@ -32,6 +37,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     source.add_argument("--model", help="a .keras file of a tfpack model")
     parser.add_argument("--step", type=int, help="--run: checkpoint step (default: latest)")
     parser.add_argument("--output", help="SavedModel directory (default: saved_models/<name>)")
+    parser.add_argument("--max-length", type=int, help="L: tokens per pack served")
+    parser.add_argument("--max-per-pack", type=int, help="K: sequences per pack served")
+    parser.add_argument("--max-predictions", type=int,
+                        help="M: masked-LM predictions per pack served")
+    parser.add_argument("--padding-id", type=int,
+                        help="the id padding input_ids rows (adds serve_padded_sequences)")
     parser.add_argument("--json", action="store_true", help="print a JSON object on stdout")
     parser.set_defaults(run=run)
     return parser
@@ -82,7 +93,10 @@ def run(args: argparse.Namespace) -> int:
                               f"Received: --model={args.model} ({error})") from None
         spec, name = None, os.path.splitext(os.path.basename(args.model))[0]
     path = export_saved_model(model, args.output or os.path.join(DEFAULT_EXPORT_DIR, name),
-                              element_spec=spec)
+                              element_spec=spec, max_length=args.max_length,
+                              max_sequences_per_pack=args.max_per_pack,
+                              max_predictions_per_pack=args.max_predictions,
+                              padding_id=args.padding_id)
     if args.json:
         print(json.dumps({"saved_model": path, "step": step}))
     else:

@@ -22,8 +22,9 @@ accumulation`` (default) cuts the accumulation count by the packing factor,
 
 The output directory gets ``train_config.json`` (the resolved settings, which
 ``tfpack export --run DIR`` reads), ``log.jsonl`` and the checkpoints; running
-again with the same ``--output`` resumes. The last line on stdout is a JSON
-summary.
+again with the same ``--output`` resumes: the settings in `RESUMABLE` (learning
+rate, steps, ...) may change and are applied, any other change is refused
+naming it. The last line on stdout is a JSON summary.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from tfpack.errors import TfpackError
 
-__all__ = ["add_parser", "run", "DEFAULTS", "build_model"]
+__all__ = ["add_parser", "run", "DEFAULTS", "RESUMABLE", "build_model"]
 
 DEFAULTS = {
     "input": None, "input_format": "packed", "pack": "optimal", "output": None,
@@ -46,6 +48,10 @@ DEFAULTS = {
     "strategy": "default", "tpu": None, "mixed_precision": "float32", "jit_compile": True,
     "log_every": 10, "checkpoint_every": 100, "seed": 0, "progress": False,
 }
+# Settings a resumed run may change (applied; train_config.json records them).
+RESUMABLE = frozenset({"steps", "learning_rate", "warmup_steps", "weight_decay", "dropout",
+                       "log_every", "checkpoint_every", "progress", "jit_compile", "tpu",
+                       "output", "config"})
 _CHOICES = {
     "input_format": ("packed", "google"),
     "packing_adjustment": ("accumulation", "batch", "beta", "none"),
@@ -102,6 +108,9 @@ def resolve(args: argparse.Namespace) -> dict:
         except (OSError, ValueError) as error:
             raise TfpackError("`--config` must be a readable JSON file. "
                               f"Received: --config={args.config} ({error})") from None
+        if not isinstance(loaded, dict):
+            raise TfpackError("`--config` must hold a JSON object whose keys are flag names. "
+                              f"Received: --config={args.config} (a {type(loaded).__name__})")
         unknown = sorted(k for k in loaded if k.replace("-", "_") not in DEFAULTS)
         if unknown:
             raise TfpackError(f"`--config` keys must be flag names. Received: unknown keys {unknown}")
@@ -117,10 +126,35 @@ def resolve(args: argparse.Namespace) -> dict:
     for key in ("max_length", "max_per_pack", "max_predictions", "vocab_size", "layers",
                 "hidden", "heads", "intermediate", "steps", "batch_size",
                 "accumulation_steps", "log_every", "checkpoint_every"):
-        if not isinstance(config[key], int) or config[key] < 1:
+        if _bad_int(config[key], 1):
             raise TfpackError(f"`--{key.replace('_', '-')}` must be a positive integer. "
                               f"Received: --{key.replace('_', '-')}={config[key]!r}")
+    for key in ("warmup_steps", "seed"):
+        if _bad_int(config[key], 0):
+            raise TfpackError(f"`--{key.replace('_', '-')}` must be a non-negative integer. "
+                              f"Received: --{key.replace('_', '-')}={config[key]!r}")
+    for key, low, high, rule in (("dropout", 0.0, 1.0, "in [0, 1)"),
+                                 ("learning_rate", 0.0, None, "a positive number"),
+                                 ("weight_decay", 0.0, None, "a non-negative number")):
+        value = config[key]
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if (not number or value != value or value < low or (high is not None and value >= high)
+                or (key == "learning_rate" and value <= 0)):
+            raise TfpackError(f"`--{key.replace('_', '-')}` must be {rule}. "
+                              f"Received: --{key.replace('_', '-')}={value!r}")
+    factor = config["packing_factor"]
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                               or not factor >= 1.0):
+        raise TfpackError("`--packing-factor` must be a number >= 1. "
+                          f"Received: --packing-factor={factor!r}")
+    if os.path.exists(config["output"]) and not os.path.isdir(config["output"]):
+        raise TfpackError("`--output` must be a run directory (new or existing). "
+                          f"Received: --output={config['output']} (a file)")
     return config
+
+
+def _bad_int(value, low: int) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int) or value < low
 
 
 def _strategy(config: dict):
@@ -202,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
         factor if adjustment in ("accumulation", "batch") else 1.0,
         num_replicas=strategy.num_replicas_in_sync,
         cut="batch" if adjustment == "batch" else "accumulation")
+    if rule.note:  # The sequences per update never change silently.
+        print(f"tfpack train: note: {rule.note}", file=sys.stderr)
     lengths = lengths_of(spec)
     try:
         os.makedirs(config["output"], exist_ok=True)
@@ -209,18 +245,24 @@ def run(args: argparse.Namespace) -> int:
         raise TfpackError("`--output` must be a writable directory. "
                           f"Received: --output={config['output']} ({error.strerror})") from None
     resolved = {**config, "packing_factor": factor, "micro_batch_size": rule.micro_batch_size,
+                "batch_cut": rule.cut, "batch_rule_note": rule.note,
                 "effective_accumulation_steps": rule.accumulation_steps,
                 "element_spec": {k: [s.shape.as_list(), s.dtype.name] for k, s in spec.items()},
                 **{k: v for k, v in lengths.items()}}
     config_path = os.path.join(config["output"], "train_config.json")
     if os.path.exists(config_path):
-        with open(config_path) as f:
-            previous = json.load(f)
-        changed = sorted(k for k in ("vocab_size", "layers", "hidden", "heads", "intermediate",
-                                     "L", "K", "M") if previous.get(k) != resolved.get(k))
+        try:
+            with open(config_path) as f:
+                previous = json.load(f)
+        except (OSError, ValueError) as error:
+            raise TfpackError("A resumed run's train_config.json must be readable. "
+                              f"Received: {config_path} ({error})") from None
+        changed = sorted(k for k in previous if k not in RESUMABLE
+                         and previous[k] != resolved.get(k))
         if changed:
             raise TfpackError(
-                "A resumed run must keep the model and data shapes of `--output`. "
+                "A resumed run must keep the settings its checkpoints depend on (only "
+                f"{', '.join(sorted(RESUMABLE - {'output', 'config'}))} may change). "
                 f"Received: changed settings {changed} for --output={config['output']}")
     tmp = config_path + ".tmp"
     with open(tmp, "w") as f:
@@ -251,6 +293,7 @@ def run(args: argparse.Namespace) -> int:
                       "checkpoint": result.checkpoint, "resumed_from": result.resumed_from,
                       "packing_factor": factor, "micro_batch_size": rule.micro_batch_size,
                       "accumulation_steps": rule.accumulation_steps,
+                      "batch_cut": rule.cut, "batch_rule_note": rule.note,
                       "replicas": strategy.num_replicas_in_sync,
                       "real_tokens_per_second": last.get("real_tokens_per_second")}))
     return 0

@@ -1,26 +1,36 @@
-"""SavedModels that serve packed features and unpacked sequences.
+"""SavedModels that serve packed features and unpacked sequences, in every TF loader.
 
-Signatures of the exported SavedModel (load it with `tf.saved_model.load`; no
-tfpack import is needed to serve it):
+Signatures of the exported SavedModel (no tfpack import is needed to serve it;
+`tf.saved_model.load`, the TF1 session loader, ``saved_model_cli run`` and
+TensorFlow Serving all load it):
 
 - ``serving_default``: the packed features the model reads (DESIGN.md, batch
   first, fixed ``L``/``K``/``M``) -> the model's outputs (``[B, K, ...]``
   per-sequence, ``[B, L, ...]`` per-token, ``[B, M, ...]`` per-prediction).
-- ``serve_sequences``: ``input_ids`` int32 ``[N, T]``, unpacked sequences
-  padded with 0 (and optionally ``token_type_ids`` ``[N, T]``) -> packs them
-  inside the graph (next-fit, ``tfpack.export.graph_packing``), runs the model
-  and returns per-sequence outputs in the caller's order: ``[N, ...]`` for the
-  model's per-sequence outputs and ``[N, min(T, L), ...]`` for per-token ones
-  (per-prediction outputs such as MLM logits need masked positions and are
-  left out).
+- ``serve_sequences``: ``input_ids`` int32 ``[N, T]`` and ``lengths`` int32
+  ``[N]`` (row ``i`` is ``input_ids[i, :lengths[i]]``; what follows is
+  ignored, so any id may pad) -> packs the sequences inside the graph
+  (best-fit decreasing, `tfpack.export.graph_packing`), runs the model and
+  returns, in the caller's order, ``[N, ...]`` for per-sequence outputs and
+  ``[N, T, ...]`` for per-token ones (zeros past each length), plus
+  ``sequence_mask`` ``[N]`` (0.0 for an empty row, whose outputs are zeros)
+  and ``pack_index`` ``[N]`` (-1 for an empty row). Per-prediction outputs
+  (MLM logits) need masked positions and are left out.
+- ``serve_sequences_with_token_types``: the same with ``token_type_ids``.
+- ``serve_padded_sequences`` (only when a padding id is known: the
+  ``padding_id`` argument): ``input_ids`` alone; a row ends after its last
+  token that is not the padding id.
 
-The same function for ragged input is kept on the loaded object as
-``serve_ragged(input_ids: tf.RaggedTensor)``.
+A request is refused as a whole (``InvalidArgumentError`` naming the rule)
+when a length is negative or beyond ``T``, a sequence is longer than ``L``
+(no silent truncation: cut it before sending), or an id is negative or not
+below the vocabulary size.
 
-Export policy (where, overwrite) is kept apart from the mechanics: the
-SavedModel is written to a temporary directory next to ``path`` and renamed
-into place, so an interrupted or failed export never leaves a half-written
-directory at ``path``.
+Variables: the served functions capture the model's ``tf.Variable``s, and the
+exported object tracks exactly those (as `keras.export.ExportArchive` does).
+Tracking the Keras model itself would save copies of its variables that the
+graph does not read, which the TF1 loader cannot restore ("Could not find
+variable .../kernel").
 
 Example:
 
@@ -28,186 +38,206 @@ Example:
 >>> path = export_saved_model(model, "saved_models/classifier")  # doctest: +SKIP
 >>> import tensorflow as tf
 >>> served = tf.saved_model.load(path)  # doctest: +SKIP
->>> served.signatures["serve_sequences"](input_ids=tf.constant([[101, 7, 102, 0]]))  # doctest: +SKIP
+>>> served.signatures["serve_sequences"](  # doctest: +SKIP
+...     input_ids=tf.constant([[101, 7, 102, 0]]), lengths=tf.constant([3]))
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-import uuid
 
 import tensorflow as tf
 
-from tfpack import features as contract
 from tfpack.errors import TfpackError
+from tfpack.export import paths
 from tfpack.export.graph_packing import (gather_sequence_outputs, gather_token_outputs,
                                          pack_sequences)
-from tfpack.training.validation import build_shapes
+from tfpack.export.shapes import feature_specs, serving_lengths
+from tfpack.version import __version__
 
 __all__ = ["export_saved_model", "DEFAULT_EXPORT_DIR"]
 
 DEFAULT_EXPORT_DIR = "saved_models"
-# Labels are never serving inputs (the feature contract says which are).
-_LABELS = frozenset(f.name for f in contract.FEATURES if f.role == "label")
+_EXTRA_OUTPUTS = ("sequence_mask", "token_mask", "pack_index")
 
 
-def _dtype(name: str) -> tf.DType:
-    return tf.as_dtype(contract.dtype_of(name) if name in contract.names() else "int32")
-
-
-def _feature_specs(model, element_spec) -> dict:
-    """Per-example TensorSpecs of the features the model reads (no labels)."""
-    if element_spec is None:
-        shapes = build_shapes(model)
-        if shapes is None:
-            raise TfpackError(
-                "The model must have been called on packed features (so L, K and M are "
-                "known), or `element_spec` must be given. Received: an unbuilt model "
-                f"{model.name!r}")
-        element_spec = {k: tf.TensorSpec(list(s)[1:], _dtype(k))
-                        for k, s in shapes.items()}
-    wanted = tuple(getattr(model, "input_features", ())) or tuple(element_spec)
-    specs = {}
-    for name in wanted:
-        if name in element_spec and name not in _LABELS:
-            spec = element_spec[name]
-            specs[name] = tf.TensorSpec([None] + list(spec.shape), spec.dtype, name=name)
-    if "input_ids" not in specs:
-        raise TfpackError(
-            "The packed features must include `input_ids`. "
-            f"Received: features={sorted(element_spec)}")
-    return specs
+def _attribute(model, name):
+    for owner in (model, getattr(model, "encoder", None), getattr(model, "backbone", None)):
+        value = getattr(owner, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def _output_kinds(model, specs) -> dict:
     kinds = dict(getattr(model, "packed_outputs", {}) or {})
-    if kinds:
-        return kinds
-    # No declaration: infer from the second dimension of each output.
-    dummy = {k: tf.zeros([1] + s.shape.as_list()[1:], s.dtype) for k, s in specs.items()}
-    L = specs["input_ids"].shape[1]
-    K = specs["sequence_mask"].shape[1] if "sequence_mask" in specs else None
-    out = model(dummy, training=False)
-    return {k: ("token" if v.shape[1] == L else "sequence" if v.shape[1] == K else
-                "prediction") for k, v in out.items()}
+    if not kinds:  # No declaration: infer from the second dimension of each output.
+        dummy = {k: tf.zeros([1] + s.shape.as_list()[1:], s.dtype) for k, s in specs.items()}
+        L = specs["input_ids"].shape[1]
+        K = specs["sequence_mask"].shape[1] if "sequence_mask" in specs else None
+        kinds = {k: ("token" if v.shape[1] == L else "sequence" if v.shape[1] == K else
+                     "prediction") for k, v in model(dummy, training=False).items()}
+    clash = sorted(set(kinds) & set(_EXTRA_OUTPUTS))
+    if clash:
+        raise TfpackError(f"Model outputs must not be named {_EXTRA_OUTPUTS} (serve_sequences "
+                          f"adds them). Received: outputs named {clash}")
+    return kinds
 
 
-class _Serving(tf.Module):
-    def __init__(self, model, specs, kinds):
-        super().__init__()
-        self.model = model
-        self._names = list(specs)
-        self._kinds = kinds
-        self._L = specs["input_ids"].shape[1]
-        self._K = specs["sequence_mask"].shape[1] if "sequence_mask" in specs else 1
-        self._M = specs["masked_lm_positions"].shape[1] if "masked_lm_positions" in specs else 0
-        self._specs = specs
-        self.serve_packed = tf.function(self._serve_packed, input_signature=list(specs.values()))
-        self.serve_ragged = tf.function(
-            lambda input_ids: self._serve_ragged(input_ids, tf.zeros_like(input_ids)),
-            input_signature=[tf.RaggedTensorSpec([None, None], tf.int32)])
-        self.serve_sequences = tf.function(self._serve_padded, input_signature=[
-            tf.TensorSpec([None, None], tf.int32, name="input_ids"),
-            tf.TensorSpec([None, None], tf.int32, name="token_type_ids")])
-        self.serve_sequences_ids_only = tf.function(
-            lambda input_ids: self._serve_padded(input_ids, tf.zeros_like(input_ids)),
-            input_signature=[tf.TensorSpec([None, None], tf.int32, name="input_ids")])
+def _serving_module(model, specs, kinds, sizes, padding_id):
+    """``(module, signatures)``: the served functions and the variables they read."""
+    module = tf.__internal__.tracking.AutoTrackable()
+    # The model stays out of the tracked attributes (see the module docstring).
+    call = model.__call__
+    names, L = list(specs), sizes["L"]
+    # Without per-sequence features (a causal LM) a pack holds as many sequences as fit.
+    K, M = sizes.get("K", L), sizes.get("M", 0)
+    vocabulary = _attribute(model, "vocabulary_size")
+    types = _attribute(model, "type_vocabulary_size")
 
-    def _serve_packed(self, *features):
-        outputs = self.model(dict(zip(self._names, features)), training=False)
+    def packed(*features):
+        outputs = call(dict(zip(names, features)), training=False)
         return {k: tf.convert_to_tensor(v) for k, v in outputs.items()}
 
-    def _serve_ragged(self, input_ids, token_type_ids):
-        features, placement = pack_sequences(input_ids, self._L, self._K, token_type_ids)
+    def check_ids(ids, limit, what):
+        checks = [tf.debugging.assert_non_negative(ids, message=f"{what} must be >= 0")]
+        if limit is not None:
+            checks.append(tf.debugging.assert_less(
+                ids, tf.constant(limit, ids.dtype),
+                message=f"{what} must be < {limit} (the model's vocabulary)"))
+        return checks
+
+    def sequences(input_ids, token_type_ids, row_lengths):
+        width = tf.shape(input_ids)[1]
+        checks = [
+            tf.debugging.assert_equal(tf.shape(row_lengths)[0], tf.shape(input_ids)[0],
+                                      message="lengths must have one entry per row"),
+            tf.debugging.assert_non_negative(row_lengths, message="lengths must be >= 0"),
+            tf.debugging.assert_less_equal(
+                row_lengths, width, message="lengths must be at most the width of input_ids"),
+            tf.debugging.assert_less_equal(
+                row_lengths, L, message=f"every sequence must have at most max_length={L} "
+                                     "tokens (cut longer ones before sending)"),
+        ]
+        with tf.control_dependencies(checks):
+            ids = tf.RaggedTensor.from_tensor(input_ids, lengths=row_lengths)
+            types_ = tf.RaggedTensor.from_tensor(token_type_ids, lengths=row_lengths)
+        checks = (check_ids(ids.values, vocabulary, "input_ids")
+                  + check_ids(types_.values, types, "token_type_ids"))
+        with tf.control_dependencies(checks):
+            features, placement = pack_sequences(ids, L, K, types_)
         packs = tf.shape(features["input_ids"])[0]
-        if "masked_lm_positions" in self._specs:
-            features["masked_lm_positions"] = tf.zeros([packs, self._M], tf.int32)
-        features = {k: tf.cast(features[k], s.dtype) for k, s in self._specs.items()}
-        outputs = self.model(features, training=False)
-        width = tf.minimum(tf.cast(input_ids.bounding_shape()[1], tf.int32), self._L)
+        features["masked_lm_positions"] = tf.zeros([packs, M], tf.int32)
+        features = {k: tf.cast(features[k], s.dtype) for k, s in specs.items()}
+        outputs = call(features, training=False)
         result = {}
         for name, value in outputs.items():
-            kind = self._kinds.get(name)
-            if kind == "sequence":
+            if kinds.get(name) == "sequence":
                 result[name] = gather_sequence_outputs(value, placement)
-            elif kind == "token":
+            elif kinds.get(name) == "token":
                 result[name] = gather_token_outputs(value, placement, width)
+                result["token_mask"] = tf.cast(
+                    tf.range(width)[None, :] < row_lengths[:, None], tf.float32)
+        result["sequence_mask"] = tf.cast(row_lengths > 0, tf.float32)
         result["pack_index"] = placement["pack"]
         return result
 
-    def _serve_padded(self, input_ids, token_type_ids):
-        lengths = tf.reduce_sum(tf.cast(tf.not_equal(input_ids, 0), tf.int32), axis=1)
-        return self._serve_ragged(tf.RaggedTensor.from_tensor(input_ids, lengths=lengths),
-                                  tf.RaggedTensor.from_tensor(token_type_ids, lengths=lengths))
+    def ids_spec():
+        return tf.TensorSpec([None, None], tf.int32, name="input_ids")
 
+    row_lengthsspec = tf.TensorSpec([None], tf.int32, name="lengths")
+    module.serve_packed = tf.function(packed, input_signature=list(specs.values()))
+    module.serve_sequences = tf.function(
+        lambda input_ids, lengths: sequences(input_ids, tf.zeros_like(input_ids), lengths),
+        input_signature=[ids_spec(), row_lengthsspec])
+    module.serve_sequences_with_token_types = tf.function(
+        sequences, input_signature=[
+            ids_spec(), tf.TensorSpec([None, None], tf.int32, name="token_type_ids"),
+            row_lengthsspec])
+    signatures = {
+        "serving_default": module.serve_packed.get_concrete_function(),
+        "serve_sequences": module.serve_sequences.get_concrete_function(),
+        "serve_sequences_with_token_types":
+            module.serve_sequences_with_token_types.get_concrete_function(),
+    }
+    if padding_id is not None:
+        def padded(input_ids):
+            width = tf.shape(input_ids)[1]
+            last = tf.where(tf.not_equal(input_ids, padding_id),
+                            tf.range(1, width + 1)[None, :], 0)
+            return sequences(input_ids, tf.zeros_like(input_ids),
+                             tf.reduce_max(tf.concat([last, tf.zeros_like(last[:, :1])],
+                                                     1), axis=1))
 
-def _check_writable(path: str) -> str:
-    path = os.path.abspath(os.fspath(path))
-    parent = os.path.dirname(path)
-    try:
-        os.makedirs(parent, exist_ok=True)
-        probe = os.path.join(parent, f".tfpack-write-test-{uuid.uuid4().hex[:8]}")
-        os.mkdir(probe)
-        os.rmdir(probe)
-    except OSError as error:
-        raise TfpackError(
-            "The export path must be in a writable directory. "
-            f"Received: path={path!r} ({error.strerror})") from None
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise TfpackError(f"The export path must be a directory or not exist yet. "
-                          f"Received: path={path!r} (a file)")
-    return path
+        module.serve_padded_sequences = tf.function(padded, input_signature=[ids_spec()])
+        signatures["serve_padded_sequences"] = (
+            module.serve_padded_sequences.get_concrete_function())
+    # Track exactly the variables the graphs read (their own tf.Variables).
+    seen, variables = set(), []
+    for function in signatures.values():
+        for variable in function.variables:
+            if id(variable) not in seen:
+                seen.add(id(variable))
+                variables.append(variable)
+    module.served_variables = variables
+    return module, signatures
 
 
 def export_saved_model(model, path: str | os.PathLike | None = None, *,
-                       element_spec: dict | None = None, overwrite: bool = True) -> str:
+                       element_spec: dict | None = None, max_length: int | None = None,
+                       max_sequences_per_pack: int | None = None,
+                       max_predictions_per_pack: int | None = None,
+                       padding_id: int | None = None, overwrite: bool = True) -> str:
     """Export a tfpack model as a SavedModel serving packed and unpacked inputs.
 
     Args:
-        model: a tfpack model (called once on packed features, or pass
-            ``element_spec``).
+        model: a tfpack model.
         path: the SavedModel directory; default ``saved_models/<model.name>``.
+            It must not exist, be empty, or hold a tfpack SavedModel (replaced
+            atomically if ``overwrite``); anything else is refused untouched.
         element_spec: unbatched packed features (e.g. ``dataset.element_spec``)
-            giving L, K and M; default: the shapes the model was built with.
-        overwrite: replace an existing SavedModel at ``path``.
+            giving L, K and M.
+        max_length, max_sequences_per_pack, max_predictions_per_pack: L, K, M
+            stated explicitly; default: ``element_spec``, else the shapes the
+            model was trained at (`tfpack.export.shapes`).
+        padding_id: the id that pads rows of ``input_ids``; adds the
+            ``serve_padded_sequences`` signature.
+        overwrite: replace an existing tfpack SavedModel at ``path``.
 
     Returns:
         The absolute path of the SavedModel.
 
     Raises:
-        TfpackError: unwritable ``path``, an existing one with
-            ``overwrite=False``, or a model whose input shapes are unknown.
+        TfpackError: unwritable or foreign ``path``, an existing one with
+            ``overwrite=False``, or L/K/M that no source gives.
     """
-    path = _check_writable(path if path is not None else
-                           os.path.join(DEFAULT_EXPORT_DIR, model.name))
-    if os.path.exists(path) and not overwrite:
-        raise TfpackError("The export path must not exist when overwrite=False. "
-                          f"Received: path={path!r}")
-    specs = _feature_specs(model, element_spec)
-    module = _Serving(model, specs, _output_kinds(model, specs))
-    signatures = {
-        "serving_default": module.serve_packed.get_concrete_function(),
-        "serve_sequences": module.serve_sequences_ids_only.get_concrete_function(),
-        "serve_sequences_with_token_types": module.serve_sequences.get_concrete_function(),
-    }
-    parent, name = os.path.split(path)
-    tmp = os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
-    old = None
+    path = paths.prepare(path if path is not None else
+                         os.path.join(DEFAULT_EXPORT_DIR, model.name), overwrite=overwrite)
+    lengths = serving_lengths(model, element_spec, max_length=max_length,
+                              max_sequences_per_pack=max_sequences_per_pack,
+                              max_predictions_per_pack=max_predictions_per_pack)
+    if padding_id is not None and (isinstance(padding_id, bool)
+                                   or not isinstance(padding_id, int) or padding_id < 0):
+        raise TfpackError("`padding_id` must be a non-negative integer. "
+                          f"Received: padding_id={padding_id!r}")
+    specs = feature_specs(model, lengths, element_spec)
+    module, signatures = _serving_module(model, specs, _output_kinds(model, specs), lengths,
+                                         padding_id)
+    tmp = paths.temporary_sibling(path)
     try:
         tf.saved_model.save(module, tmp, signatures=signatures)
-        if os.path.exists(path):
-            old = os.path.join(parent, f".{name}.old-{uuid.uuid4().hex[:8]}")
-            os.rename(path, old)
-        os.rename(tmp, path)
+        marker = {"format": "tfpack-saved-model", "tfpack_version": __version__,
+                  "lengths": lengths, "padding_id": padding_id,
+                  "signatures": sorted(signatures)}
+        os.makedirs(os.path.join(tmp, "assets.extra"), exist_ok=True)
+        with open(os.path.join(tmp, paths.MARKER), "w") as f:  # Written last.
+            json.dump(marker, f, indent=1)
+        paths.install(tmp, path)
     except OSError as error:
-        if old is not None and not os.path.exists(path):
-            os.rename(old, path)
-            old = None
         raise TfpackError(f"The export path must be writable. Received: path={path!r} "
                           f"({error.strerror})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
     return path

@@ -92,7 +92,8 @@ def build_by_calling(model, inputs_shape):
     dummy = {}
     for name, shape in inputs_shape.items():
         if name in model.input_features:
-            shape = [1] + [1 if d is None else d for d in list(shape)[1:]]
+            # Unknown sizes (`from_pretrained`): 2, so that no axis is trivial.
+            shape = [1] + [2 if d is None else d for d in list(shape)[1:]]
             dummy[name] = ops.zeros(shape, contract.dtype_of(name))
     model.call(dummy)
     if getattr(model, "_build_shapes_dict", None) is None:

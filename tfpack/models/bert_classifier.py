@@ -95,9 +95,11 @@ class BertClassifier(Task):
         from tfpack.models.bert_encoder import BertEncoder
 
         model = cls(BertEncoder.from_pretrained(path), num_classes, **kwargs)
-        model.build({"input_ids": (None, 2), "sequence_ids": (None, 2),
-                     "position_ids": (None, 2), "cls_positions": (None, 1),
-                     "sequence_mask": (None, 1)})
+        # Built on unknown L and K (no toy shape is recorded): the shapes come
+        # from the data it is trained and exported at.
+        model.build({"input_ids": (None, None), "sequence_ids": (None, None),
+                     "position_ids": (None, None), "cls_positions": (None, None),
+                     "sequence_mask": (None, None)})
         hf_bert.load_pooler_weights(model.head, path)
         return model
 

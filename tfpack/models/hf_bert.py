@@ -91,9 +91,10 @@ def load_encoder_weights(encoder, path) -> None:
     """Copies a Hugging Face BERT checkpoint into a built-or-not encoder."""
     tensors = read_weights(path)
     if not encoder.built:
-        encoder.build({"input_ids": (None, 2), "sequence_ids": (None, 2),
-                       "position_ids": (None, 2),
-                       "token_type_ids": (None, 2)})
+        # Unknown L: no toy shape is recorded as the encoder's build shape.
+        encoder.build({"input_ids": (None, None), "sequence_ids": (None, None),
+                       "position_ids": (None, None),
+                       "token_type_ids": (None, None)})
     e = "embeddings"
     _assign(encoder.token_embedding, [tensors[f"{e}.word_embeddings.weight"]],
             "token_embedding")

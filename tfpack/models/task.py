@@ -48,6 +48,7 @@ from tfpack.layers.statistic_ratio import StatisticRatio
 from tfpack.models.backbone import backbone_input_features
 from tfpack.models.backbone import build_by_calling
 from tfpack.models.backbone import check_backbone
+from tfpack.training import trained_lengths
 
 
 class Task(keras.Model):
@@ -137,6 +138,8 @@ class Task(keras.Model):
                      training=True):
         """Keras 3 `compute_loss`: labels are read from `x`, `y` is unused."""
         del y, sample_weight  # Labels and weights are features of `x`.
+        if training:  # Keras `fit` traces its train step here: the shapes it trains at.
+            trained_lengths.record(self, x)
         if y_pred is None:
             y_pred = self(x, training=training)
         statistics = dict(self.loss_statistics(x, y_pred))
@@ -159,6 +162,20 @@ class Task(keras.Model):
             getattr(self, f"_{term}_accuracy").update_state(
                 statistics[f"{term}_correct"], statistics[f"{term}_count"])
         return self.get_metrics_result()
+
+    def get_build_config(self):
+        # The trained L/K/M (export reads them) travel in `.keras` files.
+        config = super().get_build_config()
+        lengths = trained_lengths.read(self)
+        if config is not None and lengths:
+            config = {**config, "tfpack_trained_lengths": lengths}
+        return config
+
+    def build_from_config(self, config):
+        config = dict(config)
+        lengths = config.pop("tfpack_trained_lengths", None)
+        super().build_from_config(config)
+        trained_lengths.restore(self, lengths)
 
     def get_config(self):
         config = super().get_config()

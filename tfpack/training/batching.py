@@ -17,6 +17,16 @@ Example:
 ...                    packing_factor=2.0, num_replicas=2)
 >>> rule.micro_batch_size, rule.accumulation_steps, rule.sequences_per_update
 (8, 2, 64.0)
+
+The sequences per update never change silently: when the requested cut cannot
+apply (one accumulation step cannot be cut by 2), the rule takes the cut that
+can and says so in ``note``:
+
+>>> rule = for_packing(32, 1, packing_factor=2.0)
+>>> rule.micro_batch_size, rule.accumulation_steps, rule.cut
+(16, 1, 'batch')
+>>> rule.note
+'cut="accumulation" cannot apply (1 accumulation step / packing factor 2 rounds to 1 step: 64 sequences per update instead of 32); used cut="batch": 32 sequences per update'
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ class BatchRule:
         num_replicas: data-parallel replicas (all workers together).
         packing_factor: average sequences per pack the rule assumes.
         target_sequences_per_update: what the unpacked setup used.
+        cut: the cut applied (``"accumulation"``, ``"batch"`` or ``"auto"``).
+        note: why it is not the requested cut (empty when it is).
     """
 
     micro_batch_size: int
@@ -49,6 +61,8 @@ class BatchRule:
     num_replicas: int
     packing_factor: float
     target_sequences_per_update: float
+    cut: str = "accumulation"
+    note: str = ""
 
     @property
     def global_batch_size(self) -> int:
@@ -97,6 +111,18 @@ def _positive_int(name: str, value: Any) -> int:
     return value
 
 
+def _cut(kind: str, micro_batch_size: int, accumulation_steps: int, p: float):
+    if kind == "accumulation":
+        return micro_batch_size, max(1, round(accumulation_steps / p))
+    if kind == "batch":
+        return max(1, round(micro_batch_size / p)), accumulation_steps
+    packs_per_replica = micro_batch_size * accumulation_steps / p
+    candidates = [(abs(m * s - packs_per_replica), -m, m, s)
+                  for m in range(1, micro_batch_size + 1)
+                  for s in range(1, accumulation_steps + 1)]
+    return min(candidates)[2:]
+
+
 def for_packing(
     micro_batch_size: int,
     accumulation_steps: int = 1,
@@ -104,6 +130,7 @@ def for_packing(
     *,
     num_replicas: int = 1,
     cut: str = "accumulation",
+    tolerance: float = 0.1,
 ) -> BatchRule:
     """Turn an unpacked batch setup into a packed one with the same sequences per update.
 
@@ -116,9 +143,13 @@ def for_packing(
             paper's choice, keeps the device busy), `"batch"` (the micro-batch),
             or `"auto"` (the pair with the smallest error, largest micro-batch
             first).
+        tolerance: the largest relative change of sequences per update the
+            requested cut may make; beyond it, and where another cut does
+            better, that cut is used and `BatchRule.note` says so.
 
     Returns:
-        A `BatchRule`; `relative_error` says how far rounding moved it.
+        A `BatchRule`; `relative_error` says how far rounding moved it,
+        ``cut`` which cut was applied and ``note`` why, if not the requested one.
     """
     micro_batch_size = _positive_int("micro_batch_size", micro_batch_size)
     accumulation_steps = _positive_int("accumulation_steps", accumulation_steps)
@@ -126,16 +157,27 @@ def for_packing(
     p = packing_factor_of(packing_factor)
     if cut not in _CUTS:
         raise TfpackError(f"`cut` must be one of {_CUTS}. Received: cut={cut!r}")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0:
+        raise TfpackError("`tolerance` must be a non-negative number. "
+                          f"Received: tolerance={tolerance!r}")
     target = float(micro_batch_size * accumulation_steps * num_replicas)
-    packs_per_replica = micro_batch_size * accumulation_steps / p
-    if cut == "accumulation":
-        micro, steps = micro_batch_size, max(1, round(accumulation_steps / p))
-    elif cut == "batch":
-        micro, steps = max(1, round(micro_batch_size / p)), accumulation_steps
-    else:
-        candidates = [
-            (abs(m * s - packs_per_replica), -m, m, s)
-            for m in range(1, micro_batch_size + 1)
-            for s in range(1, accumulation_steps + 1)]
-        _, _, micro, steps = min(candidates)
-    return BatchRule(micro, steps, num_replicas, p, target)
+
+    def rule(kind, note=""):
+        micro, steps = _cut(kind, micro_batch_size, accumulation_steps, p)
+        return BatchRule(micro, steps, num_replicas, p, target, kind, note)
+
+    requested = rule(cut)
+    if abs(requested.relative_error) <= tolerance:
+        return requested
+    alternatives = [rule(kind) for kind in ("accumulation", "batch", "auto") if kind != cut]
+    best = min(alternatives, key=lambda r: abs(r.relative_error))
+    if abs(best.relative_error) >= abs(requested.relative_error):
+        return requested  # Nothing does better: the rounding error is the least possible.
+    what = {"accumulation": f"{accumulation_steps} accumulation step",
+            "batch": f"micro-batch {micro_batch_size}"}.get(cut, "every pair")
+    size = requested.accumulation_steps if cut == "accumulation" else requested.micro_batch_size
+    unit = " step" if cut == "accumulation" else ""
+    note = (f'cut="{cut}" cannot apply ({what} / packing factor {p:g} rounds to {size}{unit}: '
+            f"{requested.sequences_per_update:g} sequences per update instead of {target:g}); "
+            f'used cut="{best.cut}": {best.sequences_per_update:g} sequences per update')
+    return dataclasses.replace(best, note=note)

@@ -7,7 +7,10 @@ variable paths and shapes. It is written under a temporary name in the same
 directory and renamed into place, so a crash leaves either the previous
 checkpoint or the new one, never a partial one; ``latest`` is found by
 listing complete ``ckpt-*`` directories, not from a pointer file that could
-disagree.
+disagree. Temporary directories left by an interrupted save (or deletion) are
+removed when the next `Checkpointer` opens the directory; a damaged latest
+checkpoint (unreadable metadata or state) is skipped with a warning in favour
+of the newest intact one.
 
 Under `MultiWorkerMirroredStrategy` every worker must take part in the save
 (variables may be gathered with collectives); only the chief keeps its copy.
@@ -32,6 +35,7 @@ import re
 import shutil
 import tempfile
 import uuid
+import warnings
 
 import tensorflow as tf
 
@@ -41,6 +45,7 @@ __all__ = ["Checkpointer", "model_signature"]
 
 _META = "tfpack_checkpoint.json"
 _PATTERN = re.compile(r"^ckpt-(\d+)$")
+_TEMPORARY = (".tmp-ckpt-", ".deleting-ckpt-")
 _AUTO_NUMBER = re.compile(r"_\d+$")
 
 
@@ -85,6 +90,10 @@ class Checkpointer:
             raise TfpackError(
                 "The checkpoint directory must be creatable and writable. "
                 f"Received: checkpoint_dir={self.directory!r} ({error.strerror})") from None
+        if is_chief:  # What an interrupted save or deletion left behind.
+            for name in os.listdir(self.directory):
+                if name.startswith(_TEMPORARY):
+                    shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
 
     def steps(self) -> list[int]:
         """Steps of the complete checkpoints, oldest first."""
@@ -122,25 +131,54 @@ class Checkpointer:
             if os.path.exists(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
         for old in self.steps()[:-self.max_to_keep]:
-            shutil.rmtree(os.path.join(self.directory, f"ckpt-{old}"), ignore_errors=True)
+            # Renamed first: a half-deleted checkpoint must not look complete.
+            doomed = os.path.join(self.directory, f".deleting-ckpt-{old}-{uuid.uuid4().hex[:8]}")
+            os.rename(os.path.join(self.directory, f"ckpt-{old}"), doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
         return final
 
     def restore(self, step: int | None = None, *, partial: bool = False) -> int | None:
-        """Restore ``ckpt-<step>`` (default: the latest); returns the step or `None`.
+        """Restore ``ckpt-<step>`` (default: the newest intact one); returns the step or `None`.
 
+        Without ``step``, a damaged checkpoint (unreadable metadata or state)
+        is skipped with a warning and the next older one is tried.
         ``partial=True`` restores only the objects this `Checkpointer` tracks
         (e.g. the model alone, for export) and ignores the rest.
+
+        Raises:
+            TfpackError: the checkpoint comes from another model, or ``step``
+                names a damaged checkpoint, or every checkpoint is damaged.
         """
-        step = self.latest_step() if step is None else step
-        if step is None:
-            return None
+        candidates = list(reversed(self.steps())) if step is None else [step]
+        problems = []
+        for candidate in candidates:
+            try:
+                self._restore_one(candidate, partial)
+            except _Damaged as damage:
+                problems.append(str(damage))
+                if step is None:
+                    warnings.warn(f"tfpack: skipping damaged checkpoint {damage}; trying the "
+                                  "previous one", RuntimeWarning, stacklevel=2)
+                continue
+            return candidate
+        if problems:
+            raise TfpackError("A checkpoint must be intact to resume from. Received: "
+                              + "; ".join(problems))
+        return None
+
+    def _restore_one(self, step: int, partial: bool) -> None:
         path = os.path.join(self.directory, f"ckpt-{step}")
-        with open(os.path.join(path, _META)) as f:
-            meta = json.load(f)
+        try:
+            with open(os.path.join(path, _META)) as f:
+                meta = json.load(f)
+            if not isinstance(meta, dict) or meta.get("step") != step:
+                raise ValueError("metadata does not describe this step")
+        except (OSError, ValueError) as error:
+            raise _Damaged(f"{path} ({error})") from None
         expected = model_signature(self.model)
         saved = meta.get("signature")
         if saved != expected:
-            saved = saved or []
+            saved = saved if isinstance(saved, list) else []
             diffs = [f"{a[0] if a else b[0]}: checkpoint {a[1] if a else None} vs model "
                      f"{b[1] if b else None}"
                      for a, b in itertools.zip_longest(saved, expected) if a != b]
@@ -149,9 +187,16 @@ class Checkpointer:
                 f"(variable paths and shapes); {len(diffs)} differ: "
                 + "; ".join(diffs[:5]) + ("; ..." if len(diffs) > 5 else "")
                 + f". Received: checkpoint={path!r}")
-        status = self._checkpoint.read(os.path.join(path, "state"))
-        if partial:
-            status.expect_partial()
-        else:
-            status.assert_existing_objects_matched()
-        return step
+        try:
+            status = self._checkpoint.read(os.path.join(path, "state"))
+            if partial:
+                status.expect_partial()
+            else:
+                status.assert_existing_objects_matched()
+        except (tf.errors.OpError, ValueError, AssertionError, IndexError) as error:
+            message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            raise _Damaged(f"{path} ({type(error).__name__}: {message})") from None
+
+
+class _Damaged(Exception):
+    """A checkpoint whose files cannot be read (internal: restore skips it)."""

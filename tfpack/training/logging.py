@@ -30,7 +30,32 @@ import math
 import os
 from typing import IO
 
-__all__ = ["JsonLinesLogger", "ProgressBar"]
+__all__ = ["JsonLinesLogger", "ProgressBar", "truncate_log"]
+
+
+def truncate_log(path: str | os.PathLike, step: int) -> None:
+    """Keep the lines of a JSON-lines log up to ``step`` (resume from that checkpoint).
+
+    Lines past the restored step (written after the last checkpoint) and a
+    line cut short by a crash are dropped, so a resumed run appends without
+    repeating steps. The file is replaced atomically.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        return
+    kept = []
+    with open(path) as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if line.endswith("\n") and isinstance(record, dict) and record.get("step", 0) <= step:
+                kept.append(line)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.writelines(kept)
+    os.replace(tmp, path)
 
 
 class JsonLinesLogger:

@@ -14,8 +14,14 @@
 
 The loss statistics are summed on the device and read back only every
 ``log_every`` steps (one host sync), logged as JSON lines. Checkpoints hold
-model, optimizer, the data iterator's position and the step, so a resumed run
-continues the same stream with nothing lost or repeated.
+model, optimizer, the data iterator's position, the random state (dropout's
+seed generators) and the step, so a resumed run continues the same stream with
+nothing lost or repeated and reaches the weights of an uninterrupted one. On
+resume, the optimizer's learning rate is the one passed in (not the
+checkpoint's), and log lines past the restored step are dropped from the log
+before new ones are appended. A finite dataset that runs out ends training
+after the last complete update (``TrainResult.data_exhausted``), with the step
+counter equal to the updates applied.
 
 Data layout: ``fit`` takes an *unbatched* dataset of packed examples (the
 DESIGN.md features) and batches it itself so that every update sees the same
@@ -48,7 +54,8 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.training.checkpoint import Checkpointer
-from tfpack.training.logging import JsonLinesLogger, ProgressBar
+from tfpack.training import trained_lengths
+from tfpack.training.logging import JsonLinesLogger, ProgressBar, truncate_log
 from tfpack.training.validation import target_counts, validate_element_spec
 
 __all__ = ["Trainer", "TrainResult", "NonFiniteLossError"]
@@ -72,12 +79,15 @@ class TrainResult:
         history: the logged records (dicts), one per ``log_every`` steps.
         checkpoint: path of the last checkpoint written, if any.
         resumed_from: the step restored at the start, if any.
+        data_exhausted: the dataset ran out before ``num_steps`` (the
+            micro-batches of an incomplete last update are not applied).
     """
 
     step: int
     history: list[dict]
     checkpoint: str | None = None
     resumed_from: int | None = None
+    data_exhausted: bool = False
 
 
 def _uses_loss_scaling(model) -> bool:
@@ -152,6 +162,7 @@ class Trainer:
         # Host-side state: plain variables on the host, read once per log interval.
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self._first_bad_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+        self._exhausted = tf.Variable(False, trainable=False)
         self._sums = {k: tf.Variable(0.0, dtype=tf.float64, trainable=False)
                       for k in self._statistic_names()}
         self._compiled = {}
@@ -243,7 +254,10 @@ class Trainer:
 
     def train_step(self, iterator):
         """One optimizer update (cross-replica context, inside `tf.function`)."""
-        batches = [next(iterator) for _ in range(self.accumulation_steps)]
+        self.update([next(iterator) for _ in range(self.accumulation_steps)])
+
+    def update(self, batches):
+        """One optimizer update on ``accumulation_steps`` distributed micro-batches."""
         counts = self._sum_over_replicas(self.strategy.run(self.count_targets, args=(batches,)))
         expected = getattr(self.model, "expected_counts", None) or {}
         # Loss balancing (seed 000, appendix T.6): a fixed expected count per
@@ -283,11 +297,20 @@ class Trainer:
         # Up to `num_steps` updates in one graph (one host sync per call);
         # stops early once a non-finite loss was seen.
         def body(i):
-            self.train_step(iterator)
+            # Optionals, so that a finite dataset ends the loop instead of
+            # raising OutOfRangeError; an incomplete last update is not applied.
+            optionals = [iterator.get_next_as_optional()
+                         for _ in range(self.accumulation_steps)]
+            complete = tf.reduce_all(tf.stack([o.has_value() for o in optionals]))
+            if complete:
+                self.update([o.get_value() for o in optionals])
+            else:
+                self._exhausted.assign(True)
             return (i + 1,)
 
         def keep_going(i):
-            return tf.logical_and(i < num_steps, self._first_bad_step < 0)
+            return tf.logical_and(tf.logical_and(i < num_steps, self._first_bad_step < 0),
+                                  tf.logical_not(self._exhausted))
 
         tf.while_loop(keep_going, body, (tf.constant(0, tf.int64),))
 
@@ -310,6 +333,7 @@ class Trainer:
 
     def _build(self, element_spec):
         validate_element_spec(self.model, element_spec)
+        trained_lengths.record(self.model, element_spec)
         with self.strategy.scope():
             if not self.model.built or not self.model.weights:
                 dummy = {k: tf.zeros([self.micro_batch_size] + s.shape.as_list(), s.dtype)
@@ -358,9 +382,15 @@ class Trainer:
             checkpointer = Checkpointer(
                 self.checkpoint_dir, model=self.model, optimizer=self.optimizer,
                 step=self.step, max_to_keep=self.max_to_keep, is_chief=self._is_chief(),
-                **extra)
+                random_state=_random_state(self.model), **extra)
             if int(self.step.numpy()) == 0:
+                learning_rate = _learning_rate_variable(self.optimizer)
+                wanted = None if learning_rate is None else learning_rate.numpy()
                 resumed = checkpointer.restore()
+                if resumed and wanted is not None:
+                    learning_rate.assign(wanted)  # The rate passed in, not the checkpoint's.
+                if self.log_path and self._is_chief():
+                    truncate_log(self.log_path, resumed or 0)
                 if resumed and not saves_iterator:
                     # This strategy's iterator cannot be checkpointed
                     # (MultiWorkerMirroredStrategy): skip the packs the restored
@@ -380,6 +410,10 @@ class Trainer:
                 tic = time.perf_counter()
                 self._loop(self._iterator, tf.constant(chunk, tf.int64))
                 seconds = time.perf_counter() - tic
+                exhausted = bool(self._exhausted.numpy())
+                chunk = int(self.step.numpy()) - step
+                if exhausted and chunk == 0:
+                    break
                 bad = int(self._first_bad_step.numpy())
                 if bad >= 0:
                     last = checkpointer.latest_step() if checkpointer else None
@@ -392,14 +426,17 @@ class Trainer:
                 history.append(record)
                 logger.write(record)
                 bar.update(record["step"] - step, record)
-                done = record["step"] >= num_steps
+                done = record["step"] >= num_steps or exhausted
                 if checkpointer and (done or (self.checkpoint_every and
                                               record["step"] % self.checkpoint_every == 0)):
                     last_checkpoint = checkpointer.save(record["step"])
+                if exhausted:
+                    break
         finally:
             bar.close()
             logger.close()
-        return TrainResult(int(self.step.numpy()), history, last_checkpoint, resumed)
+        return TrainResult(int(self.step.numpy()), history, last_checkpoint, resumed,
+                           bool(self._exhausted.numpy()))
 
     def _read_statistics(self, steps: int, seconds: float) -> dict:
         sums = {k: float(v.numpy()) for k, v in self._sums.items()}
@@ -421,6 +458,7 @@ class Trainer:
             record[f"{t}_accuracy"] = sums[f"{t}_correct"] / count
             total += record[f"{t}_loss"]
         record["loss"] = total
+        record["learning_rate"] = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
         seconds = max(seconds, 1e-9)
         record["sequences"] = sums["sequences"]
         record["real_tokens"] = sums["real_tokens"]
@@ -438,3 +476,15 @@ class Trainer:
         return (resolver.task_type in ("chief", None)
                 or (resolver.task_type == "worker" and resolver.task_id == 0
                     and "chief" not in resolver.cluster_spec().as_dict()))
+
+
+def _random_state(model) -> list:
+    """The seed generators' state variables (in ``model.variables``, not ``weights``)."""
+    weights = {id(v) for v in model.weights}
+    return [v for v in model.variables if id(v) not in weights]
+
+
+def _learning_rate_variable(optimizer):
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    value = getattr(inner, "_learning_rate", None)
+    return value if isinstance(value, keras.Variable) else None

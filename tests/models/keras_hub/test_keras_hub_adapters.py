@@ -180,3 +180,20 @@ def test_missing_features_are_named():
     with pytest.raises(TfpackError, match=r"missing \['position_ids'\]"):
         adapter({"input_ids": np.ones((1, 4), "int32"),
                  "sequence_ids": np.ones((1, 4), "int32")})
+
+
+@pytest.mark.parametrize("family", ["bert", "gemma3"])
+def test_mixed_precision_follows_the_backbone(family):
+    config = make_backbone(family).get_config()
+    config["dtype"] = "mixed_float16"
+    backbone = type(make_backbone(family)).from_config(config)
+    adapter = from_keras_hub(backbone)
+    assert adapter.dtype_policy.name == "mixed_float16"
+    data = examples(family)
+    packed = pack_examples(data, MAX_LENGTH, packs=PACKS)
+    output = adapter(packed, training=False)["sequence_output"]
+    assert keras.backend.standardize_dtype(output.dtype) == "float16"
+    row, tokens = _where(packed)[1]
+    alone = np.asarray(keras_hub_alone(backbone, data[1]), "float32")
+    np.testing.assert_allclose(np.asarray(output, "float32")[row, tokens], alone,
+                               rtol=0, atol=2e-2 * max(1.0, np.abs(alone).max()))

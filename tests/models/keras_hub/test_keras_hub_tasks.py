@@ -80,13 +80,15 @@ def test_causal_lm_logits_are_keras_hubs_on_each_sequence_alone(family):
                                np.asarray(alone)[0], rtol=0, atol=1e-5)
 
 
+# BERT's pooler is not on the path of the tfpack heads: Keras warns it has no gradient.
+@pytest.mark.filterwarnings("ignore:Gradients do not exist")
 def test_classifier_fit_trains_the_keras_hub_backbone_and_keras_file(tmp_path):
     bert = make_backbone("bert")
     model = models.BertClassifier(models.from_keras_hub(bert), num_classes=3)
     data, packed = dataset(classification_examples())
     before = [w.copy() for w in bert.get_weights()]
     model.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=True)
-    history = model.fit(data, epochs=2, verbose=0)
+    history = model.fit(data, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
     assert any(np.abs(a - b).max() > 0 for a, b in zip(bert.get_weights(),
                                                         before))

@@ -1,0 +1,88 @@
+"""What reaches the terminal: `--json` is exactly one JSON document whatever native libraries
+print (the HiGHS banner of `optimal`), TensorFlow's start-up lines never precede a one-line
+error, a closed pipe ends quietly, and bad input is one stderr line with exit status 2."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cli_helpers import tfpack
+
+ENTRY = [sys.executable, "-m", "tfpack.cli"]
+
+
+def _env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
+    return {**env, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+@pytest.mark.parametrize("command", [
+    ["plan", "wikipedia_512", "--max-length", "512", "--max-per-pack", "3",
+     "--algorithm", "optimal", "--output", "{tmp}/plan.json"],
+    ["analyze", "wikipedia_512", "--max-length", "512", "--max-per-pack", "3",
+     "--algorithms", "ffd,optimal"],
+])
+def test_json_is_one_document_despite_the_highs_banner(command, tmp_path, capfd):
+    assert tfpack(*[c.format(tmp=tmp_path) for c in command], "--json") == 0
+    out = capfd.readouterr().out
+    assert isinstance(json.loads(out), dict)  # The whole of stdout, nothing before it.
+
+
+def test_one_line_error_without_tensorflow_start_up_noise(tmp_path):
+    result = subprocess.run([*ENTRY, "export", "--model", str(tmp_path / "none.keras")],
+                            capture_output=True, text=True, timeout=120, env=_env())
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tfpack export: error: `--model` must be")
+
+
+def test_closed_pipe_ends_quietly(tmp_path):
+    process = subprocess.Popen([*ENTRY, "plan", "wikipedia_512", "--max-length", "512",
+                                "--max-per-pack", "3", "--algorithm", "ffd",
+                                "--output", str(tmp_path / "p.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    process.stdout.close()  # The reader is gone before anything is written (`| head`).
+    _, err = process.communicate(timeout=60)
+    assert err.decode() == "" and process.returncode == 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dropout", "2.0"], r"`--dropout` must be in \[0, 1\). Received: --dropout=2.0"),
+    (["--learning-rate", "0"], r"`--learning-rate` must be a positive number"),
+    (["--packing-factor", "0.5"], r"`--packing-factor` must be a number >= 1"),
+    (["--seed", "-1"], r"`--seed` must be a non-negative integer"),
+    (["--output", "{file}"], r"`--output` must be a run directory \(new or existing\). "
+                             r"Received: --output=.*afile \(a file\)"),
+    (["--config", "{list_config}"], r"`--config` must hold a JSON object whose keys are flag "
+                                    r"names. Received: --config=.* \(a list\)"),
+    (["--config", "{steps_config}"], r"`--steps` must be a positive integer. "
+                                     r"Received: --steps='ten'"),
+])
+def test_train_bad_settings_exit_2_with_one_line(argv, message, tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "steps.json").write_text('{"steps": "ten"}')
+    paths = {"file": tmp_path / "afile", "list_config": tmp_path / "list.json",
+             "steps_config": tmp_path / "steps.json"}
+    argv = [a.format(**paths) for a in argv]
+    base = ["train", "--input", str(tmp_path / "*.tfrecord")]
+    if "--output" not in argv:
+        base += ["--output", str(tmp_path / "run")]
+    assert tfpack(*base, *argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    import re
+    assert re.match(r"tfpack train: error: " + message, err), err
+    assert not os.path.exists(tmp_path / "run")
+
+
+def test_plan_of_an_all_zero_histogram_exits_2(tmp_path, capsys):
+    (tmp_path / "zeros.txt").write_text("0\n0\n0\n")
+    assert tfpack("plan", tmp_path / "zeros.txt", "--max-length", 3, "--max-per-pack", 2,
+                  "--algorithm", "optimal", "--output", tmp_path / "p.json") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "must count at least one sequence" in err
+    assert not os.path.exists(tmp_path / "p.json")

@@ -1,0 +1,110 @@
+"""Export never deletes what it did not write; replacing a tfpack SavedModel is atomic;
+leftovers of an interrupted export are cleaned up by the next one."""
+
+import json
+import os
+import shutil
+
+import pytest
+import tensorflow as tf
+
+from tfpack import models
+from tfpack.errors import TfpackError
+from tfpack.export import export_saved_model, paths
+
+L = 8
+
+
+@pytest.fixture(scope="module")
+def model():
+    return models.CausalLM(vocabulary_size=11, num_layers=1, hidden_dim=8, num_heads=2,
+                           intermediate_dim=16, max_sequence_length=L)
+
+
+def _marker(path):
+    with open(os.path.join(path, paths.MARKER)) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("content", ["a user's file", "a training run"])
+def test_foreign_directory_is_refused_untouched(tmp_path, model, content):
+    target = tmp_path / "out"
+    (target / "checkpoints").mkdir(parents=True)
+    (target / "notes.txt").write_text(content)
+    with pytest.raises(TfpackError, match=r"must be a new or empty directory or a tfpack "
+                                          r"SavedModel \(nothing is deleted\). Received: "
+                                          r"path=.*out \(a directory holding checkpoints, "
+                                          r"notes.txt\)"):
+        export_saved_model(model, target, max_length=L)
+    assert sorted(os.listdir(target)) == ["checkpoints", "notes.txt"]
+    assert (target / "notes.txt").read_text() == content
+    assert os.listdir(tmp_path) == ["out"]
+
+
+def test_a_file_is_refused(tmp_path, model):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(TfpackError, match=r"must be a directory or not exist yet"):
+        export_saved_model(model, tmp_path / "f", max_length=L)
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def test_replaces_a_tfpack_saved_model_and_leaves_nothing_else(tmp_path, model):
+    path = export_saved_model(model, tmp_path / "m", max_length=L)
+    with pytest.raises(TfpackError, match=r"must not hold a SavedModel when overwrite=False"):
+        export_saved_model(model, path, max_length=L - 1, overwrite=False)
+    assert _marker(path)["lengths"] == {"L": L}
+    export_saved_model(model, path, max_length=L - 1)
+    assert _marker(path)["lengths"] == {"L": L - 1}
+    assert os.listdir(tmp_path) == ["m"]
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    assert served.structured_input_signature[1]["input_ids"].shape.as_list() == [None, L - 1]
+
+
+def test_replacing_without_atomic_exchange_still_ends_complete(tmp_path, model, monkeypatch):
+    path = export_saved_model(model, tmp_path / "m", max_length=L)
+    monkeypatch.setattr(paths, "_exchange", lambda a, b: False)
+    export_saved_model(model, path, max_length=L - 2)
+    assert _marker(path)["lengths"] == {"L": L - 2} and os.listdir(tmp_path) == ["m"]
+
+
+def test_leftovers_of_an_interrupted_export_are_cleaned_up(tmp_path, model):
+    path = export_saved_model(model, tmp_path / "m", max_length=L)
+    # A crash while writing left a partial directory; one between the two fallback
+    # renames left the previous export aside and none at the path.
+    (tmp_path / ".m.tfpack-export-partial-dead").mkdir()
+    (tmp_path / ".m.tfpack-export-partial-dead" / "saved_model.pb").write_text("")
+    os.rename(path, tmp_path / ".m.tfpack-export-old-1234abcd")
+    assert paths.prepare(path, overwrite=True) == path
+    assert os.listdir(tmp_path) == ["m"] and paths.is_tfpack_saved_model(path)
+
+
+def test_failure_while_saving_keeps_the_previous_export(tmp_path, model, monkeypatch):
+    path = export_saved_model(model, tmp_path / "m", max_length=L)
+    before = sorted(os.listdir(path))
+
+    def broken_save(*args, **kwargs):
+        os.makedirs(args[1])
+        open(os.path.join(args[1], "partial"), "w").close()
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tf.saved_model, "save", broken_save)
+    with pytest.raises(TfpackError, match=r"No space left on device"):
+        export_saved_model(model, path, max_length=L)
+    assert sorted(os.listdir(tmp_path)) == ["m"] and sorted(os.listdir(path)) == before
+
+
+def test_unwritable_path_is_a_clear_error_and_leaves_nothing(tmp_path, model):
+    with pytest.raises(TfpackError, match=r"export path must be in a writable directory. "
+                                          r"Received: path=.*/model"):
+        export_saved_model(model, "/proc/tfpack-export-test/model", max_length=L)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(TfpackError, match=r"writable directory. Received: path="):
+        export_saved_model(model, tmp_path / "file" / "model", max_length=L)
+    assert os.listdir(tmp_path) == ["file"]
+
+
+def test_an_empty_directory_is_used(tmp_path, model):
+    (tmp_path / "m").mkdir()
+    export_saved_model(model, tmp_path / "m", max_length=L)
+    assert paths.is_tfpack_saved_model(str(tmp_path / "m"))
+    shutil.rmtree(tmp_path / "m")

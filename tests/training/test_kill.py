@@ -1,0 +1,51 @@
+"""`kill -9` a training run at random points: what is left resumes to exactly the weights
+and log of an uninterrupted run (checkpoints are complete or absent, temporary files are
+cleaned up, log lines are not repeated)."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from kill_train import train
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "kill_train.py")
+STEPS = 12
+
+
+def _env():
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+            "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path):
+    rng = random.Random(0)
+    kills = 0
+    for _ in range(2):
+        process = subprocess.Popen([sys.executable, SCRIPT, str(tmp_path), str(STEPS)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   env=_env())
+        assert process.stdout.readline().strip() == b"training"  # Bounded by the timeout.
+        time.sleep(rng.uniform(0.0, 1.5))
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            kills += 1
+        process.wait(timeout=60)
+        process.stdout.close()
+    assert kills >= 1
+    finished = subprocess.run([sys.executable, SCRIPT, str(tmp_path), str(STEPS)],
+                              capture_output=True, timeout=300, env=_env())
+    assert finished.returncode == 0, finished.stderr.decode()[-2000:]
+    resumed = np.load(tmp_path / "weights.npz")
+    straight = train(None, STEPS)
+    for i, expected in enumerate(straight):
+        np.testing.assert_allclose(resumed[f"arr_{i}"], expected, atol=1e-6)
+    steps = [json.loads(line)["step"] for line in (tmp_path / "log.jsonl").read_text()
+             .splitlines()]
+    assert steps == list(range(1, STEPS + 1))
+    assert not [n for n in os.listdir(tmp_path / "ckpt") if not n.startswith("ckpt-")]

@@ -1,0 +1,114 @@
+"""Resuming the Trainer: the learning rate passed in applies, a damaged latest checkpoint
+falls back to the newest intact one, dropout's random state is checkpointed (resumed ==
+uninterrupted), a finite dataset ends cleanly, logs do not repeat, leftovers are cleaned."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfpack.errors import TfpackError
+from tfpack.training import Lamb, Trainer
+from tinymodels import TinyPretrainer, dataset
+
+
+@keras.saving.register_keras_serializable(package="tfpack_tests")
+class DropoutPretrainer(TinyPretrainer):
+    """TinyPretrainer with dropout on its hidden states."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dropout = keras.layers.Dropout(0.3, seed=7)
+
+    def call(self, x, training=False):
+        h = self.embed(x["input_ids"]) + self.position(x["position_ids"])
+        h = self.dropout(self.layer_norm(self.dense(h)), training=training)
+        gather = lambda p: keras.ops.take_along_axis(h, keras.ops.expand_dims(p, -1), axis=1)
+        return {"mlm_logits": self.mlm(gather(x["masked_lm_positions"])),
+                "nsp_logits": self.nsp(gather(x["cls_positions"]))}
+
+
+def _trainer(directory=None, model=TinyPretrainer, learning_rate=0.02, **kwargs):
+    keras.utils.set_random_seed(0)
+    return Trainer(model(), Lamb(learning_rate=learning_rate), micro_batch_size=2,
+                   progress=False, jit_compile=False, checkpoint_dir=directory,
+                   log_every=kwargs.pop("log_every", 1), **kwargs)
+
+
+def _weights(trainer):
+    return [w.numpy() for w in trainer.model.weights]
+
+
+def test_dropout_resumed_equals_uninterrupted(tmp_path):
+    data = dataset(40).repeat()
+    straight = _trainer(model=DropoutPretrainer)
+    straight.fit(data, 4)
+    _trainer(str(tmp_path), model=DropoutPretrainer, checkpoint_every=2).fit(data, 2)
+    resumed = _trainer(str(tmp_path), model=DropoutPretrainer, checkpoint_every=2)
+    assert resumed.fit(data, 4).resumed_from == 2
+    for x, y in zip(_weights(resumed), _weights(straight)):
+        np.testing.assert_allclose(x, y, atol=1e-6)
+
+
+def test_resume_applies_the_new_learning_rate(tmp_path):
+    data = dataset(40).repeat()
+    _trainer(str(tmp_path), learning_rate=0.02).fit(data, 2)
+    second = _trainer(str(tmp_path), learning_rate=0.005)
+    assert second.fit(data, 3).resumed_from == 2
+    assert float(second.optimizer.learning_rate.numpy()) == pytest.approx(0.005)
+
+
+@pytest.mark.parametrize("damage", ["metadata", "state"])
+def test_damaged_latest_checkpoint_falls_back_with_a_warning(tmp_path, damage):
+    data = dataset(40).repeat()
+    _trainer(str(tmp_path), checkpoint_every=2).fit(data, 4)
+    latest = tmp_path / "ckpt-4"
+    if damage == "metadata":
+        (latest / "tfpack_checkpoint.json").write_text('{"step": 4, "sig')
+    else:
+        index = next(p for p in latest.iterdir() if p.name.endswith(".index"))
+        index.write_bytes(index.read_bytes()[:20])
+    resumed = _trainer(str(tmp_path), checkpoint_every=2)
+    with pytest.warns(RuntimeWarning, match=r"skipping damaged checkpoint .*ckpt-4"):
+        result = resumed.fit(data, 5)
+    assert result.resumed_from == 2 and result.step == 5
+
+
+def test_every_checkpoint_damaged_is_a_clear_error(tmp_path):
+    _trainer(str(tmp_path)).fit(dataset(40).repeat(), 1)
+    (tmp_path / "ckpt-1" / "tfpack_checkpoint.json").write_text("[")
+    with pytest.warns(RuntimeWarning), pytest.raises(
+            TfpackError, match=r"A checkpoint must be intact to resume from. Received: .*ckpt-1"):
+        _trainer(str(tmp_path)).fit(dataset(40).repeat(), 2)
+
+
+def test_finite_dataset_ends_cleanly_with_consistent_counters(tmp_path):
+    # 9 packs, 2 per update: 4 updates, then the 9th pack alone is not an update.
+    trainer = _trainer(str(tmp_path), log_every=3)
+    result = trainer.fit(dataset(9), 10)
+    assert result.data_exhausted and result.step == 4 == int(trainer.step.numpy())
+    assert [r["step"] for r in result.history] == [3, 4]
+    assert result.checkpoint.endswith("ckpt-4")
+    # The checkpoint holds the weights of exactly 4 updates.
+    again = _trainer()
+    again.fit(dataset(9), 4)
+    for x, y in zip(_weights(again), _weights(trainer)):
+        np.testing.assert_allclose(x, y, atol=1e-6)
+
+
+def test_resume_does_not_repeat_log_lines_and_cleans_leftovers(tmp_path):
+    log = tmp_path / "log.jsonl"
+    data = dataset(40).repeat()
+    _trainer(str(tmp_path / "ckpt"), log_path=str(log), checkpoint_every=2).fit(data, 3)
+    # As after a kill: steps 1-3 logged, checkpoint at 2 and 3 ... drop ckpt-3, add a
+    # half-written log line and what an interrupted save left.
+    os.rename(tmp_path / "ckpt" / "ckpt-3", tmp_path / "ckpt" / ".tmp-ckpt-3-deadbeef")
+    with open(log, "a") as f:
+        f.write('{"step": 4, "lo')
+    _trainer(str(tmp_path / "ckpt"), log_path=str(log), checkpoint_every=2).fit(data, 4)
+    steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
+    assert steps == [1, 2, 3, 4]
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["ckpt-2", "ckpt-4"]

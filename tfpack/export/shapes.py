@@ -1,0 +1,113 @@
+"""The pack shapes (L, K, M) an export serves at: stated or certain, never guessed.
+
+Sources, in order of precedence:
+
+1. explicit arguments ``max_length`` / ``max_sequences_per_pack`` /
+   ``max_predictions_per_pack`` (CLI ``--max-length``, ``--max-per-pack``,
+   ``--max-predictions``);
+2. a dataset's ``element_spec`` (unbatched packed features);
+3. the shapes the model was trained at, recorded by ``fit`` / `Trainer`
+   (`tfpack.training.trained_lengths`).
+
+A model's build shapes are never used: a smoke call at L=8 or
+``from_pretrained`` does not say at which shapes the model works. An
+explicit value that contradicts ``element_spec`` is an error; anything the
+model's features need and no source gives is a `TfpackError` naming what to
+pass.
+
+Example:
+
+>>> import tensorflow as tf
+>>> from tfpack.export.shapes import serving_lengths
+>>> from tfpack.models import CausalLM
+>>> model = CausalLM(vocabulary_size=20, num_layers=1, hidden_dim=8,
+...                  num_heads=2, intermediate_dim=16)
+>>> serving_lengths(model, max_length=32)
+{'L': 32}
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tfpack import features as contract
+from tfpack.errors import TfpackError
+from tfpack.training import trained_lengths
+from tfpack.training.validation import lengths_of
+
+__all__ = ["serving_lengths", "feature_specs", "FEATURE_KINDS"]
+
+# The features a model may read at serving time, their dimension and dtype
+# (the feature contract's inputs).
+FEATURE_KINDS = {f.name: (f.dimension, tf.as_dtype(f.dtype)) for f in contract.FEATURES
+                 if f.role == "input" and f.dimension in contract.DIMENSIONS}
+_ARGUMENT = {"L": ("max_length", "--max-length"),
+             "K": ("max_sequences_per_pack", "--max-per-pack"),
+             "M": ("max_predictions_per_pack", "--max-predictions")}
+
+
+def _input_features(model, element_spec) -> tuple:
+    features = tuple(getattr(model, "input_features", ()) or ())
+    if not features and element_spec:
+        features = tuple(name for name in element_spec if name in FEATURE_KINDS)
+    if "input_ids" not in features:
+        raise TfpackError("The model must read `input_ids` (`model.input_features`). "
+                          f"Received: input_features={features}")
+    return tuple(name for name in features if name in FEATURE_KINDS)
+
+
+def _position_capacity(model) -> int | None:
+    for owner in (model, getattr(model, "encoder", None), getattr(model, "backbone", None)):
+        value = getattr(owner, "max_sequence_length", None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def serving_lengths(model, element_spec: dict | None = None, *, max_length=None,
+                    max_sequences_per_pack=None, max_predictions_per_pack=None) -> dict:
+    """``{"L": ..., "K": ..., "M": ...}`` (those the model's features need).
+
+    Raises:
+        TfpackError: a non-positive value, a value contradicting
+            ``element_spec``, L beyond the model's position table, or a size
+            no source gives (the message names the argument and CLI flag).
+    """
+    explicit = {"L": max_length, "K": max_sequences_per_pack, "M": max_predictions_per_pack}
+    for kind, value in explicit.items():
+        name = _ARGUMENT[kind][0]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise TfpackError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
+    from_spec = lengths_of(element_spec) if element_spec else {}
+    conflicts = [f"{_ARGUMENT[k][0]}={v} but element_spec has {k}={from_spec[k]}"
+                 for k, v in explicit.items() if v is not None and k in from_spec
+                 and from_spec[k] != v]
+    if conflicts:
+        raise TfpackError("Explicit sizes must agree with `element_spec`. Received: "
+                          + "; ".join(conflicts))
+    found = {**(trained_lengths.read(model) or {}), **from_spec,
+             **{k: v for k, v in explicit.items() if v is not None}}
+    needed = sorted({FEATURE_KINDS[f][0] for f in _input_features(model, element_spec)},
+                    key="LKM".index)
+    missing = [k for k in needed if k not in found]
+    if missing:
+        wanted = ", ".join(f"`{_ARGUMENT[k][0]}=` (CLI {_ARGUMENT[k][1]})" for k in missing)
+        raise TfpackError(
+            f"The served pack shapes must be known: pass {wanted} or an `element_spec`, "
+            "or train the model first (fit / Trainer record the shapes they train at). "
+            f"Received: model {model.name!r} with no recorded {'/'.join(missing)}")
+    capacity = _position_capacity(model)
+    if capacity is not None and found["L"] > capacity:
+        raise TfpackError(f"`max_length` must be at most the model's max_sequence_length="
+                          f"{capacity}. Received: max_length={found['L']}")
+    return {k: int(found[k]) for k in needed}
+
+
+def feature_specs(model, lengths: dict, element_spec: dict | None = None) -> dict:
+    """Batched ``TensorSpec``s (``[None, L]`` ...) of the packed features served."""
+    specs = {}
+    for name in _input_features(model, element_spec):
+        kind, dtype = FEATURE_KINDS[name]
+        specs[name] = tf.TensorSpec([None, lengths[kind]], dtype, name=name)
+    return specs
