@@ -186,6 +186,8 @@ def _spread(values, scale=1.0, digits=0):
 
 
 def report(results, command, versions):
+    from tfpack.layers.attention_implementation import choose_implementation
+
     lines = [
         "# Packed attention: dense vs segmented (`benchmarks/attention.py`)",
         "",
@@ -204,6 +206,10 @@ def report(results, command, versions):
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
+        # What the current rule picks (the raw file may predate it).
+        r["auto"] = choose_implementation(
+            "auto", backend=r["backend"], length=r["L"],
+            max_sequences_per_pack=r["K"], segment_length=r["S"])
         lines.append(
             f"| {r['backend']} | {r['model']} | {r['case']} | "
             f"{r['batch']} x {r['layers']} x {r['width']} x {r['heads']} | "

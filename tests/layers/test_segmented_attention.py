@@ -207,6 +207,9 @@ def test_auto_rule():
     assert choose_implementation("auto", length=512, **auto) == "dense"
     assert choose_implementation(
         "auto", length=2048, **dict(auto, segment_length=None)) == "dense"
+    # Work ratio 1.77 (measured 1.4-1.6x faster) is above the 1.5 threshold.
+    assert choose_implementation(
+        "auto", length=2048, **dict(auto, segment_length=512)) == "segmented"
     assert choose_implementation(
         "auto", length=2048, **dict(auto, max_sequences_per_pack=None)) == "dense"
     assert choose_implementation(

@@ -4,10 +4,10 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
-from tfpack.layers import segmented_attention as segments
 from tfpack.layers.attention_implementation import choose_implementation
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
+from tfpack.layers.packed_attention import packed_attention
 from tfpack.layers.rotary_embedding import PackedRotaryEmbedding
 
 
@@ -137,47 +137,6 @@ class PackedSelfAttention(keras.layers.Layer):
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
             segment_length=self.segment_length)
 
-    def _attend(self, query, key, value, training, seed, *, bias=None,
-                lengths=None):
-        """Softmax attention `[b, q, h, d]` under an additive `bias`, or
-        inside the first `lengths[b]` keys of each row (causal if the layer
-        is)."""
-        dropout_active = bool(training) and self.dropout > 0
-        if keras.backend.backend() == "jax" and not dropout_active:
-            import jax
-
-            # Queries come pre-scaled (as in the einsum path): scale=1.
-            if lengths is not None:
-                lengths = ops.cast(ops.reshape(lengths, (-1,)), "int32")
-                return jax.nn.dot_product_attention(
-                    query, key, value, scale=1.0, is_causal=self.causal,
-                    query_seq_lengths=lengths, key_value_seq_lengths=lengths)
-            return jax.nn.dot_product_attention(
-                query, key, value, bias=ops.cast(bias, query.dtype),
-                scale=1.0)
-        scores = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
-        if lengths is not None:
-            mask = segments.row_mask(lengths, ops.shape(query)[1], self.causal)
-            scores = ops.where(mask, scores, -1e9)
-        else:
-            scores = scores + ops.cast(bias, "float32")
-        probabilities = ops.cast(ops.softmax(scores, axis=-1),
-                                 self.compute_dtype)
-        if dropout_active:
-            probabilities = keras.random.dropout(probabilities, self.dropout,
-                                                 seed=seed)
-        return ops.einsum("bhqk,bkhd->bqhd", probabilities, value)
-
-    def _segmented(self, query, key, value, layout, tiers, training, seed):
-        context = 0
-        for tier, (_, _, row_length) in zip(layout["tiers"], tiers):
-            rows = [segments.to_rows(x, tier, row_length)
-                    for x in (query, key, value)]
-            attended = self._attend(*rows, training, seed,
-                                    lengths=tier["lengths"])
-            context = context + segments.from_rows(attended, tier, row_length)
-        return context
-
     def call(self, inputs, attention_mask=None, position_ids=None,
              sequence_ids=None, training=None):
         query = self._heads(self.query_dense(inputs))
@@ -190,39 +149,16 @@ class PackedSelfAttention(keras.layers.Layer):
         if attention_mask is None and sequence_ids is None:
             raise TfpackError("PackedSelfAttention needs `attention_mask` or "
                               "`sequence_ids`. Received: neither")
-        # A seed drawn here, outside `ops.cond`: the JAX backend cannot
-        # update the generator's state inside a branch.
-        seed = (self.dropout_layer.seed_generator.next()
-                if training and self.dropout > 0
-                and keras.backend.backend() == "jax"
-                else getattr(self.dropout_layer, "seed_generator", None))
-
-        def dense():
-            mask = (attention_mask if attention_mask is not None
-                    else self.mask_layer(sequence_ids))
-            return self._attend(query, key, value, training, seed, bias=mask)
-
-        length = inputs.shape[1]
-        if self.implementation_for(length) == "dense":
-            context = dense()
-        else:
-            if sequence_ids is None:
-                raise TfpackError(
-                    "`attention_implementation='segmented'` needs "
-                    "`sequence_ids`. Received: sequence_ids=None")
-            if length is None:
-                raise TfpackError(
-                    "`attention_implementation='segmented'` needs a static "
-                    "row length. Received: length=None")
-            tiers = segments.segment_tiers(
-                length, self.max_sequences_per_pack, self.segment_length)
-            layout = segments.segment_layout(sequence_ids, tiers,
-                                             self.max_sequences_per_pack)
-            context = ops.cond(
-                layout["fits"],
-                lambda: self._segmented(query, key, value, layout, tiers,
-                                        training, seed),
-                dense)
+        context = packed_attention(
+            query, key, value,
+            implementation=self.implementation_for(inputs.shape[1]),
+            dense_bias=lambda: (attention_mask if attention_mask is not None
+                                else self.mask_layer(sequence_ids)),
+            sequence_ids=sequence_ids, causal=self.causal,
+            max_sequences_per_pack=self.max_sequences_per_pack,
+            segment_length=self.segment_length, dropout=self.dropout,
+            training=training,
+            seed_generator=getattr(self.dropout_layer, "seed_generator", None))
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         context = ops.reshape(context, (batch, length, self.hidden_dim))
         return self.output_dense(context)

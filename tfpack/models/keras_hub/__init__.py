@@ -46,7 +46,8 @@ def supported_backbones():
                   for name in adapter.backbone_names)
 
 
-def from_keras_hub(backbone):
+def from_keras_hub(backbone, *, attention_implementation="auto",
+                   max_sequences_per_pack=None, segment_length=None):
     """The tfpack backbone of a keras-hub backbone: packed features in.
 
     Example:
@@ -65,6 +66,10 @@ def from_keras_hub(backbone):
     Args:
         backbone: a keras-hub backbone of a supported class (see the module
             docstring; subclasses are not accepted, their layers may differ).
+        attention_implementation: `"auto"`, `"dense"` or `"segmented"`
+            (encoders; decoders run dense); see docs/model.md.
+        max_sequences_per_pack: `K` of the packs, for segmented attention.
+        segment_length: longest sequence of the packs, if below `L`.
 
     Returns:
         A `KerasHubBackbone` sharing `backbone`'s layers and variables.
@@ -74,7 +79,10 @@ def from_keras_hub(backbone):
     """
     for adapter in ADAPTERS:
         if adapter.accepts(backbone):
-            return adapter(backbone)
+            return adapter(
+                backbone, attention_implementation=attention_implementation,
+                max_sequences_per_pack=max_sequences_per_pack,
+                segment_length=segment_length)
     raise TfpackError(
         "`from_keras_hub` supports the keras-hub backbones "
         f"{', '.join(supported_backbones())}. "

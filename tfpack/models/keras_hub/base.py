@@ -9,6 +9,7 @@ the packed features of DESIGN.md instead of keras-hub's padding mask.
 import keras
 
 from tfpack.errors import TfpackError
+from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.models.backbone import Backbone
 
@@ -45,6 +46,12 @@ class KerasHubBackbone(Backbone):
 
     Args:
         backbone: a keras-hub backbone of one of `backbone_names`.
+        attention_implementation: `"auto"`, `"dense"` or `"segmented"`
+            (docs/model.md, "Attention implementations"); segmented
+            attention is implemented for the encoder adapters, decoders run
+            dense (`"auto"`) or refuse `"segmented"`.
+        max_sequences_per_pack: `K` of the packs (for segmented attention).
+        segment_length: longest sequence of the packs, if below `L`.
         **kwargs: passed on to `tfpack.models.Backbone` (the dtype policy
             defaults to the backbone's).
 
@@ -59,17 +66,31 @@ class KerasHubBackbone(Backbone):
     """
 
     backbone_names = ()
+    # Whether the adapter implements segmented attention (encoders do).
+    supports_segmented_attention = False
 
-    def __init__(self, backbone, **kwargs):
+    def __init__(self, backbone, attention_implementation="auto",
+                 max_sequences_per_pack=None, segment_length=None, **kwargs):
         if not self.accepts(backbone):
             raise TfpackError(
                 f"`{type(self).__name__}` wraps "
                 f"{', '.join(self.backbone_names)}. "
                 f"Received: backbone of type {type(backbone).__name__}")
+        validate_implementation(attention_implementation,
+                                max_sequences_per_pack, segment_length)
+        if (attention_implementation == "segmented"
+                and not self.supports_segmented_attention):
+            raise TfpackError(
+                f"`{type(self).__name__}` runs dense attention only (segmented "
+                "attention is implemented for the encoder adapters). "
+                "Received: attention_implementation='segmented'")
         kwargs.setdefault("dtype", backbone.dtype_policy)
         kwargs.setdefault("name", f"packed_{backbone.name}")
         super().__init__(**kwargs)
         self.backbone = backbone
+        self.attention_implementation = attention_implementation
+        self.max_sequences_per_pack = max_sequences_per_pack
+        self.segment_length = segment_length
         self.causal = self.is_causal(backbone)
         self.attention_mask = PackedAttentionMask(
             causal=self.causal, mask_type="boolean", dtype=self.dtype_policy,
@@ -119,6 +140,11 @@ class KerasHubBackbone(Backbone):
     def get_config(self):
         config = super().get_config()
         config["backbone"] = keras.saving.serialize_keras_object(self.backbone)
+        config.update({
+            "attention_implementation": self.attention_implementation,
+            "max_sequences_per_pack": self.max_sequences_per_pack,
+            "segment_length": self.segment_length,
+        })
         return config
 
     @classmethod

@@ -10,6 +10,9 @@ every sequence, and self-attention gets the block-diagonal mask of
 import keras
 from keras import ops
 
+from tfpack.layers.attention_implementation import choose_implementation
+from tfpack.layers.attention_mask import large_negative_number
+from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import backbone_classes
 
@@ -19,22 +22,35 @@ _SEGMENTED = ("BertBackbone", "ElectraBackbone")
 _UNSEGMENTED = ("RobertaBackbone", "DistilBertBackbone")
 
 
-def attend(layer, x, mask, training):
+def attend(layer, x, mask, training, segmented=None):
     """Self-attention of one keras-hub `TransformerEncoder` under `mask`.
 
     The one place the encoder adapters call attention: `mask` is the
-    boolean `[B, L, L]` packed mask (True = may attend).
+    boolean `[B, L, L]` packed mask (True = may attend), or None with
+    `segmented`, a dict of `packed_attention` options (`sequence_ids`,
+    `max_sequences_per_pack`, `segment_length`, `dense_bias`): then the
+    layer's own projections feed tfpack's segmented attention.
     """
-    return layer._self_attention_layer(query=x, value=x, attention_mask=mask,
-                                       training=training)
+    mha = layer._self_attention_layer
+    if segmented is None:
+        return mha(query=x, value=x, attention_mask=mask, training=training)
+    query = mha._query_dense(x)
+    query = query * ops.cast(mha._inverse_sqrt_key_dim, query.dtype)
+    context = packed_attention(
+        query, mha._key_dense(x), mha._value_dense(x),
+        implementation="segmented", dropout=mha._dropout, training=training,
+        seed_generator=getattr(mha._dropout_layer, "seed_generator", None),
+        **segmented)
+    return mha._output_dense(context)
 
 
-def encoder_block(layer, x, mask, training):
-    """keras-hub's `TransformerEncoder.call`, with `mask` as the whole mask."""
+def encoder_block(layer, x, mask, training, segmented=None):
+    """keras-hub's `TransformerEncoder.call`, with `mask` as the whole mask
+    (or segmented attention, see `attend`)."""
     residual = x
     if layer.normalize_first:
         x = layer._self_attention_layer_norm(x)
-    x = attend(layer, x, mask, training)
+    x = attend(layer, x, mask, training, segmented)
     x = layer._self_attention_dropout(x, training=training)
     x = x + residual
     if not layer.normalize_first:
@@ -86,6 +102,7 @@ class KerasHubEncoder(KerasHubBackbone):
     """
 
     backbone_names = _SEGMENTED + _UNSEGMENTED
+    supports_segmented_attention = True
     initializer_range = 0.02  # Head hint: keras-hub's BERT-family init.
 
     def __init__(self, backbone, **kwargs):
@@ -124,7 +141,23 @@ class KerasHubEncoder(KerasHubBackbone):
         x = self.backbone.embeddings_dropout(x, training=training)
         if getattr(self.backbone, "embeddings_projection", None) is not None:
             x = self.backbone.embeddings_projection(x)  # ELECTRA small
-        mask = self.attention_mask(sequence_ids)
+        implementation = choose_implementation(
+            self.attention_implementation, backend=keras.backend.backend(),
+            length=x.shape[1],
+            max_sequences_per_pack=self.max_sequences_per_pack,
+            segment_length=self.segment_length)
+        mask, segmented = None, None
+        if implementation == "dense":
+            mask = self.attention_mask(sequence_ids)
+        else:
+            def dense_bias():  # only in a batch the rows cannot hold
+                allowed = ops.expand_dims(self.attention_mask(sequence_ids), 1)
+                return ops.where(allowed, 0.0, large_negative_number(
+                    self.compute_dtype))
+            segmented = dict(
+                sequence_ids=sequence_ids, dense_bias=dense_bias,
+                max_sequences_per_pack=self.max_sequences_per_pack,
+                segment_length=self.segment_length)
         for layer in self.backbone.transformer_layers:
-            x = encoder_block(layer, x, mask, training)
+            x = encoder_block(layer, x, mask, training, segmented)
         return {"sequence_output": x}

@@ -1,0 +1,122 @@
+"""The attention computation of a pack, dense or segmented, as one function.
+
+`PackedSelfAttention` and the keras-hub encoder adapters project queries,
+keys and values with their own layers and hand them here, so the choice
+between dense and segmented attention (and the JAX fused kernel) lives in
+one place.
+"""
+
+import keras
+from keras import ops
+
+from tfpack.errors import TfpackError
+from tfpack.layers import segmented_attention as segments
+
+
+def softmax_attention(query, key, value, *, causal=False, bias=None,
+                      lengths=None, dropout=0.0, training=None, seed=None):
+    """Softmax attention of `[b, q, h, d]` pre-scaled queries.
+
+    Either under an additive `bias` (`[b, 1, q, k]`) or inside the first
+    `lengths[b]` keys of each row (causal if asked). The softmax runs in
+    float32. On JAX without active dropout: `jax.nn.dot_product_attention`
+    (cuDNN on GPUs where it applies).
+    """
+    dropout_active = bool(training) and dropout > 0
+    if keras.backend.backend() == "jax" and not dropout_active:
+        import jax
+
+        # Queries come pre-scaled (as in the einsum path): scale=1.
+        if lengths is not None:
+            lengths = ops.cast(ops.reshape(lengths, (-1,)), "int32")
+            return jax.nn.dot_product_attention(
+                query, key, value, scale=1.0, is_causal=causal,
+                query_seq_lengths=lengths, key_value_seq_lengths=lengths)
+        return jax.nn.dot_product_attention(
+            query, key, value, bias=ops.cast(bias, query.dtype), scale=1.0)
+    scores = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
+    if lengths is not None:
+        mask = segments.row_mask(lengths, query.shape[1], causal)
+        scores = ops.where(mask, scores, -1e9)
+    else:
+        scores = scores + ops.cast(bias, "float32")
+    probabilities = ops.cast(ops.softmax(scores, axis=-1), query.dtype)
+    if dropout_active:
+        probabilities = keras.random.dropout(probabilities, dropout, seed=seed)
+    return ops.einsum("bhqk,bkhd->bqhd", probabilities, value)
+
+
+def packed_attention(query, key, value, *, implementation, dense_bias,
+                     sequence_ids=None, causal=False,
+                     max_sequences_per_pack=None, segment_length=None,
+                     dropout=0.0, training=None, seed_generator=None):
+    """Context `[b, L, h, d]` of pre-scaled `query`, `key`, `value`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfpack.layers import PackedAttentionMask
+    >>> q = np.random.default_rng(0).normal(size=(1, 4, 2, 3)).astype("float32")
+    >>> ids = np.array([[1, 1, 2, 0]])
+    >>> mask = lambda: PackedAttentionMask(mask_type="additive")(ids)
+    >>> dense = packed_attention(q, q, q, implementation="dense",
+    ...                          dense_bias=mask)
+    >>> segmented = packed_attention(q, q, q, implementation="segmented",
+    ...                              dense_bias=mask, sequence_ids=ids,
+    ...                              max_sequences_per_pack=2)
+    >>> bool(np.allclose(np.asarray(dense)[0, :3], np.asarray(segmented)[0, :3],
+    ...                  atol=1e-6))
+    True
+
+    Args:
+        query, key, value: `[batch, length, heads, head_dim]`, queries
+            already multiplied by the attention scale.
+        implementation: `"dense"` or `"segmented"` (resolved, not `"auto"`).
+        dense_bias: callable returning the additive `[batch, 1, L, L]` mask;
+            called only where dense attention runs (inside the fallback
+            branch for segmented attention).
+        sequence_ids: int `[batch, length]`; required by `"segmented"`.
+        causal: decoder attention (segmented rows).
+        max_sequences_per_pack: `K` of the segmented rows.
+        segment_length: `S` of the segmented rows; None = `L`.
+        dropout: rate on the attention probabilities.
+        training: whether dropout is active.
+        seed_generator: the `keras.random.SeedGenerator` of the dropout.
+    """
+    # On JAX a seed is drawn here, outside `ops.cond`: the generator's state
+    # cannot be updated inside a branch there.
+    seed = seed_generator
+    if (training and dropout > 0 and keras.backend.backend() == "jax"
+            and seed_generator is not None):
+        seed = seed_generator.next()
+    options = dict(dropout=dropout, training=training, seed=seed)
+
+    def dense():
+        return softmax_attention(query, key, value, bias=dense_bias(),
+                                 **options)
+
+    if implementation == "dense":
+        return dense()
+    length = query.shape[1]
+    if sequence_ids is None:
+        raise TfpackError("`attention_implementation='segmented'` needs "
+                          "`sequence_ids`. Received: sequence_ids=None")
+    if length is None:
+        raise TfpackError("`attention_implementation='segmented'` needs a "
+                          "static row length. Received: length=None")
+    tiers = segments.segment_tiers(length, max_sequences_per_pack,
+                                   segment_length)
+    layout = segments.segment_layout(sequence_ids, tiers,
+                                     max_sequences_per_pack)
+
+    def segmented():
+        context = 0
+        for tier, (_, _, row_length) in zip(layout["tiers"], tiers):
+            rows = [segments.to_rows(x, tier, row_length)
+                    for x in (query, key, value)]
+            attended = softmax_attention(*rows, causal=causal,
+                                         lengths=tier["lengths"], **options)
+            context = context + segments.from_rows(attended, tier, row_length)
+        return context
+
+    return ops.cond(layout["fits"], segmented, dense)
