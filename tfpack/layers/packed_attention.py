@@ -13,17 +13,38 @@ from tfpack.errors import TfpackError
 from tfpack.layers import segmented_attention as segments
 
 
+def band_mask(length, window):
+    """Boolean `[length, length]`: query `i` may see key `j` when
+    `i - before <= j <= i + after`, for `window = (before, after)`.
+
+    A sliding window of `W` tokens in a decoder is `(W - 1, 0)`.
+
+    >>> import numpy as np
+    >>> np.asarray(band_mask(4, (1, 0))).astype(int).tolist()
+    [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]]
+    """
+    before, after = window
+    index = ops.arange(length, dtype="int32")
+    offset = ops.expand_dims(index, 0) - ops.expand_dims(index, 1)  # j - i
+    return ops.logical_and(offset >= -before, offset <= after)
+
+
 def softmax_attention(query, key, value, *, causal=False, bias=None,
-                      lengths=None, dropout=0.0, training=None, seed=None):
+                      lengths=None, dropout=0.0, training=None, seed=None,
+                      logit_soft_cap=None, window=None):
     """Softmax attention of `[b, q, h, d]` pre-scaled queries.
 
     Either under an additive `bias` (`[b, 1, q, k]`) or inside the first
-    `lengths[b]` keys of each row (causal if asked). The softmax runs in
-    float32. On JAX without active dropout: `jax.nn.dot_product_attention`
-    (cuDNN on GPUs where it applies).
+    `lengths[b]` keys of each row (causal if asked, inside the band
+    `window` of `band_mask` if given). Logits are soft-capped, as Gemma's
+    (`cap * tanh(logits / cap)`), before the mask when `logit_soft_cap` is
+    set. The softmax runs in float32. On JAX without active dropout, soft
+    cap or window: `jax.nn.dot_product_attention` (cuDNN on GPUs where it
+    applies).
     """
     dropout_active = bool(training) and dropout > 0
-    if keras.backend.backend() == "jax" and not dropout_active:
+    plain = logit_soft_cap is None and window is None
+    if keras.backend.backend() == "jax" and not dropout_active and plain:
         import jax
 
         # Queries come pre-scaled (as in the einsum path): scale=1.
@@ -35,8 +56,12 @@ def softmax_attention(query, key, value, *, causal=False, bias=None,
         return jax.nn.dot_product_attention(
             query, key, value, bias=ops.cast(bias, query.dtype), scale=1.0)
     scores = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
+    if logit_soft_cap is not None:
+        scores = ops.tanh(scores / logit_soft_cap) * logit_soft_cap
     if lengths is not None:
         mask = segments.row_mask(lengths, query.shape[1], causal)
+        if window is not None:
+            mask = ops.logical_and(mask, band_mask(query.shape[1], window))
         scores = ops.where(mask, scores, -1e9)
     else:
         scores = scores + ops.cast(bias, "float32")
@@ -49,7 +74,8 @@ def softmax_attention(query, key, value, *, causal=False, bias=None,
 def packed_attention(query, key, value, *, implementation, dense_bias,
                      sequence_ids=None, causal=False,
                      max_sequences_per_pack=None, segment_length=None,
-                     dropout=0.0, training=None, seed_generator=None):
+                     dropout=0.0, training=None, seed_generator=None,
+                     logit_soft_cap=None, window=None):
     """Context `[b, L, h, d]` of pre-scaled `query`, `key`, `value`.
 
     Example:
@@ -77,6 +103,10 @@ def packed_attention(query, key, value, *, implementation, dense_bias,
             branch for segmented attention).
         sequence_ids: int `[batch, length]`; required by `"segmented"`.
         causal: decoder attention (segmented rows).
+        window: `(before, after)` band of `band_mask` inside each sequence
+            (sliding-window layers), applied in the segmented rows; the
+            dense path takes it from `dense_bias`.
+        logit_soft_cap: Gemma's attention-logit soft cap, or None.
         max_sequences_per_pack: `K` of the segmented rows.
         segment_length: `S` of the segmented rows; None = `L`.
         dropout: rate on the attention probabilities.
@@ -89,7 +119,8 @@ def packed_attention(query, key, value, *, implementation, dense_bias,
     if (training and dropout > 0 and keras.backend.backend() == "jax"
             and seed_generator is not None):
         seed = seed_generator.next()
-    options = dict(dropout=dropout, training=training, seed=seed)
+    options = dict(dropout=dropout, training=training, seed=seed,
+                   logit_soft_cap=logit_soft_cap)
 
     def dense():
         return softmax_attention(query, key, value, bias=dense_bias(),
@@ -114,7 +145,7 @@ def packed_attention(query, key, value, *, implementation, dense_bias,
         for tier, (_, _, row_length) in zip(layout["tiers"], tiers):
             rows = [segments.to_rows(x, tier, row_length)
                     for x in (query, key, value)]
-            attended = softmax_attention(*rows, causal=causal,
+            attended = softmax_attention(*rows, causal=causal, window=window,
                                          lengths=tier["lengths"], **options)
             context = context + segments.from_rows(attended, tier, row_length)
         return context

@@ -48,7 +48,7 @@ def test_segmented_encoder_adapter_equals_keras_hub_and_dense(family):
     assert assert_no_cross_contamination(segmented, packed).sequences_checked
 
 
-def test_adapter_config_keeps_the_implementation_and_decoders_refuse():
+def test_adapter_config_keeps_the_implementation_and_checks_it():
     adapter = from_keras_hub(make_backbone("bert"),
                              attention_implementation="segmented",
                              max_sequences_per_pack=4, segment_length=8)
@@ -59,12 +59,11 @@ def test_adapter_config_keeps_the_implementation_and_decoders_refuse():
     assert clone.attention_implementation == "segmented"
     assert from_keras_hub(make_backbone("llama")).attention_implementation \
         == "auto"
-    with pytest.raises(TfpackError, match=r"runs dense attention only.*"
-                                          r"Received: attention_implementation"
-                                          r"='segmented'"):
+    with pytest.raises(TfpackError, match=r"needs `max_sequences_per_pack`.*"
+                                          r"Received: max_sequences_per_pack"
+                                          r"=None"):
         from_keras_hub(make_backbone("llama"),
-                       attention_implementation="segmented",
-                       max_sequences_per_pack=4)
+                       attention_implementation="segmented")
     with pytest.raises(TfpackError, match=r"Received: attention_implementation"
                                           r"='fused'"):
         from_keras_hub(make_backbone("bert"), attention_implementation="fused")

@@ -66,8 +66,10 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     Args:
         backbone: a keras-hub backbone of a supported class (see the module
             docstring; subclasses are not accepted, their layers may differ).
-        attention_implementation: `"auto"`, `"dense"` or `"segmented"`
-            (encoders; decoders run dense); see docs/model.md.
+        attention_implementation: `"auto"`, `"dense"` or `"segmented"`,
+            for encoders and decoders alike (decoders stay causal and keep
+            their sliding windows, soft caps and query scaling); see
+            docs/model.md, "Attention implementations".
         max_sequences_per_pack: `K` of the packs, for segmented attention.
         segment_length: longest sequence of the packs, if below `L`.
 

@@ -7,10 +7,14 @@ the packed features of DESIGN.md instead of keras-hub's padding mask.
 """
 
 import keras
+from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.layers.attention_implementation import choose_implementation
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
+from tfpack.layers.attention_mask import large_negative_number
+from tfpack.layers.packed_attention import band_mask
 from tfpack.models.backbone import Backbone
 
 
@@ -47,9 +51,9 @@ class KerasHubBackbone(Backbone):
     Args:
         backbone: a keras-hub backbone of one of `backbone_names`.
         attention_implementation: `"auto"`, `"dense"` or `"segmented"`
-            (docs/model.md, "Attention implementations"); segmented
-            attention is implemented for the encoder adapters, decoders run
-            dense (`"auto"`) or refuse `"segmented"`.
+            (docs/model.md, "Attention implementations"), for every
+            adapter: segmented decoders stay causal inside each sequence
+            and keep their sliding windows, soft caps and query scaling.
         max_sequences_per_pack: `K` of the packs (for segmented attention).
         segment_length: longest sequence of the packs, if below `L`.
         **kwargs: passed on to `tfpack.models.Backbone` (the dtype policy
@@ -66,8 +70,6 @@ class KerasHubBackbone(Backbone):
     """
 
     backbone_names = ()
-    # Whether the adapter implements segmented attention (encoders do).
-    supports_segmented_attention = False
 
     def __init__(self, backbone, attention_implementation="auto",
                  max_sequences_per_pack=None, segment_length=None, **kwargs):
@@ -78,12 +80,6 @@ class KerasHubBackbone(Backbone):
                 f"Received: backbone of type {type(backbone).__name__}")
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
-        if (attention_implementation == "segmented"
-                and not self.supports_segmented_attention):
-            raise TfpackError(
-                f"`{type(self).__name__}` runs dense attention only (segmented "
-                "attention is implemented for the encoder adapters). "
-                "Received: attention_implementation='segmented'")
         kwargs.setdefault("dtype", backbone.dtype_policy)
         kwargs.setdefault("name", f"packed_{backbone.name}")
         super().__init__(**kwargs)
@@ -125,6 +121,34 @@ class KerasHubBackbone(Backbone):
     def max_sequence_length(self):
         """Rows of a learned position table, or None (rotary: no limit)."""
         return getattr(self.backbone, "max_sequence_length", None)
+
+    def implementation(self, length):
+        """`"dense"` or `"segmented"` at row length `length` (the `"auto"`
+        rule of `tfpack.layers.attention_implementation`)."""
+        return choose_implementation(
+            self.attention_implementation, backend=keras.backend.backend(),
+            length=length, max_sequences_per_pack=self.max_sequences_per_pack,
+            segment_length=self.segment_length)
+
+    def segmented_options(self, sequence_ids, window=None):
+        """`packed_attention` options of one layer's segmented attention.
+
+        `window` is the layer's `(before, after)` band (`band_mask`), or
+        None. The dense fallback (a batch the rows cannot hold) gets the
+        same mask as dense attention: packed, causal for decoders, banded.
+        """
+        def dense_bias():
+            allowed = self.attention_mask(sequence_ids)
+            if window is not None:
+                band = band_mask(ops.shape(allowed)[-1], window)
+                allowed = ops.logical_and(allowed, band[None])
+            return ops.where(ops.expand_dims(allowed, 1), 0.0,
+                             large_negative_number(self.compute_dtype))
+
+        return dict(sequence_ids=sequence_ids, dense_bias=dense_bias,
+                    causal=self.causal, window=window,
+                    max_sequences_per_pack=self.max_sequences_per_pack,
+                    segment_length=self.segment_length)
 
     def _features(self, inputs):
         """`(input_ids, sequence_ids, position_ids)` as int32, checked once."""

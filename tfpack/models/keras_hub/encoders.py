@@ -10,8 +10,6 @@ every sequence, and self-attention gets the block-diagonal mask of
 import keras
 from keras import ops
 
-from tfpack.layers.attention_implementation import choose_implementation
-from tfpack.layers.attention_mask import large_negative_number
 from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import backbone_classes
@@ -102,7 +100,6 @@ class KerasHubEncoder(KerasHubBackbone):
     """
 
     backbone_names = _SEGMENTED + _UNSEGMENTED
-    supports_segmented_attention = True
     initializer_range = 0.02  # Head hint: keras-hub's BERT-family init.
 
     def __init__(self, backbone, **kwargs):
@@ -141,23 +138,11 @@ class KerasHubEncoder(KerasHubBackbone):
         x = self.backbone.embeddings_dropout(x, training=training)
         if getattr(self.backbone, "embeddings_projection", None) is not None:
             x = self.backbone.embeddings_projection(x)  # ELECTRA small
-        implementation = choose_implementation(
-            self.attention_implementation, backend=keras.backend.backend(),
-            length=x.shape[1],
-            max_sequences_per_pack=self.max_sequences_per_pack,
-            segment_length=self.segment_length)
         mask, segmented = None, None
-        if implementation == "dense":
+        if self.implementation(x.shape[1]) == "dense":
             mask = self.attention_mask(sequence_ids)
         else:
-            def dense_bias():  # only in a batch the rows cannot hold
-                allowed = ops.expand_dims(self.attention_mask(sequence_ids), 1)
-                return ops.where(allowed, 0.0, large_negative_number(
-                    self.compute_dtype))
-            segmented = dict(
-                sequence_ids=sequence_ids, dense_bias=dense_bias,
-                max_sequences_per_pack=self.max_sequences_per_pack,
-                segment_length=self.segment_length)
+            segmented = self.segmented_options(sequence_ids)
         for layer in self.backbone.transformer_layers:
             x = encoder_block(layer, x, mask, training, segmented)
         return {"sequence_output": x}

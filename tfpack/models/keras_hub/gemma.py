@@ -10,26 +10,65 @@ attention still applies its own sliding window (a band of row offsets,
 which inside one sequence are position offsets) and soft cap. Gemma 3
 embedding models (`use_bidirectional_attention`) get the block-diagonal
 mask without the causal part.
+
+With `attention_implementation="segmented"` the layer's own projections,
+norms and rotary embeddings feed tfpack's `packed_attention`: each sequence
+in its own row, with the layer's query scale, logit soft cap and sliding
+window (a band of row offsets) exactly as keras-hub applies them.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubBackbone
 
 
-def attend(attention, query, key, value, mask, training):
+def query_scale(attention):
+    """keras-hub's Gemma query normalization of `attention`."""
+    if attention.query_head_dim_normalize:
+        return 1 / np.sqrt(attention.head_dim)
+    return 1 / np.sqrt(attention.hidden_dim // attention.num_query_heads)
+
+
+def sliding_window(attention, causal):
+    """The `(before, after)` band of a Gemma layer's sliding window, or
+    None: `i - W < j <= i` causal; Gemma 3 embedding models see
+    `W - W // 2 - 1` keys before and `W // 2` after."""
+    if not attention.use_sliding_window_attention:
+        return None
+    size = attention.sliding_window_size
+    return (size - 1, 0) if causal else (size - size // 2 - 1, size // 2)
+
+
+def attend(attention, query, key, value, mask, training, segmented=None):
     """keras-hub's attention of one Gemma layer on rotated q, k, v.
 
     The one place the Gemma adapters call attention: query scaling, soft
     cap and sliding window are the layer's. Rows that attend to nothing
-    (padding) give zeros, as in keras-hub.
+    (padding) give zeros, as in keras-hub. With `segmented` (the
+    `packed_attention` options of `KerasHubBackbone.segmented_options`,
+    the layer's window included) `mask` is None and tfpack's segmented
+    attention runs; padding tokens' outputs are then unspecified.
     """
-    x = attention._compute_attention(query, key, value, mask,
-                                     training=training)
-    nothing = ops.logical_not(ops.any(mask, axis=-1))[..., None, None]
-    return ops.where(nothing, ops.zeros_like(x), x)
+    if segmented is None:
+        x = attention._compute_attention(query, key, value, mask,
+                                         training=training)
+        nothing = ops.logical_not(ops.any(mask, axis=-1))[..., None, None]
+        return ops.where(nothing, ops.zeros_like(x), x)
+    groups = attention.num_query_heads // attention.num_key_value_heads
+    key = ops.repeat(key, repeats=groups, axis=2)  # query head h: kv h // g
+    value = ops.repeat(value, repeats=groups, axis=2)
+    query = query * ops.cast(query_scale(attention), query.dtype)
+    return packed_attention(
+        query, key, value, implementation="segmented",
+        logit_soft_cap=attention.logit_soft_cap, dropout=attention.dropout,
+        training=training,
+        seed_generator=getattr(attention.dropout_layer, "seed_generator",
+                               None),
+        **segmented)
 
 
 def rotate(attention, x, position_ids):
@@ -40,7 +79,8 @@ def rotate(attention, x, position_ids):
     return attention.rope_layer(x, positions=position_ids)
 
 
-def self_attention(attention, x, position_ids, mask, training):
+def self_attention(attention, x, position_ids, mask, training,
+                   segmented=None):
     """keras-hub's Gemma / Gemma 3 attention with per-token positions."""
     query = attention.query_dense(x)
     key = attention.key_dense(x)
@@ -50,7 +90,7 @@ def self_attention(attention, x, position_ids, mask, training):
     query = rotate(attention, query, position_ids)
     key = rotate(attention, key, position_ids)
     value = attention.value_dense(x)
-    x = attend(attention, query, key, value, mask, training)
+    x = attend(attention, query, key, value, mask, training, segmented)
     return attention.output_dense(x)
 
 
@@ -62,12 +102,12 @@ def _add(a, b):
     return ops.cast(ops.clip(total, -65504, 65504), "float16")
 
 
-def decoder_block(layer, x, position_ids, mask, training):
+def decoder_block(layer, x, position_ids, mask, training, segmented=None):
     """keras-hub's `GemmaDecoderBlock.call` (and Gemma 3's, text only)."""
     if keras.backend.standardize_dtype(x.dtype) == "float16":
         x = ops.clip(x, -65504, 65504)
     attention = self_attention(layer.attention, layer.pre_attention_norm(x),
-                               position_ids, mask, training)
+                               position_ids, mask, training, segmented)
     if layer.use_post_attention_norm:
         attention = layer.post_attention_norm(attention)
     if layer.dropout:
@@ -107,7 +147,10 @@ class KerasHubGemma(KerasHubBackbone):
     Args:
         backbone: a keras-hub `GemmaBackbone`, or a `Gemma3Backbone` without
             a vision encoder.
-        **kwargs: passed on to `KerasHubBackbone`.
+        **kwargs: passed on to `KerasHubBackbone`, including
+            `attention_implementation` (`"segmented"` keeps the soft caps,
+            query scaling and local layers' sliding windows inside each
+            sequence), `max_sequences_per_pack` and `segment_length`.
 
     Call arguments:
         inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
@@ -136,9 +179,14 @@ class KerasHubGemma(KerasHubBackbone):
         input_ids, sequence_ids, position_ids = self._features(inputs)
         x = self.backbone.token_embedding(input_ids)
         x = x * ops.cast(ops.sqrt(self.backbone.hidden_dim), x.dtype)
-        mask = self.attention_mask(sequence_ids)
+        segmented = self.implementation(x.shape[1]) == "segmented"
+        mask = None if segmented else self.attention_mask(sequence_ids)
         for layer in self.backbone.transformer_layers:
-            x = decoder_block(layer, x, position_ids, mask, training)
+            options = None
+            if segmented:
+                options = self.segmented_options(
+                    sequence_ids, sliding_window(layer.attention, self.causal))
+            x = decoder_block(layer, x, position_ids, mask, training, options)
         return {"sequence_output": self.backbone.layer_norm(x)}
 
     def logits(self, sequence_output):
