@@ -171,3 +171,46 @@ def test_streaming_pack_with_too_many_predictions_names_its_examples():
     with pytest.raises(TfpackError, match=r"^Every pack must hold at most "
                                           r"max_predictions_per_pack=3 .* \(examples \[[01], [01]\]\)"):
         list(dataset_from_examples(examples).apply(packer))
+
+
+
+def test_pass_one_and_the_shard_builder_trace_once_not_per_file_or_shard(tmp_path, monkeypatch):
+    """Tracing costs about 0.5 s a graph: per input file or per shard it would dominate.
+
+    Each Python call of a wrapped function below is one trace.
+    """
+    import numpy as np
+
+    from tfpack.data import records, shards, validation
+
+    traces = {"check": 0, "parse": 0, "assemble": 0}
+
+    def counted(name, function):
+        def traced(*args, **kwargs):
+            traces[name] += 1
+            return function(*args, **kwargs)
+        return traced
+
+    monkeypatch.setattr(validation, "google_problems",
+                        counted("check", validation.google_problems))
+    monkeypatch.setattr(shards, "parse_google_batch", counted("parse", shards.parse_google_batch))
+    monkeypatch.setattr(shards, "assemble", counted("assemble", shards.assemble))
+    records._google_check.cache_clear()  # traced again, counted, from here
+    files = []
+    for f, count in enumerate([3, 5, 1, 4]):  # other batch sizes, same graph
+        files.append(str(tmp_path / f"in-{f}.tfrecord"))
+        with tf.io.TFRecordWriter(files[-1]) as writer:
+            for i in range(count):
+                writer.write(example(3 + (f + i) % 10, 1 + i % 3, seed=f * 10 + i))
+    try:
+        lengths, _ = records.scan_google_records(files)
+        records.scan_google_records(files[1:])
+    finally:
+        records._google_check.cache_clear()  # later tests trace the unwrapped check
+    assert len(lengths) == 13
+    builder = shards.ShardBuilder(max_length=SEQ, max_sequences=2, max_predictions=2 * PRED)
+    for path in files:  # each file one shard of single-example packs
+        n = sum(1 for _ in tf.data.TFRecordDataset(path))
+        assert sum(len(p["input_ids"]) for p in builder.packs(
+            tf.data.TFRecordDataset(path), np.arange(n), np.arange(n + 1))) == n
+    assert traces == {"check": 1, "parse": 1, "assemble": 1}
