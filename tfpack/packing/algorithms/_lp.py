@@ -17,13 +17,11 @@ goes through `scipy.optimize.linprog` from scratch: slower, same answers.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-
 import numpy as np
 import scipy.optimize
 import scipy.sparse
+
+from tfpack._fds import silenced
 
 
 def _highs_class():
@@ -44,28 +42,6 @@ def _highs_class():
 _HIGHS = _highs_class()
 
 
-@contextlib.contextmanager
-def _native_stdout_silenced():
-    """Point fd 1 at /dev/null while HiGHS is constructed.
-
-    highspy's ``Highs()`` prints its banner from C++ while it sets up its
-    callbacks, before any option (``output_flag``) can be set, so the planner
-    would write to the user's stdout; a planner prints nothing.
-    """
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        fd = 1
-    sys.stdout.flush()
-    saved = os.dup(fd)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fd)
-        yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
-        os.close(devnull)
 _IPM_ROWS = 2048  # first solve by interior point from this many rows on
 
 
@@ -88,7 +64,9 @@ class Master:
         self._highs = None
         self._solved = False
         if use:
-            with _native_stdout_silenced():
+            # highspy prints its banner from C++ while it is constructed, before
+            # `output_flag` can be set; a planner prints nothing.
+            with silenced(1):
                 highs = _HIGHS()
             highs.setOptionValue("output_flag", False)
             # Added columns keep the basis primal feasible: primal simplex goes on from it.
