@@ -3,6 +3,7 @@ print (the HiGHS banner of `optimal`), TensorFlow's start-up lines never precede
 error, a closed pipe ends quietly, and bad input is one stderr line with exit status 2."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -86,3 +87,20 @@ def test_plan_of_an_all_zero_histogram_exits_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "must count at least one sequence" in err
     assert not os.path.exists(tmp_path / "p.json")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["plan", "wikipedia_512", "--max-length", "512", "--max-per-pack", "3"],
+     r"^tfpack plan: error: the following arguments are required: --algorithm, --output"),
+    (["pack", "--input", "x", "--output", "y", "--max-length", "8", "--max-per-pack", "0"],
+     r"^tfpack pack: error: argument --max-per-pack"),
+    (["analyze", "wikipedia_512", "--max-length", "twelve"],
+     r"^tfpack analyze: error: argument --max-length"),
+    (["frobnicate"], r"^tfpack: error: argument COMMAND: invalid choice"),
+])
+def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys):
+    assert tfpack(*argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert re.search(message, err), err
+    assert "--help" in err

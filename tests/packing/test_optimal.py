@@ -3,6 +3,8 @@
 import collections
 import itertools
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -262,3 +264,13 @@ def test_wikipedia_512_targets(depth, efficiency):
     bound_efficiency = metrics["tokens"] / (metrics["lower_bound_packs"] * 512)
     assert bound_efficiency - metrics["efficiency"] <= 1e-4
     assert np.all(slot_counts(result.strategies, result.counts, 512) >= histogram)
+
+
+def test_optimal_prints_nothing_on_stdout():
+    # highspy prints a banner from C++ when a solver is constructed; a planner prints nothing.
+    code = ("from tfpack import datasets, packing; "
+            "packing.plan(datasets.histogram('wikipedia_512'), max_length=512, "
+            "max_sequences_per_pack=3, algorithm='optimal')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, timeout=120)
+    assert result.stdout == ""

@@ -41,9 +41,22 @@ COMMANDS = ("analyze", "plan", "pack", "train", "export", "demo")
 _USE_TENSORFLOW = ("pack", "train", "export", "demo")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one stderr line and exit 2.
+
+    argparse prints the whole usage block before the error; the contract of
+    the command line is one line naming what was wrong (``--help`` has the rest).
+    Subcommand parsers inherit the class through ``add_subparsers``.
+    """
+
+    def error(self, message):
+        message = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="tfpack",
         description="Sequence packing without cross-contamination for TensorFlow/Keras.",
     )

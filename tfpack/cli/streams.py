@@ -30,18 +30,9 @@ import os
 import sys
 import tempfile
 
+from tfpack._fds import redirect_fd
+
 __all__ = ["quiet_import_tensorflow", "json_stdout", "close_broken_stdout"]
-
-
-@contextlib.contextmanager
-def _redirect_fd(fd: int, target_fd: int):
-    saved = os.dup(fd)
-    try:
-        os.dup2(target_fd, fd)
-        yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
 
 
 def quiet_import_tensorflow() -> None:
@@ -52,7 +43,7 @@ def quiet_import_tensorflow() -> None:
     sys.stderr.flush()
     with tempfile.TemporaryFile() as captured:
         try:
-            with _redirect_fd(2, captured.fileno()):
+            with redirect_fd(2, captured.fileno()):
                 import tensorflow  # noqa: F401
         except BaseException:
             captured.seek(0)
@@ -66,7 +57,7 @@ def json_stdout():
     real = sys.stdout
     real.flush()
     buffer = io.StringIO()
-    with open(os.devnull, "w") as devnull, _redirect_fd(1, devnull.fileno()):
+    with open(os.devnull, "w") as devnull, redirect_fd(1, devnull.fileno()):
         sys.stdout = buffer
         try:
             yield

@@ -38,13 +38,13 @@ def softmax_attention(query, key, value, *, causal=False, bias=None,
     `lengths[b]` keys of each row (causal if asked, inside the band
     `window` of `band_mask` if given). Logits are soft-capped, as Gemma's
     (`cap * tanh(logits / cap)`), before the mask when `logit_soft_cap` is
-    set. The softmax runs in float32. On JAX without active dropout, soft
-    cap or window: `jax.nn.dot_product_attention` (cuDNN on GPUs where it
-    applies).
+    set. The softmax runs in float32. On JAX without active dropout or soft
+    cap: `jax.nn.dot_product_attention` (cuDNN on GPUs where it applies;
+    the window as its `local_window_size`).
     """
     dropout_active = bool(training) and dropout > 0
-    plain = logit_soft_cap is None and window is None
-    if keras.backend.backend() == "jax" and not dropout_active and plain:
+    if (keras.backend.backend() == "jax" and not dropout_active
+            and logit_soft_cap is None):
         import jax
 
         # Queries come pre-scaled (as in the einsum path): scale=1.
@@ -52,7 +52,8 @@ def softmax_attention(query, key, value, *, causal=False, bias=None,
             lengths = ops.cast(ops.reshape(lengths, (-1,)), "int32")
             return jax.nn.dot_product_attention(
                 query, key, value, scale=1.0, is_causal=causal,
-                query_seq_lengths=lengths, key_value_seq_lengths=lengths)
+                query_seq_lengths=lengths, key_value_seq_lengths=lengths,
+                local_window_size=None if window is None else tuple(window))
         return jax.nn.dot_product_attention(
             query, key, value, bias=ops.cast(bias, query.dtype), scale=1.0)
     scores = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")

@@ -102,3 +102,95 @@ def test_decoder_auto_follows_the_layers_rule():
     assert adapter.implementation(512) == "dense"
     assert from_keras_hub(make_backbone("gemma")).implementation(2048) \
         == "dense"
+
+
+def test_segmented_gemma_under_xla_equals_dense():
+    # jit_compile=True: static rows, the soft cap and the windows compile;
+    # outputs and gradients as dense.
+    backbone = make_backbone("gemma")
+    packed = {name: tf.constant(value) for name, value in pack_examples(
+        examples("gemma"), MAX_LENGTH, max_sequences_per_pack=3).items()}
+    real = packed["sequence_ids"].numpy() > 0
+    results = []
+    for options in (dict(attention_implementation="dense"),
+                    dict(attention_implementation="segmented",
+                         max_sequences_per_pack=3, segment_length=8)):
+        adapter = from_keras_hub(backbone, **options)
+        step = tf.function(_outputs_and_gradients_in_graph(adapter),
+                           jit_compile=True)
+        results.append(step(packed))
+    (dense_out, dense_grads), (out, grads) = results
+    np.testing.assert_allclose(out.numpy()[real], dense_out.numpy()[real],
+                               atol=1e-5)
+    for a, b in zip(grads, dense_grads):
+        if b is not None:
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-4,
+                                       rtol=1e-4)
+
+
+def _outputs_and_gradients_in_graph(adapter):
+    def step(packed):
+        real = tf.cast(packed["sequence_ids"] > 0, "float32")[..., None]
+        with tf.GradientTape() as tape:
+            out = adapter(packed)["sequence_output"]
+            loss = tf.reduce_sum(tf.sin(out) * real)
+        gradients = tape.gradient(loss, adapter.backbone.trainable_variables)
+        return out, [tf.convert_to_tensor(g) if g is not None else None
+                     for g in gradients]
+    return step
+
+
+_JAX_CHECK = """
+import jax, numpy as np, keras
+assert keras.backend.backend() == "jax"
+from tfpack.models import from_keras_hub
+from tfpack.testing import pack_examples
+from keras_hub_helpers import MAX_LENGTH, examples, make_backbone
+# Mistral: jax.nn.dot_product_attention with local_window_size; Gemma: the
+# einsum path (soft cap), both under jax.jit, outputs and gradients.
+for family in ("mistral", "gemma"):
+    backbone = make_backbone(family)
+    packed = pack_examples(examples(family), MAX_LENGTH, max_sequences_per_pack=3)
+    real = packed["sequence_ids"] > 0
+    trainable = [v.value for v in backbone.trainable_variables]
+    fixed = [v.value for v in backbone.non_trainable_variables]
+    results = []
+    for options in (dict(attention_implementation="dense"),
+                    dict(attention_implementation="segmented",
+                         max_sequences_per_pack=3, segment_length=8)):
+        adapter = from_keras_hub(backbone, **options)
+
+        def loss(weights, features, adapter=adapter):
+            out, _ = adapter.stateless_call(weights, fixed, features)
+            out = out["sequence_output"]
+            return (jax.numpy.sin(out) * real[..., None]).sum(), out
+
+        step = jax.jit(jax.value_and_grad(loss, has_aux=True))
+        (_, out), grads = step(trainable, packed)
+        results.append((np.asarray(out), grads))
+    (dense_out, dense_grads), (out, grads) = results
+    np.testing.assert_allclose(out[real], dense_out[real], atol=1e-5)
+    for a, b in zip(grads, dense_grads):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-4,
+                                   rtol=1e-4)
+print("ok")
+"""
+
+
+def test_segmented_decoders_equal_dense_on_jax_under_jit():
+    # The backend is fixed when Keras loads: a subprocess.
+    pytest.importorskip("jax")
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    here = str(pathlib.Path(__file__).parent)
+    path = os.pathsep.join([here] + [p for p in (
+        os.environ.get("PYTHONPATH"),) if p])
+    done = subprocess.run([sys.executable, "-c", _JAX_CHECK],
+                          env=dict(os.environ, KERAS_BACKEND="jax",
+                                   PYTHONPATH=path),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout

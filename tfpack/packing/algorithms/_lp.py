@@ -21,6 +21,8 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 
+from tfpack._fds import silenced
+
 
 def _highs_class():
     try:
@@ -38,6 +40,8 @@ def _highs_class():
 
 
 _HIGHS = _highs_class()
+
+
 _IPM_ROWS = 2048  # first solve by interior point from this many rows on
 
 
@@ -60,7 +64,10 @@ class Master:
         self._highs = None
         self._solved = False
         if use:
-            highs = _HIGHS()
+            # highspy prints its banner from C++ while it is constructed, before
+            # `output_flag` can be set; a planner prints nothing.
+            with silenced(1):
+                highs = _HIGHS()
             highs.setOptionValue("output_flag", False)
             # Added columns keep the basis primal feasible: primal simplex goes on from it.
             highs.setOptionValue("simplex_strategy", 4)
