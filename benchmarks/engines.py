@@ -50,8 +50,8 @@ def copy_records(pattern: str, output: str) -> int:
     """The yardstick: read, parse, re-serialize and write every record."""
     import tensorflow as tf
 
-    from tfpack.data.protos import encode_examples
-    from tfpack.data.records import GOOGLE_FEATURES
+    from tfpack.formats.protos import encode_examples
+    from tfpack.formats.records import GOOGLE_FEATURES
 
     spec = {n: tf.io.VarLenFeature(d) for n, d in GOOGLE_FEATURES.items()}
     parse = tf.autograph.experimental.do_not_convert(
@@ -72,7 +72,7 @@ def copy_records(pattern: str, output: str) -> int:
 
 def throughput(count: int, rounds: int, seed: int) -> dict:
     from tfpack.beam import pack_tfrecords
-    from tfpack.data.offline import pack_records
+    from tfpack.engines.local import pack_records
 
     folder = os.path.join(HERE, "output", f"engines-{count}")
     if not os.path.exists(os.path.join(folder, "done")):

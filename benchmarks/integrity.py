@@ -1,7 +1,7 @@
 """What checking costs: every input record validated, every packed output verified.
 
 1. Pass 1 of ``tfpack pack``: `scan_google_records` (every record checked
-   against `tfpack.data.validation.RULES`, lengths kept) against the
+   against `tfpack.formats.validation.RULES`, lengths kept) against the
    lengths-only read it replaced (parse ``input_mask`` and
    ``masked_lm_weights``, sum them), on the same files, interleaved rounds.
 2. `read_packed`: the call, which verifies the manifest, sizes and sha256 of
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     import pipeline
 
     import tfpack
-    from tfpack.data.records import scan_google_records
+    from tfpack.formats.records import scan_google_records
 
     folder = os.path.join(HERE, "output", f"integrity-{args.records}")
     shutil.rmtree(folder, ignore_errors=True)

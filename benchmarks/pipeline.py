@@ -160,7 +160,7 @@ def streaming_vs_offline(count: int, window: int, seed: int, algorithms) -> list
 def write_google_shards(folder: str, count: int, shards: int, seed: int) -> None:
     import tensorflow as tf
 
-    from tfpack.data.protos import encode_examples
+    from tfpack.formats.protos import encode_examples
 
     os.makedirs(folder, exist_ok=True)
     lengths = sample_lengths(count, seed)
@@ -187,7 +187,7 @@ def pack_child(folder: str, output: str) -> None:
     """Run `pack_records` in this process and print time and peak memory as JSON."""
     import tensorflow as tf  # noqa: F401 - count TensorFlow in the baseline
 
-    from tfpack.data.offline import pack_records
+    from tfpack.engines.local import pack_records
 
     # Reset the peak-RSS mark so TensorFlow's import transient does not hide ours.
     try:

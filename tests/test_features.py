@@ -32,9 +32,9 @@ NOT_FEATURES = {
 }
 # Files that translate a foreign format to the contract, and its names.
 FOREIGN = {
-    "data/records.py": {"input_mask", "segment_ids"},  # Google BERT TFRecords
-    "data/offline.py": {"input_mask", "segment_ids"},
-    "data/validation.py": {"input_mask", "segment_ids"},  # checks Google BERT TFRecords
+    "formats/records.py": {"input_mask", "segment_ids"},  # Google BERT TFRecords
+    "engines/local.py": {"input_mask", "segment_ids"},
+    "formats/validation.py": {"input_mask", "segment_ids"},  # checks Google BERT TFRecords
 }
 
 

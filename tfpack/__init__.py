@@ -3,7 +3,11 @@
 Subpackages, top to bottom of the data flow (see DESIGN.md):
 
 - `tfpack.packing`: lengths -> histogram -> `PackingPlan` (numpy/scipy only).
-- `tfpack.data`: apply plans to `tf.data` pipelines and TFRecord files.
+- `tfpack.data`: the tf.data transform: apply plans to `tf.data` pipelines.
+- `tfpack.builders`: example builders (BERT pre-training, causal LM, SFT,
+  classification).
+- `tfpack.formats`: Google BERT TFRecords in, the packed-output format out.
+- `tfpack.engines`: ``tfpack pack`` on one machine or on Apache Beam.
 - `tfpack.layers`, `tfpack.models`: Keras 3 layers and models for packed inputs.
 - `tfpack.testing`: equivalence checks for packed models.
 - `tfpack.training`: LAMB for packing, batch rules, a distributed training loop.
@@ -28,10 +32,13 @@ from tfpack.version import __version__
 
 __all__ = [
     "__version__",
+    "builders",
     "data",
+    "engines",
     "datasets",
     "errors",
     "export",
+    "formats",
     "layers",
     "models",
     "packing",

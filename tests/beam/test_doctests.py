@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["tfpack.beam.options", "tfpack.data.flow", "tfpack.data.shards"])
+@pytest.mark.parametrize("name", ["tfpack.engines.beam.options", "tfpack.data.flow", "tfpack.engines.shards"])
 def test_docstring_examples(name):
     failed, attempted = doctest.testmod(importlib.import_module(name))
     assert attempted > 0 and failed == 0

@@ -10,8 +10,8 @@ import tensorflow as tf
 
 import tfpack
 import tfpack.beam
-from tfpack.data.offline import pack_records
-from tfpack.data.records import google_example
+from tfpack.engines.local import pack_records
+from tfpack.formats.records import google_example
 from tfpack.errors import TfpackError
 
 IN_PROCESS = "--direct_running_mode=in_memory"  # fast, for runs where workers do not matter
@@ -124,7 +124,7 @@ def test_beam_options_come_after_the_defaults():
 def test_keys_are_output_shards_and_spread_every_length():
     # No hot key: records are keyed by output shard (pack id // packs_per_shard),
     # at most packs_per_shard packs per key, and one length reaches many keys.
-    from tfpack.beam import steps
+    from tfpack.engines.beam import steps
 
     lengths = np.random.default_rng(0).integers(1, 33, size=3000)
     counts = tfpack.packing.histogram(lengths, 32)

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 import tfpack
-from tfpack.data.bert import create_bert_examples, load_vocab, tokenize_documents
+from tfpack.builders.bert import create_bert_examples, load_vocab, tokenize_documents
 from tfpack.errors import TfpackError
 
 from packed_checks import dataset_from_examples, unpack

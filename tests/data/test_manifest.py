@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import tfpack
-from tfpack.data import manifest
+from tfpack.formats import manifest
 from tfpack.errors import TfpackError
 
 
@@ -32,12 +32,12 @@ def output(tmp_path):
     for i, batch in enumerate(batches):
         name = f"part-{i:05d}-of-00002.tfrecord"
         with manifest.atomic_path(str(out / name)) as tmp, tf.io.TFRecordWriter(tmp) as w:
-            for record in tfpack.data.records.serialize_packs(batch):
+            for record in tfpack.formats.records.serialize_packs(batch):
                 w.write(record)
         names.append((name, len(batch["input_ids"])))
     (out / "plan.json").write_text("{}")
     manifest.write_manifest(
-        str(out), names, features=tfpack.data.records.packed_features(batches[0]),
+        str(out), names, features=tfpack.formats.records.packed_features(batches[0]),
         max_length=8, max_sequences_per_pack=2, max_predictions_per_pack=None,
         sequences=5, tokens=int(sum(b["sequence_ids"].sum() for b in batches)),
         files=["plan.json"], seed=0)
@@ -108,7 +108,7 @@ def test_a_glob_must_match_exactly_the_listed_shards(output):
 
 def test_shards_without_a_manifest_are_refused(tmp_path):
     with tf.io.TFRecordWriter(str(tmp_path / "part-0.tfrecord")) as writer:
-        for record in tfpack.data.records.serialize_packs(packs(2)):
+        for record in tfpack.formats.records.serialize_packs(packs(2)):
             writer.write(record)
     with pytest.raises(TfpackError, match=r"complete tfpack output.*has no manifest\.json"):
         tfpack.data.read_packed(str(tmp_path / "part-*"))

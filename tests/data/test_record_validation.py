@@ -181,7 +181,8 @@ def test_pass_one_and_the_shard_builder_trace_once_not_per_file_or_shard(tmp_pat
     """
     import numpy as np
 
-    from tfpack.data import records, shards, validation
+    from tfpack.formats import records, validation
+    from tfpack.engines import shards
 
     traces = {"check": 0, "parse": 0, "assemble": 0}
 

@@ -83,7 +83,7 @@ def test_record_missing_a_feature_fails_naming_file_and_feature(tmp_path):
 
 
 def test_fast_encoder_writes_the_same_bytes_as_protobuf():
-    from tfpack.data.protos import encode_examples
+    from tfpack.formats.protos import encode_examples
 
     rng = np.random.default_rng(0)
     features = {"ids": rng.integers(-300, 2**40, size=(6, 7)), "small": rng.integers(0, 9, (6, 3)),

@@ -10,7 +10,7 @@
 Writes ``part-*.tfrecord``, ``plan.json``, ``stats.json`` and, last,
 ``manifest.json`` into ``--output``, which must be empty or missing unless
 ``--overwrite`` replaces a previous tfpack output there (see
-`tfpack.data.offline`, `tfpack.data.outputs`); read the packs back with
+`tfpack.engines.local`, `tfpack.formats.outputs`); read the packs back with
 ``tfpack.data.read_packed(OUTPUT)``. Prints a summary (or, with ``--json``, the stats)
 on stdout; progress bars go to stderr. ``--engine beam`` runs the same job as an
 Apache Beam pipeline (`tfpack.beam`, docs/beam.md) and writes the same shards.
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_length < 1:
         raise TfpackError("`--max-length` must be a positive integer. "
                           f"Received: --max-length={args.max_length}")
-    from tfpack.data.offline import pack_records
+    from tfpack.engines.local import pack_records
 
     plan = None
     if args.plan:

@@ -24,51 +24,52 @@ Example:
 TensorShape([24])
 """
 
+import importlib
+
 from tfpack.data.assemble import assemble
-from tfpack.data.bert import (
-    bert_pretraining_examples,
-    compact_vocabulary,
-    create_bert_examples,
-    examples_to_dataset,
-    load_vocab,
-    tokenize_documents,
-)
-from tfpack.data.causal_lm import causal_lm_examples, sft_examples
-from tfpack.data.classification import classification_examples
 from tfpack.data.features import IGNORE_LABEL, FeatureRoles, packed_feature_spec
 from tfpack.data.flatten import flatten
-from tfpack.data.offline import pack_records
 from tfpack.data.pack import Packer, PackReport, pack
-from tfpack.data.records import (
-    google_example,
-    read_google_records,
-    read_packed,
-    write_packed,
-)
 from tfpack.data.windows import streaming_metrics
 
-__all__ = [
+# Names that live in the builders, formats and engines packages, exported here
+# too. Resolved on first use: those packages import `tfpack.data` themselves.
+_ELSEWHERE = {
+    "bert_pretraining_examples": "tfpack.builders",
+    "causal_lm_examples": "tfpack.builders",
+    "classification_examples": "tfpack.builders",
+    "compact_vocabulary": "tfpack.builders",
+    "create_bert_examples": "tfpack.builders",
+    "examples_to_dataset": "tfpack.builders",
+    "load_vocab": "tfpack.builders",
+    "sft_examples": "tfpack.builders",
+    "tokenize_documents": "tfpack.builders",
+    "google_example": "tfpack.formats",
+    "read_google_records": "tfpack.formats",
+    "read_packed": "tfpack.formats",
+    "write_packed": "tfpack.formats",
+    "pack_records": "tfpack.engines.local",
+}
+
+__all__ = sorted([
     "IGNORE_LABEL",
     "FeatureRoles",
     "PackReport",
     "Packer",
     "assemble",
-    "bert_pretraining_examples",
-    "causal_lm_examples",
-    "classification_examples",
-    "compact_vocabulary",
-    "create_bert_examples",
-    "examples_to_dataset",
     "flatten",
-    "google_example",
-    "load_vocab",
     "pack",
-    "pack_records",
     "packed_feature_spec",
-    "read_google_records",
-    "read_packed",
-    "sft_examples",
     "streaming_metrics",
-    "tokenize_documents",
-    "write_packed",
-]
+    *_ELSEWHERE,
+])
+
+
+def __getattr__(name):
+    if name in _ELSEWHERE:
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module 'tfpack.data' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(__all__) | set(globals()))

@@ -14,7 +14,7 @@ examples' lengths; each step is here once, numpy only:
 
 `offline_packs` runs the three on an array of lengths (the tf.data transform
 and the local engine); the Beam engine runs them step by step on per-file
-data (`tfpack.beam.steps`).
+data (`tfpack.engines.beam.steps`).
 
 Example:
 

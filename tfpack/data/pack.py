@@ -14,7 +14,7 @@ Two modes:
 - streaming (``window=N``): ``N`` examples at a time are planned and packed;
   memory is bounded by the window and the last partial window is flushed.
   Bad input fails on iteration with a `TfpackError` naming the example's
-  index in the stream (`tfpack.data.validation` checks every example).
+  index in the stream (`tfpack.formats.validation` checks every example).
 
 Example (input -> output, ``L=6``, ``K=2``)::
 
@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from tfpack.data import validation
+from tfpack.formats import validation
 from tfpack.data.assemble import assemble
 from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.data.features import FeatureRoles, dense_rows, packed_feature_spec

@@ -47,7 +47,7 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool 
     """Read a dataset into ragged host tensors; also return the lengths.
 
     ``batched=True``: the dataset already yields batches (ragged ``[B, None]``
-    and ``[B]`` features), e.g. from `tfpack.data.records.parse_google_batch`.
+    and ``[B]`` features), e.g. from `tfpack.formats.records.parse_google_batch`.
 
     Returns:
         ``(examples, lengths)``: feature name -> `tf.RaggedTensor` ``[N, None]``

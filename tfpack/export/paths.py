@@ -111,7 +111,7 @@ def temporary_sibling(path: str) -> str:
 def _exchange(a: str, b: str) -> bool:
     """Atomically swap two sibling directories (Linux); False where not supported."""
     # The one implementation, shared with `tfpack pack --overwrite`.
-    from tfpack.data.outputs import _exchange as exchange
+    from tfpack.formats.outputs import _exchange as exchange
 
     return exchange(a, b)
 

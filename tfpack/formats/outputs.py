@@ -41,7 +41,7 @@ import secrets
 import shutil
 from typing import Iterator
 
-from tfpack.data import manifest
+from tfpack.formats import manifest
 from tfpack.errors import TfpackError
 
 __all__ = ["replacing_output", "remove_leftovers"]

@@ -1,9 +1,9 @@
 """`pack_tfrecords`: ``tfpack pack`` as an Apache Beam pipeline.
 
-Same job, same output as the local engine (`tfpack.data.offline`): for the
+Same job, same output as the local engine (`tfpack.engines.local`): for the
 same input files, plan or algorithm, seed and ``packs_per_shard``, the same
 packs holding the same examples in the same order, in the same shards. The
-graph (steps in `tfpack.beam.steps`)::
+graph (steps in `tfpack.engines.beam.steps`)::
 
     files ─ scan (validate, lengths) ─┬─ summaries ─ decide (plan, placement) ─┐ side input
                                       └─ place ◄──────────────────────────────┘
@@ -33,8 +33,8 @@ import time
 import apache_beam as beam
 import numpy as np
 
-from tfpack.beam import steps
-from tfpack.beam.options import pipeline_options
+from tfpack.engines.beam import steps
+from tfpack.engines.beam.options import pipeline_options
 from tfpack.errors import TfpackError
 
 __all__ = ["pack_tfrecords"]
@@ -60,7 +60,7 @@ def pack_tfrecords(
     """Pack Google-format TFRecords into packed shards on Apache Beam; returns the stats.
 
     Arguments as `tfpack.data.pack_records` (the output directory is
-    checked, built beside and swapped in the same way, `tfpack.data.outputs`),
+    checked, built beside and swapped in the same way, `tfpack.formats.outputs`),
     plus ``beam_options``: Beam pipeline options (a string as on a command
     line, or a list), added after the default in-process runner
     (`tfpack.beam.DEFAULT_OPTIONS`).
@@ -69,7 +69,7 @@ def pack_tfrecords(
         TfpackError: as the local engine does, for the same bad input, with
             nothing written under ``output_dir``.
     """
-    from tfpack.data import outputs, validation
+    from tfpack.formats import outputs, validation
     from tfpack.data.flow import check_plan_fits, check_source
 
     check_source(plan, algorithm)
@@ -92,7 +92,7 @@ def pack_tfrecords(
 
 def _run(options, input_pattern, output_dir: str, job: dict) -> dict:
     """Build and run the pipeline into the empty ``output_dir``; the stats, or raise."""
-    from tfpack.data.records import GOOGLE_FEATURES, list_files
+    from tfpack.formats.records import GOOGLE_FEATURES, list_files
 
     files = list_files(input_pattern, required=GOOGLE_FEATURES)
     error_path = os.path.join(output_dir, _ERROR_FILE + secrets.token_hex(4))
@@ -144,9 +144,9 @@ class _BuildShard(beam.DoFn):
     def process(self, item, decision, limit):
         import tensorflow as tf
 
-        from tfpack.data import manifest
-        from tfpack.data.records import packed_features, serialize_packs
-        from tfpack.data.shards import ShardBuilder
+        from tfpack.formats import manifest
+        from tfpack.formats.records import packed_features, serialize_packs
+        from tfpack.engines.shards import ShardBuilder
 
         shard, parts = item
         records, splits = steps.shard_layout(list(parts))
@@ -171,7 +171,7 @@ def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, fil
     """After every shard: plan, stats and, last, the manifest; or the one error."""
     import hashlib
 
-    from tfpack.data import manifest
+    from tfpack.formats import manifest
     from tfpack.data.windows import predictions_error
 
     error = decision["error"] or limit["error"]

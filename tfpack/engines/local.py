@@ -4,7 +4,7 @@
 per-example integer arrays (lengths, prediction counts, pack of each example)
 scale with the dataset; examples themselves are held one bucket at a time:
 
-1. check every record (`tfpack.data.validation`; a bad one fails naming its
+1. check every record (`tfpack.formats.validation`; a bad one fails naming its
    file and index before anything is written) and keep its lengths.
 2. plan the histogram (or take ``plan=``), assign examples to packs, shuffle
    whole packs with ``seed``; output shard ``s`` holds packs
@@ -12,18 +12,18 @@ scale with the dataset; examples themselves are held one bucket at a time:
 3. route: read the records again and append each one, unparsed, to the
    temporary bucket file of its shard.
 4. build: for each bucket, parse its records, assemble its packs and write
-   the output shard (`tfpack.data.shards.ShardBuilder`, the builder the Beam
+   the output shard (`tfpack.engines.shards.ShardBuilder`, the builder the Beam
    engine uses too); delete the bucket.
 
 Outputs in ``output_dir``: ``part-00000-of-000NN.tfrecord`` ...,
 ``plan.json`` (`PackingPlan.to_json`), ``stats.json`` and, written last,
-``manifest.json`` (`tfpack.data.manifest`). The whole output is built in a
+``manifest.json`` (`tfpack.formats.manifest`). The whole output is built in a
 hidden sibling directory and swapped in when complete
-(`tfpack.data.outputs`): a crash leaves the old output or the new one.
+(`tfpack.formats.outputs`): a crash leaves the old output or the new one.
 
 Example:
 
->>> from tfpack.data.offline import pack_records
+>>> from tfpack.engines.local import pack_records
 >>> stats = pack_records("wiki_*.tfrecord", "packed", max_length=512,
 ...                      max_sequences_per_pack=3, algorithm="lpfhp")  # doctest: +SKIP
 >>> stats["efficiency"]  # doctest: +SKIP
@@ -43,15 +43,15 @@ import numpy as np
 import tensorflow as tf
 from tqdm import tqdm
 
-from tfpack.data import manifest, outputs, validation
-from tfpack.data.records import (
+from tfpack.formats import manifest, outputs, validation
+from tfpack.formats.records import (
     GOOGLE_FEATURES,
     list_files,
     packed_features,
     scan_google_records,
     serialize_packs,
 )
-from tfpack.data.shards import ShardBuilder
+from tfpack.engines.shards import ShardBuilder
 from tfpack.errors import TfpackError
 
 __all__ = ["pack_records", "read_lengths"]
@@ -62,7 +62,7 @@ _BATCH = 1024
 def read_lengths(files: list[str], *, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Pass 1: check every record; its tokens and real predictions, in order.
 
-    `tfpack.data.records.scan_google_records` under the name the engines use.
+    `tfpack.formats.records.scan_google_records` under the name the engines use.
     """
     return scan_google_records(files, progress=progress)
 
@@ -88,7 +88,7 @@ def pack_records(
         input_pattern: glob, comma-separated globs or list of globs.
         output_dir: must be missing or empty; gets the shards, ``plan.json``,
             ``stats.json`` and, last, ``manifest.json``. Written beside it and
-            swapped in whole (`tfpack.data.outputs`).
+            swapped in whole (`tfpack.formats.outputs`).
         max_length, max_sequences_per_pack: ``L`` and ``K`` (``None``: the
             depth the plan uses).
         algorithm: planner name (default ``"optimal"``), or ``plan``: a

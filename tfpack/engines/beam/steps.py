@@ -15,7 +15,7 @@ written that claims to be complete.
 3. `place_file`: pack and slot of every example of a file.
 4. `pack_totals` / `limits`: sequences and predictions per pack -> ``K``, ``M``.
 5. `route_file`: the file's raw records, grouped per output shard.
-6. `BuildShard` (in `tfpack.beam.pipeline`): one shard's packs, with the
+6. `BuildShard` (in `tfpack.engines.beam.pipeline`): one shard's packs, with the
    builder of the local engine.
 """
 
@@ -61,7 +61,7 @@ def scan_file(item: tuple[int, str]) -> FileScan:
     """Step 1: read and check every record of one file (the local engine's validator)."""
     import tensorflow as tf
 
-    from tfpack.data.records import scan_google_records
+    from tfpack.formats.records import scan_google_records
 
     index, path = item
     if tf.io.gfile.stat(path).length == 0:

@@ -25,7 +25,7 @@ Both return one code per record, 0 when it is valid, else the first rule of
 Example:
 
 >>> import tensorflow as tf
->>> from tfpack.data import validation
+>>> from tfpack.formats import validation
 >>> from tfpack.data.features import FeatureRoles
 >>> batch = {"input_ids": tf.ragged.constant([[5, 6, 7], [8]]),
 ...          "masked_lm_positions": tf.ragged.constant([[2], [1]]),

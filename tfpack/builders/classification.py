@@ -50,7 +50,7 @@ def classification_examples(
         A dataset of ``input_ids``, ``token_type_ids`` (int32 ``[n]``) and
         ``labels`` (int32 scalar), in input order.
     """
-    from tfpack.data.bert import load_vocab
+    from tfpack.builders.bert import load_vocab
 
     if len(texts) != len(labels) or (pairs is not None and len(pairs) != len(texts)):
         raise TfpackError(

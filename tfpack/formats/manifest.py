@@ -33,7 +33,7 @@ pipeline) produce the same format with `atomic_path` for each shard and
 Example:
 
 >>> import os, tempfile, tensorflow as tf
->>> from tfpack.data import manifest
+>>> from tfpack.formats import manifest
 >>> folder = tempfile.mkdtemp()
 >>> with manifest.atomic_path(os.path.join(folder, "part-00000-of-00001.tfrecord")) as tmp:
 ...     with tf.io.TFRecordWriter(tmp) as writer:

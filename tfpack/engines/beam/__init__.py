@@ -1,9 +1,9 @@
 """``tfpack pack`` on Apache Beam: same packs as the local engine, at any scale.
 
 Needs the ``beam`` extra (``pip install 'tfpack[beam]'``). `pack_tfrecords`
-runs the pipeline of `tfpack.beam.pipeline` on the runner chosen by the
+runs the pipeline of `tfpack.engines.beam.pipeline` on the runner chosen by the
 options (default: the in-process DirectRunner with 2 worker processes; see
-`tfpack.beam.options`). See docs/beam.md for Dataflow and Flink.
+`tfpack.engines.beam.options`). See docs/beam.md for Dataflow and Flink.
 
 Example:
 
@@ -13,7 +13,7 @@ Example:
 ...     algorithm="lpfhp")  # doctest: +SKIP
 """
 
-from tfpack.beam.options import DEFAULT_OPTIONS, pipeline_options
-from tfpack.beam.pipeline import pack_tfrecords
+from tfpack.engines.beam.options import DEFAULT_OPTIONS, pipeline_options
+from tfpack.engines.beam.pipeline import pack_tfrecords
 
 __all__ = ["DEFAULT_OPTIONS", "pack_tfrecords", "pipeline_options"]

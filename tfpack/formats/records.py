@@ -31,11 +31,11 @@ from typing import Iterable
 import numpy as np
 import tensorflow as tf
 
-from tfpack.data import manifest
+from tfpack.formats import manifest
 from tfpack.data.features import dense_rows
-from tfpack.data import validation
-from tfpack.data.protos import encode_examples
-from tfpack.data.validation import GOOGLE_FEATURES
+from tfpack.formats import validation
+from tfpack.formats.protos import encode_examples
+from tfpack.formats.validation import GOOGLE_FEATURES
 from tfpack.errors import TfpackError
 
 __all__ = [
@@ -170,7 +170,7 @@ def scan_google_records(files: list[str], *, progress: bool = False
                         ) -> tuple[np.ndarray, np.ndarray]:
     """Check every record of Google-format files; return their lengths.
 
-    Every record is checked against `tfpack.data.validation.RULES`; the
+    Every record is checked against `tfpack.formats.validation.RULES`; the
     first bad one raises `TfpackError` naming its file, its 0-based index in
     that file and what is wrong, before anything else happens.
 
@@ -293,7 +293,7 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
     ``path`` is the shard file, or a directory (the shard is then
     ``part-00000-of-00001.tfrecord``). The shard is written under a temporary
     name and renamed when complete; then ``manifest.json`` (see
-    `tfpack.data.manifest`) is written beside it, so `read_packed` can check
+    `tfpack.formats.manifest`) is written beside it, so `read_packed` can check
     it. A directory that already holds another tfpack output is refused.
 
     Returns the number of packs written.
@@ -358,7 +358,7 @@ def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
     a glob (or list) of its shards: then the files matched must be exactly
     the shards its ``manifest.json`` lists. Before any data is read, the
     manifest must be complete and every shard present with the size and
-    sha256 it records (`tfpack.data.manifest.verify`); else `TfpackError`
+    sha256 it records (`tfpack.formats.manifest.verify`); else `TfpackError`
     names what is wrong. Feature names and shapes (``L``, ``K``, ``M``) come
     from the manifest; int features come back int32, float features float32.
 

@@ -77,7 +77,7 @@ def causal_lm_examples(
 
 
 def _tokenized(documents, vocab_path, lower_case) -> tf.data.Dataset:
-    from tfpack.data.bert import tokenize_documents
+    from tfpack.builders.bert import tokenize_documents
 
     as_sentences = [[d] if isinstance(d, str) else list(d) for d in documents]
     tokenized = tokenize_documents(as_sentences, vocab_path, lower_case=lower_case)
@@ -163,7 +163,7 @@ def _pair_ids(texts, what, vocab_path, lower_case) -> list[list[int]]:
     out = [None] * len(texts)
     strings = [i for i, t in enumerate(texts) if isinstance(t, str)]
     if strings:
-        from tfpack.data.bert import load_vocab, tokenize_documents
+        from tfpack.builders.bert import load_vocab, tokenize_documents
 
         vocab = {token: i for i, token in enumerate(load_vocab(vocab_path))}
         tokenized = tokenize_documents([[texts[i]] for i in strings], vocab_path,

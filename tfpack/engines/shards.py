@@ -1,7 +1,7 @@
 """Build the packs of one output shard from its Google-format records.
 
 The one builder behind both engines of ``tfpack pack``: the local engine
-(`tfpack.data.offline`) hands it a shard's bucket file, the Beam engine
+(`tfpack.engines.local`) hands it a shard's bucket file, the Beam engine
 (`tfpack.beam`) the records a worker grouped for that shard. Either way the
 records are parsed with `parse_google_batch`, assembled with
 `tfpack.data.assemble` in chunks of packs and serialized with
@@ -10,7 +10,7 @@ records are parsed with `parse_google_batch`, assembled with
 Example:
 
 >>> import numpy as np
->>> from tfpack.data.records import google_example
+>>> from tfpack.formats.records import google_example
 >>> records = [google_example([101, 7, 102], [0, 0, 0], [1], [8], 0,
 ...                           max_seq_length=8, max_predictions_per_seq=2),
 ...            google_example([101, 9, 102], [0, 0, 0], [1], [4], 1,
@@ -30,7 +30,7 @@ import tensorflow as tf
 
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
-from tfpack.data.records import parse_google_batch
+from tfpack.formats.records import parse_google_batch
 
 __all__ = ["ShardBuilder"]
 

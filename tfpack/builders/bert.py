@@ -283,7 +283,7 @@ def examples_to_dataset(examples: list[BertExample]) -> tf.data.Dataset:
 
     Example:
 
-    >>> from tfpack.data.bert import BertExample
+    >>> from tfpack.builders.bert import BertExample
     >>> ds = examples_to_dataset([BertExample([2, 9, 3], [0, 0, 0], [1], [7], 0)])
     >>> next(iter(ds))["masked_lm_ids"].numpy().tolist()
     [7]

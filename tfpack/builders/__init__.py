@@ -1,0 +1,42 @@
+"""Example builders: raw text or ids in, unpacked examples out, ready for `tfpack.data.pack`.
+
+- `bert_pretraining_examples` (raw text -> NSP + MLM examples, as Google's
+  ``create_pretraining_data``), with `create_bert_examples`,
+  `tokenize_documents`, `load_vocab`, `compact_vocabulary` and
+  `examples_to_dataset` for its steps.
+- `causal_lm_examples` (documents cut into pieces) and `sft_examples`
+  (prompt/response pairs).
+- `classification_examples` (a text or a text pair and a label).
+
+The same names are exported by `tfpack.data`, where most users meet them.
+
+Example:
+
+>>> import tfpack
+>>> ds = tfpack.builders.classification_examples(["a fine film", "dull"], [1, 0])
+>>> sorted(ds.element_spec)
+['input_ids', 'labels', 'token_type_ids']
+"""
+
+from tfpack.builders.bert import (
+    bert_pretraining_examples,
+    compact_vocabulary,
+    create_bert_examples,
+    examples_to_dataset,
+    load_vocab,
+    tokenize_documents,
+)
+from tfpack.builders.causal_lm import causal_lm_examples, sft_examples
+from tfpack.builders.classification import classification_examples
+
+__all__ = [
+    "bert_pretraining_examples",
+    "causal_lm_examples",
+    "classification_examples",
+    "compact_vocabulary",
+    "create_bert_examples",
+    "examples_to_dataset",
+    "load_vocab",
+    "sft_examples",
+    "tokenize_documents",
+]
