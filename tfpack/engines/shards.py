@@ -31,6 +31,7 @@ import tensorflow as tf
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
 from tfpack.formats.records import parse_google_batch
+from tfpack.formats.validation import dense_first, google_widths
 
 __all__ = ["ShardBuilder"]
 
@@ -50,9 +51,7 @@ class ShardBuilder:
         self.max_sequences = int(max_sequences)
         self.max_predictions = int(max_predictions)
         self.roles = FeatureRoles.bert()
-        # Traced once: a `Dataset.map` would trace the parser again for every shard.
-        self._parse = tf.function(parse_google_batch, autograph=False,
-                                  input_signature=[tf.TensorSpec([None], tf.string)])
+        self._parsers = {}
         self._build = None
 
     def packs(self, records, order: np.ndarray, splits: np.ndarray,
@@ -67,7 +66,11 @@ class ShardBuilder:
         """
         if not isinstance(records, tf.data.Dataset):
             records = tf.data.Dataset.from_tensor_slices(tf.constant(list(records), tf.string))
-        parts = [self._parse(batch) for batch in records.batch(_BATCH).prefetch(2)]
+        parts, widths = [], None
+        for batch in records.batch(_BATCH).prefetch(2):
+            if not parts:
+                widths = google_widths(batch[0].numpy())
+            parts.append(dense_first(self._parser, batch, widths))
         examples = {n: tf.concat([p[n] for p in parts], axis=0) for n in parts[0]}
         if self._build is None:
             self._build = _assemble_function(examples, self.roles, self.max_length,
@@ -77,6 +80,16 @@ class ShardBuilder:
             sub = splits[start:start + _ASSEMBLE_PACKS + 1]
             packs = self._build(examples, order[sub[0]:sub[-1]], sub - sub[0])
             yield {n: t.numpy() for n, t in packs.items()}
+
+    def _parser(self, widths: tuple | None):
+        """`parse_google_batch` at ``widths`` (``None``: any)."""
+        # Traced once per widths: a `Dataset.map` would trace again for every shard.
+        if widths not in self._parsers:
+            self._parsers[widths] = tf.function(
+                lambda serialized: parse_google_batch(
+                    serialized, None if widths is None else dict(widths)),
+                autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
+        return self._parsers[widths]
 
 
 def _assemble_function(examples, roles, L, K, M):
