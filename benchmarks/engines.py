@@ -1,25 +1,36 @@
-"""The engines of ``tfpack pack`` (issue 11): local and Beam against a copy yardstick.
+"""The engines of ``tfpack pack`` against the read+parse+write floor (issues 11, 17).
 
-1. Throughput on synthetic Google-format TFRecords (lengths from
-   `wikipedia_512`, as `benchmarks/pipeline.py` section 3), in interleaved
-   rounds, median and spread per job:
+1. Throughput on Google-format BERT TFRecords at L=512, for two length
+   distributions (token ids are synthetic, the lengths real):
 
-   - yardstick: read the same records, parse them (`tf.io.parse_example`),
-     re-serialize them (the numpy serializer ``tfpack pack`` uses) and write
-     them: the least any job over these files does;
-   - local engine: `tfpack.data.pack_records` (``tfpack pack``);
-   - Beam engine: `tfpack.beam.pack_tfrecords` on the in-process
-     DirectRunner with 2 worker processes (``--engine beam``), whose output
-     is checked byte for byte against the local engine's.
+   - ``google``: the lengths Google's ``create_pretraining_data`` algorithm
+     gives on long documents (`tfpack.builders.bert.create_bert_examples`,
+     max_seq_length 512, on the standard library's docstrings,
+     `tfpack.datasets.stdlib_documents`, 8 modules to a document); most
+     records are full, mean about 478 tokens;
+   - ``wikipedia``: lengths drawn from `wikipedia_512` (mean 256).
 
-   Target: local >= 0.5x the yardstick's examples/s.
-2. ``PackingPlan.assign`` on 10^8 lengths, in a fresh process: seconds and
-   peak memory above the lengths array itself.
+   Jobs, in interleaved rounds (one process), median and spread (min-max):
+
+   - floor: read the same records, parse them (`tf.io.parse_example`, as a
+     parallel `tf.data` map) and write them to new files: the least any job
+     over these files does;
+   - local engine: `tfpack.engines.local.pack_records` (``tfpack pack``),
+     ``optimal``, K=3, M=80, 4,096 packs per shard;
+   - with ``--beam``: the Beam engine on the DirectRunner with 2 worker
+     processes, its shards checked byte for byte against the local engine's.
+
+   Reported: seconds, examples/s, input MB/s, peak memory (the process's
+   peak RSS during the job, the mark reset before each job) and the ratio
+   job / floor throughput of the same round. Target: local >= 0.35x the floor.
+2. ``PackingPlan.assign`` on 10^8 lengths (``--assign``), in a fresh process:
+   seconds and peak memory above the lengths array itself.
 
 Run:
 
-    .venv/bin/python benchmarks/engines.py                       # both, 40,000 examples, 10^8
-    .venv/bin/python benchmarks/engines.py --examples 20000 --assign-lengths 10000000
+    .venv/bin/python benchmarks/engines.py                 # 100,000 records, 3 rounds
+    .venv/bin/python benchmarks/engines.py --records 20000 --rounds 2 --beam
+    .venv/bin/python benchmarks/engines.py --skip throughput --assign
 
 Writes ``benchmarks/results/engines.md``; inputs go to ``benchmarks/output/``.
 """
@@ -44,65 +55,106 @@ sys.path.insert(0, HERE)
 import pipeline  # noqa: E402  (benchmarks/pipeline.py: the synthetic Google records)
 
 L, K, M = pipeline.L, pipeline.K, pipeline.M_PACK
+TARGET = 0.35  # local engine / floor, examples per second (issue 17)
+MODULES_PER_DOCUMENT = 8
 
 
-def copy_records(pattern: str, output: str) -> int:
-    """The yardstick: read, parse, re-serialize and write every record."""
+def google_lengths(count: int, seed: int) -> np.ndarray:
+    """Lengths of Google's algorithm on long real documents, resampled to ``count``."""
+    from tfpack.builders.bert import create_bert_examples, load_vocab, tokenize_documents
+    from tfpack.datasets import stdlib_documents
+
+    modules = tokenize_documents(stdlib_documents())
+    documents = [[s for module in modules[i:i + MODULES_PER_DOCUMENT] for s in module]
+                 for i in range(0, len(modules), MODULES_PER_DOCUMENT)]
+    examples = create_bert_examples(documents, load_vocab(), max_seq_length=L,
+                                    max_predictions_per_seq=pipeline.M_SEQ, seed=seed)
+    pool = np.array([len(e.input_ids) for e in examples], np.int64)
+    return np.random.default_rng(seed).choice(pool, size=count)
+
+
+def input_files(name: str, count: int, seed: int) -> str:
+    """The glob of ``count`` records with ``name`` lengths, written once (cached)."""
+    folder = os.path.join(HERE, "output", f"engines-{name}-{count}")
+    if not os.path.exists(os.path.join(folder, "done")):
+        shutil.rmtree(folder, ignore_errors=True)
+        lengths = google_lengths(count, seed) if name == "google" else None
+        pipeline.write_google_shards(folder, count, shards=4, seed=seed, lengths=lengths)
+        open(os.path.join(folder, "done"), "w").close()
+    return os.path.join(folder, "*.tfrecord")
+
+
+def floor(pattern: str, output: str) -> int:
+    """Read, parse and write the same records: the floor of any job over them."""
     import tensorflow as tf
 
-    from tfpack.formats.protos import encode_examples
     from tfpack.formats.records import GOOGLE_FEATURES
 
     spec = {n: tf.io.VarLenFeature(d) for n, d in GOOGLE_FEATURES.items()}
     parse = tf.autograph.experimental.do_not_convert(
-        lambda batch: {n: tf.sparse.to_dense(t) for n, t in
-                       tf.io.parse_example(batch, spec).items()})
+        lambda batch: (batch, {n: tf.sparse.to_dense(t)
+                               for n, t in tf.io.parse_example(batch, spec).items()}))
     os.makedirs(output, exist_ok=True)
     written = 0
     for path in sorted(glob.glob(pattern)):
         dataset = tf.data.TFRecordDataset(path).batch(1024).map(
             parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
         with tf.io.TFRecordWriter(os.path.join(output, os.path.basename(path))) as writer:
-            for batch in dataset:
-                for record in encode_examples({n: t.numpy() for n, t in batch.items()}):
+            for records, _ in dataset:
+                for record in records.numpy():
                     writer.write(record)
                     written += 1
     return written
 
 
-def throughput(count: int, rounds: int, seed: int) -> dict:
-    from tfpack.beam import pack_tfrecords
+def _reset_peak() -> None:
+    """Reset the peak-RSS mark to the RSS now (Linux)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def throughput(name: str, count: int, rounds: int, seed: int, beam: bool) -> dict:
     from tfpack.engines.local import pack_records
 
-    folder = os.path.join(HERE, "output", f"engines-{count}")
-    if not os.path.exists(os.path.join(folder, "done")):
-        shutil.rmtree(folder, ignore_errors=True)
-        pipeline.write_google_shards(folder, count, shards=4, seed=seed)
-        open(os.path.join(folder, "done"), "w").close()
-    pattern = os.path.join(folder, "*.tfrecord")
+    pattern = input_files(name, count, seed)
     out = os.path.join(HERE, "output", "engines-out")
     args = dict(max_length=L, max_sequences_per_pack=K, algorithm="optimal",
                 max_predictions_per_pack=M, packs_per_shard=4096, seed=seed)
-    jobs = {
-        "yardstick": lambda d: copy_records(pattern, d),
-        "local": lambda d: pack_records(pattern, d, **args),
-        "beam": lambda d: pack_tfrecords(pattern, d, **args),
-    }
-    seconds = {name: [] for name in jobs}
-    identical = None
+    jobs = {"floor": lambda d: floor(pattern, d), "local": lambda d: pack_records(pattern, d, **args)}
+    if beam:
+        from tfpack.beam import pack_tfrecords
+
+        jobs["beam"] = lambda d: pack_tfrecords(pattern, d, **args)
+    seconds = {job: [] for job in jobs}
+    peak_mb = {job: [] for job in jobs}
+    identical, packs = None, None
     for _ in range(rounds):
-        for name, job in jobs.items():  # interleaved: the machine is shared
-            shutil.rmtree(os.path.join(out, name), ignore_errors=True)
+        for job, run in jobs.items():  # interleaved: the machine is shared
+            shutil.rmtree(os.path.join(out, job), ignore_errors=True)
+            _reset_peak()
             start = time.perf_counter()
-            job(os.path.join(out, name))
-            seconds[name].append(time.perf_counter() - start)
-        local, beam = os.path.join(out, "local"), os.path.join(out, "beam")
-        shards = sorted(n for n in os.listdir(local) if n.startswith("part-"))
-        identical = shards == sorted(n for n in os.listdir(beam) if n.startswith("part-")) and all(
-            filecmp.cmp(os.path.join(local, n), os.path.join(beam, n), shallow=False)
-            for n in shards)
+            result = run(os.path.join(out, job))
+            seconds[job].append(time.perf_counter() - start)
+            peak_mb[job].append(pipeline._status_kb("VmHWM") / 1024)
+            if job == "local":
+                packs = result["packs"]
+        if beam:
+            local, other = os.path.join(out, "local"), os.path.join(out, "beam")
+            shards = sorted(n for n in os.listdir(local) if n.startswith("part-"))
+            identical = shards == sorted(
+                n for n in os.listdir(other) if n.startswith("part-")) and all(
+                filecmp.cmp(os.path.join(local, n), os.path.join(other, n), shallow=False)
+                for n in shards)
     shutil.rmtree(out, ignore_errors=True)
-    return {"examples": count, "rounds": rounds, "seconds": seconds, "identical": identical,
+    from tfpack.formats.records import list_files, scan_google_records
+
+    lengths, _ = scan_google_records(list_files(pattern))
+    return {"lengths": name, "examples": count, "mean_length": float(lengths.mean()),
+            "packs": packs, "rounds": rounds, "seconds": seconds, "peak_mb": peak_mb,
+            "identical": identical,
             "input_mb": sum(os.path.getsize(f) for f in glob.glob(pattern)) / 2**20}
 
 
@@ -138,38 +190,55 @@ def assign_benchmark(count: int, seed: int) -> dict:
     return json.loads(child.stdout.strip().splitlines()[-1])
 
 
-def report(tp, asg) -> str:
+LABELS = {"floor": "floor: read, parse, write the same records",
+          "local": "local engine (`tfpack pack`)",
+          "beam": "Beam engine, DirectRunner, 2 worker processes"}
+
+
+def report(throughputs, asg) -> str:
     command = " ".join([".venv/bin/python", "benchmarks/engines.py", *sys.argv[1:]])
     lines = ["# Engines of `tfpack pack` (`benchmarks/engines.py`)", "",
              f"Command: `{command}`",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, shared with other "
-             "jobs (absolute times drift; ratios come from interleaved rounds of one run).", ""]
-    if tp:
-        med = {k: float(np.median(v)) for k, v in tp["seconds"].items()}
-        rate = {k: tp["examples"] / v for k, v in med.items()}
-        # Throughput vs the yardstick of the same round (the jobs of a round
-        # run back to back, so load hits them alike): median (min-max) over rounds.
-        ratios = {k: np.array(tp["seconds"]["yardstick"]) / np.array(v)
-                  for k, v in tp["seconds"].items()}
+             f"jobs (load average {os.getloadavg()[0]:.1f} at the end; absolute times drift, "
+             "ratios come from interleaved rounds of one run).", ""]
+    if throughputs:
+        tp = throughputs[0]
         lines += [
-            "## 1. Throughput: local and Beam engines vs a copy yardstick", "",
-            f"{tp['examples']:,} Google-format BERT records in 4 files ({tp['input_mb']:,.0f} MB; "
-            f"lengths from `wikipedia_512`), L={L}, K={K}, M={M}, `optimal`, 4,096 packs per "
-            f"shard; {tp['rounds']} interleaved rounds, median (min-max). \"vs yardstick\": "
-            "yardstick seconds / job seconds of the same round, median (min-max) over rounds.",
-            "", "| job | seconds | examples/s | vs yardstick |", "| --- | --- | --- | --- |"]
-        labels = {"yardstick": "yardstick: read, parse, re-serialize, write",
-                  "local": "local engine (`tfpack pack`)",
-                  "beam": "Beam engine, DirectRunner, 2 worker processes"}
-        for name, label in labels.items():
-            s, r = tp["seconds"][name], ratios[name]
-            lines.append(f"| {label} | {med[name]:.1f} ({min(s):.1f}-{max(s):.1f}) | "
-                         f"{rate[name]:,.0f} | {np.median(r):.2f}x ({r.min():.2f}-{r.max():.2f}) |")
-        ratio = float(np.median(ratios["local"]))
-        lines += ["", f"Target local >= 0.5x the yardstick: {'met' if ratio >= 0.5 else 'NOT met'} "
-                  f"({ratio:.2f}x, rounds {', '.join(f'{x:.2f}' for x in ratios['local'])}). "
-                  "Beam shards byte-identical to the local engine's: "
-                  f"{'yes' if tp['identical'] else 'NO'}.", ""]
+            "## 1. Throughput: the local engine vs the read+parse+write floor", "",
+            f"{tp['examples']:,} Google-format BERT records in 4 files per length distribution, "
+            f"L={L}, K={K}, M={M}, `optimal`, 4,096 packs per shard; {tp['rounds']} interleaved "
+            "rounds, median (min-max). \"vs floor\": floor seconds / job seconds of the same "
+            "round, median (min-max) over rounds. Peak memory: the process's peak RSS during the "
+            "job (TensorFlow included; the mark reset before each job), the most over rounds; "
+            "`benchmarks/pipeline.py` section 3 shows it flat in the number of records. Lengths `google`: "
+            "Google's `create_pretraining_data` algorithm (`tfpack.builders.bert`) on long "
+            "real documents (standard-library docstrings, "
+            f"{MODULES_PER_DOCUMENT} modules a document); `wikipedia`: the `wikipedia_512` "
+            "histogram.", "",
+            "| lengths | job | seconds | examples/s | MB/s | peak memory MB | vs floor |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+        verdicts = []
+        for tp in throughputs:
+            ratios = {k: np.array(tp["seconds"]["floor"]) / np.array(v)
+                      for k, v in tp["seconds"].items()}
+            for job, s in tp["seconds"].items():
+                med, r = float(np.median(s)), ratios[job]
+                lines.append(
+                    f"| {tp['lengths']} (mean {tp['mean_length']:.0f}, {tp['input_mb']:,.0f} MB) | "
+                    f"{LABELS[job]} | {med:.1f} ({min(s):.1f}-{max(s):.1f}) | "
+                    f"{tp['examples'] / med:,.0f} | {tp['input_mb'] / med:,.1f} | "
+                    f"{max(tp['peak_mb'][job]):,.0f} | "
+                    f"{np.median(r):.2f}x ({r.min():.2f}-{r.max():.2f}) |")
+            ratio = float(np.median(ratios["local"]))
+            verdicts.append(
+                f"- `{tp['lengths']}`: local {ratio:.2f}x the floor "
+                f"(rounds {', '.join(f'{x:.2f}' for x in ratios['local'])}; {tp['packs']:,} packs): "
+                f"target >= {TARGET}x {'met' if ratio >= TARGET else 'NOT met'}."
+                + ("" if tp["identical"] is None else
+                   f" Beam shards byte-identical to the local engine's: "
+                   f"{'yes' if tp['identical'] else 'NO'}."))
+        lines += ["", *verdicts, ""]
     if asg:
         lines += [
             "## 2. `PackingPlan.assign` on 10^8 lengths", "",
@@ -187,10 +256,15 @@ def report(tp, asg) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=int, default=40_000)
+    parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--lengths", default="google,wikipedia",
+                        help="comma-separated: google,wikipedia")
+    parser.add_argument("--beam", action="store_true", help="also the Beam engine (slow)")
+    parser.add_argument("--assign", action="store_true",
+                        help="also section 2: assign 10^8 lengths (minutes, ~6 GB)")
     parser.add_argument("--assign-lengths", type=int, default=100_000_000)
-    parser.add_argument("--skip", default="", help="comma-separated: throughput,assign")
+    parser.add_argument("--skip", default="", help="comma-separated: throughput")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=os.path.join(HERE, "results", "engines.md"))
     parser.add_argument("--assign-child", type=int, help=argparse.SUPPRESS)
@@ -199,13 +273,15 @@ def main(argv=None) -> int:
         assign_child(args.assign_child, args.seed)
         return 0
     skip = set(filter(None, args.skip.split(",")))
-    asg = None if "assign" in skip else assign_benchmark(args.assign_lengths, args.seed)
+    asg = assign_benchmark(args.assign_lengths, args.seed) if args.assign else None
     if asg:
         print(json.dumps(asg), flush=True)
-    tp = None if "throughput" in skip else throughput(args.examples, args.rounds, args.seed)
-    if tp:
-        print(json.dumps(tp), flush=True)
-    text = report(tp, asg)
+    throughputs = []
+    if "throughput" not in skip:
+        for name in filter(None, args.lengths.split(",")):
+            throughputs.append(throughput(name, args.records, args.rounds, args.seed, args.beam))
+            print(json.dumps(throughputs[-1]), flush=True)
+    text = report(throughputs, asg)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, "w") as f:
         f.write(text)

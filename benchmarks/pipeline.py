@@ -157,13 +157,16 @@ def streaming_vs_offline(count: int, window: int, seed: int, algorithms) -> list
 # -- 3. tfpack pack ------------------------------------------------------------------
 
 
-def write_google_shards(folder: str, count: int, shards: int, seed: int) -> None:
+def write_google_shards(folder: str, count: int, shards: int, seed: int,
+                        lengths: np.ndarray | None = None) -> None:
+    """``count`` Google-format records in ``shards`` files; lengths from `wikipedia_512`
+    unless given."""
     import tensorflow as tf
 
     from tfpack.formats.protos import encode_examples
 
     os.makedirs(folder, exist_ok=True)
-    lengths = sample_lengths(count, seed)
+    lengths = sample_lengths(count, seed) if lengths is None else lengths
     per_shard = -(-count // shards)
     chunk = 4096
     for s in range(shards):
