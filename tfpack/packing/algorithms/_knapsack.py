@@ -79,6 +79,7 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
     n = len(lengths)
     rows = 1 if depth is None else depth + 1
     table = np.zeros((rows, max_length + 1))
+    scratch, better = np.empty_like(table), np.empty(table.shape, dtype=bool)
     items = []  # (row, tokens, sequences, bit-packed mask of the states it improved)
     anchor_value = np.full(n, -np.inf)
     anchor_copies = np.zeros(n, dtype=np.int64)
@@ -100,9 +101,11 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
         for part in _binary_split(copies):
             tokens, gain = part * length, part * value
             shift = 0 if depth is None else part
-            source = table[: rows - shift, : max_length + 1 - tokens] + gain
+            height, width = rows - shift, max_length + 1 - tokens
+            # Into preallocated buffers: no temporaries of the table's size per item.
+            source = np.add(table[:height, :width], gain, out=scratch[:height, :width])
             target = table[shift:, tokens:]
-            improved = source > target
+            improved = np.greater(source, target, out=better[:height, :width])
             np.copyto(target, source, where=improved)
             items.append((r, tokens, shift, _pack_mask(improved)))
     best_value = float(table[-1, max_length])
