@@ -163,6 +163,13 @@ def google_rows(serialized: tf.Tensor, widths: dict[str, int] | None = None
     numbers of values, else `tf.errors.InvalidArgumentError`: callers then
     parse that batch again without them (variable-length, any widths). Both
     give the same rows for the same records.
+
+    >>> from tfpack.formats.records import google_example
+    >>> record = google_example([101, 7, 102], [0, 0, 0], [1], [8], 0,
+    ...                         max_seq_length=8, max_predictions_per_seq=2)
+    >>> rows = google_rows(tf.constant([record]), google_widths(record))
+    >>> rows["input_mask"].values.numpy().tolist(), rows["masked_lm_ids"].lengths.numpy()
+    ([[1, 1, 1, 0, 0, 0, 0, 0]], array([2]))
     """
     if widths is None:
         parsed = tf.io.parse_example(
@@ -182,6 +189,14 @@ def dense_first(parser_for, batch: tf.Tensor, widths: dict[str, int] | None):
     built on `google_rows`, e.g. traced once per widths. The dense parse
     fails when a record of ``batch`` has other widths (or is bad): the
     variable-length parse then gives the same result, or the error.
+
+    >>> from tfpack.formats.records import google_example
+    >>> record = google_example([101, 7, 102], [0, 0, 0], [1], [8], 0,
+    ...                         max_seq_length=8, max_predictions_per_seq=2)
+    >>> parser_for = lambda widths: lambda batch: google_rows(
+    ...     batch, widths and dict(widths))["input_mask"].values.shape
+    >>> dense_first(parser_for, tf.constant([record]), {**google_widths(record), "input_ids": 9})
+    TensorShape([1, 8])
     """
     if widths is not None:
         try:
