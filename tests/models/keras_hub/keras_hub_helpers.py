@@ -14,6 +14,7 @@ _DECODER = dict(vocabulary_size=VOCAB, num_layers=2, num_query_heads=4,
                 num_key_value_heads=2, hidden_dim=16, intermediate_dim=32)
 _ENCODER = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
                 max_sequence_length=MAX_LENGTH)
+_SMALL = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16)
 _GEMMA = dict(_DECODER, head_dim=4, use_sliding_window_attention=True,
               sliding_window_size=WINDOW, use_post_ffw_norm=True,
               use_post_attention_norm=True)
@@ -39,8 +40,31 @@ FAMILIES = {
     "gemma3": lambda: keras_hub.models.Gemma3Backbone(image_size=16, **_GEMMA),
     "gemma3_bidirectional": lambda: keras_hub.models.Gemma3Backbone(
         image_size=16, use_bidirectional_attention=True, **_GEMMA),
+    "xlm_roberta": lambda: keras_hub.models.XLMRobertaBackbone(
+        vocabulary_size=VOCAB, **_ENCODER),
+    # Two groups of shared layers, each called twice: g0, g0, g1, g1.
+    "albert": lambda: keras_hub.models.AlbertBackbone(
+        vocabulary_size=VOCAB, embedding_dim=4, num_groups=2,
+        **dict(_ENCODER, num_layers=4)),
+    # Buckets of 4: relative positions from 2 on are log-bucketed.
+    "deberta_v3": lambda: keras_hub.models.DebertaV3Backbone(
+        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER),
+    "roformer_v2": lambda: keras_hub.models.RoformerV2Backbone(
+        vocabulary_size=VOCAB, head_size=4, **_SMALL),
+    "gpt2": lambda: keras_hub.models.GPT2Backbone(
+        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL),
+    "opt": lambda: keras_hub.models.OPTBackbone(
+        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL),
+    "gpt_neo_x": lambda: keras_hub.models.GPTNeoXBackbone(
+        vocabulary_size=VOCAB, rotary_percentage=0.5, **_SMALL),
+    "bloom": lambda: keras_hub.models.BloomBackbone(
+        vocabulary_size=VOCAB, **dict(_SMALL, num_heads=4)),
+    # Three heads: ALiBi slopes of a head count that is not a power of 2.
+    "falcon": lambda: keras_hub.models.FalconBackbone(
+        vocabulary_size=VOCAB, num_layers=2, num_attention_heads=3,
+        hidden_dim=12, intermediate_dim=24),
 }
-TOKEN_TYPES = ("bert", "electra")
+TOKEN_TYPES = ("bert", "electra", "albert", "roformer_v2")
 
 
 def make_backbone(family, seed=0):
@@ -63,7 +87,9 @@ def examples(family, seed=0):
 def keras_hub_alone(backbone, example):
     """The keras-hub backbone on one unpadded sequence: `[n, hidden]`."""
     ids = np.asarray(example["input_ids"], "int32")[None]
-    inputs = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
+    inputs = {"token_ids": ids}
+    if "padding_mask" in backbone.input:  # RoFormer-V2 has none.
+        inputs["padding_mask"] = np.ones_like(ids)
     if "segment_ids" in backbone.input:
         inputs["segment_ids"] = np.asarray(
             example.get("token_type_ids", np.zeros_like(ids[0])), "int32")[None]

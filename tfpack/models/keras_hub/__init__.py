@@ -12,9 +12,18 @@ adapter trains the backbone.
 
 | family | keras-hub backbones | adapter |
 | --- | --- | --- |
-| BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone`, `DistilBertBackbone` | `KerasHubEncoder` |
+| BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone`, `XLMRobertaBackbone`, `DistilBertBackbone`, `AlbertBackbone` | `KerasHubEncoder` |
+| DeBERTa-v3 | `DebertaV3Backbone` (relative positions inside each sequence) | `KerasHubDeberta` |
+| RoFormer-V2 | `RoformerV2Backbone` | `KerasHubRoformerV2` |
 | Llama-style decoders | `LlamaBackbone`, `MistralBackbone`, `Qwen2Backbone` | `KerasHubDecoder` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
+| GPT-2 and OPT | `GPT2Backbone`, `OPTBackbone` | `KerasHubGPT` |
+| GPT-NeoX | `GPTNeoXBackbone` | `KerasHubGPTNeoX` |
+| ALiBi decoders | `BloomBackbone`, `FalconBackbone` (ALiBi from positions inside each sequence) | `KerasHubAlibiDecoder` |
+
+Backbones whose computation crosses sequence boundaries in a way a mask
+cannot stop (recurrent state, Fourier mixing, encoder-decoders) are refused
+with the reason (`tfpack.models.keras_hub.refusals`).
 
 Example:
 
@@ -28,19 +37,27 @@ Example:
 """
 
 from tfpack.errors import TfpackError
+from tfpack.models.keras_hub.alibi import KerasHubAlibiDecoder
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.deberta import KerasHubDeberta
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.gemma import KerasHubGemma
+from tfpack.models.keras_hub.gpt import KerasHubGPT
+from tfpack.models.keras_hub.gpt_neo_x import KerasHubGPTNeoX
+from tfpack.models.keras_hub.refusals import refusal
+from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
 
-ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma)
+ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubGPT,
+            KerasHubGPTNeoX, KerasHubAlibiDecoder, KerasHubDeberta,
+            KerasHubRoformerV2)
 
 
 def supported_backbones():
     """Names of the keras-hub backbone classes `from_keras_hub` accepts.
 
-    >>> supported_backbones()[:2]
-    ['BertBackbone', 'DistilBertBackbone']
+    >>> supported_backbones()[:3]
+    ['AlbertBackbone', 'BertBackbone', 'BloomBackbone']
     """
     return sorted(name for adapter in ADAPTERS
                   for name in adapter.backbone_names)
@@ -77,8 +94,13 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
         A `KerasHubBackbone` sharing `backbone`'s layers and variables.
 
     Raises:
-        TfpackError: `backbone` is of another class.
+        TfpackError: `backbone` is of another class; for a class packing
+            cannot make exact (`tfpack.models.keras_hub.refusals`) the
+            error says why.
     """
+    error = refusal(backbone)
+    if error is not None:
+        raise error
     for adapter in ADAPTERS:
         if adapter.accepts(backbone):
             return adapter(
@@ -92,10 +114,15 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
 
 
 __all__ = [
+    "KerasHubAlibiDecoder",
     "KerasHubBackbone",
+    "KerasHubDeberta",
     "KerasHubDecoder",
     "KerasHubEncoder",
+    "KerasHubGPT",
+    "KerasHubGPTNeoX",
     "KerasHubGemma",
+    "KerasHubRoformerV2",
     "from_keras_hub",
     "supported_backbones",
 ]
