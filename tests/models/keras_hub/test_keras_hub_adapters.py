@@ -163,16 +163,17 @@ def test_keras_hub_stays_optional():
 
 
 def test_unsupported_backbone_names_the_supported_ones():
-    gpt2 = keras_hub.models.GPT2Backbone(
+    esm = keras_hub.models.ESMBackbone(
         vocabulary_size=VOCAB, num_layers=1, num_heads=2, hidden_dim=8,
-        intermediate_dim=16, max_sequence_length=MAX_LENGTH)
+        intermediate_dim=16)
     with pytest.raises(TfpackError, match=r"supports the keras-hub backbones "
-                       r"BertBackbone, .*Qwen2Backbone.*"
-                       r"Received: backbone of type GPT2Backbone"):
-        from_keras_hub(gpt2)
+                       r"AlbertBackbone, .*DebertaV3Backbone, .*Qwen2Backbone"
+                       r".*XLMRobertaBackbone. "
+                       r"Received: backbone of type ESMBackbone"):
+        from_keras_hub(esm)
     assert "Gemma3Backbone" in supported_backbones()
     with pytest.raises(TfpackError, match="KerasHubDecoder` wraps"):
-        type(from_keras_hub(make_backbone("llama")))(gpt2)
+        type(from_keras_hub(make_backbone("llama")))(esm)
 
 
 def test_missing_features_are_named():

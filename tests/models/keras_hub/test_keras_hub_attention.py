@@ -12,7 +12,8 @@ from tfpack.testing import pack_examples
 from keras_hub_helpers import MAX_LENGTH, examples, keras_hub_alone
 from keras_hub_helpers import make_backbone
 
-ENCODERS = ("bert", "electra", "roberta", "distil_bert")
+ENCODERS = ("bert", "electra", "roberta", "distil_bert", "xlm_roberta", "albert",
+            "roformer_v2")
 
 
 @pytest.mark.parametrize("family", ENCODERS)

@@ -15,7 +15,7 @@ from keras_hub_helpers import make_backbone
 
 # Every helper family has windows (3) shorter than its sequences; Gemma has
 # soft caps and local + global layers.
-DECODERS = ("llama", "mistral", "qwen2", "gemma", "gemma3",
+DECODERS = ("llama", "mistral", "qwen2", "gemma", "gemma3", "gpt2", "opt", "gpt_neo_x",
             "gemma3_bidirectional")
 
 

@@ -69,14 +69,14 @@ class KerasHubGPTNeoX(KerasHubBackbone):
 
     >>> import keras_hub, numpy as np
     >>> backbone = keras_hub.models.GPTNeoXBackbone(
-    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=16,
     ...     intermediate_dim=16)
     >>> decoder = KerasHubGPTNeoX(backbone)
     >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
     ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
     ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
     ...         )["sequence_output"].shape
-    TensorShape([1, 5, 8])
+    TensorShape([1, 5, 16])
 
     Args:
         backbone: a keras-hub `GPTNeoXBackbone`.
