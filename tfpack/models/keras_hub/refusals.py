@@ -4,7 +4,9 @@
 classes (matched by name along the class's MRO, so subclasses are refused
 too), instead of the generic list of supported backbones. Each reason names
 what the model computes across the row that a pack would have to reset at
-every sequence boundary, and what tfpack would need for it.
+every sequence boundary (recurrent state, Fourier mixing), or the second
+input a pack would have to carry for every sequence (an encoder-decoder's
+other side, a multimodal model's images), and so what tfpack would need.
 """
 
 from tfpack.errors import TfpackError
@@ -16,6 +18,11 @@ _STATE = ("carries a recurrent state along the whole row, so a sequence "
 _SEQ2SEQ = ("is an encoder-decoder: packing it needs encoder and decoder "
             "packs paired sequence by sequence and a cross-attention mask "
             "between them, which tfpack's packed features do not carry")
+_IMAGES = ("reads images (or video) with its text: packing it needs each "
+           "packed sequence paired with its own image features, which "
+           "tfpack's packed features do not carry")
+_CONTRASTIVE = (f"{_IMAGES}; its output scores every text against every "
+                "image of the batch")
 
 REASONS = {
     "RWKV7Backbone": f"RWKV-7's time mixing {_STATE} (and its token shift "
@@ -40,6 +47,14 @@ REASONS = {
                        f"{_SEQ2SEQ}",
     "MoonshineBackbone": "Moonshine reads audio, not token packs, and "
                          f"{_SEQ2SEQ}",
+    "PaliGemmaBackbone": f"PaliGemma {_IMAGES} (image tokens before the "
+                         "text under a prefix-LM mask)",
+    "BLIP2Backbone": f"BLIP-2 {_IMAGES} (Q-Former query embeddings before "
+                     "the text)",
+    "CLIPBackbone": f"CLIP {_CONTRASTIVE}",
+    "SigLIPBackbone": f"SigLIP {_CONTRASTIVE}",
+    "MetaCLIP2Backbone": f"MetaCLIP 2 {_CONTRASTIVE}",
+    "VideoPrismBackbone": f"VideoPrism {_CONTRASTIVE}",
 }
 
 
