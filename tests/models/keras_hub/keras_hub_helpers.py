@@ -1,4 +1,11 @@
-"""Tiny keras-hub backbones of every supported family, and a per-sequence reference."""
+"""Tiny keras-hub backbones of every adapted family, and a per-sequence reference.
+
+`FAMILIES` is the table the conformance suite (test_conformance.py) runs
+over: adding a family is one adapter file and one line here.
+"""
+
+import dataclasses
+from typing import Callable
 
 import keras
 import numpy as np
@@ -19,66 +26,96 @@ _GEMMA = dict(_DECODER, head_dim=4, use_sliding_window_attention=True,
               sliding_window_size=WINDOW, use_post_ffw_norm=True,
               use_post_attention_norm=True)
 
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One adapted keras-hub family of the conformance suite.
+
+    Attributes:
+        build: builds a tiny random backbone (after a seed is set).
+        token_types: the examples carry `token_type_ids`.
+        rotary: the adapter passes `position_ids` to keras-hub's
+            `RotaryEmbedding` (checked by spying on it: rotary scores depend
+            on position differences only, so outputs alone would not show
+            positions that fail to restart).
+        heavy: in the subset that also runs `fit(jit_compile=True)` and the
+            SavedModel export (one family per adapter code path).
+        segmented: the adapter runs segmented attention too (not where the
+            segmented rows cannot carry its attention bias: ALiBi, DeBERTa's
+            relative positions; those refuse it).
+    """
+
+    build: Callable
+    token_types: bool = False
+    rotary: bool = False
+    heavy: bool = False
+    segmented: bool = True
+
+
 FAMILIES = {
-    "bert": lambda: keras_hub.models.BertBackbone(vocabulary_size=VOCAB,
-                                                  **_ENCODER),
-    "electra": lambda: keras_hub.models.ElectraBackbone(
-        vocab_size=VOCAB, embedding_dim=4, **_ENCODER),
-    "roberta": lambda: keras_hub.models.RobertaBackbone(vocabulary_size=VOCAB,
-                                                        **_ENCODER),
-    "distil_bert": lambda: keras_hub.models.DistilBertBackbone(
-        vocabulary_size=VOCAB, **_ENCODER),
-    "llama": lambda: keras_hub.models.LlamaBackbone(**_DECODER),
-    "mistral": lambda: keras_hub.models.MistralBackbone(
-        sliding_window=WINDOW, **_DECODER),
-    "qwen2": lambda: keras_hub.models.Qwen2Backbone(
+    "bert": Family(lambda: keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB, **_ENCODER), token_types=True, heavy=True),
+    "electra": Family(lambda: keras_hub.models.ElectraBackbone(
+        vocab_size=VOCAB, embedding_dim=4, **_ENCODER), token_types=True),
+    "roberta": Family(lambda: keras_hub.models.RobertaBackbone(
+        vocabulary_size=VOCAB, **_ENCODER)),
+    "distil_bert": Family(lambda: keras_hub.models.DistilBertBackbone(
+        vocabulary_size=VOCAB, **_ENCODER)),
+    "llama": Family(lambda: keras_hub.models.LlamaBackbone(**_DECODER),
+                    rotary=True),
+    "mistral": Family(lambda: keras_hub.models.MistralBackbone(
+        sliding_window=WINDOW, **_DECODER), rotary=True, heavy=True),
+    "qwen2": Family(lambda: keras_hub.models.Qwen2Backbone(
         use_sliding_window_attention=True, sliding_window_size=WINDOW,
-        tie_word_embeddings=False, **_DECODER),
+        tie_word_embeddings=False, **_DECODER), rotary=True),
     # Gemma 2 style: soft caps, local layer 0 and global layer 1.
-    "gemma": lambda: keras_hub.models.GemmaBackbone(
+    "gemma": Family(lambda: keras_hub.models.GemmaBackbone(
         attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0, **_GEMMA),
-    "gemma3": lambda: keras_hub.models.Gemma3Backbone(image_size=16, **_GEMMA),
-    "gemma3_bidirectional": lambda: keras_hub.models.Gemma3Backbone(
+        rotary=True),
+    "gemma3": Family(lambda: keras_hub.models.Gemma3Backbone(
+        image_size=16, **_GEMMA), rotary=True, heavy=True),
+    "gemma3_bidirectional": Family(lambda: keras_hub.models.Gemma3Backbone(
         image_size=16, use_bidirectional_attention=True, **_GEMMA),
-    "xlm_roberta": lambda: keras_hub.models.XLMRobertaBackbone(
-        vocabulary_size=VOCAB, **_ENCODER),
+        rotary=True),
+    "xlm_roberta": Family(lambda: keras_hub.models.XLMRobertaBackbone(
+        vocabulary_size=VOCAB, **_ENCODER)),
     # Two groups of shared layers, each called twice: g0, g0, g1, g1.
-    "albert": lambda: keras_hub.models.AlbertBackbone(
+    "albert": Family(lambda: keras_hub.models.AlbertBackbone(
         vocabulary_size=VOCAB, embedding_dim=4, num_groups=2,
-        **dict(_ENCODER, num_layers=4)),
+        **dict(_ENCODER, num_layers=4)), token_types=True),
     # Buckets of 4: relative positions from 2 on are log-bucketed.
-    "deberta_v3": lambda: keras_hub.models.DebertaV3Backbone(
-        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER),
-    "roformer_v2": lambda: keras_hub.models.RoformerV2Backbone(
-        vocabulary_size=VOCAB, head_size=4, **_SMALL),
-    "gpt2": lambda: keras_hub.models.GPT2Backbone(
-        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL),
-    "opt": lambda: keras_hub.models.OPTBackbone(
-        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL),
-    "gpt_neo_x": lambda: keras_hub.models.GPTNeoXBackbone(
-        vocabulary_size=VOCAB, rotary_percentage=0.5, **_SMALL),
-    "bloom": lambda: keras_hub.models.BloomBackbone(
-        vocabulary_size=VOCAB, **dict(_SMALL, num_heads=4)),
+    "deberta_v3": Family(lambda: keras_hub.models.DebertaV3Backbone(
+        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER), heavy=True,
+        segmented=False),
+    "roformer_v2": Family(lambda: keras_hub.models.RoformerV2Backbone(
+        vocabulary_size=VOCAB, head_size=4, **_SMALL), token_types=True),
+    "gpt2": Family(lambda: keras_hub.models.GPT2Backbone(
+        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL)),
+    "opt": Family(lambda: keras_hub.models.OPTBackbone(
+        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL)),
+    "gpt_neo_x": Family(lambda: keras_hub.models.GPTNeoXBackbone(
+        vocabulary_size=VOCAB, rotary_percentage=0.5, **_SMALL), rotary=True),
+    "bloom": Family(lambda: keras_hub.models.BloomBackbone(
+        vocabulary_size=VOCAB, **dict(_SMALL, num_heads=4)), segmented=False),
     # Three heads: ALiBi slopes of a head count that is not a power of 2.
-    "falcon": lambda: keras_hub.models.FalconBackbone(
+    "falcon": Family(lambda: keras_hub.models.FalconBackbone(
         vocabulary_size=VOCAB, num_layers=2, num_attention_heads=3,
-        hidden_dim=12, intermediate_dim=24),
+        hidden_dim=12, intermediate_dim=24), heavy=True, segmented=False),
 }
-TOKEN_TYPES = ("bert", "electra", "albert", "roformer_v2")
 
 
 def make_backbone(family, seed=0):
     keras.utils.set_random_seed(seed)
-    return FAMILIES[family]()
+    return FAMILIES[family].build()
 
 
 def examples(family, seed=0):
-    """Random sequences of `LENGTHS` (token types for BERT and ELECTRA)."""
+    """Random sequences of `LENGTHS` (token types where the family has them)."""
     rng = np.random.default_rng(seed)
     result = []
     for n in LENGTHS:
         example = {"input_ids": rng.integers(1, VOCAB, n)}
-        if family in TOKEN_TYPES:
+        if FAMILIES[family].token_types:
             example["token_type_ids"] = (np.arange(n) >= n // 2).astype(int)
         result.append(example)
     return result

@@ -1,5 +1,7 @@
-"""Relative-position families (ALiBi, DeBERTa, rotary) read per-sequence
-positions; backbones packing cannot make exact are refused with the reason."""
+"""Relative-position families (ALiBi, DeBERTa, RoFormer's own rotary) read
+per-sequence positions (keras-hub's `RotaryEmbedding` is spied on in
+test_conformance.py); backbones packing cannot make exact are refused with
+the reason."""
 
 from unittest import mock
 
@@ -8,7 +10,6 @@ import pytest
 
 from keras_hub_helpers import MAX_LENGTH, VOCAB, examples, keras_hub
 from keras_hub_helpers import make_backbone
-from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
 from tfpack.errors import TfpackError
 from tfpack.models import from_keras_hub
 from tfpack.models.keras_hub import alibi, deberta, roformer
@@ -44,22 +45,6 @@ def test_relative_positions_come_from_position_ids(family):
     with mock.patch.object(module, name, spy):
         adapter(packed)
     assert len(seen) == per_layer * len(adapter.backbone.transformer_layers)
-    for positions in seen:
-        np.testing.assert_array_equal(positions, packed["position_ids"])
-
-
-def test_gpt_neo_x_rotary_angles_come_from_position_ids():
-    adapter = from_keras_hub(make_backbone("gpt_neo_x"))
-    packed = pack_examples(examples("gpt_neo_x"), MAX_LENGTH, packs=PACKS)
-    seen, call = [], RotaryEmbedding.call
-
-    def spy(self, inputs, start_index=0, positions=None):
-        seen.append(positions)
-        return call(self, inputs, start_index=start_index, positions=positions)
-
-    with mock.patch.object(RotaryEmbedding, "call", spy):
-        adapter(packed)
-    assert len(seen) == 2 * 2  # Queries and keys of two layers.
     for positions in seen:
         np.testing.assert_array_equal(positions, packed["position_ids"])
 
