@@ -8,12 +8,16 @@ sequence and attention stays inside a sequence (and is causal for
 decoders), so each sequence's outputs are those of the keras-hub backbone
 run on that sequence alone. The adapter owns no variables: presets and
 checkpoints load into the keras-hub backbone as usual, and training the
-adapter trains the backbone.
+adapter trains the backbone. Subclasses of these classes are adapted as
+their closest adapted parent. The adapters read keras-hub's layers; the
+releases they were tested on are `base.TESTED_KERAS_HUB_VERSIONS`, and
+another release warns once.
 
 | family | keras-hub backbones | adapter |
 | --- | --- | --- |
 | BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone`, `DistilBertBackbone` | `KerasHubEncoder` |
-| Llama-style decoders | `LlamaBackbone`, `MistralBackbone`, `Qwen2Backbone` | `KerasHubDecoder` |
+| Llama-style decoders | `LlamaBackbone` (`Llama3Backbone`), `MistralBackbone`, `Qwen2Backbone`, `Qwen3Backbone` | `KerasHubDecoder` |
+| mixtures of experts | `MixtralBackbone`, `QwenMoeBackbone`, `Qwen3MoeBackbone` | `KerasHubDecoder` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
 
 Example:
@@ -64,8 +68,9 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     TensorShape([1, 6, 8])
 
     Args:
-        backbone: a keras-hub backbone of a supported class (see the module
-            docstring; subclasses are not accepted, their layers may differ).
+        backbone: a keras-hub backbone of a supported class or a subclass
+            of one (see the module docstring); the adapter of the closest
+            class in its hierarchy is used.
         attention_implementation: `"auto"`, `"dense"` or `"segmented"`,
             for encoders and decoders alike (decoders stay causal and keep
             their sliding windows, soft caps and query scaling); see
@@ -79,12 +84,14 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     Raises:
         TfpackError: `backbone` is of another class.
     """
-    for adapter in ADAPTERS:
-        if adapter.accepts(backbone):
-            return adapter(
-                backbone, attention_implementation=attention_implementation,
-                max_sequences_per_pack=max_sequences_per_pack,
-                segment_length=segment_length)
+    matches = [(adapter.match(backbone), i) for i, adapter in
+               enumerate(ADAPTERS) if adapter.accepts(backbone)]
+    if matches:
+        adapter = ADAPTERS[min(matches)[1]]
+        return adapter(
+            backbone, attention_implementation=attention_implementation,
+            max_sequences_per_pack=max_sequences_per_pack,
+            segment_length=segment_length)
     raise TfpackError(
         "`from_keras_hub` supports the keras-hub backbones "
         f"{', '.join(supported_backbones())}. "

@@ -6,6 +6,8 @@ backbone's variable objects, and training either one trains both. It reads
 the packed features of DESIGN.md instead of keras-hub's padding mask.
 """
 
+import warnings
+
 import keras
 from keras import ops
 
@@ -18,18 +20,44 @@ from tfpack.layers.packed_attention import band_mask
 from tfpack.models.backbone import Backbone
 
 
+# The keras-hub releases the conformance suite
+# (tests/models/keras_hub/test_conformance.py) passed on. The adapters read
+# keras-hub layers' internals, so another release warns once.
+TESTED_KERAS_HUB_VERSIONS = ("0.32.0",)
+_warned_versions = set()
+
+
 def backbone_classes(names):
-    """The `keras_hub.models` classes of `names` (imports keras-hub)."""
+    """The `keras_hub.models` classes of `names` that this keras-hub has
+    (imports keras-hub)."""
     import keras_hub
 
-    return tuple(getattr(keras_hub.models, name) for name in names)
+    return tuple(getattr(keras_hub.models, name) for name in names
+                 if hasattr(keras_hub.models, name))
+
+
+def warn_untested_version():
+    """Warns once per process if keras-hub is not a tested release."""
+    import keras_hub
+
+    version = keras_hub.__version__
+    if version in TESTED_KERAS_HUB_VERSIONS or version in _warned_versions:
+        return
+    _warned_versions.add(version)
+    warnings.warn(
+        f"tfpack's keras-hub adapters were tested with keras-hub "
+        f"{', '.join(TESTED_KERAS_HUB_VERSIONS)}; this is keras-hub "
+        f"{version}. They read keras-hub's layers, so check packed == "
+        "unpacked on your model (tfpack.testing).", stacklevel=3)
 
 
 class KerasHubBackbone(Backbone):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.
 
     Subclasses name the keras-hub classes they accept (`backbone_names`, in
-    `keras_hub.models`; keras-hub is imported on first use only), say
+    `keras_hub.models`; keras-hub is imported on first use only; subclasses
+    of those classes are accepted too, e.g. `Llama3Backbone` of
+    `LlamaBackbone`, as long as they keep the parent's layers), say
     whether attention is causal (`is_causal(backbone)`) and implement
     `call`. The wrapped backbone is serialized inside the adapter's config,
     as keras-hub tasks serialize theirs, so `.keras` files rebuild it and
@@ -73,13 +101,14 @@ class KerasHubBackbone(Backbone):
 
     def __init__(self, backbone, attention_implementation="auto",
                  max_sequences_per_pack=None, segment_length=None, **kwargs):
-        if not self.accepts(backbone):
+        if self.match(backbone) is None:
             raise TfpackError(
                 f"`{type(self).__name__}` wraps "
                 f"{', '.join(self.backbone_names)}. "
                 f"Received: backbone of type {type(backbone).__name__}")
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
+        warn_untested_version()
         kwargs.setdefault("dtype", backbone.dtype_policy)
         kwargs.setdefault("name", f"packed_{backbone.name}")
         super().__init__(**kwargs)
@@ -95,10 +124,22 @@ class KerasHubBackbone(Backbone):
         self.built = True
 
     @classmethod
+    def match(cls, backbone):
+        """How far up `backbone`'s class hierarchy one of `backbone_names`
+        is (0: exactly one of them), or None if none is.
+
+        `from_keras_hub` picks the adapter with the closest match, so an
+        adapter for a subclass wins over its parent's.
+        """
+        classes = backbone_classes(cls.backbone_names)
+        distances = [i for i, parent in enumerate(type(backbone).__mro__)
+                     if parent in classes]
+        return min(distances, default=None)
+
+    @classmethod
     def accepts(cls, backbone):
-        """Whether `backbone` is exactly one of `backbone_names` (subclasses
-        may change the layers, so they are not accepted)."""
-        return type(backbone) in backbone_classes(cls.backbone_names)
+        """Whether `backbone` is one of `backbone_names` or a subclass."""
+        return cls.match(backbone) is not None
 
     @classmethod
     def is_causal(cls, backbone):

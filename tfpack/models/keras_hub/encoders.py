@@ -104,7 +104,8 @@ class KerasHubEncoder(KerasHubBackbone):
 
     def __init__(self, backbone, **kwargs):
         super().__init__(backbone, **kwargs)
-        self.has_token_types = type(backbone) in backbone_classes(_SEGMENTED)
+        self.has_token_types = isinstance(backbone,
+                                          backbone_classes(_SEGMENTED))
         if self.has_token_types:
             self.input_features = self.input_features + ("token_type_ids",)
 
