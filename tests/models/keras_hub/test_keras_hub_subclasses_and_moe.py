@@ -76,3 +76,28 @@ def test_router_loss_counts_real_tokens_only(family):
     np.testing.assert_allclose([alone, padded], packed, rtol=1e-5)
     adapter(pack_examples(data, MAX_LENGTH), training=False)
     assert not adapter.losses  # Only when training.
+
+
+def test_phi3_su_angles_are_each_sequences_own():
+    # Rotating a pack per token equals keras-hub's rotary layer on each
+    # sequence alone: absolute angles from restarted positions, and the
+    # long factor only for the sequences longer than 4 (5, 7 and 6 tokens).
+    from tfpack.models.keras_hub.phi3 import sequence_lengths, su_rotate
+
+    backbone = make_backbone("phi3_su")
+    rope = backbone.transformer_layers[0].attention.rotary_embedding_layer
+    packed = pack_examples(examples("phi3_su"), MAX_LENGTH,
+                           packs=[[0, 1, 2], [3, 4]])
+    x = np.random.default_rng(0).normal(size=(2, MAX_LENGTH, 2, 4)).astype(
+        "float32")
+    rotated = np.asarray(su_rotate(rope, x, packed["position_ids"],
+                                   sequence_lengths(packed["sequence_ids"])))
+    checked = set()
+    for row, ids in enumerate(packed["sequence_ids"]):
+        for sequence in range(1, ids.max() + 1):
+            tokens = ids == sequence
+            alone = np.asarray(rope(x[row][tokens][None]))[0]
+            np.testing.assert_allclose(rotated[row][tokens], alone,
+                                       rtol=0, atol=1e-5)
+            checked.add(int(tokens.sum()))
+    assert checked == {5, 3, 7, 2, 6}

@@ -18,6 +18,7 @@ another release warns once.
 | BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone`, `DistilBertBackbone` | `KerasHubEncoder` |
 | Llama-style decoders | `LlamaBackbone` (`Llama3Backbone`), `MistralBackbone`, `Qwen2Backbone`, `Qwen3Backbone` | `KerasHubDecoder` |
 | mixtures of experts | `MixtralBackbone`, `QwenMoeBackbone`, `Qwen3MoeBackbone` | `KerasHubDecoder` |
+| Phi-3 (with "su" / LongRoPE scaling per sequence) | `Phi3Backbone` | `KerasHubPhi3` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
 
 Example:
@@ -36,8 +37,9 @@ from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.gemma import KerasHubGemma
+from tfpack.models.keras_hub.phi3 import KerasHubPhi3
 
-ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma)
+ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3)
 
 
 def supported_backbones():
@@ -103,6 +105,7 @@ __all__ = [
     "KerasHubDecoder",
     "KerasHubEncoder",
     "KerasHubGemma",
+    "KerasHubPhi3",
     "from_keras_hub",
     "supported_backbones",
 ]
