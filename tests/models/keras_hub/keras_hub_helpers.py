@@ -37,6 +37,7 @@ class Family:
             `RotaryEmbedding` (checked by spying on it: rotary scores depend
             on position differences only, so outputs alone would not show
             positions that fail to restart).
+        segmented: the adapter runs segmented attention too.
         heavy: in the subset that also runs `fit(jit_compile=True)` and the
             SavedModel export (one family per adapter code path).
     """
@@ -44,6 +45,7 @@ class Family:
     build: Callable
     token_types: bool = False
     rotary: bool = False
+    segmented: bool = True
     heavy: bool = False
 
 
@@ -93,6 +95,10 @@ FAMILIES = {
         max_sequence_length=64, pretraining_sequence_length=4,
         rope_scaling_type="su", rope_scaling_short_factor=[1.0, 1.5],
         rope_scaling_long_factor=[2.0, 3.0]), heavy=True),
+    # Sliding window on layer 1, sinks, odd head_dim (partial rotary).
+    "gpt_oss": Family(lambda: keras_hub.models.GptOssBackbone(
+        num_experts=4, top_k=2, sliding_window=WINDOW, head_dim=5,
+        **_DECODER), rotary=True, segmented=False, heavy=True),
     # Gemma 2 style: soft caps, local layer 0 and global layer 1.
     "gemma": Family(lambda: keras_hub.models.GemmaBackbone(
         attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0, **_GEMMA),

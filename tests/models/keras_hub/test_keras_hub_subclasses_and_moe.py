@@ -101,3 +101,16 @@ def test_phi3_su_angles_are_each_sequences_own():
                                        rtol=0, atol=1e-5)
             checked.add(int(tokens.sum()))
     assert checked == {5, 3, 7, 2, 6}
+
+
+def test_gpt_oss_runs_dense_attention_only():
+    from tfpack.errors import TfpackError
+
+    backbone = make_backbone("gpt_oss")
+    assert from_keras_hub(backbone, max_sequences_per_pack=16,
+                          segment_length=256).implementation(4096) == "dense"
+    with pytest.raises(TfpackError, match=r"dense attention only \(its "
+                       r"attention sinks.*Received: attention_implementation"
+                       r"='segmented'"):
+        from_keras_hub(backbone, attention_implementation="segmented",
+                       max_sequences_per_pack=3)

@@ -19,6 +19,7 @@ another release warns once.
 | Llama-style decoders | `LlamaBackbone` (`Llama3Backbone`), `MistralBackbone`, `Qwen2Backbone`, `Qwen3Backbone` | `KerasHubDecoder` |
 | mixtures of experts | `MixtralBackbone`, `QwenMoeBackbone`, `Qwen3MoeBackbone` | `KerasHubDecoder` |
 | Phi-3 (with "su" / LongRoPE scaling per sequence) | `Phi3Backbone` | `KerasHubPhi3` |
+| GPT-OSS (sinks, sliding windows, experts; dense attention only) | `GptOssBackbone` | `KerasHubGptOss` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
 
 Example:
@@ -37,9 +38,11 @@ from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.gemma import KerasHubGemma
+from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
 from tfpack.models.keras_hub.phi3 import KerasHubPhi3
 
-ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3)
+ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3,
+            KerasHubGptOss)
 
 
 def supported_backbones():
@@ -105,6 +108,7 @@ __all__ = [
     "KerasHubDecoder",
     "KerasHubEncoder",
     "KerasHubGemma",
+    "KerasHubGptOss",
     "KerasHubPhi3",
     "from_keras_hub",
     "supported_backbones",

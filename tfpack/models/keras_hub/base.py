@@ -98,6 +98,8 @@ class KerasHubBackbone(Backbone):
     """
 
     backbone_names = ()
+    # Why segmented attention cannot run this family's attention, or None.
+    dense_only = None
 
     def __init__(self, backbone, attention_implementation="auto",
                  max_sequences_per_pack=None, segment_length=None, **kwargs):
@@ -108,6 +110,11 @@ class KerasHubBackbone(Backbone):
                 f"Received: backbone of type {type(backbone).__name__}")
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
+        if self.dense_only and attention_implementation == "segmented":
+            raise TfpackError(
+                f"`{type(self).__name__}` runs dense attention only "
+                f"({self.dense_only}). Received: attention_implementation="
+                f"'segmented'")
         warn_untested_version()
         kwargs.setdefault("dtype", backbone.dtype_policy)
         kwargs.setdefault("name", f"packed_{backbone.name}")
@@ -165,7 +172,10 @@ class KerasHubBackbone(Backbone):
 
     def implementation(self, length):
         """`"dense"` or `"segmented"` at row length `length` (the `"auto"`
-        rule of `tfpack.layers.attention_implementation`)."""
+        rule of `tfpack.layers.attention_implementation`; always dense for
+        `dense_only` families)."""
+        if self.dense_only:
+            return "dense"
         return choose_implementation(
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
