@@ -68,6 +68,40 @@ FAMILIES = {
     "qwen2": Family(lambda: keras_hub.models.Qwen2Backbone(
         use_sliding_window_attention=True, sliding_window_size=WINDOW,
         tie_word_embeddings=False, **_DECODER), rotary=True),
+    "llama3": Family(lambda: keras_hub.models.Llama3Backbone(**_DECODER),
+                     rotary=True),
+    "qwen3": Family(lambda: keras_hub.models.Qwen3Backbone(
+        head_dim=4, sliding_window_size=WINDOW, tie_word_embeddings=False,
+        **_DECODER), rotary=True),
+    # Mixtures of experts: every expert used, router loss coefficients set.
+    "mixtral": Family(lambda: keras_hub.models.MixtralBackbone(
+        num_experts=4, top_k=2, sliding_window=WINDOW, **_DECODER),
+        rotary=True, heavy=True),
+    "qwen_moe": Family(lambda: keras_hub.models.QwenMoeBackbone(
+        moe_intermediate_dim=8, shared_expert_intermediate_dim=16,
+        num_experts=4, top_k=2, use_sliding_window_attention=True,
+        sliding_window_size=WINDOW, mlp_only_layers=[1], **_DECODER),
+        rotary=True),
+    "qwen3_moe": Family(lambda: keras_hub.models.Qwen3MoeBackbone(
+        head_dim=4, moe_intermediate_dim=8, num_experts=4, top_k=2,
+        norm_top_k_prob=True, sliding_window_size=WINDOW, **_DECODER),
+        rotary=True),
+    "phi3": Family(lambda: keras_hub.models.Phi3Backbone(
+        vocabulary_size=VOCAB, num_layers=2, hidden_dim=16,
+        intermediate_dim=32, num_query_heads=4, num_key_value_heads=2),
+        rotary=True),
+    # LongRoPE: sequences over 4 tokens take the long factor, the others
+    # the short one (`test_phi3_su_angles_are_each_sequences_own`).
+    "phi3_su": Family(lambda: keras_hub.models.Phi3Backbone(
+        vocabulary_size=VOCAB, num_layers=2, hidden_dim=16,
+        intermediate_dim=32, num_query_heads=4, num_key_value_heads=2,
+        max_sequence_length=64, pretraining_sequence_length=4,
+        rope_scaling_type="su", rope_scaling_short_factor=[1.0, 1.5],
+        rope_scaling_long_factor=[2.0, 3.0]), heavy=True),
+    # Sliding window on layer 1, sinks, odd head_dim (partial rotary).
+    "gpt_oss": Family(lambda: keras_hub.models.GptOssBackbone(
+        num_experts=4, top_k=2, sliding_window=WINDOW, head_dim=5,
+        **_DECODER), rotary=True, segmented=False, heavy=True),
     # Gemma 2 style: soft caps, local layer 0 and global layer 1.
     "gemma": Family(lambda: keras_hub.models.GemmaBackbone(
         attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0, **_GEMMA),

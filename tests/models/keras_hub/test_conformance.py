@@ -43,9 +43,9 @@ HEAVY = sorted(name for name, family in FAMILIES.items() if family.heavy)
 
 
 def _implementations(family):
-    """`IMPLEMENTATIONS` the family's adapter runs (`Family.segmented`)."""
-    return {name: options for name, options in IMPLEMENTATIONS.items()
-            if name == "dense" or FAMILIES[family].segmented}
+    """(name, `from_keras_hub` options) of the family's attentions."""
+    return [(name, options) for name, options in IMPLEMENTATIONS.items()
+            if name == "dense" or FAMILIES[family].segmented]
 
 
 def _packed(family):
@@ -113,7 +113,7 @@ def test_packed_equals_each_sequence_alone(family):
         loss = sum(tf.reduce_sum(o * w) for o, w in zip(alone, weights))
     alone_gradients = _numpy(tape.gradient(loss, variables))
     alone = [np.asarray(a) for a in alone]
-    for implementation, options in _implementations(family).items():
+    for implementation, options in _implementations(family):
         adapter = models.from_keras_hub(backbone, **options)
         with _RotarySpy(backbone) as rotary, tf.GradientTape() as tape:
             output = adapter(packed, training=False)["sequence_output"]
@@ -145,7 +145,7 @@ def test_packed_equals_each_sequence_alone(family):
 def test_no_cross_contamination(family):
     backbone = make_backbone(family)
     _, packed = _packed(family)
-    for options in _implementations(family).values():
+    for _, options in _implementations(family):
         adapter = models.from_keras_hub(backbone, **options)
         result = assert_no_cross_contamination(adapter, packed)
         assert result.max_output_difference["sequence_output"] == 0.0
@@ -210,8 +210,8 @@ print("loaded", len(sys.argv) - 1)
 def test_keras_files_load_in_a_fresh_process(tmp_path):
     paths = []
     for family in sorted(FAMILIES):
-        options = list(_implementations(family).values())[-1]
-        adapter = models.from_keras_hub(make_backbone(family), **options)
+        adapter = models.from_keras_hub(make_backbone(family),
+                                        **_implementations(family)[-1][1])
         _, packed = _packed(family)
         path = str(tmp_path / f"{family}.keras")
         adapter.save(path)

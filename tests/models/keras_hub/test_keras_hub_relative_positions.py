@@ -72,9 +72,9 @@ def test_deberta_buckets_by_hand():
 
 @pytest.mark.parametrize("family", ["bloom", "falcon", "deberta_v3"])
 def test_segmented_attention_is_refused_where_it_carries_no_bias(family):
-    with pytest.raises(TfpackError, match=r"must be 'auto' or 'dense' for "
-                       r"\w+Backbone: its .* not carried by tfpack's "
-                       r"segmented attention. Received: "
+    with pytest.raises(TfpackError, match=r"`KerasHub\w+` runs dense "
+                       r"attention only \(its .* not carried by tfpack's "
+                       r"segmented attention\). Received: "
                        r"attention_implementation='segmented'"):
         from_keras_hub(make_backbone(family),
                        attention_implementation="segmented",

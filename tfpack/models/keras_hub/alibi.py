@@ -20,8 +20,7 @@ run dense attention (`attention_implementation="segmented"` is refused).
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 
 
 def alibi_bias(slopes, position_ids, dtype):
@@ -83,11 +82,11 @@ def falcon_block(layer, x, position_ids, mask, training):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubAlibiDecoder(KerasHubBackbone):
+class KerasHubAlibiDecoder(KerasHubCausalBackbone):
     """A keras-hub BLOOM or Falcon backbone that reads packed features.
 
-    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
-    `logits(sequence_output)` is the backbone's tied output projection.
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and
+    `KerasHubCausalBackbone` (`logits`: the tied output projection).
 
     Example:
 
@@ -121,24 +120,8 @@ class KerasHubAlibiDecoder(KerasHubBackbone):
     """
 
     backbone_names = ("BloomBackbone", "FalconBackbone")
-
-    def __init__(self, backbone, **kwargs):
-        implementation = kwargs.get("attention_implementation", "auto")
-        if implementation == "segmented":
-            raise TfpackError(
-                "`attention_implementation` must be 'auto' or 'dense' for "
-                f"{type(backbone).__name__}: its ALiBi attention bias is not "
-                "carried by tfpack's segmented attention. Received: "
-                "attention_implementation='segmented'")
-        super().__init__(backbone, **kwargs)
-
-    @classmethod
-    def is_causal(cls, backbone):
-        return True
-
-    def implementation(self, length):
-        """Always `"dense"` (see the class docstring)."""
-        return "dense"
+    dense_only = ("its ALiBi attention bias is not carried by tfpack's "
+                  "segmented attention")
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
@@ -153,8 +136,3 @@ class KerasHubAlibiDecoder(KerasHubBackbone):
             x = block(layer, x, position_ids, mask, training)
         final_norm = b.final_layernorm if falcon else b.layer_norm
         return {"sequence_output": final_norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")

@@ -18,7 +18,6 @@ refused).
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubBackbone
 
 
@@ -130,25 +129,14 @@ class KerasHubDeberta(KerasHubBackbone):
     backbone_names = ("DebertaV3Backbone",)
     initializer_range = 0.02  # Head hint: keras-hub's DeBERTa init.
     layer_norm_epsilon = 1e-7  # Head hint: keras-hub's DeBERTa norms.
-
-    def __init__(self, backbone, **kwargs):
-        if kwargs.get("attention_implementation") == "segmented":
-            raise TfpackError(
-                "`attention_implementation` must be 'auto' or 'dense' for "
-                "DebertaV3Backbone: its relative-position scores are not "
-                "carried by tfpack's segmented attention. Received: "
-                "attention_implementation='segmented'")
-        super().__init__(backbone, **kwargs)
+    dense_only = ("its relative-position scores are not carried by "
+                  "tfpack's segmented attention")
 
     @property
     def max_sequence_length(self):
         """None: relative positions have no table; beyond keras-hub's
         `max_sequence_length` they share the last log bucket."""
         return None
-
-    def implementation(self, length):
-        """Always `"dense"` (see the class docstring)."""
-        return "dense"
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)

@@ -120,7 +120,8 @@ class KerasHubEncoder(KerasHubBackbone):
 
     def __init__(self, backbone, **kwargs):
         super().__init__(backbone, **kwargs)
-        self.has_token_types = type(backbone) in backbone_classes(_SEGMENTED)
+        self.has_token_types = isinstance(backbone,
+                                          backbone_classes(_SEGMENTED))
         if self.has_token_types:
             self.input_features = self.input_features + ("token_type_ids",)
 
@@ -155,11 +156,7 @@ class KerasHubEncoder(KerasHubBackbone):
         x = self.backbone.embeddings_dropout(x, training=training)
         if getattr(self.backbone, "embeddings_projection", None) is not None:
             x = self.backbone.embeddings_projection(x)  # ELECTRA, ALBERT
-        mask, segmented = None, None
-        if self.implementation(x.shape[1]) == "dense":
-            mask = self.attention_mask(sequence_ids)
-        else:
-            segmented = self.segmented_options(sequence_ids)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in encoder_layers(self.backbone):
             x = encoder_block(layer, x, mask, training, segmented)
         return {"sequence_output": x}

@@ -13,16 +13,16 @@ same steps as a `TransformerEncoder`, so the blocks are the encoders'
 import keras
 from keras import ops
 
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.encoders import encoder_block
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubGPT(KerasHubBackbone):
+class KerasHubGPT(KerasHubCausalBackbone):
     """A keras-hub GPT-2 or OPT backbone that reads packed features.
 
-    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
-    `logits(sequence_output)` is the backbone's tied output projection.
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and
+    `KerasHubCausalBackbone` (`logits`: the tied output projection).
 
     Example:
 
@@ -55,10 +55,6 @@ class KerasHubGPT(KerasHubBackbone):
 
     backbone_names = ("GPT2Backbone", "OPTBackbone")
 
-    @classmethod
-    def is_causal(cls, backbone):
-        return True
-
     def embed(self, input_ids, position_ids, training):
         """keras-hub's token plus learned position embeddings, per token."""
         b = self.backbone
@@ -72,16 +68,7 @@ class KerasHubGPT(KerasHubBackbone):
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
         x = self.embed(input_ids, position_ids, training)
-        mask, segmented = None, None
-        if self.implementation(x.shape[1]) == "dense":
-            mask = self.attention_mask(sequence_ids)
-        else:
-            segmented = self.segmented_options(sequence_ids)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in self.backbone.transformer_layers:
             x = encoder_block(layer, x, mask, training, segmented)
         return {"sequence_output": self.backbone.layer_norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")

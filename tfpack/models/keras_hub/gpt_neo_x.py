@@ -14,7 +14,7 @@ import keras
 from keras import ops
 
 from tfpack.layers.packed_attention import packed_attention
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 
 
 def self_attention(attention, x, position_ids, mask, training,
@@ -59,11 +59,11 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubGPTNeoX(KerasHubBackbone):
+class KerasHubGPTNeoX(KerasHubCausalBackbone):
     """A keras-hub GPT-NeoX backbone that reads packed features.
 
-    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
-    `logits(sequence_output)` is the backbone's tied output projection.
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and
+    `KerasHubCausalBackbone` (`logits`: the tied output projection).
 
     Example:
 
@@ -95,10 +95,6 @@ class KerasHubGPTNeoX(KerasHubBackbone):
 
     backbone_names = ("GPTNeoXBackbone",)
 
-    @classmethod
-    def is_causal(cls, backbone):
-        return True
-
     @property
     def max_sequence_length(self):
         """None: rotary positions have no table (keras-hub's
@@ -109,16 +105,7 @@ class KerasHubGPTNeoX(KerasHubBackbone):
         input_ids, sequence_ids, position_ids = self._features(inputs)
         x = self.backbone.token_embedding(input_ids)
         x = self.backbone.embeddings_dropout(x, training=training)
-        mask, segmented = None, None
-        if self.implementation(x.shape[1]) == "dense":
-            mask = self.attention_mask(sequence_ids)
-        else:
-            segmented = self.segmented_options(sequence_ids)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in self.backbone.transformer_layers:
             x = decoder_block(layer, x, position_ids, mask, training, segmented)
         return {"sequence_output": self.backbone.layer_norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")

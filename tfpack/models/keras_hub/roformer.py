@@ -124,11 +124,7 @@ class KerasHubRoformerV2(KerasHubBackbone):
         x = b.embeddings_add((b.token_embedding(input_ids),
                               b.segment_embedding(token_type_ids)))
         x = b.embeddings_dropout(b.embeddings_layer_norm(x), training=training)
-        mask, segmented = None, None
-        if self.implementation(x.shape[1]) == "dense":
-            mask = self.attention_mask(sequence_ids)
-        else:
-            segmented = self.segmented_options(sequence_ids)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in b.transformer_layers:
             x = encoder_block(layer, x, position_ids, mask, training,
                               segmented)
