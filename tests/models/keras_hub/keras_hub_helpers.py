@@ -123,6 +123,14 @@ FAMILIES = {
         segmented=False),
     "roformer_v2": Family(lambda: keras_hub.models.RoformerV2Backbone(
         vocabulary_size=VOCAB, head_size=4, **_SMALL), token_types=True),
+    "esm": Family(lambda: keras_hub.models.ESMBackbone(
+        vocabulary_size=VOCAB, **_SMALL)),
+    # ESM-1: learned positions counted from pad_token_id (an id the
+    # examples never hold), pre-norm embeddings.
+    "esm_absolute": Family(lambda: keras_hub.models.ESMBackbone(
+        vocabulary_size=VOCAB + 1, pad_token_id=VOCAB,
+        position_embedding_type="absolute", use_pre_layer_norm=True,
+        max_sequence_length=VOCAB + MAX_LENGTH, **_SMALL)),
     "gpt2": Family(lambda: keras_hub.models.GPT2Backbone(
         vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL)),
     "opt": Family(lambda: keras_hub.models.OPTBackbone(

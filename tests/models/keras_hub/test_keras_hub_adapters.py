@@ -81,17 +81,17 @@ def test_keras_hub_stays_optional():
 
 
 def test_unsupported_backbone_names_the_supported_ones():
-    esm = keras_hub.models.ESMBackbone(
+    xlnet = keras_hub.models.XLNetBackbone(
         vocabulary_size=VOCAB, num_layers=1, num_heads=2, hidden_dim=8,
         intermediate_dim=16)
     with pytest.raises(TfpackError, match=r"supports the keras-hub backbones "
                        r"AlbertBackbone, .*DebertaV3Backbone, .*Qwen2Backbone"
                        r".*XLMRobertaBackbone. "
-                       r"Received: backbone of type ESMBackbone"):
-        from_keras_hub(esm)
+                       r"Received: backbone of type XLNetBackbone"):
+        from_keras_hub(xlnet)
     assert "Gemma3Backbone" in supported_backbones()
     with pytest.raises(TfpackError, match="KerasHubDecoder` wraps"):
-        type(from_keras_hub(make_backbone("llama")))(esm)
+        type(from_keras_hub(make_backbone("llama")))(xlnet)
 
 
 def test_missing_features_are_named():

@@ -12,7 +12,7 @@ from keras_hub_helpers import MAX_LENGTH, VOCAB, examples, keras_hub
 from keras_hub_helpers import make_backbone
 from tfpack.errors import TfpackError
 from tfpack.models import from_keras_hub
-from tfpack.models.keras_hub import alibi, deberta, roformer
+from tfpack.models.keras_hub import alibi, deberta, esm, roformer
 from tfpack.testing import pack_examples
 
 PACKS = [[0, 1, 2], [3, 4]]
@@ -27,6 +27,7 @@ RELATIVE = {
     "falcon": (alibi, "alibi_bias", 1, 1),
     "deberta_v3": (deberta, "relative_buckets", 1, 1),
     "roformer_v2": (roformer, "rotate", 2, 1),
+    "esm": (esm, "rotate", 2, 1),
 }
 
 

@@ -18,6 +18,7 @@ another release warns once.
 | BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone` (`XLMRobertaBackbone`), `DistilBertBackbone`, `AlbertBackbone` | `KerasHubEncoder` |
 | DeBERTa-v3 (relative positions inside each sequence; dense attention only) | `DebertaV3Backbone` | `KerasHubDeberta` |
 | RoFormer-V2 | `RoformerV2Backbone` | `KerasHubRoformerV2` |
+| ESM protein models (rotary ESM-2, absolute ESM-1) | `ESMBackbone` (= `ESM2Backbone`) | `KerasHubESM` |
 | Llama-style decoders | `LlamaBackbone` (`Llama3Backbone`), `MistralBackbone`, `Qwen2Backbone`, `Qwen3Backbone` | `KerasHubDecoder` |
 | mixtures of experts | `MixtralBackbone`, `QwenMoeBackbone`, `Qwen3MoeBackbone` | `KerasHubDecoder` |
 | Phi-3 (with "su" / LongRoPE scaling per sequence) | `Phi3Backbone` | `KerasHubPhi3` |
@@ -49,6 +50,7 @@ from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.deberta import KerasHubDeberta
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
+from tfpack.models.keras_hub.esm import KerasHubESM
 from tfpack.models.keras_hub.gemma import KerasHubGemma
 from tfpack.models.keras_hub.gpt import KerasHubGPT
 from tfpack.models.keras_hub.gpt_neo_x import KerasHubGPTNeoX
@@ -59,7 +61,7 @@ from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
 
 ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3,
             KerasHubGptOss, KerasHubGPT, KerasHubGPTNeoX, KerasHubAlibiDecoder,
-            KerasHubDeberta, KerasHubRoformerV2)
+            KerasHubDeberta, KerasHubRoformerV2, KerasHubESM)
 
 
 def supported_backbones():
@@ -130,6 +132,7 @@ __all__ = [
     "KerasHubBackbone",
     "KerasHubCausalBackbone",
     "KerasHubDeberta",
+    "KerasHubESM",
     "KerasHubDecoder",
     "KerasHubEncoder",
     "KerasHubGPT",

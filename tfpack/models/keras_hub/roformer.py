@@ -36,15 +36,17 @@ def rotate(rotary, tensors, position_ids):
     return rotated
 
 
-def self_attention(attention, x, position_ids, mask, segmented=None):
-    """keras-hub's `RoformerAttention.call` at per-token positions, under
-    the boolean `[B, L, L]` packed `mask` (or segmented attention)."""
+def self_attention(attention, x, mask, rotary=None, segmented=None):
+    """keras-hub's `RoformerAttention.call` (and ESM's) under the boolean
+    `[B, L, L]` packed `mask` (or segmented attention): `rotary(query,
+    key)` turns the `[B, L, heads, head_size]` queries and keys by their
+    positions, if given."""
     batch, length = ops.shape(x)[0], ops.shape(x)[1]
     shape = (batch, length, attention.heads, attention.head_size)
     query, key, value = (ops.reshape(dense(x), shape) for dense in (
         attention.q_dense, attention.k_dense, attention.v_dense))
-    query, key = rotate(attention.rotary_embedding_layer, (query, key),
-                        position_ids)
+    if rotary is not None:
+        query, key = rotary(query, key)
     if segmented is None:
         context = ops.dot_product_attention(
             query, key, value, mask=ops.expand_dims(mask, 1),
@@ -59,8 +61,13 @@ def self_attention(attention, x, position_ids, mask, segmented=None):
 
 def encoder_block(layer, x, position_ids, mask, training, segmented=None):
     """keras-hub's `RoformerV2Encoder.call` (post-norm)."""
-    attention = self_attention(layer.attention_layer, x, position_ids, mask,
-                               segmented)
+    attention = layer.attention_layer
+
+    def rotary(query, key):
+        return rotate(attention.rotary_embedding_layer, (query, key),
+                      position_ids)
+
+    attention = self_attention(attention, x, mask, rotary, segmented)
     x = layer.attention_norm(
         x + layer.dropout_layer(attention, training=training))
     feedforward = layer.feedforward_output_dense(
