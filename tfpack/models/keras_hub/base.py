@@ -220,6 +220,14 @@ class KerasHubBackbone(Backbone):
         return tuple(keras.ops.cast(inputs[n], "int32")
                      for n in self.input_features[:3])
 
+    @staticmethod
+    def _token_type_ids(inputs, input_ids):
+        """`inputs["token_type_ids"]` as int32, or zeros like `input_ids`."""
+        token_type_ids = inputs.get("token_type_ids")
+        if token_type_ids is None:
+            return ops.zeros_like(input_ids)
+        return ops.cast(token_type_ids, "int32")
+
     def get_config(self):
         config = super().get_config()
         config["backbone"] = keras.saving.serialize_keras_object(self.backbone)

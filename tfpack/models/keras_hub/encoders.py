@@ -3,10 +3,10 @@ DistilBERT, ALBERT), packed.
 
 All stack keras-hub `TransformerEncoder` layers on learned position
 embeddings (ALBERT factorizes them through a projection and shares its
-layers in groups, called in keras-hub's order). Packing changes two things (seed 000, section 3.2): the
-`PositionEmbedding` looks positions up by `position_ids`, which restart for
-every sequence, and self-attention gets the block-diagonal mask of
-`sequence_ids` instead of a padding mask.
+layers in groups, called in keras-hub's order). Packing changes two things
+(seed 000, section 3.2): the `PositionEmbedding` looks positions up by
+`position_ids`, which restart for every sequence, and self-attention gets
+the block-diagonal mask of `sequence_ids` instead of a padding mask.
 """
 
 import keras
@@ -149,9 +149,7 @@ class KerasHubEncoder(KerasHubBackbone):
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
-        token_type_ids = inputs.get("token_type_ids")
-        token_type_ids = (ops.zeros_like(input_ids) if token_type_ids is None
-                          else ops.cast(token_type_ids, "int32"))
+        token_type_ids = self._token_type_ids(inputs, input_ids)
         x = self.embed(input_ids, position_ids, token_type_ids)
         x = self.backbone.embeddings_dropout(x, training=training)
         if getattr(self.backbone, "embeddings_projection", None) is not None:

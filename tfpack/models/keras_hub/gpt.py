@@ -11,7 +11,6 @@ same steps as a `TransformerEncoder`, so the blocks are the encoders'
 """
 
 import keras
-from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.encoders import encoder_block

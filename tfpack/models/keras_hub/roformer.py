@@ -124,9 +124,7 @@ class KerasHubRoformerV2(KerasHubBackbone):
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
-        token_type_ids = inputs.get("token_type_ids")
-        token_type_ids = (ops.zeros_like(input_ids) if token_type_ids is None
-                          else ops.cast(token_type_ids, "int32"))
+        token_type_ids = self._token_type_ids(inputs, input_ids)
         b = self.backbone
         x = b.embeddings_add((b.token_embedding(input_ids),
                               b.segment_embedding(token_type_ids)))
