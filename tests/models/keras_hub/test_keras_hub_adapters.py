@@ -101,7 +101,7 @@ def test_missing_features_are_named():
                  "sequence_ids": np.ones((1, 4), "int32")})
 
 
-@pytest.mark.parametrize("family", ["bert", "gemma3"])
+@pytest.mark.parametrize("family", ["bert", "gemma3", "bloom", "deberta_v3"])
 def test_mixed_precision_follows_the_backbone(family):
     config = make_backbone(family).get_config()
     config["dtype"] = "mixed_float16"
