@@ -119,8 +119,7 @@ FAMILIES = {
         **dict(_ENCODER, num_layers=4)), token_types=True),
     # Buckets of 4: relative positions from 2 on are log-bucketed.
     "deberta_v3": Family(lambda: keras_hub.models.DebertaV3Backbone(
-        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER), heavy=True,
-        segmented=False),
+        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER), segmented=False),
     "roformer_v2": Family(lambda: keras_hub.models.RoformerV2Backbone(
         vocabulary_size=VOCAB, head_size=4, **_SMALL), token_types=True),
     "esm": Family(lambda: keras_hub.models.ESMBackbone(
