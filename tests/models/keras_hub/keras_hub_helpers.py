@@ -122,6 +122,8 @@ FAMILIES = {
         vocabulary_size=VOCAB, bucket_size=4, **_ENCODER), segmented=False),
     "roformer_v2": Family(lambda: keras_hub.models.RoformerV2Backbone(
         vocabulary_size=VOCAB, head_size=4, **_SMALL), token_types=True),
+    "xlnet": Family(lambda: keras_hub.models.XLNetBackbone(
+        vocabulary_size=VOCAB, **_SMALL), token_types=True, segmented=False),
     "esm": Family(lambda: keras_hub.models.ESMBackbone(
         vocabulary_size=VOCAB, **_SMALL)),
     # ESM-1: learned positions counted from pad_token_id (an id the
