@@ -61,7 +61,7 @@ FAMILIES = {
     "llama": Family(lambda: keras_hub.models.LlamaBackbone(**_DECODER),
                     rotary=True),
     "mistral": Family(lambda: keras_hub.models.MistralBackbone(
-        sliding_window=WINDOW, **_DECODER), rotary=True, heavy=True),
+        sliding_window=WINDOW, **_DECODER), rotary=True),
     "qwen2": Family(lambda: keras_hub.models.Qwen2Backbone(
         use_sliding_window_attention=True, sliding_window_size=WINDOW,
         tie_word_embeddings=False, **_DECODER), rotary=True),
@@ -99,6 +99,15 @@ FAMILIES = {
     "gpt_oss": Family(lambda: keras_hub.models.GptOssBackbone(
         num_experts=4, top_k=2, sliding_window=WINDOW, head_dim=5,
         **_DECODER), rotary=True, segmented=False, heavy=True),
+    # Layer 0 rotary, layer 1 without positions (NoPE); its own rotary
+    # tables: `test_smollm3_angles_are_each_sequences_own`.
+    "smollm3": Family(lambda: keras_hub.models.SmolLM3Backbone(
+        vocabulary_size=VOCAB, hidden_dim=16, intermediate_dim=32,
+        num_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        attention_bias=False, attention_dropout=0.0,
+        rope_layer_enabled_list=[True, False], layer_types=["attention"] * 2,
+        mlp_bias=False, layer_norm_epsilon=1e-6, max_position_embeddings=64,
+        rope_theta=10000.0, partial_rotary_factor=1.0), heavy=True),
     # Gemma 2 style: soft caps, local layer 0 and global layer 1.
     "gemma": Family(lambda: keras_hub.models.GemmaBackbone(
         attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0, **_GEMMA),

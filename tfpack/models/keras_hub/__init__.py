@@ -20,6 +20,7 @@ another release warns once.
 | mixtures of experts | `MixtralBackbone`, `QwenMoeBackbone`, `Qwen3MoeBackbone` | `KerasHubDecoder` |
 | Phi-3 (with "su" / LongRoPE scaling per sequence) | `Phi3Backbone` | `KerasHubPhi3` |
 | GPT-OSS (sinks, sliding windows, experts; dense attention only) | `GptOssBackbone` | `KerasHubGptOss` |
+| SmolLM3 (rotary and NoPE layers) | `SmolLM3Backbone` | `KerasHubSmolLM3` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
 
 Example:
@@ -40,9 +41,10 @@ from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.gemma import KerasHubGemma
 from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
 from tfpack.models.keras_hub.phi3 import KerasHubPhi3
+from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 
 ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3,
-            KerasHubGptOss)
+            KerasHubGptOss, KerasHubSmolLM3)
 
 
 def supported_backbones():
@@ -110,6 +112,7 @@ __all__ = [
     "KerasHubGemma",
     "KerasHubGptOss",
     "KerasHubPhi3",
+    "KerasHubSmolLM3",
     "from_keras_hub",
     "supported_backbones",
 ]
