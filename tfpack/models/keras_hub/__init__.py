@@ -22,6 +22,7 @@ another release warns once.
 | GPT-OSS (sinks, sliding windows, experts; dense attention only) | `GptOssBackbone` | `KerasHubGptOss` |
 | SmolLM3 (rotary and NoPE layers) | `SmolLM3Backbone` | `KerasHubSmolLM3` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
+| Gemma 4 (text; local/global layers, shared KV, experts; dense attention only) | `Gemma4Backbone` | `KerasHubGemma4` |
 
 Example:
 
@@ -39,12 +40,13 @@ from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.gemma import KerasHubGemma
+from tfpack.models.keras_hub.gemma4 import KerasHubGemma4
 from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
 from tfpack.models.keras_hub.phi3 import KerasHubPhi3
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 
 ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3,
-            KerasHubGptOss, KerasHubSmolLM3)
+            KerasHubGptOss, KerasHubSmolLM3, KerasHubGemma4)
 
 
 def supported_backbones():
@@ -110,6 +112,7 @@ __all__ = [
     "KerasHubDecoder",
     "KerasHubEncoder",
     "KerasHubGemma",
+    "KerasHubGemma4",
     "KerasHubGptOss",
     "KerasHubPhi3",
     "KerasHubSmolLM3",
