@@ -25,6 +25,7 @@ _SMALL = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16)
 _GEMMA = dict(_DECODER, head_dim=4, use_sliding_window_attention=True,
               sliding_window_size=WINDOW, use_post_ffw_norm=True,
               use_post_attention_norm=True)
+_GEMMA4 = dict(_DECODER, head_dim=4, sliding_window_size=WINDOW)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +65,7 @@ FAMILIES = {
     "llama": Family(lambda: keras_hub.models.LlamaBackbone(**_DECODER),
                     rotary=True),
     "mistral": Family(lambda: keras_hub.models.MistralBackbone(
-        sliding_window=WINDOW, **_DECODER), rotary=True, heavy=True),
+        sliding_window=WINDOW, **_DECODER), rotary=True),
     "qwen2": Family(lambda: keras_hub.models.Qwen2Backbone(
         use_sliding_window_attention=True, sliding_window_size=WINDOW,
         tie_word_embeddings=False, **_DECODER), rotary=True),
@@ -102,6 +103,31 @@ FAMILIES = {
     "gpt_oss": Family(lambda: keras_hub.models.GptOssBackbone(
         num_experts=4, top_k=2, sliding_window=WINDOW, head_dim=5,
         **_DECODER), rotary=True, segmented=False, heavy=True),
+    # Layer 0 rotary, layer 1 without positions (NoPE); its own rotary
+    # tables: `test_smollm3_angles_are_each_sequences_own`.
+    "smollm3": Family(lambda: keras_hub.models.SmolLM3Backbone(
+        vocabulary_size=VOCAB, hidden_dim=16, intermediate_dim=32,
+        num_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        attention_bias=False, attention_dropout=0.0,
+        rope_layer_enabled_list=[True, False], layer_types=["attention"] * 2,
+        mlp_bias=False, layer_norm_epsilon=1e-6, max_position_embeddings=64,
+        rope_theta=10000.0, partial_rotary_factor=1.0), heavy=True),
+    # Gemma 4: local layers 0, 2 and global 1, 3 (wider global heads, one
+    # key-and-value head, partial rotation), soft caps, per-layer inputs;
+    # layers 2 and 3 reuse the keys and values of 0 and 1; experts.
+    "gemma4": Family(lambda: keras_hub.models.Gemma4Backbone(
+        image_size=16, sliding_window_pattern=2,
+        global_head_dim=8, num_global_key_value_heads=1,
+        global_rope_partial_rotary_factor=0.5, num_kv_shared_layers=2,
+        hidden_size_per_layer_input=4, enable_moe_block=True, num_experts=4,
+        expert_intermediate_dim=8, num_experts_per_token=2,
+        attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0,
+        **dict(_GEMMA4, num_layers=4)), rotary=True, segmented=False,
+        heavy=True),
+    "gemma4_bidirectional": Family(lambda: keras_hub.models.Gemma4Backbone(
+        image_size=16, sliding_window_pattern=2,
+        use_bidirectional_attention=True, **_GEMMA4), rotary=True,
+        segmented=False),
     # Gemma 2 style: soft caps, local layer 0 and global layer 1.
     "gemma": Family(lambda: keras_hub.models.GemmaBackbone(
         attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0, **_GEMMA),
@@ -170,6 +196,8 @@ def keras_hub_alone(backbone, example):
     inputs = {"token_ids": ids}
     if "padding_mask" in backbone.input:  # RoFormer-V2 has none.
         inputs["padding_mask"] = np.ones_like(ids)
+    if "position_ids" in backbone.input:  # Gemma 4
+        inputs["position_ids"] = np.arange(ids.shape[1], dtype="int32")[None]
     if "segment_ids" in backbone.input:
         inputs["segment_ids"] = np.asarray(
             example.get("token_type_ids", np.zeros_like(ids[0])), "int32")[None]

@@ -114,3 +114,26 @@ def test_gpt_oss_runs_dense_attention_only():
                        r"='segmented'"):
         from_keras_hub(backbone, attention_implementation="segmented",
                        max_sequences_per_pack=3)
+
+
+def test_smollm3_angles_are_each_sequences_own():
+    # SmolLM3's own rotary tables at restarted positions: rotating a pack
+    # equals keras-hub's rotary embedding of each sequence alone.
+    from keras_hub.src.models.smollm3.smollm3_utils import (
+        apply_rotary_pos_single)
+    from tfpack.models.keras_hub.smollm3 import rotate
+
+    attention = make_backbone("smollm3").transformer_layers[0].self_attn
+    packed = pack_examples(examples("smollm3"), MAX_LENGTH,
+                           packs=[[0, 1, 2], [3, 4]])
+    x = np.random.default_rng(0).normal(size=(2, MAX_LENGTH, 2, 4)).astype(
+        "float32")
+    rotated = np.asarray(rotate(attention, x, packed["position_ids"]))
+    for row, ids in enumerate(packed["sequence_ids"]):
+        for sequence in range(1, ids.max() + 1):
+            alone = x[row][ids == sequence][None]
+            cos, sin = attention.rotary_embedding(alone)
+            np.testing.assert_allclose(
+                rotated[row][ids == sequence],
+                np.asarray(apply_rotary_pos_single(alone, cos, sin, 2))[0],
+                rtol=0, atol=1e-5)

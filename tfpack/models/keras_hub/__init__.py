@@ -18,19 +18,23 @@ another release warns once.
 | BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone` (`XLMRobertaBackbone`), `DistilBertBackbone`, `AlbertBackbone` | `KerasHubEncoder` |
 | DeBERTa-v3 (relative positions inside each sequence; dense attention only) | `DebertaV3Backbone` | `KerasHubDeberta` |
 | RoFormer-V2 | `RoformerV2Backbone` | `KerasHubRoformerV2` |
+| XLNet (relative attention; dense attention only) | `XLNetBackbone` | `KerasHubXLNet` |
 | ESM protein models (rotary ESM-2, absolute ESM-1) | `ESMBackbone` (= `ESM2Backbone`) | `KerasHubESM` |
 | Llama-style decoders | `LlamaBackbone` (`Llama3Backbone`), `MistralBackbone`, `Qwen2Backbone`, `Qwen3Backbone` | `KerasHubDecoder` |
 | mixtures of experts | `MixtralBackbone`, `QwenMoeBackbone`, `Qwen3MoeBackbone` | `KerasHubDecoder` |
 | Phi-3 (with "su" / LongRoPE scaling per sequence) | `Phi3Backbone` | `KerasHubPhi3` |
 | GPT-OSS (sinks, sliding windows, experts; dense attention only) | `GptOssBackbone` | `KerasHubGptOss` |
+| SmolLM3 (rotary and NoPE layers) | `SmolLM3Backbone` | `KerasHubSmolLM3` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
+| Gemma 4 (text; local/global layers, shared KV, experts; dense attention only) | `Gemma4Backbone` | `KerasHubGemma4` |
 | GPT-2 and OPT | `GPT2Backbone`, `OPTBackbone` | `KerasHubGPT` |
 | GPT-NeoX | `GPTNeoXBackbone` | `KerasHubGPTNeoX` |
 | ALiBi decoders (ALiBi from positions inside each sequence; dense attention only) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
 
 Backbones whose computation crosses sequence boundaries in a way a mask
-cannot stop (recurrent state, Fourier mixing, encoder-decoders) are refused
-with the reason (`tfpack.models.keras_hub.refusals`).
+cannot stop (recurrent state, Fourier mixing), encoder-decoders and
+image-text models are refused with the reason
+(`tfpack.models.keras_hub.refusals`).
 
 Example:
 
@@ -52,16 +56,20 @@ from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.esm import KerasHubESM
 from tfpack.models.keras_hub.gemma import KerasHubGemma
+from tfpack.models.keras_hub.gemma4 import KerasHubGemma4
 from tfpack.models.keras_hub.gpt import KerasHubGPT
 from tfpack.models.keras_hub.gpt_neo_x import KerasHubGPTNeoX
 from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
 from tfpack.models.keras_hub.phi3 import KerasHubPhi3
 from tfpack.models.keras_hub.refusals import refusal
 from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
+from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
+from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 
 ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3,
-            KerasHubGptOss, KerasHubGPT, KerasHubGPTNeoX, KerasHubAlibiDecoder,
-            KerasHubDeberta, KerasHubRoformerV2, KerasHubESM)
+            KerasHubGptOss, KerasHubSmolLM3, KerasHubGemma4, KerasHubGPT,
+            KerasHubGPTNeoX, KerasHubAlibiDecoder, KerasHubDeberta,
+            KerasHubRoformerV2, KerasHubESM, KerasHubXLNet)
 
 
 def supported_backbones():
@@ -138,9 +146,12 @@ __all__ = [
     "KerasHubGPT",
     "KerasHubGPTNeoX",
     "KerasHubGemma",
+    "KerasHubGemma4",
     "KerasHubGptOss",
     "KerasHubPhi3",
     "KerasHubRoformerV2",
+    "KerasHubSmolLM3",
+    "KerasHubXLNet",
     "from_keras_hub",
     "supported_backbones",
 ]
