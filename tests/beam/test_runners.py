@@ -50,7 +50,7 @@ def test_dask_runner_on_a_two_worker_cluster_writes_the_local_bytes(tmp_path, ca
     assert _pack(tmp_path, "local") == 0
     local = json.loads(capsys.readouterr().out)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         status = _pack(tmp_path, "dask", "--engine", "beam",
                        f"--beam-options={DASK} --dask_client_address={cluster.scheduler_address}")
     out, err = capsys.readouterr()

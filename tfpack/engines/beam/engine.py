@@ -75,17 +75,20 @@ class BeamEngine(base.Engine):
         except ImportError as error:
             raise TfpackError("`--engine beam` needs Apache Beam (pip install 'tfpack[beam]'). "
                               f"Received: {error}") from None
-        self.options = pipeline_options(beam_options)
+        self.beam_options = beam_options
+        self.options = pipeline_options(beam_options)  # checked before any work
 
     def build(self, job: base.Job, staging: str) -> base.Built:
         import time
 
+        from tfpack.engines.beam.options import pipeline_options
         from tfpack.engines.beam.pipeline import run_pipeline
         from tfpack.formats.records import GOOGLE_FEATURES, list_files
 
         started = time.perf_counter()
         files = list_files(job.input_pattern, required=GOOGLE_FEATURES)
-        built = run_pipeline(self.options, job, files, staging)
+        options = pipeline_options(self.beam_options, partitions=len(files))
+        built = run_pipeline(options, job, files, staging)
         built.seconds["pipeline"] = time.perf_counter() - started
         return built
 

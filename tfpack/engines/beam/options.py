@@ -45,8 +45,14 @@ DEFAULT_OPTIONS = (
 )
 
 
-def pipeline_options(beam_options=None):
+def pipeline_options(beam_options=None, *, partitions: int | None = None):
     """`PipelineOptions` from the defaults plus ``beam_options`` (a string or a list).
+
+    ``partitions`` (the number of input files, when known): on Beam's Dask
+    runner, without ``--dask_npartitions`` or ``--dask_partition_size``, the
+    work is split into that many partitions. The runner's own default puts up
+    to 128 elements in one partition, so a job of a few dozen input files
+    would run on one worker however large the cluster.
 
     Raises:
         TfpackError: ``beam_options`` that do not parse, an unknown runner (or
@@ -70,8 +76,13 @@ def pipeline_options(beam_options=None):
         raise TfpackError("`beam_options` must be --name=value options. "
                           f"Received: {unknown[0]!r} in beam_options={beam_options!r}")
     options = PipelineOptions(list(DEFAULT_OPTIONS) + extra)
-    _check_runner(options.view_as(StandardOptions).runner)
-    _check_names(options)
+    runner = options.view_as(StandardOptions).runner
+    _check_runner(runner)
+    known = _check_names(options)
+    if (partitions and str(runner).endswith("DaskRunner") and known.get("npartitions") is None
+            and known.get("partition_size") is None):
+        options = PipelineOptions(list(DEFAULT_OPTIONS) + extra
+                                  + [f"--dask_npartitions={int(partitions)}"])
     return options
 
 
@@ -89,8 +100,8 @@ def _check_runner(name) -> None:
                           f"--runner={name} ({type(error).__name__}: {reason})") from None
 
 
-def _check_names(options) -> None:
-    """Every option must be defined by Beam or by the runner."""
+def _check_names(options) -> dict:
+    """Every option must be defined by Beam or by the runner; returns them all."""
     beam_log = logging.getLogger("apache_beam.options.pipeline_options")
     level = beam_log.level
     beam_log.setLevel(logging.ERROR)  # Beam warns "Discarding unparseable args"; we refuse.
@@ -107,3 +118,4 @@ def _check_names(options) -> None:
         more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
         raise TfpackError("`beam_options` must be options of Beam or of its runner. "
                           f"Received: unknown option --{name}{hint}{more}")
+    return known
