@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -78,7 +79,9 @@ def run_pipeline(options, job: base.Job, files: list[str], staging: str) -> base
                           "workers?)")
     with open(result_path, encoding="utf-8") as f:
         result = json.load(f)
-    os.remove(result_path)  # the output holds only what the manifest lists
+    for name in os.listdir(staging):  # the output holds only what the manifest lists
+        if name.startswith((_RESULT_FILE, steps.CACHE_PREFIX)):
+            os.remove(os.path.join(staging, name))
     if result["error"] is not None:
         raise TfpackError(result["error"])
     from tfpack.formats.manifest import ShardInfo
@@ -98,11 +101,12 @@ def _graph(p, job: base.Job, files: list[str], staging: str, result_path: str) -
         return steps.Step(name, function).run
     L, pps = job.max_length, job.packs_per_shard
     scans = (p | "files" >> beam.Create(list(enumerate(files)))
-             | "scan" >> beam.Map(step("scan", steps.scan_file)))
+             | "scan" >> beam.Map(step("scan", steps.scan_file), cache_dir=staging))
     decision = beam.pvalue.AsSingleton(
         scans | "summary" >> beam.Map(step("summary", steps.summary), L)
         | "summaries" >> beam.combiners.ToList()
-        | "decide" >> beam.Map(step("decide", steps.decide), files=files, job=job))
+        | "decide" >> beam.Map(step("decide", steps.decide), files=files, job=job,
+                               cache_dir=staging))
     placed = scans | "place" >> beam.FlatMap(step("place", steps.place_file), decision)
     limit = beam.pvalue.AsSingleton(
         placed | "pack totals" >> beam.FlatMap(step("pack totals", steps.pack_totals), pps)
@@ -129,7 +133,6 @@ class _BuildShard(beam.DoFn):
     def __init__(self, staging: str, job: base.Job):
         self.staging = staging
         self.job = job
-        self.builder = None  # a cache: traced once per worker, rebuilt if K or M differ
 
     def process(self, item, decision, limit):
         try:
@@ -140,21 +143,17 @@ class _BuildShard(beam.DoFn):
     def _build(self, item, decision, limit) -> dict:
         import tensorflow as tf
 
-        from tfpack.engines.shards import ShardBuilder
         from tfpack.formats import manifest
         from tfpack.formats.records import packed_features, serialize_packs
 
         shard, parts = item
         records, splits = steps.shard_layout(list(parts))
-        K, M = limit["K"], limit["M"]
-        if self.builder is None or (self.builder.max_sequences_per_pack,
-                                    self.builder.max_predictions) != (K, M):
-            self.builder = ShardBuilder(self.job.max_length, K, M)
+        builder = _shard_builder(self.job.max_length, limit["K"], limit["M"])
         name = self.job.shard_name(shard, decision["shards"])
         path = os.path.join(self.staging, name)
         count, features = 0, None
         with manifest.atomic_path(path) as partial, tf.io.TFRecordWriter(partial) as writer:
-            for packs in self.builder.packs(records, np.arange(len(records)), splits):
+            for packs in builder.packs(records, np.arange(len(records)), splits):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)
@@ -163,6 +162,18 @@ class _BuildShard(beam.DoFn):
         size, sha256 = manifest.describe_file(path)
         return {"shard": int(shard), "name": name, "records": count, "bytes": size,
                 "sha256": sha256, "features": features}
+
+
+@functools.lru_cache(maxsize=4)
+def _shard_builder(L: int, K: int, M: int):
+    """One `ShardBuilder` per worker process and ``(L, K, M)``: a cache only.
+
+    Runners may hand every bundle a fresh copy of a DoFn (the Dask runner
+    does), and each new builder traces its graphs again (about a second).
+    """
+    from tfpack.engines.shards import ShardBuilder
+
+    return ShardBuilder(L, K, M)
 
 
 _STEP = re.compile(r"tfpack step '(?P<step>[^']+)' failed: (?P<why>[^\n]*)")

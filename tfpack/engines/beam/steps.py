@@ -40,7 +40,8 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 
-__all__ = ["FileScan", "Placed", "Step", "StepFailed", "unique_by", "scan_file", "summary",
+__all__ = ["CACHE_PREFIX", "FileScan", "Placed", "Step", "StepFailed", "unique_by", "scan_file",
+           "summary",
            "decide", "place_file", "pack_totals", "shard_totals", "limits",
            "examples_of_pack", "route_file", "shard_layout", "collect"]
 
@@ -133,13 +134,32 @@ class Placed:
     first_example: int  # global index of the file's first example
 
 
-def scan_file(item: tuple[int, str]) -> FileScan:
-    """Step 1: read and check every record of one file (the local engine's validator)."""
+CACHE_PREFIX = ".tfpack-beam-cache-"
+
+
+def scan_file(item: tuple[int, str], cache_dir: str | None = None) -> FileScan:
+    """Step 1: read and check every record of one file (the local engine's validator).
+
+    With ``cache_dir`` (the run's staging directory, shared by the workers),
+    a valid file's lengths are kept there: a runner that computes the scan
+    again (the Dask runner does, for every side input that depends on it, in
+    every partition that reads one) reads them back instead of parsing the
+    file again. The cache files are hidden (`CACHE_PREFIX`) and removed
+    before the output is complete.
+    """
+    import os
+
     import tensorflow as tf
 
+    from tfpack.formats import manifest
     from tfpack.formats.records import scan_google_records
 
     index, path = item
+    cached = None if cache_dir is None else os.path.join(cache_dir,
+                                                         f"{CACHE_PREFIX}scan-{index:05d}.npy")
+    if cached is not None and os.path.exists(cached):
+        both = np.load(cached)
+        return FileScan(index, path, both[0], both[1])
     if tf.io.gfile.stat(path).length == 0:
         empty = np.zeros(0, np.int64)
         return FileScan(index, path, empty, empty)
@@ -147,7 +167,11 @@ def scan_file(item: tuple[int, str]) -> FileScan:
         lengths, predictions = scan_google_records([path])
     except TfpackError as error:
         return FileScan(index, path, None, None, str(error))
-    return FileScan(index, path, lengths.astype(np.int64), predictions.astype(np.int64))
+    both = np.stack([lengths.astype(np.int64), predictions.astype(np.int64)])
+    if cached is not None:
+        with manifest.atomic_path(cached) as partial, open(partial, "wb") as f:
+            np.save(f, both)
+    return FileScan(index, path, both[0], both[1])
 
 
 def summary(scan: FileScan, max_length: int) -> dict:
@@ -173,12 +197,32 @@ def _first_of_length(lengths: np.ndarray, max_length: int) -> np.ndarray:
     return first
 
 
-def decide(summaries: list[dict], *, files: list[str], job) -> dict:
+def decide(summaries: list[dict], *, files: list[str], job, cache_dir: str | None = None
+           ) -> dict:
     """Step 2: the checks of the local engine, in its order, then the placement.
 
     Returns ``{"error": message}`` or the plan, the placement, each file's
-    rank offsets and first example, and the output's shape.
+    rank offsets and first example, and the output's shape. With
+    ``cache_dir``, kept there like the scans (planning may take seconds).
     """
+    import os
+    import pickle
+
+    from tfpack.formats import manifest
+
+    cached = None if cache_dir is None else os.path.join(cache_dir,
+                                                         f"{CACHE_PREFIX}decision.pkl")
+    if cached is not None and os.path.exists(cached):
+        with open(cached, "rb") as f:
+            return pickle.load(f)
+    decision = _decide(summaries, files=files, job=job)
+    if cached is not None:
+        with manifest.atomic_path(cached) as partial, open(partial, "wb") as f:
+            pickle.dump(decision, f)
+    return decision
+
+
+def _decide(summaries: list[dict], *, files: list[str], job) -> dict:
     from tfpack.data.flow import choose_plan
     from tfpack.data.windows import length_error
     from tfpack.packing import placement
