@@ -40,7 +40,7 @@ import time
 
 from tfpack.errors import TfpackError
 
-__all__ = ["Job", "Built", "Engine", "register", "get", "names", "pack", "finish"]
+__all__ = ["Job", "JOB_FIELDS", "Built", "Engine", "register", "get", "names", "pack", "finish"]
 
 _ENGINES: dict[str, type[Engine]] = {}
 
@@ -88,6 +88,10 @@ class Job:
     def shard_name(self, shard: int, num_shards: int) -> str:
         """File name of output shard ``shard`` of ``num_shards``."""
         return f"part-{shard:05d}-of-{num_shards:05d}.tfrecord"
+
+
+# The `Job` fields an entry point passes through besides ``input_pattern``.
+JOB_FIELDS = tuple(f.name for f in dataclasses.fields(Job) if f.name != "input_pattern")
 
 
 @dataclasses.dataclass

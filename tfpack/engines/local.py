@@ -85,12 +85,9 @@ def pack_records(
     Returns:
         The dict written to ``stats.json``.
     """
-    return base.pack(
-        "local", input_pattern, output_dir, overwrite=overwrite,
-        engine_options={"progress": progress}, max_length=max_length,
-        max_sequences_per_pack=max_sequences_per_pack, algorithm=algorithm, plan=plan,
-        max_predictions_per_pack=max_predictions_per_pack, packs_per_shard=packs_per_shard,
-        seed=seed, shuffle=shuffle)
+    job = {k: v for k, v in locals().items() if k in base.JOB_FIELDS}
+    return base.pack("local", input_pattern, output_dir, overwrite=overwrite,
+                     engine_options={"progress": progress}, **job)
 
 
 @base.register("local")

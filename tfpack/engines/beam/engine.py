@@ -50,12 +50,9 @@ def pack_tfrecords(
             unknown option or runner; a failure inside the runner, naming the
             step. Nothing is written under ``output_dir`` in any of these cases.
     """
-    return base.pack(
-        "beam", input_pattern, output_dir, overwrite=overwrite,
-        engine_options={"beam_options": beam_options}, max_length=max_length,
-        max_sequences_per_pack=max_sequences_per_pack, algorithm=algorithm, plan=plan,
-        max_predictions_per_pack=max_predictions_per_pack, packs_per_shard=packs_per_shard,
-        seed=seed, shuffle=shuffle)
+    job = {k: v for k, v in locals().items() if k in base.JOB_FIELDS}
+    return base.pack("beam", input_pattern, output_dir, overwrite=overwrite,
+                     engine_options={"beam_options": beam_options}, **job)
 
 
 @base.register("beam")
