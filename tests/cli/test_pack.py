@@ -87,7 +87,7 @@ def test_unreadable_shard_fails_naming_it(shards, tmp_path):
              "--max-sequences-per-pack", "3"])
 
 
-def test_bad_max_per_pack_is_a_usage_error():
+def test_bad_max_sequences_per_pack_is_a_usage_error():
     with pytest.raises(SystemExit):
         run(["--input", "x", "--output", "y", "--max-length", "8", "--max-sequences-per-pack", "0"])
 
@@ -175,7 +175,7 @@ def test_leftovers_of_killed_runs_are_removed_by_the_next_run(small, tmp_path, c
     assert_same_examples(examples, tfpack.data.read_packed(str(out)).as_numpy_iterator())
 
 
-def test_a_plan_deeper_than_max_per_pack_fails_before_anything_is_written(small, tmp_path,
+def test_a_plan_deeper_than_max_sequences_per_pack_fails_before_anything_is_written(small, tmp_path,
                                                                             capsys):
     examples, pattern = small
     lengths = [len(e["input_ids"]) for e in examples]
