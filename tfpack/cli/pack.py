@@ -36,7 +36,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="glob (or comma-separated globs) of input TFRecords")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
-    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=parse_max_sequences_per_pack, required=True,
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", required=True,
+                        type=parse_max_sequences_per_pack,
                         help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--algorithm", help="planner (default optimal)")
