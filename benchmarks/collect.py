@@ -10,7 +10,8 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "planners_long", "pipeline", "engines", "model", "training", "backbones", "attention",
+ORDER = ["planners", "optimal", "planners_long", "pipeline", "engines", "engines_dask", "model",
+         "training", "backbones", "attention",
          "keras_hub_attention", "accelerator", "integrity"]
 
 
