@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Iterator
 
 import numpy as np
@@ -76,10 +77,23 @@ class ShardBuilder:
             self._build = _assemble_function(examples, self.roles, self.max_length,
                                              self.max_sequences_per_pack, self.max_predictions)
         order, splits = np.asarray(order, np.int64), np.asarray(splits, np.int64)
-        for start in range(0, len(splits) - 1, _ASSEMBLE_PACKS):
+
+        def build(start: int) -> dict[str, np.ndarray]:
             sub = splits[start:start + _ASSEMBLE_PACKS + 1]
             packs = self._build(examples, order[sub[0]:sub[-1]], sub - sub[0])
-            yield {n: t.numpy() for n, t in packs.items()}
+            return {n: t.numpy() for n, t in packs.items()}
+
+        # The next chunk is assembled (TensorFlow, without the GIL) while the
+        # caller serializes and writes this one: two cores instead of one.
+        with concurrent.futures.ThreadPoolExecutor(1) as ahead:
+            pending = None
+            for start in range(0, len(splits) - 1, _ASSEMBLE_PACKS):
+                future = ahead.submit(build, start)
+                if pending is not None:
+                    yield pending.result()
+                pending = future
+            if pending is not None:
+                yield pending.result()
 
     def _parser(self, widths: tuple | None):
         """`parse_google_batch` at ``widths`` (``None``: any)."""
