@@ -9,7 +9,9 @@ pytest.importorskip("keras_hub")
 
 MODULES = ["tfpack.models.keras_hub", "tfpack.models.keras_hub.base",
            "tfpack.models.keras_hub.encoders", "tfpack.models.keras_hub.decoders",
-           "tfpack.models.keras_hub.gemma"]
+           "tfpack.models.keras_hub.gemma", "tfpack.models.keras_hub.gemma4",
+           "tfpack.models.keras_hub.phi3", "tfpack.models.keras_hub.gpt_oss",
+           "tfpack.models.keras_hub.smollm3"]
 
 
 @pytest.mark.parametrize("name", MODULES)

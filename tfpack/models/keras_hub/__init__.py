@@ -37,6 +37,7 @@ Example:
 
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubDecoderBase
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.gemma import KerasHubGemma
@@ -109,6 +110,7 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
 
 __all__ = [
     "KerasHubBackbone",
+    "KerasHubDecoderBase",
     "KerasHubDecoder",
     "KerasHubEncoder",
     "KerasHubGemma",

@@ -230,3 +230,33 @@ class KerasHubBackbone(Backbone):
         config["backbone"] = keras.saving.deserialize_keras_object(
             config["backbone"])
         return cls(**config)
+
+
+class KerasHubDecoderBase(KerasHubBackbone):
+    """Base of the decoder adapters: causal, with the backbone's own output
+    projection as `logits`.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> from tfpack.models import from_keras_hub
+    >>> backbone = keras_hub.models.LlamaBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_query_heads=2,
+    ...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
+    >>> decoder = from_keras_hub(backbone)
+    >>> isinstance(decoder, KerasHubDecoderBase), decoder.causal
+    (True, True)
+    >>> decoder.logits(np.zeros((1, 3, 8), "float32")).shape
+    TensorShape([1, 3, 30])
+    """
+
+    @classmethod
+    def is_causal(cls, backbone):
+        return True
+
+    def logits(self, sequence_output):
+        """Next-token logits `[B, L, vocabulary_size]`, float32: the
+        backbone's `token_embedding(x, reverse=True)` (tied or not, with a
+        final logit soft cap where the backbone has one)."""
+        return ops.cast(self.backbone.token_embedding(sequence_output,
+                                                      reverse=True), "float32")
