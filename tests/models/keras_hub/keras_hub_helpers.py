@@ -21,6 +21,7 @@ _DECODER = dict(vocabulary_size=VOCAB, num_layers=2, num_query_heads=4,
                 num_key_value_heads=2, hidden_dim=16, intermediate_dim=32)
 _ENCODER = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
                 max_sequence_length=MAX_LENGTH)
+_SMALL = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16)
 _GEMMA = dict(_DECODER, head_dim=4, use_sliding_window_attention=True,
               sliding_window_size=WINDOW, use_post_ffw_norm=True,
               use_post_attention_norm=True)
@@ -38,18 +39,20 @@ class Family:
             `RotaryEmbedding` (checked by spying on it: rotary scores depend
             on position differences only, so outputs alone would not show
             positions that fail to restart).
-        segmented: the adapter runs segmented attention too.
         heavy: in the subset that also runs `fit(jit_compile=True)` and the
             SavedModel export (each costs an XLA compilation: one encoder,
             one Llama-style decoder with experts, and Gemma 4, the adapter
             with the most parts; every family passed it when added).
+        segmented: the adapter runs segmented attention too (not where the
+            segmented rows cannot carry its attention bias: ALiBi, DeBERTa's
+            relative positions, GPT-OSS's sinks; those refuse it).
     """
 
     build: Callable
     token_types: bool = False
     rotary: bool = False
-    segmented: bool = True
     heavy: bool = False
+    segmented: bool = True
 
 
 FAMILIES = {
@@ -136,6 +139,39 @@ FAMILIES = {
     "gemma3_bidirectional": Family(lambda: keras_hub.models.Gemma3Backbone(
         image_size=16, use_bidirectional_attention=True, **_GEMMA),
         rotary=True),
+    "xlm_roberta": Family(lambda: keras_hub.models.XLMRobertaBackbone(
+        vocabulary_size=VOCAB, **_ENCODER)),
+    # Two groups of shared layers, each called twice: g0, g0, g1, g1.
+    "albert": Family(lambda: keras_hub.models.AlbertBackbone(
+        vocabulary_size=VOCAB, embedding_dim=4, num_groups=2,
+        **dict(_ENCODER, num_layers=4)), token_types=True),
+    # Buckets of 4: relative positions from 2 on are log-bucketed.
+    "deberta_v3": Family(lambda: keras_hub.models.DebertaV3Backbone(
+        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER), segmented=False),
+    "roformer_v2": Family(lambda: keras_hub.models.RoformerV2Backbone(
+        vocabulary_size=VOCAB, head_size=4, **_SMALL), token_types=True),
+    "xlnet": Family(lambda: keras_hub.models.XLNetBackbone(
+        vocabulary_size=VOCAB, **_SMALL), token_types=True, segmented=False),
+    "esm": Family(lambda: keras_hub.models.ESMBackbone(
+        vocabulary_size=VOCAB, **_SMALL)),
+    # ESM-1: learned positions counted from pad_token_id (an id the
+    # examples never hold), pre-norm embeddings.
+    "esm_absolute": Family(lambda: keras_hub.models.ESMBackbone(
+        vocabulary_size=VOCAB + 1, pad_token_id=VOCAB,
+        position_embedding_type="absolute", use_pre_layer_norm=True,
+        max_sequence_length=VOCAB + MAX_LENGTH, **_SMALL)),
+    "gpt2": Family(lambda: keras_hub.models.GPT2Backbone(
+        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL)),
+    "opt": Family(lambda: keras_hub.models.OPTBackbone(
+        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL)),
+    "gpt_neo_x": Family(lambda: keras_hub.models.GPTNeoXBackbone(
+        vocabulary_size=VOCAB, rotary_percentage=0.5, **_SMALL), rotary=True),
+    "bloom": Family(lambda: keras_hub.models.BloomBackbone(
+        vocabulary_size=VOCAB, **dict(_SMALL, num_heads=4)), segmented=False),
+    # Three heads: ALiBi slopes of a head count that is not a power of 2.
+    "falcon": Family(lambda: keras_hub.models.FalconBackbone(
+        vocabulary_size=VOCAB, num_layers=2, num_attention_heads=3,
+        hidden_dim=12, intermediate_dim=24), heavy=True, segmented=False),
 }
 
 
@@ -168,7 +204,9 @@ def examples(family, seed=0):
 def keras_hub_alone(backbone, example):
     """The keras-hub backbone on one unpadded sequence: `[n, hidden]`."""
     ids = np.asarray(example["input_ids"], "int32")[None]
-    inputs = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
+    inputs = {"token_ids": ids}
+    if "padding_mask" in backbone.input:  # RoFormer-V2 has none.
+        inputs["padding_mask"] = np.ones_like(ids)
     if "position_ids" in backbone.input:  # Gemma 4
         inputs["position_ids"] = np.arange(ids.shape[1], dtype="int32")[None]
     if "segment_ids" in backbone.input:

@@ -80,17 +80,26 @@ def test_keras_hub_stays_optional():
     subprocess.run([sys.executable, "-c", "import keras; " + code], check=True)
 
 
+class _UnknownBackbone(keras_hub.models.Backbone):
+    """A keras-hub backbone of a class tfpack has never heard of."""
+
+    def __init__(self, **kwargs):
+        ids = keras.Input((None,), dtype="int32", name="token_ids")
+        super().__init__(inputs=ids,
+                         outputs=keras.layers.Embedding(VOCAB, 4)(ids),
+                         **kwargs)
+
+
 def test_unsupported_backbone_names_the_supported_ones():
-    gpt2 = keras_hub.models.GPT2Backbone(
-        vocabulary_size=VOCAB, num_layers=1, num_heads=2, hidden_dim=8,
-        intermediate_dim=16, max_sequence_length=MAX_LENGTH)
+    unknown = _UnknownBackbone()
     with pytest.raises(TfpackError, match=r"supports the keras-hub backbones "
-                       r"BertBackbone, .*Qwen2Backbone.*"
-                       r"Received: backbone of type GPT2Backbone"):
-        from_keras_hub(gpt2)
+                       r"AlbertBackbone, .*DebertaV3Backbone, .*Qwen2Backbone"
+                       r".*XLNetBackbone. "
+                       r"Received: backbone of type _UnknownBackbone"):
+        from_keras_hub(unknown)
     assert "Gemma3Backbone" in supported_backbones()
     with pytest.raises(TfpackError, match="KerasHubDecoder` wraps"):
-        type(from_keras_hub(make_backbone("llama")))(gpt2)
+        type(from_keras_hub(make_backbone("llama")))(unknown)
 
 
 def test_missing_features_are_named():
@@ -100,7 +109,7 @@ def test_missing_features_are_named():
                  "sequence_ids": np.ones((1, 4), "int32")})
 
 
-@pytest.mark.parametrize("family", ["bert", "gemma3"])
+@pytest.mark.parametrize("family", ["bert", "gemma3", "bloom", "deberta_v3"])
 def test_mixed_precision_follows_the_backbone(family):
     config = make_backbone(family).get_config()
     config["dtype"] = "mixed_float16"

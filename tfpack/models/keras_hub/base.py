@@ -201,6 +201,14 @@ class KerasHubBackbone(Backbone):
                     max_sequences_per_pack=self.max_sequences_per_pack,
                     segment_length=self.segment_length)
 
+    def attention_inputs(self, sequence_ids, length):
+        """`(mask, segmented)` of layers without windows at row length
+        `length`: the boolean `[B, L, L]` packed mask and None for dense
+        attention, or None and `segmented_options(sequence_ids)`."""
+        if self.implementation(length) == "dense":
+            return self.attention_mask(sequence_ids), None
+        return None, self.segmented_options(sequence_ids)
+
     def _features(self, inputs):
         """`(input_ids, sequence_ids, position_ids)` as int32, checked once."""
         missing = [n for n in self.input_features[:3] if n not in inputs]
@@ -211,6 +219,14 @@ class KerasHubBackbone(Backbone):
                 f"Received: keys={sorted(inputs)}")
         return tuple(keras.ops.cast(inputs[n], "int32")
                      for n in self.input_features[:3])
+
+    @staticmethod
+    def _token_type_ids(inputs, input_ids):
+        """`inputs["token_type_ids"]` as int32, or zeros like `input_ids`."""
+        token_type_ids = inputs.get("token_type_ids")
+        if token_type_ids is None:
+            return ops.zeros_like(input_ids)
+        return ops.cast(token_type_ids, "int32")
 
     def get_config(self):
         config = super().get_config()
@@ -232,21 +248,24 @@ class KerasHubBackbone(Backbone):
         return cls(**config)
 
 
-class KerasHubDecoderBase(KerasHubBackbone):
-    """Base of the decoder adapters: causal, with the backbone's own output
-    projection as `logits`.
+class KerasHubCausalBackbone(KerasHubBackbone):
+    """A `KerasHubBackbone` of a decoder: causal, with `logits`.
+
+    `logits(sequence_output)` is the keras-hub backbone's own output
+    projection (`token_embedding(x, reverse=True)`: tied or not, as
+    configured), so `tfpack.models.CausalLM` trains keras-hub's head.
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
     >>> from tfpack.models import from_keras_hub
-    >>> backbone = keras_hub.models.LlamaBackbone(
-    ...     vocabulary_size=30, num_layers=1, num_query_heads=2,
-    ...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
+    >>> backbone = keras_hub.models.GPT2Backbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
     >>> decoder = from_keras_hub(backbone)
-    >>> isinstance(decoder, KerasHubDecoderBase), decoder.causal
+    >>> isinstance(decoder, KerasHubCausalBackbone), decoder.causal
     (True, True)
-    >>> decoder.logits(np.zeros((1, 3, 8), "float32")).shape
+    >>> decoder.logits(keras.ops.ones((1, 3, 8))).shape
     TensorShape([1, 3, 30])
     """
 
@@ -255,8 +274,6 @@ class KerasHubDecoderBase(KerasHubBackbone):
         return True
 
     def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32: the
-        backbone's `token_embedding(x, reverse=True)` (tied or not, with a
-        final logit soft cap where the backbone has one)."""
+        """Next-token logits `[B, L, vocabulary_size]`, float32."""
         return ops.cast(self.backbone.token_embedding(sequence_output,
                                                       reverse=True), "float32")

@@ -31,7 +31,7 @@ import keras
 from keras import ops
 
 from tfpack.layers.packed_attention import packed_attention
-from tfpack.models.keras_hub.base import KerasHubDecoderBase
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 
 
 def part(layer, name):
@@ -154,7 +154,7 @@ def sliding_window_mask(mask, window):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubDecoder(KerasHubDecoderBase):
+class KerasHubDecoder(KerasHubCausalBackbone):
     """A keras-hub Llama-style decoder that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.

@@ -23,7 +23,7 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.layers.packed_attention import packed_attention
-from tfpack.models.keras_hub.base import KerasHubDecoderBase
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 
 
 def query_scale(attention):
@@ -123,7 +123,7 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubGemma(KerasHubDecoderBase):
+class KerasHubGemma(KerasHubCausalBackbone):
     """A keras-hub Gemma or Gemma 3 (text) backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.

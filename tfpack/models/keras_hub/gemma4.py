@@ -23,7 +23,7 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
-from tfpack.models.keras_hub.base import KerasHubDecoderBase
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 
 
 def _add(a, b):
@@ -90,7 +90,7 @@ def layer_mask(layer, mask):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubGemma4(KerasHubDecoderBase):
+class KerasHubGemma4(KerasHubCausalBackbone):
     """A keras-hub Gemma 4 backbone (text) that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the

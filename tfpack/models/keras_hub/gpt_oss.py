@@ -14,7 +14,7 @@ runs dense attention only (`"auto"` is dense; `"segmented"` is refused).
 
 import keras
 
-from tfpack.models.keras_hub.base import KerasHubDecoderBase
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.decoders import self_attention
 
 
@@ -28,7 +28,7 @@ def decoder_block(layer, x, position_ids, mask, training):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubGptOss(KerasHubDecoderBase):
+class KerasHubGptOss(KerasHubCausalBackbone):
     """A keras-hub GPT-OSS backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the

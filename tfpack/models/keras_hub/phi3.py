@@ -13,7 +13,7 @@ it gets alone, whatever it is packed with.
 import keras
 from keras import ops
 
-from tfpack.models.keras_hub.base import KerasHubDecoderBase
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.decoders import attend
 
 
@@ -72,7 +72,7 @@ def decoder_block(layer, x, position_ids, lengths, mask, training,
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubPhi3(KerasHubDecoderBase):
+class KerasHubPhi3(KerasHubCausalBackbone):
     """A keras-hub Phi-3 backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the

@@ -12,7 +12,7 @@ its `inv_freq` weight); `rotate` does the same at per-token positions.
 import keras
 from keras import ops
 
-from tfpack.models.keras_hub.base import KerasHubDecoderBase
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.decoders import attend
 
 
@@ -55,7 +55,7 @@ def decoder_block(layer, x, position_ids, mask, segmented=None):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubSmolLM3(KerasHubDecoderBase):
+class KerasHubSmolLM3(KerasHubCausalBackbone):
     """A keras-hub SmolLM3 backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the
