@@ -126,7 +126,13 @@ def test_classification_examples_are_keras_hub_text_classifier_ids(truncated):
     mask = np.asarray(x["padding_mask"]).astype(bool)
     expected = [(np.asarray(x["token_ids"])[i][mask[i]].tolist(),
                  np.asarray(x["segment_ids"])[i][mask[i]].tolist()) for i in range(3)]
-    for given in (tokenizer, preprocessor):
+    # A bare WordPieceTokenizer knows no special tokens: they are given explicitly.
+    bare = keras_hub.tokenizers.WordPieceTokenizer(vocabulary=th.minilm_vocabulary_path(),
+                                                   lowercase=True)
+    assert text_tokenizer(bare).start_ids == () == text_tokenizer(bare).end_ids
+    explicit = text_tokenizer(bare, start_ids=tokenizer.cls_token_id,
+                              end_ids=tokenizer.sep_token_id)
+    for given in (tokenizer, preprocessor, explicit):
         rows = _rows(tfpack.data.classification_examples(
             firsts, [0, 1, 2], pairs=seconds, max_length=length, tokenizer=given))
         assert [(r["input_ids"], r["token_type_ids"]) for r in rows] == expected
