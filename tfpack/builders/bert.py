@@ -37,7 +37,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from tfpack.builders.tokenizers import TextTokenizer, text_tokenizer
+from tfpack.builders.tokenizers import TextTokenizer, reject_vocab_path, text_tokenizer
 from tfpack.errors import TfpackError
 
 __all__ = ["BertExample", "bert_pretraining_examples", "compact_vocabulary",
@@ -310,9 +310,7 @@ def bert_pretraining_examples(
         vocab = load_vocab(vocab_path)
         tokenized = tokenize_documents(documents, vocab_path, lower_case=lower_case)
         return examples_to_dataset(create_bert_examples(tokenized, vocab, **options))
-    if vocab_path is not None:
-        raise TfpackError("Pass `tokenizer` or `vocab_path`, not both. "
-                          f"Received: vocab_path={vocab_path!r}")
+    reject_vocab_path(vocab_path)
     tokenizer = text_tokenizer(tokenizer)
     special, vocab_size = _masked_lm_ids(tokenizer)
     rows = iter(tokenizer([sentence for document in documents for sentence in document]))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tfpack.builders.tokenizers import text_tokenizer
+from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.data.features import FeatureRoles
 from tfpack.errors import TfpackError
 
@@ -115,7 +115,7 @@ def _tokenized(documents, vocab_path, lower_case) -> tf.data.Dataset:
 
 
 def _with_tokenizer(documents, tokenizer, vocab_path) -> tf.data.Dataset:
-    _no_vocab_path(vocab_path)
+    reject_vocab_path(vocab_path)
     tokenizer = text_tokenizer(tokenizer)
     texts = [d if isinstance(d, str) else " ".join(d) for d in documents]
     framed = [list(tokenizer.start_ids) + ids + list(tokenizer.end_ids)
@@ -124,12 +124,6 @@ def _with_tokenizer(documents, tokenizer, vocab_path) -> tf.data.Dataset:
     if not framed:
         raise TfpackError("`documents` must hold some text. Received: no tokens")
     return _ids_dataset({"input_ids": framed})
-
-
-def _no_vocab_path(vocab_path) -> None:
-    if vocab_path is not None:
-        raise TfpackError("Pass `tokenizer` or `vocab_path`, not both. "
-                          f"Received: vocab_path={vocab_path!r}")
 
 
 def _ids_dataset(columns: dict) -> tf.data.Dataset:
@@ -209,7 +203,7 @@ def sft_examples(
         prompts = _pair_ids([p for p, _ in pairs], "prompt", vocab_path, lower_case)
         responses = _pair_ids([r for _, r in pairs], "response", vocab_path, lower_case)
     else:
-        _no_vocab_path(vocab_path)
+        reject_vocab_path(vocab_path)
         tokenizer = text_tokenizer(tokenizer)
         prompts = [list(tokenizer.start_ids) + ids
                    for ids in _tokenized_texts([p for p, _ in pairs], tokenizer)]

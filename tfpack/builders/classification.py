@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfpack.builders.tokenizers import TextTokenizer, text_tokenizer
+from tfpack.builders.tokenizers import TextTokenizer, reject_vocab_path, text_tokenizer
 from tfpack.errors import TfpackError
 
 __all__ = ["classification_examples"]
@@ -69,9 +69,8 @@ def classification_examples(
         raise TfpackError("`texts` must not be empty. Received: texts=[]")
     if tokenizer is None:
         tokenizer = _wordpiece(vocab_path, lower_case)
-    elif vocab_path is not None:
-        raise TfpackError("Pass `tokenizer` or `vocab_path`, not both. "
-                          f"Received: vocab_path={vocab_path!r}")
+    else:
+        reject_vocab_path(vocab_path)
     tokenizer = text_tokenizer(tokenizer)
     start, separator, end = (list(tokenizer.start_ids), list(tokenizer.separator_ids),
                              list(tokenizer.end_ids))

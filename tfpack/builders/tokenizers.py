@@ -175,6 +175,13 @@ def text_tokenizer(
     return TextTokenizer(**fields)
 
 
+def reject_vocab_path(vocab_path) -> None:
+    """The builders' ``vocab_path`` (the bundled WordPiece) excludes ``tokenizer``."""
+    if vocab_path is not None:
+        raise TfpackError("Pass `tokenizer` or `vocab_path`, not both. "
+                          f"Received: vocab_path={vocab_path!r}")
+
+
 def _keras_hub_base(obj) -> str | None:
     """"Tokenizer" or "Preprocessor" for keras-hub's base classes (keras-hub not imported)."""
     for cls in type(obj).__mro__:
