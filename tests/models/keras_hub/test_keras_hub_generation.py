@@ -2,7 +2,7 @@
 packed-trained backbone, directly and after a `.keras` round trip of the tfpack model.
 
 Text -> the model's tokenizer (trained here on stdlib docstrings) -> packed causal-LM
-examples -> `from_keras_hub` -> a few `fit` steps -> `LlamaCausalLM` / `Gemma3CausalLM`
+examples -> `from_keras_hub` -> a few `fit` steps -> `Llama3CausalLM` / `Gemma3CausalLM`
 built on the same backbone object: its logits are the packed model's on each
 sequence, and its greedy `generate` continues a prompt with the tokens the packed
 model predicts.
@@ -15,7 +15,6 @@ import tensorflow as tf
 
 import tfpack
 from tfpack import models
-from tfpack.errors import TfpackError
 
 import tokenizer_helpers as th
 
@@ -25,10 +24,6 @@ L, K = 32, 4
 NEW_TOKENS = 5
 _DECODER = dict(num_layers=1, num_query_heads=2, num_key_value_heads=1, hidden_dim=16,
                 intermediate_dim=32)
-
-
-def _llama(vocabulary_size):
-    return keras_hub.models.LlamaBackbone(vocabulary_size=vocabulary_size, **_DECODER)
 
 
 def _llama3(vocabulary_size):
@@ -43,7 +38,6 @@ def _gemma3(vocabulary_size):
 
 # family: (tokenizer, backbone, keras-hub task, its preprocessor)
 FAMILIES = {
-    "llama": (th.llama_tokenizer, _llama, "LlamaCausalLM", "LlamaCausalLMPreprocessor"),
     "gemma3": (th.gemma3_tokenizer, _gemma3, "Gemma3CausalLM", "Gemma3CausalLMPreprocessor"),
     "llama3": (th.llama3_tokenizer, _llama3, "Llama3CausalLM", "Llama3CausalLMPreprocessor"),
 }
@@ -69,11 +63,7 @@ def test_keras_hub_generates_with_the_packed_trained_backbone(family, tmp_path):
     tokenizer = make_tokenizer()
     keras.utils.set_random_seed(0)
     backbone = make_backbone(tokenizer.vocabulary_size())
-    try:
-        adapter = models.from_keras_hub(backbone)
-    except TfpackError:
-        assert family == "llama3"
-        pytest.skip("Llama3Backbone (a LlamaBackbone subclass) is not adapted in this tree")
+    adapter = models.from_keras_hub(backbone)  # Llama 3: a LlamaBackbone subclass
     texts = list(th.sentences()[:48])
     pieces = tfpack.data.causal_lm_examples(texts, max_length=L, tokenizer=tokenizer,
                                             min_length=2)
