@@ -81,6 +81,8 @@ def pack_records(
     shuffle: bool = True,
     overwrite: bool = False,
     progress: bool = False,
+    batch_size: int | None = None,
+    balance=False,
 ) -> dict:
     """Pack Google-format TFRecords into packed shards; returns the stats.
 
@@ -100,26 +102,37 @@ def pack_records(
         overwrite: replace a previous tfpack output in ``output_dir``
             (recognised by its manifest; nothing else is ever replaced).
         progress: show tqdm progress bars on stderr.
+        batch_size, balance: order the packs so that every ``batch_size``
+            consecutive packs (a training batch of ``read_packed``) hold the
+            same number of sequences (``balance=True`` or ``"sequences"``) or
+            tokens (``"tokens"``), see `tfpack.packing.balance`; shards then
+            hold whole batches (``packs_per_shard`` rounded down to a multiple
+            of ``batch_size``). ``stats["balance"]`` says how evenly.
 
     Returns:
         The dict written to ``stats.json``.
     """
-    from tfpack.data.flow import check_plan_fits, check_source
+    from tfpack.data.flow import check_plan_fits, check_source, shard_size
+    from tfpack.packing.balance import check_balance
 
     check_source(plan, algorithm)
+    balance = check_balance(balance, batch_size, batch_size_alone=False)
     if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
         raise TfpackError("`packs_per_shard` must be a positive integer. "
                           f"Received: packs_per_shard={packs_per_shard!r}")
     validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
     if plan is not None:
         check_plan_fits(plan, max_length, max_sequences_per_pack)
+    packs_per_shard = shard_size(packs_per_shard, batch_size)
     with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
         return _pack(input_pattern, staging, max_length, max_sequences_per_pack, algorithm,
-                     plan, max_predictions_per_pack, packs_per_shard, seed, shuffle, progress)
+                     plan, max_predictions_per_pack, packs_per_shard, seed, shuffle, progress,
+                     balance, batch_size)
 
 
 def _pack(input_pattern, output_dir, max_length, max_sequences_per_pack, algorithm, plan,
-          max_predictions_per_pack, packs_per_shard, seed, shuffle, progress) -> dict:
+          max_predictions_per_pack, packs_per_shard, seed, shuffle, progress, balance,
+          batch_size) -> dict:
     """`pack_records` into the empty directory ``output_dir``."""
     from tfpack.data.flow import offline_packs
 
@@ -131,7 +144,8 @@ def _pack(input_pattern, output_dir, max_length, max_sequences_per_pack, algorit
     packs = offline_packs(lengths, predictions, max_length=max_length,
                           max_sequences_per_pack=max_sequences_per_pack,
                           max_predictions_per_pack=max_predictions_per_pack, plan=plan,
-                          algorithm=algorithm, seed=seed, shuffle=shuffle)
+                          algorithm=algorithm, seed=seed, shuffle=shuffle, balance=balance,
+                          batch_size=batch_size)
     plan, order, splits = packs.plan, packs.order, packs.splits
     K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
     num_packs = len(splits) - 1
@@ -169,6 +183,7 @@ def _pack(input_pattern, output_dir, max_length, max_sequences_per_pack, algorit
         "max_predictions_per_pack": M,
         "algorithm": plan.algorithm,
         "seed": seed,
+        "balance": packs.balance.to_dict() if packs.balance else None,
         "seconds": {"read_lengths": read_seconds, "plan": plan_seconds,
                     "route": build_started - route_started,
                     "build": time.perf_counter() - build_started,
@@ -183,7 +198,8 @@ def _pack(input_pattern, output_dir, max_length, max_sequences_per_pack, algorit
         tokens=tokens, files=("plan.json", "stats.json"), seed=seed,
         plan_sha256=hashlib.sha256(plan_json.encode()).hexdigest(), created_by="tfpack pack",
         extra={"algorithm": plan.algorithm, "shuffle": shuffle,
-               "packs_per_shard": packs_per_shard})
+               "packs_per_shard": packs_per_shard,
+               "batch_size": batch_size, "balance": balance})
     return stats
 
 

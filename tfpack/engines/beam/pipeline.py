@@ -56,6 +56,8 @@ def pack_tfrecords(
     shuffle: bool = True,
     overwrite: bool = False,
     beam_options=None,
+    batch_size: int | None = None,
+    balance=False,
 ) -> dict:
     """Pack Google-format TFRecords into packed shards on Apache Beam; returns the stats.
 
@@ -70,22 +72,26 @@ def pack_tfrecords(
             nothing written under ``output_dir``.
     """
     from tfpack.formats import outputs, validation
-    from tfpack.data.flow import check_plan_fits, check_source
+    from tfpack.data.flow import check_plan_fits, check_source, shard_size
+    from tfpack.packing.balance import check_balance
 
     check_source(plan, algorithm)
+    balance = check_balance(balance, batch_size, batch_size_alone=False)
     if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
         raise TfpackError("`packs_per_shard` must be a positive integer. "
                           f"Received: packs_per_shard={packs_per_shard!r}")
     validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
     if plan is not None:
         check_plan_fits(plan, max_length, max_sequences_per_pack)
+    packs_per_shard = shard_size(packs_per_shard, batch_size)
     options = pipeline_options(beam_options)
     started = time.perf_counter()
     with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
         stats = _run(options, input_pattern, staging, dict(
             max_length=int(max_length), max_sequences_per_pack=max_sequences_per_pack,
             algorithm=algorithm, plan=plan, max_predictions_per_pack=max_predictions_per_pack,
-            packs_per_shard=packs_per_shard, seed=seed, shuffle=shuffle))
+            packs_per_shard=packs_per_shard, seed=seed, shuffle=shuffle,
+            balance=balance, batch_size=batch_size))
     stats["seconds"] = {"total": time.perf_counter() - started}
     return stats
 
@@ -107,7 +113,7 @@ def _run(options, input_pattern, output_dir: str, job: dict) -> dict:
                 steps.decide, files=files, max_length=L,
                 max_sequences_per_pack=job["max_sequences_per_pack"], plan=job["plan"],
                 algorithm=job["algorithm"], seed=job["seed"], shuffle=job["shuffle"],
-                packs_per_shard=pps))
+                packs_per_shard=pps, balance=job["balance"], batch_size=job["batch_size"]))
         placed = scans | "place" >> beam.FlatMap(steps.place_file, decision)
         limit = beam.pvalue.AsSingleton(
             placed | "pack totals" >> beam.FlatMap(steps.pack_totals, pps)
@@ -199,6 +205,8 @@ def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, fil
         "max_predictions_per_pack": M,
         "algorithm": plan.algorithm,
         "seed": job["seed"],
+        "balance": (decision["placement"].balance.to_dict()
+                    if decision["placement"].balance else None),
         "engine": "beam",
     }
     plan_json = plan.to_json()
@@ -213,4 +221,5 @@ def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, fil
         plan_sha256=hashlib.sha256(plan_json.encode()).hexdigest(),
         created_by="tfpack pack --engine beam",
         extra={"algorithm": plan.algorithm, "shuffle": job["shuffle"],
-               "packs_per_shard": job["packs_per_shard"], "engine": "beam"})
+               "packs_per_shard": job["packs_per_shard"], "batch_size": job["batch_size"],
+               "balance": job["balance"], "engine": "beam"})

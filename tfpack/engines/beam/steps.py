@@ -99,7 +99,7 @@ def _first_of_length(lengths: np.ndarray, max_length: int) -> np.ndarray:
 
 def decide(summaries: list[dict], *, files: list[str], max_length: int,
            max_sequences_per_pack, plan, algorithm, seed: int, shuffle: bool,
-           packs_per_shard: int) -> dict:
+           packs_per_shard: int, balance=None, batch_size: int | None = None) -> dict:
     """Step 2: the checks of the local engine, in its order, then the placement.
 
     Returns ``{"error": message}`` or the plan, the placement, each file's
@@ -139,7 +139,8 @@ def decide(summaries: list[dict], *, files: list[str], max_length: int,
             raise length_range_error(int(histogram[short:].sum()),
                                      int(first) + int(s["first_of_length"][length]), length,
                                      short)
-        rule = placement(chosen, histogram[:short], seed=seed, shuffle=shuffle)
+        rule = placement(chosen, histogram[:short], seed=seed, shuffle=shuffle,
+                         balance=balance, batch_size=batch_size)
     except TfpackError as error:
         return {"error": str(error)}
     starts = np.cumsum(per_file, axis=0) - per_file
