@@ -63,8 +63,6 @@ __all__ = ["BatchRule", "for_packing", "packing_factor_of", "pack_depth_std_of"]
 _CUTS = ("accumulation", "batch", "auto")
 # A rule further than this from the recipe always says so in its note.
 NOTE_THRESHOLD = 0.05
-# Per-batch tolerance of balanced batches (`tfpack.packing.balance.TOLERANCE`).
-_BALANCE_TOLERANCE = 0.02
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,16 +118,19 @@ class BatchRule:
         ``balanced=False``: packs in random order; about 95% of updates fall
         in ``mean +- 2 * pack_depth_std * sqrt(packs_per_update)`` (``None``
         when the depth spread is unknown). ``balanced=True``: with
-        ``balance=True`` and ``batch_size=global_batch_size``, every batch
-        holds its mean to within ``max(1, 2%)`` sequences
-        (`tfpack.packing.balance`), so an update of ``accumulation_steps``
-        batches is within that many times the tolerance.
+        ``balance=True`` and ``batch_size=global_batch_size``, batches hold
+        the whole numbers next to their mean ``m`` (what balancing reaches on
+        real lengths: a spread of at most 1; `tfpack.packing.balance` checks
+        a tolerance of ``max(1, 2%)`` and reports a miss), so an update of
+        ``s = accumulation_steps`` batches holds ``s * (ceil(m) - 1)`` to
+        ``s * (floor(m) + 1)`` sequences.
         """
         mean = self.sequences_per_update
         if balanced:
             per_batch = self.global_batch_size * self.packing_factor
-            slack = self.accumulation_steps * max(1.0, _BALANCE_TOLERANCE * per_batch)
-            return (max(mean - slack, 0.0), mean + slack)
+            steps = self.accumulation_steps
+            return (float(steps * (math.ceil(per_batch) - 1)),
+                    float(steps * (math.floor(per_batch) + 1)))
         if self.pack_depth_std is None:
             return None
         slack = 2.0 * self.pack_depth_std * math.sqrt(self.packs_per_update)
