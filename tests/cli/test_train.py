@@ -1,5 +1,6 @@
 """`tfpack train`: Google TFRecords packed on the fly or unpacked, config files, resume, errors."""
 
+import argparse
 import json
 import re
 import os
@@ -7,10 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from tfpack.cli import main
+from tfpack.cli import build_parser, main
 
 TINY = ["--vocab-size", "40", "--layers", "1", "--hidden", "16", "--heads", "2",
-        "--intermediate", "32", "--max-length", "32", "--max-per-pack", "3",
+        "--intermediate", "32", "--max-length", "32", "--max-sequences-per-pack", "3",
         "--max-predictions", "6", "--batch-size", "4", "--accumulation-steps", "2",
         "--log-every", "2", "--checkpoint-every", "2", "--dropout", "0", "--no-jit"]
 
@@ -159,3 +160,13 @@ def test_the_batch_rule_is_logged_with_its_note(packed, tmp_path, capsys):
            "of the recipe (+100%)" in err
     assert "tfpack train: 1 pack x 1 step x 1 replica = 1 pack per update, 2 sequences on " \
            "average (recipe 1); balanced batches: 1-3" in err
+
+
+def test_config_files_with_the_old_name_of_k_still_load(tmp_path):
+    from tfpack.cli.train import resolve
+
+    config = tmp_path / "old.json"
+    config.write_text(json.dumps({"input": "x", "output": "y", "max-per-pack": 5}))
+    assert resolve(argparse.Namespace(config=str(config)))["max_sequences_per_pack"] == 5
+    flags = build_parser().parse_args(["train", "--config", str(config), "--max-per-pack", "4"])
+    assert resolve(flags)["max_sequences_per_pack"] == 4

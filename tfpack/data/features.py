@@ -202,7 +202,7 @@ def _describe(element_spec) -> str:
 
 
 def packed_feature_spec(
-    roles: FeatureRoles, max_length: int, max_sequences: int, max_predictions: int | None
+    roles: FeatureRoles, max_length: int, max_sequences_per_pack: int, max_predictions: int | None
 ) -> dict[str, tf.TensorSpec]:
     """The contract features (`tfpack.features`) of one pack under ``roles``, unbatched.
 
@@ -210,7 +210,7 @@ def packed_feature_spec(
     >>> sorted(spec)
     ['cls_positions', 'input_ids', 'labels', 'position_ids', 'sequence_ids', 'sequence_mask']
     """
-    sizes = {"L": max_length, "K": max_sequences, "M": max_predictions}
+    sizes = {"L": max_length, "K": max_sequences_per_pack, "M": max_predictions}
     names = [*roles.tokens, "sequence_ids", "position_ids"]
     if roles.masked_lm is not None:
         names += [*roles.masked_lm, "masked_lm_sequence_ids"]

@@ -3,7 +3,7 @@
 Sources, in order of precedence:
 
 1. explicit arguments ``max_length`` / ``max_sequences_per_pack`` /
-   ``max_predictions_per_pack`` (CLI ``--max-length``, ``--max-per-pack``,
+   ``max_predictions_per_pack`` (CLI ``--max-length``, ``--max-sequences-per-pack``,
    ``--max-predictions``);
 2. a dataset's ``element_spec`` (unbatched packed features);
 3. the shapes the model was trained at, recorded by ``fit`` / `Trainer`
@@ -42,7 +42,7 @@ __all__ = ["serving_lengths", "feature_specs", "FEATURE_KINDS"]
 FEATURE_KINDS = {f.name: (f.dimension, tf.as_dtype(f.dtype)) for f in contract.FEATURES
                  if f.role == "input" and f.dimension in contract.DIMENSIONS}
 _ARGUMENT = {"L": ("max_length", "--max-length"),
-             "K": ("max_sequences_per_pack", "--max-per-pack"),
+             "K": ("max_sequences_per_pack", "--max-sequences-per-pack"),
              "M": ("max_predictions_per_pack", "--max-predictions")}
 
 
