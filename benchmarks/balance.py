@@ -3,7 +3,7 @@
 An unpacked recipe of 32 sequences x 4 accumulation steps = 128 sequences per
 update becomes a packed one with `tfpack.training.for_packing` (the plan's
 packing factor); the packs are then ordered as `PackingPlan.assign` orders
-them (seeded shuffle) or with ``balance=True, batch_size=rule.global_batch_size``
+them (seeded shuffle) or with ``balance=True, batch_size=rule.packs_per_update``
 (`tfpack.packing.balance`). For every full update we count its sequences and
 report min, median and max, and the cost of balancing: packs added (none: it
 only reorders) and the time of the assignment with and without it
@@ -70,7 +70,7 @@ def measure(name, lengths, L, K, rounds):
     results = {}
     for _ in range(rounds):  # interleaved: plain, balanced, plain, ...
         for kind in ("plain", "balanced"):
-            extra = dict(balance=True, batch_size=rule.global_batch_size) \
+            extra = dict(balance=True, batch_size=rule.packs_per_update) \
                 if kind == "balanced" else {}
             started = time.perf_counter()
             results[kind] = plan.assign(lengths, seed=0, **extra)
@@ -106,7 +106,8 @@ def main() -> None:
         f"{RECIPE[0] * RECIPE[1]} sequences per update, made packed by "
         "`for_packing(32, 4, packing_factor=plan)`; plans by "
         f"`{ALGORITHM}`. `balanced`: `assign(..., balance=True, "
-        "batch_size=rule.global_batch_size)`; otherwise the seeded shuffle of `assign`. "
+        "batch_size=rule.packs_per_update)` (whole updates); otherwise the seeded shuffle "
+        "of `assign`. "
         "Sequences per full update: min / median / max. Balancing only reorders packs: "
         "packs and efficiency are the same either way (checked). `assign s`: median of "
         f"{args.rounds} interleaved rounds (min-max), the whole assignment of every example "
@@ -132,7 +133,7 @@ def main() -> None:
                     f"({min(t):.3f}-{max(t):.3f}) |")
                 print(lines[-1], flush=True)
             notes.append(
-                f"- {name}, L={L:,}, K={K}: batches of {report.batch_size} packs hold "
+                f"- {name}, L={L:,}, K={K}: groups of {report.batch_size} packs hold "
                 f"{report.low}-{report.high} sequences balanced (mean {report.mean:.2f}, "
                 f"tolerance +-{report.tolerance:.2f}, "
                 + ("within it" if report.within_tolerance else
@@ -140,7 +141,7 @@ def main() -> None:
                 f"; {report.rounds} swap rounds) vs {report.unbalanced_low}-"
                 f"{report.unbalanced_high} in shuffled order; rule note: "
                 f"{rule.note or 'none'}")
-    lines += ["", "Per batch (the balanced unit; an update is `steps` batches):", ""] + notes
+    lines += ["", "The balancing reports (a group = the packs of one update):", ""] + notes
     RESULTS.write_text("\n".join(lines) + "\n")
 
 

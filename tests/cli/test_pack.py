@@ -207,8 +207,8 @@ def test_absurd_sizes_fail_fast(small, tmp_path, capsys, flag, value, match):
 def test_balance_flags_order_packs_into_even_batches(shards, tmp_path, capsys):
     examples, pattern = shards
     out = tmp_path / "packed"
-    flags = ["--input", pattern, "--output", out, "--max-length", "64", "--max-sequences-per-pack", "3",
-             "--algorithm", "lpfhp"]
+    flags = ["--input", pattern, "--output", out, "--max-length", "64",
+             "--max-sequences-per-pack", "3", "--algorithm", "lpfhp"]
     status, lines = cli(capsys, *flags, "--batch-size", "4", "--packs-per-shard", "10")
     assert status == 2 and len(lines) == 1 and "needs it" in lines[0]  # --batch-size alone
     capsys.readouterr()

@@ -335,8 +335,23 @@ def test_balance_spans_the_batches_of_all_workers_of_a_step():
     assert_same_examples(examples, packs)
 
 
+def test_balance_size_balances_groups_of_unbatched_packs():
+    # For a trainer that batches packs itself: groups of 6 packs (one update) balanced.
+    examples = [{"input_ids": [1] * (i % 13 + 1)} for i in range(80)]
+    ds, packs, packer = packs_of(examples, max_length=16, algorithm="ffd", balance=True,
+                                 balance_size=6)
+    assert ds.element_spec["input_ids"].shape == (16,)
+    report = packer.report.balance
+    groups = [sum(int(p["sequence_mask"].sum()) for p in packs[i:i + 6])
+              for i in range(0, 6 * report.batches, 6)]
+    assert report.batch_size == 6 and (min(groups), max(groups)) == (report.low, report.high)
+    assert report.high - report.low <= 1
+    assert_same_examples(examples, packs)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(balance=True), r"needs `batch_size`"),
+    (dict(balance=True, batch_size=4, balance_size=6), r"multiple of `batch_size`"),
     (dict(balance=True, batch_size=2, window=4), r"offline mode only"),
     (dict(balance="words", batch_size=2), r"`balance` must be"),
 ])

@@ -121,6 +121,7 @@ def pack(
     remainder: str = "pad",
     batch_size: int | None = None,
     balance=False,
+    balance_size: int | None = None,
 ) -> "Packer":
     """A dataset transformation packing examples into fixed-shape packs.
 
@@ -173,6 +174,13 @@ def pack(
             reordered (seeded): none is added, dropped or changed. With
             ``input_context``, the batches of all workers of one step
             together are balanced. ``Packer.report.balance`` says how evenly.
+        balance_size: packs per balanced group, all workers together, when
+            it is not one step: e.g. ``rule.packs_per_update`` of
+            `tfpack.training.for_packing` to balance whole optimizer updates
+            of accumulated micro-batches (better: a group of a few packs
+            cannot always be balanced), or with ``batch_size=None`` for
+            unbatched packs (`tfpack.training.Trainer` batches them). A
+            multiple of ``batch_size`` times the workers.
 
     Returns:
         A `Packer`: pass it to ``dataset.apply``; ``Packer.report`` then
@@ -184,7 +192,7 @@ def pack(
         algorithm=algorithm, window=window, roles=roles, truncate=truncate,
         shuffle=shuffle, seed=seed, input_context=input_context,
         per_replica_batch_size=per_replica_batch_size, remainder=remainder,
-        batch_size=batch_size, balance=balance)
+        batch_size=batch_size, balance=balance, balance_size=balance_size)
 
 
 def _positive(name, value, allow_none=False):
@@ -204,7 +212,7 @@ class Packer:
     def __init__(self, *, max_length, max_sequences_per_pack, max_predictions_per_pack,
                  plan, algorithm, window, roles, truncate, shuffle, seed,
                  input_context, per_replica_batch_size, remainder, batch_size=None,
-                 balance=False):
+                 balance=False, balance_size=None):
         _positive("max_length", max_length)
         _positive("max_sequences_per_pack", max_sequences_per_pack, allow_none=True)
         _positive("max_predictions_per_pack", max_predictions_per_pack, allow_none=True)
@@ -214,7 +222,8 @@ class Packer:
         validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
         from tfpack.packing.balance import check_balance
 
-        balance = check_balance(balance, batch_size)
+        _positive("balance_size", balance_size, allow_none=True)
+        balance = check_balance(balance, balance_size or batch_size)
         if balance and window:
             raise TfpackError("`balance` arranges all packs at once: offline mode only. "
                               f"Received: balance={balance!r}, window={window!r}")
@@ -257,6 +266,14 @@ class Packer:
             self.multiple = math.lcm(self.multiple, self.num_workers * batch_size)
         self.remainder = remainder
         self.balance = balance
+        # A step takes one batch from every worker: balance those together.
+        self.balance_size = balance_size or (batch_size or 0) * self.num_workers
+        if balance and batch_size and balance_size and \
+                balance_size % (batch_size * self.num_workers):
+            raise TfpackError(
+                "`balance_size` must be a multiple of `batch_size` times the workers "
+                f"({batch_size * self.num_workers}), so that groups are whole steps. "
+                f"Received: balance_size={balance_size}")
         self.report: PackReport | None = None
 
     def __call__(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
@@ -302,8 +319,7 @@ class Packer:
             max_predictions_per_pack=self.max_predictions_per_pack, plan=self.plan,
             algorithm=None if self.plan is not None else self.algorithm, seed=self.seed,
             shuffle=self.shuffle, balance=self.balance,
-            # A step takes one batch from every worker: balance those together.
-            batch_size=self.batch_size * self.num_workers if self.balance else None)
+            batch_size=self.balance_size if self.balance else None)
         order, splits, plan = packs.order, packs.splits, packs.plan
         K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
         if M is None:

@@ -28,9 +28,11 @@ How (numpy, deterministic per seed):
    batches) never grows and the sum of squared deviations strictly falls:
    the search ends. It stops at the best spread any arrangement can have
    (0 if the total divides evenly into ``n`` batches, else 1) or at 0.5% of
-   the mean (a quarter of the tolerance, for tokens), or when neither the
+   the mean (a quarter of the tolerance, for tokens), when neither the
    sorted pairing nor 16 seeded random pairings of all batches in a row find
-   a better swap. The random pairings may also swap two packs that differ by
+   a better swap, or when 32 rounds in a row leave the spread as it was
+   (plans that cannot be balanced: batches of 4 packs where one pack alone
+   holds the mean). The random pairings may also swap two packs that differ by
    exactly the gap: the two batches trade sums (the spread and the squares
    stay), which gives the next rounds new compositions to work with.
 4. Batches are shuffled with the seed, and packs within each batch.
@@ -68,6 +70,7 @@ _BLOCK = 1 << 22
 _MAX_ROUNDS = 512
 _ENOUGH = TOLERANCE / 4
 _TRIES = 16  # random pairings tried in a row before the search gives up
+_STALL = 32  # rounds without a narrower spread before the search gives up
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,8 +228,8 @@ def _swap(members: np.ndarray, values: np.ndarray, rng) -> tuple[np.ndarray, int
     # Good enough: a quarter of the tolerance (matters for tokens, where the
     # best spread is out of reach and not worth the rounds).
     enough = max(best, int(_ENOUGH * sums.sum() / n))
-    failed, rounds = 0, 0
-    while rounds < _MAX_ROUNDS and sums.max() - sums.min() > enough:
+    failed, rounds, narrowest, since = 0, 0, sums.max() - sums.min(), 0
+    while rounds < _MAX_ROUNDS and narrowest > enough and since < _STALL:
         rounds += 1
         half = n // 2
         if not failed:  # the fullest batches with the emptiest
@@ -264,6 +267,8 @@ def _swap(members: np.ndarray, values: np.ndarray, rng) -> tuple[np.ndarray, int
         failed = 0 if improved else failed + 1
         if failed > _TRIES:
             break
+        spread = sums.max() - sums.min()
+        narrowest, since = (spread, 0) if spread < narrowest else (narrowest, since + 1)
     return members, rounds
 
 

@@ -37,8 +37,8 @@ says by how much it misses:
 Packing keeps the sequences per update right on average only: an update of
 ``n`` packs whose depths vary with standard deviation ``s`` swings by about
 ``2 s sqrt(n)`` sequences (95% of updates). With a `PackingPlan` the rule knows
-``s`` and says what to expect, and what balanced batches
-(``tfpack.data.pack(..., batch_size=rule.global_batch_size, balance=True)``,
+``s`` and says what to expect, and what balanced updates
+(``tfpack.data.pack(..., balance=True, balance_size=rule.packs_per_update)``,
 `tfpack.packing.balance`) give instead:
 
 >>> import numpy as np
@@ -117,20 +117,18 @@ class BatchRule:
 
         ``balanced=False``: packs in random order; about 95% of updates fall
         in ``mean +- 2 * pack_depth_std * sqrt(packs_per_update)`` (``None``
-        when the depth spread is unknown). ``balanced=True``: with
-        ``balance=True`` and ``batch_size=global_batch_size``, batches hold
-        the whole numbers next to their mean ``m`` (what balancing reaches on
-        real lengths: a spread of at most 1; `tfpack.packing.balance` checks
-        a tolerance of ``max(1, 2%)`` and reports a miss), so an update of
-        ``s = accumulation_steps`` batches holds ``s * (ceil(m) - 1)`` to
-        ``s * (floor(m) + 1)`` sequences.
+        when the depth spread is unknown). ``balanced=True``: packs
+        balanced in groups of ``packs_per_update`` (``tfpack.data.pack(...,
+        balance=True, balance_size=rule.packs_per_update)``, ``tfpack pack
+        --balance --batch-size`` that many) give every update one of the
+        whole numbers next to the mean, ``ceil(mean) - 1`` to ``floor(mean) +
+        1``: what balancing reaches on real lengths (a spread of at most 1;
+        `tfpack.packing.balance` checks a tolerance of ``max(1, 2%)`` and
+        reports a miss).
         """
         mean = self.sequences_per_update
         if balanced:
-            per_batch = self.global_batch_size * self.packing_factor
-            steps = self.accumulation_steps
-            return (float(steps * (math.ceil(per_batch) - 1)),
-                    float(steps * (math.floor(per_batch) + 1)))
+            return (float(math.ceil(mean) - 1), float(math.floor(mean) + 1))
         if self.pack_depth_std is None:
             return None
         slack = 2.0 * self.pack_depth_std * math.sqrt(self.packs_per_update)
