@@ -134,7 +134,8 @@ def test_keys_are_output_shards_and_spread_every_length():
     placed = steps.Placed(0, "f", lengths, np.ones_like(lengths), pack, position, 0)
     groups = dict(steps.pack_totals(placed, packs_per_shard=100))
     assert sorted(groups) == list(range(-(-rule.num_packs // 100)))
-    for shard, (packs, sizes, _) in groups.items():
+    for shard, (index, packs, sizes, _) in groups.items():
+        assert index == 0  # the file: merges keep one part per file
         assert np.all(packs // 100 == shard) and len(packs) <= 100
     common = np.bincount(lengths).argmax()
     assert len(np.unique(pack[lengths == common] // 100)) == len(groups)

@@ -258,7 +258,8 @@ def test_token_features_of_different_lengths_fail_naming_the_example():
         packs_of(examples, roles=tfpack.data.FeatureRoles(
             name="pairs", tokens=("input_ids", "token_type_ids")))
     with pytest.raises(TfpackError, match=r"token features with one value per `input_ids` "
-                                          r"value. Received: example 1$"):
+                                          r"value \(rule token_feature_lengths\)\. "
+                                          r"Received: example 1$"):
         packs_of(examples, window=2, roles=tfpack.data.FeatureRoles(
             name="pairs", tokens=("input_ids", "token_type_ids")))
 

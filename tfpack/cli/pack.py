@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from tfpack.cli.plan import parse_max_sequences_per_pack
 from tfpack.errors import TfpackError
@@ -37,7 +36,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="glob (or comma-separated globs) of input TFRecords")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
-    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=parse_max_sequences_per_pack, required=True,
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", required=True,
+                        type=parse_max_sequences_per_pack,
                         help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--algorithm", help="planner (default optimal)")
@@ -60,42 +60,43 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                              "manifest.json); without it --output must be empty or missing")
     parser.add_argument("--json", action="store_true",
                         help="print stats.json on stdout, nothing else")
-    # Engines (docs/beam.md): both write the same shards for the same arguments.
-    parser.add_argument("--engine", choices=("local", "beam"), default="local",
+    # Engines (tfpack.engines; docs/beam.md): all write the same shards for the same
+    # arguments; each adds its own flags.
+    from tfpack import engines
+
+    parser.add_argument("--engine", choices=engines.names(), default="local",
                         help="local: this process (default); beam: an Apache Beam pipeline "
-                             "(pip install 'tfpack[beam]')")
-    parser.add_argument("--beam-options", default=None,
-                        help="Beam pipeline options for --engine beam, written with '=': "
-                             "--beam-options=\"--runner=DataflowRunner --project=P\" "
-                             "(default: in-process DirectRunner, 2 worker processes)")
+                             "on any runner (pip install 'tfpack[beam]')")
+    for name in engines.names():
+        engines.get(name).add_arguments(parser)
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tfpack pack``; returns the exit status."""
+    from tfpack import engines
+
     if args.max_length < 1:
         raise TfpackError("`--max-length` must be a positive integer. "
                           f"Received: --max-length={args.max_length}")
-    from tfpack.engines.local import pack_records
-
+    for name in engines.names():
+        given = engines.get(name).flags_given(args) if name != args.engine else []
+        if given:
+            raise TfpackError(f"`{given[0]}` needs `--engine {name}`. "
+                              f"Received: --engine {args.engine}")
     plan = None
     if args.plan:
         from tfpack.packing import PackingPlan
 
         plan = PackingPlan.load(args.plan)  # TfpackError naming the file if unreadable
-    job = dict(
-        max_length=args.max_length, max_sequences_per_pack=args.max_sequences_per_pack,
-        algorithm=args.algorithm, plan=plan, max_predictions_per_pack=args.max_predictions,
+    stats = engines.pack(
+        args.engine, args.input, args.output, overwrite=args.overwrite,
+        engine_options=engines.get(args.engine).options_from(args), max_length=args.max_length,
+        max_sequences_per_pack=args.max_sequences_per_pack, algorithm=args.algorithm,
+        plan=plan, max_predictions_per_pack=args.max_predictions,
         packs_per_shard=args.packs_per_shard, seed=args.seed, shuffle=not args.no_shuffle,
-        overwrite=args.overwrite, batch_size=args.batch_size, balance=args.balance)
-    if args.engine == "beam":
-        stats = _pack_on_beam(args.input, args.output, job, args.beam_options)
-    elif args.beam_options is not None:
-        raise TfpackError("`--beam-options` needs `--engine beam`. "
-                          f"Received: --engine {args.engine}")
-    else:
-        stats = pack_records(args.input, args.output, progress=sys.stderr.isatty(), **job)
+        batch_size=args.batch_size, balance=args.balance)
     if args.json:
         print(json.dumps(stats))
     else:
@@ -112,16 +113,3 @@ def run(args: argparse.Namespace) -> int:
                      f"; {balance['excess']:.2f} beyond the tolerance "
                      f"{balance['tolerance']:.2f}") + ")")
     return 0
-
-
-def _pack_on_beam(input_pattern, output, job, beam_options) -> dict:
-    """``--engine beam``: `tfpack.beam.pack_tfrecords`, Beam's log lines kept off stderr."""
-    import logging
-
-    try:
-        from tfpack.beam import pack_tfrecords
-    except ImportError as error:
-        raise TfpackError("`--engine beam` needs Apache Beam (pip install 'tfpack[beam]'). "
-                          f"Received: {error}") from None
-    logging.getLogger("apache_beam").setLevel(logging.ERROR)
-    return pack_tfrecords(input_pattern, output, beam_options=beam_options, **job)

@@ -378,7 +378,8 @@ class Packer:
                 stateful=False)
             order.set_shape([None])
             splits.set_shape([None])
-            # `codes` covered the partitions (rules 8, 14) before any pack is built.
+            # `codes` covered the partitions (rules masked_lm_lengths, token_feature_lengths)
+            # before any pack is built.
             return assemble(batch, order, splits, roles, L, K, M, check_partitions=False)
 
         self.report = PackReport(mode="streaming", num_workers=self.num_workers,

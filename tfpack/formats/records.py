@@ -182,7 +182,7 @@ def scan_google_records(files: list[str], *, progress: bool = False
 
     check = _google_check()
     lengths, predictions = [], []
-    with tqdm(desc="pass 1: check", unit=" examples", disable=not progress) as bar:
+    with tqdm(desc="pass 1: scan", unit=" examples", disable=not progress) as bar:
         # One file at a time, so that a bad record names its file.
         for path in files:
             index = 0
