@@ -54,6 +54,10 @@ setuptools.setup(
             # the backbones `from_keras_hub` adapts (their layers' attributes as
             # of 0.32).
             "keras-hub>=0.32",
+            # Trainers of the small SentencePiece and byte-level BPE vocabularies
+            # the tokenizer= tests build offline (keras-hub depends on both too).
+            "sentencepiece>=0.2",
+            "tokenizers>=0.20",
         ],
         # `tfpack pack --engine beam` / `tfpack.beam`: the packing pipeline on
         # Apache Beam. Beam 2.77 needs protobuf<7 and TensorFlow 2.21 needs

@@ -10,9 +10,9 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "planners_long", "pipeline", "engines", "engines_dask", "model",
-         "training", "backbones", "attention",
-         "keras_hub_attention", "accelerator", "integrity"]
+ORDER = ["planners", "optimal", "planners_long", "balance", "pipeline", "engines", "engines_dask",
+         "model", "training", "backbones", "attention", "keras_hub_attention",
+         "keras_hub_families", "accelerator", "integrity"]
 
 
 def main() -> None:

@@ -204,6 +204,34 @@ def test_absurd_sizes_fail_fast(small, tmp_path, capsys, flag, value, match):
     assert time.perf_counter() - started < 5 and not (tmp_path / "o").exists()
 
 
+def test_balance_flags_order_packs_into_even_batches(shards, tmp_path, capsys):
+    examples, pattern = shards
+    out = tmp_path / "packed"
+    flags = ["--input", pattern, "--output", out, "--max-length", "64",
+             "--max-sequences-per-pack", "3", "--algorithm", "lpfhp"]
+    status, lines = cli(capsys, *flags, "--batch-size", "4", "--packs-per-shard", "10")
+    assert status == 2 and len(lines) == 1 and "needs it" in lines[0]  # --batch-size alone
+    capsys.readouterr()
+    assert main(["pack", *map(str, flags), "--batch-size", "4", "--balance",
+                 "--packs-per-shard", "10"]) == 0
+    summary = capsys.readouterr().out
+    stats = json.loads((out / "stats.json").read_text())
+    balance = stats["balance"]
+    assert balance["by"] == "sequences" and balance["batch_size"] == 4
+    assert f"balanced sequences: {balance['low']}-{balance['high']} per batch of 4" in summary
+    assert json.loads((out / "manifest.json").read_text())["batch_size"] == 4
+    batches = list(tfpack.data.read_packed(str(out), batched=True).as_numpy_iterator())
+    sequences = [int(b["sequence_mask"].sum()) for b in batches][:balance["batches"]]
+    assert max(sequences) - min(sequences) <= 1 and balance["within_tolerance"]
+    assert_same_examples(examples, [{k: v[i] for k, v in b.items()} for b in batches
+                                    for i in range(len(b["input_ids"]))])
+    plain = tmp_path / "plain"
+    assert main(["pack", "--input", pattern, "--output", str(plain), *map(str, flags[4:])]) == 0
+    with pytest.raises(TfpackError, match=r"`batched=True` needs an output packed for one "
+                                          r"batch size"):
+        tfpack.data.read_packed(str(plain), batched=True)
+
+
 def test_a_new_engine_is_one_class_and_a_registration(shards, tmp_path, capsys, monkeypatch):
     # The seam between engines: `--engine` choices and an engine's own flags come
     # from the registry; the setup checks and the plan/stats/manifest wrap-up are shared.

@@ -48,6 +48,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="packs per output shard; bounds memory (default 16384)")
     parser.add_argument("--seed", type=int, default=0, help="assignment and shuffle seed")
     parser.add_argument("--no-shuffle", action="store_true", help="keep packs in plan order")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="packs per training batch, for --balance")
+    parser.add_argument("--balance", nargs="?", const="sequences", default=None,
+                        choices=("sequences", "tokens"),
+                        help="order packs so that every --batch-size consecutive packs hold "
+                             "the same number of sequences (default) or tokens; shards hold "
+                             "whole batches")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a previous tfpack output in --output (recognised by its "
                              "manifest.json); without it --output must be empty or missing")
@@ -88,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         engine_options=engines.get(args.engine).options_from(args), max_length=args.max_length,
         max_sequences_per_pack=args.max_sequences_per_pack, algorithm=args.algorithm,
         plan=plan, max_predictions_per_pack=args.max_predictions,
-        packs_per_shard=args.packs_per_shard, seed=args.seed, shuffle=not args.no_shuffle)
+        packs_per_shard=args.packs_per_shard, seed=args.seed, shuffle=not args.no_shuffle,
+        batch_size=args.batch_size, balance=args.balance)
     if args.json:
         print(json.dumps(stats))
     else:
@@ -96,4 +104,12 @@ def run(args: argparse.Namespace) -> int:
               f"({len(stats['output_files'])} shards in {args.output})")
         print(f"efficiency {stats['efficiency']:.4f}, packing factor "
               f"{stats['packing_factor']:.3f}, {stats['seconds']['total']:.1f} s")
+        balance = stats.get("balance")
+        if balance:
+            print(f"balanced {balance['by']}: {balance['low']}-{balance['high']} per batch of "
+                  f"{balance['batch_size']} (mean {balance['mean']:.2f}, unbalanced "
+                  f"{balance['unbalanced_low']}-{balance['unbalanced_high']}"
+                  + ("" if balance["within_tolerance"] else
+                     f"; {balance['excess']:.2f} beyond the tolerance "
+                     f"{balance['tolerance']:.2f}") + ")")
     return 0

@@ -59,6 +59,12 @@ class Job:
         packs_per_shard: packs per output shard; bounds a worker's memory.
         seed: seeds the assignment and the pack shuffle.
         shuffle: shuffle whole packs across shards.
+        batch_size, balance: order the packs so that every ``batch_size``
+            consecutive packs (a batch of ``read_packed``) hold the same
+            number of sequences (``balance=True`` or ``"sequences"``) or
+            tokens (``"tokens"``), `tfpack.packing.balance`; shards then hold
+            whole batches (`pack` rounds ``packs_per_shard`` down to a
+            multiple of ``batch_size``).
     """
 
     input_pattern: object
@@ -70,11 +76,14 @@ class Job:
     packs_per_shard: int = 16384
     seed: int = 0
     shuffle: bool = True
+    batch_size: int | None = None
+    balance: object = None
 
     def check(self) -> None:
         """Refuse bad arguments before any input is read or anything written."""
         from tfpack.data.flow import check_plan_fits, check_source
         from tfpack.formats import validation
+        from tfpack.packing.balance import check_balance
 
         check_source(self.plan, self.algorithm)
         if not isinstance(self.packs_per_shard, int) or self.packs_per_shard < 1:
@@ -84,6 +93,7 @@ class Job:
                                self.max_predictions_per_pack)
         if self.plan is not None:
             check_plan_fits(self.plan, self.max_length, self.max_sequences_per_pack)
+        check_balance(self.balance, self.batch_size, batch_size_alone=False)
 
     def shard_name(self, shard: int, num_shards: int) -> str:
         """File name of output shard ``shard`` of ``num_shards``."""
@@ -106,6 +116,8 @@ class Built:
         max_sequences_per_pack, max_predictions_per_pack: ``K`` and ``M``.
         input_files, sequences, tokens, packs: what was packed.
         seconds: engine timings for ``stats.json`` (``"total"`` is added).
+        balance: `tfpack.packing.balance.BatchBalance.to_dict` of the pack
+            order (``job.balance``), else ``None``.
     """
 
     plan: object
@@ -118,6 +130,7 @@ class Built:
     tokens: int
     packs: int
     seconds: dict = dataclasses.field(default_factory=dict)
+    balance: dict | None = None
 
 
 class Engine(abc.ABC):
@@ -186,8 +199,14 @@ def pack(engine: str, input_pattern, output_dir: str, *, overwrite: bool = False
     from tfpack.formats import outputs
 
     started = time.perf_counter()
+    from tfpack.data.flow import shard_size
+    from tfpack.packing.balance import check_balance
+
     job = Job(input_pattern, **job)
     job.check()
+    job = dataclasses.replace(  # balance named once; shards of whole batches
+        job, balance=check_balance(job.balance, job.batch_size),
+        packs_per_shard=shard_size(job.packs_per_shard, job.batch_size))
     runner = get(engine)(**(engine_options or {}))
     with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
         built = runner.build(job, staging)
@@ -215,6 +234,7 @@ def finish(job: Job, built: Built, directory: str, *, engine: str) -> dict:
         "max_predictions_per_pack": M,
         "algorithm": built.plan.algorithm,
         "seed": job.seed,
+        "balance": built.balance,
         "engine": engine,
         "seconds": built.seconds,
     }
@@ -229,5 +249,6 @@ def finish(job: Job, built: Built, directory: str, *, engine: str) -> dict:
         plan_sha256=hashlib.sha256(plan_json.encode()).hexdigest(),
         created_by="tfpack pack" if engine == "local" else f"tfpack pack --engine {engine}",
         extra={"algorithm": built.plan.algorithm, "shuffle": job.shuffle,
-               "packs_per_shard": job.packs_per_shard, "engine": engine})
+               "packs_per_shard": job.packs_per_shard, "batch_size": job.batch_size,
+               "balance": job.balance, "engine": engine})
     return stats

@@ -66,6 +66,8 @@ def pack_records(
     shuffle: bool = True,
     overwrite: bool = False,
     progress: bool = False,
+    batch_size: int | None = None,
+    balance=False,
 ) -> dict:
     """Pack Google-format TFRecords into packed shards; returns the stats.
 
@@ -81,6 +83,8 @@ def pack_records(
         overwrite: replace a previous tfpack output in ``output_dir``
             (recognised by its manifest; nothing else is ever replaced).
         progress: show tqdm progress bars on stderr.
+        batch_size, balance: balanced batches, see `tfpack.engines.base.Job`;
+            ``stats["balance"]`` says how evenly.
 
     Returns:
         The dict written to ``stats.json``.
@@ -121,7 +125,8 @@ class LocalEngine(base.Engine):
                               max_sequences_per_pack=job.max_sequences_per_pack,
                               max_predictions_per_pack=job.max_predictions_per_pack,
                               plan=job.plan, algorithm=job.algorithm, seed=job.seed,
-                              shuffle=job.shuffle)
+                              shuffle=job.shuffle, balance=job.balance,
+                              batch_size=job.batch_size if job.balance else None)
         order, splits = packs.order, packs.splits
         K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
         num_packs = len(splits) - 1
@@ -147,7 +152,8 @@ class LocalEngine(base.Engine):
             max_predictions_per_pack=M, input_files=len(files), sequences=int(len(lengths)),
             tokens=int(lengths.sum()), packs=num_packs,
             seconds={"scan": scanned - started, "plan": planned - scanned,
-                     "route": routed - planned, "build": time.perf_counter() - routed})
+                     "route": routed - planned, "build": time.perf_counter() - routed},
+            balance=packs.balance.to_dict() if packs.balance else None)
 
 
 def _route(files, shard_of, tmp, num_shards, progress):

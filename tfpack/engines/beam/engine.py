@@ -35,6 +35,8 @@ def pack_tfrecords(
     shuffle: bool = True,
     overwrite: bool = False,
     beam_options=None,
+    batch_size: int | None = None,
+    balance=False,
 ) -> dict:
     """Pack Google-format TFRecords into packed shards on Apache Beam; returns the stats.
 

@@ -93,7 +93,7 @@ def run_pipeline(options, job: base.Job, files: list[str], staging: str) -> base
         features={n: tuple(f) for n, f in result["features"].items()},
         max_sequences_per_pack=result["K"], max_predictions_per_pack=result["M"],
         input_files=len(files), sequences=result["sequences"], tokens=result["tokens"],
-        packs=result["packs"])
+        packs=result["packs"], balance=result["balance"])
 
 
 def _graph(p, job: base.Job, files: list[str], staging: str, result_path: str) -> None:

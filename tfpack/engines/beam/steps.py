@@ -258,7 +258,8 @@ def _decide(summaries: list[dict], *, files: list[str], job) -> dict:
             raise length_range_error(int(histogram[short:].sum()),
                                      int(first) + int(s["first_of_length"][length]), length,
                                      short)
-        rule = placement(chosen, histogram[:short], seed=seed, shuffle=job.shuffle)
+        rule = placement(chosen, histogram[:short], seed=seed, shuffle=job.shuffle,
+                         balance=job.balance, batch_size=job.batch_size if job.balance else None)
     except TfpackError as error:
         return {"error": str(error)}
     starts = np.cumsum(per_file, axis=0) - per_file
@@ -413,5 +414,7 @@ def collect(_, decision: dict, limit: dict, shards: list[dict], bad_pack: list, 
         "features": shards[0]["features"], "K": limit["K"], "M": limit["M"],
         "sequences": decision["sequences"], "tokens": decision["tokens"],
         "packs": decision["packs"],
+        "balance": (decision["placement"].balance.to_dict()
+                    if decision["placement"].balance else None),
     }
     manifest.write_atomic(result_path, json.dumps(result))
