@@ -42,7 +42,7 @@ def assemble(
     splits,
     roles: FeatureRoles,
     max_length: int,
-    max_sequences: int,
+    max_sequences_per_pack: int,
     max_predictions: int | None = None,
     *,
     check_partitions: bool = True,
@@ -57,7 +57,7 @@ def assemble(
             in that order. Empty packs (equal splits) come out all padding.
         roles: which feature plays which role; ``roles.tokens`` must all be in
             ``examples``.
-        max_length, max_sequences, max_predictions: ``L``, ``K``, ``M``.
+        max_length, max_sequences_per_pack, max_predictions: ``L``, ``K``, ``M``.
         check_partitions: assert that the token features (and the masked-LM
             features) of each example have equal lengths. Costs O(N) per call;
             callers that checked once already pass ``False``.
@@ -70,7 +70,7 @@ def assemble(
         tf.errors.InvalidArgumentError: when a pack holds more than ``L``
             tokens, ``K`` sequences or ``M`` predictions.
     """
-    L, K, M = max_length, max_sequences, max_predictions
+    L, K, M = max_length, max_sequences_per_pack, max_predictions
     order = tf.cast(order, tf.int64)
     splits = tf.cast(splits, tf.int64)
     n = tf.size(order, out_type=tf.int64)

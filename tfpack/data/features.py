@@ -240,7 +240,7 @@ def _describe(element_spec) -> str:
 
 
 def packed_feature_spec(
-    roles: FeatureRoles, max_length: int, max_sequences: int, max_predictions: int | None
+    roles: FeatureRoles, max_length: int, max_sequences_per_pack: int, max_predictions: int | None
 ) -> dict[str, tf.TensorSpec]:
     """The contract features (`tfpack.features`) of one pack under ``roles``, unbatched.
 
@@ -248,7 +248,7 @@ def packed_feature_spec(
     >>> sorted(spec)
     ['cls_positions', 'input_ids', 'labels', 'position_ids', 'sequence_ids', 'sequence_mask']
     """
-    sizes = {"L": max_length, "K": max_sequences, "M": max_predictions}
+    sizes = {"L": max_length, "K": max_sequences_per_pack, "M": max_predictions}
     entries = {n: contract.feature(n, roles.task) for n in packed_feature_names(roles)}
     return {n: tf.TensorSpec([sizes[e.dimension]], tf.as_dtype(e.dtype))
             for n, e in entries.items()}

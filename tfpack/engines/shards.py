@@ -15,7 +15,7 @@ Example:
 ...                           max_seq_length=8, max_predictions_per_seq=2),
 ...            google_example([101, 9, 102], [0, 0, 0], [1], [4], 1,
 ...                           max_seq_length=8, max_predictions_per_seq=2)]
->>> builder = ShardBuilder(max_length=8, max_sequences=2, max_predictions=2)
+>>> builder = ShardBuilder(max_length=8, max_sequences_per_pack=2, max_predictions=2)
 >>> (packs,) = builder.packs(records, order=np.array([1, 0]), splits=np.array([0, 2]))
 >>> packs["input_ids"].tolist()
 [[101, 9, 102, 101, 7, 102, 0, 0]]
@@ -45,9 +45,9 @@ class ShardBuilder:
     every later one (tracing costs about 0.5 s a graph).
     """
 
-    def __init__(self, max_length: int, max_sequences: int, max_predictions: int):
+    def __init__(self, max_length: int, max_sequences_per_pack: int, max_predictions: int):
         self.max_length = int(max_length)
-        self.max_sequences = int(max_sequences)
+        self.max_sequences_per_pack = int(max_sequences_per_pack)
         self.max_predictions = int(max_predictions)
         self.roles = FeatureRoles.bert()
         # Traced once: a `Dataset.map` would trace the parser again for every shard.
@@ -71,7 +71,7 @@ class ShardBuilder:
         examples = {n: tf.concat([p[n] for p in parts], axis=0) for n in parts[0]}
         if self._build is None:
             self._build = _assemble_function(examples, self.roles, self.max_length,
-                                             self.max_sequences, self.max_predictions)
+                                             self.max_sequences_per_pack, self.max_predictions)
         order, splits = np.asarray(order, np.int64), np.asarray(splits, np.int64)
         for start in range(0, len(splits) - 1, _ASSEMBLE_PACKS):
             sub = splits[start:start + _ASSEMBLE_PACKS + 1]
