@@ -19,7 +19,7 @@ window and planner); target: speed-up >= 0.9 x packing factor. Every
 embedding is also checked against the baseline's (max abs difference).
 
 Usage:
-    python benchmarks/predict.py [--rounds 3] [--per-round 512] [--quick]
+    python benchmarks/predict.py [--rounds 5] [--per-round 384] [--quick]
 """
 
 from __future__ import annotations
@@ -174,8 +174,8 @@ def markdown(result: dict, command: str) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--per-round", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--per-round", type=int, default=384)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--max-sequences-per-pack", type=int, default=8)
