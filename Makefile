@@ -31,6 +31,7 @@ test: venv
 
 bench: venv
 	$(BIN)/python benchmarks/planners.py
+	$(BIN)/python benchmarks/balance.py
 	$(BIN)/python benchmarks/pipeline.py
 	$(BIN)/python benchmarks/engines.py
 	$(BIN)/python benchmarks/model.py --configs small,base --output benchmarks/results/model.md

@@ -54,14 +54,20 @@ setuptools.setup(
             # the backbones `from_keras_hub` adapts (their layers' attributes as
             # of 0.32).
             "keras-hub>=0.32",
+            # Trainers of the small SentencePiece and byte-level BPE vocabularies
+            # the tokenizer= tests build offline (keras-hub depends on both too).
+            "sentencepiece>=0.2",
+            "tokenizers>=0.20",
         ],
         # `tfpack pack --engine beam` / `tfpack.beam`: the packing pipeline on
         # Apache Beam. Beam 2.77 needs protobuf<7 and TensorFlow 2.21 needs
         # protobuf>=6.31.1, so pip settles on protobuf 6.x. tfpack reads and
         # writes TFRecords with TensorFlow, not Beam's tfrecordio, so no crc
-        # package (crcmod / google-crc32c) is needed.
+        # package (crcmod / google-crc32c) is needed. Beam's `dask` extra brings
+        # dask and distributed (2024.4.2 or later; 2026.8 tested with TF 2.21's
+        # protobuf 6.x) for the Dask runner on a `distributed` cluster.
         "beam": [
-            "apache-beam>=2.77,<3",
+            "apache-beam[dask]>=2.77,<3",
             "protobuf>=6.31.1,<7",
         ],
     },

@@ -10,8 +10,9 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "pipeline", "engines", "model", "training", "predict", "backbones",
-         "attention", "keras_hub_attention", "accelerator", "integrity"]
+ORDER = ["planners", "optimal", "balance", "pipeline", "engines", "engines_dask", "model",
+         "training", "predict", "backbones", "attention", "keras_hub_attention", "keras_hub_families",
+         "accelerator", "integrity"]
 
 
 def main() -> None:

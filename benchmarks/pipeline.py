@@ -282,13 +282,13 @@ def report(args, tp, stream, packs) -> str:
                   f"Lengths from `wikipedia_512`, padded to {L} like `create_pretraining_data`, "
                   f"K={K}, M={M_PACK}, optimal, 16,384 packs per shard; each size in a fresh "
                   "process (peak RSS includes TensorFlow itself).", "",
-                  "| examples | input MB | seconds: lengths / plan / route / build / total | "
+                  "| examples | input MB | seconds: scan / plan / route / build / total | "
                   "packs | efficiency | peak RSS MB | RSS before packing MB | peak - before MB |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in packs:
             ph = r["phase_seconds"]
             lines.append(
-                f"| {r['size']:,} | {r['input_mb']:,.0f} | {ph['read_lengths']:.1f} / "
+                f"| {r['size']:,} | {r['input_mb']:,.0f} | {ph.get('scan', ph.get('read_lengths')):.1f} / "
                 f"{ph['plan']:.1f} / {ph['route']:.1f} / {ph['build']:.1f} / {r['seconds']:.1f} | "
                 f"{r['packs']:,} | {r['efficiency']:.4f} | "
                 f"{r['peak_rss_mb']:,.0f} | {r['baseline_rss_mb']:,.0f} | "

@@ -6,7 +6,11 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["tfpack.engines.beam.options", "tfpack.data.flow", "tfpack.engines.shards"])
+@pytest.mark.parametrize("name", ["tfpack.engines", "tfpack.engines.base",
+                                  "tfpack.engines.beam.engine", "tfpack.engines.beam.options",
+                                  "tfpack.engines.beam.steps", "tfpack.engines.beam.pipeline",
+                                  "tfpack.data.flow", "tfpack.engines.shards"])
 def test_docstring_examples(name):
-    failed, attempted = doctest.testmod(importlib.import_module(name))
+    failed, attempted = doctest.testmod(importlib.import_module(name),
+                                        optionflags=doctest.ELLIPSIS)
     assert attempted > 0 and failed == 0

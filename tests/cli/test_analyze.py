@@ -24,7 +24,7 @@ def test_analyze_prints_table_1(histogram_file, capsys):
     assert re.search(r"\|\s+4 \|.*\|\s+100\.000 \|\s+2\.2500 \|", lpfhp_none)
 
 
-def test_analyze_repeated_max_per_pack_and_json(histogram_file, capsys):
+def test_analyze_repeated_max_sequences_per_pack_and_json(histogram_file, capsys):
     assert tfpack("analyze", histogram_file, "--max-length", 8, "--max-sequences-per-pack", 1, "--max-sequences-per-pack", 3,
                   "--algorithms", "ffd", "--json") == 0
     data = json.loads(capsys.readouterr().out)

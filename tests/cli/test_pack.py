@@ -87,7 +87,7 @@ def test_unreadable_shard_fails_naming_it(shards, tmp_path):
              "--max-sequences-per-pack", "3"])
 
 
-def test_bad_max_per_pack_is_a_usage_error():
+def test_bad_max_sequences_per_pack_is_a_usage_error():
     with pytest.raises(SystemExit):
         run(["--input", "x", "--output", "y", "--max-length", "8", "--max-sequences-per-pack", "0"])
 
@@ -175,7 +175,7 @@ def test_leftovers_of_killed_runs_are_removed_by_the_next_run(small, tmp_path, c
     assert_same_examples(examples, tfpack.data.read_packed(str(out)).as_numpy_iterator())
 
 
-def test_a_plan_deeper_than_max_per_pack_fails_before_anything_is_written(small, tmp_path,
+def test_a_plan_deeper_than_max_sequences_per_pack_fails_before_anything_is_written(small, tmp_path,
                                                                             capsys):
     examples, pattern = small
     lengths = [len(e["input_ids"]) for e in examples]
@@ -202,3 +202,86 @@ def test_absurd_sizes_fail_fast(small, tmp_path, capsys, flag, value, match):
     status, lines = cli(capsys, *[x for kv in argv.items() for x in kv])
     assert status == 2 and len(lines) == 1 and re.search(match, lines[0])
     assert time.perf_counter() - started < 5 and not (tmp_path / "o").exists()
+
+
+def test_balance_flags_order_packs_into_even_batches(shards, tmp_path, capsys):
+    examples, pattern = shards
+    out = tmp_path / "packed"
+    flags = ["--input", pattern, "--output", out, "--max-length", "64",
+             "--max-sequences-per-pack", "3", "--algorithm", "lpfhp"]
+    status, lines = cli(capsys, *flags, "--batch-size", "4", "--packs-per-shard", "10")
+    assert status == 2 and len(lines) == 1 and "needs it" in lines[0]  # --batch-size alone
+    capsys.readouterr()
+    assert main(["pack", *map(str, flags), "--batch-size", "4", "--balance",
+                 "--packs-per-shard", "10"]) == 0
+    summary = capsys.readouterr().out
+    stats = json.loads((out / "stats.json").read_text())
+    balance = stats["balance"]
+    assert balance["by"] == "sequences" and balance["batch_size"] == 4
+    assert f"balanced sequences: {balance['low']}-{balance['high']} per batch of 4" in summary
+    assert json.loads((out / "manifest.json").read_text())["batch_size"] == 4
+    batches = list(tfpack.data.read_packed(str(out), batched=True).as_numpy_iterator())
+    sequences = [int(b["sequence_mask"].sum()) for b in batches][:balance["batches"]]
+    assert max(sequences) - min(sequences) <= 1 and balance["within_tolerance"]
+    assert_same_examples(examples, [{k: v[i] for k, v in b.items()} for b in batches
+                                    for i in range(len(b["input_ids"]))])
+    plain = tmp_path / "plain"
+    assert main(["pack", "--input", pattern, "--output", str(plain), *map(str, flags[4:])]) == 0
+    with pytest.raises(TfpackError, match=r"`batched=True` needs an output packed for one "
+                                          r"batch size"):
+        tfpack.data.read_packed(str(plain), batched=True)
+
+
+def test_a_new_engine_is_one_class_and_a_registration(shards, tmp_path, capsys, monkeypatch):
+    # The seam between engines: `--engine` choices and an engine's own flags come
+    # from the registry; the setup checks and the plan/stats/manifest wrap-up are shared.
+    from tfpack import engines
+    from tfpack.engines import base
+    from tfpack.engines.local import LocalEngine
+
+    monkeypatch.setattr(base, "_ENGINES", dict(base._ENGINES))
+    built = []
+
+    @base.register("recording")
+    class Recording(LocalEngine):
+        def __init__(self, *, note=None):
+            super().__init__()
+            self.note = note
+
+        def build(self, job, staging):
+            built.append((job.max_length, self.note))
+            return super().build(job, staging)
+
+        @classmethod
+        def add_arguments(cls, parser):
+            parser.add_argument("--note")
+
+        @classmethod
+        def options_from(cls, args):
+            return {"note": args.note}
+
+        @classmethod
+        def flags_given(cls, args):
+            return ["--note"] if args.note is not None else []
+
+    assert engines.names() == ["local", "beam", "recording"]
+    _, pattern = shards
+    common = ["--input", pattern, "--max-length", "64", "--max-sequences-per-pack", "3",
+              "--algorithm", "lpfhp", "--json"]
+    assert run([*common, "--output", str(tmp_path / "local")]) == 0
+    assert run([*common, "--output", str(tmp_path / "rec"), "--engine", "recording",
+                "--note", "hi"]) == 0
+    assert built == [(64, "hi")]
+    manifest = json.loads((tmp_path / "rec" / "manifest.json").read_text())
+    assert manifest["engine"] == "recording"
+    assert manifest["created_by"] == "tfpack pack --engine recording"
+    for name in manifest["shards"]:
+        assert (tmp_path / "rec" / name["name"]).read_bytes() == \
+            (tmp_path / "local" / name["name"]).read_bytes()
+    with pytest.raises(TfpackError, match=r"`--note` needs `--engine recording`\. "
+                                          r"Received: --engine local"):
+        run([*common, "--output", str(tmp_path / "x"), "--note", "hi"])
+    with pytest.raises(TfpackError, match=r"`engine` must be one of \['local', 'beam', "
+                                          r"'recording'\]\. Received: engine='nope'"):
+        engines.get("nope")
+    assert not (tmp_path / "x").exists()

@@ -150,6 +150,18 @@ def test_resume_applies_the_learning_rate_and_refuses_fixed_settings(packed, tmp
     assert config["learning_rate"] == 0.0005 and config["batch_size"] == 4
 
 
+def test_the_batch_rule_is_logged_with_its_note(packed, tmp_path, capsys):
+    # One pack per update at packing factor 2: 2 sequences for a recipe of 1, said.
+    out = tmp_path / "run"
+    assert main(["train", "--input", packed, "--output", str(out), *TINY, "--steps", "1",
+                 "--batch-size", "1", "--accumulation-steps", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "tfpack train: note: 1 pack per update holds 2 sequences on average, not the 1 " \
+           "of the recipe (+100%)" in err
+    assert "tfpack train: 1 pack x 1 step x 1 replica = 1 pack per update, 2 sequences on " \
+           "average (recipe 1); balanced batches: 1-3" in err
+
+
 def test_config_files_with_the_old_name_of_k_still_load(tmp_path):
     from tfpack.cli.train import resolve
 

@@ -258,7 +258,8 @@ def test_token_features_of_different_lengths_fail_naming_the_example():
         packs_of(examples, roles=tfpack.data.FeatureRoles(
             name="pairs", tokens=("input_ids", "token_type_ids")))
     with pytest.raises(TfpackError, match=r"token features with one value per `input_ids` "
-                                          r"value. Received: example 1$"):
+                                          r"value \(rule token_feature_lengths\)\. "
+                                          r"Received: example 1$"):
         packs_of(examples, window=2, roles=tfpack.data.FeatureRoles(
             name="pairs", tokens=("input_ids", "token_type_ids")))
 
@@ -292,3 +293,69 @@ def test_precomputed_plan_is_used_as_is():
     assert_same_examples(examples, packs)
     with pytest.raises(TfpackError, match="plan.max_length"):
         packs_of(examples, max_length=4, plan=plan)
+
+
+@pytest.mark.parametrize("by", ["sequences", "tokens"])
+def test_balance_gives_every_batch_the_same_sequences_and_loses_nothing(by):
+    rng = np.random.default_rng(0)
+    examples = [{"input_ids": [1 + i % 50] * int(n)} for i, n in
+                enumerate(rng.integers(1, 33, 120))]
+    ds, batches, packer = packs_of(examples, max_length=32, max_sequences_per_pack=6,
+                                   algorithm="ffd", batch_size=5, balance=by, seed=3)
+    assert ds.element_spec["input_ids"].shape == (5, 32)  # static shapes unchanged
+    packs = [{k: v[i] for k, v in b.items()} for b in batches for i in range(5)]
+    assert_same_examples(examples, packs)
+    per_batch = [int(b["sequence_mask"].sum()) if by == "sequences"
+                 else int((b["sequence_ids"] > 0).sum()) for b in batches]
+    report = packer.report.balance
+    full = per_batch[:report.batches]
+    assert (min(full), max(full)) == (report.low, report.high)
+    if by == "tokens":
+        return
+    assert report.within_tolerance and report.high - report.low <= 1
+    # Without balance the same packs give uneven batches.
+    plain = [int(b["sequence_mask"].sum())
+             for b in packs_of(examples, max_length=32, max_sequences_per_pack=6,
+                               algorithm="ffd", batch_size=5, seed=3)[1]]
+    assert max(plain[:report.batches]) - min(plain[:report.batches]) > 1
+
+
+def test_balance_spans_the_batches_of_all_workers_of_a_step():
+    examples = [{"input_ids": [1] * (i % 13 + 1)} for i in range(80)]
+    shares, reports, packs = [], [], []
+    for worker in range(2):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker,
+                                             num_replicas_in_sync=2)
+        _, batches, packer = packs_of(examples, max_length=16, algorithm="ffd", batch_size=3,
+                                      balance=True, input_context=context)
+        shares.append([int(b["sequence_mask"].sum()) for b in batches])
+        reports.append(packer.report.balance)
+        packs += [{k: v[i] for k, v in b.items()} for b in batches for i in range(3)]
+    steps = [a + b for a, b in zip(*shares)][:reports[0].batches]
+    assert reports[0].batch_size == 6 and max(steps) - min(steps) <= 1
+    assert_same_examples(examples, packs)
+
+
+def test_balance_size_balances_groups_of_unbatched_packs():
+    # For a trainer that batches packs itself: groups of 6 packs (one update) balanced.
+    examples = [{"input_ids": [1] * (i % 13 + 1)} for i in range(80)]
+    ds, packs, packer = packs_of(examples, max_length=16, algorithm="ffd", balance=True,
+                                 balance_size=6)
+    assert ds.element_spec["input_ids"].shape == (16,)
+    report = packer.report.balance
+    groups = [sum(int(p["sequence_mask"].sum()) for p in packs[i:i + 6])
+              for i in range(0, 6 * report.batches, 6)]
+    assert report.batch_size == 6 and (min(groups), max(groups)) == (report.low, report.high)
+    assert report.high - report.low <= 1
+    assert_same_examples(examples, packs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(balance=True), r"needs `batch_size`"),
+    (dict(balance=True, batch_size=4, balance_size=6), r"multiple of `batch_size`"),
+    (dict(balance=True, batch_size=2, window=4), r"offline mode only"),
+    (dict(balance="words", batch_size=2), r"`balance` must be"),
+])
+def test_balance_arguments(kwargs, match):
+    with pytest.raises(TfpackError, match=match):
+        tfpack.data.pack(max_length=8, max_sequences_per_pack=2, **kwargs)

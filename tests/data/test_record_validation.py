@@ -116,7 +116,7 @@ def test_google_reader_checks_every_record_when_called(tmp_path):
     with tf.io.TFRecordWriter(str(path)) as writer:
         writer.write(example(6, 2, 0))
         writer.write(corrupt(example(6, 2, 1), "masked_lm_position at the length"))
-    with pytest.raises(TfpackError, match=rf"0 <= position < length. Received: file='.*x\.tfrecord', "
+    with pytest.raises(TfpackError, match=rf"0 <= position < length \(rule masked_lm_positions_inside\)\. Received: file='.*x\.tfrecord', "
                                           r"record 1: input_mask=.*masked_lm_positions=\[6, 2, 0, 0\]"):
         tfpack.data.read_google_records(str(path))
 
@@ -143,7 +143,8 @@ def test_masked_lm_positions_outside_their_example_are_refused(window, examples)
     message = str(error.value)
     assert __import__("re").fullmatch(
         r"Every record must have real `masked_lm_positions` inside the example: "
-        r"0 <= position < length. Received: example 1.*", message), message
+        r"0 <= position < length \(rule masked_lm_positions_inside\)\. Received: example 1.*",
+        message), message
     assert "\n" not in message and "Traceback" not in message
 
 

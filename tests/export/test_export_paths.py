@@ -11,6 +11,7 @@ import tensorflow as tf
 from tfpack import models
 from tfpack.errors import TfpackError
 from tfpack.export import export_saved_model, paths
+from tfpack.formats import outputs
 
 L = 8
 
@@ -62,7 +63,7 @@ def test_replaces_a_tfpack_saved_model_and_leaves_nothing_else(tmp_path, model):
 
 def test_replacing_without_atomic_exchange_still_ends_complete(tmp_path, model, monkeypatch):
     path = export_saved_model(model, tmp_path / "m", max_length=L)
-    monkeypatch.setattr(paths, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(outputs, "_exchange", lambda a, b: False)  # the one swap, shared with pack
     export_saved_model(model, path, max_length=L - 2)
     assert _marker(path)["lengths"] == {"L": L - 2} and os.listdir(tmp_path) == ["m"]
 

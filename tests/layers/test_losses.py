@@ -92,3 +92,25 @@ def test_statistic_ratio_accumulates_sums():
 
 def test_global_sum_is_identity_without_replicas():
     assert float(global_sum(np.float32(3.0))) == 3.0
+
+
+def test_step_loss_is_keras_mean_on_one_replica_and_round_trips():
+    import keras
+
+    from tfpack.layers import StepLoss
+
+    tracker, mean = StepLoss(name="loss"), keras.metrics.Mean(name="loss")
+    for value, batch in ((2.0, 3), (4.0, 1)):
+        tracker.update_state(value, sample_weight=batch)
+        mean.update_state(value, sample_weight=batch)
+    assert float(tracker.result()) == float(mean.result()) == 2.5
+    again = StepLoss.from_config(tracker.get_config())
+    assert isinstance(again, StepLoss) and again.name == "loss"
+    # Tasks report their loss through it (the distributed value is checked in
+    # tests/models/test_fit_loss_distributed.py).
+    from tfpack.models import CausalLM, DecoderBackbone
+
+    model = CausalLM(DecoderBackbone(vocabulary_size=10, num_layers=1, hidden_dim=4,
+                                     num_heads=1, intermediate_dim=8))
+    model.compile(optimizer="sgd")
+    assert isinstance(model._loss_tracker, StepLoss)

@@ -13,6 +13,7 @@ MODULES = [
     "tfpack.packing.plans",
     "tfpack.packing.assignment",
     "tfpack.packing.placement",
+    "tfpack.packing.balance",
     "tfpack.packing.permutation",
     "tfpack.packing.algorithms",
     "tfpack.packing.algorithms.base",

@@ -7,6 +7,9 @@
 - `causal_lm_examples` (documents cut into pieces) and `sft_examples`
   (prompt/response pairs).
 - `classification_examples` (a text or a text pair and a label).
+- `text_tokenizer` / `TextTokenizer`: the ``tokenizer=`` every builder takes
+  (a model's own keras-hub tokenizer or preprocessor, or a callable), with
+  the special tokens the model's keras-hub preprocessor adds.
 
 The same names are exported by `tfpack.data`, where most users meet them.
 
@@ -28,8 +31,10 @@ from tfpack.builders.bert import (
 )
 from tfpack.builders.causal_lm import causal_lm_examples, sft_examples
 from tfpack.builders.classification import classification_examples
+from tfpack.builders.tokenizers import TextTokenizer, text_tokenizer
 
 __all__ = [
+    "TextTokenizer",
     "bert_pretraining_examples",
     "causal_lm_examples",
     "classification_examples",
@@ -38,5 +43,6 @@ __all__ = [
     "examples_to_dataset",
     "load_vocab",
     "sft_examples",
+    "text_tokenizer",
     "tokenize_documents",
 ]

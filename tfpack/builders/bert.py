@@ -37,6 +37,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
+from tfpack.builders.tokenizers import TextTokenizer, reject_vocab_path, text_tokenizer
 from tfpack.errors import TfpackError
 
 __all__ = ["BertExample", "bert_pretraining_examples", "compact_vocabulary",
@@ -153,19 +154,43 @@ def create_bert_examples(
     seed: int = 0,
 ) -> list[BertExample]:
     """Sentence-pair, masked examples from tokenized documents (Google's algorithm)."""
-    if max_seq_length < 5:
-        raise TfpackError("`max_seq_length` must be at least 5 ([CLS] a [SEP] b [SEP]). "
+    special = _Special((vocab.index("[CLS]"),), (vocab.index("[SEP]"),),
+                       (vocab.index("[SEP]"),), vocab.index("[MASK]"))
+    return _create(documents, special, len(vocab), max_seq_length=max_seq_length,
+                   short_seq_prob=short_seq_prob, masked_lm_prob=masked_lm_prob,
+                   max_predictions_per_seq=max_predictions_per_seq,
+                   dupe_factor=dupe_factor, seed=seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Special:
+    """The ids around and between the two segments, and the mask id."""
+
+    start: tuple[int, ...]
+    separator: tuple[int, ...]
+    end: tuple[int, ...]
+    mask: int
+
+    @property
+    def count(self) -> int:
+        return len(self.start) + len(self.separator) + len(self.end)
+
+
+def _create(documents, special, vocab_size, *, max_seq_length, short_seq_prob,
+            masked_lm_prob, max_predictions_per_seq, dupe_factor, seed):
+    if max_seq_length < special.count + 2:
+        raise TfpackError(f"`max_seq_length` must be at least {special.count + 2} (two tokens "
+                          f"and {special.count} special ones). "
                           f"Received: max_seq_length={max_seq_length}")
     if not documents:
         raise TfpackError("`documents` must hold at least one non-empty document. "
                           "Received: documents=[]")
-    special = {t: vocab.index(t) for t in ("[CLS]", "[SEP]", "[MASK]")}
     rng = random.Random(seed)
     examples = []
     for _ in range(dupe_factor):
         for index in range(len(documents)):
             examples += _from_document(documents, index, max_seq_length, short_seq_prob,
-                                       masked_lm_prob, max_predictions_per_seq, len(vocab),
+                                       masked_lm_prob, max_predictions_per_seq, vocab_size,
                                        special, rng)
     rng.shuffle(examples)
     return examples
@@ -174,7 +199,7 @@ def create_bert_examples(
 def _from_document(documents, index, max_seq_length, short_seq_prob, masked_lm_prob,
                    max_predictions, vocab_size, special, rng):
     document = documents[index]
-    max_tokens = max_seq_length - 3
+    max_tokens = max_seq_length - special.count
     target = max_tokens
     if rng.random() < short_seq_prob:
         target = rng.randint(2, max_tokens)
@@ -203,9 +228,10 @@ def _from_document(documents, index, max_seq_length, short_seq_prob, masked_lm_p
                 tokens_b = [t for s in chunk[a_end:] for t in s]
             _truncate_pair(tokens_a, tokens_b, max_tokens, rng)
             if tokens_a and tokens_b:
-                tokens = [special["[CLS]"], *map(int, tokens_a), special["[SEP]"],
-                          *map(int, tokens_b), special["[SEP]"]]
-                types = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+                tokens = [*special.start, *map(int, tokens_a), *special.separator,
+                          *map(int, tokens_b), *special.end]
+                first = len(special.start) + len(tokens_a) + len(special.separator)
+                types = [0] * first + [1] * (len(tokens) - first)
                 tokens, positions, labels = _mask(tokens, masked_lm_prob, max_predictions,
                                                   vocab_size, special, rng)
                 examples.append(BertExample(tokens, types, positions, labels, is_random_next))
@@ -224,14 +250,15 @@ def _truncate_pair(tokens_a, tokens_b, max_tokens, rng):
 
 
 def _mask(tokens, masked_lm_prob, max_predictions, vocab_size, special, rng):
-    candidates = [i for i, t in enumerate(tokens) if t not in (special["[CLS]"], special["[SEP]"])]
+    specials = {*special.start, *special.separator, *special.end}
+    candidates = [i for i, t in enumerate(tokens) if t not in specials]
     rng.shuffle(candidates)
     count = min(max_predictions, max(1, int(round(len(tokens) * masked_lm_prob))))
     output = list(tokens)
     chosen = sorted(candidates[:count])
     for index in chosen:
         if rng.random() < 0.8:
-            output[index] = special["[MASK]"]
+            output[index] = special.mask
         elif rng.random() < 0.5:
             output[index] = tokens[index]
         else:
@@ -242,6 +269,7 @@ def _mask(tokens, masked_lm_prob, max_predictions, vocab_size, special, rng):
 def bert_pretraining_examples(
     documents: list[list[str]],
     *,
+    tokenizer=None,
     vocab_path: str | None = None,
     lower_case: bool = True,
     max_seq_length: int = 128,
@@ -255,7 +283,13 @@ def bert_pretraining_examples(
 
     Args:
         documents: lists of sentences (e.g. `tfpack.datasets.stdlib_documents`).
-        vocab_path: WordPiece vocabulary; default the bundled bert-base-uncased.
+        tokenizer: the model's own tokenizer (`tfpack.builders.text_tokenizer`:
+            a keras-hub `Tokenizer` or `Preprocessor`, or a callable with
+            explicit ids), with start, separator, end and mask ids and a
+            vocabulary size (a keras-hub `BertTokenizer` has them all:
+            ``[CLS] a [SEP] b [SEP]``). None: the WordPiece vocabulary below.
+        vocab_path: WordPiece vocabulary, without ``tokenizer``; default the
+            bundled bert-base-uncased.
         lower_case: lower-case and strip accents before WordPiece.
         max_seq_length: tokens per example, ``[CLS]`` and ``[SEP]`` included.
         short_seq_prob, masked_lm_prob, max_predictions_per_seq, dupe_factor:
@@ -269,13 +303,36 @@ def bert_pretraining_examples(
         (int32 scalar). Pack it with
         ``ds.apply(tfpack.data.pack(max_length=max_seq_length, ...))``.
     """
-    vocab = load_vocab(vocab_path)
-    tokenized = tokenize_documents(documents, vocab_path, lower_case=lower_case)
-    examples = create_bert_examples(
-        tokenized, vocab, max_seq_length=max_seq_length, short_seq_prob=short_seq_prob,
-        masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
-        dupe_factor=dupe_factor, seed=seed)
-    return examples_to_dataset(examples)
+    options = dict(max_seq_length=max_seq_length, short_seq_prob=short_seq_prob,
+                   masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
+                   dupe_factor=dupe_factor, seed=seed)
+    if tokenizer is None:
+        vocab = load_vocab(vocab_path)
+        tokenized = tokenize_documents(documents, vocab_path, lower_case=lower_case)
+        return examples_to_dataset(create_bert_examples(tokenized, vocab, **options))
+    reject_vocab_path(vocab_path)
+    tokenizer = text_tokenizer(tokenizer)
+    special, vocab_size = _masked_lm_ids(tokenizer)
+    rows = iter(tokenizer([sentence for document in documents for sentence in document]))
+    tokenized = [[np.asarray(ids, np.int32) for ids in (next(rows) for _ in document) if ids]
+                 for document in documents]
+    return examples_to_dataset(_create([d for d in tokenized if d], special, vocab_size,
+                                       **options))
+
+
+def _masked_lm_ids(tokenizer: TextTokenizer) -> tuple[_Special, int]:
+    missing = [name for name, value in (("start_ids", tokenizer.start_ids),
+                                        ("separator_ids", tokenizer.separator_ids),
+                                        ("end_ids", tokenizer.end_ids),
+                                        ("mask_id", tokenizer.mask_id),
+                                        ("vocabulary_size", tokenizer.vocabulary_size))
+               if value in (None, ())]
+    if missing:
+        raise TfpackError("BERT pre-training examples need a tokenizer with start, separator, "
+                          "end and mask ids and a vocabulary size (e.g. a keras-hub "
+                          f"BertTokenizer). Received: a tokenizer without {missing}")
+    return (_Special(tokenizer.start_ids, tokenizer.separator_ids, tokenizer.end_ids,
+                     tokenizer.mask_id), tokenizer.vocabulary_size)
 
 
 def examples_to_dataset(examples: list[BertExample]) -> tf.data.Dataset:

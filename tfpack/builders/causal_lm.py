@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.data.features import FeatureRoles
 from tfpack.errors import TfpackError
 
@@ -38,18 +39,39 @@ def causal_lm_examples(
     documents,
     max_length: int,
     *,
+    tokenizer=None,
     vocab_path: str | None = None,
     lower_case: bool = True,
     min_length: int = 1,
 ) -> tf.data.Dataset:
     """Split documents into causal-LM pieces of at most ``max_length`` tokens.
 
+    With ``tokenizer=`` (the model's own; see `tfpack.builders.text_tokenizer`)
+    each document becomes ``start + ids + end`` as keras-hub's
+    ``CausalLMPreprocessor`` makes it (e.g. ``<bos> ... <eos>`` for Gemma,
+    ``<|begin_of_text|> ... <|end_of_text|>`` for Llama 3), then is cut:
+
+    >>> import tfpack
+    >>> words = {"the": 5, "cat": 6, "sat": 7}
+    >>> tokenizer = tfpack.builders.text_tokenizer(
+    ...     lambda s: [words[w] for w in s.split()], start_ids=1, end_ids=2)
+    >>> pieces = tfpack.data.causal_lm_examples(["the cat sat", "the cat"],
+    ...                                         max_length=4, tokenizer=tokenizer)
+    >>> [p["input_ids"].numpy().tolist() for p in pieces]
+    [[1, 5, 6, 7], [2], [1, 5, 6, 2]]
+
     Args:
         documents: a `tf.data.Dataset` of ``{"input_ids": [n]}`` (already
             tokenized), or a list of documents, each a string or a list of
-            sentences, tokenized here with the WordPiece `BertTokenizer`
-            (bundled bert-base-uncased vocabulary unless ``vocab_path``).
+            sentences (joined with spaces when ``tokenizer`` is given).
         max_length: ``L``, the longest piece.
+        tokenizer: the model's tokenizer: a keras-hub `Tokenizer` or
+            `Preprocessor`, a callable from a string to ids, or a
+            `TextTokenizer` (its start and end ids frame every document).
+            None: the WordPiece `BertTokenizer` (bundled bert-base-uncased
+            vocabulary unless ``vocab_path``), no special tokens.
+        vocab_path, lower_case: the WordPiece vocabulary, without
+            ``tokenizer``.
         min_length: drop pieces shorter than this (e.g. 2: a piece of one
             token has no target).
 
@@ -60,7 +82,13 @@ def causal_lm_examples(
     if not isinstance(max_length, int) or max_length < 1:
         raise TfpackError("`max_length` must be a positive integer. "
                           f"Received: max_length={max_length!r}")
-    if not isinstance(documents, tf.data.Dataset):
+    if isinstance(documents, tf.data.Dataset):
+        if tokenizer is not None:
+            raise TfpackError("`tokenizer` tokenizes text: `documents` must be a list of "
+                              "strings with it. Received: a tf.data.Dataset of ids")
+    elif tokenizer is not None:
+        documents = _with_tokenizer(documents, tokenizer, vocab_path)
+    else:
         documents = _tokenized(documents, vocab_path, lower_case)
     FeatureRoles.causal_lm().validate(documents.element_spec)
 
@@ -83,15 +111,37 @@ def _tokenized(documents, vocab_path, lower_case) -> tf.data.Dataset:
     tokenized = tokenize_documents(as_sentences, vocab_path, lower_case=lower_case)
     if not tokenized:
         raise TfpackError("`documents` must hold some text. Received: no tokens")
-    ragged = tf.ragged.constant([[t for s in d for t in s.tolist()] for d in tokenized],
-                                dtype=tf.int32)
-    return tf.data.Dataset.range(ragged.nrows()).map(lambda i: {"input_ids": ragged[i]})
+    return _ids_dataset({"input_ids": [[t for s in d for t in s.tolist()] for d in tokenized]})
+
+
+def _with_tokenizer(documents, tokenizer, vocab_path) -> tf.data.Dataset:
+    reject_vocab_path(vocab_path)
+    tokenizer = text_tokenizer(tokenizer)
+    texts = [d if isinstance(d, str) else " ".join(d) for d in documents]
+    framed = [list(tokenizer.start_ids) + ids + list(tokenizer.end_ids)
+              for ids in tokenizer(texts)]
+    framed = [ids for ids in framed if ids]
+    if not framed:
+        raise TfpackError("`documents` must hold some text. Received: no tokens")
+    return _ids_dataset({"input_ids": framed})
+
+
+def _ids_dataset(columns: dict) -> tf.data.Dataset:
+    """One example per row of equal-length rows: int32 ids, float32 ``loss_weights``."""
+    ragged = {name: tf.ragged.constant(rows, dtype=tf.float32 if name == "loss_weights"
+                                       else tf.int32)
+              for name, rows in columns.items()}
+    count = len(next(iter(columns.values())))
+    # Indexing a RaggedTensor row gives a dense tensor, which the packers expect.
+    return tf.data.Dataset.range(count).map(
+        lambda i: {name: rows[i] for name, rows in ragged.items()})
 
 
 def sft_examples(
     pairs,
     max_length: int,
     *,
+    tokenizer=None,
     vocab_path: str | None = None,
     lower_case: bool = True,
 ) -> tf.data.Dataset:
@@ -116,13 +166,23 @@ def sft_examples(
     ...  for x in pairs]
     [([1, 2, 3, 7, 8], [0.0, 0.0, 1.0, 1.0, 0.0])]
 
+    With ``tokenizer=`` (the model's own; see `tfpack.builders.text_tokenizer`)
+    a pair becomes ``start + prompt + response + end``, the ids and weights
+    keras-hub's ``Gemma3CausalLMPreprocessor`` gives for
+    ``{"prompts": ..., "responses": ...}`` (the end token is trained: the
+    model learns to stop).
+
     Args:
         pairs: a list of ``(prompt, response)``; each either a list of token
-            ids or a string, tokenized here with the WordPiece `BertTokenizer`
+            ids (taken as they are) or a string. Strings are tokenized by
+            ``tokenizer``, or without it with the WordPiece `BertTokenizer`
             (bundled bert-base-uncased vocabulary unless ``vocab_path``) as
             ``[CLS] prompt [SEP]`` and ``response [SEP]`` (the final ``[SEP]``
             is trained: the model learns to stop).
         max_length: ``L``; a longer pair loses the end of its response.
+        tokenizer: the model's tokenizer: a keras-hub `Tokenizer` or
+            `Preprocessor`, a callable from a string to ids, or a
+            `TextTokenizer`; its start and end ids frame every pair.
 
     Returns:
         A dataset of ``{"input_ids": int32 [n], "loss_weights": float32 [n]}``,
@@ -139,8 +199,21 @@ def sft_examples(
     if not pairs or any(len(p) != 2 for p in pairs):
         raise TfpackError("`pairs` must be a non-empty list of (prompt, response). "
                           f"Received: {len(pairs)} items")
-    prompts = _pair_ids([p for p, _ in pairs], "prompt", vocab_path, lower_case)
-    responses = _pair_ids([r for _, r in pairs], "response", vocab_path, lower_case)
+    if tokenizer is None:
+        prompts = _pair_ids([p for p, _ in pairs], "prompt", vocab_path, lower_case)
+        responses = _pair_ids([r for _, r in pairs], "response", vocab_path, lower_case)
+    else:
+        reject_vocab_path(vocab_path)
+        tokenizer = text_tokenizer(tokenizer)
+        prompts = [list(tokenizer.start_ids) + ids
+                   for ids in _tokenized_texts([p for p, _ in pairs], tokenizer)]
+        responses = [ids + list(tokenizer.end_ids)
+                     for ids in _tokenized_texts([r for _, r in pairs], tokenizer)]
+    for what, rows in (("prompt", prompts), ("response", responses)):
+        empty = [index for index, ids in enumerate(rows) if not ids]
+        if empty:
+            raise TfpackError(f"Every {what} must have at least one token. "
+                              f"Received: pair {empty[0]} with an empty {what}")
     ids, weights = [], []
     for index, (prompt, response) in enumerate(zip(prompts, responses)):
         if len(prompt) >= max_length:
@@ -152,10 +225,16 @@ def sft_examples(
         target_is_response = [float(i + 1 >= len(prompt)) for i in range(len(tokens) - 1)]
         ids.append(tokens)
         weights.append(target_is_response + [0.0])
-    ids = tf.ragged.constant(ids, dtype=tf.int32)
-    weights = tf.ragged.constant(weights, dtype=tf.float32)
-    return tf.data.Dataset.range(ids.nrows()).map(
-        lambda i: {"input_ids": ids[i], "loss_weights": weights[i]})
+    return _ids_dataset({"input_ids": ids, "loss_weights": weights})
+
+
+def _tokenized_texts(texts, tokenizer) -> list[list[int]]:
+    """Ids of each text: strings through ``tokenizer``, id lists as they are."""
+    strings = [i for i, t in enumerate(texts) if isinstance(t, str)]
+    out = [None if isinstance(t, str) else [int(x) for x in t] for t in texts]
+    for i, ids in zip(strings, tokenizer([texts[i] for i in strings])):
+        out[i] = ids
+    return out
 
 
 def _pair_ids(texts, what, vocab_path, lower_case) -> list[list[int]]:
@@ -176,7 +255,4 @@ def _pair_ids(texts, what, vocab_path, lower_case) -> list[list[int]]:
     for index, value in enumerate(texts):
         if out[index] is None:
             out[index] = [int(t) for t in value]
-        if not out[index]:
-            raise TfpackError(f"Every {what} must have at least one token. "
-                              f"Received: pair {index} with an empty {what}")
     return out

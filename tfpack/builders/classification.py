@@ -2,7 +2,10 @@
 
 Each example is ``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]`` in WordPiece
 ids, with ``token_type_ids`` 0 for the first segment and 1 for the second and
-an int ``labels`` scalar. Packing stacks the labels to ``[K]`` in pack order
+an int ``labels`` scalar. With ``tokenizer=`` (the model's own) it is
+``start a separator b end`` with that tokenizer's ids, as keras-hub's
+``TextClassifierPreprocessor`` packs it (``<s> a </s></s> b </s>`` for a
+RoBERTa preprocessor). Packing stacks the labels to ``[K]`` in pack order
 (the ``classification`` roles).
 
 Example:
@@ -19,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from tfpack.builders.tokenizers import TextTokenizer, reject_vocab_path, text_tokenizer
 from tfpack.errors import TfpackError
 
 __all__ = ["classification_examples"]
@@ -32,6 +36,7 @@ def classification_examples(
     *,
     pairs: list[str] | None = None,
     max_length: int = 128,
+    tokenizer=None,
     vocab_path: str | None = None,
     lower_case: bool = True,
 ) -> tf.data.Dataset:
@@ -41,17 +46,20 @@ def classification_examples(
         texts: first segments.
         labels: one int per text.
         pairs: optional second segments, one per text.
-        max_length: longest example; the longer segment is cut from its end
-            until ``[CLS] a [SEP] b [SEP]`` fits.
+        max_length: longest example; the longer segment (the second of
+            two equal ones) is cut from its end until ``[CLS] a [SEP] b
+            [SEP]`` fits, as keras-hub's ``round_robin`` truncation.
+        tokenizer: the model's tokenizer: a keras-hub `Tokenizer` or
+            `Preprocessor`, a callable from a string to ids, or a
+            `TextTokenizer` (`tfpack.builders.text_tokenizer`); None: the
+            WordPiece vocabulary below.
         vocab_path, lower_case: the WordPiece vocabulary (bundled
-            bert-base-uncased by default).
+            bert-base-uncased by default), without ``tokenizer``.
 
     Returns:
         A dataset of ``input_ids``, ``token_type_ids`` (int32 ``[n]``) and
         ``labels`` (int32 scalar), in input order.
     """
-    from tfpack.builders.bert import load_vocab
-
     if len(texts) != len(labels) or (pairs is not None and len(pairs) != len(texts)):
         raise TfpackError(
             "`texts`, `labels` (and `pairs`) must have the same length. Received: "
@@ -59,25 +67,35 @@ def classification_examples(
             f"len(pairs)={None if pairs is None else len(pairs)}")
     if not texts:
         raise TfpackError("`texts` must not be empty. Received: texts=[]")
-    special = 3 if pairs is not None else 2
+    if tokenizer is None:
+        tokenizer = _wordpiece(vocab_path, lower_case)
+    else:
+        reject_vocab_path(vocab_path)
+    tokenizer = text_tokenizer(tokenizer)
+    start, separator, end = (list(tokenizer.start_ids), list(tokenizer.separator_ids),
+                             list(tokenizer.end_ids))
+    special = len(start) + len(end) + (len(separator) if pairs is not None else 0)
     if max_length <= special:
         raise TfpackError(f"`max_length` must be more than {special}. "
                           f"Received: max_length={max_length}")
-    vocab = load_vocab(vocab_path)
-    cls_id, sep_id = vocab.index(_CLS), vocab.index(_SEP)
     segments = [texts] if pairs is None else [texts, pairs]
-    tokenized = [_tokenize(column, vocab_path, lower_case) for column in segments]
+    tokenized = [tokenizer(list(column)) for column in segments]
     ids, types = [], []
     for row in zip(*tokenized):
         row = [list(s) for s in row]
         while sum(len(s) for s in row) > max_length - special:
-            max(row, key=len).pop()
-        tokens = [cls_id] + row[0] + [sep_id]
-        kinds = [0] * len(tokens)
+            # The last of the longest: keras-hub's round robin (and Google BERT's
+            # truncate_seq_pair) keep the first segment whole on a tie.
+            longest = max(len(s) for s in row)
+            [s for s in row if len(s) == longest][-1].pop()
+        tokens = start + row[0]
         if len(row) == 2:
-            tokens += row[1] + [sep_id]
-            kinds += [1] * (len(row[1]) + 1)
-        ids.append(tokens)
+            tokens += separator
+            kinds = [0] * len(tokens) + [1] * (len(row[1]) + len(end))
+            tokens += row[1]
+        else:
+            kinds = [0] * (len(tokens) + len(end))
+        ids.append(tokens + end)
         types.append(kinds)
     ragged_ids = tf.ragged.constant(ids, dtype=tf.int32)
     ragged_types = tf.ragged.constant(types, dtype=tf.int32)
@@ -87,11 +105,17 @@ def classification_examples(
         "labels": label_tensor[i]})
 
 
-def _tokenize(texts, vocab_path, lower_case):
+def _wordpiece(vocab_path, lower_case) -> TextTokenizer:
+    """The bundled (or given) WordPiece vocabulary as a `TextTokenizer`."""
     import tensorflow_text as tf_text
 
+    from tfpack.builders.bert import load_vocab
     from tfpack.datasets import bert_vocab_path
 
-    tokenizer = tf_text.BertTokenizer(vocab_path or bert_vocab_path(), lower_case=lower_case,
+    vocab = load_vocab(vocab_path)
+    wordpiece = tf_text.BertTokenizer(vocab_path or bert_vocab_path(), lower_case=lower_case,
                                       token_out_type=tf.int32)
-    return tokenizer.tokenize(tf.constant(list(texts))).merge_dims(1, 2).to_list()
+    return TextTokenizer(
+        lambda texts: wordpiece.tokenize(tf.constant(texts)).merge_dims(1, 2),
+        start_ids=(vocab.index(_CLS),), end_ids=(vocab.index(_SEP),),
+        separator_ids=(vocab.index(_SEP),), batched=True)

@@ -96,8 +96,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("histogram", metavar="HISTOGRAM", help="histogram file or bundled name (e.g. wikipedia_512)")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
     parser.add_argument("--max-sequences-per-pack", "--max-per-pack", action="append", metavar="K",
-                        help="K: sequences per pack or 'none'; repeat or comma-separate (default: 3,none); "
-                             "old name: --max-per-pack")
+                        help="K: sequences per pack or 'none'; repeat or comma-separate "
+                             "(default: 3,none); old name: --max-per-pack")
     parser.add_argument("--algorithms",
                         help=f"comma-separated planners (default: {','.join(DEFAULT_ALGORITHMS)}, "
                         "skipping those that cannot handle the input)")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from tfpack.cli.plan import parse_max_sequences_per_pack
 from tfpack.errors import TfpackError
@@ -37,7 +36,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="glob (or comma-separated globs) of input TFRecords")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
-    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=parse_max_sequences_per_pack, required=True,
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", required=True,
+                        type=parse_max_sequences_per_pack,
                         help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--algorithm", help="planner (default optimal)")
@@ -48,47 +48,55 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="packs per output shard; bounds memory (default 16384)")
     parser.add_argument("--seed", type=int, default=0, help="assignment and shuffle seed")
     parser.add_argument("--no-shuffle", action="store_true", help="keep packs in plan order")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="packs per training batch, for --balance")
+    parser.add_argument("--balance", nargs="?", const="sequences", default=None,
+                        choices=("sequences", "tokens"),
+                        help="order packs so that every --batch-size consecutive packs hold "
+                             "the same number of sequences (default) or tokens; shards hold "
+                             "whole batches")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a previous tfpack output in --output (recognised by its "
                              "manifest.json); without it --output must be empty or missing")
     parser.add_argument("--json", action="store_true",
                         help="print stats.json on stdout, nothing else")
-    # Engines (docs/beam.md): both write the same shards for the same arguments.
-    parser.add_argument("--engine", choices=("local", "beam"), default="local",
+    # Engines (tfpack.engines; docs/beam.md): all write the same shards for the same
+    # arguments; each adds its own flags.
+    from tfpack import engines
+
+    parser.add_argument("--engine", choices=engines.names(), default="local",
                         help="local: this process (default); beam: an Apache Beam pipeline "
-                             "(pip install 'tfpack[beam]')")
-    parser.add_argument("--beam-options", default=None,
-                        help="Beam pipeline options for --engine beam, written with '=': "
-                             "--beam-options=\"--runner=DataflowRunner --project=P\" "
-                             "(default: in-process DirectRunner, 2 worker processes)")
+                             "on any runner (pip install 'tfpack[beam]')")
+    for name in engines.names():
+        engines.get(name).add_arguments(parser)
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tfpack pack``; returns the exit status."""
+    from tfpack import engines
+
     if args.max_length < 1:
         raise TfpackError("`--max-length` must be a positive integer. "
                           f"Received: --max-length={args.max_length}")
-    from tfpack.engines.local import pack_records
-
+    for name in engines.names():
+        given = engines.get(name).flags_given(args) if name != args.engine else []
+        if given:
+            raise TfpackError(f"`{given[0]}` needs `--engine {name}`. "
+                              f"Received: --engine {args.engine}")
     plan = None
     if args.plan:
         from tfpack.packing import PackingPlan
 
         plan = PackingPlan.load(args.plan)  # TfpackError naming the file if unreadable
-    job = dict(
-        max_length=args.max_length, max_sequences_per_pack=args.max_sequences_per_pack,
-        algorithm=args.algorithm, plan=plan, max_predictions_per_pack=args.max_predictions,
+    stats = engines.pack(
+        args.engine, args.input, args.output, overwrite=args.overwrite,
+        engine_options=engines.get(args.engine).options_from(args), max_length=args.max_length,
+        max_sequences_per_pack=args.max_sequences_per_pack, algorithm=args.algorithm,
+        plan=plan, max_predictions_per_pack=args.max_predictions,
         packs_per_shard=args.packs_per_shard, seed=args.seed, shuffle=not args.no_shuffle,
-        overwrite=args.overwrite)
-    if args.engine == "beam":
-        stats = _pack_on_beam(args.input, args.output, job, args.beam_options)
-    elif args.beam_options is not None:
-        raise TfpackError("`--beam-options` needs `--engine beam`. "
-                          f"Received: --engine {args.engine}")
-    else:
-        stats = pack_records(args.input, args.output, progress=sys.stderr.isatty(), **job)
+        batch_size=args.batch_size, balance=args.balance)
     if args.json:
         print(json.dumps(stats))
     else:
@@ -96,17 +104,12 @@ def run(args: argparse.Namespace) -> int:
               f"({len(stats['output_files'])} shards in {args.output})")
         print(f"efficiency {stats['efficiency']:.4f}, packing factor "
               f"{stats['packing_factor']:.3f}, {stats['seconds']['total']:.1f} s")
+        balance = stats.get("balance")
+        if balance:
+            print(f"balanced {balance['by']}: {balance['low']}-{balance['high']} per batch of "
+                  f"{balance['batch_size']} (mean {balance['mean']:.2f}, unbalanced "
+                  f"{balance['unbalanced_low']}-{balance['unbalanced_high']}"
+                  + ("" if balance["within_tolerance"] else
+                     f"; {balance['excess']:.2f} beyond the tolerance "
+                     f"{balance['tolerance']:.2f}") + ")")
     return 0
-
-
-def _pack_on_beam(input_pattern, output, job, beam_options) -> dict:
-    """``--engine beam``: `tfpack.beam.pack_tfrecords`, Beam's log lines kept off stderr."""
-    import logging
-
-    try:
-        from tfpack.beam import pack_tfrecords
-    except ImportError as error:
-        raise TfpackError("`--engine beam` needs Apache Beam (pip install 'tfpack[beam]'). "
-                          f"Received: {error}") from None
-    logging.getLogger("apache_beam").setLevel(logging.ERROR)
-    return pack_tfrecords(input_pattern, output, beam_options=beam_options, **job)

@@ -82,8 +82,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("histogram", metavar="HISTOGRAM", help="histogram file or bundled name (e.g. wikipedia_512)")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
-    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=parse_max_sequences_per_pack,
-                        required=True, help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", required=True,
+                        type=parse_max_sequences_per_pack,
+                        help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
     parser.add_argument("--algorithm", required=True, help="planner: none, greedy, ffd, bfd, spfhp, lpfhp, nnlshp, ennlshp, optimal")
     parser.add_argument("--output", required=True, help="where to write the plan file (JSON)")
     parser.add_argument("--seed", type=int, default=0, help="seed of randomized planners (greedy)")
@@ -97,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     from tfpack import packing
 
     counts = load_histogram(args.histogram, args.max_length)
-    plan = packing.plan(counts, args.max_length, args.max_sequences_per_pack, algorithm=args.algorithm, seed=args.seed)
+    plan = packing.plan(counts, args.max_length, args.max_sequences_per_pack,
+                        algorithm=args.algorithm, seed=args.seed)
     try:
         plan.save(args.output)
     except OSError as error:

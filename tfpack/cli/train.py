@@ -210,6 +210,21 @@ def _dataset(config: dict):
     return dataset, float(factor), dataset.element_spec
 
 
+def _plan_beside(config: dict, factor: float):
+    """The `PackingPlan` of a packed input (its depth spread), if it matches ``factor``."""
+    if config["input_format"] != "packed" or config["packing_factor"] is not None:
+        return factor
+    from tfpack.packing import PackingPlan
+
+    first = config["input"].split(",")[0]
+    base = first if os.path.isdir(first) else os.path.dirname(first)
+    try:
+        plan = PackingPlan.load(os.path.join(base, "plan.json"))
+    except (TfpackError, OSError):
+        return factor
+    return plan if abs(plan.metrics["packing_factor"] - factor) < 1e-6 else factor
+
+
 def build_model(config: dict, element_spec: dict):
     """The BERT pre-trainer of a run config, built on ``element_spec``'s shapes."""
     import tensorflow as tf
@@ -242,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
     adjustment = config["packing_adjustment"]
     rule = training.for_packing(
         config["batch_size"], config["accumulation_steps"],
-        factor if adjustment in ("accumulation", "batch") else 1.0,
+        _plan_beside(config, factor) if adjustment in ("accumulation", "batch") else 1.0,
         num_replicas=strategy.num_replicas_in_sync,
         cut="batch" if adjustment == "batch" else "accumulation")
     if rule.note:  # The sequences per update never change silently.
@@ -277,6 +292,8 @@ def run(args: argparse.Namespace) -> int:
     with open(tmp, "w") as f:
         json.dump(resolved, f, indent=1)
     os.replace(tmp, config_path)
+    # What each update holds, and how much it swings (balance=True evens it).
+    print(f"tfpack train: {rule.describe()}", file=sys.stderr)
 
     schedule = config["learning_rate"]
     if config["warmup_steps"]:  # Linear warm-up, then cosine decay to 0.

@@ -8,7 +8,9 @@ examples' lengths; each step is here once, numpy only:
    histogram with the algorithm (default ``"optimal"``); not both.
 2. `tfpack.packing.placement`: each example's pack and slot from its length
    and rank, packs shuffled by ``seed`` (or kept in plan order), so the
-   engines place examples identically.
+   engines place examples identically; with ``balance=`` and
+   ``batch_size=``, packs ordered so that every batch of ``batch_size``
+   holds the same number of sequences or tokens (`tfpack.packing.balance`).
 3. `sequences_per_pack` (``K``) and `predictions_per_pack` (``M``): the
    given limits checked against what the packs need, or inferred from it.
 
@@ -40,7 +42,7 @@ from tfpack.data.windows import (
 from tfpack.errors import TfpackError
 
 __all__ = ["OfflinePacks", "offline_packs", "check_source", "check_plan_fits", "choose_plan",
-           "sequences_per_pack", "predictions_per_pack"]
+           "sequences_per_pack", "predictions_per_pack", "shard_size"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -53,6 +55,8 @@ class OfflinePacks:
             unless ``shuffle=False``.
         max_sequences_per_pack: ``K``.
         max_predictions_per_pack: ``M`` (``None`` without prediction counts).
+        balance: the `tfpack.packing.balance.BatchBalance` of the pack order
+            (``balance=`` given), else ``None``.
     """
 
     plan: object
@@ -60,12 +64,14 @@ class OfflinePacks:
     splits: np.ndarray
     max_sequences_per_pack: int
     max_predictions_per_pack: int | None
+    balance: object = None
 
 
 def offline_packs(lengths, predictions=None, *, max_length: int,
                   max_sequences_per_pack: int | None, max_predictions_per_pack: int | None = None,
                   plan=None, algorithm: str | None = None, seed: int = 0,
-                  shuffle: bool = True) -> OfflinePacks:
+                  shuffle: bool = True, balance=None,
+                  batch_size: int | None = None) -> OfflinePacks:
     """Steps 1-3 on the lengths (and masked-LM prediction counts) of every example.
 
     >>> packs = offline_packs(np.array([3, 1, 2, 2]), np.array([1, 0, 1, 1]), max_length=4,
@@ -80,14 +86,29 @@ def offline_packs(lengths, predictions=None, *, max_length: int,
     chosen = choose_plan(packing.histogram(lengths, max_length), max_length=max_length,
                          max_sequences_per_pack=max_sequences_per_pack, plan=plan,
                          algorithm=algorithm, seed=seed)
-    assignment = chosen.assign(lengths, seed=seed, shuffle=shuffle)
+    assignment = chosen.assign(lengths, seed=seed, shuffle=shuffle, balance=balance,
+                               batch_size=batch_size)
     order = np.asarray(assignment.order, np.int64)
     splits = np.asarray(assignment.splits, np.int64)
     K = sequences_per_pack(int(np.diff(splits).max()), max_sequences_per_pack)
     M = None
     if predictions is not None:
         M = check_predictions(predictions, order, splits, max_predictions_per_pack)
-    return OfflinePacks(chosen, order, splits, K, M)
+    return OfflinePacks(chosen, order, splits, K, M, assignment.balance)
+
+
+def shard_size(packs_per_shard: int, batch_size: int | None) -> int:
+    """Packs per output shard: whole batches of ``batch_size`` (at least one) when given.
+
+    Shards of whole batches keep each batch in one file, so reading shards
+    apart (e.g. one file per worker) keeps the batches.
+
+    >>> shard_size(16384, 48), shard_size(10, 48), shard_size(100, None)
+    (16368, 48, 100)
+    """
+    if not batch_size:
+        return packs_per_shard
+    return max(packs_per_shard // batch_size, 1) * batch_size
 
 
 def check_source(plan, algorithm) -> None:

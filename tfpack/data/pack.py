@@ -81,6 +81,11 @@ class PackReport:
         num_workers, worker: the input pipeline this dataset is for.
         max_predictions_per_pack: ``M`` in effect.
         plan: the `tfpack.packing.PackingPlan` used (offline), else ``None``.
+        balance: with ``balance=``, the `tfpack.packing.balance.BatchBalance`
+            of the batches of all workers together (``low``/``high``: the
+            fewest and most sequences, or tokens, in a full batch;
+            ``excess``: by how much the worst misses the tolerance), else
+            ``None``.
     """
 
     mode: str
@@ -96,6 +101,7 @@ class PackReport:
     worker: int = 0
     max_predictions_per_pack: int | None = None
     plan: object = None
+    balance: object = None
 
 
 def pack(
@@ -114,6 +120,8 @@ def pack(
     per_replica_batch_size: int = 1,
     remainder: str = "pad",
     batch_size: int | None = None,
+    balance=False,
+    balance_size: int | None = None,
 ) -> "Packer":
     """A dataset transformation packing examples into fixed-shape packs.
 
@@ -159,6 +167,20 @@ def pack(
             packs is padded (or cut) to whole batches, so every batch has the
             static shape ``[batch_size, ...]``.
             Streaming: ``.batch(batch_size)`` after packing.
+        balance: offline mode with ``batch_size``: ``True`` (or
+            ``"sequences"``) orders the packs so that every batch holds the
+            same number of sequences (within 2% of the mean, or 1), all but
+            the last; ``"tokens"``: the same number of tokens. Packs are only
+            reordered (seeded): none is added, dropped or changed. With
+            ``input_context``, the batches of all workers of one step
+            together are balanced. ``Packer.report.balance`` says how evenly.
+        balance_size: packs per balanced group, all workers together, when
+            it is not one step: e.g. ``rule.packs_per_update`` of
+            `tfpack.training.for_packing` to balance whole optimizer updates
+            of accumulated micro-batches (better: a group of a few packs
+            cannot always be balanced), or with ``batch_size=None`` for
+            unbatched packs (`tfpack.training.Trainer` batches them). A
+            multiple of ``batch_size`` times the workers.
 
     Returns:
         A `Packer`: pass it to ``dataset.apply``; ``Packer.report`` then
@@ -170,7 +192,7 @@ def pack(
         algorithm=algorithm, window=window, roles=roles, truncate=truncate,
         shuffle=shuffle, seed=seed, input_context=input_context,
         per_replica_batch_size=per_replica_batch_size, remainder=remainder,
-        batch_size=batch_size)
+        batch_size=batch_size, balance=balance, balance_size=balance_size)
 
 
 def _positive(name, value, allow_none=False):
@@ -189,7 +211,8 @@ class Packer:
 
     def __init__(self, *, max_length, max_sequences_per_pack, max_predictions_per_pack,
                  plan, algorithm, window, roles, truncate, shuffle, seed,
-                 input_context, per_replica_batch_size, remainder, batch_size=None):
+                 input_context, per_replica_batch_size, remainder, batch_size=None,
+                 balance=False, balance_size=None):
         _positive("max_length", max_length)
         _positive("max_sequences_per_pack", max_sequences_per_pack, allow_none=True)
         _positive("max_predictions_per_pack", max_predictions_per_pack, allow_none=True)
@@ -197,6 +220,13 @@ class Packer:
         _positive("per_replica_batch_size", per_replica_batch_size)
         _positive("batch_size", batch_size, allow_none=True)
         validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
+        from tfpack.packing.balance import check_balance
+
+        _positive("balance_size", balance_size, allow_none=True)
+        balance = check_balance(balance, balance_size or batch_size)
+        if balance and window:
+            raise TfpackError("`balance` arranges all packs at once: offline mode only. "
+                              f"Received: balance={balance!r}, window={window!r}")
         if plan is not None and (algorithm is not None or window is not None):
             raise TfpackError(
                 "`plan` cannot be combined with `algorithm` or `window`. "
@@ -235,6 +265,15 @@ class Packer:
             # Every worker's share must be whole batches.
             self.multiple = math.lcm(self.multiple, self.num_workers * batch_size)
         self.remainder = remainder
+        self.balance = balance
+        # A step takes one batch from every worker: balance those together.
+        self.balance_size = balance_size or (batch_size or 0) * self.num_workers
+        if balance and batch_size and balance_size and \
+                balance_size % (batch_size * self.num_workers):
+            raise TfpackError(
+                "`balance_size` must be a multiple of `batch_size` times the workers "
+                f"({batch_size * self.num_workers}), so that groups are whole steps. "
+                f"Received: balance_size={balance_size}")
         self.report: PackReport | None = None
 
     def __call__(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
@@ -279,7 +318,8 @@ class Packer:
             max_sequences_per_pack=self.max_sequences_per_pack,
             max_predictions_per_pack=self.max_predictions_per_pack, plan=self.plan,
             algorithm=None if self.plan is not None else self.algorithm, seed=self.seed,
-            shuffle=self.shuffle)
+            shuffle=self.shuffle, balance=self.balance,
+            batch_size=self.balance_size if self.balance else None)
         order, splits, plan = packs.order, packs.splits, packs.plan
         K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
         if M is None:
@@ -302,7 +342,7 @@ class Packer:
             padding_packs=added, dropped_packs=dropped,
             dropped_sequences=dropped_sequences,
             num_workers=self.num_workers, worker=self.worker,
-            max_predictions_per_pack=M, plan=plan)
+            max_predictions_per_pack=M, plan=plan, balance=packs.balance)
         return _pack_dataset(examples, order, splits, roles, L, K, M, self.batch_size)
 
     # -- streaming -------------------------------------------------------
@@ -338,7 +378,8 @@ class Packer:
                 stateful=False)
             order.set_shape([None])
             splits.set_shape([None])
-            # `codes` covered the partitions (rules 8, 14) before any pack is built.
+            # `codes` covered the partitions (rules masked_lm_lengths, token_feature_lengths)
+            # before any pack is built.
             first = tf.cast(index, tf.int64) * window
             ids = first + tf.range(tf.shape(lengths, out_type=tf.int64)[0])
             return assemble(batch, order, splits, roles, L, K, M, check_partitions=False,

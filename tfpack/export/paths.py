@@ -9,12 +9,14 @@ Export policy, kept apart from the SavedModel mechanics:
   ``overwrite``. It first removes what an interrupted export left next to the
   path (hidden ``.<name>.tfpack-export-*`` siblings) and puts back a previous
   export that a crash left aside.
-- The SavedModel is written to a temporary sibling and `install`-ed: a
-  rename when the path is free, else an atomic exchange of the two
-  directories (Linux ``renameat2(RENAME_EXCHANGE)``), so a reader or a crash
-  sees the old SavedModel or the new one, never none. Where the exchange is
-  not available, two renames with the old one kept aside until the new one is
-  in place (a crash between them is repaired by the next export).
+- The SavedModel is written to a temporary sibling and `install`-ed with the
+  swap ``tfpack pack`` commits its output with
+  (`tfpack.formats.outputs.swap_in`): a rename when the path is free, else an
+  atomic exchange of the two directories (Linux ``renameat2(RENAME_EXCHANGE)``),
+  so a reader or a crash sees the old SavedModel or the new one, never none.
+  Where the exchange is not available, two renames with the old one kept
+  aside until the new one is in place (a crash between them is repaired by
+  the next export).
 
 Example:
 
@@ -108,25 +110,9 @@ def temporary_sibling(path: str) -> str:
     return os.path.join(parent, f".{name}.{_PARTIAL}-{uuid.uuid4().hex[:8]}")
 
 
-def _exchange(a: str, b: str) -> bool:
-    """Atomically swap two sibling directories (Linux); False where not supported."""
-    # The one implementation, shared with `tfpack pack --overwrite`.
-    from tfpack.formats.outputs import _exchange as exchange
-
-    return exchange(a, b)
-
-
 def install(tmp: str, path: str) -> None:
     """Put the complete SavedModel ``tmp`` at ``path``: the old one or the new one, never none."""
-    if not os.path.exists(path):
-        os.rename(tmp, path)
-    elif not os.listdir(path):
-        os.rename(tmp, path)  # POSIX: a directory renames over an empty one.
-    elif _exchange(tmp, path):
-        shutil.rmtree(tmp, ignore_errors=True)  # Now the old SavedModel.
-    else:
-        parent, name = os.path.split(path)
-        old = os.path.join(parent, f".{name}.{_OLD}-{uuid.uuid4().hex[:8]}")
-        os.rename(path, old)
-        os.rename(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
+    from tfpack.formats.outputs import swap_in
+
+    parent, name = os.path.split(path)
+    swap_in(tmp, path, aside=os.path.join(parent, f".{name}.{_OLD}-{uuid.uuid4().hex[:8]}"))

@@ -14,8 +14,9 @@ readable under ``OUT``, never a mix:
    file other than those it lists. Anything else: `TfpackError`, untouched.
 3. The new output is written complete into ``.tfpack-new-<name>-...`` beside
    ``OUT`` (shards under temporary names, ``manifest.json`` last).
-4. Commit: one ``rename`` onto a missing or empty ``OUT``; over a previous
-   output, an atomic exchange of the two directories (Linux
+4. Commit (`swap_in`, also how `tfpack export` installs a SavedModel): one
+   ``rename`` onto a missing or empty ``OUT``; over a previous output, an
+   atomic exchange of the two directories (Linux
    ``renameat2(RENAME_EXCHANGE)``), then the old one is deleted. Where the
    exchange is not supported: ``OUT`` -> ``.tfpack-old-...``, new -> ``OUT``,
    delete the old (step 1 repairs a crash between the renames).
@@ -44,7 +45,7 @@ from typing import Iterator
 from tfpack.formats import manifest
 from tfpack.errors import TfpackError
 
-__all__ = ["replacing_output", "remove_leftovers"]
+__all__ = ["replacing_output", "remove_leftovers", "swap_in"]
 
 _SIBLING = re.compile(r"\.tfpack-(new|old)-(?P<name>.+)-(?P<pid>\d+)-[0-9a-f]{8}")
 # Files a tfpack output may hold besides its shards (all vouched for by the manifest).
@@ -147,6 +148,36 @@ def _exchange(a: str, b: str) -> bool:
         os.close(parent)
 
 
+def swap_in(new: str, path: str, *, aside: str) -> None:
+    """Put the complete directory ``new`` at ``path``: readers see the old one or the new one.
+
+    A rename onto a missing or empty ``path``; else an atomic exchange of the
+    two directories and the old one deleted; where the exchange is not
+    supported, ``path`` renamed to ``aside`` (a sibling name the caller's
+    leftover cleanup recognises, to repair a crash between the two renames),
+    ``new`` to ``path``, and ``aside`` deleted. The parent is synced last.
+
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> for name in ("old", "new"):
+    ...     os.makedirs(os.path.join(root, name))
+    ...     open(os.path.join(root, name, name + ".txt"), "w").close()
+    >>> swap_in(os.path.join(root, "new"), os.path.join(root, "old"),
+    ...         aside=os.path.join(root, ".old-aside"))
+    >>> os.listdir(os.path.join(root, "old")), sorted(os.listdir(root))
+    (['new.txt'], ['old'])
+    """
+    if not os.path.exists(path) or (os.path.isdir(path) and not os.listdir(path)):
+        os.rename(new, path)  # atomic; POSIX renames a directory over an empty one
+    elif _exchange(new, path):
+        shutil.rmtree(new, ignore_errors=True)  # now the old one
+    else:
+        os.rename(path, aside)
+        os.rename(new, path)
+        shutil.rmtree(aside, ignore_errors=True)
+    manifest.fsync_directory(os.path.dirname(os.path.abspath(path)))
+
+
 @contextlib.contextmanager
 def replacing_output(output_dir: str, *, overwrite: bool = False) -> Iterator[str]:
     """Yield an empty staging directory that becomes ``output_dir`` on success.
@@ -169,21 +200,13 @@ def replacing_output(output_dir: str, *, overwrite: bool = False) -> Iterator[st
                           f"{error.filename})") from None
     try:
         yield staging
-        replace = _check_replaceable(output_dir, overwrite)  # again: another run may have won
-        if not replace:
-            try:
-                os.rename(staging, output_dir)  # atomic; replaces an empty directory
-            except OSError as error:
-                raise TfpackError(f"`output` must stay empty while tfpack writes it. Received: "
-                                  f"output={output_dir!r} ({error.strerror})") from None
-        elif _exchange(staging, output_dir):
-            shutil.rmtree(staging)  # now the old output
-        else:
-            old = os.path.join(parent, f".tfpack-old-{name}-{os.getpid()}-{secrets.token_hex(4)}")
-            os.rename(output_dir, old)
-            os.rename(staging, output_dir)
-            shutil.rmtree(old)
-        manifest.fsync_directory(parent)
+        _check_replaceable(output_dir, overwrite)  # again: another run may have won
+        old = os.path.join(parent, f".tfpack-old-{name}-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            swap_in(staging, output_dir, aside=old)
+        except OSError as error:
+            raise TfpackError(f"`output` must stay empty while tfpack writes it. Received: "
+                              f"output={output_dir!r} ({error.strerror})") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -182,7 +182,7 @@ def scan_google_records(files: list[str], *, progress: bool = False
 
     check = _google_check()
     lengths, predictions = [], []
-    with tqdm(desc="pass 1: check", unit=" examples", disable=not progress) as bar:
+    with tqdm(desc="pass 1: scan", unit=" examples", disable=not progress) as bar:
         # One file at a time, so that a bad record names its file.
         for path in files:
             index = 0
@@ -351,7 +351,7 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
 
 
 def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
-                verify_checksums: bool = True) -> tf.data.Dataset:
+                verify_checksums: bool = True, batched: bool = False) -> tf.data.Dataset:
     """Packs of a complete packed output, checked against its manifest first.
 
     ``pattern`` is the output directory of `tfpack pack` / `write_packed`, or
@@ -367,6 +367,11 @@ def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
         deterministic: keep the record order (``False`` for speed).
         verify_checksums: compare every shard's sha256 (reads the data once);
             ``False`` checks sizes only.
+        batched: batches of the ``batch_size`` the output was balanced for
+            (``tfpack pack --batch-size B --balance``), in order; the last
+            one may be smaller. Packs always come back in the order written
+            (with ``deterministic=True``), and balanced shards hold whole
+            batches, so ``.batch(B)`` gives the same batches.
 
     Example:
 
@@ -387,11 +392,12 @@ def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
         groups = {}
         for f in matched:
             groups.setdefault(os.path.dirname(f) or ".", []).append(f)
-    files, spec, packs = [], None, 0
+    files, spec, packs, batch_sizes = [], None, 0, set()
     for directory, group in groups.items():
         files += manifest.verify(directory, group, checksums=verify_checksums)
         found = manifest.read_manifest(directory)
         packs += found["packs"]
+        batch_sizes.add(found.get("batch_size"))
         if spec is not None and found["features"] != spec:
             raise TfpackError("All packed outputs read together must have the same features. "
                               f"Received: {directory!r} differs from {list(groups)[0]!r}")
@@ -406,7 +412,13 @@ def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
         parsed = tf.io.parse_example(serialized, parse_spec)
         return {n: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for n, t in parsed.items()}
 
-    return (tf.data.TFRecordDataset(files).batch(256)
-            .map(tf.autograph.experimental.do_not_convert(parse),
-                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-            .unbatch())
+    if batched and (len(batch_sizes) != 1 or None in batch_sizes):
+        raise TfpackError(
+            "`batched=True` needs an output packed for one batch size (`tfpack pack "
+            "--batch-size B --balance`). Received: batch sizes "
+            f"{sorted(batch_sizes, key=str)} in {list(groups)}")
+    packs = (tf.data.TFRecordDataset(files).batch(256)
+             .map(tf.autograph.experimental.do_not_convert(parse),
+                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic or batched)
+             .unbatch())
+    return packs.batch(batch_sizes.pop()) if batched else packs

@@ -10,8 +10,9 @@ Two kinds of records enter tfpack:
   `FeatureRoles`.
 
 Both return one code per record, 0 when it is valid, else the first rule of
-`RULES` it breaks; `describe` turns a code into the message of the one
-`TfpackError` that names the record. The rules:
+`RULES` it breaks (a `Rule`: a name, what must hold, the features to show;
+code ``CODE[name]``); `describe` turns a code into the message of the one
+`TfpackError` that names the record and the rule. The rules:
 
 - every feature present with the right dtype; ids inside int32 (never wrapped);
 - ``input_mask``: 0s and 1s only, a prefix of 1s (at least one) then 0s;
@@ -32,18 +33,23 @@ Example:
 ...          "masked_lm_ids": tf.ragged.constant([[7], [9]]),
 ...          "next_sentence_labels": tf.constant([0, 1])}
 >>> codes = validation.example_problems(batch, FeatureRoles.bert().present(batch))
->>> codes.numpy().tolist(), validation.RULES[int(codes[1])]
-([0, 13], 'real `masked_lm_positions` inside the example: 0 <= position < length')
+>>> codes.numpy().tolist(), validation.RULES[int(codes[1])].name
+([0, 13], 'masked_lm_positions_inside')
+>>> validation.CODE["masked_lm_positions_inside"]
+13
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
 
-__all__ = ["GOOGLE_FEATURES", "RULES", "INT32_MAX", "MAX_LENGTH", "google_problems",
+__all__ = ["GOOGLE_FEATURES", "Rule", "RULES", "CODE", "INT32_MAX", "MAX_LENGTH",
+           "google_problems",
            "example_problems", "describe", "check_sizes", "check_example_codes"]
 
 GOOGLE_FEATURES = {
@@ -56,38 +62,55 @@ INT32_MAX = 2**31 - 1
 # each, so larger values fail fast instead of exhausting memory.
 MAX_LENGTH = 1 << 20
 
-# Code -> what must hold (code 0: valid). Order matters: a record reports the
-# first rule it breaks, and later rules may assume the earlier ones.
+
+
+class Rule(NamedTuple):
+    """One check every record must pass: its name, what must hold, the features shown."""
+
+    name: str
+    requirement: str
+    shown: tuple[str, ...] = ()
+
+
+# Code -> rule (code 0: valid). Order matters: a record reports the first rule
+# it breaks, and later rules may assume the earlier ones. Code refers to rules
+# by name (`CODE`); the numbers exist only inside the per-record code tensors.
 RULES = (
     None,
-    "`input_ids` present and not empty",
-    "`input_mask` with one value per `input_ids` value",
-    "`segment_ids` with one value per `input_ids` value",
-    "`input_mask` of 0s and 1s only",
-    "`input_mask` a prefix of 1s (at least one) then 0s only",
-    "`input_ids` inside [0, 2**31)",
-    "`segment_ids` inside [0, 2**31)",
-    "`masked_lm_positions`, `masked_lm_ids` and `masked_lm_weights` of one length",
-    "`masked_lm_weights` finite and >= 0",
-    "real predictions (weight > 0) before the padding slots (weight 0)",
-    "`masked_lm_ids` of real predictions inside [0, 2**31)",
-    "`next_sentence_labels` with exactly one value inside int32",
-    "real `masked_lm_positions` inside the example: 0 <= position < length",
-    "token features with one value per `input_ids` value",
-    "int features inside int32 [-2**31, 2**31)",
+    Rule("input_ids_present", "`input_ids` present and not empty", ("input_ids",)),
+    Rule("input_mask_length", "`input_mask` with one value per `input_ids` value",
+         ("input_ids", "input_mask")),
+    Rule("segment_ids_length", "`segment_ids` with one value per `input_ids` value",
+         ("input_mask", "segment_ids")),
+    Rule("input_mask_binary", "`input_mask` of 0s and 1s only", ("input_mask",)),
+    Rule("input_mask_prefix", "`input_mask` a prefix of 1s (at least one) then 0s only",
+         ("input_mask",)),
+    Rule("input_ids_int32", "`input_ids` inside [0, 2**31)", ("input_ids",)),
+    Rule("segment_ids_int32", "`segment_ids` inside [0, 2**31)", ("segment_ids",)),
+    Rule("masked_lm_lengths",
+         "`masked_lm_positions`, `masked_lm_ids` and `masked_lm_weights` of one length",
+         ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")),
+    Rule("masked_lm_weights_valid", "`masked_lm_weights` finite and >= 0",
+         ("masked_lm_weights",)),
+    Rule("real_predictions_first",
+         "real predictions (weight > 0) before the padding slots (weight 0)",
+         ("masked_lm_weights",)),
+    Rule("masked_lm_ids_int32", "`masked_lm_ids` of real predictions inside [0, 2**31)",
+         ("masked_lm_ids", "masked_lm_weights")),
+    Rule("next_sentence_label_single", "`next_sentence_labels` with exactly one value inside "
+         "int32", ("next_sentence_labels",)),
+    Rule("masked_lm_positions_inside",
+         "real `masked_lm_positions` inside the example: 0 <= position < length",
+         ("input_mask", "masked_lm_positions", "masked_lm_weights")),
+    Rule("token_feature_lengths", "token features with one value per `input_ids` value"),
+    Rule("int_features_int32", "int features inside int32 [-2**31, 2**31)"),
 )
-# Features shown with each rule in a message.
-_SHOWN = {1: ("input_ids",), 2: ("input_ids", "input_mask"),
-          3: ("input_mask", "segment_ids"), 4: ("input_mask",), 5: ("input_mask",),
-          6: ("input_ids",), 7: ("segment_ids",),
-          8: ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"),
-          9: ("masked_lm_weights",), 10: ("masked_lm_weights",),
-          11: ("masked_lm_ids", "masked_lm_weights"), 12: ("next_sentence_labels",),
-          13: ("input_mask", "masked_lm_positions", "masked_lm_weights")}
+CODE = {rule.name: code for code, rule in enumerate(RULES) if rule is not None}
 
 
-def _first_broken(checks: list[tuple[int, tf.Tensor]]) -> tf.Tensor:
-    """Per record, the lowest code whose check is False (0 if all hold)."""
+def _first_broken(checks: list[tuple[str, tf.Tensor]]) -> tf.Tensor:
+    """Per record, the code of the first rule (by name) whose check is False (0 if all hold)."""
+    checks = [(CODE[name], ok) for name, ok in checks]
     codes = tf.zeros_like(checks[0][1], tf.int32)
     for code, ok in sorted(checks, key=lambda c: -c[0]):
         codes = tf.where(ok, codes, tf.constant(code, tf.int32))
@@ -147,21 +170,22 @@ def google_problems(serialized: tf.Tensor):
                                         tf.int64), axis=1)
     positions = r["masked_lm_positions"].values
     checks = [
-        (1, n["input_ids"] > 0),
-        (2, n["input_mask"] == n["input_ids"]),
-        (3, n["segment_ids"] == n["input_ids"]),
-        (4, mask.all((mask.values == 0) | (mask.values == 1))),
-        (5, mask.prefix(mask.values == 1, lengths) & (lengths > 0)),
-        (6, r["input_ids"].in_range(0, INT32_MAX)),
-        (7, r["segment_ids"].in_range(0, INT32_MAX)),
-        (8, (n["masked_lm_positions"] == n["masked_lm_ids"])
+        ("input_ids_present", n["input_ids"] > 0),
+        ("input_mask_length", n["input_mask"] == n["input_ids"]),
+        ("segment_ids_length", n["segment_ids"] == n["input_ids"]),
+        ("input_mask_binary", mask.all((mask.values == 0) | (mask.values == 1))),
+        ("input_mask_prefix", mask.prefix(mask.values == 1, lengths) & (lengths > 0)),
+        ("input_ids_int32", r["input_ids"].in_range(0, INT32_MAX)),
+        ("segment_ids_int32", r["segment_ids"].in_range(0, INT32_MAX)),
+        ("masked_lm_lengths", (n["masked_lm_positions"] == n["masked_lm_ids"])
             & (n["masked_lm_ids"] == n["masked_lm_weights"])),
-        (9, weights.all(tf.math.is_finite(weights.values) & (weights.values >= 0))),
-        (10, weights.prefix(real, predictions)),
-        (11, r["masked_lm_ids"].in_range(0, INT32_MAX, first=predictions)),
-        (12, (n["next_sentence_labels"] == 1)
+        ("masked_lm_weights_valid",
+         weights.all(tf.math.is_finite(weights.values) & (weights.values >= 0))),
+        ("real_predictions_first", weights.prefix(real, predictions)),
+        ("masked_lm_ids_int32", r["masked_lm_ids"].in_range(0, INT32_MAX, first=predictions)),
+        ("next_sentence_label_single", (n["next_sentence_labels"] == 1)
              & r["next_sentence_labels"].in_range(-INT32_MAX - 1, INT32_MAX)),
-        (13, r["masked_lm_positions"].all(
+        ("masked_lm_positions_inside", r["masked_lm_positions"].all(
             (positions >= 0) & (positions < lengths[:, None]), first=predictions)),
     ]
     return _first_broken(checks), lengths, predictions
@@ -177,10 +201,12 @@ def example_problems(batch: dict, roles) -> tf.Tensor:
     """
     rows = {n: _Rows.of(t) for n, t in batch.items() if isinstance(t, tf.RaggedTensor)}
     lengths = rows[roles.length_feature].lengths
-    checks = [(14, rows[n].lengths == lengths) for n in roles.tokens if n in rows]
+    checks = [("token_feature_lengths", rows[n].lengths == lengths)
+              for n in roles.tokens if n in rows]
     for name, values in batch.items():
         if values.dtype == tf.int64:
-            checks.append((15, rows[name].in_range(-INT32_MAX - 1, INT32_MAX) if name in rows
+            checks.append(("int_features_int32",
+                           rows[name].in_range(-INT32_MAX - 1, INT32_MAX) if name in rows
                            else (values >= -INT32_MAX - 1) & (values <= INT32_MAX)))
     if roles.predictions:
         count = rows[roles.predictions[0]].lengths
@@ -191,30 +217,33 @@ def example_problems(batch: dict, roles) -> tf.Tensor:
             same &= rows[name].lengths == count
             if rows[name].values.dtype.is_floating:
                 values = rows[name].values
-                checks.append((9, rows[name].all(tf.math.is_finite(values) & (values >= 0))))
-        checks.append((8, same))
+                checks.append(("masked_lm_weights_valid",
+                               rows[name].all(tf.math.is_finite(values) & (values >= 0))))
+        checks.append(("masked_lm_lengths", same))
         for name in roles.predictions:
             if name in roles.shifted:
                 positions = rows[name]
                 inside = (positions.values >= 0) & (
                     positions.values < tf.cast(lengths, positions.values.dtype)[:, None])
-                checks.append((13, positions.all(inside)))
+                checks.append(("masked_lm_positions_inside", positions.all(inside)))
     return _first_broken(checks)
 
 
 def describe(code: int, where: str, values: dict | None = None) -> str:
-    """The one-line message for a record breaking rule ``code``.
+    """The one-line message for a record breaking rule ``code``, naming the rule.
 
     ``values``: feature -> list of the record's values, shown (shortened)
     for the features the rule is about.
     """
+    rule = RULES[code]
     shown = ""
     if values:
-        names = _SHOWN.get(code, tuple(values))
+        names = rule.shown or tuple(values)
         parts = [f"{n}={_short(values[n])}" for n in names if n in values]
         missing = [n for n in names if n not in values]
         shown = ": " + ", ".join(parts + [f"{n} missing" for n in missing])
-    return f"Every record must have {RULES[code]}. Received: {where}{shown}"
+    return (f"Every record must have {rule.requirement} (rule {rule.name}). "
+            f"Received: {where}{shown}")
 
 
 def _short(values, limit=12) -> str:

@@ -27,6 +27,7 @@ from tfpack.layers.rotary_embedding import PackedRotaryEmbedding
 from tfpack.layers.self_attention import PackedSelfAttention
 from tfpack.layers.sequence_head import PackedSequenceHead
 from tfpack.layers.statistic_ratio import StatisticRatio
+from tfpack.layers.step_loss import StepLoss
 from tfpack.layers.transformer_block import PackedTransformerBlock
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "PackedSequenceHead",
     "PackedTransformerBlock",
     "StatisticRatio",
+    "StepLoss",
     "causal_lm_count",
     "causal_lm_statistics",
     "global_sum",

@@ -256,6 +256,15 @@ def global_sum(value):
     return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
+def num_replicas() -> int:
+    """Replicas in sync of the current `tf.distribute` strategy (1 on other backends)."""
+    if keras.backend.backend() != "tensorflow":
+        return 1
+    import tensorflow as tf
+
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
 def loss_from_statistics(statistics, loss_terms, expected_counts=None,
                          num_packs=None):
     """The training loss `sum_t loss_sum_t / max(count_t, 1)`.

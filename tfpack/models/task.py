@@ -26,7 +26,9 @@ What a task exposes:
 ``compute_loss`` is ``sum_t loss_sum_t / max(count_t, 1)`` with counts summed
 over `tf.distribute` replicas, or, with ``expected_counts`` (loss balancing,
 seed 000 appendix T.6), ``loss_sum_t / (expected_counts[t] * packs)``; ``fit``
-reports ``{t}_accuracy`` as exact ratios of summed counts.
+reports ``{t}_accuracy`` as exact ratios of summed counts, and ``loss`` through
+`tfpack.layers.StepLoss`, so that under `tf.distribute` it is the loss of the
+whole step (one device's number), however the packs are split over replicas.
 
 Example:
 
@@ -45,7 +47,9 @@ from tfpack import features as contract
 from tfpack.errors import TfpackError
 from tfpack.layers.losses import global_sum
 from tfpack.layers.losses import loss_from_statistics
+from tfpack.layers.losses import num_replicas
 from tfpack.layers.statistic_ratio import StatisticRatio
+from tfpack.layers.step_loss import StepLoss
 from tfpack.models.backbone import backbone_input_features
 from tfpack.models.backbone import build_by_calling
 from tfpack.models.backbone import check_backbone
@@ -158,8 +162,16 @@ class Task(keras.Model):
         loss = loss_from_statistics(statistics, self.loss_terms,
                                     self.expected_counts, num_packs)
         if self.losses:
-            loss = loss + ops.cast(ops.sum(self.losses), "float32")
+            # Each replica adds its 1 / R of the regularization, as Keras does:
+            # the optimizer sums the replicas' gradients.
+            loss = loss + ops.cast(ops.sum(self.losses), "float32") / num_replicas()
         return loss
+
+    def compile(self, *args, **kwargs):
+        super().compile(*args, **kwargs)
+        # Keras's tracker re-weights replica losses as per-replica means: ours
+        # are shares of a global loss (see `StepLoss`).
+        self._loss_tracker = StepLoss(name="loss")
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         statistics = self.loss_statistics(x, y_pred)

@@ -57,6 +57,8 @@ class Assignment:
             by pack, longest example first within a pack.
         splits: int64 ``[num_packs + 1]``; pack ``p`` holds
             ``order[splits[p]:splits[p + 1]]``.
+        balance: with ``assign(..., balance=)``, the
+            `tfpack.packing.balance.BatchBalance` of the pack order, else ``None``.
 
     Example:
 
@@ -68,6 +70,7 @@ class Assignment:
 
     order: np.ndarray
     splits: np.ndarray
+    balance: object = None
 
     @property
     def num_packs(self) -> int:
@@ -85,7 +88,8 @@ class Assignment:
         return packs
 
 
-def assign(plan: "PackingPlan", lengths, seed: int = 0, *, shuffle: bool = True) -> Assignment:
+def assign(plan: "PackingPlan", lengths, seed: int = 0, *, shuffle: bool = True,
+           balance=None, batch_size: int | None = None) -> Assignment:
     """Assign examples to the packs of ``plan``.
 
     Each example's pack and slot come from `tfpack.packing.placement`: a pure
@@ -98,6 +102,10 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0, *, shuffle: bool = True)
         lengths: int ``[n]`` length of each example, each in ``1..plan.max_length``.
         seed: seeds the spreading of examples over slots and the pack order.
         shuffle: shuffle the packs (``False``: plan order).
+        balance, batch_size: order the packs so that every ``batch_size``
+            consecutive packs hold the same number of sequences
+            (``balance=True`` or ``"sequences"``) or tokens (``"tokens"``),
+            all but the last partial batch; see `tfpack.packing.balance`.
 
     Returns:
         An `Assignment`; packs left empty (fewer examples than slots) are dropped.
@@ -107,7 +115,8 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0, *, shuffle: bool = True)
     if lengths.size == 0:
         raise TfpackError("`lengths` must hold at least one example (the dataset is empty). Received: lengths=[]")
     counts = np.bincount(lengths, minlength=max_length + 1)
-    rule = placement(plan, counts[1:], seed=seed, shuffle=shuffle)
+    rule = placement(plan, counts[1:], seed=seed, shuffle=shuffle, balance=balance,
+                     batch_size=batch_size)
     # Chunk by chunk, as workers that each see a part do: ranks continue from
     # the examples of each length before the chunk. Bounds the temporaries.
     pack = np.empty(lengths.size, dtype=np.int64)
@@ -118,7 +127,10 @@ def assign(plan: "PackingPlan", lengths, seed: int = 0, *, shuffle: bool = True)
         ranks = length_ranks(part, max_length, start=before)
         before += np.bincount(part, minlength=max_length + 1)
         pack[start:start + _CHUNK], position[start:start + _CHUNK] = rule.place(part, ranks)
-    return layout(pack, position, lengths, rule.pack_depths())
+    assignment = layout(pack, position, lengths, rule.pack_depths())
+    if rule.balance is None:
+        return assignment
+    return dataclasses.replace(assignment, balance=rule.balance)
 
 
 def layout(pack: np.ndarray, position: np.ndarray, lengths: np.ndarray, depths: np.ndarray) -> Assignment:

@@ -29,6 +29,7 @@ from tfpack.errors import TfpackError
 
 __all__ = [
     "histogram",
+    "length_range_error",
     "read_histogram",
     "validate_histogram",
     "validate_lengths",

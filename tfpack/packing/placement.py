@@ -20,7 +20,12 @@ How an example of length ``l`` and rank ``r`` is placed:
    decreasing.
 3. The pack's ordinal among the packs that get examples, strategy by
    strategy, is mapped through a seeded permutation of the packs
-   (``shuffle=True``) to its pack id.
+   (``shuffle=True``) to its pack id; or, with ``balance=`` and
+   ``batch_size=``, through the arrangement of `tfpack.packing.balance`, so
+   that every ``batch_size`` consecutive pack ids hold the same number of
+   sequences (or tokens). The sequences and tokens of every pack follow from
+   the tables below, so the arrangement too is a pure function of the plan,
+   the histogram and the seed; it is the one table of the size of the packs.
 
 Example:
 
@@ -45,6 +50,7 @@ from tfpack.errors import TfpackError
 from tfpack.packing import algorithms
 from tfpack.packing.checks import flatten, slot_counts
 from tfpack.packing.histograms import validate_histogram
+from tfpack.packing.balance import BatchBalance, arrange, check_balance
 from tfpack.packing.permutation import Permutations
 
 if TYPE_CHECKING:
@@ -107,6 +113,8 @@ class Placement:
     depth: np.ndarray         # [strategies] slots per pack
     permutations: Permutations  # stream 0: packs; stream l: ranks of length l
     shuffle: bool
+    arrangement: np.ndarray | None = None  # [num_packs] pack id of each ordinal (balance)
+    balance: BatchBalance | None = None      # how even the batches came out
 
     def place(self, lengths, ranks) -> tuple[np.ndarray, np.ndarray]:
         """Pack id and slot position (0 = longest) of each example.
@@ -149,6 +157,8 @@ class Placement:
     def pack_ids(self, ordinal) -> np.ndarray:
         """Pack id of each pack ordinal (plan order, strategy by strategy)."""
         ordinal = np.asarray(ordinal, dtype=np.int64)
+        if self.arrangement is not None:
+            return self.arrangement[ordinal]
         if not self.shuffle:
             return ordinal
         return self.permutations(ordinal, np.zeros(1, np.int64))
@@ -160,7 +170,8 @@ class Placement:
         return depths
 
 
-def placement(plan: "PackingPlan", histogram, *, seed: int = 0, shuffle: bool = True) -> Placement:
+def placement(plan: "PackingPlan", histogram, *, seed: int = 0, shuffle: bool = True,
+              balance=None, batch_size: int | None = None) -> Placement:
     """The `Placement` of examples with length ``histogram`` in the packs of ``plan``.
 
     Args:
@@ -170,7 +181,12 @@ def placement(plan: "PackingPlan", histogram, *, seed: int = 0, shuffle: bool = 
             slots or new packs; packs left empty are dropped).
         seed: non-negative; seeds the spread over slots and the pack order.
         shuffle: ``False`` keeps packs in plan order.
+        balance: ``True`` / ``"sequences"`` or ``"tokens"``: order the packs
+            so that every ``batch_size`` consecutive ones hold the same total
+            (`tfpack.packing.balance`); ``Placement.balance`` reports how even.
+        batch_size: packs per batch, with ``balance``.
     """
+    balance = check_balance(balance, batch_size)
     L = plan.max_length
     examples = validate_histogram(histogram, L)
     planned = slot_counts(plan.strategies, plan.counts, L)
@@ -200,7 +216,7 @@ def placement(plan: "PackingPlan", histogram, *, seed: int = 0, shuffle: bool = 
         next_unused[slot_length - 1] += count
     loose_cum = np.concatenate([[0], np.cumsum([count for _, _, count in pairs], dtype=np.int64)])
     depth = np.diff(flatten(strategies)[1])
-    return Placement(
+    rule = Placement(
         max_length=L, num_packs=int(used.sum()), histogram=examples, kept=kept, moved=moved,
         slot_start=slot_start, loose_base=np.cumsum(moved) - moved,
         loose_cum=loose_cum, loose_slot=np.array(loose_slot, dtype=np.int64),
@@ -209,6 +225,50 @@ def placement(plan: "PackingPlan", histogram, *, seed: int = 0, shuffle: bool = 
         permutations=Permutations(seed, np.concatenate([[used.sum()], examples])),
         shuffle=bool(shuffle),
     )
+    if balance is None:
+        return rule
+    values = _ordinal_sequences(rule, run_length) if balance == "sequences" else \
+        _ordinal_tokens(rule, run_length, pairs)
+    positions, report = arrange(values, batch_size, seed=seed, shuffle=shuffle, by=balance)
+    return dataclasses.replace(rule, arrangement=positions, balance=report)
+
+
+def _ordinal_slots(rule: Placement, weight: np.ndarray) -> np.ndarray:
+    """Per pack ordinal, the sum of ``weight`` (one per run) over its taken slots.
+
+    A run's taken slots are listed pack by pack: its first ``taken // size``
+    packs get ``size`` slots each, the next one the rest.
+    """
+    taken = np.diff(np.append(rule.run_start, rule.slot_start[-1]))
+    touched = -(-taken // rule.run_size)
+    ordinal = np.repeat(rule.first_pack[rule.run_owner], touched)
+    offsets = np.cumsum(touched) - touched
+    ordinal += np.arange(ordinal.size) - np.repeat(offsets, touched)
+    slots = np.repeat(rule.run_size, touched)
+    last = offsets + touched - 1
+    slots[last] = taken - (touched - 1) * rule.run_size
+    return np.bincount(ordinal, weights=slots * np.repeat(weight, touched),
+                       minlength=rule.num_packs).round().astype(np.int64)
+
+
+def _ordinal_sequences(rule: Placement, run_length: np.ndarray) -> np.ndarray:
+    """int64 ``[num_packs]``: examples in each pack ordinal (every taken slot holds one)."""
+    return _ordinal_slots(rule, np.ones(run_length.size, np.int64))
+
+
+def _ordinal_tokens(rule: Placement, run_length: np.ndarray, pairs) -> np.ndarray:
+    """int64 ``[num_packs]``: tokens in each pack ordinal.
+
+    Slot lengths, less what surplus examples in longer slots leave empty.
+    """
+    tokens = _ordinal_slots(rule, run_length)
+    for (item, slot_length, count), first in zip(pairs, rule.loose_slot):
+        slot = np.arange(first, first + count)
+        run = np.searchsorted(rule.run_start, slot, side="right") - 1
+        ordinal = rule.first_pack[rule.run_owner[run]] + (slot - rule.run_start[run]) \
+            // rule.run_size[run]
+        np.subtract.at(tokens, ordinal, slot_length - item)
+    return tokens
 
 
 def _runs(strategies, counts, max_length: int, needed: np.ndarray, first_new: int):

@@ -157,9 +157,11 @@ class PackingPlan:
             raise TfpackError(f"The plan file must be readable. Received: path={os.fspath(path)!r} ({error})") from None
         return cls.from_json(text)
 
-    def assign(self, lengths, seed: int = 0, *, shuffle: bool = True) -> Assignment:
+    def assign(self, lengths, seed: int = 0, *, shuffle: bool = True, balance=None,
+               batch_size: int | None = None) -> Assignment:
         """Map concrete examples (their lengths) to packs; see `tfpack.packing.assign`."""
-        return assign(self, lengths, seed=seed, shuffle=shuffle)
+        return assign(self, lengths, seed=seed, shuffle=shuffle, balance=balance,
+                      batch_size=batch_size)
 
     def summary(self, top: int = 5) -> str:
         """A few readable lines: the limits, the metrics and the most used strategies."""

@@ -27,6 +27,27 @@ can and says so in ``note``:
 (16, 1, 'batch')
 >>> rule.note
 'cut="accumulation" cannot apply (1 accumulation step / packing factor 2 rounds to 1 step: 64 sequences per update instead of 32); used cut="batch": 32 sequences per update'
+
+and when no whole number of packs comes within 5% of the recipe, ``note``
+says by how much it misses:
+
+>>> for_packing(1, 1, packing_factor=2.0).note
+'1 pack per update holds 2 sequences on average, not the 1 of the recipe (+100%): no whole number of packs per replica comes closer'
+
+Packing keeps the sequences per update right on average only: an update of
+``n`` packs whose depths vary with standard deviation ``s`` swings by about
+``2 s sqrt(n)`` sequences (95% of updates). With a `PackingPlan` the rule knows
+``s`` and says what to expect, and what balanced updates
+(``tfpack.data.pack(..., balance=True, balance_size=rule.packs_per_update)``,
+`tfpack.packing.balance`) give instead:
+
+>>> import numpy as np
+>>> from tfpack import packing
+>>> lengths = np.array([8] * 50 + [6] * 50 + [2] * 50)  # packs (8,) and (6, 2)
+>>> plan = packing.plan(packing.histogram(lengths, 8), 8, 2, algorithm="ffd")
+>>> rule = for_packing(6, 1, packing_factor=plan, cut="batch")
+>>> rule.micro_batch_size, rule.expected_spread(), rule.expected_spread(balanced=True)
+(4, (4.0, 8.0), (5.0, 7.0))
 """
 
 from __future__ import annotations
@@ -37,9 +58,11 @@ from typing import Any
 
 from tfpack.errors import TfpackError
 
-__all__ = ["BatchRule", "for_packing", "packing_factor_of"]
+__all__ = ["BatchRule", "for_packing", "packing_factor_of", "pack_depth_std_of"]
 
 _CUTS = ("accumulation", "batch", "auto")
+# A rule further than this from the recipe always says so in its note.
+NOTE_THRESHOLD = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +76,11 @@ class BatchRule:
         packing_factor: average sequences per pack the rule assumes.
         target_sequences_per_update: what the unpacked setup used.
         cut: the cut applied (``"accumulation"``, ``"batch"`` or ``"auto"``).
-        note: why it is not the requested cut (empty when it is).
+        note: why it is not the requested cut, or by how much it misses the
+            recipe; never empty when the expected sequences per update differ
+            from the recipe by more than 5%.
+        pack_depth_std: standard deviation of the sequences per pack (known
+            from a `PackingPlan`; ``None`` from a bare number).
     """
 
     micro_batch_size: int
@@ -63,6 +90,7 @@ class BatchRule:
     target_sequences_per_update: float
     cut: str = "accumulation"
     note: str = ""
+    pack_depth_std: float | None = None
 
     @property
     def global_batch_size(self) -> int:
@@ -83,6 +111,65 @@ class BatchRule:
     def relative_error(self) -> float:
         """``sequences_per_update / target - 1`` (0 when the cut is exact)."""
         return self.sequences_per_update / self.target_sequences_per_update - 1.0
+
+    def expected_spread(self, balanced: bool = False) -> tuple[float, float] | None:
+        """The sequences per update to expect: ``(low, high)``.
+
+        ``balanced=False``: packs in random order; about 95% of updates fall
+        in ``mean +- 2 * pack_depth_std * sqrt(packs_per_update)`` (``None``
+        when the depth spread is unknown). ``balanced=True``: packs
+        balanced in groups of ``packs_per_update`` (``tfpack.data.pack(...,
+        balance=True, balance_size=rule.packs_per_update)``, ``tfpack pack
+        --balance --batch-size`` that many) give every update one of the
+        whole numbers next to the mean, ``ceil(mean) - 1`` to ``floor(mean) +
+        1``: what balancing reaches on real lengths (a spread of at most 1;
+        `tfpack.packing.balance` checks a tolerance of ``max(1, 2%)`` and
+        reports a miss).
+        """
+        mean = self.sequences_per_update
+        if balanced:
+            return (float(math.ceil(mean) - 1), float(math.floor(mean) + 1))
+        if self.pack_depth_std is None:
+            return None
+        slack = 2.0 * self.pack_depth_std * math.sqrt(self.packs_per_update)
+        return (max(mean - slack, 0.0), mean + slack)
+
+    def describe(self) -> str:
+        """One line: packs and sequences per update, and the spread with and without balance.
+
+        >>> for_packing(8, 2, packing_factor=2.0).describe()
+        '8 packs x 1 step x 1 replica = 8 packs per update, 16 sequences on average (recipe 16); balanced batches: 15-17'
+        """
+        step = "step" if self.accumulation_steps == 1 else "steps"
+        replica = "replica" if self.num_replicas == 1 else "replicas"
+        def packs(n):
+            return f"{n} pack" + ("" if n == 1 else "s")
+
+        line = (f"{packs(self.micro_batch_size)} x {self.accumulation_steps} {step} x "
+                f"{self.num_replicas} {replica} = {packs(self.packs_per_update)} per update, "
+                f"{self.sequences_per_update:g} sequences on average "
+                f"(recipe {self.target_sequences_per_update:g})")
+        unbalanced = self.expected_spread()
+        if unbalanced is not None:
+            line += f"; unbalanced: {unbalanced[0]:.0f}-{unbalanced[1]:.0f} (95% of updates)"
+        low, high = self.expected_spread(balanced=True)
+        return line + f"; balanced batches: {low:.0f}-{high:.0f}"
+
+
+def pack_depth_std_of(plan_or_factor: Any) -> float | None:
+    """Standard deviation of the sequences per pack of a `PackingPlan` (else ``None``).
+
+    >>> pack_depth_std_of(2.0) is None
+    True
+    """
+    counts = getattr(plan_or_factor, "counts", None)
+    strategies = getattr(plan_or_factor, "strategies", None)
+    if counts is None or strategies is None or not sum(counts):
+        return None
+    depths = [len(s) for s in strategies]
+    total = float(sum(counts))
+    mean = sum(d * c for d, c in zip(depths, counts)) / total
+    return math.sqrt(sum(c * (d - mean) ** 2 for d, c in zip(depths, counts)) / total)
 
 
 def packing_factor_of(plan_or_factor: Any) -> float:
@@ -145,7 +232,8 @@ def for_packing(
             first).
         tolerance: the largest relative change of sequences per update the
             requested cut may make; beyond it, and where another cut does
-            better, that cut is used and `BatchRule.note` says so.
+            better, that cut is used and `BatchRule.note` says so. Whatever
+            the cut, a rule more than 5% off the recipe says so in ``note``.
 
     Returns:
         A `BatchRule`; `relative_error` says how far rounding moved it,
@@ -161,18 +249,20 @@ def for_packing(
         raise TfpackError("`tolerance` must be a non-negative number. "
                           f"Received: tolerance={tolerance!r}")
     target = float(micro_batch_size * accumulation_steps * num_replicas)
+    depth_std = pack_depth_std_of(packing_factor)
 
     def rule(kind, note=""):
         micro, steps = _cut(kind, micro_batch_size, accumulation_steps, p)
-        return BatchRule(micro, steps, num_replicas, p, target, kind, note)
+        return BatchRule(micro, steps, num_replicas, p, target, kind, note, depth_std)
 
     requested = rule(cut)
     if abs(requested.relative_error) <= tolerance:
-        return requested
+        return _say_if_off(requested)
     alternatives = [rule(kind) for kind in ("accumulation", "batch", "auto") if kind != cut]
     best = min(alternatives, key=lambda r: abs(r.relative_error))
     if abs(best.relative_error) >= abs(requested.relative_error):
-        return requested  # Nothing does better: the rounding error is the least possible.
+        # Nothing does better: the rounding error is the least possible.
+        return _say_if_off(requested)
     what = {"accumulation": f"{accumulation_steps} accumulation step",
             "batch": f"micro-batch {micro_batch_size}"}.get(cut, "every pair")
     size = requested.accumulation_steps if cut == "accumulation" else requested.micro_batch_size
@@ -181,3 +271,16 @@ def for_packing(
             f"{requested.sequences_per_update:g} sequences per update instead of {target:g}); "
             f'used cut="{best.cut}": {best.sequences_per_update:g} sequences per update')
     return dataclasses.replace(best, note=note)
+
+
+def _say_if_off(rule: BatchRule) -> BatchRule:
+    """``rule``, with a note when it is more than 5% off the recipe."""
+    if abs(rule.relative_error) <= NOTE_THRESHOLD:
+        return rule
+    packs = rule.packs_per_update
+    note = (f"{packs} pack{'s' if packs != 1 else ''} per update hold"
+            f"{'s' if packs == 1 else ''} {rule.sequences_per_update:g} sequences on average, "
+            f"not the {rule.target_sequences_per_update:g} of the recipe "
+            f"({100 * rule.relative_error:+.0f}%): no whole number of packs per replica comes "
+            "closer")
+    return dataclasses.replace(rule, note=note)

@@ -1,20 +1,35 @@
-"""Beam pipeline options for tfpack: an explicit in-process runner by default.
+"""Beam pipeline options for tfpack: checked by name, an in-process runner by default.
 
 Beam's own default local runner (Prism) downloads a binary at run time; tfpack
 never relies on that. Without options, pipelines run on the DirectRunner's
 in-process Fn API runner in multi-process mode with 2 workers; options given
 by the user come after the defaults, so they win (``--runner=DataflowRunner
---project=... --region=... --temp_location=gs://...``, ``--direct_num_workers=8``).
+--project=... --region=... --temp_location=gs://...``, ``--direct_num_workers=8``,
+``--runner=apache_beam.runners.dask.dask_runner.DaskRunner
+--dask_client_address=tcp://scheduler:8786``).
+
+Beam itself ignores an option it does not know (a typo such as
+``--direct_num_worker=8`` would silently do nothing) and fails late, with a
+traceback, on an unknown runner. `pipeline_options` refuses both at once, by
+name: the runner is looked up first (which also registers its own options,
+e.g. the Dask runner's ``--dask_*``), then every option must be one that Beam
+or that runner defines.
 
 Example:
 
 >>> opts = pipeline_options("--direct_num_workers=4")
 >>> opts.get_all_options()["direct_num_workers"], opts.get_all_options()["runner"]
 (4, 'DirectRunner')
+>>> pipeline_options("--direct_num_worker=8")
+Traceback (most recent call last):
+...
+tfpack.errors.TfpackError: `beam_options` must be options of Beam or of its runner. Received: unknown option --direct_num_worker (did you mean --direct_num_workers?)
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
 import shlex
 
 from tfpack.errors import TfpackError
@@ -30,9 +45,21 @@ DEFAULT_OPTIONS = (
 )
 
 
-def pipeline_options(beam_options=None):
-    """`PipelineOptions` from the defaults plus ``beam_options`` (a string or a list)."""
-    from apache_beam.options.pipeline_options import PipelineOptions
+def pipeline_options(beam_options=None, *, partitions: int | None = None):
+    """`PipelineOptions` from the defaults plus ``beam_options`` (a string or a list).
+
+    ``partitions`` (the number of input files, when known): on Beam's Dask
+    runner, without ``--dask_npartitions`` or ``--dask_partition_size``, the
+    work is split into that many partitions. The runner's own default puts up
+    to 128 elements in one partition, so a job of a few dozen input files
+    would run on one worker however large the cluster.
+
+    Raises:
+        TfpackError: ``beam_options`` that do not parse, an unknown runner (or
+            one whose extra is not installed), or an option that neither Beam
+            nor the runner defines; each named.
+    """
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
     if beam_options is None:
         extra = []
@@ -48,4 +75,47 @@ def pipeline_options(beam_options=None):
     if unknown:
         raise TfpackError("`beam_options` must be --name=value options. "
                           f"Received: {unknown[0]!r} in beam_options={beam_options!r}")
-    return PipelineOptions(list(DEFAULT_OPTIONS) + extra)
+    options = PipelineOptions(list(DEFAULT_OPTIONS) + extra)
+    runner = options.view_as(StandardOptions).runner
+    _check_runner(runner)
+    known = _check_names(options)
+    if (partitions and str(runner).endswith("DaskRunner") and known.get("npartitions") is None
+            and known.get("partition_size") is None):
+        options = PipelineOptions(list(DEFAULT_OPTIONS) + extra
+                                  + [f"--dask_npartitions={int(partitions)}"])
+    return options
+
+
+def _check_runner(name) -> None:
+    """The runner must exist and import (its module also registers its own options)."""
+    from apache_beam.runners.runner import create_runner
+
+    try:
+        create_runner(name)
+    except (ValueError, ImportError, AttributeError) as error:
+        reason = str(error).split("\n")[0]
+        if isinstance(error, ValueError):
+            reason = "not a runner Beam knows; give a known name or module.path.RunnerClass"
+        raise TfpackError(f"`--runner` must name an installed Beam runner. Received: "
+                          f"--runner={name} ({type(error).__name__}: {reason})") from None
+
+
+def _check_names(options) -> dict:
+    """Every option must be defined by Beam or by the runner; returns them all."""
+    beam_log = logging.getLogger("apache_beam.options.pipeline_options")
+    level = beam_log.level
+    beam_log.setLevel(logging.ERROR)  # Beam warns "Discarding unparseable args"; we refuse.
+    try:
+        known = options.get_all_options()
+        given = options.get_all_options(retain_unknown_options=True)
+    finally:
+        beam_log.setLevel(level)
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        name = unknown[0]
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean --{close[0]}?)" if close else ""
+        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+        raise TfpackError("`beam_options` must be options of Beam or of its runner. "
+                          f"Received: unknown option --{name}{hint}{more}")
+    return known

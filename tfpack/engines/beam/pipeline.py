@@ -1,4 +1,4 @@
-"""`pack_tfrecords`: ``tfpack pack`` as an Apache Beam pipeline.
+"""Stages 1-4 of ``tfpack pack`` as one Apache Beam pipeline, for any runner.
 
 Same job, same output as the local engine (`tfpack.engines.local`): for the
 same input files, plan or algorithm, seed and ``packs_per_shard``, the same
@@ -9,11 +9,21 @@ graph (steps in `tfpack.engines.beam.steps`)::
                                       └─ place ◄──────────────────────────────┘
     place ─ totals per shard ─ limits (K, M) ─┐ side input
     place ─ route records to shards ◄──────────┘ ─ GroupByKey(shard) ─ build + write shard
-    finish (after every shard): plan.json, stats.json, manifest.json last; or the error
+    collect (applied last, needs every step): the result file, or the error
 
 Records are keyed by output shard (``pack id // packs_per_shard``, pack ids
 shuffled independently of length), so a key holds at most
 ``packs_per_shard`` packs and no worker receives all examples of a length.
+
+It relies only on what every runner gives: elements, side inputs and the
+shared output path. No step keeps state between elements beyond a cache; and
+since a runner may compute a side input more than once, and deliver an
+element more than once (Beam's Dask runner recomputes each side input where
+it is read and can replay a step's outputs), every step's result is keyed by
+its source (input file, output shard) and each merge keeps one per key and
+checks that none is missing. The last step writes one small result file into
+the staging directory; the launching process reads it and finishes the output
+(`tfpack.engines.base.finish`).
 
 Example:
 
@@ -25,193 +35,166 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import secrets
-import time
 
 import apache_beam as beam
 import numpy as np
 
+from tfpack.engines import base
 from tfpack.engines.beam import steps
-from tfpack.engines.beam.options import pipeline_options
 from tfpack.errors import TfpackError
 
-__all__ = ["pack_tfrecords"]
+__all__ = ["run_pipeline"]
 
-_ERROR_FILE = ".tfpack-beam-error-"
+_RESULT_FILE = ".tfpack-beam-result-"
 
 
-def pack_tfrecords(
-    input_pattern,
-    output_dir: str,
-    *,
-    max_length: int,
-    max_sequences_per_pack: int | None,
-    algorithm: str | None = None,
-    plan=None,
-    max_predictions_per_pack: int | None = None,
-    packs_per_shard: int = 16384,
-    seed: int = 0,
-    shuffle: bool = True,
-    overwrite: bool = False,
-    beam_options=None,
-) -> dict:
-    """Pack Google-format TFRecords into packed shards on Apache Beam; returns the stats.
-
-    Arguments as `tfpack.data.pack_records` (the output directory is
-    checked, built beside and swapped in the same way, `tfpack.formats.outputs`),
-    plus ``beam_options``: Beam pipeline options (a string as on a command
-    line, or a list), added after the default in-process runner
-    (`tfpack.beam.DEFAULT_OPTIONS`).
+def run_pipeline(options, job: base.Job, files: list[str], staging: str) -> base.Built:
+    """Run stages 1-4 of ``job`` on ``files`` into ``staging``; what they built, or raise.
 
     Raises:
-        TfpackError: as the local engine does, for the same bad input, with
-            nothing written under ``output_dir``.
+        TfpackError: bad input (the local engine's message), or a failure
+            inside the runner, as one line naming the step that failed.
     """
-    from tfpack.formats import outputs, validation
-    from tfpack.data.flow import check_plan_fits, check_source
+    result_path = os.path.join(staging, _RESULT_FILE + secrets.token_hex(4))
+    p = beam.Pipeline(options=options)
+    _graph(p, job, files, staging, result_path)
+    result = None
+    try:
+        result = p.run()
+        result.wait_until_finish()
+    except Exception as error:  # noqa: BLE001  (any runner, any failure: one line)
+        raise TfpackError(runner_failure(error)) from None
+    finally:
+        client = getattr(result, "client", None)  # the Dask runner's connection
+        if client is not None:
+            client.close()
+    if not os.path.exists(result_path):
+        raise TfpackError("The Beam runner must run the pipeline to its last step. Received: "
+                          f"no result in {staging!r} (is the output path shared with the "
+                          "workers?)")
+    with open(result_path, encoding="utf-8") as f:
+        result = json.load(f)
+    for name in os.listdir(staging):  # the output holds only what the manifest lists
+        if name.startswith((_RESULT_FILE, steps.CACHE_PREFIX)):
+            os.remove(os.path.join(staging, name))
+    if result["error"] is not None:
+        raise TfpackError(result["error"])
+    from tfpack.formats.manifest import ShardInfo
+    from tfpack.packing import PackingPlan
 
-    check_source(plan, algorithm)
-    if not isinstance(packs_per_shard, int) or packs_per_shard < 1:
-        raise TfpackError("`packs_per_shard` must be a positive integer. "
-                          f"Received: packs_per_shard={packs_per_shard!r}")
-    validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
-    if plan is not None:
-        check_plan_fits(plan, max_length, max_sequences_per_pack)
-    options = pipeline_options(beam_options)
-    started = time.perf_counter()
-    with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
-        stats = _run(options, input_pattern, staging, dict(
-            max_length=int(max_length), max_sequences_per_pack=max_sequences_per_pack,
-            algorithm=algorithm, plan=plan, max_predictions_per_pack=max_predictions_per_pack,
-            packs_per_shard=packs_per_shard, seed=seed, shuffle=shuffle))
-    stats["seconds"] = {"total": time.perf_counter() - started}
-    return stats
+    return base.Built(
+        plan=PackingPlan.from_json(result["plan"]),
+        shards=[ShardInfo(**s) for s in result["shards"]],
+        features={n: tuple(f) for n, f in result["features"].items()},
+        max_sequences_per_pack=result["K"], max_predictions_per_pack=result["M"],
+        input_files=len(files), sequences=result["sequences"], tokens=result["tokens"],
+        packs=result["packs"], balance=result["balance"])
 
 
-def _run(options, input_pattern, output_dir: str, job: dict) -> dict:
-    """Build and run the pipeline into the empty ``output_dir``; the stats, or raise."""
-    from tfpack.formats.records import GOOGLE_FEATURES, list_files
-
-    files = list_files(input_pattern, required=GOOGLE_FEATURES)
-    error_path = os.path.join(output_dir, _ERROR_FILE + secrets.token_hex(4))
-    L, pps = job["max_length"], job["packs_per_shard"]
-    with beam.Pipeline(options=options) as p:
-        scans = (p | "files" >> beam.Create(list(enumerate(files)))
-                 | "scan" >> beam.Map(steps.scan_file))
-        decision = beam.pvalue.AsSingleton(
-            scans | "summary" >> beam.Map(steps.summary, L)
-            | "summaries" >> beam.combiners.ToList()
-            | "decide" >> beam.Map(
-                steps.decide, files=files, max_length=L,
-                max_sequences_per_pack=job["max_sequences_per_pack"], plan=job["plan"],
-                algorithm=job["algorithm"], seed=job["seed"], shuffle=job["shuffle"],
-                packs_per_shard=pps))
-        placed = scans | "place" >> beam.FlatMap(steps.place_file, decision)
-        limit = beam.pvalue.AsSingleton(
-            placed | "pack totals" >> beam.FlatMap(steps.pack_totals, pps)
-            | "by shard" >> beam.GroupByKey()
-            | "shard totals" >> beam.Map(steps.shard_totals)
-            | "all totals" >> beam.combiners.ToList()
-            | "limits" >> beam.Map(
-                steps.limits, decision, max_sequences_per_pack=job["max_sequences_per_pack"],
-                max_predictions_per_pack=job["max_predictions_per_pack"]))
-        bad_pack = placed | "bad pack" >> beam.FlatMap(steps.examples_of_pack, limit)
-        shards = (placed | "route" >> beam.FlatMap(steps.route_file, limit, pps)
-                  | "group" >> beam.GroupByKey()
-                  | "build" >> beam.ParDo(_BuildShard(output_dir, L), decision, limit))
-        _ = (p | "start finish" >> beam.Create([None])
-             | "finish" >> beam.Map(
-                 _finish, decision, limit, beam.pvalue.AsList(shards),
-                 beam.pvalue.AsList(bad_pack), output_dir=output_dir, error_path=error_path,
-                 files=len(files), job=job))
-    if os.path.exists(error_path):
-        with open(error_path, encoding="utf-8") as f:
-            raise TfpackError(f.read())
-    with open(os.path.join(output_dir, "stats.json"), encoding="utf-8") as f:
-        return json.load(f)
+def _graph(p, job: base.Job, files: list[str], staging: str, result_path: str) -> None:
+    def step(name, function):
+        return steps.Step(name, function).run
+    L, pps = job.max_length, job.packs_per_shard
+    scans = (p | "files" >> beam.Create(list(enumerate(files)))
+             | "scan" >> beam.Map(step("scan", steps.scan_file), cache_dir=staging))
+    decision = beam.pvalue.AsSingleton(
+        scans | "summary" >> beam.Map(step("summary", steps.summary), L)
+        | "summaries" >> beam.combiners.ToList()
+        | "decide" >> beam.Map(step("decide", steps.decide), files=files, job=job,
+                               cache_dir=staging))
+    placed = scans | "place" >> beam.FlatMap(step("place", steps.place_file), decision)
+    limit = beam.pvalue.AsSingleton(
+        placed | "pack totals" >> beam.FlatMap(step("pack totals", steps.pack_totals), pps)
+        | "by shard" >> beam.GroupByKey()
+        | "shard totals" >> beam.Map(step("shard totals", steps.shard_totals))
+        | "all totals" >> beam.combiners.ToList()
+        | "limits" >> beam.Map(step("limits", steps.limits), decision, job=job))
+    bad_pack = placed | "bad pack" >> beam.FlatMap(step("bad pack", steps.examples_of_pack),
+                                                   limit)
+    shards = (placed | "route" >> beam.FlatMap(step("route", steps.route_file), limit, pps)
+              | "group" >> beam.GroupByKey()
+              | "build" >> beam.ParDo(_BuildShard(staging, job), decision, limit))
+    # Applied last and fed by every branch: runners that compute only what the
+    # last step needs (the Dask runner) still run the whole pipeline.
+    _ = (p | "start collect" >> beam.Create([None])
+         | "collect" >> beam.Map(
+             step("collect", steps.collect), decision, limit, beam.pvalue.AsList(shards),
+             beam.pvalue.AsList(bad_pack), job=job, result_path=result_path))
 
 
 class _BuildShard(beam.DoFn):
-    """Build one output shard (once every record of it is grouped) and write it."""
+    """Stage 4: build one output shard (once every record of it is grouped) and write it."""
 
-    def __init__(self, output_dir: str, max_length: int):
-        self.output_dir = output_dir
-        self.max_length = max_length
-        self.builder = None
+    def __init__(self, staging: str, job: base.Job):
+        self.staging = staging
+        self.job = job
 
     def process(self, item, decision, limit):
+        try:
+            yield self._build(item, decision, limit)
+        except Exception as error:  # noqa: BLE001
+            raise steps.StepFailed.of("build", error) from error
+
+    def _build(self, item, decision, limit) -> dict:
         import tensorflow as tf
 
         from tfpack.formats import manifest
         from tfpack.formats.records import packed_features, serialize_packs
-        from tfpack.engines.shards import ShardBuilder
 
         shard, parts = item
         records, splits, ids = steps.shard_layout(list(parts))
-        if self.builder is None:
-            self.builder = ShardBuilder(self.max_length, limit["K"], limit["M"])
-        name = f"part-{shard:05d}-of-{decision['shards']:05d}.tfrecord"
-        path = os.path.join(self.output_dir, name)
+        builder = _shard_builder(self.job.max_length, limit["K"], limit["M"])
+        name = self.job.shard_name(shard, decision["shards"])
+        path = os.path.join(self.staging, name)
         count, features = 0, None
         with manifest.atomic_path(path) as partial, tf.io.TFRecordWriter(partial) as writer:
-            for packs in self.builder.packs(records, np.arange(len(records)), splits,
-                                            example_ids=ids):
+            for packs in builder.packs(records, np.arange(len(records)), splits,
+                                       example_ids=ids):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)
                     count += 1
         # Hashed here, by the worker that wrote it, not by one process at the end.
         size, sha256 = manifest.describe_file(path)
-        yield {"shard": shard, "info": manifest.ShardInfo(name, count, size, sha256),
-               "features": features}
+        return {"shard": int(shard), "name": name, "records": count, "bytes": size,
+                "sha256": sha256, "features": features}
 
 
-def _finish(_, decision, limit, shards, bad_pack, *, output_dir, error_path, files, job):
-    """After every shard: plan, stats and, last, the manifest; or the one error."""
-    import hashlib
+@functools.lru_cache(maxsize=4)
+def _shard_builder(L: int, K: int, M: int):
+    """One `ShardBuilder` per worker process and ``(L, K, M)``: a cache only.
 
-    from tfpack.formats import manifest
-    from tfpack.data.windows import predictions_error
+    Runners may hand every bundle a fresh copy of a DoFn (the Dask runner
+    does), and each new builder traces its graphs again (about a second).
+    """
+    from tfpack.engines.shards import ShardBuilder
 
-    error = decision["error"] or limit["error"]
-    if error is None and limit.get("bad_pack") is not None:
-        examples = [i for _, _, i in sorted(bad_pack)]
-        error = str(predictions_error(job["max_predictions_per_pack"], limit["bad_pack"],
-                                      examples, limit["most"]))
-    if error is not None:
-        manifest.write_atomic(error_path, error)
-        return
-    shards = sorted(shards, key=lambda s: s["shard"])
-    plan, L = decision["plan"], job["max_length"]
-    K, M = limit["K"], limit["M"]
-    stats = {
-        "input_files": files,
-        "output_files": [s["info"].name for s in shards],
-        "packs": decision["packs"],
-        "sequences": decision["sequences"],
-        "tokens": decision["tokens"],
-        "padding_tokens": decision["packs"] * L - decision["tokens"],
-        "efficiency": decision["tokens"] / (decision["packs"] * L),
-        "packing_factor": decision["sequences"] / decision["packs"],
-        "max_length": L,
-        "max_sequences_per_pack": K,
-        "max_predictions_per_pack": M,
-        "algorithm": plan.algorithm,
-        "seed": job["seed"],
-        "engine": "beam",
-    }
-    plan_json = plan.to_json()
-    manifest.write_atomic(os.path.join(output_dir, "plan.json"), plan_json)
-    manifest.write_atomic(os.path.join(output_dir, "stats.json"), json.dumps(stats, indent=2))
-    # Last: the manifest that makes the output complete for `read_packed`.
-    manifest.write_manifest(
-        output_dir, [s["info"] for s in shards], features=shards[0]["features"],
-        max_length=L, max_sequences_per_pack=K, max_predictions_per_pack=M,
-        sequences=decision["sequences"], tokens=decision["tokens"],
-        files=("plan.json", "stats.json"), seed=job["seed"],
-        plan_sha256=hashlib.sha256(plan_json.encode()).hexdigest(),
-        created_by="tfpack pack --engine beam",
-        extra={"algorithm": plan.algorithm, "shuffle": job["shuffle"],
-               "packs_per_shard": job["packs_per_shard"], "engine": "beam"})
+    return ShardBuilder(L, K, M)
+
+
+_STEP = re.compile(r"tfpack step '(?P<step>[^']+)' failed: (?P<why>[^\n]*)")
+_BEAM_STEP = re.compile(r"\[while running '(?P<step>[^']+)'\]")
+
+
+def runner_failure(error: BaseException) -> str:
+    """One line for a failure inside the runner, naming the step that failed.
+
+    >>> runner_failure(RuntimeError("Traceback ...\\nRuntimeError: tfpack step 'route' "
+    ...                             "failed: OSError: disk full [while running 'route']"))
+    "The Beam pipeline failed in step 'route': OSError: disk full"
+    """
+    text = str(error)
+    found = _STEP.search(text)
+    if found:
+        why = _BEAM_STEP.sub("", found["why"]).strip()
+        return f"The Beam pipeline failed in step '{found['step']}': {why}"
+    beam_step = _BEAM_STEP.search(text)
+    where = f" in step '{beam_step['step']}'" if beam_step else ""
+    line = next((l.strip() for l in reversed(text.splitlines()) if l.strip()), "")
+    line = _BEAM_STEP.sub("", line).strip()
+    return f"The Beam runner failed{where}: {type(error).__name__}: {line}"

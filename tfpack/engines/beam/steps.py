@@ -6,31 +6,108 @@ grouped by output shard (``pack id // packs_per_shard``), and pack ids are a
 seeded permutation independent of length. Steps report bad input as data
 (an ``"error"`` entry) instead of raising inside a worker, so the launcher
 raises the one `TfpackError` the local engine raises, and nothing is
-written that claims to be complete.
+written that claims to be complete. Anything else that fails inside a step
+is raised as `StepFailed`, naming the step.
 
-1. `scan_file`: lengths and masked-LM prediction counts of every record of a
-   file, every record validated (`FileScan`).
-2. `decide`: from the per-file summaries, the histogram, the plan and the
-   `tfpack.packing.Placement`, plus each file's rank offsets per length.
-3. `place_file`: pack and slot of every example of a file.
-4. `pack_totals` / `limits`: sequences and predictions per pack -> ``K``, ``M``.
-5. `route_file`: the file's raw records, grouped per output shard.
-6. `BuildShard` (in `tfpack.engines.beam.pipeline`): one shard's packs, with the
-   builder of the local engine.
+Every result carries its source (input file index, output shard), and each
+step that merges results (`decide`, `shard_totals`, `limits`,
+`shard_layout`, `collect`) keeps one per source and checks that none is
+missing (`unique_by`): a runner may deliver an element twice.
+
+Stages of `tfpack.engines.base`, per file or per shard:
+
+1. validate and scan, `scan_file`: lengths and masked-LM prediction counts of
+   every record of a file, every record validated (`FileScan`).
+2. plan, `decide`: from the per-file summaries, the histogram, the plan and
+   the `tfpack.packing.Placement`, plus each file's rank offsets per length.
+3. place, `place_file`: pack and slot of every example of a file;
+   `pack_totals` / `shard_totals` / `limits`: sequences and predictions per
+   pack -> ``K``, ``M``.
+4. build shards, `route_file`: the file's raw records, grouped per output
+   shard; `shard_layout`, then the builder of the local engine
+   (``_BuildShard`` in `tfpack.engines.beam.pipeline`).
+5. `collect`: the result the launcher finishes the output with
+   (`tfpack.engines.base.finish`), or the one error.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import json
 
 import numpy as np
 
 from tfpack.errors import TfpackError
 
-__all__ = ["FileScan", "Placed", "scan_file", "summary", "decide", "place_file",
-           "pack_totals", "shard_totals", "limits", "route_file", "shard_layout"]
+__all__ = ["CACHE_PREFIX", "FileScan", "Placed", "Step", "StepFailed", "unique_by", "scan_file",
+           "summary",
+           "decide", "place_file", "pack_totals", "shard_totals", "limits",
+           "examples_of_pack", "route_file", "shard_layout", "collect"]
 
 _BATCH = 1024
+
+
+class StepFailed(RuntimeError):
+    """A step failed inside the runner; its message names the step.
+
+    Only the message crosses process boundaries on some runners, so it holds
+    everything: ``tfpack step 'route' failed: OSError: ...``.
+
+    >>> str(StepFailed.of("route", OSError("disk full")))
+    "tfpack step 'route' failed: OSError: disk full"
+    """
+
+    @classmethod
+    def of(cls, step: str, error: BaseException) -> "StepFailed":
+        if isinstance(error, StepFailed):
+            return error
+        first = str(error).strip().split("\n")[0]
+        return cls(f"tfpack step '{step}' failed: {type(error).__name__}: {first}")
+
+
+class Step:
+    """A step function wrapped so that a failure inside it names the step.
+
+    Generators are run to the end inside, so their failures are caught too.
+    Give Beam the bound method `run` (Beam calls a callable object with the
+    element only, a method with its side inputs too).
+
+    >>> Step("double", lambda x: 2 * x).run(3)
+    6
+    """
+
+    def __init__(self, name: str, function):
+        self.name = name
+        self.function = function
+
+    def run(self, *args, **kwargs):
+        try:
+            result = self.function(*args, **kwargs)
+            return list(result) if inspect.isgenerator(result) else result
+        except Exception as error:  # noqa: BLE001
+            raise StepFailed.of(self.name, error) from error
+
+
+def unique_by(items, key, expected: int, what: str) -> list:
+    """``items`` with one per ``key`` (sorted by it), checked to be ``range(expected)``.
+
+    A runner may deliver an element more than once (a recomputed side input,
+    a retried bundle): copies are equal, so one is kept. One missing is a
+    runner fault, reported instead of a wrong output.
+
+    >>> unique_by([(1, "b"), (0, "a"), (1, "b")], key=lambda x: x[0], expected=2, what="files")
+    [(0, 'a'), (1, 'b')]
+    """
+    by_key = {}
+    for item in items:
+        by_key.setdefault(int(key(item)), item)
+    if sorted(by_key) != list(range(expected)):
+        missing = sorted(set(range(expected)) - set(by_key))
+        raise TfpackError(f"The Beam runner must deliver the result of every {what[:-1]}. "
+                          f"Received: {len(by_key)} of {expected} {what}, missing "
+                          f"{missing[:5]}{' ...' if len(missing) > 5 else ''}")
+    return [by_key[k] for k in sorted(by_key)]
 
 
 @dataclasses.dataclass
@@ -57,13 +134,32 @@ class Placed:
     first_example: int  # global index of the file's first example
 
 
-def scan_file(item: tuple[int, str]) -> FileScan:
-    """Step 1: read and check every record of one file (the local engine's validator)."""
+CACHE_PREFIX = ".tfpack-beam-cache-"
+
+
+def scan_file(item: tuple[int, str], cache_dir: str | None = None) -> FileScan:
+    """Step 1: read and check every record of one file (the local engine's validator).
+
+    With ``cache_dir`` (the run's staging directory, shared by the workers),
+    a valid file's lengths are kept there: a runner that computes the scan
+    again (the Dask runner does, for every side input that depends on it, in
+    every partition that reads one) reads them back instead of parsing the
+    file again. The cache files are hidden (`CACHE_PREFIX`) and removed
+    before the output is complete.
+    """
+    import os
+
     import tensorflow as tf
 
+    from tfpack.formats import manifest
     from tfpack.formats.records import scan_google_records
 
     index, path = item
+    cached = None if cache_dir is None else os.path.join(cache_dir,
+                                                         f"{CACHE_PREFIX}scan-{index:05d}.npy")
+    if cached is not None and os.path.exists(cached):
+        both = np.load(cached)
+        return FileScan(index, path, both[0], both[1])
     if tf.io.gfile.stat(path).length == 0:
         empty = np.zeros(0, np.int64)
         return FileScan(index, path, empty, empty)
@@ -71,7 +167,11 @@ def scan_file(item: tuple[int, str]) -> FileScan:
         lengths, predictions = scan_google_records([path])
     except TfpackError as error:
         return FileScan(index, path, None, None, str(error))
-    return FileScan(index, path, lengths.astype(np.int64), predictions.astype(np.int64))
+    both = np.stack([lengths.astype(np.int64), predictions.astype(np.int64)])
+    if cached is not None:
+        with manifest.atomic_path(cached) as partial, open(partial, "wb") as f:
+            np.save(f, both)
+    return FileScan(index, path, both[0], both[1])
 
 
 def summary(scan: FileScan, max_length: int) -> dict:
@@ -97,21 +197,40 @@ def _first_of_length(lengths: np.ndarray, max_length: int) -> np.ndarray:
     return first
 
 
-def decide(summaries: list[dict], *, files: list[str], max_length: int,
-           max_sequences_per_pack, plan, algorithm, seed: int, shuffle: bool,
-           packs_per_shard: int) -> dict:
+def decide(summaries: list[dict], *, files: list[str], job, cache_dir: str | None = None
+           ) -> dict:
     """Step 2: the checks of the local engine, in its order, then the placement.
 
     Returns ``{"error": message}`` or the plan, the placement, each file's
-    rank offsets and first example, and the output's shape.
+    rank offsets and first example, and the output's shape. With
+    ``cache_dir``, kept there like the scans (planning may take seconds).
     """
+    import os
+    import pickle
+
+    from tfpack.formats import manifest
+
+    cached = None if cache_dir is None else os.path.join(cache_dir,
+                                                         f"{CACHE_PREFIX}decision.pkl")
+    if cached is not None and os.path.exists(cached):
+        with open(cached, "rb") as f:
+            return pickle.load(f)
+    decision = _decide(summaries, files=files, job=job)
+    if cached is not None:
+        with manifest.atomic_path(cached) as partial, open(partial, "wb") as f:
+            pickle.dump(decision, f)
+    return decision
+
+
+def _decide(summaries: list[dict], *, files: list[str], job) -> dict:
     from tfpack.data.flow import choose_plan
     from tfpack.data.windows import length_error
     from tfpack.packing import placement
     from tfpack.packing.histograms import length_range_error
 
-    summaries = sorted(summaries, key=lambda s: s["index"])
+    max_length, seed = job.max_length, job.seed
     try:
+        summaries = unique_by(summaries, lambda s: s["index"], len(files), "input files")
         for s in summaries:
             if s["error"] is not None:
                 raise TfpackError(s["error"])
@@ -128,8 +247,8 @@ def decide(summaries: list[dict], *, files: list[str], max_length: int,
         per_file = np.stack([s["histogram"] for s in summaries])
         histogram = per_file.sum(axis=0)[1:]
         chosen = choose_plan(histogram, max_length=max_length,
-                             max_sequences_per_pack=max_sequences_per_pack, plan=plan,
-                             algorithm=algorithm, seed=seed)
+                             max_sequences_per_pack=job.max_sequences_per_pack, plan=job.plan,
+                             algorithm=job.algorithm, seed=seed)
         short = chosen.max_length  # a given plan may be shorter than max_length
         if histogram[short:].any():
             first, s = next((f, s) for f, s in zip(firsts, summaries)
@@ -139,7 +258,8 @@ def decide(summaries: list[dict], *, files: list[str], max_length: int,
             raise length_range_error(int(histogram[short:].sum()),
                                      int(first) + int(s["first_of_length"][length]), length,
                                      short)
-        rule = placement(chosen, histogram[:short], seed=seed, shuffle=shuffle)
+        rule = placement(chosen, histogram[:short], seed=seed, shuffle=job.shuffle,
+                         balance=job.balance, batch_size=job.batch_size if job.balance else None)
     except TfpackError as error:
         return {"error": str(error)}
     starts = np.cumsum(per_file, axis=0) - per_file
@@ -151,7 +271,7 @@ def decide(summaries: list[dict], *, files: list[str], max_length: int,
         "tokens": int((histogram * np.arange(1, max_length + 1)).sum()),
         "histogram": histogram,
         "packs": rule.num_packs,
-        "shards": -(-rule.num_packs // packs_per_shard),
+        "shards": -(-rule.num_packs // job.packs_per_shard),
     }
 
 
@@ -175,33 +295,41 @@ def pack_totals(placed: Placed, packs_per_shard: int):
     for s in np.unique(shard):
         mine = shard == s
         packs, inverse = np.unique(placed.pack[mine], return_inverse=True)
-        yield int(s), (packs, np.bincount(inverse),
+        yield int(s), (placed.index, packs, np.bincount(inverse),
                        np.bincount(inverse, weights=placed.predictions[mine]).astype(np.int64))
 
 
-def shard_totals(item) -> tuple[int, int, int]:
-    """Step 4b: ``(deepest pack, most predictions, first pack with them)`` of one shard."""
-    _, parts = item
+def shard_totals(item) -> tuple[int, int, int, int]:
+    """Step 4b: ``(shard, deepest pack, most predictions, first pack with them)``.
+
+    One part per input file feeding the shard (copies dropped by file index).
+    """
+    shard, parts = item
+    parts = list({index: (p, c, w) for index, p, c, w in parts}.values())
     packs = np.concatenate([p for p, _, _ in parts])
     unique, inverse = np.unique(packs, return_inverse=True)
     depth = np.bincount(inverse, weights=np.concatenate([c for _, c, _ in parts]))
     preds = np.bincount(inverse, weights=np.concatenate([w for _, _, w in parts]))
     top = int(np.argmax(preds))
-    return int(depth.max()), int(preds[top]), int(unique[top])
+    return int(shard), int(depth.max()), int(preds[top]), int(unique[top])
 
 
-def limits(totals: list, decision: dict, *, max_sequences_per_pack, max_predictions_per_pack
-           ) -> dict:
+def limits(totals: list, decision: dict, *, job) -> dict:
     """Step 4c: ``K`` and ``M``, checked as the local engine checks them, or the error."""
     from tfpack.data.flow import predictions_per_pack, sequences_per_pack
 
     if decision["error"] is not None:
         return {"error": decision["error"]}
-    depth = max(t[0] for t in totals)
-    most = max(t[1] for t in totals)
-    pack = min(t[2] for t in totals if t[1] == most)
+    max_predictions_per_pack = job.max_predictions_per_pack
     try:
-        K = sequences_per_pack(depth, max_sequences_per_pack)
+        totals = unique_by(totals, lambda t: t[0], decision["shards"], "output shards")
+    except TfpackError as error:
+        return {"error": str(error)}
+    depth = max(t[1] for t in totals)
+    most = max(t[2] for t in totals)
+    pack = min(t[3] for t in totals if t[2] == most)
+    try:
+        K = sequences_per_pack(depth, job.max_sequences_per_pack)
         M = predictions_per_pack(most, None)
         if max_predictions_per_pack is not None and most > max_predictions_per_pack:
             return {"error": None, "bad_pack": pack, "most": most}
@@ -234,16 +362,19 @@ def route_file(placed: Placed, limit: dict, packs_per_shard: int):
     shard = placed.pack // packs_per_shard
     for s in np.unique(shard):
         mine = np.flatnonzero(shard == s)
-        yield int(s), (placed.pack[mine], placed.position[mine], placed.lengths[mine],
-                       [records[i] for i in mine], placed.first_example + mine)
+        yield int(s), (placed.index, placed.pack[mine], placed.position[mine],
+                       placed.lengths[mine], [records[i] for i in mine],
+                       placed.first_example + mine)
 
 
 def shard_layout(parts) -> tuple[list[bytes], np.ndarray, np.ndarray]:
     """One shard's records in pack order, the splits of its packs, and each
     record's global index (its position across the input files, in order).
 
+    One part per input file feeding the shard (copies dropped by file index).
     Within a pack: longest first, then by slot, as `tfpack.packing.layout`.
     """
+    parts = [part[1:] for part in {part[0]: part for part in parts}.values()]
     pack = np.concatenate([p[0] for p in parts])
     position = np.concatenate([p[1] for p in parts])
     lengths = np.concatenate([p[2] for p in parts])
@@ -254,3 +385,39 @@ def shard_layout(parts) -> tuple[list[bytes], np.ndarray, np.ndarray]:
     sizes = np.bincount(pack - first)
     splits = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return [records[i] for i in order], splits, ids[order]
+
+
+def collect(_, decision: dict, limit: dict, shards: list[dict], bad_pack: list, *, job,
+            result_path: str) -> None:
+    """Step 5: write what the launcher finishes the output with, or the one error.
+
+    ``result_path`` gets JSON ``{"error": message}`` or the plan, the shards
+    (in shard order), features, ``K``, ``M`` and the counts.
+    """
+    from tfpack.data.windows import predictions_error
+    from tfpack.formats import manifest
+
+    error = decision["error"] or limit["error"]
+    if error is None and limit.get("bad_pack") is not None:
+        examples = [i for _, _, i in sorted(set(bad_pack))]
+        error = str(predictions_error(job.max_predictions_per_pack, limit["bad_pack"],
+                                      examples, limit["most"]))
+    if error is None:
+        try:
+            shards = unique_by(shards, lambda s: s["shard"], decision["shards"],
+                               "output shards")
+        except TfpackError as missing:
+            error = str(missing)
+    if error is not None:
+        manifest.write_atomic(result_path, json.dumps({"error": error}))
+        return
+    result = {
+        "error": None, "plan": decision["plan"].to_json(),
+        "shards": [{k: s[k] for k in ("name", "records", "bytes", "sha256")} for s in shards],
+        "features": shards[0]["features"], "K": limit["K"], "M": limit["M"],
+        "sequences": decision["sequences"], "tokens": decision["tokens"],
+        "packs": decision["packs"],
+        "balance": (decision["placement"].balance.to_dict()
+                    if decision["placement"].balance else None),
+    }
+    manifest.write_atomic(result_path, json.dumps(result))

@@ -31,7 +31,7 @@ import keras
 from keras import ops
 
 from tfpack.layers.packed_attention import packed_attention
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 
 
 def part(layer, name):
@@ -154,7 +154,7 @@ def sliding_window_mask(mask, window):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubDecoder(KerasHubBackbone):
+class KerasHubDecoder(KerasHubCausalBackbone):
     """A keras-hub Llama-style decoder that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
@@ -196,10 +196,6 @@ class KerasHubDecoder(KerasHubBackbone):
                       "Qwen3Backbone", "MixtralBackbone", "QwenMoeBackbone",
                       "Qwen3MoeBackbone")
 
-    @classmethod
-    def is_causal(cls, backbone):
-        return True
-
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
         x = self.backbone.token_embedding(input_ids)
@@ -217,8 +213,3 @@ class KerasHubDecoder(KerasHubBackbone):
             x = decoder_block(layer, x, position_ids, layer_mask, real,
                               training, options)
         return {"sequence_output": self.backbone.layer_norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")

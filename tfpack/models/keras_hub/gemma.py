@@ -23,7 +23,7 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.layers.packed_attention import packed_attention
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 
 
 def query_scale(attention):
@@ -123,7 +123,7 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubGemma(KerasHubBackbone):
+class KerasHubGemma(KerasHubCausalBackbone):
     """A keras-hub Gemma or Gemma 3 (text) backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
@@ -188,8 +188,3 @@ class KerasHubGemma(KerasHubBackbone):
                     sequence_ids, sliding_window(layer.attention, self.causal))
             x = decoder_block(layer, x, position_ids, mask, training, options)
         return {"sequence_output": self.backbone.layer_norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")

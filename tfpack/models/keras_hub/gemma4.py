@@ -23,7 +23,7 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 
 
 def _add(a, b):
@@ -90,7 +90,7 @@ def layer_mask(layer, mask):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubGemma4(KerasHubBackbone):
+class KerasHubGemma4(KerasHubCausalBackbone):
     """A keras-hub Gemma 4 backbone (text) that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the
@@ -175,8 +175,3 @@ class KerasHubGemma4(KerasHubBackbone):
                 shared.get(source) if layer.is_kv_shared_layer else None,
                 training)
         return {"sequence_output": self.backbone.layer_norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")

@@ -13,9 +13,8 @@ runs dense attention only (`"auto"` is dense; `"segmented"` is refused).
 """
 
 import keras
-from keras import ops
 
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.decoders import self_attention
 
 
@@ -29,7 +28,7 @@ def decoder_block(layer, x, position_ids, mask, training):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubGptOss(KerasHubBackbone):
+class KerasHubGptOss(KerasHubCausalBackbone):
     """A keras-hub GPT-OSS backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the
@@ -65,10 +64,6 @@ class KerasHubGptOss(KerasHubBackbone):
     backbone_names = ("GptOssBackbone",)
     dense_only = "its attention sinks are not in tfpack's segmented attention"
 
-    @classmethod
-    def is_causal(cls, backbone):
-        return True
-
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
         x = self.backbone.token_embedding(input_ids)
@@ -76,8 +71,3 @@ class KerasHubGptOss(KerasHubBackbone):
         for layer in self.backbone.transformer_layers:
             x = decoder_block(layer, x, position_ids, mask, training)
         return {"sequence_output": self.backbone.layer_norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")

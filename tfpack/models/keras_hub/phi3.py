@@ -13,7 +13,7 @@ it gets alone, whatever it is packed with.
 import keras
 from keras import ops
 
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.decoders import attend
 
 
@@ -72,7 +72,7 @@ def decoder_block(layer, x, position_ids, lengths, mask, training,
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubPhi3(KerasHubBackbone):
+class KerasHubPhi3(KerasHubCausalBackbone):
     """A keras-hub Phi-3 backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the
@@ -105,10 +105,6 @@ class KerasHubPhi3(KerasHubBackbone):
 
     backbone_names = ("Phi3Backbone",)
 
-    @classmethod
-    def is_causal(cls, backbone):
-        return True
-
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
         x = self.backbone.token_embedding(input_ids)
@@ -120,8 +116,3 @@ class KerasHubPhi3(KerasHubBackbone):
             x = decoder_block(layer, x, position_ids, lengths, mask, training,
                               options)
         return {"sequence_output": self.backbone.layer_norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")

@@ -12,7 +12,7 @@ its `inv_freq` weight); `rotate` does the same at per-token positions.
 import keras
 from keras import ops
 
-from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.decoders import attend
 
 
@@ -55,7 +55,7 @@ def decoder_block(layer, x, position_ids, mask, segmented=None):
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
-class KerasHubSmolLM3(KerasHubBackbone):
+class KerasHubSmolLM3(KerasHubCausalBackbone):
     """A keras-hub SmolLM3 backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the
@@ -93,10 +93,6 @@ class KerasHubSmolLM3(KerasHubBackbone):
 
     backbone_names = ("SmolLM3Backbone",)
 
-    @classmethod
-    def is_causal(cls, backbone):
-        return True
-
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
         x = self.backbone.token_embedding(input_ids)
@@ -106,8 +102,3 @@ class KerasHubSmolLM3(KerasHubBackbone):
         for layer in self.backbone.transformer_layers:
             x = decoder_block(layer, x, position_ids, mask, options)
         return {"sequence_output": self.backbone.norm(x)}
-
-    def logits(self, sequence_output):
-        """Next-token logits `[B, L, vocabulary_size]`, float32."""
-        return ops.cast(self.backbone.token_embedding(sequence_output,
-                                                      reverse=True), "float32")
