@@ -9,7 +9,10 @@ Subpackages, top to bottom of the data flow (see DESIGN.md):
 - `tfpack.formats`: Google BERT TFRecords in, the packed-output format out.
 - `tfpack.engines`: ``tfpack pack`` on one machine or on Apache Beam.
 - `tfpack.layers`, `tfpack.models`: Keras 3 layers and models for packed inputs.
+- `tfpack.tasks`: task declarations: each task's features and outputs, and
+  how they pack (the open feature contract; no TensorFlow).
 - `tfpack.testing`: equivalence checks for packed models.
+- `tfpack.inference`: `tfpack.predict`: per-example outputs computed on packs.
 - `tfpack.training`: LAMB for packing, batch rules, a distributed training loop.
 - `tfpack.export`: SavedModels that serve packed and unpacked inputs.
 
@@ -39,17 +42,22 @@ __all__ = [
     "errors",
     "export",
     "formats",
+    "inference",
     "layers",
     "models",
     "packing",
+    "predict",
+    "tasks",
     "testing",
     "training",
 ]
 
-_SUBPACKAGES = frozenset(__all__) - {"__version__"}
+_SUBPACKAGES = frozenset(__all__) - {"__version__", "predict"}
 
 
 def __getattr__(name):
+    if name == "predict":  # `tfpack.predict` (imports TensorFlow on first use).
+        return importlib.import_module("tfpack.inference").predict
     if name in _SUBPACKAGES:
         return importlib.import_module(f"tfpack.{name}")
     raise AttributeError(f"module 'tfpack' has no attribute {name!r}")

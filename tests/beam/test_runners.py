@@ -98,9 +98,13 @@ def test_merges_keep_one_result_per_source_and_refuse_a_missing_one():
     once = steps.shard_totals((0, [part_a, part_b]))
     assert once == (0, 2, 9, 6)  # shard, deepest pack, most predictions, its pack
     assert steps.shard_totals((0, [part_a, part_b, part_a, part_b, part_a])) == once
-    route_a = (0, np.array([1, 0]), np.array([0, 0]), np.array([3, 5]), [b"a0", b"a1"])
-    route_b = (1, np.array([1]), np.array([1]), np.array([2]), [b"b0"])
-    records, splits = steps.shard_layout([route_a, route_b])
+    # file, packs, slots, lengths, records, global example ids
+    route_a = (0, np.array([1, 0]), np.array([0, 0]), np.array([3, 5]), [b"a0", b"a1"],
+               np.array([0, 1]))
+    route_b = (1, np.array([1]), np.array([1]), np.array([2]), [b"b0"], np.array([7]))
+    records, splits, ids = steps.shard_layout([route_a, route_b])
     assert records == [b"a1", b"a0", b"b0"] and splits.tolist() == [0, 1, 3]
+    assert ids.tolist() == [1, 0, 7]
     again = steps.shard_layout([route_b, route_a, route_a])
     assert again[0] == records and again[1].tolist() == splits.tolist()
+    assert again[2].tolist() == ids.tolist()

@@ -208,7 +208,7 @@ def _build_shards(job, tmp, output_dir, order, splits, shard_of, num_shards, K, 
         name = job.shard_name(s, num_shards)
         with manifest.atomic_path(os.path.join(output_dir, name)) as partial, \
                 tf.io.TFRecordWriter(partial) as writer:
-            for packs in builder.packs(bucket, local_order, local_splits):
+            for packs in builder.packs(bucket, local_order, local_splits, example_ids=members):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)

@@ -56,7 +56,7 @@ class ShardBuilder:
         self._build = None
 
     def packs(self, records, order: np.ndarray, splits: np.ndarray,
-              ) -> Iterator[dict[str, np.ndarray]]:
+              example_ids: np.ndarray | None = None) -> Iterator[dict[str, np.ndarray]]:
         """Batches of packs (dicts of numpy ``[P, ...]``), chunk after chunk.
 
         Args:
@@ -64,6 +64,9 @@ class ShardBuilder:
                 strings or a list of bytes, in any order.
             order, splits: the shard's packs as in `tfpack.packing.Assignment`,
                 indexing ``records``.
+            example_ids: int ``[len(records)]``, each record's position in the
+                whole input (all input files, in order), written to the
+                packs' ``example_ids``; default its index in ``records``.
         """
         if not isinstance(records, tf.data.Dataset):
             records = tf.data.Dataset.from_tensor_slices(tf.constant(list(records), tf.string))
@@ -77,10 +80,12 @@ class ShardBuilder:
             self._build = _assemble_function(examples, self.roles, self.max_length,
                                              self.max_sequences_per_pack, self.max_predictions)
         order, splits = np.asarray(order, np.int64), np.asarray(splits, np.int64)
+        ids = np.arange(len(order), dtype=np.int64) if example_ids is None else np.asarray(
+            example_ids, np.int64)
 
         def build(start: int) -> dict[str, np.ndarray]:
             sub = splits[start:start + _ASSEMBLE_PACKS + 1]
-            packs = self._build(examples, order[sub[0]:sub[-1]], sub - sub[0])
+            packs = self._build(examples, order[sub[0]:sub[-1]], sub - sub[0], ids)
             return {n: t.numpy() for n, t in packs.items()}
 
         # The next chunk is assembled (TensorFlow, without the GIL) while the
@@ -118,9 +123,10 @@ def _assemble_function(examples, roles, L, K, M):
         return tf.TensorSpec([None], value.dtype)
 
     signature = [{n: relaxed(v) for n, v in examples.items()},
-                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64)]
+                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64),
+                 tf.TensorSpec([None], tf.int64)]
     # No autograph: `assemble` is plain vectorized TF (converting it costs seconds).
     return tf.function(
-        lambda examples, order, splits: assemble(examples, order, splits, roles, L, K, M,
-                                                 check_partitions=False),
+        lambda examples, order, splits, ids: assemble(
+            examples, order, splits, roles, L, K, M, check_partitions=False, example_ids=ids),
         input_signature=signature, autograph=False)

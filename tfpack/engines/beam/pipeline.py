@@ -147,13 +147,14 @@ class _BuildShard(beam.DoFn):
         from tfpack.formats.records import packed_features, serialize_packs
 
         shard, parts = item
-        records, splits = steps.shard_layout(list(parts))
+        records, splits, ids = steps.shard_layout(list(parts))
         builder = _shard_builder(self.job.max_length, limit["K"], limit["M"])
         name = self.job.shard_name(shard, decision["shards"])
         path = os.path.join(self.staging, name)
         count, features = 0, None
         with manifest.atomic_path(path) as partial, tf.io.TFRecordWriter(partial) as writer:
-            for packs in builder.packs(records, np.arange(len(records)), splits):
+            for packs in builder.packs(records, np.arange(len(records)), splits,
+                                       example_ids=ids):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)
