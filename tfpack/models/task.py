@@ -164,6 +164,13 @@ class Task(keras.Model):
         self.update_task_metrics(x, y_pred, statistics)
         return self.get_metrics_result()
 
+    @property
+    def task_metrics(self):
+        """The task's own metrics (beyond ``{t}_accuracy``), in attribute order."""
+        return [value for value in vars(self).values()
+                if isinstance(value, keras.metrics.Metric)
+                and not type(value) is StatisticRatio]
+
     def update_task_metrics(self, x, y_pred, statistics):
         """Update a task's own metrics (macro F1, entity F1, perplexity).
 
