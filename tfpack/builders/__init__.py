@@ -7,6 +7,11 @@
 - `causal_lm_examples` (documents cut into pieces) and `sft_examples`
   (prompt/response pairs).
 - `classification_examples` (a text or a text pair and a label).
+- `embedding_examples` (texts, optional contrastive group ids),
+  `token_classification_examples` (words and their tags, aligned to the
+  first sub-token; `word_predictions` reads predictions back per word) and
+  `question_answering_examples` (strided context windows with character
+  offsets; `best_answers` picks each question's answer text).
 
 The same names are exported by `tfpack.data`, where most users meet them.
 
@@ -28,15 +33,35 @@ from tfpack.builders.bert import (
 )
 from tfpack.builders.causal_lm import causal_lm_examples, sft_examples
 from tfpack.builders.classification import classification_examples
+from tfpack.builders.embedding import embedding_examples
+from tfpack.builders.question_answering import (
+    QAExamples,
+    QAWindow,
+    best_answers,
+    question_answering_examples,
+)
+from tfpack.builders.token_classification import (
+    TaggingExamples,
+    token_classification_examples,
+    word_predictions,
+)
 
 __all__ = [
+    "QAExamples",
+    "QAWindow",
+    "TaggingExamples",
     "bert_pretraining_examples",
+    "best_answers",
     "causal_lm_examples",
     "classification_examples",
     "compact_vocabulary",
     "create_bert_examples",
+    "embedding_examples",
     "examples_to_dataset",
     "load_vocab",
+    "question_answering_examples",
     "sft_examples",
+    "token_classification_examples",
     "tokenize_documents",
+    "word_predictions",
 ]
