@@ -9,6 +9,8 @@ Subpackages, top to bottom of the data flow (see DESIGN.md):
 - `tfpack.formats`: Google BERT TFRecords in, the packed-output format out.
 - `tfpack.engines`: ``tfpack pack`` on one machine or on Apache Beam.
 - `tfpack.layers`, `tfpack.models`: Keras 3 layers and models for packed inputs.
+- `tfpack.tasks`: task declarations: each task's features and outputs, and
+  how they pack (the open feature contract; no TensorFlow).
 - `tfpack.testing`: equivalence checks for packed models.
 - `tfpack.training`: LAMB for packing, batch rules, a distributed training loop.
 - `tfpack.export`: SavedModels that serve packed and unpacked inputs.
@@ -42,6 +44,7 @@ __all__ = [
     "layers",
     "models",
     "packing",
+    "tasks",
     "testing",
     "training",
 ]

@@ -1,19 +1,23 @@
 """The packed-feature contract: every feature a pack may hold, in one place.
 
 A packed example is a dict of fixed-shape features. This module is the one
-definition of their names, dtypes, dimensions, roles and padding values; the
-tf.data specs (`tfpack.data.packed_feature_spec`), the models' inputs and
-labels, the trainer's shape validation, the export signatures and the numpy
-packer of `tfpack.testing` are all derived from it. It imports neither
-TensorFlow nor Keras.
+table of their names, dtypes, dimensions, roles and padding values; the
+table itself is derived from the registered task declarations
+(`tfpack.tasks`: the core features every pack has, plus each task's own
+label and head-input features). The tf.data specs
+(`tfpack.data.packed_feature_spec`), the models' inputs and labels, the
+trainer's shape validation, the export signatures and the numpy packer of
+`tfpack.testing` are all derived from it. It imports neither TensorFlow nor
+Keras.
 
 Dimensions: ``L`` = tokens per pack (max length), ``K`` = sequences per pack,
-``M`` = masked-LM predictions per pack; ``None`` is a scalar. A batch adds a
-leading batch dimension.
+``M`` = prediction slots per pack (masked LM); a batch adds a leading batch
+dimension.
 
 Roles: ``"input"`` features are read by the model's forward pass (and are the
-export signature); ``"label"`` features are read only by a task's loss. A
-label belongs to the tasks listed in ``tasks``; the same name can mean
+export signature); ``"label"`` features are read only by a task's loss;
+``"index"`` features are bookkeeping read by neither. A feature belongs to
+the tasks listed in ``tasks`` (``None``: every task); the same name can mean
 different things for different tasks: ``labels`` is ``[K]`` (one class per
 sequence) for ``"classification"`` and ``[L]`` (next-token targets) for
 ``"causal_lm"``.
@@ -42,10 +46,11 @@ tfpack.errors.TfpackError: Feature names must be in the tfpack feature contract 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
+from tfpack import tasks as _tasks
 from tfpack.errors import TfpackError
+from tfpack.tasks.base import IGNORE_LABEL, Feature
 
 __all__ = [
     "DIMENSIONS",
@@ -57,83 +62,37 @@ __all__ = [
     "dimension_of",
     "dtype_of",
     "feature",
+    "input_kinds",
     "label_features",
     "names",
+    "outputs",
     "padding_value",
+    "table",
 ]
-
-# Label value of positions without a target (the Keras / Hugging Face
-# convention); the ONE definition of -100 in tfpack.
-IGNORE_LABEL = -100
 
 # Dimension symbol -> the packing option that sets it.
 DIMENSIONS = {"L": "max_length", "K": "max_sequences_per_pack",
               "M": "max_predictions_per_pack"}
 
-# Tasks whose labels the contract defines ("pretraining" is BERT's MLM + NSP).
-TASKS = ("pretraining", "classification", "causal_lm")
+
+def table() -> tuple[Feature, ...]:
+    """Every feature of the contract: the core features, then each registered
+    task's own (`tfpack.tasks`), in registration order."""
+    return _tasks.CORE_FEATURES + tuple(f for spec in _tasks.specs() for f in spec.features)
 
 
-@dataclasses.dataclass(frozen=True)
-class Feature:
-    """One packed feature.
-
-    Attributes:
-        name: the dict key.
-        dtype: ``"int32"`` or ``"float32"``.
-        dimension: ``"L"``, ``"K"``, ``"M"`` or ``None`` (a scalar).
-        role: ``"input"`` (read by the forward pass) or ``"label"`` (read by
-            a loss only).
-        tasks: the tasks that read it; ``None`` for every task.
-        padding: the value of padding slots (``IGNORE_LABEL`` for targets
-            that must not count).
-        doc: one line of meaning.
-    """
-
-    name: str
-    dtype: str
-    dimension: str | None
-    role: str
-    tasks: tuple[str, ...] | None
-    padding: int | float
-    doc: str
-
-
-FEATURES: tuple[Feature, ...] = (
-    Feature("input_ids", "int32", "L", "input", None, 0,
-            "tokens of the packed sequences, back to back, then padding"),
-    Feature("sequence_ids", "int32", "L", "input", None, 0,
-            "1..K: the sequence of each token; 0 = padding"),
-    Feature("position_ids", "int32", "L", "input", None, 0,
-            "position inside its own sequence, restarting at 0"),
-    Feature("token_type_ids", "int32", "L", "input", None, 0,
-            "BERT sentence A/B ids, when the input has them"),
-    Feature("masked_lm_positions", "int32", "M", "input", ("pretraining",), 0,
-            "index into the pack of each masked token"),
-    Feature("cls_positions", "int32", "K", "input", None, 0,
-            "index of each sequence's first token (0 for absent ones)"),
-    Feature("sequence_mask", "float32", "K", "input", None, 0.0,
-            "1.0 where sequence k exists in the pack"),
-    Feature("masked_lm_ids", "int32", "M", "label", ("pretraining",), 0,
-            "the true token of each masked position"),
-    Feature("masked_lm_weights", "float32", "M", "label", ("pretraining",),
-            0.0, "1.0 for a real prediction, 0.0 for padding"),
-    Feature("masked_lm_sequence_ids", "int32", "M", "label", ("pretraining",),
-            0, "the sequence (1..K) of each prediction; 0 = padding"),
-    Feature("next_sentence_labels", "int32", "K", "label", ("pretraining",),
-            0, "next-sentence label of each sequence"),
-    Feature("labels", "int32", "K", "label", ("classification",), 0,
-            "class of each sequence"),
-    Feature("labels", "int32", "L", "label", ("causal_lm",), IGNORE_LABEL,
-            "next-token target; never a token of another sequence"),
-    Feature("loss_weights", "float32", "L", "label", ("causal_lm",), 0.0,
-            "weight of each token's target (0.0 = not trained, e.g. prompts)"),
-)
+def __getattr__(name):
+    # Live views of the registry: a task registered later is in them too.
+    if name == "FEATURES":
+        return table()
+    if name == "TASKS":
+        return _tasks.names()
+    raise AttributeError(f"module 'tfpack.features' has no attribute {name!r}")
 
 
 def names() -> frozenset[str]:
     """Every feature name of the contract."""
-    return frozenset(f.name for f in FEATURES)
+    return frozenset(f.name for f in table())
 
 
 def feature(name: str, task: str | None = None) -> Feature:
@@ -142,7 +101,7 @@ def feature(name: str, task: str | None = None) -> Feature:
     >>> feature("sequence_mask").dtype
     'float32'
     """
-    found = [f for f in FEATURES if f.name == name
+    found = [f for f in table() if f.name == name
              and (task is None or f.tasks is None or task in f.tasks)]
     if not found:
         raise TfpackError(
@@ -167,7 +126,7 @@ def dimension_of(name: str, task: str | None = None) -> str | None:
     >>> dimension_of("masked_lm_ids"), dimension_of("labels")
     ('M', None)
     """
-    matches = {f.dimension for f in FEATURES if f.name == name
+    matches = {f.dimension for f in table() if f.name == name
                and (task is None or f.tasks is None or task in f.tasks)}
     if not matches and name not in names():
         feature(name, task)  # Raises the contract error.
@@ -180,11 +139,24 @@ def padding_value(name: str, task: str | None = None) -> int | float:
 
 
 def label_features(task: str) -> tuple[str, ...]:
-    """The label features a task's loss reads, in contract order."""
-    if task not in TASKS:
-        raise TfpackError(f"`task` must be one of {TASKS}. Received: task={task!r}")
-    return tuple(f.name for f in FEATURES
-                 if f.role == "label" and f.tasks is not None and task in f.tasks)
+    """The label features a task's loss reads, in declaration order."""
+    return _tasks.get(task).label_features
+
+
+def outputs(task: str | None) -> dict[str, str]:
+    """Output name -> packing (``"token"``, ``"sequence"``, ``"prediction"``)
+    of a task's model (``None``: a backbone's ``sequence_output``).
+
+    >>> outputs("classification"), outputs(None)
+    ({'logits': 'sequence'}, {'sequence_output': 'token'})
+    """
+    return dict(_tasks.BACKBONE_OUTPUTS if task is None else _tasks.get(task).outputs)
+
+
+def input_kinds() -> dict[str, tuple[str, str]]:
+    """``{name: (dimension, dtype)}`` of every input feature (what a model may
+    read at serving time), from every registered task."""
+    return {f.name: (f.dimension, f.dtype) for f in table() if f.role == "input"}
 
 
 def check_names(feature_names: Iterable[str], where: str) -> None:
@@ -197,7 +169,7 @@ def check_names(feature_names: Iterable[str], where: str) -> None:
 
 
 def _any_task(name: str) -> str | None:
-    dtypes = {f.dtype for f in FEATURES if f.name == name}
+    dtypes = {f.dtype for f in table() if f.name == name}
     if len(dtypes) > 1:  # Never true today; a guard for future entries.
         raise TfpackError(f"Feature {name!r} must have one dtype. Received: {dtypes}")
-    return next((f.tasks[0] for f in FEATURES if f.name == name and f.tasks), None)
+    return next((f.tasks[0] for f in table() if f.name == name and f.tasks), None)

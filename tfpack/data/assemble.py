@@ -103,8 +103,9 @@ def assemble(
     tok_pos = token_index.flat_values - tf.gather(first, tok_seq)
 
     sizes = {"L": L, "K": K, "M": M}
+    task = roles.task
 
-    def by_pack(name, values, row_lengths, task=None):
+    def by_pack(name, values, row_lengths):
         # Width, dtype and padding of feature `name` from the contract.
         entry = contract.feature(name, task)
         dtype = tf.as_dtype(entry.dtype)
@@ -113,8 +114,11 @@ def assemble(
         return ragged.to_tensor(default_value=tf.constant(entry.padding, dtype),
                                 shape=[None, sizes[entry.dimension]])
 
-    def tokens_by_pack(name, values, task=None):
-        return by_pack(name, values, pack_tokens, task)
+    def tokens_by_pack(name, values):
+        return by_pack(name, values, pack_tokens)
+
+    def source(name):
+        return contract.feature(name, task).source
 
     out = {}
     for name in roles.tokens:
@@ -122,23 +126,26 @@ def assemble(
             name, tf.gather(examples[name].flat_values, token_index.flat_values))
     out["sequence_ids"] = tokens_by_pack("sequence_ids", tf.gather(seq_k, tok_seq) + 1)
     out["position_ids"] = tokens_by_pack("position_ids", tok_pos)
-    if roles.causal_labels:
-        flat = tf.gather(tokens.flat_values, token_index.flat_values)
-        following = tf.concat([flat[1:], tf.zeros([1], flat.dtype)], 0)
-        last = tok_pos == tf.gather(lengths, tok_seq) - 1
-        targets = tf.where(last, tf.constant(IGNORE_LABEL, flat.dtype), following)
-        out["labels"] = tokens_by_pack("labels", targets, "causal_lm")
+    for name in roles.derived:
+        if source(name) == "next_token":
+            flat = tf.gather(tokens.flat_values, token_index.flat_values)
+            following = tf.concat([flat[1:], tf.zeros([1], flat.dtype)], 0)
+            last = tok_pos == tf.gather(lengths, tok_seq) - 1
+            targets = tf.where(last, tf.constant(IGNORE_LABEL, flat.dtype), following)
+            out[name] = tokens_by_pack(name, targets)
 
-    if roles.masked_lm is not None:
-        out.update(_masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack,
-                              check_partitions))
+    if roles.predictions:
+        out.update(_predictions(examples, order, splits, roles, seq_k, seq_offset, M, by_pack,
+                                check_partitions))
 
     per_pack = splits[1:] - splits[:-1]
     out["cls_positions"] = by_pack("cls_positions", seq_offset, per_pack)
     out["sequence_mask"] = by_pack("sequence_mask", tf.ones_like(seq_k), per_pack)
     for name in roles.sequence:
-        out[name] = by_pack(name, tf.gather(examples[name], order), per_pack,
-                            "classification" if name == "labels" else None)
+        values = tf.gather(examples[name], order)
+        if name in roles.shifted:
+            values = tf.cast(values, tf.int64) + seq_offset
+        out[name] = by_pack(name, values, per_pack)
     return out
 
 
@@ -152,35 +159,34 @@ def _same_partition(examples, names):
         for n in present[1:]]
 
 
-def _masked_lm(examples, order, splits, roles, seq_k, seq_offset, M, by_pack,
-               check_partitions):
-    positions_name, ids_name, weights_name = roles.masked_lm
-    positions = examples[positions_name]
-    first = tf.gather(positions.row_splits, order)
-    counts = tf.gather(positions.row_splits, order + 1) - first
+def _predictions(examples, order, splits, roles, seq_k, seq_offset, M, by_pack,
+                 check_partitions):
+    """The ``[M]`` features: read ones gathered (positions shifted), derived slots."""
+    counter = examples[roles.predictions[0]]
+    first = tf.gather(counter.row_splits, order)
+    counts = tf.gather(counter.row_splits, order + 1) - first
     starts = tf.concat([[0], tf.cumsum(counts)], 0)
     pack_predictions = tf.gather(starts, splits[1:]) - tf.gather(starts, splits[:-1])
     checks = [tf.debugging.assert_less_equal(
         pack_predictions, tf.constant(M, tf.int64),
         message=f"A pack holds more than max_predictions_per_pack={M} masked-LM predictions")]
     if check_partitions:
-        checks += _same_partition(examples, [positions_name, ids_name, weights_name])
+        checks += _same_partition(examples, roles.predictions)
     with tf.control_dependencies(checks):
         first = tf.identity(first)
     index = tf.ragged.range(first, first + counts)
     m_seq = index.value_rowids()
     flat = index.flat_values
-    shifted = (tf.cast(tf.gather(positions.flat_values, flat), tf.int64)
-               + tf.gather(seq_offset, m_seq))
-    if weights_name in examples:
-        weights = tf.gather(examples[weights_name].flat_values, flat)
-    else:
-        weights = tf.ones_like(m_seq, tf.float32)
-    return {
-        positions_name: by_pack(positions_name, shifted, pack_predictions),
-        ids_name: by_pack(ids_name, tf.gather(examples[ids_name].flat_values, flat),
-                          pack_predictions),
-        weights_name: by_pack(weights_name, weights, pack_predictions),
-        "masked_lm_sequence_ids": by_pack("masked_lm_sequence_ids",
-                                          tf.gather(seq_k, m_seq) + 1, pack_predictions),
-    }
+    out = {}
+    for name in roles.predictions:
+        if name in examples:
+            values = tf.gather(examples[name].flat_values, flat)
+        else:  # An absent optional prediction feature is 1.0 (`source="ones"`).
+            values = tf.ones_like(m_seq, tf.float32)
+        if name in roles.shifted:
+            values = tf.cast(values, tf.int64) + tf.gather(seq_offset, m_seq)
+        out[name] = by_pack(name, values, pack_predictions)
+    for name in roles.derived:
+        if contract.feature(name, roles.task).packing == "prediction":  # `source="slot"`
+            out[name] = by_pack(name, tf.gather(seq_k, m_seq) + 1, pack_predictions)
+    return out

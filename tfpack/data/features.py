@@ -1,17 +1,21 @@
 """Feature roles: how each feature of an unpacked example enters a pack.
 
-An unpacked example is a dict of tensors. Every feature plays one *role*:
+The roles are derived from a task's declaration (`tfpack.tasks`): every
+feature packs one way (``packing``) from one source (``source``):
 
-- token features (``input_ids``, ``token_type_ids``, and the float
+- token features (``input_ids``, ``token_type_ids``, the float
   ``loss_weights`` of supervised fine-tuning): shape ``[length]``;
   concatenated pack by pack into ``[L]`` and padded (contract padding).
-- per-sequence features (``next_sentence_labels``, ``labels``): int scalars;
-  stacked into ``[K]`` and padded with 0.
-- masked-LM features (``masked_lm_positions``, ``masked_lm_ids``,
+- per-sequence features (``next_sentence_labels``, ``labels``): scalars;
+  stacked into ``[K]`` and padded.
+- prediction features (``masked_lm_positions``, ``masked_lm_ids``,
   ``masked_lm_weights``): shape ``[num_predictions]``; concatenated into
-  ``[M]``, positions shifted by the offset of their sequence in the pack.
-- causal-LM labels: not read from the input; derived from ``input_ids`` as the
-  next token of the same sequence, -100 elsewhere.
+  ``[M]``.
+- shifted features (``masked_lm_positions``): positions inside the example;
+  the offset of their sequence in the pack is added.
+- derived features, never read: causal-LM ``labels`` (the next token of the
+  same sequence, -100 elsewhere), ``masked_lm_sequence_ids`` (the slot of
+  each prediction).
 
 The first token feature (``input_ids``) defines the length of an example.
 Packs always also hold ``sequence_ids``, ``position_ids``, ``cls_positions``
@@ -37,6 +41,7 @@ import dataclasses
 import tensorflow as tf
 
 from tfpack import features as contract
+from tfpack import tasks
 from tfpack.errors import TfpackError
 from tfpack.features import IGNORE_LABEL
 
@@ -45,105 +50,143 @@ __all__ = ["FeatureRoles", "packed_feature_spec", "dense_rows", "IGNORE_LABEL"]
 
 @dataclasses.dataclass(frozen=True)
 class FeatureRoles:
-    """Which input features are token-level, per-sequence or masked-LM.
+    """Which input features are token-level, per-sequence or prediction slots.
+
+    Usually built from a task declaration (`FeatureRoles.get`, `for_task`).
 
     Attributes:
         name: a short name for messages (``"bert"``, ``"causal_lm"``, ...).
-        tokens: token-level features; the first one defines the length.
+        tokens: token-level features read from the input; the first one
+            defines the length.
         sequence: per-sequence scalar features, stacked to ``[K]``.
-        masked_lm: ``(positions, ids, weights)`` feature names, or ``None``.
-            The weights feature may be absent from the input (then 1.0).
-        causal_labels: derive causal-LM ``labels`` ``[L]`` from ``input_ids``.
-        optional: features of ``tokens``/``masked_lm`` that may be absent from
-            the input; they are then left out of the packs (weights: 1.0).
+        predictions: prediction-slot features read from the input,
+            concatenated to ``[M]``; the first one counts the predictions.
+        derived: features computed by the packer, never read (causal-LM
+            ``labels``, ``masked_lm_sequence_ids``).
+        shifted: features of ``sequence``/``predictions`` that are positions
+            inside the example: the sequence's offset in the pack is added.
+        optional: features that may be absent from the input; token and
+            sequence ones are then left out of the packs, prediction ones
+            declared ``source="ones"`` are filled with 1.0.
+        task: the contract task (which ``labels`` is meant), if any.
     """
 
     name: str
     tokens: tuple[str, ...] = ("input_ids",)
     sequence: tuple[str, ...] = ()
-    masked_lm: tuple[str, str, str] | None = None
-    causal_labels: bool = False
+    predictions: tuple[str, ...] = ()
+    derived: tuple[str, ...] = ()
+    shifted: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
+    task: str | None = None
 
     def __post_init__(self):
         contract.check_names(
-            self.tokens + self.sequence + tuple(self.masked_lm or ()),
+            self.tokens + self.sequence + self.predictions + self.derived,
             f"the {self.name!r} feature roles")
+
+    @classmethod
+    def for_task(cls, task: "str | tasks.TaskSpec", preset: str | None = None) -> "FeatureRoles":
+        """The roles of a registered task (under one of its presets).
+
+        >>> FeatureRoles.for_task("causal_lm").derived
+        ('labels',)
+        """
+        spec = tasks.get(task) if isinstance(task, str) else task
+        chosen = tasks.preset(preset or spec.name)[1]
+        features = tuple(f for f in spec.features if f.name not in chosen.omit)
+        core = {f.name: f for f in tasks.CORE_FEATURES}
+
+        def read(packing):
+            return tuple(f.name for f in features if f.packing == packing and f.read)
+
+        optional = tuple(spec.reads) + tuple(
+            f.name for f in features if f.source in ("optional", "ones"))
+        return cls(
+            name=chosen.name,
+            tokens=("input_ids",) + tuple(n for n in spec.reads
+                                          if core[n].packing == "token") + read("token"),
+            sequence=read("sequence"),
+            predictions=read("prediction"),
+            derived=tuple(f.name for f in features if not f.read),
+            shifted=tuple(f.name for f in features if f.shift),
+            optional=tuple(n for n in optional if n not in chosen.require),
+            task=spec.name,
+        )
 
     @classmethod
     def bert(cls) -> "FeatureRoles":
         """BERT pre-training: tokens, token types, masked LM and NSP labels."""
-        return cls(
-            name="bert",
-            tokens=("input_ids", "token_type_ids"),
-            sequence=("next_sentence_labels",),
-            masked_lm=("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"),
-            optional=("token_type_ids", "masked_lm_weights"),
-        )
+        return cls.get("bert")
 
     @classmethod
     def causal_lm(cls) -> "FeatureRoles":
         """Causal LM: tokens only; ``labels`` [L] derived per sequence."""
-        return cls(name="causal_lm", tokens=("input_ids",), causal_labels=True)
+        return cls.get("causal_lm")
 
     @classmethod
     def sft(cls) -> "FeatureRoles":
         """Supervised fine-tuning of a causal LM: tokens and the weight of each
         position's target (``loss_weights``, 0.0 on prompts); ``labels`` derived."""
-        return cls(name="sft", tokens=("input_ids", "loss_weights"), causal_labels=True)
+        return cls.get("sft")
 
     @classmethod
     def classification(cls) -> "FeatureRoles":
         """Per-sequence classification: tokens, token types, ``labels`` [K]."""
-        return cls(
-            name="classification",
-            tokens=("input_ids", "token_type_ids"),
-            sequence=("labels",),
-            optional=("token_type_ids",),
-        )
+        return cls.get("classification")
 
     @classmethod
     def get(cls, roles: "str | FeatureRoles") -> "FeatureRoles":
-        """``roles`` itself, or the preset named ``roles``."""
+        """``roles`` itself, or the preset (or task) named ``roles``
+        (`tfpack.tasks.preset_names`)."""
         if isinstance(roles, FeatureRoles):
             return roles
-        presets = {"bert": cls.bert, "causal_lm": cls.causal_lm,
-                   "classification": cls.classification, "sft": cls.sft}
-        if roles not in presets:
+        if not isinstance(roles, str):
             raise TfpackError(
-                f"`roles` must be a FeatureRoles or one of {sorted(presets)}. "
-                f"Received: roles={roles!r}"
-            )
-        return presets[roles]()
+                f"`roles` must be a FeatureRoles or one of {tasks.preset_names()}. "
+                f"Received: roles={roles!r}")
+        spec, preset = tasks.preset(roles)
+        return cls.for_task(spec, preset.name)
 
     @classmethod
     def infer(cls, element_spec) -> "FeatureRoles":
-        """The preset matching a dataset's features.
+        """The preset matching a dataset's features (`tfpack.tasks.detect`).
 
-        ``bert`` when ``masked_lm_positions`` is present, ``classification``
-        when a scalar ``labels`` is, ``sft`` when ``loss_weights`` is, else
-        ``causal_lm``.
+        ``bert`` when ``masked_lm_positions`` is present, ``sft`` when
+        ``loss_weights`` is, ``classification`` when a scalar ``labels`` is,
+        else ``causal_lm``; a registered task's ``detect`` adds its rule.
         """
+        ranks = {}
         if isinstance(element_spec, dict):
-            if "masked_lm_positions" in element_spec:
-                return cls.bert()
-            if "loss_weights" in element_spec:
-                return cls.sft()
-            labels = element_spec.get("labels")
-            if labels is not None and labels.shape.rank == 0:
-                return cls.classification()
-        return cls.causal_lm()
+            ranks = {n: s.shape.rank for n, s in element_spec.items()
+                     if getattr(s, "shape", None) is not None}
+        spec, preset = tasks.detect(ranks)
+        return cls.for_task(spec, preset.name)
 
     @property
     def length_feature(self) -> str:
         return self.tokens[0]
 
+    @property
+    def causal_labels(self) -> bool:
+        """Whether ``labels`` [L] are derived as next tokens."""
+        return any(self._entry(n).source == "next_token" for n in self.derived)
+
+    def _entry(self, name):
+        return contract.feature(name, self.task)
+
+    def filled(self, name) -> bool:
+        """Whether an absent ``name`` is filled (1.0) rather than left out."""
+        return self._entry(name).source == "ones"
+
     def present(self, element_spec) -> "FeatureRoles":
-        """These roles without the optional token features the input lacks."""
-        tokens = tuple(
-            n for n in self.tokens if n in element_spec or n not in self.optional
-        )
-        return dataclasses.replace(self, tokens=tokens)
+        """These roles without the optional features the input lacks."""
+        def keep(names):
+            return tuple(n for n in names if n in element_spec or n not in self.optional
+                         or self.filled(n))
+        return dataclasses.replace(self, tokens=keep(self.tokens),
+                                   sequence=keep(self.sequence),
+                                   predictions=keep(self.predictions))
 
     def validate(self, element_spec) -> None:
         """Check a dataset's ``element_spec`` against these roles.
@@ -157,7 +200,7 @@ class FeatureRoles:
             )
         problems = []
 
-        def check(name, rank, kind):
+        def check(name, rank):
             spec = element_spec.get(name)
             if spec is None:
                 if name not in self.optional:
@@ -167,6 +210,7 @@ class FeatureRoles:
                 problems.append(
                     f"feature {name!r} must be a dense tensor, not {type(spec).__name__}")
                 return
+            kind = "float" if self._entry(name).dtype == "float32" else "int"
             good_dtype = spec.dtype.is_integer if kind == "int" else spec.dtype.is_floating
             if not good_dtype or spec.shape.rank != rank:
                 want = "an integer" if kind == "int" else "a float"
@@ -176,16 +220,10 @@ class FeatureRoles:
                     f"got {spec.dtype.name} with shape {spec.shape}"
                 )
 
-        for name in self.tokens:
-            check(name, 1, "float" if contract.dtype_of(name) == "float32" else "int")
+        for name in self.tokens + self.predictions:
+            check(name, 1)
         for name in self.sequence:
-            check(name, 0, "int")
-        if self.masked_lm is not None:
-            positions, ids, weights = self.masked_lm
-            check(positions, 1, "int")
-            check(ids, 1, "int")
-            if weights in element_spec:
-                check(weights, 1, "float")
+            check(name, 0)
         if problems:
             raise TfpackError(
                 f"The dataset's features must match the {self.name!r} feature roles: "
@@ -211,20 +249,21 @@ def packed_feature_spec(
     ['cls_positions', 'input_ids', 'labels', 'position_ids', 'sequence_ids', 'sequence_mask']
     """
     sizes = {"L": max_length, "K": max_sequences, "M": max_predictions}
+    entries = {n: contract.feature(n, roles.task) for n in packed_feature_names(roles)}
+    return {n: tf.TensorSpec([sizes[e.dimension]], tf.as_dtype(e.dtype))
+            for n, e in entries.items()}
+
+
+def packed_feature_names(roles: FeatureRoles) -> list[str]:
+    """The names of a pack's features under ``roles``, in pack order."""
+    def derived(packing):
+        return [n for n in roles.derived if contract.feature(n, roles.task).packing == packing]
+
     names = [*roles.tokens, "sequence_ids", "position_ids"]
-    if roles.masked_lm is not None:
-        names += [*roles.masked_lm, "masked_lm_sequence_ids"]
-    names += ["cls_positions", "sequence_mask", *roles.sequence]
-    if roles.causal_labels:
-        names.append("labels")
-    return {name: _spec(name, roles, sizes) for name in names}
-
-
-def _spec(name: str, roles: FeatureRoles, sizes: dict) -> tf.TensorSpec:
-    # `labels` is [L] next-token targets for a causal LM, one class per sequence else.
-    task = ("causal_lm" if roles.causal_labels else "classification") if name == "labels" else None
-    entry = contract.feature(name, task)
-    return tf.TensorSpec([sizes[entry.dimension]], tf.as_dtype(entry.dtype))
+    if roles.predictions:
+        names += [*roles.predictions, *derived("prediction")]
+    names += ["cls_positions", "sequence_mask", *roles.sequence, *derived("sequence")]
+    return names + derived("token")
 
 
 def dense_rows(dataset: tf.data.Dataset) -> tf.data.Dataset:

@@ -74,7 +74,7 @@ def flatten(
                   else FeatureRoles.get(roles))
         chosen.validate(dataset.element_spec)
         chosen = chosen.present(dataset.element_spec)
-        if chosen.masked_lm is not None:
+        if chosen.predictions:
             _positive("max_predictions", max_predictions)
 
         def row(batch):

@@ -243,7 +243,7 @@ class Packer:
                  else FeatureRoles.get(self.roles))
         roles.validate(dataset.element_spec)
         roles = roles.present(dataset.element_spec)
-        if roles.masked_lm is not None and self.window and self.max_predictions_per_pack is None:
+        if roles.predictions and self.window and self.max_predictions_per_pack is None:
             raise TfpackError(
                 "Streaming mode (`window`) with masked-LM features needs a fixed "
                 "`max_predictions_per_pack`. Received: max_predictions_per_pack=None")
@@ -272,8 +272,8 @@ class Packer:
             validation.example_problems(examples, roles).numpy(), 0,
             lambda i: {n: t[i].numpy() for n, t in examples.items()})
         predictions = None
-        if roles.masked_lm is not None:
-            predictions = examples[roles.masked_lm[0]].row_lengths().numpy()
+        if roles.predictions:
+            predictions = examples[roles.predictions[0]].row_lengths().numpy()
         packs = offline_packs(
             lengths, predictions, max_length=L,
             max_sequences_per_pack=self.max_sequences_per_pack,
@@ -331,7 +331,7 @@ class Packer:
             batch = ragged_rows(batch)
             lengths = batch[length_feature].row_lengths()
             codes = validation.example_problems(batch, roles)
-            predictions = (batch[roles.masked_lm[0]].row_lengths() if roles.masked_lm
+            predictions = (batch[roles.predictions[0]].row_lengths() if roles.predictions
                            else tf.zeros_like(lengths))
             order, splits = tf.numpy_function(
                 plan_numpy, [lengths, index, codes, predictions], [tf.int64, tf.int64],

@@ -34,10 +34,10 @@ def truncate_example(example: dict, roles: FeatureRoles, max_length: int) -> dic
     out = dict(example)
     for name in roles.tokens:
         out[name] = example[name][:max_length]
-    if roles.masked_lm is not None:
-        positions, ids, weights = roles.masked_lm
-        keep = example[positions] < max_length
-        for name in (positions, ids, weights):
+    positions = [n for n in roles.predictions if n in roles.shifted]
+    if positions:
+        keep = example[positions[0]] < max_length
+        for name in roles.predictions:
             if name in example:
                 out[name] = tf.boolean_mask(example[name], keep)
     return out
@@ -82,10 +82,10 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool 
 
 
 def check_partitions(row_lengths: dict, roles: FeatureRoles) -> None:
-    """Token features must match ``input_ids`` (masked-LM ones each other) per example."""
+    """Token features must match ``input_ids`` (prediction ones each other) per example."""
     groups = [list(roles.tokens)]
-    if roles.masked_lm is not None:
-        groups.append(list(roles.masked_lm))
+    if roles.predictions:
+        groups.append(list(roles.predictions))
     for group in groups:
         group = [n for n in group if row_lengths.get(n)]
         base = np.concatenate(row_lengths[group[0]])
@@ -106,6 +106,4 @@ def ragged_rows(batch: dict) -> dict:
 
 def input_names(roles, element_spec):
     names = list(roles.tokens) + list(roles.sequence)
-    if roles.masked_lm is not None:
-        names += [n for n in roles.masked_lm if n in element_spec]
-    return names
+    return names + [n for n in roles.predictions if n in element_spec]

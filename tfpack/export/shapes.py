@@ -35,12 +35,14 @@ from tfpack.errors import TfpackError
 from tfpack.training import trained_lengths
 from tfpack.training.validation import lengths_of
 
-__all__ = ["serving_lengths", "feature_specs", "FEATURE_KINDS"]
+__all__ = ["serving_lengths", "feature_specs", "feature_kinds"]
 
-# The features a model may read at serving time, their dimension and dtype
-# (the feature contract's inputs).
-FEATURE_KINDS = {f.name: (f.dimension, tf.as_dtype(f.dtype)) for f in contract.FEATURES
-                 if f.role == "input" and f.dimension in contract.DIMENSIONS}
+
+def feature_kinds() -> dict:
+    """The features a model may read at serving time, their dimension and dtype
+    (the inputs of every registered task declaration, `tfpack.features`)."""
+    return {name: (dimension, tf.as_dtype(dtype))
+            for name, (dimension, dtype) in contract.input_kinds().items()}
 _ARGUMENT = {"L": ("max_length", "--max-length"),
              "K": ("max_sequences_per_pack", "--max-per-pack"),
              "M": ("max_predictions_per_pack", "--max-predictions")}
@@ -49,11 +51,11 @@ _ARGUMENT = {"L": ("max_length", "--max-length"),
 def _input_features(model, element_spec) -> tuple:
     features = tuple(getattr(model, "input_features", ()) or ())
     if not features and element_spec:
-        features = tuple(name for name in element_spec if name in FEATURE_KINDS)
+        features = tuple(name for name in element_spec if name in feature_kinds())
     if "input_ids" not in features:
         raise TfpackError("The model must read `input_ids` (`model.input_features`). "
                           f"Received: input_features={features}")
-    return tuple(name for name in features if name in FEATURE_KINDS)
+    return tuple(name for name in features if name in feature_kinds())
 
 
 def _position_capacity(model) -> int | None:
@@ -88,7 +90,7 @@ def serving_lengths(model, element_spec: dict | None = None, *, max_length=None,
                           + "; ".join(conflicts))
     found = {**(trained_lengths.read(model) or {}), **from_spec,
              **{k: v for k, v in explicit.items() if v is not None}}
-    needed = sorted({FEATURE_KINDS[f][0] for f in _input_features(model, element_spec)},
+    needed = sorted({feature_kinds()[f][0] for f in _input_features(model, element_spec)},
                     key="LKM".index)
     missing = [k for k in needed if k not in found]
     if missing:
@@ -108,6 +110,6 @@ def feature_specs(model, lengths: dict, element_spec: dict | None = None) -> dic
     """Batched ``TensorSpec``s (``[None, L]`` ...) of the packed features served."""
     specs = {}
     for name in _input_features(model, element_spec):
-        kind, dtype = FEATURE_KINDS[name]
+        kind, dtype = feature_kinds()[name]
         specs[name] = tf.TensorSpec([None, lengths[kind]], dtype, name=name)
     return specs

@@ -182,20 +182,23 @@ def example_problems(batch: dict, roles) -> tf.Tensor:
         if values.dtype == tf.int64:
             checks.append((15, rows[name].in_range(-INT32_MAX - 1, INT32_MAX) if name in rows
                            else (values >= -INT32_MAX - 1) & (values <= INT32_MAX)))
-    if roles.masked_lm is not None:
-        positions_name, ids_name, weights_name = roles.masked_lm
-        positions = rows[positions_name]
-        count = positions.lengths
-        same = rows[ids_name].lengths == count
-        if weights_name in rows:
-            weights = rows[weights_name]
-            same &= weights.lengths == count
-            checks.append((9, weights.all(tf.math.is_finite(weights.values)
-                                          & (weights.values >= 0))))
+    if roles.predictions:
+        count = rows[roles.predictions[0]].lengths
+        same = tf.ones_like(count, tf.bool)
+        for name in roles.predictions[1:]:
+            if name not in rows:
+                continue
+            same &= rows[name].lengths == count
+            if rows[name].values.dtype.is_floating:
+                values = rows[name].values
+                checks.append((9, rows[name].all(tf.math.is_finite(values) & (values >= 0))))
         checks.append((8, same))
-        inside = (positions.values >= 0) & (
-            positions.values < tf.cast(lengths, positions.values.dtype)[:, None])
-        checks.append((13, positions.all(inside)))
+        for name in roles.predictions:
+            if name in roles.shifted:
+                positions = rows[name]
+                inside = (positions.values >= 0) & (
+                    positions.values < tf.cast(lengths, positions.values.dtype)[:, None])
+                checks.append((13, positions.all(inside)))
     return _first_broken(checks)
 
 

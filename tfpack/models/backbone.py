@@ -44,6 +44,7 @@ import keras
 from keras import ops
 
 from tfpack import features as contract
+from tfpack.tasks import BACKBONE_OUTPUTS
 from tfpack.errors import TfpackError
 
 DEFAULT_INPUT_FEATURES = ("input_ids", "sequence_ids", "position_ids")
@@ -118,7 +119,7 @@ class Backbone(keras.Model):
     (True, {'sequence_output': 'token'})
     """
 
-    packed_outputs = {"sequence_output": "token"}
+    packed_outputs = dict(BACKBONE_OUTPUTS)
     input_features = DEFAULT_INPUT_FEATURES
 
     def build(self, inputs_shape):

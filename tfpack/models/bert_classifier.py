@@ -58,7 +58,6 @@ class BertClassifier(Task):
 
     task = "classification"
     loss_terms = ("classification",)
-    packed_outputs = {"logits": "sequence"}
     head_features = ("cls_positions", "sequence_mask")
 
     def __init__(self, backbone, num_classes, dropout=0.1, expected_counts=None,

@@ -70,7 +70,6 @@ class BertPretrainer(Task):
 
     task = "pretraining"
     loss_terms = ("mlm", "nsp")
-    packed_outputs = {"mlm_logits": "prediction", "nsp_logits": "sequence"}
     head_features = ("masked_lm_positions", "cls_positions", "sequence_mask")
     backbone_requires = ("vocabulary_size",)
 

@@ -84,7 +84,6 @@ class CausalLM(Task):
 
     task = "causal_lm"
     loss_terms = ("lm",)
-    packed_outputs = {"logits": "token"}
     optional_features = ("loss_weights",)
     backbone_requires = ("vocabulary_size",)
 

@@ -20,7 +20,8 @@ What a task exposes:
   pass), equal to the ``{t}_count`` of ``loss_statistics``; the trainer
   all-reduces them before computing gradients.
 - ``packed_outputs``: where each output lives (``"token"``, ``"prediction"``,
-  ``"sequence"``), for `tfpack.testing` and the export.
+  ``"sequence"``), read from the task's declaration (`tfpack.tasks`), for
+  `tfpack.predict`, `tfpack.testing` and the export.
 
 ``compute_loss`` is ``sum_t loss_sum_t / max(count_t, 1)`` with counts summed
 over `tf.distribute` replicas, or, with ``expected_counts`` (loss balancing,
@@ -54,8 +55,8 @@ from tfpack.training import trained_lengths
 class Task(keras.Model):
     """Base of the tfpack tasks (see the module docstring).
 
-    Subclasses set ``task``, ``loss_terms``, ``packed_outputs``,
-    ``head_features``, ``optional_features`` (contract features they read
+    Subclasses set ``task`` (a registered declaration, `tfpack.tasks`),
+    ``loss_terms``, ``head_features``, ``optional_features`` (contract features they read
     only when present) and ``backbone_requires`` (protocol attributes their
     heads need beyond ``hidden_dim``), and implement ``call``,
     ``loss_statistics`` and ``target_counts``.
@@ -71,7 +72,6 @@ class Task(keras.Model):
 
     task = None
     loss_terms = ()
-    packed_outputs = {}
     head_features = ()
     optional_features = ()
     backbone_requires = ()
@@ -94,6 +94,11 @@ class Task(keras.Model):
         for term in self.loss_terms:
             setattr(self, f"_{term}_accuracy",
                     StatisticRatio(name=f"{term}_accuracy"))
+
+    @property
+    def packed_outputs(self):
+        """Output name -> packing, from the task's declaration (`tfpack.tasks`)."""
+        return contract.outputs(self.task)
 
     @property
     def input_features(self):

@@ -4,17 +4,22 @@ This is a reference, not the input pipeline (`tfpack.data` is): it places
 examples into packs in a given or next-fit order and writes the DESIGN.md
 features, so equivalence tests need nothing but numpy.
 
-An *example* is a dict of one sequence's features:
+An *example* is a dict of one sequence's features, those of one registered
+task declaration (`tfpack.tasks`, chosen by `tfpack.tasks.detect` from the
+features' ranks) and the core ones:
 
 - `input_ids` (required), optional `token_type_ids`: `[n]`;
-- optional masked-LM features `masked_lm_positions` (indices inside the
-  example), `masked_lm_ids`, optional `masked_lm_weights`: `[m]`;
-- optional per-sequence label `next_sentence_labels` or `labels`: a scalar;
-- optional causal-LM `labels`: `[n]` next-token targets, -100 = ignored,
-  and optional `loss_weights`: `[n]` float weight of each target.
+- token features (causal-LM `labels`: `[n]` next-token targets, -100 =
+  ignored, optional `loss_weights`): `[n]`;
+- per-sequence features (`next_sentence_labels`, classification `labels`):
+  a scalar; positions declared ``shift=True`` get the sequence's offset;
+- prediction features (`masked_lm_positions` (indices inside the example,
+  shifted), `masked_lm_ids`, optional `masked_lm_weights`): `[m]`.
 
-Names, dtypes, shapes and padding values come from the feature contract
-(`tfpack.features`).
+Only the features the examples carry are packed, plus the core ones and,
+with prediction features, those the packer fills (`masked_lm_weights` 1.0,
+`masked_lm_sequence_ids`). Names, dtypes, shapes, padding values and how
+each feature packs come from the declarations.
 
 Worked example: examples of lengths 2 and 3 in one pack of length 6::
 
@@ -39,6 +44,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tfpack import features as contract
+from tfpack import tasks
 from tfpack.errors import TfpackError
 from tfpack.features import IGNORE_LABEL
 
@@ -74,9 +80,35 @@ def next_fit(lengths: Sequence[int], max_length: int,
     return packs
 
 
-def _is_token_labels(example) -> bool:
-    labels = example.get("labels")
-    return labels is not None and np.ndim(labels) == 1
+def _packed_entries(examples: Sequence[dict]) -> tuple[str | None, list]:
+    """``(prediction counter, contract entries)`` of the features to pack.
+
+    Each feature an example carries is packed as its declaration says: the
+    detected task's (`tfpack.tasks.detect`) when it declares the name, else
+    another task's declaration of that name whose packing fits the value's
+    rank (a scalar packs per sequence).
+    """
+    first = examples[0]
+    ranks = {n: np.ndim(v) for n, v in first.items()}
+    detected, _ = tasks.detect(ranks)
+    entries = [f for f in tasks.CORE_FEATURES if f.source == "packer" or f.name in first]
+    core = {f.name for f in tasks.CORE_FEATURES}
+    for name in first:
+        if name in core:
+            continue
+        for spec in (detected,) + tasks.specs():
+            entry = next((f for f in spec.features if f.name == name and
+                          (f.packing == "sequence") == (ranks[name] == 0)), None)
+            if entry is not None:
+                entries.append(entry)
+                break
+    counter = next((f for f in entries if f.packing == "prediction" and f.source == "read"),
+                   None)
+    if counter is not None:
+        spec = tasks.get(counter.tasks[0])
+        entries += [f for f in spec.features if f.packing == "prediction"
+                    and f.source in ("ones", "slot") and f.name not in first]
+    return counter and counter.name, entries
 
 
 def pack_examples(examples: Sequence[dict], max_length: int,
@@ -114,62 +146,44 @@ def pack_examples(examples: Sequence[dict], max_length: int,
     if max(len(p) for p in packs) > k:
         raise TfpackError("A pack must hold at most max_sequences_per_pack "
                           f"sequences. Received: max_sequences_per_pack={k}")
-    has_mlm = "masked_lm_positions" in examples[0]
-    m = max_predictions
-    if has_mlm and m is None:
-        m = max(sum(len(examples[i]["masked_lm_positions"]) for i in p)
-                for p in packs)
-    batch = len(packs)
-    token_labels = _is_token_labels(examples[0])
-    # `labels` is [L] for a causal LM and [K] (one class per sequence) else.
-    labels_task = "causal_lm" if token_labels else "classification"
-    sizes = {"L": max_length, "K": k, "M": m}
-    names = ["input_ids", "sequence_ids", "position_ids", "cls_positions",
-             "sequence_mask"]
-    names += [n for n in ("token_type_ids", "next_sentence_labels", "labels",
-                          "loss_weights") if n in examples[0]]
-    if has_mlm:
-        names += ["masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
-                  "masked_lm_sequence_ids"]
     contract.check_names(list(examples[0]), "the examples")
-    out = {}
-    for name in names:
-        entry = contract.feature(name, labels_task if name == "labels" else None)
-        out[name] = np.full((batch, sizes[entry.dimension]), entry.padding,
-                            entry.dtype)
+    counter, entries = _packed_entries(examples)
+    m = max_predictions
+    if counter is not None and m is None:
+        m = max(sum(len(examples[i][counter]) for i in p) for p in packs)
+    batch = len(packs)
+    sizes = {"L": max_length, "K": k, "M": m}
+    out = {f.name: np.full((batch, sizes[f.dimension]), f.padding, f.dtype) for f in entries}
+    structural = {"sequence_ids", "position_ids", "cls_positions", "sequence_mask"}
 
     for row, pack in enumerate(packs):
         start, prediction = 0, 0
         for slot, index in enumerate(pack):
             example, n = examples[index], lengths[index]
             span = slice(start, start + n)
-            out["input_ids"][row, span] = example["input_ids"]
             out["sequence_ids"][row, span] = slot + 1
             out["position_ids"][row, span] = np.arange(n)
             out["cls_positions"][row, slot] = start
             out["sequence_mask"][row, slot] = 1.0
-            if "token_type_ids" in out:
-                out["token_type_ids"][row, span] = example["token_type_ids"]
-            if token_labels:
-                out["labels"][row, span] = example["labels"]
-                if "loss_weights" in out:
-                    out["loss_weights"][row, span] = example["loss_weights"]
-            for name in ("next_sentence_labels", "labels"):
-                if name in out and not token_labels:
-                    out[name][row, slot] = example[name]
-            if has_mlm:
-                positions = np.asarray(example["masked_lm_positions"])
-                count = len(positions)
-                if prediction + count > m:
-                    raise TfpackError(
-                        "A pack must hold at most max_predictions masked "
-                        f"tokens. Received: max_predictions={m}")
-                p = slice(prediction, prediction + count)
-                out["masked_lm_positions"][row, p] = positions + start
-                out["masked_lm_ids"][row, p] = example["masked_lm_ids"]
-                out["masked_lm_weights"][row, p] = example.get(
-                    "masked_lm_weights", np.ones(count))
-                out["masked_lm_sequence_ids"][row, p] = slot + 1
-                prediction += count
+            count = len(example[counter]) if counter is not None else 0
+            if prediction + count > (m or 0) and count:
+                raise TfpackError(
+                    "A pack must hold at most max_predictions masked "
+                    f"tokens. Received: max_predictions={m}")
+            p = slice(prediction, prediction + count)
+            for entry in entries:
+                name = entry.name
+                if name in structural:
+                    continue
+                shift = start if entry.shift else 0
+                if entry.packing == "token":
+                    out[name][row, span] = example[name]
+                elif entry.packing == "sequence":
+                    out[name][row, slot] = np.asarray(example[name]) + shift
+                elif entry.source == "slot":
+                    out[name][row, p] = slot + 1
+                else:
+                    out[name][row, p] = np.asarray(example.get(name, np.ones(count))) + shift
+            prediction += count
             start += n
     return out

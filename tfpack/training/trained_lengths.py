@@ -34,8 +34,9 @@ ATTRIBUTE = "_tfpack_trained_lengths"
 
 # Which of L, K, M each input feature's last dimension gives (the feature
 # contract; labels are left out: `labels` is [K] or [L] depending on the task).
-_KIND = {f.name: f.dimension for f in contract.FEATURES
-         if f.role == "input" and f.dimension in contract.DIMENSIONS}
+def _kind(name: str) -> str | None:
+    entry = contract.input_kinds().get(name)
+    return entry and entry[0]
 
 
 def _last_dim(value) -> int | None:
@@ -56,7 +57,7 @@ def record(model, features) -> dict:
     """
     found = {}
     for name, value in dict(features).items():
-        kind = _KIND.get(name)
+        kind = _kind(name)
         size = _last_dim(value)
         if kind is not None and size is not None:
             found.setdefault(kind, size)
