@@ -53,7 +53,6 @@ class QuestionAnswerer(Task):
 
     task = "question_answering"
     loss_terms = ("qa",)
-    packed_outputs = {"start_logits": "token", "end_logits": "token"}
     head_features = ("sequence_mask",)
 
     def __init__(self, backbone, expected_counts=None, **kwargs):

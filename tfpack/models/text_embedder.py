@@ -57,7 +57,6 @@ class TextEmbedder(Task):
 
     task = "embedding"
     loss_terms = ("contrastive",)
-    packed_outputs = {"embeddings": "sequence"}
     head_features = ("sequence_ids", "cls_positions", "sequence_mask")
 
     def __init__(self, backbone, pooling="mean", normalize=True, temperature=0.05,

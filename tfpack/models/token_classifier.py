@@ -59,7 +59,6 @@ class TokenClassifier(Task):
 
     task = "token_classification"
     loss_terms = ("tagging",)
-    packed_outputs = {"logits": "token"}
 
     def __init__(self, backbone, num_classes, tags=None, dropout=0.1,
                  expected_counts=None, **kwargs):
