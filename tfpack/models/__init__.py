@@ -9,7 +9,8 @@ a dict; labels travel in the same dict, so `model.fit(dataset)` needs no `y`.
   `TransformerBackbone` trunk), or any object following the backbone protocol
   (`tfpack.models.backbone`);
 - tasks (`Task`): `BertPretrainer`, `BertClassifier`, `CausalLM`,
-  `TextEmbedder`, `TokenClassifier`, `QuestionAnswerer`.
+  `TextEmbedder`, `TokenClassifier`, `QuestionAnswerer`; `CausalLMScorer`
+  scores sequences (log-likelihoods) with a `CausalLM`.
 
 Example:
 
@@ -30,6 +31,7 @@ from tfpack.models.decoder import DecoderBackbone
 from tfpack.models.keras_hub import KerasHubBackbone
 from tfpack.models.keras_hub import from_keras_hub
 from tfpack.models.legacy import upgrade_keras_file
+from tfpack.models.lm_scorer import CausalLMScorer
 from tfpack.models.question_answerer import QuestionAnswerer
 from tfpack.models.task import Task
 from tfpack.models.text_embedder import TextEmbedder
@@ -46,6 +48,7 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "CausalLM",
+    "CausalLMScorer",
     "DecoderBackbone",
     "EncoderTask",
     "KerasHubBackbone",
