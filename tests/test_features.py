@@ -68,7 +68,7 @@ def test_contract_entries():
     for entry in contract.FEATURES:
         assert entry.dtype in ("int32", "float32")
         assert entry.dimension in contract.DIMENSIONS
-        assert entry.role in ("input", "label")
+        assert entry.role in ("input", "label", "index")
         assert entry.tasks is None or set(entry.tasks) <= set(contract.TASKS)
     assert contract.feature("labels", "causal_lm").padding == contract.IGNORE_LABEL == -100
     assert contract.feature("labels", "classification").dimension == "K"
@@ -172,7 +172,7 @@ def test_validation_reads_dimensions_from_the_contract():
     del spec["labels"]
     with pytest.raises(TfpackError, match=r"missing labels \(CausalLM reads it\)"):
         validate_element_spec(model, spec)
-    np.testing.assert_equal(len(spec), 5)
+    np.testing.assert_equal(len(spec), 6)  # The 5 inputs and example_ids.
 
 
 def test_design_doc_table_matches_the_contract():

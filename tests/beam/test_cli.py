@@ -26,7 +26,7 @@ def _inputs(tmp_path):
 
 def test_engine_beam_writes_the_local_output(tmp_path, capsys):
     pattern = _inputs(tmp_path)
-    common = ["pack", "--input", pattern, "--max-length", "64", "--max-per-pack", "3",
+    common = ["pack", "--input", pattern, "--max-length", "64", "--max-sequences-per-pack", "3",
               "--algorithm", "lpfhp", "--packs-per-shard", "8", "--json"]
     assert tfpack(*common, "--output", tmp_path / "local") == 0
     local = json.loads(capsys.readouterr().out)
@@ -53,7 +53,7 @@ def test_engine_beam_refuses_a_bad_record_with_one_line(tmp_path, capsys):
             writer.write(b"\x0a\x03bad")
         f.write((tmp_path / "bad.bin").read_bytes())
     status = tfpack("pack", "--input", pattern, "--output", tmp_path / "out", "--max-length",
-                    "64", "--max-per-pack", "3", "--engine", "beam", f"--beam-options={IN_PROCESS}")
+                    "64", "--max-sequences-per-pack", "3", "--engine", "beam", f"--beam-options={IN_PROCESS}")
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2
     assert len(err) == 1 and "wiki-9.tfrecord', record 3" in err[0] and "Traceback" not in err[0]
@@ -62,7 +62,7 @@ def test_engine_beam_refuses_a_bad_record_with_one_line(tmp_path, capsys):
 
 def test_beam_options_need_the_beam_engine(tmp_path, capsys):
     status = tfpack("pack", "--input", _inputs(tmp_path), "--output", tmp_path / "out",
-                    "--max-length", "64", "--max-per-pack", "3", f"--beam-options={IN_PROCESS}")
+                    "--max-length", "64", "--max-sequences-per-pack", "3", f"--beam-options={IN_PROCESS}")
     assert status == 2
     assert "`--beam-options` needs `--engine beam`. Received: --engine local" in \
         capsys.readouterr().err

@@ -78,6 +78,13 @@ def test_beam_follows_a_given_plan_unshuffled_like_local(bert_files, tmp_path):
     assert len(names) >= 2 and names == _outputs(tmp_path / "beam")
     for name in names:
         assert filecmp.cmp(tmp_path / "local" / name, tmp_path / "beam" / name, shallow=False)
+    # Each slot's example_ids is its record's position across the input files, in order.
+    ids = {}
+    for p in tfpack.data.read_packed(str(tmp_path / "beam")).as_numpy_iterator():
+        for k in np.flatnonzero(p["sequence_mask"]):
+            ids[int(p["example_ids"][k])] = p["input_ids"][p["sequence_ids"] == k + 1].tolist()
+    assert sorted(ids) == list(range(len(examples)))
+    assert all(ids[i] == examples[i]["input_ids"].tolist() for i in range(len(examples)))
 
 
 @pytest.mark.parametrize("corrupt", ["garbage", "too long"])

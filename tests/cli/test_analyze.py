@@ -9,7 +9,7 @@ from cli_helpers import tfpack
 
 
 def test_analyze_prints_table_1(histogram_file, capsys):
-    assert tfpack("analyze", histogram_file, "--max-length", 8, "--max-per-pack", "2,none",
+    assert tfpack("analyze", histogram_file, "--max-length", 8, "--max-sequences-per-pack", "2,none",
                   "--algorithms", "none,spfhp,lpfhp") == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -25,7 +25,7 @@ def test_analyze_prints_table_1(histogram_file, capsys):
 
 
 def test_analyze_repeated_max_per_pack_and_json(histogram_file, capsys):
-    assert tfpack("analyze", histogram_file, "--max-length", 8, "--max-per-pack", 1, "--max-per-pack", 3,
+    assert tfpack("analyze", histogram_file, "--max-length", 8, "--max-sequences-per-pack", 1, "--max-sequences-per-pack", 3,
                   "--algorithms", "ffd", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["sequences"] == 9 and data["tokens"] == 32 and data["max_length"] == 8
@@ -65,8 +65,8 @@ def test_plot_title_has_the_theoretical_speedup(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "argv, pattern",
     [
-        (["--max-per-pack", "0"], r"Received: --max-per-pack=0"),
-        (["--max-per-pack", "3,abc"], r"Received: --max-per-pack=abc"),
+        (["--max-sequences-per-pack", "0"], r"Received: --max-sequences-per-pack=0"),
+        (["--max-sequences-per-pack", "3,abc"], r"Received: --max-sequences-per-pack=abc"),
         (["--algorithms", "spfhp,magic"], r"--algorithms must list some of .*Received: --algorithms=spfhp,magic"),
         (["--max-length", "5"], r"max_length=5, but 2 are longer"),
     ],
@@ -87,7 +87,7 @@ def test_analyze_missing_file_exits_2(tmp_path, capsys):
 def test_default_algorithms_skip_what_cannot_handle_the_input(tmp_path, capsys):
     source = tmp_path / "long.txt"
     source.write_text("\n".join(["0"] * 2047 + ["3"]))  # three sequences of 2048 tokens
-    assert tfpack("analyze", source, "--max-length", 2048, "--max-per-pack", 3, "--json") == 0
+    assert tfpack("analyze", source, "--max-length", 2048, "--max-sequences-per-pack", 3, "--json") == 0
     captured = capsys.readouterr()
     names = {r["algorithm"] for r in json.loads(captured.out)["results"]}
     assert "nnlshp" not in names and "spfhp" in names
@@ -98,7 +98,7 @@ def test_default_algorithms_skip_what_cannot_handle_the_input(tmp_path, capsys):
 
 
 def test_depth_capped_algorithms_are_not_run_twice(histogram_file, capsys):
-    assert tfpack("analyze", histogram_file, "--max-length", 8, "--max-per-pack", "3,4,none",
+    assert tfpack("analyze", histogram_file, "--max-length", 8, "--max-sequences-per-pack", "3,4,none",
                   "--algorithms", "nnlshp,spfhp", "--json") == 0
     captured = capsys.readouterr()
     rows = [(r["algorithm"], r["max_sequences_per_pack"]) for r in json.loads(captured.out)["results"]]

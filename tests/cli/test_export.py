@@ -36,7 +36,7 @@ def test_exports_a_keras_file_to_saved_models(keras_file, tmp_path, monkeypatch,
     path, features, logits = keras_file
     monkeypatch.chdir(tmp_path)
     assert main(["export", "--model", path, "--json", "--max-length", "8",
-                 "--max-per-pack", "2"]) == 0
+                 "--max-sequences-per-pack", "2"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["saved_model"] == str(tmp_path / "saved_models" / "classifier")
     served = tf.saved_model.load(result["saved_model"]).signatures["serving_default"]
@@ -65,7 +65,7 @@ def test_untrained_model_without_sizes_exits_2_naming_the_flags(keras_file, tmp_
     err = capsys.readouterr().err
     assert re.fullmatch(r"tfpack export: error: The served pack shapes must be known: pass "
                         r"`max_length=` \(CLI --max-length\), `max_sequences_per_pack=` "
-                        r"\(CLI --max-per-pack\) .*\n", err), err
+                        r"\(CLI --max-sequences-per-pack\) .*\n", err), err
     assert not os.path.exists(tmp_path / "m")
 
 
@@ -73,7 +73,7 @@ def test_output_holding_other_files_exits_2_untouched(keras_file, tmp_path, caps
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "log.jsonl").write_text("{}")
     assert main(["export", "--model", keras_file[0], "--output", str(tmp_path / "run"),
-                 "--max-length", "8", "--max-per-pack", "2"]) == 2
+                 "--max-length", "8", "--max-sequences-per-pack", "2"]) == 2
     assert "(nothing is deleted)" in capsys.readouterr().err
     assert os.listdir(tmp_path / "run") == ["log.jsonl"]
 

@@ -41,7 +41,7 @@ def test_pack_writes_shards_plan_and_stats_and_loses_nothing(shards, tmp_path, c
     examples, pattern = shards
     out = tmp_path / "packed"
     assert run(["--input", pattern, "--output", str(out), "--max-length", "64",
-                "--max-per-pack", "3", "--algorithm", "lpfhp", "--packs-per-shard", "10",
+                "--max-sequences-per-pack", "3", "--algorithm", "lpfhp", "--packs-per-shard", "10",
                 "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats == json.loads((out / "stats.json").read_text())
@@ -66,7 +66,7 @@ def test_pack_with_a_plan_file(shards, tmp_path, capsys):
     plan = tfpack.packing.plan(tfpack.packing.histogram(lengths, 64), 64, 2, algorithm="ffd")
     plan.save(tmp_path / "plan.json")
     assert run(["--input", pattern, "--output", str(tmp_path / "o"), "--max-length", "64",
-                "--max-per-pack", "2", "--plan", str(tmp_path / "plan.json")]) == 0
+                "--max-sequences-per-pack", "2", "--plan", str(tmp_path / "plan.json")]) == 0
     assert "efficiency" in capsys.readouterr().out
     stats = json.loads((tmp_path / "o" / "stats.json").read_text())
     assert stats["algorithm"] == "ffd" and stats["packs"] == plan.metrics["packs"]
@@ -76,7 +76,7 @@ def test_too_long_input_fails_naming_the_example(shards, tmp_path):
     _, pattern = shards
     with pytest.raises(TfpackError, match=r"max_length=16 .* Received: example \d+ with length="):
         run(["--input", pattern, "--output", str(tmp_path / "o"), "--max-length", "16",
-             "--max-per-pack", "3"])
+             "--max-sequences-per-pack", "3"])
 
 
 def test_unreadable_shard_fails_naming_it(shards, tmp_path):
@@ -84,19 +84,19 @@ def test_unreadable_shard_fails_naming_it(shards, tmp_path):
     (tmp_path / "wiki-9.tfrecord").write_bytes(b"\x00garbage")
     with pytest.raises(TfpackError, match=r"wiki-9\.tfrecord"):
         run(["--input", pattern, "--output", str(tmp_path / "o"), "--max-length", "64",
-             "--max-per-pack", "3"])
+             "--max-sequences-per-pack", "3"])
 
 
 def test_bad_max_per_pack_is_a_usage_error():
     with pytest.raises(SystemExit):
-        run(["--input", "x", "--output", "y", "--max-length", "8", "--max-per-pack", "0"])
+        run(["--input", "x", "--output", "y", "--max-length", "8", "--max-sequences-per-pack", "0"])
 
 
 def test_missing_plan_file_fails_naming_it(shards, tmp_path):
     _, pattern = shards
     with pytest.raises(TfpackError, match=r"nope\.json"):
         run(["--input", pattern, "--output", str(tmp_path / "o"), "--max-length", "64",
-             "--max-per-pack", "3", "--plan", str(tmp_path / "nope.json")])
+             "--max-sequences-per-pack", "3", "--plan", str(tmp_path / "nope.json")])
 
 
 def cli(capsys, *argv):
@@ -117,7 +117,7 @@ def test_rerun_into_one_output_is_refused_and_overwrite_replaces_it_whole(small,
                                                                            capsys):
     examples, pattern = small
     out = tmp_path / "packed"
-    flags = ["--input", pattern, "--output", out, "--max-length", "64", "--max-per-pack", "3",
+    flags = ["--input", pattern, "--output", out, "--max-length", "64", "--max-sequences-per-pack", "3",
              "--algorithm", "ffd"]
     assert cli(capsys, *flags, "--packs-per-shard", "2")[0] == 0
     first = sorted(os.listdir(out))
@@ -137,7 +137,7 @@ def test_rerun_into_one_output_is_refused_and_overwrite_replaces_it_whole(small,
 
 def test_overwrite_replaces_only_a_tfpack_output(small, tmp_path, capsys):
     _, pattern = small
-    flags = ["--input", pattern, "--max-length", "64", "--max-per-pack", "3", "--overwrite"]
+    flags = ["--input", pattern, "--max-length", "64", "--max-sequences-per-pack", "3", "--overwrite"]
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
@@ -169,7 +169,7 @@ def test_leftovers_of_killed_runs_are_removed_by_the_next_run(small, tmp_path, c
     (out / ".tfpack-buckets-y").mkdir(parents=True)  # left by an older tfpack inside OUT
     (out / ".tfpack-tmp-1-ab-part-00000.tfrecord").write_bytes(b"half")
     assert cli(capsys, "--input", pattern, "--output", out, "--max-length", "64",
-               "--max-per-pack", "3")[0] == 0
+               "--max-sequences-per-pack", "3")[0] == 0
     assert not staging.exists() and other.exists()
     assert not [n for n in os.listdir(out) if n.startswith(".")]
     assert_same_examples(examples, tfpack.data.read_packed(str(out)).as_numpy_iterator())
@@ -183,7 +183,7 @@ def test_a_plan_deeper_than_max_per_pack_fails_before_anything_is_written(small,
     assert plan.metrics["max_depth_used"] == 3
     plan.save(tmp_path / "plan.json")
     status, lines = cli(capsys, "--input", pattern, "--output", tmp_path / "o", "--max-length",
-                        "64", "--max-per-pack", "2", "--plan", tmp_path / "plan.json")
+                        "64", "--max-sequences-per-pack", "2", "--plan", tmp_path / "plan.json")
     assert status == 2 and len(lines) == 1
     assert re.search(r"max_sequences_per_pack=2, plan depth=3$", lines[0])
     assert not (tmp_path / "o").exists()
@@ -197,7 +197,7 @@ def test_a_plan_deeper_than_max_per_pack_fails_before_anything_is_written(small,
 def test_absurd_sizes_fail_fast(small, tmp_path, capsys, flag, value, match):
     _, pattern = small
     argv = {"--input": pattern, "--output": tmp_path / "o", "--max-length": "64",
-            "--max-per-pack": "3", flag: value}
+            "--max-sequences-per-pack": "3", flag: value}
     started = time.perf_counter()
     status, lines = cli(capsys, *[x for kv in argv.items() for x in kv])
     assert status == 2 and len(lines) == 1 and re.search(match, lines[0])

@@ -21,9 +21,9 @@ def _env():
 
 
 @pytest.mark.parametrize("command", [
-    ["plan", "wikipedia_512", "--max-length", "512", "--max-per-pack", "3",
+    ["plan", "wikipedia_512", "--max-length", "512", "--max-sequences-per-pack", "3",
      "--algorithm", "optimal", "--output", "{tmp}/plan.json"],
-    ["analyze", "wikipedia_512", "--max-length", "512", "--max-per-pack", "3",
+    ["analyze", "wikipedia_512", "--max-length", "512", "--max-sequences-per-pack", "3",
      "--algorithms", "ffd,optimal"],
 ])
 def test_json_is_one_document_despite_the_highs_banner(command, tmp_path, capfd):
@@ -42,7 +42,7 @@ def test_one_line_error_without_tensorflow_start_up_noise(tmp_path):
 
 def test_closed_pipe_ends_quietly(tmp_path):
     process = subprocess.Popen([*ENTRY, "plan", "wikipedia_512", "--max-length", "512",
-                                "--max-per-pack", "3", "--algorithm", "ffd",
+                                "--max-sequences-per-pack", "3", "--algorithm", "ffd",
                                 "--output", str(tmp_path / "p.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     process.stdout.close()  # The reader is gone before anything is written (`| head`).
@@ -82,7 +82,7 @@ def test_train_bad_settings_exit_2_with_one_line(argv, message, tmp_path, capsys
 
 def test_plan_of_an_all_zero_histogram_exits_2(tmp_path, capsys):
     (tmp_path / "zeros.txt").write_text("0\n0\n0\n")
-    assert tfpack("plan", tmp_path / "zeros.txt", "--max-length", 3, "--max-per-pack", 2,
+    assert tfpack("plan", tmp_path / "zeros.txt", "--max-length", 3, "--max-sequences-per-pack", 2,
                   "--algorithm", "optimal", "--output", tmp_path / "p.json") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "must count at least one sequence" in err
@@ -90,10 +90,10 @@ def test_plan_of_an_all_zero_histogram_exits_2(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["plan", "wikipedia_512", "--max-length", "512", "--max-per-pack", "3"],
+    (["plan", "wikipedia_512", "--max-length", "512", "--max-sequences-per-pack", "3"],
      r"^tfpack plan: error: the following arguments are required: --algorithm, --output"),
-    (["pack", "--input", "x", "--output", "y", "--max-length", "8", "--max-per-pack", "0"],
-     r"^tfpack pack: error: argument --max-per-pack"),
+    (["pack", "--input", "x", "--output", "y", "--max-length", "8", "--max-sequences-per-pack", "0"],
+     r"^tfpack pack: error: argument --max-sequences-per-pack"),
     (["analyze", "wikipedia_512", "--max-length", "twelve"],
      r"^tfpack analyze: error: argument --max-length"),
     (["frobnicate"], r"^tfpack: error: argument COMMAND: invalid choice"),

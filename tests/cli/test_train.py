@@ -1,5 +1,6 @@
 """`tfpack train`: Google TFRecords packed on the fly or unpacked, config files, resume, errors."""
 
+import argparse
 import json
 import re
 import os
@@ -7,10 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from tfpack.cli import main
+from tfpack.cli import build_parser, main
 
 TINY = ["--vocab-size", "40", "--layers", "1", "--hidden", "16", "--heads", "2",
-        "--intermediate", "32", "--max-length", "32", "--max-per-pack", "3",
+        "--intermediate", "32", "--max-length", "32", "--max-sequences-per-pack", "3",
         "--max-predictions", "6", "--batch-size", "4", "--accumulation-steps", "2",
         "--log-every", "2", "--checkpoint-every", "2", "--dropout", "0", "--no-jit"]
 
@@ -147,3 +148,13 @@ def test_resume_applies_the_learning_rate_and_refuses_fixed_settings(packed, tmp
     assert log[1]["learning_rate"] == pytest.approx(5e-4)
     config = json.loads((out / "train_config.json").read_text())
     assert config["learning_rate"] == 0.0005 and config["batch_size"] == 4
+
+
+def test_config_files_with_the_old_name_of_k_still_load(tmp_path):
+    from tfpack.cli.train import resolve
+
+    config = tmp_path / "old.json"
+    config.write_text(json.dumps({"input": "x", "output": "y", "max-per-pack": 5}))
+    assert resolve(argparse.Namespace(config=str(config)))["max_sequences_per_pack"] == 5
+    flags = build_parser().parse_args(["train", "--config", str(config), "--max-per-pack", "4"])
+    assert resolve(flags)["max_sequences_per_pack"] == 4

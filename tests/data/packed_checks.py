@@ -95,7 +95,27 @@ def unpack_all(packs) -> list[dict]:
 
 
 def assert_same_examples(inputs: list[dict], packs) -> None:
-    """Unpacking gives back exactly the inputs, each once (any order)."""
+    """Unpacking gives back exactly the inputs, each once (any order); with
+    ``example_ids``, each slot names its own input and the ids over all packs
+    are a permutation of ``range(len(inputs))`` (-1 in empty slots)."""
+    packs = list(packs)
     got = collections.Counter(canonical(e) for e in unpack_all(packs))
     want = collections.Counter(canonical(e) for e in inputs)
     assert got == want
+    if packs and all("example_ids" in p for p in packs):
+        assert_example_ids(inputs, packs)
+
+
+def assert_example_ids(inputs: list[dict], packs) -> None:
+    """Every slot's ``example_ids`` is the index of its input; -1 in empty slots."""
+    ids = []
+    for pack in packs:
+        examples = unpack(pack)
+        index = np.asarray(pack["example_ids"])
+        assert (index[len(examples):] == -1).all(), index
+        for example, i in zip(examples, index[:len(examples)].tolist()):
+            common = [k for k in example if k in inputs[i]]
+            assert canonical({k: example[k] for k in common}) == canonical(
+                {k: inputs[i][k] for k in common}), (i, example)
+            ids.append(i)
+    assert sorted(ids) == list(range(len(inputs)))

@@ -19,7 +19,7 @@ from test_records import google_examples, write_google
 
 def pack_command(source, out, *extra):
     return [sys.executable, "-m", "tfpack.cli", "pack", "--input", str(source), "--output",
-            str(out), "--max-length", "64", "--max-per-pack", "3", "--algorithm", "ffd",
+            str(out), "--max-length", "64", "--max-sequences-per-pack", "3", "--algorithm", "ffd",
             "--packs-per-shard", "2", *extra]
 
 

@@ -101,7 +101,7 @@ def test_pack_names_the_file_and_record_of_any_corruption(capsys, file, data, ki
         out = os.path.join(folder, "out")
         capsys.readouterr()
         status = main(["pack", "--input", os.path.join(folder, "*.tfrecord"), "--output", out,
-                       "--max-length", "32", "--max-per-pack", "2", "--algorithm", "ffd"])
+                       "--max-length", "32", "--max-sequences-per-pack", "2", "--algorithm", "ffd"])
         lines = capsys.readouterr().err.strip().splitlines()
         assert status == 2
         assert len(lines) == 1, lines
@@ -209,7 +209,7 @@ def test_pass_one_and_the_shard_builder_trace_once_not_per_file_or_shard(tmp_pat
     finally:
         records._google_check.cache_clear()  # later tests trace the unwrapped check
     assert len(lengths) == 13
-    builder = shards.ShardBuilder(max_length=SEQ, max_sequences=2, max_predictions=2 * PRED)
+    builder = shards.ShardBuilder(max_length=SEQ, max_sequences_per_pack=2, max_predictions=2 * PRED)
     for path in files:  # each file one shard of single-example packs
         n = sum(1 for _ in tf.data.TFRecordDataset(path))
         assert sum(len(p["input_ids"]) for p in builder.packs(

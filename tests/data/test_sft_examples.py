@@ -38,7 +38,8 @@ def test_hand_computed_packs():
         "labels": [2, 3, 7, 8, -100, 11, 12, -100],
         "sequence_ids": [1, 1, 1, 1, 1, 2, 2, 2],
         "position_ids": [0, 1, 2, 3, 4, 0, 1, 2],
-        "cls_positions": [0, 5], "sequence_mask": [1.0, 1.0]}
+        "cls_positions": [0, 5], "sequence_mask": [1.0, 1.0],
+        "example_ids": [0, 2]}
     assert by_first[4]["loss_weights"] == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     assert by_first[4]["labels"] == [5, 6, 9, -100, -100, -100, -100, -100]
     spec = dataset.apply(tfpack.data.pack(max_length=8, max_sequences_per_pack=2,

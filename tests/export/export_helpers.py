@@ -3,7 +3,7 @@
 import numpy as np
 
 
-def unpacked(rows, max_length, max_sequences, *, max_predictions=None, labels=None):
+def unpacked(rows, max_length, max_sequences_per_pack, *, max_predictions=None, labels=None):
     """Each sequence alone in its pack (the unpacked reference), as numpy features.
 
     ``max_predictions`` adds empty ``masked_lm_positions``; ``labels`` adds one
@@ -16,12 +16,12 @@ def unpacked(rows, max_length, max_sequences, *, max_predictions=None, labels=No
         f["input_ids"][i, :len(row)] = row
         f["sequence_ids"][i, :len(row)] = 1
         f["position_ids"][i, :len(row)] = np.arange(len(row))
-    f["cls_positions"] = np.zeros((n, max_sequences), np.int32)
-    f["sequence_mask"] = np.zeros((n, max_sequences), np.float32)
+    f["cls_positions"] = np.zeros((n, max_sequences_per_pack), np.int32)
+    f["sequence_mask"] = np.zeros((n, max_sequences_per_pack), np.float32)
     f["sequence_mask"][:, 0] = 1.0
     if max_predictions is not None:
         f["masked_lm_positions"] = np.zeros((n, max_predictions), np.int32)
     if labels is not None:
-        f["labels"] = np.zeros((n, max_sequences), np.int32)
+        f["labels"] = np.zeros((n, max_sequences_per_pack), np.int32)
         f["labels"][:, 0] = labels
     return f

@@ -26,7 +26,7 @@ def _env():
 
 def _export(keras_file, output, length):
     return [sys.executable, "-m", "tfpack.cli", "export", "--model", str(keras_file),
-            "--output", str(output), "--max-length", str(length), "--max-per-pack", "2"]
+            "--output", str(output), "--max-length", str(length), "--max-sequences-per-pack", "2"]
 
 
 def _check(path, model):

@@ -259,7 +259,7 @@ def test_untrained_model_needs_stated_sizes(tmp_path):
     model = _tiny_classifier()
     model(_classifier_data(8))  # Called, but never trained: its shapes are not a guess.
     with pytest.raises(TfpackError, match=r"pass `max_length=` \(CLI --max-length\), "
-                                          r"`max_sequences_per_pack=` \(CLI --max-per-pack\)"):
+                                          r"`max_sequences_per_pack=` \(CLI --max-sequences-per-pack\)"):
         export_saved_model(model, tmp_path / "m")
     assert not os.path.exists(tmp_path / "m")
 

@@ -47,24 +47,24 @@ def test_layout_of_a_hand_built_pack():
     ]}
 
 
-@pytest.mark.parametrize("sequence_ids,max_sequences,segment_length", [
+@pytest.mark.parametrize("sequence_ids,max_sequences_per_pack,segment_length", [
     ([[1, 2, 1, 0]], 2, None),  # sequence 1 is not contiguous
     ([[1, 2, 3, 0]], 2, None),  # more sequences than K
     ([[1, 1, 1, 2]], 2, 2),  # a sequence longer than S
 ])
-def test_layout_reports_packs_it_cannot_hold(sequence_ids, max_sequences,
+def test_layout_reports_packs_it_cannot_hold(sequence_ids, max_sequences_per_pack,
                                              segment_length):
-    tiers = segment_tiers(4, max_sequences, segment_length)
+    tiers = segment_tiers(4, max_sequences_per_pack, segment_length)
     assert not bool(segment_layout(np.array(sequence_ids), tiers,
-                                   max_sequences)["fits"])
+                                   max_sequences_per_pack)["fits"])
 
 
-def _pair(causal, max_sequences, segment_length=None, dtype=None,
+def _pair(causal, max_sequences_per_pack, segment_length=None, dtype=None,
           **kwargs):
     """A dense and a segmented layer with the same weights."""
     layers = [PackedSelfAttention(
         2, 8, attention_implementation=implementation, causal=causal,
-        max_sequences_per_pack=max_sequences, segment_length=segment_length,
+        max_sequences_per_pack=max_sequences_per_pack, segment_length=segment_length,
         dtype=dtype, **kwargs) for implementation in ("dense", "segmented")]
     for layer in layers:
         layer.build((None, None, 8))
@@ -72,10 +72,10 @@ def _pair(causal, max_sequences, segment_length=None, dtype=None,
     return layers
 
 
-def _random_sequence_ids(rng, batch, length, max_sequences):
+def _random_sequence_ids(rng, batch, length, max_sequences_per_pack):
     rows = np.zeros((batch, length), "int32")
     for row in rows:
-        count = int(rng.integers(1, min(max_sequences, length) + 1))
+        count = int(rng.integers(1, min(max_sequences_per_pack, length) + 1))
         ends = np.sort(rng.choice(np.arange(1, length + 1), count,
                                   replace=False))
         for k, (start, end) in enumerate(zip(np.r_[0, ends[:-1]], ends)):
@@ -85,16 +85,16 @@ def _random_sequence_ids(rng, batch, length, max_sequences):
 
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2 ** 16), length=st.integers(2, 24),
-       max_sequences=st.integers(1, 5), causal=st.booleans(),
+       max_sequences_per_pack=st.integers(1, 5), causal=st.booleans(),
        bounded=st.booleans())
-def test_segmented_equals_dense_on_random_packs(seed, length, max_sequences,
+def test_segmented_equals_dense_on_random_packs(seed, length, max_sequences_per_pack,
                                                 causal, bounded):
     # With or without a bound S, and whether or not the rows hold the pack
     # (fallback), real tokens get the dense outputs to float32 rounding.
     rng = np.random.default_rng(seed)
-    sequence_ids = _random_sequence_ids(rng, 3, length, max_sequences)
+    sequence_ids = _random_sequence_ids(rng, 3, length, max_sequences_per_pack)
     segment_length = int(rng.integers(1, length + 1)) if bounded else None
-    dense, segmented = _pair(causal, max_sequences, segment_length)
+    dense, segmented = _pair(causal, max_sequences_per_pack, segment_length)
     x = rng.normal(size=(3, length, 8)).astype("float32")
     expected = np.asarray(dense(x, sequence_ids=sequence_ids))
     got = np.asarray(segmented(x, sequence_ids=sequence_ids))

@@ -110,9 +110,9 @@ def test_greedy_is_next_fit_in_shuffled_order():
     assert packs(a) == packs(b)
 
 
-def reference_fit_decreasing(lengths, max_length, max_depth, best_fit):
+def reference_fit_decreasing(lengths, max_length, max_sequences_per_pack, best_fit):
     """Per-sequence first/best fit decreasing, the textbook way."""
-    depth = max_depth or max_length
+    depth = max_sequences_per_pack or max_length
     bins = []  # [free space, lengths]
     for length in sorted(lengths, reverse=True):
         fits = [i for i, (space, items) in enumerate(bins) if space >= length and len(items) < depth]
@@ -137,21 +137,21 @@ histograms = st.integers(1, 24).flatmap(
 @settings(max_examples=150)
 @given(histograms)
 def test_ffd_and_bfd_equal_the_per_sequence_algorithms(case):
-    max_length, counts, max_depth = case
+    max_length, counts, max_sequences_per_pack = case
     lengths = np.repeat(np.arange(1, max_length + 1), counts)
     for name, best_fit in (("ffd", False), ("bfd", True)):
-        result = base.get(name)(np.array(counts), max_length, max_depth, seed=0)
-        assert packs(result) == reference_fit_decreasing(lengths.tolist(), max_length, max_depth, best_fit)
+        result = base.get(name)(np.array(counts), max_length, max_sequences_per_pack, seed=0)
+        assert packs(result) == reference_fit_decreasing(lengths.tolist(), max_length, max_sequences_per_pack, best_fit)
 
 
 @settings(max_examples=150)
 @given(histograms, st.sampled_from(algorithm_names()))
 def test_every_algorithm_plans_every_sequence_within_limits(case, name):
-    max_length, counts, max_depth = case
+    max_length, counts, max_sequences_per_pack = case
     counts = np.array(counts, dtype=np.int64)
-    p = plan(counts, max_length, max_depth, algorithm=name, seed=3)
+    p = plan(counts, max_length, max_sequences_per_pack, algorithm=name, seed=3)
     assert all(sum(s) <= max_length for s in p.strategies)
-    assert all(len(s) <= (max_depth or max_length) for s in p.strategies)
+    assert all(len(s) <= (max_sequences_per_pack or max_length) for s in p.strategies)
     assert np.all(slot_counts(p.strategies, p.counts, max_length) >= counts)
     assert np.all(p.counts > 0)
     m = p.metrics

@@ -10,13 +10,13 @@ from tfpack.packing.permutation import Permutations
 from tfpack.packing.placement import length_ranks, placement
 
 
-def check_assignment(assignment, lengths, max_length, max_depth):
+def check_assignment(assignment, lengths, max_length, max_sequences_per_pack):
     n = len(lengths)
     assert assignment.order.dtype == np.int64 and assignment.splits.dtype == np.int64
     assert np.array_equal(np.sort(assignment.order), np.arange(n))  # each example exactly once
     assert assignment.splits[0] == 0 and assignment.splits[-1] == n
     sizes = np.diff(assignment.splits)
-    assert np.all(sizes >= 1) and np.all(sizes <= (max_depth or max_length))
+    assert np.all(sizes >= 1) and np.all(sizes <= (max_sequences_per_pack or max_length))
     pack_of = assignment.pack_of()
     assert np.bincount(pack_of, weights=lengths, minlength=assignment.num_packs).max() <= max_length
     for p in range(assignment.num_packs):
@@ -104,10 +104,10 @@ cases = st.integers(1, 20).flatmap(
 @settings(max_examples=150)
 @given(cases)
 def test_assign_places_each_example_once_within_limits(case):
-    max_length, planned, actual, max_depth, name, seed = case
-    p = plan(histogram(planned, max_length), max_length, max_depth, algorithm=name)
+    max_length, planned, actual, max_sequences_per_pack, name, seed = case
+    p = plan(histogram(planned, max_length), max_length, max_sequences_per_pack, algorithm=name)
     for lengths in (np.array(planned), np.array(actual)):  # as planned, and different lengths
-        check_assignment(p.assign(lengths, seed=seed), lengths, max_length, max_depth)
+        check_assignment(p.assign(lengths, seed=seed), lengths, max_length, max_sequences_per_pack)
 
 
 def test_assign_as_planned_uses_the_plans_packs():
@@ -126,8 +126,8 @@ def test_assign_as_planned_uses_the_plans_packs():
 def test_placement_of_parts_equals_assign_of_the_whole(case, parts, random):
     # Workers that each see one "file" and know only the per-file histograms
     # place their examples exactly where `assign` places them.
-    max_length, planned, actual, max_depth, name, seed = case
-    p = plan(histogram(planned, max_length), max_length, max_depth, algorithm=name)
+    max_length, planned, actual, max_sequences_per_pack, name, seed = case
+    p = plan(histogram(planned, max_length), max_length, max_sequences_per_pack, algorithm=name)
     lengths = np.array(actual)
     cuts = sorted(random.randint(0, len(lengths)) for _ in range(parts - 1))
     files = np.split(lengths, cuts)

@@ -28,7 +28,7 @@ def as_counter(result):
     return collections.Counter(dict(zip(result.strategies, result.counts.tolist())))
 
 
-def assert_valid(result, histogram, max_length, max_depth):
+def assert_valid(result, histogram, max_length, max_sequences_per_pack):
     """The invariants, checked here independently of `tfpack.packing.checks`."""
     assert result.counts.dtype == np.int64
     assert len(result.strategies) == len(result.counts) == len(set(result.strategies))
@@ -38,20 +38,20 @@ def assert_valid(result, histogram, max_length, max_depth):
         assert isinstance(strategy, tuple) and strategy
         assert list(strategy) == sorted(strategy, reverse=True)
         assert sum(strategy) <= max_length
-        assert max_depth is None or len(strategy) <= max_depth
+        assert max_sequences_per_pack is None or len(strategy) <= max_sequences_per_pack
         for length in strategy:
             slots[length] += count
     assert np.all(slots[1:] >= histogram)
     check_plan(result.strategies, result.counts, histogram, max_length=max_length,
-               max_depth=max_depth)
+               max_sequences_per_pack=max_sequences_per_pack)
 
 
-def brute_force_packs(histogram, max_length, max_depth):
+def brute_force_packs(histogram, max_length, max_sequences_per_pack):
     """Fewest packs for a handful of sequences, by dynamic programming over subsets."""
     items = np.repeat(np.arange(1, len(histogram) + 1), histogram)
     n = len(items)
     sums = [int(items[[i for i in range(n) if mask >> i & 1]].sum()) for mask in range(1 << n)]
-    fits = [sums[m] <= max_length and (max_depth is None or bin(m).count("1") <= max_depth)
+    fits = [sums[m] <= max_length and (max_sequences_per_pack is None or bin(m).count("1") <= max_sequences_per_pack)
             for m in range(1 << n)]
     best = [0] + [math.inf] * ((1 << n) - 1)
     for mask in range(1, 1 << n):
@@ -131,36 +131,36 @@ def test_bound_rounding_tolerates_float_noise_only():
 @st.composite
 def tiny_instances(draw):
     max_length = draw(st.integers(1, 24))
-    max_depth = draw(st.one_of(st.none(), st.integers(1, 4)))
+    max_sequences_per_pack = draw(st.one_of(st.none(), st.integers(1, 4)))
     lengths = draw(st.lists(st.integers(1, max_length), min_size=1, max_size=8))
-    return make_histogram(max_length, collections.Counter(lengths)), max_length, max_depth
+    return make_histogram(max_length, collections.Counter(lengths)), max_length, max_sequences_per_pack
 
 
 @settings(max_examples=60)
 @given(tiny_instances())
 def test_bound_never_exceeds_the_true_optimum(instance):
-    histogram, max_length, max_depth = instance
-    result = optimal.pack(histogram, max_length, max_depth, seed=0)
-    assert_valid(result, histogram, max_length, max_depth)
-    best = brute_force_packs(histogram, max_length, max_depth)
+    histogram, max_length, max_sequences_per_pack = instance
+    result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0)
+    assert_valid(result, histogram, max_length, max_sequences_per_pack)
+    best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
     assert result.lower_bound_packs <= best <= result.counts.sum()
 
 
 @st.composite
 def instances(draw):
     max_length = draw(st.sampled_from([7, 32, 100, 128, 300]))
-    max_depth = draw(st.one_of(st.none(), st.integers(1, 6)))
+    max_sequences_per_pack = draw(st.one_of(st.none(), st.integers(1, 6)))
     lengths = draw(st.lists(st.integers(1, max_length), min_size=1, max_size=30, unique=True))
     counts = draw(st.lists(st.integers(1, 2000), min_size=len(lengths), max_size=len(lengths)))
-    return make_histogram(max_length, dict(zip(lengths, counts))), max_length, max_depth
+    return make_histogram(max_length, dict(zip(lengths, counts))), max_length, max_sequences_per_pack
 
 
 @settings(max_examples=40)
 @given(instances())
 def test_every_sequence_has_a_slot_and_bounds_hold(instance):
-    histogram, max_length, max_depth = instance
-    result = optimal.pack(histogram, max_length, max_depth, seed=0)
-    assert_valid(result, histogram, max_length, max_depth)
+    histogram, max_length, max_sequences_per_pack = instance
+    result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0)
+    assert_valid(result, histogram, max_length, max_sequences_per_pack)
     packs = int(result.counts.sum())
     tokens = int(histogram @ np.arange(1, max_length + 1))
     assert isinstance(result.lower_bound_packs, int)
@@ -168,7 +168,7 @@ def test_every_sequence_has_a_slot_and_bounds_hold(instance):
     assert packs <= histogram.sum()  # never worse than one sequence per pack
     # Never worse than best fit decreasing, which seeds it.
     counts = {i + 1: int(c) for i, c in enumerate(histogram) if c}
-    assert packs <= sum(_best_fit.fill(counts, {}, max_length, max_depth).values())
+    assert packs <= sum(_best_fit.fill(counts, {}, max_length, max_sequences_per_pack).values())
 
 
 @st.composite

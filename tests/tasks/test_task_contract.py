@@ -78,7 +78,7 @@ def test_a_declared_task_enters_the_contract(registered):
     spec = packed_feature_spec(FeatureRoles.get("toy_spans"), 8, 3, None)
     assert {n: s.shape.as_list() for n, s in spec.items()} == {
         "input_ids": [8], "token_type_ids": [8], "tag_ids": [8], "sequence_ids": [8],
-        "position_ids": [8], "cls_positions": [3], "sequence_mask": [3],
+        "position_ids": [8], "cls_positions": [3], "sequence_mask": [3], "example_ids": [3],
         "start_positions": [3], "end_positions": [3]}
     ds_spec = {"input_ids": tf.TensorSpec([None], tf.int32),
                "start_positions": tf.TensorSpec([], tf.int32)}
@@ -97,6 +97,7 @@ def test_assemble_and_the_reference_packer_agree_on_a_declared_task(registered):
                                                 roles, 6, 2).items()}
     assert packed["start_positions"].tolist() == [[0, 2], [0, 0]]
     assert packed["end_positions"].tolist() == [[0, 3], [1, 0]]
+    assert packed["example_ids"].tolist() == [[2, 0], [1, -1]]
     assert packed["tag_ids"].tolist() == [[5, 0, 1, 2, -100, -100], [3, 4, -100, -100, -100,
                                                                       -100]]
     reference = pack_examples(EXAMPLES, 6, packs=[[2, 0], [1]], max_sequences_per_pack=2)

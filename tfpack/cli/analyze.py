@@ -2,10 +2,10 @@
 
 ::
 
-    tfpack analyze wikipedia_512 --max-length 512 --max-per-pack 3 --max-per-pack none \\
+    tfpack analyze wikipedia_512 --max-length 512 --max-sequences-per-pack 3,none \\
         --algorithms spfhp,lpfhp,nnlshp,optimal --plot wikipedia.png
 
-For each algorithm and each ``--max-per-pack`` (repeat the flag or give a
+For each algorithm and each ``--max-sequences-per-pack`` (repeat the flag or give a
 comma list; an integer or ``none``), prints the strategies used, packs,
 tokens, padding tokens, efficiency, packing factor, the theoretical speed-up
 bound, the proven lower bound on packs and the solve time. ``--json`` prints
@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from tfpack.cli.plan import load_histogram, max_per_pack
+from tfpack.cli.plan import load_histogram, parse_max_sequences_per_pack
 from tfpack.errors import TfpackError
 
 __all__ = ["add_parser", "run", "format_table"]
@@ -50,7 +50,8 @@ COLUMNS = (
 def _depths(values: list[str] | None) -> list[int | None]:
     if not values:
         return list(DEFAULT_DEPTHS)
-    depths = [max_per_pack(part) for value in values for part in value.split(",") if part.strip()]
+    depths = [parse_max_sequences_per_pack(part)
+              for value in values for part in value.split(",") if part.strip()]
     return list(dict.fromkeys(depths))
 
 
@@ -94,8 +95,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("histogram", metavar="HISTOGRAM", help="histogram file or bundled name (e.g. wikipedia_512)")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
-    parser.add_argument("--max-per-pack", action="append", metavar="K",
-                        help="K: sequences per pack or 'none'; repeat or comma-separate (default: 3,none)")
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", action="append", metavar="K",
+                        help="K: sequences per pack or 'none'; repeat or comma-separate (default: 3,none); "
+                             "old name: --max-per-pack")
     parser.add_argument("--algorithms",
                         help=f"comma-separated planners (default: {','.join(DEFAULT_ALGORITHMS)}, "
                         "skipping those that cannot handle the input)")
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from tfpack import packing
 
     try:
-        depths = _depths(args.max_per_pack)
+        depths = _depths(args.max_sequences_per_pack)
     except argparse.ArgumentTypeError as error:
         raise TfpackError(str(error)) from None
     chosen = args.algorithms is not None

@@ -5,7 +5,7 @@
     tfpack export --run runs/bert                    # -> saved_models/bert
     tfpack export --run runs/bert --output serving/bert --step 1000
     tfpack export --model classifier.keras --output saved_models/classifier/1 \
-        --max-length 128 --max-per-pack 4 --padding-id 0
+        --max-length 128 --max-sequences-per-pack 4 --padding-id 0
 
 The SavedModel has the signatures ``serving_default`` (packed features),
 ``serve_sequences`` (token ids and lengths, packed inside the graph) and, with
@@ -38,7 +38,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--step", type=int, help="--run: checkpoint step (default: latest)")
     parser.add_argument("--output", help="SavedModel directory (default: saved_models/<name>)")
     parser.add_argument("--max-length", type=int, help="L: tokens per pack served")
-    parser.add_argument("--max-per-pack", type=int, help="K: sequences per pack served")
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=int,
+                        help="K: sequences per pack served (old name: --max-per-pack)")
     parser.add_argument("--max-predictions", type=int,
                         help="M: masked-LM predictions per pack served")
     parser.add_argument("--padding-id", type=int,
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         spec, name = None, os.path.splitext(os.path.basename(args.model))[0]
     path = export_saved_model(model, args.output or os.path.join(DEFAULT_EXPORT_DIR, name),
                               element_spec=spec, max_length=args.max_length,
-                              max_sequences_per_pack=args.max_per_pack,
+                              max_sequences_per_pack=args.max_sequences_per_pack,
                               max_predictions_per_pack=args.max_predictions,
                               padding_id=args.padding_id)
     if args.json:

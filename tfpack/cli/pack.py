@@ -3,9 +3,9 @@
 ::
 
     tfpack pack --input 'wiki/*.tfrecord' --output packed --max-length 512 \\
-        --max-per-pack 3 --algorithm lpfhp
+        --max-sequences-per-pack 3 --algorithm lpfhp
     tfpack pack --input 'wiki/*.tfrecord' --output packed --max-length 512 \\
-        --max-per-pack 3 --plan plan.json
+        --max-sequences-per-pack 3 --plan plan.json
 
 Writes ``part-*.tfrecord``, ``plan.json``, ``stats.json`` and, last,
 ``manifest.json`` into ``--output``, which must be empty or missing unless
@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 
-from tfpack.cli.plan import max_per_pack
+from tfpack.cli.plan import parse_max_sequences_per_pack
 from tfpack.errors import TfpackError
 
 __all__ = ["add_parser", "run"]
@@ -37,8 +37,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="glob (or comma-separated globs) of input TFRecords")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
-    parser.add_argument("--max-per-pack", type=max_per_pack, required=True,
-                        help="K: sequences per pack, or 'none'")
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=parse_max_sequences_per_pack, required=True,
+                        help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--algorithm", help="planner (default optimal)")
     source.add_argument("--plan", help="PLAN.json from `tfpack plan`")
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
         plan = PackingPlan.load(args.plan)  # TfpackError naming the file if unreadable
     job = dict(
-        max_length=args.max_length, max_sequences_per_pack=args.max_per_pack,
+        max_length=args.max_length, max_sequences_per_pack=args.max_sequences_per_pack,
         algorithm=args.algorithm, plan=plan, max_predictions_per_pack=args.max_predictions,
         packs_per_shard=args.packs_per_shard, seed=args.seed, shuffle=not args.no_shuffle,
         overwrite=args.overwrite)

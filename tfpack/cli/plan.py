@@ -2,7 +2,7 @@
 
 ::
 
-    tfpack plan wikipedia_512 --max-length 512 --max-per-pack 3 \\
+    tfpack plan wikipedia_512 --max-length 512 --max-sequences-per-pack 3 \\
         --algorithm optimal --output plan.json
 
 HISTOGRAM is a histogram file (text, one count per line, or ``.npy``; see
@@ -13,7 +13,7 @@ Prints the plan's summary, or with ``--json`` only a JSON object
 file back.
 
 This module also holds the argument helpers `tfpack analyze` shares:
-`max_per_pack` (an integer or ``none``) and `load_histogram` (file or
+`parse_max_sequences_per_pack` (an integer or ``none``) and `load_histogram` (file or
 bundled name, fitted to ``--max-length``).
 """
 
@@ -28,11 +28,11 @@ import numpy as np
 from tfpack import datasets
 from tfpack.errors import TfpackError
 
-__all__ = ["add_parser", "run", "max_per_pack", "load_histogram"]
+__all__ = ["add_parser", "run", "parse_max_sequences_per_pack", "load_histogram"]
 
 
-def max_per_pack(text: str) -> int | None:
-    """``--max-per-pack`` value: a positive integer, or ``none`` for no limit."""
+def parse_max_sequences_per_pack(text: str) -> int | None:
+    """``--max-sequences-per-pack`` value: a positive integer, or ``none`` for no limit."""
     if text.strip().lower() == "none":
         return None
     try:
@@ -41,7 +41,7 @@ def max_per_pack(text: str) -> int | None:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(
-            f"must be a positive integer or 'none'. Received: --max-per-pack={text}"
+            f"must be a positive integer or 'none'. Received: --max-sequences-per-pack={text}"
         )
     return value
 
@@ -82,7 +82,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("histogram", metavar="HISTOGRAM", help="histogram file or bundled name (e.g. wikipedia_512)")
     parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
-    parser.add_argument("--max-per-pack", type=max_per_pack, required=True, help="K: sequences per pack, or 'none'")
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=parse_max_sequences_per_pack,
+                        required=True, help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
     parser.add_argument("--algorithm", required=True, help="planner: none, greedy, ffd, bfd, spfhp, lpfhp, nnlshp, ennlshp, optimal")
     parser.add_argument("--output", required=True, help="where to write the plan file (JSON)")
     parser.add_argument("--seed", type=int, default=0, help="seed of randomized planners (greedy)")
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from tfpack import packing
 
     counts = load_histogram(args.histogram, args.max_length)
-    plan = packing.plan(counts, args.max_length, args.max_per_pack, algorithm=args.algorithm, seed=args.seed)
+    plan = packing.plan(counts, args.max_length, args.max_sequences_per_pack, algorithm=args.algorithm, seed=args.seed)
     try:
         plan.save(args.output)
     except OSError as error:

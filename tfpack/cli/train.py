@@ -4,7 +4,7 @@
 
     tfpack train --input 'packed/part-*.tfrecord' --output runs/bert --steps 1000
     tfpack train --input 'wiki/*.tfrecord' --input-format google --pack optimal \\
-        --max-length 128 --max-per-pack 3 --max-predictions 20 --output runs/bert
+        --max-length 128 --max-sequences-per-pack 3 --max-predictions 20 --output runs/bert
     tfpack train --config train.json --strategy mirrored --steps 2000
 
 ``--config`` reads a JSON object whose keys are the flag names (``max_length``
@@ -40,7 +40,7 @@ __all__ = ["add_parser", "run", "DEFAULTS", "RESUMABLE", "build_model"]
 
 DEFAULTS = {
     "input": None, "input_format": "packed", "pack": "optimal", "output": None,
-    "max_length": 128, "max_per_pack": 3, "max_predictions": 20,
+    "max_length": 128, "max_sequences_per_pack": 3, "max_predictions": 20,
     "vocab_size": 30522, "layers": 2, "hidden": 128, "heads": 2, "intermediate": 512,
     "dropout": 0.1, "steps": 100, "batch_size": 32, "accumulation_steps": 1,
     "packing_adjustment": "accumulation", "packing_factor": None,
@@ -48,6 +48,8 @@ DEFAULTS = {
     "strategy": "default", "tpu": None, "mixed_precision": "float32", "jit_compile": True,
     "log_every": 10, "checkpoint_every": 100, "seed": 0, "progress": False,
 }
+# Keys renamed since (old name -> name): old --config files and train_config.json still load.
+RENAMED = {"max_per_pack": "max_sequences_per_pack"}
 # Settings a resumed run may change (applied; train_config.json records them).
 RESUMABLE = frozenset({"steps", "learning_rate", "warmup_steps", "weight_decay", "dropout",
                        "log_every", "checkpoint_every", "progress", "jit_compile", "tpu",
@@ -72,7 +74,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add("--input-format", choices=_CHOICES["input_format"], help="(default packed)")
     add("--pack", help="google input: planner name, or 'none' to train unpacked (default optimal)")
     add("--output", help="run directory: config, log.jsonl, checkpoints (resumed if present)")
-    for name, help_text in (("max-length", "L (google input)"), ("max-per-pack", "K (google input)"),
+    add("--max-sequences-per-pack", "--max-per-pack", type=int,
+        help="K (google input; old name: --max-per-pack)")
+    for name, help_text in (("max-length", "L (google input)"),
                             ("max-predictions", "M (google input)"),
                             ("vocab-size", "BERT vocabulary"), ("layers", "encoder layers"),
                             ("hidden", "hidden size"), ("heads", "attention heads"),
@@ -98,6 +102,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def _renamed(config: dict) -> dict:
+    """``config`` with the keys in `RENAMED` under their current names."""
+    return {RENAMED.get(key, key): value for key, value in config.items()}
+
+
 def resolve(args: argparse.Namespace) -> dict:
     """Flags over ``--config`` over `DEFAULTS`; validated."""
     config = dict(DEFAULTS)
@@ -111,10 +120,10 @@ def resolve(args: argparse.Namespace) -> dict:
         if not isinstance(loaded, dict):
             raise TfpackError("`--config` must hold a JSON object whose keys are flag names. "
                               f"Received: --config={args.config} (a {type(loaded).__name__})")
-        unknown = sorted(k for k in loaded if k.replace("-", "_") not in DEFAULTS)
+        unknown = sorted(k for k in loaded if k.replace("-", "_") not in {*DEFAULTS, *RENAMED})
         if unknown:
             raise TfpackError(f"`--config` keys must be flag names. Received: unknown keys {unknown}")
-        config.update({k.replace("-", "_"): v for k, v in loaded.items()})
+        config.update(_renamed({k.replace("-", "_"): v for k, v in loaded.items()}))
     config.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
     for key in ("input", "output"):
         if not config[key]:
@@ -123,7 +132,7 @@ def resolve(args: argparse.Namespace) -> dict:
         if config[key] not in choices:
             raise TfpackError(f"`--{key.replace('_', '-')}` must be one of {choices}. "
                               f"Received: --{key.replace('_', '-')}={config[key]!r}")
-    for key in ("max_length", "max_per_pack", "max_predictions", "vocab_size", "layers",
+    for key in ("max_length", "max_sequences_per_pack", "max_predictions", "vocab_size", "layers",
                 "hidden", "heads", "intermediate", "steps", "batch_size",
                 "accumulation_steps", "log_every", "checkpoint_every"):
         if _bad_int(config[key], 1):
@@ -193,7 +202,7 @@ def _dataset(config: dict):
     unpacked = config["pack"] == "none"
     packer = data.pack(
         max_length=config["max_length"],
-        max_sequences_per_pack=1 if unpacked else config["max_per_pack"],
+        max_sequences_per_pack=1 if unpacked else config["max_sequences_per_pack"],
         max_predictions_per_pack=config["max_predictions"],
         algorithm="none" if unpacked else config["pack"], truncate=True, seed=config["seed"])
     dataset = examples.apply(packer)
@@ -253,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
     if os.path.exists(config_path):
         try:
             with open(config_path) as f:
-                previous = json.load(f)
+                previous = _renamed(json.load(f))
         except (OSError, ValueError) as error:
             raise TfpackError("A resumed run's train_config.json must be readable. "
                               f"Received: {config_path} ({error})") from None

@@ -14,6 +14,7 @@ pack 1 holds b)::
     position_ids   [[0, 0, 1, 2, 0, 0], [0, 1, 0, 0, 0, 0]]
     cls_positions  [[0, 1], [0, 0]]
     sequence_mask  [[1., 1.], [1., 0.]]
+    example_ids    [[2, 0], [1, -1]]
 
 >>> import tensorflow as tf
 >>> from tfpack.data.assemble import assemble
@@ -42,10 +43,11 @@ def assemble(
     splits,
     roles: FeatureRoles,
     max_length: int,
-    max_sequences: int,
+    max_sequences_per_pack: int,
     max_predictions: int | None = None,
     *,
     check_partitions: bool = True,
+    example_ids=None,
 ) -> dict[str, tf.Tensor]:
     """Build ``P`` packs from ``N`` examples.
 
@@ -57,10 +59,12 @@ def assemble(
             in that order. Empty packs (equal splits) come out all padding.
         roles: which feature plays which role; ``roles.tokens`` must all be in
             ``examples``.
-        max_length, max_sequences, max_predictions: ``L``, ``K``, ``M``.
+        max_length, max_sequences_per_pack, max_predictions: ``L``, ``K``, ``M``.
         check_partitions: assert that the token features (and the masked-LM
             features) of each example have equal lengths. Costs O(N) per call;
             callers that checked once already pass ``False``.
+        example_ids: int ``[N]``, each example's index in the whole input
+            (written to ``example_ids``); default its row in ``examples``.
 
     Returns:
         Dict of dense tensors with a leading dimension ``P``; the features of
@@ -70,7 +74,7 @@ def assemble(
         tf.errors.InvalidArgumentError: when a pack holds more than ``L``
             tokens, ``K`` sequences or ``M`` predictions.
     """
-    L, K, M = max_length, max_sequences, max_predictions
+    L, K, M = max_length, max_sequences_per_pack, max_predictions
     order = tf.cast(order, tf.int64)
     splits = tf.cast(splits, tf.int64)
     n = tf.size(order, out_type=tf.int64)
@@ -141,6 +145,8 @@ def assemble(
     per_pack = splits[1:] - splits[:-1]
     out["cls_positions"] = by_pack("cls_positions", seq_offset, per_pack)
     out["sequence_mask"] = by_pack("sequence_mask", tf.ones_like(seq_k), per_pack)
+    ids = order if example_ids is None else tf.gather(tf.cast(example_ids, tf.int64), order)
+    out["example_ids"] = by_pack("example_ids", ids, per_pack)
     for name in roles.sequence:
         values = tf.gather(examples[name], order)
         if name in roles.shifted:

@@ -18,8 +18,8 @@ feature packs one way (``packing``) from one source (``source``):
   each prediction).
 
 The first token feature (``input_ids``) defines the length of an example.
-Packs always also hold ``sequence_ids``, ``position_ids``, ``cls_positions``
-and ``sequence_mask``. Every name, dtype, shape and padding value of a pack
+Packs always also hold ``sequence_ids``, ``position_ids``, ``cls_positions``,
+``sequence_mask`` and ``example_ids`` (each slot's index in the input). Every name, dtype, shape and padding value of a pack
 comes from the feature contract, `tfpack.features`.
 
 Example:
@@ -240,15 +240,16 @@ def _describe(element_spec) -> str:
 
 
 def packed_feature_spec(
-    roles: FeatureRoles, max_length: int, max_sequences: int, max_predictions: int | None
+    roles: FeatureRoles, max_length: int, max_sequences_per_pack: int, max_predictions: int | None
 ) -> dict[str, tf.TensorSpec]:
     """The contract features (`tfpack.features`) of one pack under ``roles``, unbatched.
 
     >>> spec = packed_feature_spec(FeatureRoles.causal_lm(), 8, 2, None)
-    >>> sorted(spec)
-    ['cls_positions', 'input_ids', 'labels', 'position_ids', 'sequence_ids', 'sequence_mask']
+    >>> sorted(spec)  # doctest: +NORMALIZE_WHITESPACE
+    ['cls_positions', 'example_ids', 'input_ids', 'labels', 'position_ids', 'sequence_ids',
+     'sequence_mask']
     """
-    sizes = {"L": max_length, "K": max_sequences, "M": max_predictions}
+    sizes = {"L": max_length, "K": max_sequences_per_pack, "M": max_predictions}
     entries = {n: contract.feature(n, roles.task) for n in packed_feature_names(roles)}
     return {n: tf.TensorSpec([sizes[e.dimension]], tf.as_dtype(e.dtype))
             for n, e in entries.items()}
@@ -262,7 +263,8 @@ def packed_feature_names(roles: FeatureRoles) -> list[str]:
     names = [*roles.tokens, "sequence_ids", "position_ids"]
     if roles.predictions:
         names += [*roles.predictions, *derived("prediction")]
-    names += ["cls_positions", "sequence_mask", *roles.sequence, *derived("sequence")]
+    names += ["cls_positions", "sequence_mask", "example_ids", *roles.sequence,
+              *derived("sequence")]
     return names + derived("token")
 
 

@@ -77,15 +77,17 @@ def flatten(
         if chosen.predictions:
             _positive("max_predictions", max_predictions)
 
-        def row(batch):
+        def row(index, batch):
             batch = ragged_rows(batch)
             n = batch[chosen.length_feature].nrows()
+            ids = index * batch_size + tf.range(n, dtype=tf.int64)
             packs = assemble(batch, tf.range(n), tf.stack([tf.constant(0, n.dtype), n]),
-                             chosen, token_budget, batch_size, max_predictions)
+                             chosen, token_budget, batch_size, max_predictions,
+                             example_ids=ids)
             return {name: t[0] for name, t in packs.items()}
 
-        rows = dataset.ragged_batch(batch_size).map(tf.autograph.experimental.do_not_convert(row),
-                                                          num_parallel_calls=tf.data.AUTOTUNE)
+        rows = dataset.ragged_batch(batch_size).enumerate().map(
+            tf.autograph.experimental.do_not_convert(row), num_parallel_calls=tf.data.AUTOTUNE)
         return _with_static_shapes(rows, chosen, token_budget, batch_size, max_predictions)
 
     return apply

@@ -339,7 +339,10 @@ class Packer:
             order.set_shape([None])
             splits.set_shape([None])
             # `codes` covered the partitions (rules 8, 14) before any pack is built.
-            return assemble(batch, order, splits, roles, L, K, M, check_partitions=False)
+            first = tf.cast(index, tf.int64) * window
+            ids = first + tf.range(tf.shape(lengths, out_type=tf.int64)[0])
+            return assemble(batch, order, splits, roles, L, K, M, check_partitions=False,
+                            example_ids=ids)
 
         self.report = PackReport(mode="streaming", num_workers=self.num_workers,
                                  worker=self.worker, max_predictions_per_pack=M)

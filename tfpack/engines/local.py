@@ -229,7 +229,7 @@ def _build_shards(tmp, output_dir, order, splits, shard_of, packs_per_shard, num
         name = f"part-{s:05d}-of-{num_shards:05d}.tfrecord"
         with manifest.atomic_path(os.path.join(output_dir, name)) as partial, \
                 tf.io.TFRecordWriter(partial) as writer:
-            for packs in builder.packs(bucket, local_order, local_splits):
+            for packs in builder.packs(bucket, local_order, local_splits, example_ids=members):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)

@@ -15,7 +15,7 @@ Example:
 ...                           max_seq_length=8, max_predictions_per_seq=2),
 ...            google_example([101, 9, 102], [0, 0, 0], [1], [4], 1,
 ...                           max_seq_length=8, max_predictions_per_seq=2)]
->>> builder = ShardBuilder(max_length=8, max_sequences=2, max_predictions=2)
+>>> builder = ShardBuilder(max_length=8, max_sequences_per_pack=2, max_predictions=2)
 >>> (packs,) = builder.packs(records, order=np.array([1, 0]), splits=np.array([0, 2]))
 >>> packs["input_ids"].tolist()
 [[101, 9, 102, 101, 7, 102, 0, 0]]
@@ -45,9 +45,9 @@ class ShardBuilder:
     every later one (tracing costs about 0.5 s a graph).
     """
 
-    def __init__(self, max_length: int, max_sequences: int, max_predictions: int):
+    def __init__(self, max_length: int, max_sequences_per_pack: int, max_predictions: int):
         self.max_length = int(max_length)
-        self.max_sequences = int(max_sequences)
+        self.max_sequences_per_pack = int(max_sequences_per_pack)
         self.max_predictions = int(max_predictions)
         self.roles = FeatureRoles.bert()
         # Traced once: a `Dataset.map` would trace the parser again for every shard.
@@ -56,7 +56,7 @@ class ShardBuilder:
         self._build = None
 
     def packs(self, records, order: np.ndarray, splits: np.ndarray,
-              ) -> Iterator[dict[str, np.ndarray]]:
+              example_ids: np.ndarray | None = None) -> Iterator[dict[str, np.ndarray]]:
         """Batches of packs (dicts of numpy ``[P, ...]``), chunk after chunk.
 
         Args:
@@ -64,6 +64,9 @@ class ShardBuilder:
                 strings or a list of bytes, in any order.
             order, splits: the shard's packs as in `tfpack.packing.Assignment`,
                 indexing ``records``.
+            example_ids: int ``[len(records)]``, each record's position in the
+                whole input (all input files, in order), written to the
+                packs' ``example_ids``; default its index in ``records``.
         """
         if not isinstance(records, tf.data.Dataset):
             records = tf.data.Dataset.from_tensor_slices(tf.constant(list(records), tf.string))
@@ -71,11 +74,13 @@ class ShardBuilder:
         examples = {n: tf.concat([p[n] for p in parts], axis=0) for n in parts[0]}
         if self._build is None:
             self._build = _assemble_function(examples, self.roles, self.max_length,
-                                             self.max_sequences, self.max_predictions)
+                                             self.max_sequences_per_pack, self.max_predictions)
         order, splits = np.asarray(order, np.int64), np.asarray(splits, np.int64)
+        ids = np.arange(len(order), dtype=np.int64) if example_ids is None else np.asarray(
+            example_ids, np.int64)
         for start in range(0, len(splits) - 1, _ASSEMBLE_PACKS):
             sub = splits[start:start + _ASSEMBLE_PACKS + 1]
-            packs = self._build(examples, order[sub[0]:sub[-1]], sub - sub[0])
+            packs = self._build(examples, order[sub[0]:sub[-1]], sub - sub[0], ids)
             yield {n: t.numpy() for n, t in packs.items()}
 
 
@@ -91,9 +96,10 @@ def _assemble_function(examples, roles, L, K, M):
         return tf.TensorSpec([None], value.dtype)
 
     signature = [{n: relaxed(v) for n, v in examples.items()},
-                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64)]
+                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64),
+                 tf.TensorSpec([None], tf.int64)]
     # No autograph: `assemble` is plain vectorized TF (converting it costs seconds).
     return tf.function(
-        lambda examples, order, splits: assemble(examples, order, splits, roles, L, K, M,
-                                                 check_partitions=False),
+        lambda examples, order, splits, ids: assemble(
+            examples, order, splits, roles, L, K, M, check_partitions=False, example_ids=ids),
         input_signature=signature, autograph=False)

@@ -37,7 +37,7 @@ import tensorflow as tf
 __all__ = ["pack_sequences", "gather_sequence_outputs", "gather_token_outputs"]
 
 
-def _best_fit_decreasing(lengths, max_length: int, max_sequences: int):
+def _best_fit_decreasing(lengths, max_length: int, max_sequences_per_pack: int):
     """``(pack, slot, offset, num_packs)`` per sequence; -1 for empty ones."""
     n = tf.size(lengths)
     order = tf.argsort(lengths, direction="DESCENDING", stable=True)
@@ -46,7 +46,7 @@ def _best_fit_decreasing(lengths, max_length: int, max_sequences: int):
     def body(i, room, count, opened, pack, slot, offset):
         s = order[i]
         length = lengths[s]
-        fits = (packs < opened) & (room >= length) & (count < max_sequences)
+        fits = (packs < opened) & (room >= length) & (count < max_sequences_per_pack)
         best = tf.cast(tf.argmin(tf.where(fits, room, max_length + 1)), tf.int32)
         target = tf.where(tf.reduce_any(fits), best, opened)
         real = length > 0

@@ -3,7 +3,7 @@
 Sources, in order of precedence:
 
 1. explicit arguments ``max_length`` / ``max_sequences_per_pack`` /
-   ``max_predictions_per_pack`` (CLI ``--max-length``, ``--max-per-pack``,
+   ``max_predictions_per_pack`` (CLI ``--max-length``, ``--max-sequences-per-pack``,
    ``--max-predictions``);
 2. a dataset's ``element_spec`` (unbatched packed features);
 3. the shapes the model was trained at, recorded by ``fit`` / `Trainer`
@@ -44,7 +44,7 @@ def feature_kinds() -> dict:
     return {name: (dimension, tf.as_dtype(dtype))
             for name, (dimension, dtype) in contract.input_kinds().items()}
 _ARGUMENT = {"L": ("max_length", "--max-length"),
-             "K": ("max_sequences_per_pack", "--max-per-pack"),
+             "K": ("max_sequences_per_pack", "--max-sequences-per-pack"),
              "M": ("max_predictions_per_pack", "--max-predictions")}
 
 

@@ -31,7 +31,7 @@ attention for that batch (`ops.cond`, so both stay compiled).
 from keras import ops
 
 
-def segment_tiers(length, max_sequences, segment_length=None):
+def segment_tiers(length, max_sequences_per_pack, segment_length=None):
     """Static rows: `(first_rank, rows, row_length)` per tier.
 
     Example:
@@ -43,8 +43,8 @@ def segment_tiers(length, max_sequences, segment_length=None):
     """
     bound = min(segment_length or length, length)
     tiers, rank = [], 0
-    while rank < max_sequences:
-        rows = min(rank + 1, max_sequences - rank)  # ranks [2^g-1, 2^(g+1)-1)
+    while rank < max_sequences_per_pack:
+        rows = min(rank + 1, max_sequences_per_pack - rank)  # ranks [2^g-1, 2^(g+1)-1)
         # At least 2 tokens a row where S allows: a softmax over one key is
         # all ones, and Keras warns about it.
         row_length = max(min(2, bound), min(bound, length // (rank + 1)))
@@ -57,13 +57,13 @@ def segment_tiers(length, max_sequences, segment_length=None):
     return tuple(tiers)
 
 
-def segment_work(length, max_sequences, segment_length=None):
+def segment_work(length, max_sequences_per_pack, segment_length=None):
     """Attention scores per pack and head of the segmented rows."""
     return sum(rows * size ** 2 for _, rows, size in
-               segment_tiers(length, max_sequences, segment_length))
+               segment_tiers(length, max_sequences_per_pack, segment_length))
 
 
-def segment_layout(sequence_ids, tiers, max_sequences):
+def segment_layout(sequence_ids, tiers, max_sequences_per_pack):
     """Where each token goes in the rows of `tiers`.
 
     Example:
@@ -81,7 +81,7 @@ def segment_layout(sequence_ids, tiers, max_sequences):
     Args:
         sequence_ids: int `[batch, length]`, 1..K per sequence, 0 = padding.
         tiers: `segment_tiers(length, K, S)`.
-        max_sequences: `K`.
+        max_sequences_per_pack: `K`.
 
     Returns:
         dict of `fits` (scalar bool) and `tiers`, one dict per tier:
@@ -94,7 +94,7 @@ def segment_layout(sequence_ids, tiers, max_sequences):
     sequence_ids = ops.cast(sequence_ids, "int32")
     length = sequence_ids.shape[1] or ops.shape(sequence_ids)[1]
     positions = ops.arange(length, dtype="int32")
-    ids = ops.arange(1, max_sequences + 1, dtype="int32")
+    ids = ops.arange(1, max_sequences_per_pack + 1, dtype="int32")
     member = ops.equal(ops.expand_dims(sequence_ids, 2), ids)  # [B, L, K]
     counts = ops.sum(ops.cast(member, "int32"), axis=1)  # [B, K]
     starts = ops.min(ops.where(member, positions[:, None], length), axis=1)
@@ -110,13 +110,13 @@ def segment_layout(sequence_ids, tiers, max_sequences):
     rank_starts = ops.sum(by_rank * ops.expand_dims(starts, 2), axis=1)
 
     real = sequence_ids > 0
-    sequence = ops.clip(sequence_ids - 1, 0, max_sequences - 1)
+    sequence = ops.clip(sequence_ids - 1, 0, max_sequences_per_pack - 1)
     token_rank = ops.take_along_axis(ranks, sequence, axis=1)
     token_column = positions - ops.take_along_axis(starts, sequence, axis=1)
     fits = ops.logical_and(
         ops.all(ops.logical_or(counts == 0, ends - starts + 1 == counts)),
         ops.all(ops.logical_and(sequence_ids >= 0,
-                                sequence_ids <= max_sequences)))
+                                sequence_ids <= max_sequences_per_pack)))
     layout = []
     for first, rows, row_length in tiers:
         tier_counts = rank_counts[:, first:first + rows]

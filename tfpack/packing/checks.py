@@ -5,7 +5,7 @@
 
 1. every strategy is a non-empty tuple of lengths in ``1..max_length``,
    longest first, summing to at most ``max_length``;
-2. no strategy holds more than ``max_depth`` sequences (when limited);
+2. no strategy holds more than ``max_sequences_per_pack`` sequences (when limited);
 3. counts are positive integers, one per strategy;
 4. the strategies hold at least as many slots of each length as the
    histogram has sequences of it (extra slots become padding).
@@ -15,7 +15,7 @@ Example:
 >>> import numpy as np
 >>> from tfpack.packing.checks import check_plan
 >>> check_plan([(5, 3), (8,)], np.array([2, 1]), np.array([0, 0, 2, 0, 2, 0, 0, 1]),
-...            max_length=8, max_depth=2)
+...            max_length=8, max_sequences_per_pack=2)
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def check_plan(
     histogram: np.ndarray,
     *,
     max_length: int,
-    max_depth: int | None,
+    max_sequences_per_pack: int | None,
 ) -> None:
     """Raise `TfpackError` naming the first broken invariant; else return None."""
     counts = np.asarray(counts)
@@ -84,8 +84,8 @@ def check_plan(
          f"A strategy must list lengths between 1 and max_length={max_length}"),
         (sums > max_length,
          f"The lengths of a strategy must sum to at most max_length={max_length}"),
-        (depths > (max_depth or np.iinfo(np.int64).max),
-         f"A strategy must hold at most max_sequences_per_pack={max_depth} sequences"),
+        (depths > (max_sequences_per_pack or np.iinfo(np.int64).max),
+         f"A strategy must hold at most max_sequences_per_pack={max_sequences_per_pack} sequences"),
         (np.bincount(owner[~descending], minlength=len(strategies)) > 0,
          "A strategy must list its lengths longest first"),
     ]

@@ -19,7 +19,7 @@ Example:
 
 >>> import numpy as np
 >>> m = compute_metrics([(5, 3), (8,)], np.array([2, 1]), np.array([0, 0, 2, 0, 2, 0, 0, 1]),
-...                     max_length=8, max_depth=2, solve_seconds=0.0)
+...                     max_length=8, max_sequences_per_pack=2, solve_seconds=0.0)
 >>> m["packs"], m["efficiency"], m["packing_factor"]
 (3, 1.0, 1.6666666666666667)
 """
@@ -47,11 +47,11 @@ METRIC_NAMES = (
 )
 
 
-def simple_lower_bound(histogram: np.ndarray, max_length: int, max_depth: int | None) -> int:
+def simple_lower_bound(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None) -> int:
     """A valid lower bound on the packs any plan needs.
 
     The largest of: packs to hold all tokens, packs to hold all sequences at
-    ``max_depth`` per pack, and the sequences longer than half a pack (no two
+    ``max_sequences_per_pack`` per pack, and the sequences longer than half a pack (no two
     of them share one).
     """
     lengths = np.arange(1, max_length + 1)
@@ -61,8 +61,8 @@ def simple_lower_bound(histogram: np.ndarray, max_length: int, max_depth: int | 
         math.ceil(tokens / max_length),
         int(histogram[lengths * 2 > max_length].sum()),
     ]
-    if max_depth is not None:
-        bounds.append(math.ceil(sequences / max_depth))
+    if max_sequences_per_pack is not None:
+        bounds.append(math.ceil(sequences / max_sequences_per_pack))
     return max(bounds)
 
 
@@ -72,7 +72,7 @@ def compute_metrics(
     histogram: np.ndarray,
     *,
     max_length: int,
-    max_depth: int | None,
+    max_sequences_per_pack: int | None,
     solve_seconds: float,
     lower_bound_packs: float | None = None,
 ) -> dict:
@@ -81,7 +81,7 @@ def compute_metrics(
     sequences = int(histogram.sum())
     tokens = int(histogram @ np.arange(1, max_length + 1))
     # Both bounds are valid, so their maximum is too.
-    simple = simple_lower_bound(histogram, max_length, max_depth)
+    simple = simple_lower_bound(histogram, max_length, max_sequences_per_pack)
     lower_bound_packs = simple if lower_bound_packs is None else max(simple, lower_bound_packs)
     return {
         "packs": packs,

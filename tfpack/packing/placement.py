@@ -242,7 +242,7 @@ def _runs(strategies, counts, max_length: int, needed: np.ndarray, first_new: in
     return (run_length[keep], run_owner[keep], run_position[keep], run_size[keep], taken[keep])
 
 
-def _overflow(examples: np.ndarray, slots: np.ndarray, max_length: int, max_depth):
+def _overflow(examples: np.ndarray, slots: np.ndarray, max_length: int, max_sequences_per_pack):
     """Where examples beyond the plan's slots of their length go.
 
     Unused slots take the longest surplus examples that fit them (slots
@@ -272,5 +272,5 @@ def _overflow(examples: np.ndarray, slots: np.ndarray, max_length: int, max_dept
             free[slot - 1] -= count
             left[item - 1] -= count
     rest = np.array(left, dtype=np.int64)
-    extra = algorithms.get("ffd")(rest, max_length, max_depth, seed=0) if rest.any() else None
+    extra = algorithms.get("ffd")(rest, max_length, max_sequences_per_pack, seed=0) if rest.any() else None
     return sorted(pairs), extra

@@ -108,7 +108,7 @@ class PackingPlan:
         if missing:
             raise TfpackError(f"A plan file must have the fields {list(keys)}. Received: missing {missing}")
         max_length = validate_max_length(data["max_length"])
-        max_depth = validate_max_sequences_per_pack(data["max_sequences_per_pack"])
+        max_sequences_per_pack = validate_max_sequences_per_pack(data["max_sequences_per_pack"])
         histogram = validate_histogram(data["histogram"], max_length)
         strategies = data["strategies"]
         if not isinstance(strategies, list) or not all(isinstance(s, list) for s in strategies):
@@ -128,7 +128,7 @@ class PackingPlan:
             )
         counts = counts.astype(np.int64)
         strategies = [tuple(s) for s in strategies]
-        check_plan(strategies, counts, histogram, max_length=max_length, max_depth=max_depth)
+        check_plan(strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack)
         stored = data["metrics"] if isinstance(data["metrics"], dict) else {}
         for key in ("solve_seconds", "lower_bound_packs"):
             value = stored.get(key)
@@ -136,11 +136,11 @@ class PackingPlan:
                 raise TfpackError(f"A plan file's metrics.{key} must be a number. Received: {key}={value!r}")
         # Derived numbers are recomputed; only the two an algorithm alone knows are read.
         metrics = compute_metrics(
-            strategies, counts, histogram, max_length=max_length, max_depth=max_depth,
+            strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
             solve_seconds=float(stored.get("solve_seconds", 0.0)),
             lower_bound_packs=stored.get("lower_bound_packs"),
         )
-        return cls(max_length, max_depth, str(data["algorithm"]), histogram, strategies, counts, metrics)
+        return cls(max_length, max_sequences_per_pack, str(data["algorithm"]), histogram, strategies, counts, metrics)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the plan file (`to_json`) to ``path``."""
@@ -227,7 +227,7 @@ def plan(
     3
     """
     max_length = validate_max_length(max_length)
-    max_depth = validate_max_sequences_per_pack(max_sequences_per_pack)
+    max_sequences_per_pack = validate_max_sequences_per_pack(max_sequences_per_pack)
     histogram = validate_histogram(histogram, max_length)
     if histogram.sum() == 0:
         raise TfpackError(
@@ -236,15 +236,15 @@ def plan(
         )
     function = algorithms.get(algorithm)
     start = time.perf_counter()
-    result = function(histogram, max_length, max_depth, seed=seed)
+    result = function(histogram, max_length, max_sequences_per_pack, seed=seed)
     seconds = time.perf_counter() - start
     strategies, counts = _canonical(result.strategies, result.counts)
     try:
-        check_plan(strategies, counts, histogram, max_length=max_length, max_depth=max_depth)
+        check_plan(strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack)
     except TfpackError as error:
         raise RuntimeError(f"Packing algorithm {algorithm!r} returned an invalid plan: {error}") from None
     metrics = compute_metrics(
-        strategies, counts, histogram, max_length=max_length, max_depth=max_depth,
+        strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
         solve_seconds=seconds, lower_bound_packs=result.lower_bound_packs,
     )
-    return PackingPlan(max_length, max_depth, algorithm, histogram, strategies, counts, metrics)
+    return PackingPlan(max_length, max_sequences_per_pack, algorithm, histogram, strategies, counts, metrics)

@@ -28,7 +28,8 @@ Where its values come from (its ``source``):
   `IGNORE_LABEL` at its end (causal-LM ``labels``);
 - ``"slot"``: computed: the sequence (1..K) of each prediction slot;
 - ``"packer"``: computed by the packer for every task (the core features:
-  ``sequence_ids``, ``position_ids``, ``cls_positions``, ...).
+  ``sequence_ids``, ``position_ids``, ``cls_positions``, ``sequence_mask``,
+  ``example_ids``).
 
 Example: a task tagging every token with a class (one file, then one import
 line in `tfpack/tasks/__init__.py`):
@@ -216,7 +217,9 @@ class TaskSpec:
 
 
 # The features every pack has, whatever the task (token_type_ids only for
-# tasks that list it in `reads`). `example_ids` maps slots back to the input.
+# tasks that list it in `reads`). `example_ids` maps slots back to the input:
+# the example's position in the dataset (or across `tfpack pack`'s input
+# files, in order).
 CORE_FEATURES: tuple[Feature, ...] = (
     Feature("input_ids", "int32", "token", "input", 0,
             "tokens of the packed sequences, back to back, then padding"),
@@ -230,6 +233,8 @@ CORE_FEATURES: tuple[Feature, ...] = (
             "index of each sequence's first token (0 for absent ones)", source="packer"),
     Feature("sequence_mask", "float32", "sequence", "input", 0.0,
             "1.0 where sequence k exists in the pack", source="packer"),
+    Feature("example_ids", "int32", "sequence", "index", -1,
+            "index of each sequence in the input (-1: empty slot)", source="packer"),
 )
 
 # What every backbone returns (`tfpack.models.backbone`).

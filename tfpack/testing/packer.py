@@ -26,7 +26,7 @@ Worked example: examples of lengths 2 and 3 in one pack of length 6::
     input_ids    [a a b b b 0]
     sequence_ids [1 1 2 2 2 0]
     position_ids [0 1 0 1 2 0]
-    cls_positions [0 2], sequence_mask [1 1]
+    cls_positions [0 2], sequence_mask [1 1], example_ids [0 1]
 
 >>> import numpy as np
 >>> packed = pack_examples([{"input_ids": [7, 8]}, {"input_ids": [9, 9, 9]}],
@@ -154,7 +154,8 @@ def pack_examples(examples: Sequence[dict], max_length: int,
     batch = len(packs)
     sizes = {"L": max_length, "K": k, "M": m}
     out = {f.name: np.full((batch, sizes[f.dimension]), f.padding, f.dtype) for f in entries}
-    structural = {"sequence_ids", "position_ids", "cls_positions", "sequence_mask"}
+    structural = {"sequence_ids", "position_ids", "cls_positions", "sequence_mask",
+                  "example_ids"}
 
     for row, pack in enumerate(packs):
         start, prediction = 0, 0
@@ -165,6 +166,7 @@ def pack_examples(examples: Sequence[dict], max_length: int,
             out["position_ids"][row, span] = np.arange(n)
             out["cls_positions"][row, slot] = start
             out["sequence_mask"][row, slot] = 1.0
+            out["example_ids"][row, slot] = index
             count = len(example[counter]) if counter is not None else 0
             if prediction + count > (m or 0) and count:
                 raise TfpackError(

@@ -149,14 +149,15 @@ class _BuildShard(beam.DoFn):
         from tfpack.engines.shards import ShardBuilder
 
         shard, parts = item
-        records, splits = steps.shard_layout(list(parts))
+        records, splits, ids = steps.shard_layout(list(parts))
         if self.builder is None:
             self.builder = ShardBuilder(self.max_length, limit["K"], limit["M"])
         name = f"part-{shard:05d}-of-{decision['shards']:05d}.tfrecord"
         path = os.path.join(self.output_dir, name)
         count, features = 0, None
         with manifest.atomic_path(path) as partial, tf.io.TFRecordWriter(partial) as writer:
-            for packs in self.builder.packs(records, np.arange(len(records)), splits):
+            for packs in self.builder.packs(records, np.arange(len(records)), splits,
+                                            example_ids=ids):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)

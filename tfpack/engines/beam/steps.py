@@ -235,20 +235,22 @@ def route_file(placed: Placed, limit: dict, packs_per_shard: int):
     for s in np.unique(shard):
         mine = np.flatnonzero(shard == s)
         yield int(s), (placed.pack[mine], placed.position[mine], placed.lengths[mine],
-                       [records[i] for i in mine])
+                       [records[i] for i in mine], placed.first_example + mine)
 
 
-def shard_layout(parts) -> tuple[list[bytes], np.ndarray]:
-    """One shard's records in pack order and the splits of its packs.
+def shard_layout(parts) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+    """One shard's records in pack order, the splits of its packs, and each
+    record's global index (its position across the input files, in order).
 
     Within a pack: longest first, then by slot, as `tfpack.packing.layout`.
     """
-    pack = np.concatenate([p for p, _, _, _ in parts])
-    position = np.concatenate([q for _, q, _, _ in parts])
-    lengths = np.concatenate([l for _, _, l, _ in parts])
-    records = [r for _, _, _, rs in parts for r in rs]
+    pack = np.concatenate([p[0] for p in parts])
+    position = np.concatenate([p[1] for p in parts])
+    lengths = np.concatenate([p[2] for p in parts])
+    records = [r for p in parts for r in p[3]]
+    ids = np.concatenate([p[4] for p in parts]).astype(np.int64)
     order = np.lexsort((position, -lengths, pack))
     first = int(pack.min())
     sizes = np.bincount(pack - first)
     splits = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    return [records[i] for i in order], splits
+    return [records[i] for i in order], splits, ids[order]

@@ -5,7 +5,7 @@ Used by the `optimal` planner twice: on the whole histogram for a first plan
 the few sequences that rounding the LP solution down leaves without a slot,
 which go into the free space of the rounded packs first::
 
-    fill({500: 2, 12: 3}, packs={(300,): 1}, max_length=512, max_depth=2)
+    fill({500: 2, 12: 3}, packs={(300,): 1}, max_length=512, max_sequences_per_pack=2)
     -> {(300, 12): 1, (500, 12): 2}
 
 Sequences are taken longest first; each group of identical sequences goes to
@@ -22,19 +22,19 @@ from collections import defaultdict
 
 
 def fill(counts: dict[int, int], packs: dict[tuple[int, ...], int], max_length: int,
-         max_depth: int | None) -> dict[tuple[int, ...], int]:
+         max_sequences_per_pack: int | None) -> dict[tuple[int, ...], int]:
     """Place ``counts[length]`` sequences of each length into ``packs`` (and new ones).
 
     Args:
         counts: sequences to place, by length.
         packs: open packs (lengths, longest first) -> how many; not modified.
         max_length: tokens per pack.
-        max_depth: sequences per pack, or ``None`` for no limit.
+        max_sequences_per_pack: sequences per pack, or ``None`` for no limit.
 
     Returns:
         All packs (the given ones, extended, and new ones) -> how many.
     """
-    depth = max_length if max_depth is None else max_depth
+    depth = max_length if max_sequences_per_pack is None else max_sequences_per_pack
     packs = dict(packs)
     by_space: dict[int, dict[tuple[int, ...], None]] = defaultdict(dict)
     spaces: list[int] = []  # sorted spaces that have at least one open pack

@@ -25,10 +25,10 @@ from tfpack.packing.algorithms import base
 
 
 def fit_decreasing(
-    histogram: np.ndarray, max_length: int, max_depth: int | None, *, best_fit: bool
+    histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, best_fit: bool
 ) -> base.AlgorithmResult:
     """Pack ``histogram`` as per-sequence FFD (or BFD with ``best_fit``) would."""
-    depth_limit = max_length if max_depth is None else max_depth
+    depth_limit = max_length if max_sequences_per_pack is None else max_sequences_per_pack
     # Groups of identical packs, in opening order; full packs simply stop fitting.
     count = np.zeros(0, dtype=np.int64)
     space = np.zeros(0, dtype=np.int64)

@@ -7,7 +7,7 @@ most free space (worst fit: shortest pack first, SPFHP) or the least free
 space that still fits (best fit: longest pack first, LPFHP), splitting a
 group when fewer sequences than packs remain. Among groups with equal space
 the most recently opened is taken first (as the paper's code does). What fits
-nowhere opens new packs. A pack closes when full or at ``max_depth``.
+nowhere opens new packs. A pack closes when full or at ``max_sequences_per_pack``.
 
 With ``split_counts`` (LPFHP, the paper's appendix R) a group of sequences
 may go several at a time into each pack, e.g. two 256s into one 512-pack,
@@ -29,13 +29,13 @@ from tfpack.packing.algorithms import base
 def histogram_fit(
     histogram: np.ndarray,
     max_length: int,
-    max_depth: int | None,
+    max_sequences_per_pack: int | None,
     *,
     best_fit: bool,
     split_counts: bool,
 ) -> base.AlgorithmResult:
     """Pack ``histogram``; see the module docstring for the rule."""
-    depth = max_length if max_depth is None else max_depth
+    depth = max_length if max_sequences_per_pack is None else max_sequences_per_pack
     groups: dict[int, list[tuple[int, tuple[int, ...]]]] = {}  # free space -> [(count, pack)]
     spaces: list[int] = []  # free spaces with open groups, sorted
     closed: list[tuple[int, tuple[int, ...]]] = []

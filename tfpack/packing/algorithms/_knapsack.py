@@ -1,7 +1,7 @@
 """Pricing for the `optimal` planner: a bounded knapsack with at most K items.
 
 Given a value ``y[r]`` for one sequence of length ``lengths[r]`` (the LP duals),
-find packs (at most ``max_length`` tokens, at most ``max_depth`` sequences, at
+find packs (at most ``max_length`` tokens, at most ``max_sequences_per_pack`` sequences, at
 most ``bounds[r]`` copies of length ``lengths[r]``) of largest total value::
 
     lengths=[2, 3, 5], bounds=[2, 2, 1], values=[.2, .35, .6], max_length=8, depth=3
@@ -42,14 +42,14 @@ class Pricing:
 
 
 def effective_depth(lengths: np.ndarray, bounds: np.ndarray, max_length: int,
-                    max_depth: int | None) -> int | None:
-    """``max_depth``, or ``None`` when it can never bind (fewer sequences fit anyway)."""
-    if max_depth is None:
+                    max_sequences_per_pack: int | None) -> int | None:
+    """``max_sequences_per_pack``, or ``None`` when it can never bind (fewer sequences fit anyway)."""
+    if max_sequences_per_pack is None:
         return None
     order = np.argsort(lengths, kind="stable")
     copies = np.repeat(lengths[order], np.minimum(bounds[order], max_length))
     most = int(np.searchsorted(np.cumsum(copies), max_length, side="right"))
-    return None if most <= max_depth else int(max_depth)
+    return None if most <= max_sequences_per_pack else int(max_sequences_per_pack)
 
 
 def _binary_split(bound: int) -> list[int]:

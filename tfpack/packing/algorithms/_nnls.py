@@ -84,9 +84,9 @@ def packing_matrix(strategies: list[tuple[int, ...]], max_length: int) -> np.nda
     return matrix
 
 
-def problem(max_length: int, max_depth: int | None) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """Strategies of depth ``min(max_depth, 3)`` filling ``max_length`` exactly, and their matrix."""
-    depth = MAX_DEPTH if max_depth is None else min(max_depth, MAX_DEPTH)
+def problem(max_length: int, max_sequences_per_pack: int | None) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Strategies of depth ``min(max_sequences_per_pack, 3)`` filling ``max_length`` exactly, and their matrix."""
+    depth = MAX_DEPTH if max_sequences_per_pack is None else min(max_sequences_per_pack, MAX_DEPTH)
     check_size(max_length, depth)
     strategies = enumerate_strategies(max_length, depth)
     return strategies, packing_matrix(strategies, max_length)

@@ -15,7 +15,7 @@ Example:
 >>> import numpy as np
 >>> from tfpack.packing.algorithms import base
 >>> @base.register("my_singletons")
-... def pack(histogram, max_length, max_depth, *, seed):
+... def pack(histogram, max_length, max_sequences_per_pack, *, seed):
 ...     lengths = [i + 1 for i in np.flatnonzero(histogram)]
 ...     return base.AlgorithmResult([(n,) for n in lengths], histogram[histogram > 0])
 >>> base.get("my_singletons") is pack
@@ -41,7 +41,7 @@ class AlgorithmResult:
     Attributes:
         strategies: one tuple of sequence lengths per strategy, longest first;
             the lengths of a strategy sum to at most ``max_length`` and there
-            are at most ``max_depth`` of them.
+            are at most ``max_sequences_per_pack`` of them.
         counts: int64 ``[len(strategies)]``, packs using each strategy
             (all positive). Together they hold at least as many slots of each
             length as the histogram has sequences of it.
@@ -61,13 +61,13 @@ class Algorithm(Protocol):
     Args:
         histogram: int64 ``[max_length]``, validated, not all zero.
         max_length: maximum tokens per pack.
-        max_depth: maximum sequences per pack, or ``None`` for no limit.
+        max_sequences_per_pack: maximum sequences per pack, or ``None`` for no limit.
         seed: for algorithms with random choices (e.g. the input order of
             ``greedy``); deterministic algorithms ignore it.
     """
 
     def __call__(
-        self, histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int
+        self, histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int
     ) -> AlgorithmResult: ...
 
 
@@ -81,7 +81,7 @@ def register(name: str, *, depth_cap: int | None = None) -> Callable[[Algorithm]
     Args:
         name: the name `get` and ``tfpack plan --algorithm`` use.
         depth_cap: for algorithms that never put more than this many
-            sequences in a pack whatever ``max_depth`` allows (``nnlshp``: 3),
+            sequences in a pack whatever ``max_sequences_per_pack`` allows (``nnlshp``: 3),
             so that callers know larger limits give the same plan.
     """
 

@@ -28,6 +28,6 @@ from tfpack.packing.algorithms._fit_decreasing import fit_decreasing
 
 
 @base.register("bfd")
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """Best fit decreasing; deterministic."""
-    return fit_decreasing(histogram, max_length, max_depth, best_fit=True)
+    return fit_decreasing(histogram, max_length, max_sequences_per_pack, best_fit=True)

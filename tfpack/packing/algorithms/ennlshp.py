@@ -11,7 +11,7 @@ adds a slack ``r >= 0`` per length and a heavily weighted block forcing
 
 ``x`` is rounded up, so the mixture covers the histogram; any sequence still
 left out gets a pack of its own. Much slower than ``nnlshp`` (a matrix twice
-as tall) for a small gain; depth ``min(max_depth, 3)``.
+as tall) for a small gain; depth ``min(max_sequences_per_pack, 3)``.
 
 Example:
 
@@ -42,9 +42,9 @@ ROUNDING_TOLERANCE = 1e-6
 
 
 @base.register("ennlshp", depth_cap=MAX_DEPTH)
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """Extended NNLS with padding-token weights, rounded up; deterministic."""
-    strategies, matrix = problem(max_length, max_depth)
+    strategies, matrix = problem(max_length, max_sequences_per_pack)
     weights = np.arange(1, max_length + 1, dtype=np.float64)
     identity = np.eye(max_length)
     system = np.block([

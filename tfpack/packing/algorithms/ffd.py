@@ -28,6 +28,6 @@ from tfpack.packing.algorithms._fit_decreasing import fit_decreasing
 
 
 @base.register("ffd")
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """First fit decreasing; deterministic."""
-    return fit_decreasing(histogram, max_length, max_depth, best_fit=False)
+    return fit_decreasing(histogram, max_length, max_sequences_per_pack, best_fit=False)

@@ -30,15 +30,15 @@ import scipy.sparse.csgraph
 from tfpack.packing.algorithms import base
 
 
-def pack_boundaries(lengths: np.ndarray, max_length: int, max_depth: int | None) -> np.ndarray:
+def pack_boundaries(lengths: np.ndarray, max_length: int, max_sequences_per_pack: int | None) -> np.ndarray:
     """Next fit over ``lengths`` in order: int64 ``[packs + 1]`` start of each pack, then n."""
     n = lengths.size
     ends = np.cumsum(lengths, dtype=np.int64)
     starts = ends - lengths
     # First sequence that would overflow a pack opened at i.
     following = np.searchsorted(ends, starts + max_length, side="right")
-    if max_depth is not None:
-        np.minimum(following, np.arange(n) + max_depth, out=following)
+    if max_sequences_per_pack is not None:
+        np.minimum(following, np.arange(n) + max_sequences_per_pack, out=following)
     # The pack starts are the nodes reachable from 0 in the graph i -> following[i]
     # (node n ends every walk); scipy walks it in C, one step per pack.
     graph = scipy.sparse.csr_matrix(
@@ -69,10 +69,10 @@ def strategies_of_packs(lengths: np.ndarray, boundaries: np.ndarray, max_length:
 
 
 @base.register("greedy")
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """Next fit over the sequences in an order shuffled with ``seed``."""
     dtype = np.int16 if max_length < 2**15 else np.int64
     lengths = np.repeat(np.arange(1, max_length + 1, dtype=dtype), histogram)
     np.random.default_rng(seed).shuffle(lengths)
-    boundaries = pack_boundaries(lengths, max_length, max_depth)
+    boundaries = pack_boundaries(lengths, max_length, max_sequences_per_pack)
     return strategies_of_packs(lengths.astype(np.int64), boundaries, max_length)

@@ -30,6 +30,6 @@ from tfpack.packing.algorithms._histogram_fit import histogram_fit
 
 
 @base.register("lpfhp")
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """Longest-pack-first (best fit) histogram packing with count splitting; deterministic."""
-    return histogram_fit(histogram, max_length, max_depth, best_fit=True, split_counts=True)
+    return histogram_fit(histogram, max_length, max_sequences_per_pack, best_fit=True, split_counts=True)

@@ -6,7 +6,7 @@ for ``max_length`` 512), solves the weighted problem
 to the nearest integers and gives each sequence the rounded mixture leaves
 out a pack of its own. Residuals on lengths up to 8 weigh 0.09, the others 1
 (F.4.5): a deficit of short sequences costs little padding. Reaches 99.746%
-efficiency on Wikipedia-512. The depth is ``min(max_depth, 3)``: depth 4
+efficiency on Wikipedia-512. The depth is ``min(max_sequences_per_pack, 3)``: depth 4
 already has ~940K strategies at length 512.
 
 Example:
@@ -38,9 +38,9 @@ SHORT_WEIGHT = 0.09  # ... weigh this much in the residual
 
 
 @base.register("nnlshp", depth_cap=MAX_DEPTH)
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """Weighted NNLS mixture of exact-fill strategies, rounded; deterministic."""
-    strategies, matrix = problem(max_length, max_depth)
+    strategies, matrix = problem(max_length, max_sequences_per_pack)
     weights = np.ones(max_length)
     weights[:WEIGHT_OFFSET] = SHORT_WEIGHT
     mixture, _ = scipy.optimize.nnls(weights[:, None] * matrix, weights * histogram)

@@ -16,7 +16,7 @@ from tfpack.packing.algorithms import base
 
 
 @base.register("none")
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """Each sequence alone in its pack."""
     lengths = np.flatnonzero(histogram) + 1
     return base.AlgorithmResult([(int(n),) for n in lengths], histogram[lengths - 1])

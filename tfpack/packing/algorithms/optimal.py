@@ -1,14 +1,14 @@
 """`optimal`: near-optimal histogram packing by column generation, with a proven bound.
 
 Packing a length histogram ``h`` into packs of at most ``max_length`` tokens and
-``max_depth`` sequences is the cutting-stock problem. Its LP relaxation::
+``max_sequences_per_pack`` sequences is the cutting-stock problem. Its LP relaxation::
 
     minimize    sum_j x_j
     subject to  sum_j a_ij x_j >= h_i   for every length i
                 x_j >= 0
 
 has one column ``a_j`` per feasible pack ("strategy": ``a_ij`` sequences of
-length ``i``, ``sum_i i a_ij <= max_length``, ``sum_i a_ij <= max_depth``,
+length ``i``, ``sum_i i a_ij <= max_length``, ``sum_i a_ij <= max_sequences_per_pack``,
 ``a_ij <= h_i``). There are far too many columns to list, so they are generated:
 solve the LP over a few columns with HiGHS, read the duals ``y``, and ask a
 knapsack dynamic program (`_knapsack.price`) for packs worth more than 1 under
@@ -36,7 +36,7 @@ Notes:
     reported ``lower_bound_packs`` is ``ceil(q - 1e-9 * q)``, rounding down
     values within that margin above an integer, so it stays a valid integer
     bound. The trivial bounds ``ceil(tokens / max_length)`` and
-    ``ceil(sequences / max_depth)`` are combined with it (max).
+    ``ceil(sequences / max_sequences_per_pack)`` are combined with it (max).
 
     *Dual-optimal inequalities.* A slot of length ``i`` can always hold a
     shorter sequence, so the LP gets zero-cost columns moving supply from each
@@ -96,7 +96,7 @@ _BOUND_MARGIN = 1e-9  # relative margin when rounding the LP bound up to an inte
 
 
 @base.register("optimal")
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *,
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *,
          seed: int) -> base.AlgorithmResult:
     """Near-optimal packing strategies for ``histogram`` and a proven lower bound.
 
@@ -104,7 +104,7 @@ def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *,
         histogram: int64 ``[max_length]``, ``histogram[i]`` sequences of length
             ``i + 1``; validated by the caller, not all zero.
         max_length: tokens per pack.
-        max_depth: sequences per pack, or ``None`` for no limit.
+        max_sequences_per_pack: sequences per pack, or ``None`` for no limit.
         seed: unused; the algorithm is deterministic.
 
     Returns:
@@ -116,17 +116,17 @@ def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *,
     lengths = np.flatnonzero(histogram) + 1
     demand = histogram[lengths - 1]
     simple = -(-int(lengths @ demand) // max_length)
-    if max_depth is not None:
-        simple = max(simple, -(-int(demand.sum()) // max_depth))
-    if max_depth == 1:
+    if max_sequences_per_pack is not None:
+        simple = max(simple, -(-int(demand.sum()) // max_sequences_per_pack))
+    if max_sequences_per_pack == 1:
         return _result({(int(n),): int(c) for n, c in zip(lengths, demand)}, simple)
 
     counts = dict(zip(lengths.tolist(), demand.tolist()))
-    heuristic = _best_fit.fill(counts, {}, max_length, max_depth)
+    heuristic = _best_fit.fill(counts, {}, max_length, max_sequences_per_pack)
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
         return _result(heuristic, simple)  # no LP can say much more
-    lp = _column_generation(lengths, demand, max_length, max_depth, heuristic, simple)
-    plans = [_round(lp, lengths, demand, max_length, max_depth, fill)
+    lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic, simple)
+    plans = [_round(lp, lengths, demand, max_length, max_sequences_per_pack, fill)
              for fill in _ROUND_UP_FILLS] + [heuristic]
     best = min(plans, key=lambda packs: sum(packs.values()))  # first of equals
     return _result(best, lp.lower_bound)
@@ -147,12 +147,12 @@ class _LP:
     rounds: int
 
 
-def _column_generation(lengths, demand, max_length, max_depth, seed_packs, simple) -> _LP:
+def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple) -> _LP:
     n = len(lengths)
     bounds = np.minimum(demand, max_length // lengths)
-    if max_depth is not None:
-        bounds = np.minimum(bounds, max_depth)
-    depth = _knapsack.effective_depth(lengths, bounds, max_length, max_depth)
+    if max_sequences_per_pack is not None:
+        bounds = np.minimum(bounds, max_sequences_per_pack)
+    depth = _knapsack.effective_depth(lengths, bounds, max_length, max_sequences_per_pack)
     row_of = {int(v): r for r, v in enumerate(lengths)}
 
     # Dual-optimal inequalities: supply of length r + 1 may serve length r.
@@ -211,7 +211,7 @@ def _ceil(value: float) -> int:
     return math.ceil(value - _BOUND_MARGIN * max(1.0, abs(value)))
 
 
-def _round(lp: _LP, lengths, demand, max_length, max_depth,
+def _round(lp: _LP, lengths, demand, max_length, max_sequences_per_pack,
            fill: float) -> dict[tuple[int, ...], int]:
     """Round the LP solution and give every sequence a slot.
 
@@ -256,7 +256,7 @@ def _round(lp: _LP, lengths, demand, max_length, max_depth,
     for s in spare:
         packs.replace(int(lengths[s]), None, int(extra[s]))
     missing = {int(lengths[r]): int(-extra[r]) for r in np.flatnonzero(extra < 0)}
-    filled = _best_fit.fill(missing, packs.counts, max_length, max_depth)
+    filled = _best_fit.fill(missing, packs.counts, max_length, max_sequences_per_pack)
     return {p: c for p, c in filled.items() if p and c}
 
 

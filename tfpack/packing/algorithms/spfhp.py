@@ -29,6 +29,6 @@ from tfpack.packing.algorithms._histogram_fit import histogram_fit
 
 
 @base.register("spfhp")
-def pack(histogram: np.ndarray, max_length: int, max_depth: int | None, *, seed: int) -> base.AlgorithmResult:
+def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """Shortest-pack-first (worst fit) histogram packing; deterministic."""
-    return histogram_fit(histogram, max_length, max_depth, best_fit=False, split_counts=False)
+    return histogram_fit(histogram, max_length, max_sequences_per_pack, best_fit=False, split_counts=False)
