@@ -29,7 +29,10 @@ def _assert_same_outputs(model, name):
     expected = np.load(LEGACY / f"{name}_outputs.npz")
     assert sorted(outputs) == sorted(expected.files)
     for key in expected.files:
-        np.testing.assert_array_equal(np.asarray(outputs[key]), expected[key])
+        # Float32 rounding only: the outputs were saved on another CPU, and
+        # oneDNN picks kernels (AVX-512, AMX) by the machine.
+        np.testing.assert_allclose(np.asarray(outputs[key]), expected[key],
+                                   rtol=1e-5, atol=1e-6)
 
 
 def test_old_encoder_file_loads_as_it_is():
