@@ -11,7 +11,7 @@ import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
 ORDER = ["planners", "optimal", "pipeline", "engines", "model", "training", "backbones", "attention",
-         "keras_hub_attention", "accelerator", "integrity"]
+         "keras_hub_attention", "accelerator", "integrity", "qa"]
 
 
 def main() -> None:
