@@ -12,6 +12,7 @@ Subpackages, top to bottom of the data flow (see DESIGN.md):
 - `tfpack.tasks`: task declarations: each task's features and outputs, and
   how they pack (the open feature contract; no TensorFlow).
 - `tfpack.testing`: equivalence checks for packed models.
+- `tfpack.inference`: `tfpack.predict`: per-example outputs computed on packs.
 - `tfpack.training`: LAMB for packing, batch rules, a distributed training loop.
 - `tfpack.evaluation`: per-example scores and the Keras metrics that compute
   them on packed batches (macro F1, entity F1, SQuAD EM/F1, perplexity).
@@ -44,18 +45,22 @@ __all__ = [
     "evaluation",
     "export",
     "formats",
+    "inference",
     "layers",
     "models",
     "packing",
+    "predict",
     "tasks",
     "testing",
     "training",
 ]
 
-_SUBPACKAGES = frozenset(__all__) - {"__version__"}
+_SUBPACKAGES = frozenset(__all__) - {"__version__", "predict"}
 
 
 def __getattr__(name):
+    if name == "predict":  # `tfpack.predict` (imports TensorFlow on first use).
+        return importlib.import_module("tfpack.inference").predict
     if name in _SUBPACKAGES:
         return importlib.import_module(f"tfpack.{name}")
     raise AttributeError(f"module 'tfpack' has no attribute {name!r}")

@@ -25,6 +25,7 @@ def test_pack_by_hand():
         "token_type_ids": [[0, 1, 0, 0, 1, 0]],
         "cls_positions": [[0, 2, 0]],
         "sequence_mask": [[1, 1, 0]],
+        "example_ids": [[0, 1, -1]],
         "masked_lm_positions": [[1, 2, 4, 0]],
         "masked_lm_ids": [[9, 3, 4, 0]],
         "masked_lm_weights": [[1, 1, 1, 0]],

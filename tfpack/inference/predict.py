@@ -1,0 +1,211 @@
+"""`tfpack.predict`: pack unpacked examples, run the model, get outputs per example.
+
+The examples are packed as they stream in (`tfpack.data.pack` with
+``window=``: memory bounded by the window, not the corpus), batched to one
+fixed shape ``[batch_size, L]`` (the last batch is filled with empty packs),
+run through the model compiled once (``jit_compile``), and every output is
+cut back into its examples by the packs' ``example_ids``
+(`tfpack.inference.unpack`). Which output is per sequence and which per token
+comes from the task contract: the model's task declaration
+(`tfpack.tasks`, ``outputs``), or a backbone's ``sequence_output`` (per
+token).
+
+Results, in input order:
+
+- a ``"sequence"`` output: one array ``[n, ...]`` (row ``i`` = example ``i``);
+- a ``"token"`` (or ``"prediction"``) output: a list of ``n`` arrays
+  ``[n_i, ...]``;
+- one output: that value; several: a dict of them.
+
+Example:
+
+>>> import tfpack
+>>> backbone = tfpack.models.BertEncoder(vocabulary_size=20, num_layers=1, hidden_dim=8,
+...                                      num_heads=2, intermediate_dim=16)
+>>> hidden = tfpack.predict(backbone, [[2, 5, 6], [7, 3], [4]], max_length=8,
+...                         max_sequences_per_pack=2, batch_size=2)
+>>> [h.shape for h in hidden]
+[(3, 8), (2, 8), (1, 8)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+from tqdm import tqdm
+
+from tfpack import features as contract
+from tfpack.data.features import FeatureRoles
+from tfpack.data.pack import pack
+from tfpack.errors import TfpackError
+from tfpack.inference.unpack import Collector
+
+__all__ = ["predict", "output_kinds"]
+
+_DEFAULT_WINDOW = 8192
+
+
+def output_kinds(model, declared: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Output name -> ``"sequence"``, ``"token"`` or ``"prediction"`` of ``model``.
+
+    From ``declared`` when given, else the contract: the declaration of
+    ``model.task`` (`tfpack.tasks`), or a backbone's ``packed_outputs``
+    (``{"sequence_output": "token"}``).
+    """
+    if declared is not None:
+        kinds = dict(declared)
+    elif isinstance(getattr(model, "task", None), str):
+        kinds = contract.outputs(model.task)
+    else:
+        kinds = dict(getattr(model, "packed_outputs", None) or {})
+    if not kinds:
+        raise TfpackError(
+            "`model` must be a tfpack task or backbone (its outputs are declared in the task "
+            "contract, tfpack.tasks), or `output_kinds` must say where each output lives. "
+            f"Received: a {type(model).__name__} without `task` or `packed_outputs`")
+    bad = {k: v for k, v in kinds.items() if v not in ("sequence", "token", "prediction")}
+    if bad:
+        raise TfpackError("Output kinds must be 'sequence', 'token' or 'prediction'. "
+                          f"Received: output_kinds={bad}")
+    return kinds
+
+
+def _as_dataset(examples) -> tuple[tf.data.Dataset, int | None]:
+    """``(dataset of {"input_ids": [n], ...}, number of examples if known)``."""
+    if isinstance(examples, tf.data.Dataset):
+        spec = examples.element_spec
+        if not isinstance(spec, dict) or "input_ids" not in spec:
+            raise TfpackError("`examples` must be a tf.data.Dataset of dicts with `input_ids` "
+                              f"or a list of token id lists. Received: element_spec={spec!r}")
+        count = int(tf.data.experimental.cardinality(examples))
+        return examples, count if count >= 0 else None
+    if isinstance(examples, Sequence) and not isinstance(examples, (str, bytes)):
+        rows = list(examples)
+        if not rows or any(np.ndim(r) != 1 or len(r) == 0 for r in rows):
+            raise TfpackError("`examples` must be a non-empty list of non-empty token id lists. "
+                              f"Received: {len(rows)} rows"
+                              + (f", row shapes {sorted({np.shape(r) for r in rows})[:4]}"
+                                 if rows else ""))
+        dataset = tf.data.Dataset.from_generator(
+            lambda: ({"input_ids": np.asarray(r, np.int32)} for r in rows),
+            output_signature={"input_ids": tf.TensorSpec([None], tf.int32)})
+        return dataset.apply(tf.data.experimental.assert_cardinality(len(rows))), len(rows)
+    raise TfpackError("`examples` must be a tf.data.Dataset of dicts with `input_ids` or a "
+                      f"list of token id lists. Received: {type(examples).__name__}")
+
+
+def _model_inputs(model, element_spec) -> tuple[str, ...]:
+    names = getattr(model, "input_features", None)
+    if names is None:
+        from tfpack.models.backbone import backbone_input_features
+
+        names = backbone_input_features(model)
+    optional = set(getattr(model, "optional_features", ()) or ()) | set(
+        getattr(getattr(model, "backbone", None), "optional_features", ()) or ())
+    return tuple(n for n in names if n not in optional or n in element_spec)
+
+
+def predict(
+    model,
+    examples,
+    *,
+    max_length: int,
+    max_sequences_per_pack: int,
+    batch_size: int = 32,
+    max_predictions_per_pack: int | None = None,
+    window: int = _DEFAULT_WINDOW,
+    algorithm: str = "lpfhp",
+    output_kinds: Mapping[str, str] | None = None,
+    roles: FeatureRoles | str | None = None,
+    truncate: bool = False,
+    jit_compile: bool = True,
+    progress: bool = False,
+):
+    """Outputs of ``model`` for every example, in input order, computed on packs.
+
+    Args:
+        model: a tfpack task or backbone (`tfpack.models`, including
+            `tfpack.models.from_keras_hub` backbones), or any Keras model of
+            packed features with ``output_kinds``.
+        examples: a `tf.data.Dataset` of dicts ``{"input_ids": [n], ...}``
+            (``token_type_ids`` too when the model reads them), or a list of
+            token id lists.
+        max_length: ``L``, tokens per pack (longer examples fail, or are cut
+            with ``truncate=True``).
+        max_sequences_per_pack: ``K``; ``1`` runs one example per row (the
+            padded baseline).
+        batch_size: packs per model call; every call has the shape
+            ``[batch_size, L]``.
+        max_predictions_per_pack: ``M``, for models with prediction-slot
+            inputs (``roles="bert"``).
+        window: examples planned and packed at a time (memory is bounded by
+            it; larger windows pack a little better).
+        algorithm: the planner of each window (`tfpack.packing`).
+        output_kinds: where each output lives, for models outside the task
+            contract (the contract's declaration otherwise).
+        roles: how to pack the examples' features (default: ``input_ids`` and
+            the ``token_type_ids`` the model reads).
+        truncate: cut examples longer than ``L`` instead of failing.
+        jit_compile: compile the model call with XLA.
+        progress: show a tqdm progress bar (examples) on stderr.
+
+    Returns:
+        Per example, in input order: see the module docstring.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise TfpackError(f"`batch_size` must be a positive integer. Received: "
+                          f"batch_size={batch_size!r}")
+    kinds = output_kinds_of(model, output_kinds)
+    dataset, count = _as_dataset(examples)
+    inputs = _model_inputs(model, dataset.element_spec)
+    if roles is None:
+        tokens = ("input_ids",) + tuple(
+            n for n in ("token_type_ids",) if n in inputs and n in dataset.element_spec)
+        roles = FeatureRoles(name="predict", tokens=tokens)
+    roles = FeatureRoles.get(roles)
+    packer = pack(max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
+                  max_predictions_per_pack=max_predictions_per_pack, window=window,
+                  algorithm=algorithm, roles=roles, shuffle=False, truncate=truncate)
+    packed = dataset.apply(packer).batch(batch_size).prefetch(2)
+    missing = [n for n in inputs if n not in packed.element_spec]
+    if missing:
+        raise TfpackError(f"The packs must hold every feature the model reads. Received: "
+                          f"missing {missing} (pass `roles` that pack them)")
+    call = tf.function(lambda x: model(x, training=False), jit_compile=jit_compile)
+    collector = Collector(kinds)
+    with tqdm(total=count, desc="predict", unit=" examples", disable=not progress) as bar:
+        pending = None
+        for batch in packed.as_numpy_iterator():
+            batch = _fill(batch, batch_size, roles.task)
+            outputs = call({n: batch[n] for n in inputs})  # Dispatched; runs while we unpack.
+            if pending is not None:
+                bar.update(_collect(collector, *pending, kinds))
+            pending = (batch, outputs)
+        if pending is not None:
+            bar.update(_collect(collector, *pending, kinds))
+    result = collector.result(expected=count)
+    return next(iter(result.values())) if len(result) == 1 else result
+
+
+# The public argument is `output_kinds`; the function of that name is reached here.
+output_kinds_of = output_kinds
+
+
+def _collect(collector, batch, outputs, kinds) -> int:
+    missing = sorted(set(kinds) - set(outputs))
+    if missing:
+        raise TfpackError(f"The model's outputs must include its declared outputs. Received: "
+                          f"outputs {sorted(outputs)}, missing {missing}")
+    return collector.add(batch, {n: np.asarray(outputs[n]) for n in kinds})
+
+
+def _fill(batch: dict, batch_size: int, task) -> dict:
+    """The last, partial batch filled up with empty packs (one shape, one compile)."""
+    rows = len(batch["input_ids"])
+    if rows == batch_size:
+        return batch
+    return {n: np.concatenate([v, np.full((batch_size - rows,) + v.shape[1:],
+                                          contract.padding_value(n, task), v.dtype)])
+            for n, v in batch.items()}
