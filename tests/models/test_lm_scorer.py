@@ -5,6 +5,9 @@ import keras
 import numpy as np
 import pytest
 
+import tensorflow as tf
+
+from tfpack.inference import predict
 from tfpack.models import CausalLM, CausalLMScorer, DecoderBackbone
 from tfpack.testing import next_token_labels, pack_examples
 
@@ -56,6 +59,15 @@ def test_scores_packed_equal_unpacked_and_reference():
         assert packed[i][0] == pytest.approx(want, abs=1e-4)
         assert packed[i][0] == pytest.approx(unpacked[i][0], abs=1e-5)
         assert packed[i][1] == unpacked[i][1] == example["loss_weights"][:n - 1].sum()
+    # tfpack.predict with the sft roles carries loss_weights: continuation scores.
+    ragged = tf.data.Dataset.from_generator(
+        lambda: ({"input_ids": e["input_ids"], "loss_weights": e["loss_weights"]}
+                 for e in data),
+        output_signature={"input_ids": tf.TensorSpec([None], tf.int32),
+                          "loss_weights": tf.TensorSpec([None], tf.float32)})
+    scores = predict(scorer, ragged, max_length=L, max_sequences_per_pack=3, batch_size=2,
+                     roles="sft", jit_compile=False)
+    np.testing.assert_allclose(scores["log_likelihood"], [s for s, _ in unpacked], atol=1e-5)
 
 
 def test_perplexity_metric_is_per_target_packed_or_not():

@@ -17,6 +17,7 @@ from tfpack.builders import (best_answers, embedding_examples,  # noqa: E402
 from tfpack.evaluation import entity_f1, squad_scores  # noqa: E402
 from tfpack.models import (BertEncoder, QuestionAnswerer, TextEmbedder,  # noqa: E402
                            TokenClassifier)
+from tfpack.inference import predict  # noqa: E402
 from tfpack.testing import assert_packed_equals_unpacked, pack_examples  # noqa: E402
 
 from test_minilm import numpy_bert  # noqa: E402
@@ -65,6 +66,10 @@ def test_embedder_matches_sentence_transformers_reference_packed(encoder):
     model = TextEmbedder(encoder, pooling="mean", normalize=True)
     examples = as_examples(embedding_examples(TEXTS, vocab_path=VOCAB))
     packed = run(model, examples, PACKS)
+    predicted = predict(model, embedding_examples(TEXTS, vocab_path=VOCAB), max_length=L,
+                        max_sequences_per_pack=4, batch_size=2, jit_compile=False)
+    np.testing.assert_allclose(predicted,  # one output: the array itself
+                               np.stack([p["embeddings"] for p in packed]), atol=1e-6)
     unpacked = run(model, examples, [[i] for i in range(len(examples))])
     with open(os.path.join(PATH, "config.json")) as f:
         config = json.load(f)
@@ -99,6 +104,10 @@ def test_token_classifier_packed_equals_unpacked_outputs_and_metrics(encoder):
     assert_packed_equals_unpacked(model, examples, max_length=L, packs=PACKS,
                                   max_sequences_per_pack=4, check_gradients=False)
     packed = run(model, examples, PACKS)
+    through_predict = predict(model, [e["input_ids"] for e in examples], max_length=L,
+                              max_sequences_per_pack=4, batch_size=2, jit_compile=False)
+    for a, b in zip(through_predict, packed):  # one output: a list per example
+        np.testing.assert_allclose(a, b["logits"], atol=1e-5)
     predicted = word_predictions([p["logits"] for p in packed], starts)
     unpacked = word_predictions([p["logits"] for p in run(
         model, examples, [[i] for i in range(len(examples))])], starts)
