@@ -81,8 +81,11 @@ class PackedSequencePooling(keras.layers.Layer):
                 positions = ops.maximum(last, 0)
             pooled = gather_positions(hidden, positions)
         if self.normalize:
-            norm = ops.sqrt(ops.sum(ops.square(pooled), axis=-1, keepdims=True))
-            pooled = pooled / ops.maximum(norm, 1e-12)
+            # max(norm, 1e-12) taken inside the square root: absent slots are
+            # zero vectors, and sqrt's gradient at 0 (inf, times 0 under XLA)
+            # would make every gradient NaN.
+            squares = ops.sum(ops.square(pooled), axis=-1, keepdims=True)
+            pooled = pooled * ops.rsqrt(ops.maximum(squares, 1e-24))
         present = ops.expand_dims(ops.cast(sequence_mask, "float32"), -1)
         return ops.where(present > 0, pooled, ops.zeros_like(pooled))
 
