@@ -1,4 +1,11 @@
-"""Tiny keras-hub backbones of every supported family, and a per-sequence reference."""
+"""Tiny keras-hub backbones of every adapted family, and a per-sequence reference.
+
+`FAMILIES` is the table the conformance suite (test_conformance.py) runs
+over: adding a family is one adapter file and one line here.
+"""
+
+import dataclasses
+from typing import Callable
 
 import keras
 import numpy as np
@@ -14,47 +21,170 @@ _DECODER = dict(vocabulary_size=VOCAB, num_layers=2, num_query_heads=4,
                 num_key_value_heads=2, hidden_dim=16, intermediate_dim=32)
 _ENCODER = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
                 max_sequence_length=MAX_LENGTH)
+_SMALL = dict(num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16)
 _GEMMA = dict(_DECODER, head_dim=4, use_sliding_window_attention=True,
               sliding_window_size=WINDOW, use_post_ffw_norm=True,
               use_post_attention_norm=True)
+_GEMMA4 = dict(_DECODER, head_dim=4, sliding_window_size=WINDOW)
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One adapted keras-hub family of the conformance suite.
+
+    Attributes:
+        build: builds a tiny random backbone (after a seed is set).
+        token_types: the examples carry `token_type_ids`.
+        rotary: the adapter passes `position_ids` to keras-hub's
+            `RotaryEmbedding` (checked by spying on it: rotary scores depend
+            on position differences only, so outputs alone would not show
+            positions that fail to restart).
+        heavy: in the subset that also runs `fit(jit_compile=True)` and the
+            SavedModel export (one family per adapter code path).
+        segmented: the adapter runs segmented attention too (not where the
+            segmented rows cannot carry its attention bias: ALiBi, DeBERTa's
+            relative positions; those refuse it).
+    """
+
+    build: Callable
+    token_types: bool = False
+    rotary: bool = False
+    heavy: bool = False
+    segmented: bool = True
+
 
 FAMILIES = {
-    "bert": lambda: keras_hub.models.BertBackbone(vocabulary_size=VOCAB,
-                                                  **_ENCODER),
-    "electra": lambda: keras_hub.models.ElectraBackbone(
-        vocab_size=VOCAB, embedding_dim=4, **_ENCODER),
-    "roberta": lambda: keras_hub.models.RobertaBackbone(vocabulary_size=VOCAB,
-                                                        **_ENCODER),
-    "distil_bert": lambda: keras_hub.models.DistilBertBackbone(
-        vocabulary_size=VOCAB, **_ENCODER),
-    "llama": lambda: keras_hub.models.LlamaBackbone(**_DECODER),
-    "mistral": lambda: keras_hub.models.MistralBackbone(
-        sliding_window=WINDOW, **_DECODER),
-    "qwen2": lambda: keras_hub.models.Qwen2Backbone(
+    "bert": Family(lambda: keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB, **_ENCODER), token_types=True, heavy=True),
+    "electra": Family(lambda: keras_hub.models.ElectraBackbone(
+        vocab_size=VOCAB, embedding_dim=4, **_ENCODER), token_types=True),
+    "roberta": Family(lambda: keras_hub.models.RobertaBackbone(
+        vocabulary_size=VOCAB, **_ENCODER)),
+    "distil_bert": Family(lambda: keras_hub.models.DistilBertBackbone(
+        vocabulary_size=VOCAB, **_ENCODER)),
+    "llama": Family(lambda: keras_hub.models.LlamaBackbone(**_DECODER),
+                    rotary=True),
+    "mistral": Family(lambda: keras_hub.models.MistralBackbone(
+        sliding_window=WINDOW, **_DECODER), rotary=True),
+    "qwen2": Family(lambda: keras_hub.models.Qwen2Backbone(
         use_sliding_window_attention=True, sliding_window_size=WINDOW,
-        tie_word_embeddings=False, **_DECODER),
+        tie_word_embeddings=False, **_DECODER), rotary=True),
+    "llama3": Family(lambda: keras_hub.models.Llama3Backbone(**_DECODER),
+                     rotary=True),
+    "qwen3": Family(lambda: keras_hub.models.Qwen3Backbone(
+        head_dim=4, sliding_window_size=WINDOW, tie_word_embeddings=False,
+        **_DECODER), rotary=True),
+    # Mixtures of experts: every expert used, router loss coefficients set.
+    "mixtral": Family(lambda: keras_hub.models.MixtralBackbone(
+        num_experts=4, top_k=2, sliding_window=WINDOW, **_DECODER),
+        rotary=True, heavy=True),
+    "qwen_moe": Family(lambda: keras_hub.models.QwenMoeBackbone(
+        moe_intermediate_dim=8, shared_expert_intermediate_dim=16,
+        num_experts=4, top_k=2, use_sliding_window_attention=True,
+        sliding_window_size=WINDOW, mlp_only_layers=[1], **_DECODER),
+        rotary=True),
+    "qwen3_moe": Family(lambda: keras_hub.models.Qwen3MoeBackbone(
+        head_dim=4, moe_intermediate_dim=8, num_experts=4, top_k=2,
+        norm_top_k_prob=True, sliding_window_size=WINDOW, **_DECODER),
+        rotary=True),
+    "phi3": Family(lambda: keras_hub.models.Phi3Backbone(
+        vocabulary_size=VOCAB, num_layers=2, hidden_dim=16,
+        intermediate_dim=32, num_query_heads=4, num_key_value_heads=2),
+        rotary=True),
+    # LongRoPE: sequences over 4 tokens take the long factor, the others
+    # the short one (`test_phi3_su_angles_are_each_sequences_own`).
+    "phi3_su": Family(lambda: keras_hub.models.Phi3Backbone(
+        vocabulary_size=VOCAB, num_layers=2, hidden_dim=16,
+        intermediate_dim=32, num_query_heads=4, num_key_value_heads=2,
+        max_sequence_length=64, pretraining_sequence_length=4,
+        rope_scaling_type="su", rope_scaling_short_factor=[1.0, 1.5],
+        rope_scaling_long_factor=[2.0, 3.0]), heavy=True),
+    # Sliding window on layer 1, sinks, odd head_dim (partial rotary).
+    "gpt_oss": Family(lambda: keras_hub.models.GptOssBackbone(
+        num_experts=4, top_k=2, sliding_window=WINDOW, head_dim=5,
+        **_DECODER), rotary=True, segmented=False, heavy=True),
+    # Layer 0 rotary, layer 1 without positions (NoPE); its own rotary
+    # tables: `test_smollm3_angles_are_each_sequences_own`.
+    "smollm3": Family(lambda: keras_hub.models.SmolLM3Backbone(
+        vocabulary_size=VOCAB, hidden_dim=16, intermediate_dim=32,
+        num_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        attention_bias=False, attention_dropout=0.0,
+        rope_layer_enabled_list=[True, False], layer_types=["attention"] * 2,
+        mlp_bias=False, layer_norm_epsilon=1e-6, max_position_embeddings=64,
+        rope_theta=10000.0, partial_rotary_factor=1.0), heavy=True),
+    # Gemma 4: local layers 0, 2 and global 1, 3 (wider global heads, one
+    # key-and-value head, partial rotation), soft caps, per-layer inputs;
+    # layers 2 and 3 reuse the keys and values of 0 and 1; experts.
+    "gemma4": Family(lambda: keras_hub.models.Gemma4Backbone(
+        image_size=16, sliding_window_pattern=2,
+        global_head_dim=8, num_global_key_value_heads=1,
+        global_rope_partial_rotary_factor=0.5, num_kv_shared_layers=2,
+        hidden_size_per_layer_input=4, enable_moe_block=True, num_experts=4,
+        expert_intermediate_dim=8, num_experts_per_token=2,
+        attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0,
+        **dict(_GEMMA4, num_layers=4)), rotary=True, segmented=False,
+        heavy=True),
+    "gemma4_bidirectional": Family(lambda: keras_hub.models.Gemma4Backbone(
+        image_size=16, sliding_window_pattern=2,
+        use_bidirectional_attention=True, **_GEMMA4), rotary=True,
+        segmented=False),
     # Gemma 2 style: soft caps, local layer 0 and global layer 1.
-    "gemma": lambda: keras_hub.models.GemmaBackbone(
+    "gemma": Family(lambda: keras_hub.models.GemmaBackbone(
         attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0, **_GEMMA),
-    "gemma3": lambda: keras_hub.models.Gemma3Backbone(image_size=16, **_GEMMA),
-    "gemma3_bidirectional": lambda: keras_hub.models.Gemma3Backbone(
+        rotary=True),
+    "gemma3": Family(lambda: keras_hub.models.Gemma3Backbone(
+        image_size=16, **_GEMMA), rotary=True, heavy=True),
+    "gemma3_bidirectional": Family(lambda: keras_hub.models.Gemma3Backbone(
         image_size=16, use_bidirectional_attention=True, **_GEMMA),
+        rotary=True),
+    "xlm_roberta": Family(lambda: keras_hub.models.XLMRobertaBackbone(
+        vocabulary_size=VOCAB, **_ENCODER)),
+    # Two groups of shared layers, each called twice: g0, g0, g1, g1.
+    "albert": Family(lambda: keras_hub.models.AlbertBackbone(
+        vocabulary_size=VOCAB, embedding_dim=4, num_groups=2,
+        **dict(_ENCODER, num_layers=4)), token_types=True),
+    # Buckets of 4: relative positions from 2 on are log-bucketed.
+    "deberta_v3": Family(lambda: keras_hub.models.DebertaV3Backbone(
+        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER), segmented=False),
+    "roformer_v2": Family(lambda: keras_hub.models.RoformerV2Backbone(
+        vocabulary_size=VOCAB, head_size=4, **_SMALL), token_types=True),
+    "xlnet": Family(lambda: keras_hub.models.XLNetBackbone(
+        vocabulary_size=VOCAB, **_SMALL), token_types=True, segmented=False),
+    "esm": Family(lambda: keras_hub.models.ESMBackbone(
+        vocabulary_size=VOCAB, **_SMALL)),
+    # ESM-1: learned positions counted from pad_token_id (an id the
+    # examples never hold), pre-norm embeddings.
+    "esm_absolute": Family(lambda: keras_hub.models.ESMBackbone(
+        vocabulary_size=VOCAB + 1, pad_token_id=VOCAB,
+        position_embedding_type="absolute", use_pre_layer_norm=True,
+        max_sequence_length=VOCAB + MAX_LENGTH, **_SMALL)),
+    "gpt2": Family(lambda: keras_hub.models.GPT2Backbone(
+        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL)),
+    "opt": Family(lambda: keras_hub.models.OPTBackbone(
+        vocabulary_size=VOCAB, max_sequence_length=MAX_LENGTH, **_SMALL)),
+    "gpt_neo_x": Family(lambda: keras_hub.models.GPTNeoXBackbone(
+        vocabulary_size=VOCAB, rotary_percentage=0.5, **_SMALL), rotary=True),
+    "bloom": Family(lambda: keras_hub.models.BloomBackbone(
+        vocabulary_size=VOCAB, **dict(_SMALL, num_heads=4)), segmented=False),
+    # Three heads: ALiBi slopes of a head count that is not a power of 2.
+    "falcon": Family(lambda: keras_hub.models.FalconBackbone(
+        vocabulary_size=VOCAB, num_layers=2, num_attention_heads=3,
+        hidden_dim=12, intermediate_dim=24), heavy=True, segmented=False),
 }
-TOKEN_TYPES = ("bert", "electra")
 
 
 def make_backbone(family, seed=0):
     keras.utils.set_random_seed(seed)
-    return FAMILIES[family]()
+    return FAMILIES[family].build()
 
 
 def examples(family, seed=0):
-    """Random sequences of `LENGTHS` (token types for BERT and ELECTRA)."""
+    """Random sequences of `LENGTHS` (token types where the family has them)."""
     rng = np.random.default_rng(seed)
     result = []
     for n in LENGTHS:
         example = {"input_ids": rng.integers(1, VOCAB, n)}
-        if family in TOKEN_TYPES:
+        if FAMILIES[family].token_types:
             example["token_type_ids"] = (np.arange(n) >= n // 2).astype(int)
         result.append(example)
     return result
@@ -63,7 +193,11 @@ def examples(family, seed=0):
 def keras_hub_alone(backbone, example):
     """The keras-hub backbone on one unpadded sequence: `[n, hidden]`."""
     ids = np.asarray(example["input_ids"], "int32")[None]
-    inputs = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
+    inputs = {"token_ids": ids}
+    if "padding_mask" in backbone.input:  # RoFormer-V2 has none.
+        inputs["padding_mask"] = np.ones_like(ids)
+    if "position_ids" in backbone.input:  # Gemma 4
+        inputs["position_ids"] = np.arange(ids.shape[1], dtype="int32")[None]
     if "segment_ids" in backbone.input:
         inputs["segment_ids"] = np.asarray(
             example.get("token_type_ids", np.zeros_like(ids[0])), "int32")[None]

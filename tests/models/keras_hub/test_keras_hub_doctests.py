@@ -9,7 +9,11 @@ pytest.importorskip("keras_hub")
 
 MODULES = ["tfpack.models.keras_hub", "tfpack.models.keras_hub.base",
            "tfpack.models.keras_hub.encoders", "tfpack.models.keras_hub.decoders",
-           "tfpack.models.keras_hub.gemma"]
+           "tfpack.models.keras_hub.gemma", "tfpack.models.keras_hub.gpt",
+           "tfpack.models.keras_hub.gpt_neo_x", "tfpack.models.keras_hub.alibi",
+           "tfpack.models.keras_hub.deberta", "tfpack.models.keras_hub.roformer",
+           "tfpack.models.keras_hub.esm", "tfpack.models.keras_hub.xlnet",
+           "tfpack.models.keras_hub.refusals"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_hub_helpers import MAX_LENGTH, VOCAB, keras_hub_alone, make_backbone
-from tfpack import export, models, training
+from tfpack import models, training
 from tfpack.testing import assert_no_cross_contamination
 from tfpack.testing import assert_packed_equals_unpacked, next_token_labels
 from tfpack.testing import pack_examples
@@ -80,37 +80,12 @@ def test_causal_lm_logits_are_keras_hubs_on_each_sequence_alone(family):
                                np.asarray(alone)[0], rtol=0, atol=1e-5)
 
 
-# BERT's pooler is not on the path of the tfpack heads: Keras warns it has no gradient.
-@pytest.mark.filterwarnings("ignore:Gradients do not exist")
-def test_classifier_fit_trains_the_keras_hub_backbone_and_keras_file(tmp_path):
-    bert = make_backbone("bert")
-    model = models.BertClassifier(models.from_keras_hub(bert), num_classes=3)
-    data, packed = dataset(classification_examples())
-    before = [w.copy() for w in bert.get_weights()]
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=True)
-    history = model.fit(data, epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert any(np.abs(a - b).max() > 0 for a, b in zip(bert.get_weights(),
-                                                        before))
-    model.save(tmp_path / "classifier.keras")
-    loaded = keras.saving.load_model(tmp_path / "classifier.keras")
-    assert isinstance(loaded.backbone, models.KerasHubBackbone)
-    assert isinstance(loaded.backbone, models.Backbone)
-    np.testing.assert_allclose(loaded(packed)["logits"],
-                               model(packed)["logits"], atol=1e-6)
-
-
-def test_causal_lm_trainer_and_saved_model(tmp_path):
+def test_causal_lm_trainer():
+    # fit(jit_compile=True) and the SavedModel export: test_conformance.py.
     model = models.CausalLM(models.from_keras_hub(make_backbone("gemma3")))
     data, packed = dataset(causal_examples())
-    # XLA is covered by the classifier's fit(jit_compile=True) above.
     trainer = training.Trainer(model, keras.optimizers.Adam(1e-2),
                                micro_batch_size=2, log_every=2, progress=False,
                                jit_compile=False)
     result = trainer.fit(data.unbatch().repeat(), num_steps=4)
     assert result.step == 4 and np.isfinite(result.history[-1]["loss"])
-    path = export.export_saved_model(model, str(tmp_path / "lm"))
-    served = tf.saved_model.load(path).signatures["serving_default"]
-    inputs = {k: tf.constant(packed[k]) for k in model.backbone.input_features}
-    np.testing.assert_allclose(served(**inputs)["logits"],
-                               model(packed)["logits"], atol=1e-5)

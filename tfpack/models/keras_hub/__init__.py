@@ -8,13 +8,33 @@ sequence and attention stays inside a sequence (and is causal for
 decoders), so each sequence's outputs are those of the keras-hub backbone
 run on that sequence alone. The adapter owns no variables: presets and
 checkpoints load into the keras-hub backbone as usual, and training the
-adapter trains the backbone.
+adapter trains the backbone. Subclasses of these classes are adapted as
+their closest adapted parent. The adapters read keras-hub's layers; the
+releases they were tested on are `base.TESTED_KERAS_HUB_VERSIONS`, and
+another release warns once.
 
 | family | keras-hub backbones | adapter |
 | --- | --- | --- |
-| BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone`, `DistilBertBackbone` | `KerasHubEncoder` |
-| Llama-style decoders | `LlamaBackbone`, `MistralBackbone`, `Qwen2Backbone` | `KerasHubDecoder` |
+| BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone` (`XLMRobertaBackbone`), `DistilBertBackbone`, `AlbertBackbone` | `KerasHubEncoder` |
+| DeBERTa-v3 (relative positions inside each sequence; dense attention only) | `DebertaV3Backbone` | `KerasHubDeberta` |
+| RoFormer-V2 | `RoformerV2Backbone` | `KerasHubRoformerV2` |
+| XLNet (relative attention; dense attention only) | `XLNetBackbone` | `KerasHubXLNet` |
+| ESM protein models (rotary ESM-2, absolute ESM-1) | `ESMBackbone` (= `ESM2Backbone`) | `KerasHubESM` |
+| Llama-style decoders | `LlamaBackbone` (`Llama3Backbone`), `MistralBackbone`, `Qwen2Backbone`, `Qwen3Backbone` | `KerasHubDecoder` |
+| mixtures of experts | `MixtralBackbone`, `QwenMoeBackbone`, `Qwen3MoeBackbone` | `KerasHubDecoder` |
+| Phi-3 (with "su" / LongRoPE scaling per sequence) | `Phi3Backbone` | `KerasHubPhi3` |
+| GPT-OSS (sinks, sliding windows, experts; dense attention only) | `GptOssBackbone` | `KerasHubGptOss` |
+| SmolLM3 (rotary and NoPE layers) | `SmolLM3Backbone` | `KerasHubSmolLM3` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
+| Gemma 4 (text; local/global layers, shared KV, experts; dense attention only) | `Gemma4Backbone` | `KerasHubGemma4` |
+| GPT-2 and OPT | `GPT2Backbone`, `OPTBackbone` | `KerasHubGPT` |
+| GPT-NeoX | `GPTNeoXBackbone` | `KerasHubGPTNeoX` |
+| ALiBi decoders (ALiBi from positions inside each sequence; dense attention only) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
+
+Backbones whose computation crosses sequence boundaries in a way a mask
+cannot stop (recurrent state, Fourier mixing), encoder-decoders and
+image-text models are refused with the reason
+(`tfpack.models.keras_hub.refusals`).
 
 Example:
 
@@ -28,19 +48,35 @@ Example:
 """
 
 from tfpack.errors import TfpackError
+from tfpack.models.keras_hub.alibi import KerasHubAlibiDecoder
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.deberta import KerasHubDeberta
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
+from tfpack.models.keras_hub.esm import KerasHubESM
 from tfpack.models.keras_hub.gemma import KerasHubGemma
+from tfpack.models.keras_hub.gemma4 import KerasHubGemma4
+from tfpack.models.keras_hub.gpt import KerasHubGPT
+from tfpack.models.keras_hub.gpt_neo_x import KerasHubGPTNeoX
+from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
+from tfpack.models.keras_hub.phi3 import KerasHubPhi3
+from tfpack.models.keras_hub.refusals import refusal
+from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
+from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
+from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 
-ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma)
+ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3,
+            KerasHubGptOss, KerasHubSmolLM3, KerasHubGemma4, KerasHubGPT,
+            KerasHubGPTNeoX, KerasHubAlibiDecoder, KerasHubDeberta,
+            KerasHubRoformerV2, KerasHubESM, KerasHubXLNet)
 
 
 def supported_backbones():
     """Names of the keras-hub backbone classes `from_keras_hub` accepts.
 
-    >>> supported_backbones()[:2]
-    ['BertBackbone', 'DistilBertBackbone']
+    >>> supported_backbones()[:3]
+    ['AlbertBackbone', 'BertBackbone', 'BloomBackbone']
     """
     return sorted(name for adapter in ADAPTERS
                   for name in adapter.backbone_names)
@@ -64,8 +100,9 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     TensorShape([1, 6, 8])
 
     Args:
-        backbone: a keras-hub backbone of a supported class (see the module
-            docstring; subclasses are not accepted, their layers may differ).
+        backbone: a keras-hub backbone of a supported class or a subclass
+            of one (see the module docstring); the adapter of the closest
+            class in its hierarchy is used.
         attention_implementation: `"auto"`, `"dense"` or `"segmented"`,
             for encoders and decoders alike (decoders stay causal and keep
             their sliding windows, soft caps and query scaling); see
@@ -77,14 +114,21 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
         A `KerasHubBackbone` sharing `backbone`'s layers and variables.
 
     Raises:
-        TfpackError: `backbone` is of another class.
+        TfpackError: `backbone` is of another class; for a class packing
+            cannot make exact (`tfpack.models.keras_hub.refusals`) the
+            error says why.
     """
-    for adapter in ADAPTERS:
-        if adapter.accepts(backbone):
-            return adapter(
-                backbone, attention_implementation=attention_implementation,
-                max_sequences_per_pack=max_sequences_per_pack,
-                segment_length=segment_length)
+    error = refusal(backbone)
+    if error is not None:
+        raise error
+    matches = [(adapter.match(backbone), i) for i, adapter in
+               enumerate(ADAPTERS) if adapter.accepts(backbone)]
+    if matches:
+        adapter = ADAPTERS[min(matches)[1]]
+        return adapter(
+            backbone, attention_implementation=attention_implementation,
+            max_sequences_per_pack=max_sequences_per_pack,
+            segment_length=segment_length)
     raise TfpackError(
         "`from_keras_hub` supports the keras-hub backbones "
         f"{', '.join(supported_backbones())}. "
@@ -92,10 +136,22 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
 
 
 __all__ = [
+    "KerasHubAlibiDecoder",
     "KerasHubBackbone",
+    "KerasHubCausalBackbone",
+    "KerasHubDeberta",
+    "KerasHubESM",
     "KerasHubDecoder",
     "KerasHubEncoder",
+    "KerasHubGPT",
+    "KerasHubGPTNeoX",
     "KerasHubGemma",
+    "KerasHubGemma4",
+    "KerasHubGptOss",
+    "KerasHubPhi3",
+    "KerasHubRoformerV2",
+    "KerasHubSmolLM3",
+    "KerasHubXLNet",
     "from_keras_hub",
     "supported_backbones",
 ]

@@ -6,6 +6,8 @@ backbone's variable objects, and training either one trains both. It reads
 the packed features of DESIGN.md instead of keras-hub's padding mask.
 """
 
+import warnings
+
 import keras
 from keras import ops
 
@@ -18,18 +20,44 @@ from tfpack.layers.packed_attention import band_mask
 from tfpack.models.backbone import Backbone
 
 
+# The keras-hub releases the conformance suite
+# (tests/models/keras_hub/test_conformance.py) passed on. The adapters read
+# keras-hub layers' internals, so another release warns once.
+TESTED_KERAS_HUB_VERSIONS = ("0.32.0",)
+_warned_versions = set()
+
+
 def backbone_classes(names):
-    """The `keras_hub.models` classes of `names` (imports keras-hub)."""
+    """The `keras_hub.models` classes of `names` that this keras-hub has
+    (imports keras-hub)."""
     import keras_hub
 
-    return tuple(getattr(keras_hub.models, name) for name in names)
+    return tuple(getattr(keras_hub.models, name) for name in names
+                 if hasattr(keras_hub.models, name))
+
+
+def warn_untested_version():
+    """Warns once per process if keras-hub is not a tested release."""
+    import keras_hub
+
+    version = keras_hub.__version__
+    if version in TESTED_KERAS_HUB_VERSIONS or version in _warned_versions:
+        return
+    _warned_versions.add(version)
+    warnings.warn(
+        f"tfpack's keras-hub adapters were tested with keras-hub "
+        f"{', '.join(TESTED_KERAS_HUB_VERSIONS)}; this is keras-hub "
+        f"{version}. They read keras-hub's layers, so check packed == "
+        "unpacked on your model (tfpack.testing).", stacklevel=3)
 
 
 class KerasHubBackbone(Backbone):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.
 
     Subclasses name the keras-hub classes they accept (`backbone_names`, in
-    `keras_hub.models`; keras-hub is imported on first use only), say
+    `keras_hub.models`; keras-hub is imported on first use only; subclasses
+    of those classes are accepted too, e.g. `Llama3Backbone` of
+    `LlamaBackbone`, as long as they keep the parent's layers), say
     whether attention is causal (`is_causal(backbone)`) and implement
     `call`. The wrapped backbone is serialized inside the adapter's config,
     as keras-hub tasks serialize theirs, so `.keras` files rebuild it and
@@ -70,16 +98,24 @@ class KerasHubBackbone(Backbone):
     """
 
     backbone_names = ()
+    # Why segmented attention cannot run this family's attention, or None.
+    dense_only = None
 
     def __init__(self, backbone, attention_implementation="auto",
                  max_sequences_per_pack=None, segment_length=None, **kwargs):
-        if not self.accepts(backbone):
+        if self.match(backbone) is None:
             raise TfpackError(
                 f"`{type(self).__name__}` wraps "
                 f"{', '.join(self.backbone_names)}. "
                 f"Received: backbone of type {type(backbone).__name__}")
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
+        if self.dense_only and attention_implementation == "segmented":
+            raise TfpackError(
+                f"`{type(self).__name__}` runs dense attention only "
+                f"({self.dense_only}). Received: attention_implementation="
+                f"'segmented'")
+        warn_untested_version()
         kwargs.setdefault("dtype", backbone.dtype_policy)
         kwargs.setdefault("name", f"packed_{backbone.name}")
         super().__init__(**kwargs)
@@ -95,10 +131,22 @@ class KerasHubBackbone(Backbone):
         self.built = True
 
     @classmethod
+    def match(cls, backbone):
+        """How far up `backbone`'s class hierarchy one of `backbone_names`
+        is (0: exactly one of them), or None if none is.
+
+        `from_keras_hub` picks the adapter with the closest match, so an
+        adapter for a subclass wins over its parent's.
+        """
+        classes = backbone_classes(cls.backbone_names)
+        distances = [i for i, parent in enumerate(type(backbone).__mro__)
+                     if parent in classes]
+        return min(distances, default=None)
+
+    @classmethod
     def accepts(cls, backbone):
-        """Whether `backbone` is exactly one of `backbone_names` (subclasses
-        may change the layers, so they are not accepted)."""
-        return type(backbone) in backbone_classes(cls.backbone_names)
+        """Whether `backbone` is one of `backbone_names` or a subclass."""
+        return cls.match(backbone) is not None
 
     @classmethod
     def is_causal(cls, backbone):
@@ -124,7 +172,10 @@ class KerasHubBackbone(Backbone):
 
     def implementation(self, length):
         """`"dense"` or `"segmented"` at row length `length` (the `"auto"`
-        rule of `tfpack.layers.attention_implementation`)."""
+        rule of `tfpack.layers.attention_implementation`; always dense for
+        `dense_only` families)."""
+        if self.dense_only:
+            return "dense"
         return choose_implementation(
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
@@ -150,6 +201,14 @@ class KerasHubBackbone(Backbone):
                     max_sequences_per_pack=self.max_sequences_per_pack,
                     segment_length=self.segment_length)
 
+    def attention_inputs(self, sequence_ids, length):
+        """`(mask, segmented)` of layers without windows at row length
+        `length`: the boolean `[B, L, L]` packed mask and None for dense
+        attention, or None and `segmented_options(sequence_ids)`."""
+        if self.implementation(length) == "dense":
+            return self.attention_mask(sequence_ids), None
+        return None, self.segmented_options(sequence_ids)
+
     def _features(self, inputs):
         """`(input_ids, sequence_ids, position_ids)` as int32, checked once."""
         missing = [n for n in self.input_features[:3] if n not in inputs]
@@ -160,6 +219,14 @@ class KerasHubBackbone(Backbone):
                 f"Received: keys={sorted(inputs)}")
         return tuple(keras.ops.cast(inputs[n], "int32")
                      for n in self.input_features[:3])
+
+    @staticmethod
+    def _token_type_ids(inputs, input_ids):
+        """`inputs["token_type_ids"]` as int32, or zeros like `input_ids`."""
+        token_type_ids = inputs.get("token_type_ids")
+        if token_type_ids is None:
+            return ops.zeros_like(input_ids)
+        return ops.cast(token_type_ids, "int32")
 
     def get_config(self):
         config = super().get_config()
@@ -179,3 +246,34 @@ class KerasHubBackbone(Backbone):
         config["backbone"] = keras.saving.deserialize_keras_object(
             config["backbone"])
         return cls(**config)
+
+
+class KerasHubCausalBackbone(KerasHubBackbone):
+    """A `KerasHubBackbone` of a decoder: causal, with `logits`.
+
+    `logits(sequence_output)` is the keras-hub backbone's own output
+    projection (`token_embedding(x, reverse=True)`: tied or not, as
+    configured), so `tfpack.models.CausalLM` trains keras-hub's head.
+
+    Example:
+
+    >>> import keras_hub
+    >>> from tfpack.models import from_keras_hub
+    >>> backbone = keras_hub.models.GPT2Backbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
+    >>> decoder = from_keras_hub(backbone)
+    >>> isinstance(decoder, KerasHubCausalBackbone), decoder.causal
+    (True, True)
+    >>> decoder.logits(keras.ops.ones((1, 3, 8))).shape
+    TensorShape([1, 3, 30])
+    """
+
+    @classmethod
+    def is_causal(cls, backbone):
+        return True
+
+    def logits(self, sequence_output):
+        """Next-token logits `[B, L, vocabulary_size]`, float32."""
+        return ops.cast(self.backbone.token_embedding(sequence_output,
+                                                      reverse=True), "float32")

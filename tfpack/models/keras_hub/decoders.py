@@ -1,12 +1,23 @@
-"""keras-hub Llama-style decoders (Llama, Mistral, Qwen2), packed.
+"""keras-hub Llama-style decoders, packed: Llama (and Llama 3), Mistral, Qwen2,
+Qwen3, and the mixture-of-experts Mixtral, Qwen MoE and Qwen3 MoE.
 
-The three share one block: RMS-normed grouped-query attention with rotary
-positions and a gated SiLU feed-forward. Packing changes (seed 002): the
+They share one block: RMS-normed grouped-query attention with rotary
+positions (Qwen3's with RMS-normed queries and keys), then a gated SiLU
+feed-forward or a mixture of experts. Packing changes (seed 002): the
 rotary angles come from `position_ids`, which restart for every sequence,
-and the attention mask is causal *and* block-diagonal. Sliding windows stay:
-Mistral's is added to the mask here, Qwen2's is applied by its attention
-layer; both compare row offsets, which inside one sequence equal position
-offsets.
+and the attention mask is causal *and* block-diagonal. Sliding windows
+stay: Mistral's and Mixtral's are added to the mask here, Qwen2's and
+Qwen3's are applied by their attention layers; all compare row offsets,
+which inside one sequence equal position offsets.
+
+Mixture of experts routes every token on its own, so packed outputs equal
+unpacked ones. The router's load-balancing loss (added with `add_loss` when
+training, scaled by the backbone's coefficient) is a statistic of the
+batch's tokens: the adapter gives keras-hub's loss function the real
+tokens (`sequence_ids > 0`) as its mask, so padding never counts. (keras-hub
+0.32's own Mixtral decoder calls its MoE block without `training` and never
+adds the loss; the adapter does, as the block's `router_aux_loss_coef`
+intends.)
 
 With `attention_implementation="segmented"` the layers' own projections
 and rotary embeddings feed tfpack's `packed_attention` instead: each
@@ -14,11 +25,21 @@ sequence in its own row, causal, with the layer's window as a band of row
 offsets and keras-hub's `1 / sqrt(head_dim)` query scale.
 """
 
+import inspect
+
 import keras
 from keras import ops
 
 from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubBackbone
+
+
+def part(layer, name):
+    """`layer._name`, or `layer.name`: keras-hub families spell their
+    sublayers both ways (`_query_dense` in Llama, `query_dense` in
+    Mixtral)."""
+    found = getattr(layer, "_" + name, None)
+    return found if found is not None else getattr(layer, name)
 
 
 def attend(attention, query, key, value, mask, segmented=None):
@@ -41,31 +62,78 @@ def attend(attention, query, key, value, mask, segmented=None):
                             **segmented)
 
 
+def rotate(attention, x, position_ids):
+    """The layer's rotary embedding of `x` at per-token positions, on the
+    first `_rotary_dim` features where only those rotate (GPT-OSS)."""
+    rope = attention.rotary_embedding_layer
+    rotary_dim = getattr(attention, "_rotary_dim", None)
+    if rotary_dim is None or rotary_dim >= x.shape[-1]:
+        return rope(x, positions=position_ids)
+    rotated = rope(x[..., :rotary_dim], positions=position_ids)
+    return ops.concatenate([rotated, x[..., rotary_dim:]], axis=-1)
+
+
+def project(attention, x, position_ids):
+    """Rotated query and key and the value of keras-hub's attention layer
+    (with Qwen3's query and key norms before the rotation)."""
+    query = part(attention, "query_dense")(x)
+    key = part(attention, "key_dense")(x)
+    if hasattr(attention, "_query_dense_layer_norm"):  # Qwen3
+        query = attention._query_dense_layer_norm(query)
+        key = attention._key_dense_layer_norm(key)
+    return (rotate(attention, query, position_ids),
+            rotate(attention, key, position_ids),
+            part(attention, "value_dense")(x))
+
+
 def self_attention(attention, x, position_ids, mask, training,
                    segmented=None):
-    """keras-hub's Llama/Mistral/Qwen attention with per-token positions."""
-    rope = attention.rotary_embedding_layer
-    query = rope(attention._query_dense(x), positions=position_ids)
-    key = rope(attention._key_dense(x), positions=position_ids)
-    value = attention._value_dense(x)
+    """keras-hub's decoder attention with per-token positions."""
+    query, key, value = project(attention, x, position_ids)
     x = attend(attention, query, key, value, mask, segmented)
-    x = attention._dropout_layer(x, training=training)
-    return attention._output_dense(x)
+    x = part(attention, "dropout_layer")(x, training=training)
+    return part(attention, "output_dense")(x)
 
 
 def sliding_window(layer):
     """The `(before, after)` band of a layer's sliding window, or None:
-    Mistral's decoder layer and Qwen2's attention both let query `i` see
-    keys `i - W < j <= i`."""
-    window = getattr(layer, "sliding_window", None)  # Mistral
+    Mistral's and Mixtral's decoder layers and Qwen2's / Qwen3's attention
+    all let query `i` see keys `i - W < j <= i`."""
+    window = getattr(layer, "sliding_window", None)  # Mistral, Mixtral
     attention = layer._self_attention_layer
-    if getattr(attention, "use_sliding_window_attention", False):  # Qwen2
-        window = attention.sliding_window_size
+    if getattr(attention, "use_sliding_window_attention", True):
+        # Qwen2 and Qwen MoE behind a flag, Qwen3 whenever set.
+        window = getattr(attention, "sliding_window_size", None) or window
     return None if window is None else (window - 1, 0)
 
 
-def decoder_block(layer, x, position_ids, mask, training, segmented=None):
-    """keras-hub's `LlamaTransformerDecoder.call` (and Mistral's, Qwen's)."""
+def feedforward(layer, x, real, training):
+    """The layer's gated SiLU feed-forward or mixture of experts.
+
+    `real` (`[B, L]` boolean, `sequence_ids > 0`) masks the router's
+    load-balancing loss, added by keras-hub's MoE block when training.
+    """
+    if hasattr(layer, "_sparse_moe_block"):  # Mixtral
+        x, _ = layer._sparse_moe_block(x, attention_mask=real,
+                                       training=training)
+        return x
+    mlp = getattr(layer, "mlp", None)  # Qwen MoE, Qwen3 MoE
+    if mlp is not None:
+        if "attention_mask" in inspect.signature(mlp.call).parameters:
+            # A sparse block: it reduces its `[B, L, L]` mask with `any`.
+            x = mlp(x, training=training, attention_mask=real[..., None])
+        else:
+            x = mlp(x)
+        return x[0] if isinstance(x, tuple) else x
+    gate = ops.cast(layer._feedforward_gate_dense(x), "float32")
+    gate = ops.cast(layer.activation(gate), layer.compute_dtype)
+    x = layer._feedforward_intermediate_dense(x)
+    return layer._feedforward_output_dense(ops.multiply(x, gate))
+
+
+def decoder_block(layer, x, position_ids, mask, real, training,
+                  segmented=None):
+    """keras-hub's `LlamaTransformerDecoder.call` (and the others')."""
     residual = x
     x = layer._self_attention_layernorm(x)
     x = self_attention(layer._self_attention_layer, x, position_ids, mask,
@@ -73,12 +141,8 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
     x = layer._self_attention_dropout(x, training=training)
     x = x + residual
     residual = x
-    x = layer._feedforward_layernorm(x)
-    gate = ops.cast(layer._feedforward_gate_dense(x), "float32")
-    gate = ops.cast(layer.activation(gate), layer.compute_dtype)
-    x = layer._feedforward_intermediate_dense(x)
-    x = layer._feedforward_output_dense(ops.multiply(x, gate))
-    return x + residual
+    x = feedforward(layer, layer._feedforward_layernorm(x), real, training)
+    return ops.cast(x, residual.dtype) + residual
 
 
 def sliding_window_mask(mask, window):
@@ -91,7 +155,7 @@ def sliding_window_mask(mask, window):
 
 @keras.saving.register_keras_serializable(package="tfpack")
 class KerasHubDecoder(KerasHubBackbone):
-    """A keras-hub Llama, Mistral or Qwen2 backbone that reads packed features.
+    """A keras-hub Llama-style decoder that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
     `logits(sequence_output)` is the backbone's own output projection
@@ -111,8 +175,9 @@ class KerasHubDecoder(KerasHubBackbone):
     TensorShape([1, 5, 8])
 
     Args:
-        backbone: a keras-hub `LlamaBackbone`, `MistralBackbone` or
-            `Qwen2Backbone`.
+        backbone: a keras-hub `LlamaBackbone` (or `Llama3Backbone`),
+            `MistralBackbone`, `Qwen2Backbone`, `Qwen3Backbone`,
+            `MixtralBackbone`, `QwenMoeBackbone` or `Qwen3MoeBackbone`.
         **kwargs: passed on to `KerasHubBackbone`, including
             `attention_implementation` (`"segmented"` keeps causality and
             Mistral's / Qwen2's sliding windows inside each sequence),
@@ -127,7 +192,9 @@ class KerasHubDecoder(KerasHubBackbone):
         norm, as the keras-hub backbone's output).
     """
 
-    backbone_names = ("LlamaBackbone", "MistralBackbone", "Qwen2Backbone")
+    backbone_names = ("LlamaBackbone", "MistralBackbone", "Qwen2Backbone",
+                      "Qwen3Backbone", "MixtralBackbone", "QwenMoeBackbone",
+                      "Qwen3MoeBackbone")
 
     @classmethod
     def is_causal(cls, backbone):
@@ -138,16 +205,17 @@ class KerasHubDecoder(KerasHubBackbone):
         x = self.backbone.token_embedding(input_ids)
         segmented = self.implementation(x.shape[1]) == "segmented"
         mask = None if segmented else self.attention_mask(sequence_ids)
+        real = sequence_ids > 0
         for layer in self.backbone.transformer_layers:
             options, layer_mask = None, mask
             if segmented:
                 options = self.segmented_options(sequence_ids,
                                                  sliding_window(layer))
             elif getattr(layer, "sliding_window", None) is not None:
-                # Mistral's; Qwen2's attention layer applies its own.
+                # Mistral's, Mixtral's; Qwen's attention applies its own.
                 layer_mask = sliding_window_mask(mask, layer.sliding_window)
-            x = decoder_block(layer, x, position_ids, layer_mask, training,
-                              options)
+            x = decoder_block(layer, x, position_ids, layer_mask, real,
+                              training, options)
         return {"sequence_output": self.backbone.layer_norm(x)}
 
     def logits(self, sequence_output):

@@ -1,10 +1,12 @@
-"""keras-hub BERT-family encoders (BERT, ELECTRA, RoBERTa, DistilBERT), packed.
+"""keras-hub BERT-family encoders (BERT, ELECTRA, RoBERTa, XLM-RoBERTa,
+DistilBERT, ALBERT), packed.
 
-All four stack keras-hub `TransformerEncoder` layers on learned position
-embeddings. Packing changes two things (seed 000, section 3.2): the
-`PositionEmbedding` looks positions up by `position_ids`, which restart for
-every sequence, and self-attention gets the block-diagonal mask of
-`sequence_ids` instead of a padding mask.
+All stack keras-hub `TransformerEncoder` layers on learned position
+embeddings (ALBERT factorizes them through a projection and shares its
+layers in groups, called in keras-hub's order). Packing changes two things
+(seed 000, section 3.2): the `PositionEmbedding` looks positions up by
+`position_ids`, which restart for every sequence, and self-attention gets
+the block-diagonal mask of `sequence_ids` instead of a padding mask.
 """
 
 import keras
@@ -15,9 +17,9 @@ from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import backbone_classes
 
 # Backbones with BERT's separate token, position and segment embeddings.
-_SEGMENTED = ("BertBackbone", "ElectraBackbone")
+_SEGMENTED = ("AlbertBackbone", "BertBackbone", "ElectraBackbone")
 # Backbones with one `TokenAndPositionEmbedding` and no token types.
-_UNSEGMENTED = ("RobertaBackbone", "DistilBertBackbone")
+_UNSEGMENTED = ("RobertaBackbone", "XLMRobertaBackbone", "DistilBertBackbone")
 
 
 def attend(layer, x, mask, training, segmented=None):
@@ -65,12 +67,25 @@ def encoder_block(layer, x, mask, training, segmented=None):
     return x
 
 
+def encoder_layers(backbone):
+    """The backbone's `TransformerEncoder` layers in the order it calls them:
+    ALBERT's `num_layers // num_groups` passes through each group of shared
+    layers, or the one list of every other encoder."""
+    groups = getattr(backbone, "num_groups", None)
+    if groups is None:
+        return list(backbone.transformer_layers)
+    passes = backbone.num_layers // groups
+    return [layer for group in backbone.transformer_layers
+            for _ in range(passes) for layer in group]
+
+
 @keras.saving.register_keras_serializable(package="tfpack")
 class KerasHubEncoder(KerasHubBackbone):
     """A keras-hub BERT-family encoder that reads packed features.
 
-    Wraps `BertBackbone`, `ElectraBackbone` (with `token_type_ids`),
-    `RobertaBackbone` and `DistilBertBackbone` (without). Built by
+    Wraps `BertBackbone`, `ElectraBackbone`, `AlbertBackbone` (with
+    `token_type_ids`), `RobertaBackbone`, `XLMRobertaBackbone` and
+    `DistilBertBackbone` (without). Built by
     `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
 
     Example:
@@ -87,12 +102,13 @@ class KerasHubEncoder(KerasHubBackbone):
     TensorShape([1, 5, 8])
 
     Args:
-        backbone: one of the four keras-hub backbones above.
+        backbone: one of the six keras-hub backbones above.
         **kwargs: passed on to `KerasHubBackbone`.
 
     Call arguments:
         inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and,
-            for BERT and ELECTRA, optional `token_type_ids` (default 0).
+            for BERT, ELECTRA and ALBERT, optional `token_type_ids`
+            (default 0).
         training: whether dropout is active.
 
     Returns:
@@ -104,13 +120,15 @@ class KerasHubEncoder(KerasHubBackbone):
 
     def __init__(self, backbone, **kwargs):
         super().__init__(backbone, **kwargs)
-        self.has_token_types = type(backbone) in backbone_classes(_SEGMENTED)
+        self.has_token_types = isinstance(backbone,
+                                          backbone_classes(_SEGMENTED))
         if self.has_token_types:
             self.input_features = self.input_features + ("token_type_ids",)
 
     @property
     def activation(self):
-        """Head hint: BERT and ELECTRA use tanh-approximate GELU in keras-hub."""
+        """Head hint: BERT, ELECTRA and ALBERT use tanh-approximate GELU in
+        keras-hub."""
         return "gelu_tanh" if self.has_token_types else "gelu"
 
     @property
@@ -131,18 +149,12 @@ class KerasHubEncoder(KerasHubBackbone):
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
-        token_type_ids = inputs.get("token_type_ids")
-        token_type_ids = (ops.zeros_like(input_ids) if token_type_ids is None
-                          else ops.cast(token_type_ids, "int32"))
+        token_type_ids = self._token_type_ids(inputs, input_ids)
         x = self.embed(input_ids, position_ids, token_type_ids)
         x = self.backbone.embeddings_dropout(x, training=training)
         if getattr(self.backbone, "embeddings_projection", None) is not None:
-            x = self.backbone.embeddings_projection(x)  # ELECTRA small
-        mask, segmented = None, None
-        if self.implementation(x.shape[1]) == "dense":
-            mask = self.attention_mask(sequence_ids)
-        else:
-            segmented = self.segmented_options(sequence_ids)
-        for layer in self.backbone.transformer_layers:
+            x = self.backbone.embeddings_projection(x)  # ELECTRA, ALBERT
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
+        for layer in encoder_layers(self.backbone):
             x = encoder_block(layer, x, mask, training, segmented)
         return {"sequence_output": x}

@@ -1,0 +1,151 @@
+"""keras-hub DeBERTa-v3 encoders, packed.
+
+DeBERTa adds no position embedding to the tokens; each layer's disentangled
+attention adds content-to-position and position-to-content scores that
+look up a shared table of relative embeddings by the bucketed relative
+position `i - j` of query and key. Packing changes two things (seed 000):
+the relative positions are `position_ids[i] - position_ids[j]`, from the
+positions inside each sequence (keras-hub takes row offsets `i - j`), and
+attention gets the block-diagonal mask of `sequence_ids`. Pairs from two
+sequences get a bucket too, but the mask removes them, so no score ever
+depends on where a sequence sits in its pack.
+
+tfpack's segmented attention carries no relative-position scores, so this
+adapter runs dense attention (`attention_implementation="segmented"` is
+refused).
+"""
+
+import keras
+from keras import ops
+
+from tfpack.models.keras_hub.base import KerasHubBackbone
+
+
+def relative_buckets(attention, position_ids):
+    """keras-hub's bucketed `position_ids[i] - position_ids[j]`: int
+    `[batch, 1, L, L]` (query `i`, key `j`)."""
+    positions = ops.cast(position_ids, "int32")
+    relative = positions[:, :, None] - positions[:, None, :]
+    return attention._make_log_bucket_position(relative)[:, None]
+
+
+def _gather_last(scores, index):
+    """`scores[b, h, i, index[b, h, i, j]]` (keras-hub's `tf.gather` with
+    `batch_dims=3`, for any backend)."""
+    return ops.take_along_axis(scores, ops.cast(index, "int32"), axis=3)
+
+
+def disentangled_scores(attention, query, key, rel_embeddings, buckets):
+    """keras-hub's c2p and p2c scores under relative `buckets`."""
+    span = attention.bucket_size
+    shape = (ops.shape(query)[0], attention.num_heads, ops.shape(query)[1],
+             ops.shape(query)[1])
+    scale = attention.scale_factor
+    pos_query = attention._query_dense(rel_embeddings)
+    pos_key = attention._key_dense(rel_embeddings)
+    c2p = ops.einsum("aecd,abcd->acbe", pos_key, query)
+    c2p_index = ops.broadcast_to(ops.clip(buckets + span, 0, 2 * span - 1),
+                                 shape)
+    score = ops.multiply(_gather_last(c2p, c2p_index), scale)
+    p2c = ops.einsum("aecd,abcd->acbe", pos_query, key)
+    p2c_index = ops.broadcast_to(ops.clip(-buckets + span, 0, 2 * span - 1),
+                                 shape)
+    p2c = ops.transpose(_gather_last(p2c, p2c_index), [0, 1, 3, 2])
+    return score + ops.multiply(p2c, scale)
+
+
+def self_attention(attention, x, rel_embeddings, position_ids, mask,
+                   training):
+    """keras-hub's `DisentangledSelfAttention.call` with relative positions
+    from `position_ids` and the boolean `[B, L, L]` packed `mask`."""
+    query = attention._query_dense(x)
+    key = attention._key_dense(x)
+    value = attention._value_dense(x)
+    scores = ops.multiply(ops.einsum("aecd,abcd->acbe", key, query),
+                          attention.scale_factor)
+    rel_embeddings = attention._position_dropout_layer(rel_embeddings,
+                                                       training=training)
+    buckets = relative_buckets(attention, position_ids)
+    scores += disentangled_scores(attention, query, key, rel_embeddings,
+                                  buckets)
+    scores = attention._masked_softmax(scores, mask)
+    scores = attention._attn_dropout_layer(scores, training=training)
+    context = ops.einsum("acbe,aecd->abcd", scores, value)
+    batch, length = ops.shape(context)[0], ops.shape(context)[1]
+    context = ops.reshape(context, (batch, length, attention.hidden_dim))
+    return attention._output_dense(context)
+
+
+def encoder_block(layer, x, rel_embeddings, position_ids, mask, training):
+    """keras-hub's `DisentangledAttentionEncoder.call` (post-norm)."""
+    residual = x
+    x = self_attention(layer._self_attention_layer, x, rel_embeddings,
+                       position_ids, mask, training)
+    x = layer._self_attention_dropout(x, training=training)
+    x = layer._self_attention_layer_norm(x + residual)
+    residual = x
+    x = layer._feedforward_output_dense(
+        layer._feedforward_intermediate_dense(x))
+    x = layer._feedforward_dropout(x, training=training)
+    return layer._feedforward_layer_norm(x + residual)
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubDeberta(KerasHubBackbone):
+    """A keras-hub DeBERTa-v3 backbone that reads packed features.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.DebertaV3Backbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16, bucket_size=4)
+    >>> encoder = KerasHubDeberta(backbone)
+    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ...         )["sequence_output"].shape
+    TensorShape([1, 5, 8])
+
+    Args:
+        backbone: a keras-hub `DebertaV3Backbone`.
+        **kwargs: passed on to `KerasHubBackbone`; `attention_implementation`
+            may be `"auto"` or `"dense"` (both dense: the segmented rows
+            carry no relative-position scores).
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}`.
+
+    Raises:
+        TfpackError: `attention_implementation="segmented"`.
+    """
+
+    backbone_names = ("DebertaV3Backbone",)
+    initializer_range = 0.02  # Head hint: keras-hub's DeBERTa init.
+    layer_norm_epsilon = 1e-7  # Head hint: keras-hub's DeBERTa norms.
+    dense_only = ("its relative-position scores are not carried by "
+                  "tfpack's segmented attention")
+
+    @property
+    def max_sequence_length(self):
+        """None: relative positions have no table; beyond keras-hub's
+        `max_sequence_length` they share the last log bucket."""
+        return None
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        b = self.backbone
+        x = b.embeddings_layer_norm(b.token_embedding(input_ids))
+        x = b.embeddings_dropout(x, training=training)
+        rel_embeddings = b.relative_embeddings(x)
+        mask = self.attention_mask(sequence_ids)
+        for layer in b.transformer_layers:
+            x = encoder_block(layer, x, rel_embeddings, position_ids, mask,
+                              training)
+        return {"sequence_output": x}

@@ -1,0 +1,73 @@
+"""keras-hub GPT-2 and OPT decoders, packed.
+
+Both stack keras-hub `TransformerDecoder` layers (pre-norm, no cross
+attention) on learned position embeddings, and end in a layer norm. Packing
+changes two things (seed 002): the `PositionEmbedding` looks positions up by
+`position_ids`, which restart for every sequence, and self-attention gets
+the causal block-diagonal mask of `sequence_ids` instead of keras-hub's
+causal padding mask. A `TransformerDecoder` without cross attention runs the
+same steps as a `TransformerEncoder`, so the blocks are the encoders'
+`encoder_block` (and its segmented attention, causal here).
+"""
+
+import keras
+
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.encoders import encoder_block
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubGPT(KerasHubCausalBackbone):
+    """A keras-hub GPT-2 or OPT backbone that reads packed features.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and
+    `KerasHubCausalBackbone` (`logits`: the tied output projection).
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.GPT2Backbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=16)
+    >>> decoder = KerasHubGPT(backbone)
+    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ...         )["sequence_output"].shape
+    TensorShape([1, 5, 8])
+
+    Args:
+        backbone: a keras-hub `GPT2Backbone` or `OPTBackbone`.
+        **kwargs: passed on to `KerasHubBackbone`, including
+            `attention_implementation` (`"segmented"` stays causal inside
+            each sequence), `max_sequences_per_pack` and `segment_length`.
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`
+            (below the backbone's `max_sequence_length`).
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
+        layer norm, as the keras-hub backbone's output).
+    """
+
+    backbone_names = ("GPT2Backbone", "OPTBackbone")
+
+    def embed(self, input_ids, position_ids, training):
+        """keras-hub's token plus learned position embeddings, per token."""
+        b = self.backbone
+        if hasattr(b, "embeddings"):  # OPT: one TokenAndPositionEmbedding.
+            return b.embeddings(input_ids, positions=position_ids)
+        tokens = b.token_embedding(input_ids)
+        x = b.embeddings_add(
+            (tokens, b.position_embedding(tokens, positions=position_ids)))
+        return b.embeddings_dropout(x, training=training)
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        x = self.embed(input_ids, position_ids, training)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
+        for layer in self.backbone.transformer_layers:
+            x = encoder_block(layer, x, mask, training, segmented)
+        return {"sequence_output": self.backbone.layer_norm(x)}

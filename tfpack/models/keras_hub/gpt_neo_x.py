@@ -1,0 +1,111 @@
+"""keras-hub GPT-NeoX decoders, packed.
+
+GPT-NeoX rotates the first `rotary_percentage` of every query and key head
+and adds attention and feed-forward in parallel to the residual
+(`x + attention(norm_1(x)) + feedforward(norm_2(x))`). Packing changes the
+same two things as for Llama (seed 002): the rotary angles come from
+`position_ids`, which restart for every sequence, and the mask is causal
+and block-diagonal. With `attention_implementation="segmented"` the layer's
+projections and rotary embedding feed tfpack's `packed_attention` instead,
+with keras-hub's `1 / sqrt(head_dim)` query scale.
+"""
+
+import keras
+from keras import ops
+
+from tfpack.layers.packed_attention import packed_attention
+from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+
+
+def self_attention(attention, x, position_ids, mask, training,
+                   segmented=None):
+    """keras-hub's `GPTNeoXAttention.call` with per-token positions."""
+    qkv = attention._qkv_dense(x)
+    size, rotary = attention.attn_head_size, attention.rotary_dim
+    query, key = qkv[..., :size], qkv[..., size:2 * size]
+    value = qkv[..., 2 * size:]
+
+    def rotate(x):
+        turned = attention.rotary_embedding_layer(x[..., :rotary],
+                                                  positions=position_ids)
+        return ops.concatenate((turned, x[..., rotary:]), axis=-1)
+
+    query, key = rotate(query), rotate(key)
+    if segmented is None:
+        context = attention._compute_attention(query, key, value, mask,
+                                               training=training)
+    else:
+        query = query * ops.cast(attention._inv_norm_factor, query.dtype)
+        context = packed_attention(
+            query, key, value, implementation="segmented",
+            dropout=attention.dropout, training=training,
+            seed_generator=getattr(attention._attn_dropout_layer,
+                                   "seed_generator", None),
+            **segmented)
+    batch, length = ops.shape(context)[0], ops.shape(context)[1]
+    context = ops.reshape(context, (batch, length, attention.hidden_dim))
+    return attention._output_dense(context)
+
+
+def decoder_block(layer, x, position_ids, mask, training, segmented=None):
+    """keras-hub's `GPTNeoXDecoder.call`: parallel attention and MLP."""
+    attention = self_attention(
+        layer._self_attention_layer, layer._self_attention_layer_norm(x),
+        position_ids, mask, training, segmented)
+    attention = layer._self_attention_dropout(attention, training=training)
+    feedforward = layer._feedforward_output_dense(
+        layer._feedforward_intermediate_dense(layer._feedforward_layer_norm(x)))
+    return feedforward + attention + x
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubGPTNeoX(KerasHubCausalBackbone):
+    """A keras-hub GPT-NeoX backbone that reads packed features.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and
+    `KerasHubCausalBackbone` (`logits`: the tied output projection).
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.GPTNeoXBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=16,
+    ...     intermediate_dim=16)
+    >>> decoder = KerasHubGPTNeoX(backbone)
+    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ...         )["sequence_output"].shape
+    TensorShape([1, 5, 16])
+
+    Args:
+        backbone: a keras-hub `GPTNeoXBackbone`.
+        **kwargs: passed on to `KerasHubBackbone`, including
+            `attention_implementation` (`"segmented"` stays causal inside
+            each sequence), `max_sequences_per_pack` and `segment_length`.
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
+        layer norm, as the keras-hub backbone's output).
+    """
+
+    backbone_names = ("GPTNeoXBackbone",)
+
+    @property
+    def max_sequence_length(self):
+        """None: rotary positions have no table (keras-hub's
+        `max_sequence_length` of GPT-NeoX sizes nothing)."""
+        return None
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        x = self.backbone.token_embedding(input_ids)
+        x = self.backbone.embeddings_dropout(x, training=training)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
+        for layer in self.backbone.transformer_layers:
+            x = decoder_block(layer, x, position_ids, mask, training, segmented)
+        return {"sequence_output": self.backbone.layer_norm(x)}

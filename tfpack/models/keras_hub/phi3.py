@@ -1,0 +1,127 @@
+"""keras-hub Phi-3 decoders, packed, with their "su" (LongRoPE) scaling.
+
+Phi-3's block is Llama's under other names. Its `"su"` rotary scaling
+divides the rotary frequencies by a long factor when the sequence is longer
+than `pretraining_sequence_length` and by a short one otherwise, and scales
+cos and sin by `embedding_scaling_factor`. keras-hub picks the factor from
+the length of the whole input; run on one sequence alone, that is the
+sequence's length. Packed, the adapter picks it for every token from the
+length of *its* sequence (`sequence_ids`), so each sequence gets the angles
+it gets alone, whatever it is packed with.
+"""
+
+import keras
+from keras import ops
+
+from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.decoders import attend
+
+
+def sequence_lengths(sequence_ids):
+    """`[B, L]`: the length of the sequence each token belongs to."""
+    same = ops.equal(ops.expand_dims(sequence_ids, 2),
+                     ops.expand_dims(sequence_ids, 1))
+    return ops.sum(ops.cast(same, "int32"), axis=-1)
+
+
+def su_rotate(rope, x, position_ids, lengths):
+    """keras-hub's `Phi3SuScaledRotaryEmbedding` of `x` (`[B, L, heads,
+    head_dim]`) per token: positions `position_ids`, long or short factor
+    from each token's sequence length `lengths`."""
+    inverse_freq = rope._get_inverse_freq(x.shape[-1])
+    long = ops.expand_dims(lengths > rope.pretraining_sequence_length, -1)
+    factor = ops.where(
+        long, ops.convert_to_tensor(rope.inverese_freq_long_factor, "float32"),
+        ops.convert_to_tensor(rope.inverese_freq_short_factor, "float32"))
+    freq = (ops.cast(ops.expand_dims(position_ids, -1), "float32")
+            * inverse_freq / factor)
+    embedding = ops.expand_dims(ops.concatenate([freq, freq], axis=-1), 2)
+    cos = ops.cast(ops.cos(embedding) * rope.embedding_scaling_factor,
+                   rope.compute_dtype)
+    sin = ops.cast(ops.sin(embedding) * rope.embedding_scaling_factor,
+                   rope.compute_dtype)
+    return rope._apply_rotary_pos_emb(x, cos, sin)
+
+
+def rotate(attention, x, position_ids, lengths):
+    rope = attention.rotary_embedding_layer
+    if attention.rope_scaling_type == "su":
+        return su_rotate(rope, x, position_ids, lengths)
+    return rope(x, positions=position_ids)
+
+
+def decoder_block(layer, x, position_ids, lengths, mask, training,
+                  segmented=None):
+    """keras-hub's `Phi3Decoder.call` with per-token positions."""
+    attention = layer.attention
+    residual = x
+    h = layer.pre_attention_layernorm(x)
+    query = rotate(attention, attention.query_dense(h), position_ids, lengths)
+    key = rotate(attention, attention.key_dense(h), position_ids, lengths)
+    h = attend(attention, query, key, attention.value_dense(h), mask,
+               segmented)
+    h = attention.output_dense(attention.dropout_layer(h, training=training))
+    x = layer.attention_dropout(h, training=training) + residual
+    residual = x
+    h = layer.post_attention_layernorm(x)
+    gate = ops.cast(layer.feedforward_gate_dense(h), "float32")
+    gate = ops.cast(layer.activation(gate), layer.compute_dtype)
+    h = layer.feedforward_intermediate_dense(h)
+    h = layer.feedforward_output_dense(ops.multiply(h, gate))
+    return layer.feedforward_dropout(h, training=training) + residual
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubPhi3(KerasHubBackbone):
+    """A keras-hub Phi-3 backbone that reads packed features.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the
+    module docstring (the `"su"` scaling is chosen per sequence).
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.Phi3Backbone(
+    ...     vocabulary_size=30, num_layers=1, hidden_dim=8,
+    ...     intermediate_dim=16, num_query_heads=2, num_key_value_heads=1)
+    >>> KerasHubPhi3(backbone)(
+    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ... )["sequence_output"].shape
+    TensorShape([1, 5, 8])
+
+    Args:
+        backbone: a keras-hub `Phi3Backbone`.
+        **kwargs: passed on to `KerasHubBackbone`.
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}`.
+    """
+
+    backbone_names = ("Phi3Backbone",)
+
+    @classmethod
+    def is_causal(cls, backbone):
+        return True
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        x = self.backbone.token_embedding(input_ids)
+        segmented = self.implementation(x.shape[1]) == "segmented"
+        mask = None if segmented else self.attention_mask(sequence_ids)
+        options = self.segmented_options(sequence_ids) if segmented else None
+        lengths = sequence_lengths(sequence_ids)
+        for layer in self.backbone.transformer_layers:
+            x = decoder_block(layer, x, position_ids, lengths, mask, training,
+                              options)
+        return {"sequence_output": self.backbone.layer_norm(x)}
+
+    def logits(self, sequence_output):
+        """Next-token logits `[B, L, vocabulary_size]`, float32."""
+        return ops.cast(self.backbone.token_embedding(sequence_output,
+                                                      reverse=True), "float32")

@@ -1,0 +1,77 @@
+"""keras-hub text backbones that packing cannot make exact, and why.
+
+`from_keras_hub` raises `TfpackError` with the reason below for these
+classes (matched by name along the class's MRO, so subclasses are refused
+too), instead of the generic list of supported backbones. Each reason names
+what the model computes across the row that a pack would have to reset at
+every sequence boundary (recurrent state, Fourier mixing), or the second
+input a pack would have to carry for every sequence (an encoder-decoder's
+other side, a multimodal model's images), and so what tfpack would need.
+"""
+
+from tfpack.errors import TfpackError
+
+_STATE = ("carries a recurrent state along the whole row, so a sequence "
+          "would start from the state its predecessor in the pack left; "
+          "exact packing needs the state reset at every sequence start inside "
+          "the recurrence, which tfpack does not have")
+_SEQ2SEQ = ("is an encoder-decoder: packing it needs encoder and decoder "
+            "packs paired sequence by sequence and a cross-attention mask "
+            "between them, which tfpack's packed features do not carry")
+_IMAGES = ("reads images (or video) with its text: packing it needs each "
+           "packed sequence paired with its own image features, which "
+           "tfpack's packed features do not carry")
+_CONTRASTIVE = (f"{_IMAGES}; its output scores every text against every "
+                "image of the batch")
+
+REASONS = {
+    "RWKV7Backbone": f"RWKV-7's time mixing {_STATE} (and its token shift "
+                     "mixes each token with the previous one in the row)",
+    "Qwen3_5Backbone": "Qwen3.5's gated DeltaNet linear-attention layers "
+                       f"(`layer_types` 'linear_attention') {_STATE}; its "
+                       "short causal convolution also crosses sequence "
+                       "boundaries",
+    "Qwen3_5MoeBackbone": "Qwen3.5-MoE's gated DeltaNet linear-attention "
+                          f"layers {_STATE}; its short causal convolution "
+                          "also crosses sequence boundaries",
+    "FNetBackbone": "FNet mixes tokens with a Fourier transform over the "
+                    "whole row: every output depends on every token of the "
+                    "pack, and a per-sequence transform would need "
+                    "sequence-sized FFTs inside each row",
+    "BartBackbone": f"BART {_SEQ2SEQ}",
+    "T5Backbone": f"T5 {_SEQ2SEQ}",
+    "T5GemmaBackbone": f"T5Gemma {_SEQ2SEQ}",
+    "T5Gemma2Backbone": f"T5Gemma 2 {_SEQ2SEQ}",
+    "EdRecBackbone": f"EdRec {_SEQ2SEQ}",
+    "WhisperBackbone": "Whisper reads audio features, not token packs, and "
+                       f"{_SEQ2SEQ}",
+    "MoonshineBackbone": "Moonshine reads audio, not token packs, and "
+                         f"{_SEQ2SEQ}",
+    "PaliGemmaBackbone": f"PaliGemma {_IMAGES} (image tokens before the "
+                         "text under a prefix-LM mask)",
+    "BLIP2Backbone": f"BLIP-2 {_IMAGES} (Q-Former query embeddings before "
+                     "the text)",
+    "CLIPBackbone": f"CLIP {_CONTRASTIVE}",
+    "SigLIPBackbone": f"SigLIP {_CONTRASTIVE}",
+    "MetaCLIP2Backbone": f"MetaCLIP 2 {_CONTRASTIVE}",
+    "VideoPrismBackbone": f"VideoPrism {_CONTRASTIVE}",
+}
+
+
+def refusal(backbone):
+    """The `TfpackError` for a refused `backbone`, or None.
+
+    >>> class T5Backbone:  # Stands in for keras_hub.models.T5Backbone.
+    ...     pass
+    >>> print(refusal(T5Backbone()))  # doctest: +ELLIPSIS
+    tfpack cannot pack T5Backbone: T5 is an encoder-decoder: ...
+    >>> refusal(object()) is None
+    True
+    """
+    for cls in type(backbone).__mro__:
+        if cls.__name__ in REASONS:
+            return TfpackError(
+                f"tfpack cannot pack {type(backbone).__name__}: "
+                f"{REASONS[cls.__name__]}. Received: backbone of type "
+                f"{type(backbone).__name__}")
+    return None

@@ -1,0 +1,136 @@
+"""keras-hub RoFormer-V2 encoders, packed.
+
+RoFormer-V2 adds token and segment embeddings only; every layer rotates
+queries and keys by their positions (bert4keras' interleaved rotary
+embedding) and normalizes with a scale-only RMS norm after each residual.
+Packing changes two things (seed 000): the rotary angles come from
+`position_ids`, which restart for every sequence (keras-hub takes row
+offsets), and attention gets the block-diagonal mask of `sequence_ids`
+(keras-hub masks by `token_ids != 0`). With
+`attention_implementation="segmented"` the layer's projections and
+rotations feed tfpack's `packed_attention`, with the `1 / sqrt(head_size)`
+query scale of `ops.dot_product_attention`.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from tfpack.layers.packed_attention import packed_attention
+from tfpack.models.keras_hub.base import KerasHubBackbone
+
+
+def rotate(rotary, tensors, position_ids):
+    """keras-hub's `RoformrPositionalEmbedding.call` of `[B, L, h, d]`
+    `tensors` at per-token `position_ids` instead of `arange(L)`."""
+    positions = ops.cast(position_ids, tensors[0].dtype)
+    angles = rotary.sinusoidal_embeddings(positions, rotary.output_dim,
+                                          rotary.max_wavelength)
+    angles = ops.cast(angles, rotary.compute_dtype)[:, :, None, :]
+    cos = ops.repeat(angles[..., 1::2], 2, -1)
+    sin = ops.repeat(angles[..., ::2], 2, -1)
+    rotated = []
+    for x in tensors:
+        turned = ops.stack([-x[..., 1::2], x[..., ::2]], 4)
+        rotated.append(x * cos + ops.reshape(turned, ops.shape(x)) * sin)
+    return rotated
+
+
+def self_attention(attention, x, mask, rotary=None, segmented=None):
+    """keras-hub's `RoformerAttention.call` (and ESM's) under the boolean
+    `[B, L, L]` packed `mask` (or segmented attention): `rotary(query,
+    key)` turns the `[B, L, heads, head_size]` queries and keys by their
+    positions, if given."""
+    batch, length = ops.shape(x)[0], ops.shape(x)[1]
+    shape = (batch, length, attention.heads, attention.head_size)
+    query, key, value = (ops.reshape(dense(x), shape) for dense in (
+        attention.q_dense, attention.k_dense, attention.v_dense))
+    if rotary is not None:
+        query, key = rotary(query, key)
+    if segmented is None:
+        context = ops.dot_product_attention(
+            query, key, value, mask=ops.expand_dims(mask, 1),
+            flash_attention=keras.config.is_flash_attention_enabled())
+    else:
+        query = query * ops.cast(1 / np.sqrt(attention.head_size),
+                                 query.dtype)
+        context = packed_attention(query, key, value,
+                                   implementation="segmented", **segmented)
+    return attention.o_dense(ops.reshape(context, (batch, length, -1)))
+
+
+def encoder_block(layer, x, position_ids, mask, training, segmented=None):
+    """keras-hub's `RoformerV2Encoder.call` (post-norm)."""
+    attention = layer.attention_layer
+
+    def rotary(query, key):
+        return rotate(attention.rotary_embedding_layer, (query, key),
+                      position_ids)
+
+    attention = self_attention(attention, x, mask, rotary, segmented)
+    x = layer.attention_norm(
+        x + layer.dropout_layer(attention, training=training))
+    feedforward = layer.feedforward_output_dense(
+        layer.feedforward_intermediate_dense(x))
+    return layer.feedforward_norm(
+        x + layer.dropout_layer(feedforward, training=training))
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubRoformerV2(KerasHubBackbone):
+    """A keras-hub RoFormer-V2 backbone that reads packed features.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.RoformerV2Backbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, head_size=4)
+    >>> encoder = KerasHubRoformerV2(backbone)
+    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ...         )["sequence_output"].shape
+    TensorShape([1, 5, 8])
+
+    Args:
+        backbone: a keras-hub `RoformerV2Backbone`.
+        **kwargs: passed on to `KerasHubBackbone`, including
+            `attention_implementation`, `max_sequences_per_pack` and
+            `segment_length`.
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and
+            optional `token_type_ids` (default 0).
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}`.
+    """
+
+    backbone_names = ("RoformerV2Backbone",)
+    initializer_range = 0.02  # Head hint: keras-hub's RoFormer init.
+
+    def __init__(self, backbone, **kwargs):
+        super().__init__(backbone, **kwargs)
+        self.input_features = self.input_features + ("token_type_ids",)
+
+    @property
+    def max_sequence_length(self):
+        """None: rotary positions have no table."""
+        return None
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        token_type_ids = self._token_type_ids(inputs, input_ids)
+        b = self.backbone
+        x = b.embeddings_add((b.token_embedding(input_ids),
+                              b.segment_embedding(token_type_ids)))
+        x = b.embeddings_dropout(b.embeddings_layer_norm(x), training=training)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
+        for layer in b.transformer_layers:
+            x = encoder_block(layer, x, position_ids, mask, training,
+                              segmented)
+        return {"sequence_output": x}

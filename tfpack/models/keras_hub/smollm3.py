@@ -1,0 +1,113 @@
+"""keras-hub SmolLM3 decoders, packed: rotary layers and layers without RoPE.
+
+SmolLM3 is Llama-like, but some layers use no positional encoding at all
+(NoPE, `rope_layer_enabled_list`): there positions enter only through the
+causal mask. Packing changes (seed 002): the rotary layers' angles come from
+`position_ids` (restarting for every sequence), and every layer's mask is
+causal *and* block-diagonal, so NoPE layers too see their own sequence only.
+SmolLM3 computes its cos/sin tables itself (`SmolLM3RotaryEmbedding`, from
+its `inv_freq` weight); `rotate` does the same at per-token positions.
+"""
+
+import keras
+from keras import ops
+
+from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.decoders import attend
+
+
+def rotate(attention, x, position_ids):
+    """SmolLM3's rotary embedding of `x` (`[B, L, heads, head_dim]`) at
+    per-token positions (its `SmolLM3RotaryEmbedding` and
+    `apply_rotary_pos_emb`)."""
+    from keras_hub.src.models.smollm3.smollm3_utils import (
+        apply_rotary_pos_single)
+
+    rope = attention.rotary_embedding
+    freqs = (ops.cast(ops.expand_dims(position_ids, -1), "float32")
+             * ops.cast(rope.inv_freq, "float32"))
+    embedding = ops.concatenate([freqs, freqs], axis=-1)
+    cos = ops.cast(ops.cos(embedding) * rope.attention_scaling, x.dtype)
+    sin = ops.cast(ops.sin(embedding) * rope.attention_scaling, x.dtype)
+    return apply_rotary_pos_single(x, cos, sin, expansion_axis=2)
+
+
+def self_attention(attention, x, position_ids, mask, segmented=None):
+    """keras-hub's `SmolLM3Attention.call` with per-token positions."""
+    heads = (attention.num_attention_heads, attention.head_dim)
+    kv_heads = (attention.num_key_value_heads, attention.head_dim)
+    shape = tuple(ops.shape(x)[:-1])
+    query = ops.reshape(attention.q_proj(x), shape + heads)
+    key = ops.reshape(attention.k_proj(x), shape + kv_heads)
+    value = ops.reshape(attention.v_proj(x), shape + kv_heads)
+    if attention.use_rope:
+        query = rotate(attention, query, position_ids)
+        key = rotate(attention, key, position_ids)
+    return attention.o_proj(attend(attention, query, key, value, mask,
+                                   segmented))
+
+
+def decoder_block(layer, x, position_ids, mask, segmented=None):
+    """keras-hub's `SmolLM3DecoderLayer.call`."""
+    x = x + self_attention(layer.self_attn, layer.input_layernorm(x),
+                           position_ids, mask, segmented)
+    return x + layer.mlp(layer.post_attention_layernorm(x))
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubSmolLM3(KerasHubBackbone):
+    """A keras-hub SmolLM3 backbone that reads packed features.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the
+    module docstring.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.SmolLM3Backbone(
+    ...     vocabulary_size=30, hidden_dim=8, intermediate_dim=16,
+    ...     num_layers=2, num_attention_heads=2, num_key_value_heads=1,
+    ...     attention_bias=False, attention_dropout=0.0,
+    ...     rope_layer_enabled_list=[True, False],
+    ...     layer_types=["attention"] * 2, mlp_bias=False,
+    ...     layer_norm_epsilon=1e-6, max_position_embeddings=32,
+    ...     rope_theta=10000.0, partial_rotary_factor=1.0)
+    >>> KerasHubSmolLM3(backbone)(
+    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ... )["sequence_output"].shape
+    TensorShape([1, 5, 8])
+
+    Args:
+        backbone: a keras-hub `SmolLM3Backbone`.
+        **kwargs: passed on to `KerasHubBackbone`.
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
+        training: unused (SmolLM3 has no active dropout).
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}`.
+    """
+
+    backbone_names = ("SmolLM3Backbone",)
+
+    @classmethod
+    def is_causal(cls, backbone):
+        return True
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        x = self.backbone.token_embedding(input_ids)
+        segmented = self.implementation(x.shape[1]) == "segmented"
+        mask = None if segmented else self.attention_mask(sequence_ids)
+        options = self.segmented_options(sequence_ids) if segmented else None
+        for layer in self.backbone.transformer_layers:
+            x = decoder_block(layer, x, position_ids, mask, options)
+        return {"sequence_output": self.backbone.norm(x)}
+
+    def logits(self, sequence_output):
+        """Next-token logits `[B, L, vocabulary_size]`, float32."""
+        return ops.cast(self.backbone.token_embedding(sequence_output,
+                                                      reverse=True), "float32")

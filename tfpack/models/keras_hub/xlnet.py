@@ -1,0 +1,103 @@
+"""keras-hub XLNet encoders, packed.
+
+XLNet adds no position embedding to the tokens; each layer's two-stream
+relative attention (Transformer-XL) scores query `i` against key `j` with a
+sinusoidal encoding of the offset `i - j` (a relative shift over the row)
+and a learned bias for whether `i` and `j` share a segment. The backbone
+returns the content stream only. Packing changes the mask (seed 000): the
+block-diagonal mask of `sequence_ids` replaces keras-hub's padding mask.
+Inside one sequence the row offset `i - j` *is* the position offset, and
+every pair across sequences is masked, so the relative encodings of the
+row are exact; the segment matrix compares the token types of each pair.
+
+tfpack's segmented attention carries no relative-position scores, so this
+adapter runs dense attention (`attention_implementation="segmented"` is
+refused).
+"""
+
+import keras
+from keras import ops
+
+from tfpack.models.keras_hub.base import KerasHubBackbone
+
+
+def relative_encoding(embedding, batch, length, training):
+    """keras-hub's relative positional encoding of a row of `length`,
+    `[batch, 2 * length, hidden]`, for every row of the batch."""
+    encoding = embedding.relative_positional_encoding(length, length, bsz=1)
+    encoding = ops.transpose(encoding, [1, 0, 2])  # [1, 2L, hidden]
+    encoding = ops.broadcast_to(
+        encoding, (batch, ops.shape(encoding)[1], ops.shape(encoding)[2]))
+    return embedding.dropout_layer(encoding, training=training)
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class KerasHubXLNet(KerasHubBackbone):
+    """A keras-hub XLNet backbone that reads packed features.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone`.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.XLNetBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16)
+    >>> encoder = KerasHubXLNet(backbone)
+    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
+    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
+    ...         )["sequence_output"].shape
+    TensorShape([1, 5, 8])
+
+    Args:
+        backbone: a keras-hub `XLNetBackbone`.
+        **kwargs: passed on to `KerasHubBackbone`; `attention_implementation`
+            may be `"auto"` or `"dense"` (both dense).
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and
+            optional `token_type_ids` (default 0).
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}` (the content
+        stream, as the keras-hub backbone's output).
+    """
+
+    backbone_names = ("XLNetBackbone",)
+    dense_only = ("its relative-position and segment scores are not "
+                  "carried by tfpack's segmented attention")
+
+    def __init__(self, backbone, **kwargs):
+        super().__init__(backbone, **kwargs)
+        self.input_features = self.input_features + ("token_type_ids",)
+
+    @property
+    def token_embedding(self):
+        return self.backbone.content_query_embedding.word_embed
+
+    @property
+    def max_sequence_length(self):
+        """None: sinusoidal relative encodings have no table."""
+        return None
+
+    def call(self, inputs, training=None):
+        input_ids, sequence_ids, _ = self._features(inputs)
+        token_type_ids = self._token_type_ids(inputs, input_ids)
+        b = self.backbone
+        embedding = b.content_query_embedding
+        x = embedding.dropout_layer(embedding.word_embed(input_ids),
+                                    training=training)
+        batch, length = ops.shape(input_ids)[0], ops.shape(input_ids)[1]
+        encoding = relative_encoding(embedding, batch, length, training)
+        # keras-hub's float masks: 1 = may attend.
+        mask = ops.cast(self.attention_mask(sequence_ids), "float32")
+        segments = ops.not_equal(token_type_ids[:, :, None],
+                                 token_type_ids[:, None, :])
+        for layer in b.transformer_layers:
+            x, _ = layer(output_content=x, attn_mask_content=mask,
+                         attn_mask_query=mask, pos_emb=encoding,
+                         seg_mat=segments, training=training)
+        return {"sequence_output": b.get_layer("dropout")(x,
+                                                          training=training)}
