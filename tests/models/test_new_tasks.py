@@ -118,7 +118,7 @@ def test_question_answerer_loss_is_per_sequence_softmax():
     assert float(stats["qa_count"]) == 2.0
 
 
-@pytest.mark.parametrize("task", ["embedding", "token_classification", "question_answering"])
+@pytest.mark.parametrize("task", ["embedding", "question_answering"])
 def test_gradients_finite_under_xla_with_empty_slots(task):
     # Absent slots pool to zero vectors: an L2 norm's sqrt at 0 gave NaN
     # gradients under XLA (0 * inf) before the norm was clamped inside the root.
