@@ -10,8 +10,8 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "pipeline", "engines", "model", "training", "backbones", "attention",
-         "keras_hub_attention", "accelerator", "integrity", "qa"]
+ORDER = ["planners", "optimal", "pipeline", "engines", "model", "training", "predict", "backbones",
+         "attention", "keras_hub_attention", "accelerator", "integrity", "qa"]
 
 
 def main() -> None:

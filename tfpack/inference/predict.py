@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -45,6 +46,9 @@ from tfpack.inference.unpack import Collector
 __all__ = ["predict", "output_kinds"]
 
 _DEFAULT_WINDOW = 8192
+# model -> {jit_compile: its tf.function}: calls at the same shapes reuse one
+# compiled program (XLA compiles a 6-layer encoder in seconds, on every new function).
+_COMPILED = weakref.WeakKeyDictionary()
 
 
 def output_kinds(model, declared: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -173,7 +177,7 @@ def predict(
     if missing:
         raise TfpackError(f"The packs must hold every feature the model reads. Received: "
                           f"missing {missing} (pass `roles` that pack them)")
-    call = tf.function(lambda x: model(x, training=False), jit_compile=jit_compile)
+    call = _compiled(model, jit_compile)
     collector = Collector(kinds)
     with tqdm(total=count, desc="predict", unit=" examples", disable=not progress) as bar:
         pending = None
@@ -191,6 +195,22 @@ def predict(
 
 # The public argument is `output_kinds`; the function of that name is reached here.
 output_kinds_of = output_kinds
+
+
+def _compiled(model, jit_compile: bool):
+    """The model's inference function, one per model and ``jit_compile``."""
+    def make(owner):
+        # Through a weak reference: the cache must not keep the model alive.
+        return tf.function(lambda x: owner()(x, training=False), jit_compile=jit_compile)
+
+    try:
+        functions = _COMPILED.setdefault(model, {})
+        owner = weakref.ref(model)
+    except TypeError:  # Not weakly referenceable or hashable: no reuse.
+        return make(lambda: model)
+    if jit_compile not in functions:
+        functions[jit_compile] = make(owner)
+    return functions[jit_compile]
 
 
 def _collect(collector, batch, outputs, kinds) -> int:
