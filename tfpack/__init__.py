@@ -5,7 +5,7 @@ Subpackages, top to bottom of the data flow (see DESIGN.md):
 - `tfpack.packing`: lengths -> histogram -> `PackingPlan` (numpy/scipy only).
 - `tfpack.data`: the tf.data transform: apply plans to `tf.data` pipelines.
 - `tfpack.builders`: example builders (BERT pre-training, causal LM, SFT,
-  classification).
+  classification, embedding, tagging, extractive QA).
 - `tfpack.formats`: Google BERT TFRecords in, the packed-output format out.
 - `tfpack.engines`: ``tfpack pack`` on one machine or on Apache Beam.
 - `tfpack.layers`, `tfpack.models`: Keras 3 layers and models for packed inputs.
@@ -14,6 +14,8 @@ Subpackages, top to bottom of the data flow (see DESIGN.md):
 - `tfpack.testing`: equivalence checks for packed models.
 - `tfpack.inference`: `tfpack.predict`: per-example outputs computed on packs.
 - `tfpack.training`: LAMB for packing, batch rules, a distributed training loop.
+- `tfpack.evaluation`: per-example scores and the Keras metrics that compute
+  them on packed batches (macro F1, entity F1, SQuAD EM/F1, perplexity).
 - `tfpack.export`: SavedModels that serve packed and unpacked inputs.
 
 Subpackages are imported on first use, so `import tfpack` and
@@ -40,6 +42,7 @@ __all__ = [
     "engines",
     "datasets",
     "errors",
+    "evaluation",
     "export",
     "formats",
     "inference",

@@ -10,6 +10,11 @@
 - `text_tokenizer` / `TextTokenizer`: the ``tokenizer=`` every builder takes
   (a model's own keras-hub tokenizer or preprocessor, or a callable), with
   the special tokens the model's keras-hub preprocessor adds.
+- `embedding_examples` (texts, optional contrastive group ids),
+  `token_classification_examples` (words and their tags, aligned to the
+  first sub-token; `word_predictions` reads predictions back per word) and
+  `question_answering_examples` (strided context windows with character
+  offsets; `best_answers` picks each question's answer text).
 
 The same names are exported by `tfpack.data`, where most users meet them.
 
@@ -31,18 +36,38 @@ from tfpack.builders.bert import (
 )
 from tfpack.builders.causal_lm import causal_lm_examples, sft_examples
 from tfpack.builders.classification import classification_examples
+from tfpack.builders.embedding import embedding_examples
+from tfpack.builders.question_answering import (
+    QAExamples,
+    QAWindow,
+    best_answers,
+    question_answering_examples,
+)
+from tfpack.builders.token_classification import (
+    TaggingExamples,
+    token_classification_examples,
+    word_predictions,
+)
 from tfpack.builders.tokenizers import TextTokenizer, text_tokenizer
 
 __all__ = [
+    "QAExamples",
+    "QAWindow",
+    "TaggingExamples",
     "TextTokenizer",
     "bert_pretraining_examples",
+    "best_answers",
     "causal_lm_examples",
     "classification_examples",
     "compact_vocabulary",
     "create_bert_examples",
+    "embedding_examples",
     "examples_to_dataset",
     "load_vocab",
+    "question_answering_examples",
     "sft_examples",
     "text_tokenizer",
+    "token_classification_examples",
     "tokenize_documents",
+    "word_predictions",
 ]

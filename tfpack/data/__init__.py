@@ -9,7 +9,9 @@ Every pack has the DESIGN.md features (``input_ids``, ``sequence_ids``,
 - `FeatureRoles`: which feature is token-level, per-sequence or masked-LM.
 - Builders: `bert_pretraining_examples` (raw text -> NSP + MLM examples),
   `causal_lm_examples`, `sft_examples` (prompt/response pairs),
-  `classification_examples`.
+  `classification_examples`, `embedding_examples`,
+  `token_classification_examples` (+ `word_predictions`),
+  `question_answering_examples` (+ `best_answers`).
 - Files: `read_google_records` (Google BERT TFRecords), `read_packed`,
   `write_packed`, and `pack_records` (behind ``tfpack pack``).
 
@@ -44,6 +46,11 @@ _ELSEWHERE = {
     "load_vocab": "tfpack.builders",
     "sft_examples": "tfpack.builders",
     "tokenize_documents": "tfpack.builders",
+    "embedding_examples": "tfpack.builders",
+    "token_classification_examples": "tfpack.builders",
+    "word_predictions": "tfpack.builders",
+    "question_answering_examples": "tfpack.builders",
+    "best_answers": "tfpack.builders",
     "google_example": "tfpack.formats",
     "read_google_records": "tfpack.formats",
     "read_packed": "tfpack.formats",

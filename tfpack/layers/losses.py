@@ -301,3 +301,150 @@ def loss_from_statistics(statistics, loss_terms, expected_counts=None,
             denominator = ops.maximum(statistics[f"{term}_count"], 1.0)
         total = total + loss_sum / denominator
     return total
+
+
+def span_statistics(start_logits, end_logits, start_positions, end_positions,
+                    sequence_ids, sequence_mask, term="qa"):
+    """Sums of the extractive-QA loss: start and end classified per sequence.
+
+    Each sequence's start (end) distribution is a softmax over its own tokens
+    only, as in unpacked QA (the other sequences of the pack and padding are
+    masked out); the loss of a sequence is the mean of its start and end
+    cross-entropies, and it is correct when both arg-maxes are right.
+
+    Args:
+        start_logits, end_logits: float ``[B, L]``.
+        start_positions, end_positions: int ``[B, K]``, indices into the pack
+            (shifted by the sequence's offset: the ``[CLS]`` of an unanswerable
+            window is its `cls_positions`).
+        sequence_ids: int ``[B, L]``, 1..K, 0 for padding.
+        sequence_mask: float ``[B, K]``, 1 where the sequence exists.
+        term: name prefix of the returned keys.
+
+    Returns:
+        dict of scalar float32 ``{term}_loss_sum``, ``{term}_count``,
+        ``{term}_correct``.
+
+    >>> import numpy as np
+    >>> stats = span_statistics(
+    ...     np.array([[0., 9., 0., 0.]]), np.array([[0., 9., 0., 9.]]),
+    ...     np.array([[1, 3]]), np.array([[1, 3]]), np.array([[1, 1, 2, 2]]),
+    ...     np.array([[1., 1.]]))
+    >>> float(stats["qa_count"]), float(stats["qa_correct"])
+    (2.0, 1.0)
+    """
+    num_sequences = sequence_mask.shape[-1]
+    membership = ops.transpose(ops.one_hot(ops.cast(sequence_ids, "int32") - 1,
+                                           num_sequences, dtype="float32"), (0, 2, 1))
+
+    def per_sequence(logits, positions):
+        # [B, K, L]: sequence k sees only its own tokens.
+        logits = ops.expand_dims(ops.cast(logits, "float32"), 1)
+        logits = ops.where(membership > 0, logits, -1e9)
+        return _cross_entropy(logits, positions)
+
+    start_loss, start_correct = per_sequence(start_logits, start_positions)
+    end_loss, end_correct = per_sequence(end_logits, end_positions)
+    mask = ops.cast(sequence_mask, "float32")
+    return _result(term, ops.sum(0.5 * (start_loss + end_loss) * mask), ops.sum(mask),
+                   ops.sum(start_correct * end_correct * mask))
+
+
+def contrastive_statistics(embeddings, labels, sequence_mask, temperature=0.05,
+                           term="contrastive"):
+    """Sums of a supervised contrastive loss over every sequence of the batch.
+
+    Each present sequence is an anchor; the other sequences of the whole batch
+    (in any pack) with the same label are its positives, all other present
+    sequences its negatives. The anchor's loss is
+    ``-log(sum_pos exp(s / t) / sum_other exp(s / t))`` with ``s`` the dot
+    product of the embeddings (cosines when they are normalized); anchors
+    without a positive do not count. The loss depends only on the set of
+    sequences in the batch, not on how they are packed.
+
+    Args:
+        embeddings: float ``[B, K, H]``.
+        labels: int ``[B, K]``, a group id per sequence.
+        sequence_mask: float ``[B, K]``.
+        temperature: the softmax temperature ``t``.
+        term: name prefix of the returned keys.
+
+    Returns:
+        dict of scalar float32 ``{term}_loss_sum``, ``{term}_count``,
+        ``{term}_correct`` (the nearest other sequence is a positive).
+
+    >>> import numpy as np
+    >>> e = np.array([[[1., 0.], [1., 0.]], [[0., 1.], [0., 0.]]])
+    >>> stats = contrastive_statistics(e, np.array([[3, 3], [5, 0]]),
+    ...                                np.array([[1., 1.], [1., 0.]]), temperature=1.0)
+    >>> float(stats["contrastive_count"]), float(stats["contrastive_correct"])
+    (2.0, 2.0)
+    """
+    hidden = ops.shape(embeddings)[-1]
+    flat = ops.reshape(ops.cast(embeddings, "float32"), (-1, hidden))
+    other, positive = _contrastive_pairs(labels, sequence_mask)
+    scores = ops.matmul(flat, ops.transpose(flat)) / temperature
+    all_scores = ops.where(other, scores, -1e9)
+    everything = ops.logsumexp(all_scores, axis=-1)
+    positives = ops.logsumexp(ops.where(positive, scores, -1e9), axis=-1)
+    anchors = ops.cast(ops.any(positive, axis=-1), "float32")
+    nearest = ops.argmax(all_scores, axis=-1)
+    correct = ops.cast(ops.take_along_axis(positive, nearest[:, None], axis=1)[:, 0],
+                       "float32")
+    return _result(term, ops.sum((everything - positives) * anchors), ops.sum(anchors),
+                   ops.sum(correct * anchors))
+
+
+def _contrastive_pairs(labels, sequence_mask):
+    # [N, N] over the batch's N = B * K slots: both present and distinct;
+    # and of the same group.
+    groups = ops.reshape(ops.cast(labels, "int32"), (-1,))
+    present = ops.reshape(ops.cast(sequence_mask, "float32"), (-1,)) > 0
+    n = ops.shape(groups)[0]
+    other = present[None, :] & present[:, None] & ~ops.cast(ops.eye(n), "bool")
+    return other, other & ops.equal(groups[None, :], groups[:, None])
+
+
+def contrastive_count(labels, sequence_mask):
+    """The ``{term}_count`` of `contrastive_statistics`: anchors with a positive.
+
+    >>> import numpy as np
+    >>> float(contrastive_count(np.array([[3, 3, 4]]), np.array([[1., 1., 1.]])))
+    2.0
+    """
+    _, positive = _contrastive_pairs(labels, sequence_mask)
+    return ops.sum(ops.cast(ops.any(positive, axis=-1), "float32"))
+
+
+def sequence_log_likelihoods(logits, labels, sequence_ids, num_sequences,
+                             loss_weights=None, ignore_index=IGNORE_LABEL):
+    """Per-sequence ``(log_likelihood, targets)`` of a packed causal-LM batch.
+
+    The log-likelihood of sequence ``k`` is the weighted sum of the log
+    probabilities of its next-token targets: with ``loss_weights`` 0.0 on the
+    prompt (`tfpack.data.sft_examples`) it is the log-likelihood of the
+    continuation given the prompt.
+
+    Args:
+        logits: float ``[B, L, V]``.
+        labels: int ``[B, L]`` next-token targets, ``ignore_index`` elsewhere.
+        sequence_ids: int ``[B, L]``.
+        num_sequences: K.
+        loss_weights: optional float ``[B, L]``.
+        ignore_index: label value that is not a target.
+
+    Returns:
+        two float32 ``[B, K]``: the log-likelihoods and the (weighted) target
+        counts.
+
+    >>> import numpy as np
+    >>> logits = np.log(np.array([[[.5, .5], [.25, .75], [.5, .5]]]))
+    >>> ll, n = sequence_log_likelihoods(logits, np.array([[1, -100, -100]]),
+    ...                                  np.array([[1, 1, 2]]), 2)
+    >>> np.round(np.exp(ll), 4).tolist(), np.asarray(n).tolist()
+    ([[0.5, 1.0]], [[1.0, 0.0]])
+    """
+    labels, weights = _causal_weights(labels, loss_weights, ignore_index)
+    loss, _ = _cross_entropy(logits, labels)
+    membership, totals = _sequence_totals(weights, sequence_ids, num_sequences)
+    return -ops.einsum("bl,blk->bk", loss, membership), totals

@@ -8,7 +8,9 @@ a dict; labels travel in the same dict, so `model.fit(dataset)` needs no `y`.
 - backbones: `BertEncoder`, `DecoderBackbone` (both on the shared
   `TransformerBackbone` trunk), or any object following the backbone protocol
   (`tfpack.models.backbone`);
-- tasks (`Task`): `BertPretrainer`, `BertClassifier`, `CausalLM`.
+- tasks (`Task`): `BertPretrainer`, `BertClassifier`, `CausalLM`,
+  `TextEmbedder`, `TokenClassifier`, `QuestionAnswerer`; `CausalLMScorer`
+  scores sequences (log-likelihoods) with a `CausalLM`.
 
 Example:
 
@@ -29,7 +31,11 @@ from tfpack.models.decoder import DecoderBackbone
 from tfpack.models.keras_hub import KerasHubBackbone
 from tfpack.models.keras_hub import from_keras_hub
 from tfpack.models.legacy import upgrade_keras_file
+from tfpack.models.lm_scorer import CausalLMScorer
+from tfpack.models.question_answerer import QuestionAnswerer
 from tfpack.models.task import Task
+from tfpack.models.text_embedder import TextEmbedder
+from tfpack.models.token_classifier import TokenClassifier
 from tfpack.models.trunk import TransformerBackbone
 
 # Names before the backbone/task split (docs/model.md, "Migration").
@@ -42,11 +48,15 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "CausalLM",
+    "CausalLMScorer",
     "DecoderBackbone",
     "EncoderTask",
     "KerasHubBackbone",
     "PackedModel",
+    "QuestionAnswerer",
     "Task",
+    "TextEmbedder",
+    "TokenClassifier",
     "TransformerBackbone",
     "check_backbone",
     "from_keras_hub",

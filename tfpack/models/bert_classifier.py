@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from tfpack.evaluation.metrics import MacroF1
 from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.sequence_head import PackedSequenceHead
 from tfpack.models.backbone import head_hint
@@ -16,9 +17,10 @@ class BertClassifier(Task):
     The backbone is a `BertEncoder` or any other (`tfpack.models.backbone`);
     the head reads each sequence's first token at `cls_positions`.
 
-    One label per sequence (`labels` [B, K]); the loss and accuracy count
-    real sequences (`sequence_mask`) only, so a pack of three sequences
-    weighs three times a pack of one, as in unpacked fine-tuning.
+    One label per sequence (`labels` [B, K]); the loss, the accuracy and the
+    ``macro_f1`` metric count real sequences (`sequence_mask`) only, so a pack
+    of three sequences weighs three times a pack of one, as in unpacked
+    fine-tuning.
 
     Example:
 
@@ -68,6 +70,7 @@ class BertClassifier(Task):
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=head_hint(backbone, "initializer_range")),
             dtype=self.dtype_policy, name="classifier_head")
+        self._macro_f1 = MacroF1(num_classes)
 
     def call(self, inputs, training=None):
         sequence_output = self.sequence_output(inputs, training=training)
@@ -81,6 +84,10 @@ class BertClassifier(Task):
 
     def target_counts(self, x):
         return {"classification": ops.sum(ops.cast(x["sequence_mask"], "float32"))}
+
+    def update_task_metrics(self, x, y_pred, statistics):
+        self._macro_f1.update_state(x["labels"], ops.argmax(y_pred["logits"], axis=-1),
+                                    x["sequence_mask"])
 
     @classmethod
     def from_pretrained(cls, path, num_classes, **kwargs):

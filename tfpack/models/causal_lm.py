@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.evaluation.metrics import Perplexity
 from tfpack.layers.losses import AVERAGING
 from tfpack.layers.losses import causal_lm_count
 from tfpack.layers.losses import causal_lm_statistics
@@ -108,6 +109,8 @@ class CausalLM(Task):
         self.tie_embeddings = tie_embeddings
         self.lm_averaging = lm_averaging
         self.vocabulary_size = backbone.vocabulary_size
+        # Perplexity is exp(mean NLL per target): defined for token averaging.
+        self._perplexity = Perplexity() if lm_averaging == "token" else None
         self.output_projection = (
             None if tie_embeddings else keras.layers.Dense(
                 backbone.vocabulary_size,
@@ -144,6 +147,10 @@ class CausalLM(Task):
 
     def target_counts(self, x):
         return {"lm": causal_lm_count(x["labels"], **self._loss_options(x))}
+
+    def update_task_metrics(self, x, y_pred, statistics):
+        if self._perplexity is not None:
+            self._perplexity.update_state(statistics["lm_loss_sum"], statistics["lm_count"])
 
     def get_config(self):
         config = super().get_config()

@@ -178,7 +178,24 @@ class Task(keras.Model):
         for term in self.loss_terms:
             getattr(self, f"_{term}_accuracy").update_state(
                 statistics[f"{term}_correct"], statistics[f"{term}_count"])
+        self.update_task_metrics(x, y_pred, statistics)
         return self.get_metrics_result()
+
+    @property
+    def task_metrics(self):
+        """The task's own metrics (beyond ``{t}_accuracy``), in attribute order."""
+        return [value for value in vars(self).values()
+                if isinstance(value, keras.metrics.Metric)
+                and not type(value) is StatisticRatio]
+
+    def update_task_metrics(self, x, y_pred, statistics):
+        """Update a task's own metrics (macro F1, entity F1, perplexity).
+
+        Called by ``compute_metrics`` with the batch's features, outputs and
+        `loss_statistics`; metrics must accumulate per-example counts so that
+        packed evaluation equals unpacked evaluation (`tfpack.evaluation`).
+        """
+        del x, y_pred, statistics
 
     def get_build_config(self):
         # The trained L/K/M (export reads them) travel in `.keras` files.

@@ -2,14 +2,14 @@
 
 Importing this package registers the built-in tasks, in this order:
 ``pretraining`` (preset ``bert``), ``classification``, ``causal_lm`` (preset
-``sft``). A new task is one file here declaring a `TaskSpec` with
+``sft``), ``embedding``, ``token_classification``, ``question_answering``. A new task is one file here declaring a `TaskSpec` with
 `register`, plus its import line below; see `tfpack.tasks.base` and
 docs/model.md ("Adding a task").
 
 Example:
 
 >>> from tfpack import tasks
->>> tasks.names()
+>>> tasks.names()[:3]
 ('pretraining', 'classification', 'causal_lm')
 >>> tasks.get("causal_lm").outputs
 {'logits': 'token'}
@@ -33,6 +33,7 @@ from tfpack.tasks.base import (
     specs,
 )
 from tfpack.tasks import pretraining, classification, causal_lm  # noqa: E402,F401  (register)
+from tfpack.tasks import embedding, token_classification, question_answering  # noqa: E402,F401,I001
 
 __all__ = [
     "BACKBONE_OUTPUTS",

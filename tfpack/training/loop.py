@@ -117,13 +117,21 @@ class Trainer:
         log_every: updates between host syncs, log lines and NaN checks.
         progress: show a progress bar.
         max_to_keep: checkpoints kept.
+        eval_dataset: optional UNBATCHED packed examples evaluated every
+            ``eval_every`` updates (and at the end) with `evaluate`; the
+            results join that step's log record as ``eval_*`` keys.
+        eval_every: updates between evaluations (required with ``eval_dataset``).
+        eval_batch_size: packs per evaluation batch (default
+            ``micro_batch_size * num_replicas``).
     """
 
     def __init__(self, model, optimizer, *, micro_batch_size: int,
                  accumulation_steps: int = 1, strategy: tf.distribute.Strategy | None = None,
                  jit_compile: bool = True, checkpoint_dir: str | None = None,
                  checkpoint_every: int | None = None, log_path=None, log_every: int = 10,
-                 progress: bool = True, max_to_keep: int = 3):
+                 progress: bool = True, max_to_keep: int = 3,
+                 eval_dataset: tf.data.Dataset | None = None, eval_every: int | None = None,
+                 eval_batch_size: int | None = None):
         for name, value in (("micro_batch_size", micro_batch_size),
                             ("accumulation_steps", accumulation_steps),
                             ("log_every", log_every)):
@@ -134,6 +142,10 @@ class Trainer:
                                              or checkpoint_every < 1):
             raise TfpackError("`checkpoint_every` must be a positive integer or None. "
                               f"Received: checkpoint_every={checkpoint_every!r}")
+        if eval_dataset is not None and (isinstance(eval_every, bool) or not isinstance(
+                eval_every, int) or eval_every < 1):
+            raise TfpackError("`eval_every` must be a positive integer when `eval_dataset` "
+                              f"is given. Received: eval_every={eval_every!r}")
         self.strategy = strategy or tf.distribute.get_strategy()
         with self.strategy.scope():
             self.model = model() if callable(model) and not isinstance(model, keras.Model) else model
@@ -165,7 +177,11 @@ class Trainer:
         self._exhausted = tf.Variable(False, trainable=False)
         self._sums = {k: tf.Variable(0.0, dtype=tf.float64, trainable=False)
                       for k in self._statistic_names()}
+        self.eval_dataset = eval_dataset
+        self.eval_every = eval_every if eval_dataset is not None else None
+        self.eval_batch_size = eval_batch_size
         self._compiled = {}
+        self._eval_step = None
         self._loop = tf.function(self._train_loop)
         self._iterator = None
         self._dataset = None
@@ -405,8 +421,9 @@ class Trainer:
             while int(self.step.numpy()) < num_steps:
                 step = int(self.step.numpy())
                 chunk = min(self.log_every - step % self.log_every, num_steps - step)
-                if self.checkpoint_every:
-                    chunk = min(chunk, self.checkpoint_every - step % self.checkpoint_every)
+                for every in (self.checkpoint_every, self.eval_every):
+                    if every:
+                        chunk = min(chunk, every - step % every)
                 tic = time.perf_counter()
                 self._loop(self._iterator, tf.constant(chunk, tf.int64))
                 seconds = time.perf_counter() - tic
@@ -423,6 +440,10 @@ class Trainer:
                         f"checkpoint: {kept}. Received: non-finite loss at step={bad}",
                         bad, kept)
                 record = self._read_statistics(chunk, seconds)
+                if self.eval_every and (record["step"] % self.eval_every == 0
+                                        or record["step"] >= num_steps or exhausted):
+                    record.update({f"eval_{k}": v
+                                   for k, v in self.evaluate(self.eval_dataset).items()})
                 history.append(record)
                 logger.write(record)
                 bar.update(record["step"] - step, record)
@@ -437,6 +458,54 @@ class Trainer:
             logger.close()
         return TrainResult(int(self.step.numpy()), history, last_checkpoint, resumed,
                            bool(self._exhausted.numpy()))
+
+    # -------------------------------------------------------------- evaluate
+    def evaluate(self, dataset: tf.data.Dataset, batch_size: int | None = None) -> dict:
+        """Loss, accuracy and the task's metrics on packed data, per example.
+
+        Every pack of ``dataset`` (unbatched packed examples, the last batch
+        may be partial) is evaluated once with ``training=False``. Losses and
+        accuracies are summed statistics over every target (``{t}_loss``,
+        ``{t}_accuracy``, as in training logs) and the task's own metrics
+        (``entity_f1``, ``macro_f1``, ``perplexity``: `Task.task_metrics`)
+        accumulate per-example counts, so the result equals an evaluation of
+        the same examples unpacked.
+
+        Returns:
+            ``{"loss", "{t}_loss", "{t}_accuracy", ..., metric name: value}``.
+        """
+        if self._eval_step is None:
+            self._eval_step = tf.function(self._evaluate_batch, reduce_retracing=True)
+        metrics = list(getattr(self.model, "task_metrics", ()))
+        for metric in metrics:
+            metric.reset_state()
+        batch_size = batch_size or self.eval_batch_size or (
+            self.micro_batch_size * self.num_replicas)
+        sums = {}
+        for x in dataset.batch(batch_size):
+            for k, v in self._eval_step(x).items():
+                sums[k] = sums.get(k, 0.0) + float(v.numpy())
+        if not sums:
+            raise TfpackError("`dataset` must hold at least one pack to evaluate. "
+                              "Received: an empty dataset")
+        record, total = {}, 0.0
+        for t in self.terms:
+            count = max(sums[f"{t}_count"], 1.0)
+            record[f"{t}_loss"] = sums[f"{t}_loss_sum"] / count
+            record[f"{t}_accuracy"] = sums[f"{t}_correct"] / count
+            total += record[f"{t}_loss"]
+        record["loss"] = total
+        for metric in metrics:
+            record[metric.name] = float(keras.ops.convert_to_numpy(metric.result()))
+        return record
+
+    def _evaluate_batch(self, x):
+        y_pred = self.model(x, training=False)
+        statistics = self.model.loss_statistics(x, y_pred)
+        update = getattr(self.model, "update_task_metrics", None)
+        if update is not None:
+            update(x, y_pred, statistics)
+        return {k: tf.cast(v, tf.float64) for k, v in statistics.items()}
 
     def _read_statistics(self, steps: int, seconds: float) -> dict:
         sums = {k: float(v.numpy()) for k, v in self._sums.items()}

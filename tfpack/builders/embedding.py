@@ -1,0 +1,57 @@
+"""Sentence-embedding examples: ``[CLS] text [SEP]``, optionally with a group id.
+
+Inference embeds texts (`tfpack.models.TextEmbedder`); contrastive
+fine-tuning gives each text a group id (``labels``, a scalar): texts of one
+group are each other's positives. Packing stacks the group ids to ``[K]``
+(the ``embedding`` task).
+
+>>> ds = embedding_examples(["a fine film", "dull"], groups=[0, 0])
+>>> [(x["input_ids"].numpy().tolist(), int(x["labels"])) for x in ds]
+[([101, 1037, 2986, 2143, 102], 0), ([101, 10634, 102], 0)]
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tfpack.errors import TfpackError
+
+__all__ = ["embedding_examples"]
+
+
+def embedding_examples(texts: list[str], groups: list[int] | None = None, *,
+                       max_length: int = 128, vocab_path: str | None = None,
+                       lower_case: bool = True) -> tf.data.Dataset:
+    """Tokenize texts into unpacked embedding examples.
+
+    Args:
+        texts: the texts.
+        groups: optional group id per text (contrastive fine-tuning).
+        max_length: longest example; longer texts lose their end.
+        vocab_path, lower_case: the WordPiece vocabulary (bundled
+            bert-base-uncased by default).
+
+    Returns:
+        A dataset of ``{"input_ids": int32 [n]}`` (and ``labels``, int32
+        scalars, with ``groups``), in input order.
+    """
+    from tfpack.builders.bert import load_vocab
+    from tfpack.builders.wordpiece import wordpiece_with_offsets
+
+    if not texts:
+        raise TfpackError("`texts` must not be empty. Received: texts=[]")
+    if groups is not None and len(groups) != len(texts):
+        raise TfpackError("`groups` must have one id per text. Received: "
+                          f"{len(groups)} groups for {len(texts)} texts")
+    if not isinstance(max_length, int) or max_length < 3:
+        raise TfpackError("`max_length` must be an integer of at least 3. "
+                          f"Received: max_length={max_length!r}")
+    vocab = load_vocab(vocab_path)
+    ids, _ = wordpiece_with_offsets(list(texts), vocab_path=vocab_path, lower_case=lower_case)
+    rows = [[vocab.index("[CLS]")] + row[:max_length - 2] + [vocab.index("[SEP]")]
+            for row in ids]
+    columns = {"input_ids": tf.ragged.constant(rows, dtype=tf.int32)}
+    if groups is not None:
+        columns["labels"] = tf.constant(groups, tf.int32)
+    return tf.data.Dataset.range(len(rows)).map(
+        lambda i: {name: column[i] for name, column in columns.items()})

@@ -1,0 +1,212 @@
+"""Per-example scores in NumPy/Python: the reference every packed metric must equal.
+
+Each function takes one entry per *example* (never per pack), so the score of
+a packed run is computed exactly as the score of an unpacked one:
+
+- `accuracy` and `macro_f1` (sequence classification);
+- `entity_spans` and `entity_f1`: entity-level precision, recall and F1 over
+  BIO tags, as seqeval's default (non-strict) mode counts them;
+- `normalize_answer`, `squad_exact_match`, `squad_f1` and `squad_scores`: the
+  official SQuAD v1.1 evaluation (its normalization, maximum over the
+  reference answers, percentages);
+- `perplexity`: ``exp`` of the mean negative log-likelihood per target.
+
+Example:
+
+>>> entity_spans(["B-PER", "I-PER", "O", "I-LOC"])
+[('PER', 0, 1), ('LOC', 3, 3)]
+>>> entity_f1([["B-PER", "I-PER", "O"]], [["B-PER", "O", "O"]])["f1"]
+0.0
+>>> squad_scores(["the Eiffel tower"], [["Eiffel Tower", "the tower"]])
+{'exact_match': 100.0, 'f1': 100.0}
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+import string
+from collections.abc import Sequence
+
+import numpy as np
+
+from tfpack.errors import TfpackError
+
+__all__ = [
+    "accuracy",
+    "entity_f1",
+    "entity_spans",
+    "macro_f1",
+    "normalize_answer",
+    "perplexity",
+    "squad_exact_match",
+    "squad_f1",
+    "squad_scores",
+]
+
+
+def _same_length(a, b, names):
+    if len(a) != len(b):
+        raise TfpackError(f"`{names[0]}` and `{names[1]}` must have one entry per example. "
+                          f"Received: {len(a)} and {len(b)} entries")
+
+
+def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
+    """Fraction of examples whose prediction equals the label.
+
+    >>> accuracy([0, 1, 2, 2], [0, 1, 1, 2])
+    0.75
+    """
+    _same_length(labels, predictions, ("labels", "predictions"))
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    return float(np.mean(labels == predictions)) if labels.size else 0.0
+
+
+def macro_f1(labels: Sequence[int], predictions: Sequence[int]) -> float:
+    """Unweighted mean of the per-class F1 over the classes that occur.
+
+    The classes are those in ``labels`` or ``predictions`` (scikit-learn's
+    ``f1_score(average="macro")``); a class with no true positive scores 0.
+
+    >>> round(macro_f1([0, 0, 1, 2], [0, 1, 1, 2]), 4)
+    0.7778
+    """
+    _same_length(labels, predictions, ("labels", "predictions"))
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    classes = np.union1d(labels, predictions)
+    if classes.size == 0:
+        return 0.0
+    scores = []
+    for c in classes:
+        tp = np.sum((labels == c) & (predictions == c))
+        denominator = np.sum(labels == c) + np.sum(predictions == c)
+        scores.append(2.0 * tp / denominator)
+    return float(np.mean(scores))
+
+
+def _split_tag(tag: str) -> tuple[str, str]:
+    if tag in ("O", "") or "-" not in tag:
+        return "O", ""
+    prefix, _, kind = tag.partition("-")
+    return (prefix, kind) if prefix in ("B", "I") else ("O", "")
+
+
+def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
+    """The entities ``(type, first, last)`` (inclusive) of one example's BIO tags.
+
+    An entity starts at ``B-x``, or at ``I-x`` after ``O`` or after a tag of
+    another type (seqeval's lenient reading of IOB2), and runs while the next
+    tag is ``I-x``. Tags other than ``B-*``/``I-*`` are ``O``.
+
+    >>> entity_spans(["I-PER", "B-PER", "I-LOC", "I-LOC"])
+    [('PER', 0, 0), ('PER', 1, 1), ('LOC', 2, 3)]
+    """
+    spans = []
+    start, kind = None, ""
+    for i, tag in enumerate(list(tags) + ["O"]):
+        prefix, tag_kind = _split_tag(tag)
+        if start is not None and (prefix != "I" or tag_kind != kind):
+            spans.append((kind, start, i - 1))
+            start = None
+        if prefix == "B" or (prefix == "I" and start is None):
+            start, kind = i, tag_kind
+    return spans
+
+
+def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
+    """Entity-level micro precision, recall and F1 over examples (seqeval's default).
+
+    An entity counts as found only when type, first and last word all match.
+
+    Args:
+        gold: per example, the true tag of every word.
+        predicted: per example, the predicted tag of every word.
+
+    Returns:
+        ``{"precision", "recall", "f1", "true_positives", "gold", "predicted"}``.
+
+    >>> entity_f1([["B-PER", "O", "B-LOC"]], [["B-PER", "O", "B-PER"]])["f1"]
+    0.5
+    """
+    _same_length(gold, predicted, ("gold", "predicted"))
+    tp = n_gold = n_predicted = 0
+    for g, p in zip(gold, predicted):
+        _same_length(g, p, ("gold", "predicted"))
+        g_spans, p_spans = set(entity_spans(g)), set(entity_spans(p))
+        tp += len(g_spans & p_spans)
+        n_gold += len(g_spans)
+        n_predicted += len(p_spans)
+    return _f1_result(tp, n_gold, n_predicted)
+
+
+def _f1_result(tp, n_gold, n_predicted) -> dict:
+    precision = tp / n_predicted if n_predicted else 0.0
+    recall = tp / n_gold if n_gold else 0.0
+    f1 = 2 * tp / (n_gold + n_predicted) if n_gold + n_predicted else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1,
+            "true_positives": tp, "gold": n_gold, "predicted": n_predicted}
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalization: lower case, no punctuation, no articles, single spaces.
+
+    >>> normalize_answer("The  Eiffel-Tower!")
+    'eiffeltower'
+    """
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def squad_exact_match(prediction: str, answers: Sequence[str]) -> float:
+    """1.0 if the normalized prediction equals a normalized answer, else 0.0."""
+    return float(max(normalize_answer(prediction) == normalize_answer(a) for a in answers))
+
+
+def _token_f1(prediction: str, answer: str) -> float:
+    predicted = normalize_answer(prediction).split()
+    truth = normalize_answer(answer).split()
+    common = collections.Counter(predicted) & collections.Counter(truth)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(truth)
+    return 2 * precision * recall / (precision + recall)
+
+
+def squad_f1(prediction: str, answers: Sequence[str]) -> float:
+    """The best token-overlap F1 of the prediction against the answers.
+
+    >>> round(squad_f1("Paris France", ["Paris"]), 4)
+    0.6667
+    """
+    return max(_token_f1(prediction, a) for a in answers)
+
+
+def squad_scores(predictions: Sequence[str], answers: Sequence[Sequence[str]]) -> dict:
+    """SQuAD v1.1 ``exact_match`` and ``f1`` in percent, averaged over questions.
+
+    Args:
+        predictions: one answer text per question.
+        answers: per question, the reference answers (at least one each).
+    """
+    _same_length(predictions, answers, ("predictions", "answers"))
+    if any(not a for a in answers):
+        raise TfpackError("Every question must have at least one reference answer. "
+                          "Received: an empty list in `answers`")
+    n = max(len(predictions), 1)
+    return {"exact_match": 100.0 * sum(map(squad_exact_match, predictions, answers)) / n,
+            "f1": 100.0 * sum(map(squad_f1, predictions, answers)) / n}
+
+
+def perplexity(negative_log_likelihood: float, count: float) -> float:
+    """``exp(negative_log_likelihood / count)``: the perplexity of ``count`` targets.
+
+    >>> perplexity(2 * math.log(4.0), 2)
+    4.0
+    """
+    if not count > 0:
+        raise TfpackError(f"`count` must be positive. Received: count={count}")
+    return math.exp(negative_log_likelihood / count)
