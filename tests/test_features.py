@@ -29,6 +29,9 @@ NOT_FEATURES = {
     "tie_weights": "keras-hub ReversibleEmbedding attribute",
     "next_token_labels": "a function name",
     "token_mask": "an output of the serve_sequences signatures",
+    "start_ids": "a tokenizer argument (special tokens before a text)",
+    "end_ids": "a tokenizer argument (special tokens after a text)",
+    "separator_ids": "a tokenizer argument (special tokens between segments)",
 }
 # Files that translate a foreign format to the contract, and its names.
 FOREIGN = {

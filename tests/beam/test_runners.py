@@ -3,6 +3,7 @@
 import filecmp
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -74,6 +75,22 @@ def test_an_unknown_beam_option_is_refused_by_name(tmp_path, capsys):
 def test_an_unknown_runner_is_one_line(tmp_path, capsys):
     line = _one_line_refusal(tmp_path, capsys, "--beam-options=--runner=NoSuchRunner")
     assert "`--runner` must name an installed Beam runner. Received: --runner=NoSuchRunner" in line
+
+
+@pytest.mark.slow  # a fresh process importing TensorFlow and Beam: ~10 s
+def test_a_refusal_in_a_fresh_process_is_one_stderr_line(tmp_path):
+    """In a fresh process Beam's import logs "apitools not found" unless tfpack filters it."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tfpack.cli", "pack", "--input", _inputs(tmp_path),
+         "--output", str(tmp_path / "out"), "--max-length", "64",
+         "--max-sequences-per-pack", "3", "--engine", "beam",
+         "--beam-options=--direct_num_worker=8"],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "tfpack pack: error: `beam_options` must be options of Beam or of its runner. "
+        "Received: unknown option --direct_num_worker (did you mean --direct_num_workers?)"]
 
 
 def test_a_failure_inside_the_runner_names_the_step(tmp_path, capsys, monkeypatch):

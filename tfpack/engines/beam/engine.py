@@ -69,8 +69,9 @@ class BeamEngine(base.Engine):
 
     def __init__(self, *, beam_options=None):
         try:
-            from tfpack.engines.beam.options import pipeline_options
-            import apache_beam  # noqa: F401
+            from tfpack.engines.beam.options import import_beam, pipeline_options
+
+            import_beam()
         except ImportError as error:
             raise TfpackError("`--engine beam` needs Apache Beam (pip install 'tfpack[beam]'). "
                               f"Received: {error}") from None

@@ -31,6 +31,7 @@ from __future__ import annotations
 import difflib
 import logging
 import shlex
+import sys
 
 from tfpack.errors import TfpackError
 
@@ -59,6 +60,7 @@ def pipeline_options(beam_options=None, *, partitions: int | None = None):
             one whose extra is not installed), or an option that neither Beam
             nor the runner defines; each named.
     """
+    import_beam()
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
     if beam_options is None:
@@ -84,6 +86,29 @@ def pipeline_options(beam_options=None, *, partitions: int | None = None):
         options = PipelineOptions(list(DEFAULT_OPTIONS) + extra
                                   + [f"--dask_npartitions={int(partitions)}"])
     return options
+
+
+class _DropApitoolsWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("apitools not found")
+
+
+def import_beam() -> None:
+    """Imports Apache Beam without its import-time warning about GCP clients.
+
+    ``import apache_beam`` logs "apitools not found, and bigquery client
+    libraries are not available" on the root logger when the optional GCP
+    clients are missing; tfpack does not use them, and the CLI promises one
+    stderr line per error. The filter lives only for the import.
+    """
+    if "apache_beam" in sys.modules:
+        return
+    root, quiet = logging.getLogger(), _DropApitoolsWarning()
+    root.addFilter(quiet)
+    try:
+        import apache_beam  # noqa: F401
+    finally:
+        root.removeFilter(quiet)
 
 
 def _check_runner(name) -> None:
