@@ -146,3 +146,7 @@ def test_outputs_must_be_declared_and_examples_well_formed(tiny):
         tfpack.predict(tiny, [[1, 2], []], max_length=4, max_sequences_per_pack=2)
     with pytest.raises(TfpackError, match=r"`batch_size` must be a positive integer"):
         tfpack.predict(tiny, [[1]], max_length=4, max_sequences_per_pack=2, batch_size=0)
+    # Found while packing the stream: still one line, not TensorFlow's wrapped error.
+    with pytest.raises(TfpackError, match=r"^Every example must") as error:
+        tfpack.predict(tiny, [[1, 2], [3] * 9], max_length=4, max_sequences_per_pack=2)
+    assert "\n" not in str(error.value)

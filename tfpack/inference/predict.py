@@ -38,6 +38,7 @@ import tensorflow as tf
 from tqdm import tqdm
 
 from tfpack import features as contract
+from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.data.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
@@ -172,7 +173,8 @@ def predict(
     packer = pack(max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
                   max_predictions_per_pack=max_predictions_per_pack, window=window,
                   algorithm=algorithm, roles=roles, shuffle=False, truncate=truncate)
-    packed = dataset.apply(packer).batch(batch_size).prefetch(2)
+    # Batched here, so the one-line `TfpackError` of a bad example is unwrapped again.
+    packed = raising_tfpack_errors(dataset.apply(packer).batch(batch_size).prefetch(2))
     missing = [n for n in inputs if n not in packed.element_spec]
     if missing:
         raise TfpackError(f"The packs must hold every feature the model reads. Received: "
