@@ -40,6 +40,22 @@ def test_one_line_error_without_tensorflow_start_up_noise(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("tfpack export: error: `--model` must be")
 
 
+@pytest.mark.slow  # a fresh process that imports TensorFlow and runs ops: ~10 s
+def test_a_packing_run_leaves_stderr_empty(tmp_path):
+    """TensorFlow's device probe logs "failed call to cuInit" at level E (past
+    TF_CPP_MIN_LOG_LEVEL=2) on machines with CUDA libraries and no GPU."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
+    from test_records import google_examples, write_google
+
+    write_google(tmp_path / "in.tfrecord", google_examples(20, seed=2))
+    result = subprocess.run([*ENTRY, "pack", "--input", str(tmp_path / "in.tfrecord"),
+                             "--output", str(tmp_path / "out"), "--max-length", "64",
+                             "--max-sequences-per-pack", "3", "--json"],
+                            capture_output=True, text=True, timeout=300, env=_env())
+    assert result.returncode == 0 and json.loads(result.stdout)["sequences"] == 20
+    assert result.stderr == ""
+
+
 def test_closed_pipe_ends_quietly(tmp_path):
     process = subprocess.Popen([*ENTRY, "plan", "wikipedia_512", "--max-length", "512",
                                 "--max-sequences-per-pack", "3", "--algorithm", "ffd",

@@ -36,7 +36,7 @@ __all__ = ["quiet_import_tensorflow", "json_stdout", "close_broken_stdout"]
 
 
 def quiet_import_tensorflow() -> None:
-    """Import TensorFlow with its native start-up lines on fd 2 discarded."""
+    """Import TensorFlow and probe its devices with their native lines on fd 2 discarded."""
     if "tensorflow" in sys.modules:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -44,7 +44,11 @@ def quiet_import_tensorflow() -> None:
     with tempfile.TemporaryFile() as captured:
         try:
             with redirect_fd(2, captured.fileno()):
-                import tensorflow  # noqa: F401
+                import tensorflow
+
+                # Probing the devices logs "failed call to cuInit" (level E, past
+                # TF_CPP_MIN_LOG_LEVEL=2) on machines with CUDA libraries and no GPU.
+                tensorflow.config.list_physical_devices()
         except BaseException:
             captured.seek(0)
             sys.stderr.write(captured.read().decode(errors="replace"))
