@@ -170,8 +170,11 @@ class Task(keras.Model):
     def compile(self, *args, **kwargs):
         super().compile(*args, **kwargs)
         # Keras's tracker re-weights replica losses as per-replica means: ours
-        # are shares of a global loss (see `StepLoss`).
-        self._loss_tracker = StepLoss(name="loss")
+        # are shares of a global loss (see `StepLoss`). Set past Keras's
+        # attribute tracking, as `Trainer.compile` sets its own (it lists the
+        # tracker in `metrics` itself): tracking would refuse a new metric on
+        # a model that is already built.
+        object.__setattr__(self, "_loss_tracker", StepLoss(name="loss"))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         statistics = self.loss_statistics(x, y_pred)
