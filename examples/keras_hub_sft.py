@@ -27,7 +27,10 @@ Measured here (1,400 pairs packed 3.6 per row by the `optimal` plan, 150
 updates of 8 packs, a 2,000-piece vocabulary, 1.5 minutes on 2 shared CPU
 cores): the held-out response loss falls from 7.61 (uniform over 2,000
 pieces: 7.60) to 4.67, and the answers start with the right first word
-("Return ...").
+("Return ..."). Causal-LM scoring (`tfpack.models.CausalLMScorer` through
+`tfpack.predict`, per example): each held-out response's log-likelihood
+given its prompt beats that of its own words shuffled for 59% of the 100
+prompts before training (ties count as misses) and for 100% after.
 
     python examples/keras_hub_sft.py [--full]
 """
@@ -43,6 +46,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+import tfpack
 from tfpack import data, models, packing, training
 
 # Modules without prose worth learning, or whose parsing is slow.
@@ -103,6 +107,24 @@ def answer(llama: keras_hub.models.LlamaBackbone, tokenizer, prompt: str,
     return generator.generate(prompt, max_length=length, strip_prompt=True)
 
 
+def choice_accuracy(model: models.CausalLM, tokenizer, held_out, L: int, K: int) -> float:
+    """How often a response outscores its own words shuffled (causal-LM scoring).
+
+    `tfpack.models.CausalLMScorer` with `tfpack.predict(..., roles="sft")`: the
+    log-likelihood of each response given its prompt, per example, packed.
+    Each held-out prompt is scored with its response and with the same words
+    in a seeded random order; a model that learned English prefers the first
+    (chance: 0.5).
+    """
+    rng = random.Random(1)
+    shuffled = [(p, " ".join(rng.sample(r.split(), len(r.split())))) for p, r in held_out]
+    examples = data.sft_examples(held_out + shuffled, max_length=L, tokenizer=tokenizer)
+    scores = tfpack.predict(models.CausalLMScorer(model), examples, max_length=L,
+                            max_sequences_per_pack=K, batch_size=8, roles="sft")
+    own, other = np.split(scores["log_likelihood"], 2)
+    return float(np.mean(own > other))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", help="all pairs, larger model")
@@ -134,6 +156,7 @@ def main() -> None:
     model = models.CausalLM(models.from_keras_hub(llama))
     model.compile(jit_compile=True)
     before = model.evaluate(test.batch(8), return_dict=True, verbose=0)
+    chosen_before = choice_accuracy(model, tokenizer, held_out, L, K)
     trainer = training.Trainer(model, keras.optimizers.AdamW(learning_rate=2e-3),
                                micro_batch_size=8, log_every=25)
     result = trainer.fit(packs.shuffle(512, seed=0).repeat(), num_steps=steps)
@@ -142,6 +165,9 @@ def main() -> None:
     after = model.evaluate(test.batch(8), return_dict=True, verbose=0)
     print("held-out response loss (per response token): "
           f"{before['loss']:.3f} before, {after['loss']:.3f} after training")
+    print("held-out responses scored above their own words shuffled (tfpack.predict + "
+          f"CausalLMScorer): {chosen_before:.2f} before, "
+          f"{choice_accuracy(model, tokenizer, held_out, L, K):.2f} after training")
 
     prompt, response = held_out[0]
     print(f"prompt:    {prompt}\nreference: {response}\n"

@@ -23,6 +23,14 @@ def _env():
             "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
+def _logged(directory) -> int:
+    """Updates logged so far (one line each; a line cut by a kill counts too)."""
+    try:
+        return (directory / "log.jsonl").read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
 def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path):
     rng = random.Random(0)
     kills = 0
@@ -31,13 +39,20 @@ def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path):
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=_env())
         assert process.stdout.readline().strip() == b"training"  # Bounded by the timeout.
-        time.sleep(rng.uniform(0.0, 1.5))
+        # A random point 1-3 updates further on (the log has a line per update), not a
+        # random time: on a fast machine a whole run takes less than a second.
+        target = _logged(tmp_path) + rng.randint(1, 3)
+        deadline = time.monotonic() + 120
+        while (process.poll() is None and _logged(tmp_path) < target
+               and time.monotonic() < deadline):
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 0.05))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1
         process.wait(timeout=60)
         process.stdout.close()
-    assert kills >= 1
+    assert kills == 2
     finished = subprocess.run([sys.executable, SCRIPT, str(tmp_path), str(STEPS)],
                               capture_output=True, timeout=300, env=_env())
     assert finished.returncode == 0, finished.stderr.decode()[-2000:]
