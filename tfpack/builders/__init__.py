@@ -16,7 +16,8 @@
   `question_answering_examples` (strided context windows with character
   offsets; `best_answers` picks each question's answer text).
 
-The same names are exported by `tfpack.data`, where most users meet them.
+The builder functions are also exported by `tfpack.data`, where most users
+meet them; the tokenizer adapter and the result types live here only.
 
 Example:
 
