@@ -29,7 +29,7 @@ Two more savings leave the result exact or bounded from above:
   computed: no pack of lengths up to ``l`` fills them, so they repeat the last
   computed column, filled in when a longer length needs them (backtracking
   reads them there too). Short lengths touch a fraction of the table.
-- With at most 40 sequences a pack (`OVERSTATES`), the table is float32 (three
+- With at most 165 sequences a pack (`OVERSTATES`), the table is float32 (three
   times faster than float64: it moves half the bytes). Every value and every
   multiple of one is rounded *up* to float32, so the table sums overstate the
   values; a sum of at most ``k`` rounded terms is at least the exact sum times
@@ -147,7 +147,9 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
         if skip[r]:
             continue  # still an anchor (more columns), but no better pack holds it
         for part in _binary_split(copies):
-            tokens, gain = part * length, _round_up(part * value, table.dtype)[()]
+            tokens, gain = part * length, table.dtype.type(part * value)
+            if float(gain) < part * value:  # exact in float64: value has 24 bits, part < 2**29
+                gain = np.nextafter(gain, table.dtype.type(np.inf))
             shift = 0 if depth is None else part
             height, width = rows - shift, filled - tokens
             if width <= 0:
