@@ -356,3 +356,23 @@ def test_seed_packs_priced_on_rounded_up_lengths_fit():
         for rows, copies in patterns:
             assert np.all(copies <= bounds[rows])
             assert depth is None or copies.sum() <= depth
+
+
+def test_column_generation_stops_when_a_rounded_lp_meets_the_bound():
+    # 61 lengths, at most 8 a pack: the first LP (19.12) rounds to 19 packs,
+    # the bound, so no more rounds are needed although the LP is not optimal.
+    rng = np.random.default_rng(6)
+    assert int(rng.choice([8, 16])) == 8  # the draws that picked this instance
+    sizes = np.exp(rng.normal(np.log(512) - 2.5, 1.0, int(rng.integers(40, 120))))
+    lengths = np.unique(np.minimum(sizes.astype(int) + 1, 512))
+    demand = rng.integers(1, 4, len(lengths))
+    histogram = make_histogram(512, dict(zip(lengths.tolist(), demand.tolist())))
+    simple = max(-(-int(lengths @ demand) // 512), -(-int(demand.sum()) // 8))
+    heuristic = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, 512, 8)
+    assert sum(heuristic.values()) > simple  # not solved by best fit alone
+    lp = optimal._column_generation(lengths, demand, 512, 8, heuristic, simple)
+    assert lp.rounds == 1 and lp.lower_bound == 19 < optimal._ceil(lp.value)
+    assert sum(lp.plan.values()) == 19
+    result = optimal.pack(histogram, 512, 8, seed=0)
+    assert_valid(result, histogram, 512, 8)
+    assert result.counts.sum() == result.lower_bound_packs == 19

@@ -61,8 +61,9 @@ Notes:
 
     *Stopping.* Column generation stops when no pack is worth more than 1
     (the LP is optimal), when the rounded-up bound meets the rounded-up LP
-    value or a plan, when a plan meets the rounded-up LP value within one
-    pack of the bound (more rounds could only prove that pack), or after a work budget of rounds x lengths (a round costs about
+    value or a plan, past a fortieth of the budget below when a plan meets the
+    rounded-up LP value within one pack of the bound (more rounds could only
+    prove that pack, and rarely do before the LP converges), or after a work budget of rounds x lengths (a round costs about
     one pass over the lengths); past a tenth of that budget, also when the LP
     value is within 1e-4 (relative: 0.01 percentage point of efficiency) of
     the bound, as more rounds could not gain more. Best fit alone is
@@ -239,7 +240,8 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
             smoothing = 0.0
         lower_bound = max(simple, _ceil(best_bound))
         done = (lower_bound >= min(_ceil(value), plan_packs)
-                or plan_packs <= _ceil(value) <= lower_bound + 1
+                or (plan_packs <= _ceil(value) <= lower_bound + 1
+                    and rounds * n >= _ROW_ROUNDS // 40)
                 or (value - lower_bound <= _LP_GAP * lower_bound
                     and rounds * n >= _ROW_ROUNDS // 10)
                 or rounds >= min(_MAX_ROUNDS, _ROW_ROUNDS // n))
