@@ -151,16 +151,15 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
             if float(gain) < part * value:  # exact in float64: value has 24 bits, part < 2**29
                 gain = np.nextafter(gain, table.dtype.type(np.inf))
             shift = 0 if depth is None else part
-            height, width = rows - shift, filled - tokens
-            if width <= 0:
-                continue
+            height, width = rows - shift, filled - tokens  # tokens <= most * length < filled
             # Into preallocated buffers: no temporaries of the table's size per item.
             source = np.add(table[:height, :width], gain, out=scratch[:height, :width])
             target = table[shift:, tokens:filled]
             improved = np.greater(source, target, out=better[:height, :width])
             np.copyto(target, source, where=improved)
             items.append((r, tokens, shift, filled, _pack_mask(improved)))
-    best_value = max(float(table[-1, min(max_length, filled - 1)]), float(anchor_value.max(initial=0.0)))
+    best_value = max(float(table[-1, min(max_length, filled - 1)]),
+                     float(anchor_value.max(initial=0.0)))
     if single:
         best_value *= 1 + 2 * (most + 2) * _F32_EPS
 
@@ -201,7 +200,7 @@ def _dominated(lengths, copies, values, max_length, depth) -> np.ndarray:
     others. If shorter lengths offer ``k`` copies (within their ``copies``)
     each worth at least ``values[r]``, one of them is free in that pack and
     replaces ``r``: no more tokens, no more sequences, no less value. Repeating
-    this ends (tokens drop each time) in an equally good pack without skipped
+    this ends (the row drops each time) in an equally good pack without skipped
     lengths, so the best value over the other lengths is the best value.
     """
     n = len(lengths)

@@ -61,10 +61,11 @@ Notes:
 
     *Stopping.* Column generation stops when no pack is worth more than 1
     (the LP is optimal), when the rounded-up bound meets the rounded-up LP
-    value or a plan, past a fortieth of the budget below when a plan meets the
-    rounded-up LP value within one pack of the bound (more rounds could only
-    prove that pack, and rarely do before the LP converges), or after a work budget of rounds x lengths (a round costs about
-    one pass over the lengths); past a tenth of that budget, also when the LP
+    value or a plan, or after a work budget of rounds x lengths (a round
+    costs about one pass over the lengths). Past a fortieth of that budget,
+    also when a plan meets the rounded-up LP value within one pack of the
+    bound (more rounds could only prove that pack, and rarely do before the
+    LP converges); past a tenth of that budget, also when the LP
     value is within 1e-4 (relative: 0.01 percentage point of efficiency) of
     the bound, as more rounds could not gain more. Best fit alone is
     returned, without an LP, when it is within 1e-5 of the token bound. All
