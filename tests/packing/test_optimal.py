@@ -226,7 +226,7 @@ def test_float32_pricing_bounds_the_exact_best_value_from_above():
         values = np.sort(rng.random(len(lengths)) / 3)
         exact, fast = (_knapsack.price(lengths, bounds, values, 1000, depth, min_value=0.0,
                                        max_patterns=8, exact=e) for e in (True, False))
-        assert exact.best_value <= fast.best_value
+        assert exact.best_value < fast.best_value  # float32 ran, and its margin with it
         assert fast.best_value <= exact.best_value * (1 + _knapsack.OVERSTATES)
         assert fast.pattern_values[0] >= exact.pattern_values[0] * (1 - 1e-6)
 def test_effective_depth_drops_a_limit_that_cannot_bind():
