@@ -90,6 +90,25 @@ class Master:
         if self._highs is not None:
             self._add_to_highs(_sparse(patterns, self.n), cost=1.0)
 
+    def basis(self):
+        """HiGHS's current basis, for `set_basis` (HiGHS only)."""
+        return self._highs.getBasis()
+
+    def set_basis(self, basis) -> None:
+        self._highs.setBasis(basis)
+
+    def set_demand(self, demand: np.ndarray) -> None:
+        """Change the right-hand side; the basis stays (HiGHS only).
+
+        ``demand`` may have negative entries: a surplus that the zero-cost
+        columns may pass on. A basis optimal for another right-hand side stays
+        dual feasible, so solves go on with dual simplex from it.
+        """
+        self.demand = np.asarray(demand, dtype=np.float64)
+        self._highs.changeRowsBounds(self.n, np.arange(self.n, dtype=np.int32), self.demand,
+                                     np.full(self.n, self._highs.getInfinity()))
+        self._highs.setOptionValue("simplex_strategy", 1)
+
     def _add_to_highs(self, block, cost: float) -> None:
         k = block.shape[1]
         if not k:

@@ -99,7 +99,7 @@ import math
 import numpy as np
 import scipy.sparse
 
-from tfpack.packing.algorithms import _best_fit, _knapsack, _lp, base
+from tfpack.packing.algorithms import _best_fit, _diving, _knapsack, _lp, base
 
 __all__ = ["pack"]
 
@@ -120,6 +120,10 @@ _SEED_TOKENS = 4096  # seed pricing on lengths rounded up to fit a table this wi
 _SMOOTHING = 0.5  # price at this mix of the best duals so far and the LP's (Wentges)
 _EARLY_ROWS = 2048  # round every LP within a pack of the bound, up to this many lengths
 _EARLY_FILL = 0.6  # with this round-up fill (see `_round`)
+# Up to _EARLY_ROWS lengths, dive (`_diving.dive`) with these in turn until a dive
+# gives a better plan, while the plan is at least _DIVE_GAP packs above the bound.
+_DIVE_UP_FROM = (0.6, 0.9)
+_DIVE_GAP = 2
 
 
 @base.register("optimal")
@@ -153,9 +157,23 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
         return _result(heuristic, simple)  # no LP can say much more
     lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic, simple)
+    # With few lengths: one rounding (unless column generation made it), then dives.
+    dives = len(lengths) <= _EARLY_ROWS and lp.master is not None and lp.master.incremental
+    fills = _ROUND_UP_FILLS if not dives else () if lp.rounded else (_EARLY_FILL,)
     plans = [_round(lp, lengths, demand, max_length, max_sequences_per_pack, fill)
-             for fill in _ROUND_UP_FILLS] + [heuristic] + ([lp.plan] if lp.plan else [])
+             for fill in fills] + [heuristic] + ([lp.plan] if lp.plan else [])
     best = min(plans, key=lambda packs: sum(packs.values()))  # first of equals
+    for up_from in _DIVE_UP_FROM if dives else ():
+        packs = sum(best.values())
+        if packs < lp.lower_bound + _DIVE_GAP:
+            break
+        whole = _diving.dive(lp.master, lp.x, lp.value, at_most=packs, up_from=up_from)
+        if whole is not None:
+            dived = _settle(lp.patterns, whole, lengths, demand, max_length,
+                            max_sequences_per_pack)
+            if sum(dived.values()) < packs:
+                best = dived
+                break
     return _result(best, lp.lower_bound)
 
 
@@ -173,6 +191,8 @@ class _LP:
     lower_bound: int  # proven bound on packs (see the module notes)
     rounds: int
     plan: dict[tuple[int, ...], int] | None = None  # the best rounding of an earlier LP
+    master: _lp.Master | None = None  # solved last at ``x``, for `_diving.dive`
+    rounded: bool = False  # ``plan`` includes this LP's rounding at _EARLY_FILL
 
 
 def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple) -> _LP:
@@ -218,7 +238,8 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
     while True:
         rounds += 1
         value, x, duals = master.solve()
-        if n <= _EARLY_ROWS and _ceil(value) <= max(simple, _ceil(best_bound)) + 1:
+        rounded = n <= _EARLY_ROWS and _ceil(value) <= max(simple, _ceil(best_bound)) + 1
+        if rounded:
             # Within a pack of the bound: this LP's rounding may meet it already.
             rounded = _round(_LP(master.columns, x, value, 0, rounds), lengths, demand,
                              max_length, max_sequences_per_pack, _EARLY_FILL)
@@ -254,7 +275,7 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
                 exact = _knapsack.price(lengths, bounds, _plateaus(best_y), max_length, depth,
                                         min_value=math.inf, max_patterns=0, exact=True)
                 lower_bound = max(lower_bound, _ceil(farley(best_y, exact.best_value)))
-            return _LP(master.columns, x, value, lower_bound, rounds, plan)
+            return _LP(master.columns, x, value, lower_bound, rounds, plan, master, rounded)
 
 
 def _seed_patterns(lengths, bounds, max_length, depth) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -301,11 +322,7 @@ def _round(lp: _LP, lengths, demand, max_length, max_sequences_per_pack,
     """Round the LP solution and give every sequence a slot.
 
     Packs are rounded down, then up (most fractional first) where slots still
-    needed hold at least ``fill`` of their tokens.
-    Slots the rounded packs hold beyond the histogram serve shorter sequences
-    still without one (longest first, each taking the shortest such slot that
-    fits, as the LP's substitution columns do); slots nobody needs are dropped;
-    the sequences still left go into free space with best fit.
+    needed hold at least ``fill`` of their tokens; then `_settle`.
     """
     whole = np.floor(lp.x + 1e-6).astype(np.int64)
     extra = -demand.copy()  # slots minus sequences, by length
@@ -323,9 +340,23 @@ def _round(lp: _LP, lengths, demand, max_length, max_sequences_per_pack,
         if needed.sum() >= fill * tokens.sum():
             whole[j] += 1
             extra[rows] += copies
+    return _settle(lp.patterns, whole, lengths, demand, max_length, max_sequences_per_pack)
+
+
+def _settle(patterns, whole, lengths, demand, max_length,
+            max_sequences_per_pack) -> dict[tuple[int, ...], int]:
+    """``whole[j]`` packs ``patterns[j]``, with every sequence given a slot.
+
+    Slots the packs hold beyond the histogram serve shorter sequences
+    still without one (longest first, each taking the shortest such slot that
+    fits, as the LP's substitution columns do); slots nobody needs are dropped;
+    the sequences still left go into free space with best fit.
+    """
+    extra = -demand.copy()  # slots minus sequences, by length
     packs = _Packs()
     for j in np.flatnonzero(whole):
-        rows, copies = lp.patterns[j]
+        rows, copies = patterns[j]
+        extra[rows] += copies * whole[j]
         packs.add(_strategy(lengths[rows], copies), int(whole[j]))
     spare = [int(r) for r in np.flatnonzero(extra > 0)]  # ascending rows
     for r in np.flatnonzero(extra < 0)[::-1]:
