@@ -33,7 +33,7 @@ def dive(master: _lp.Master, x: np.ndarray, value: float, *, at_most: int,
         at_most: give up once the dive cannot end below this many packs.
         up_from: each step takes every column's whole copies, plus one copy of
             each column whose fraction is at least this (or, if none is, of
-            the most fractional column).
+            the most fractional column, if any is fractional).
 
     Returns:
         int64 ``[columns]``: packs whose slots, shorter sequences taking
@@ -51,8 +51,8 @@ def dive(master: _lp.Master, x: np.ndarray, value: float, *, at_most: int,
             whole = np.floor(x + _WHOLE).astype(np.int64)
             fraction = x - whole
             up = fraction >= up_from
-            if not up.any():
-                up[int(np.argmax(fraction))] = True  # at least one pack a step: it ends
+            if not up.any() and (fraction.max() > _WHOLE or not whole.any()):
+                up[int(np.argmax(fraction))] = True  # a pack a step at least: dives end
             fixed += whole + up
             master.set_demand(demand - supply @ fixed)
             value, x, _ = master.solve()
