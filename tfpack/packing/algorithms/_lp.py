@@ -13,6 +13,9 @@ simplex iterations instead of thousands. That needs the HiGHS object: the
 public ``highspy`` package when it is installed, else the same class that
 SciPy (>= 1.15) ships inside ``scipy.optimize``. Without either, every solve
 goes through `scipy.optimize.linprog` from scratch: slower, same answers.
+With HiGHS, `set_demand` changes the right-hand side and keeps the basis, so
+that `_diving` re-solves on the demand fixed packs leave in a few dual
+simplex iterations.
 """
 
 from __future__ import annotations

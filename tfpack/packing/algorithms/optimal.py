@@ -75,11 +75,17 @@ Notes:
     sequences without a slot. Packs are then rounded up, most fractional
     first, where slots still needed hold enough of their tokens (a few
     thresholds are tried, the best plan kept); surplus slots serve shorter
-    sequences; the rest go into free space by best fit. If the best fit
-    decreasing plan used to seed the LP has fewer packs, it is returned. With
-    up to 2,048 lengths (a rounding costs milliseconds), every LP within a
-    pack of the bound is also rounded during column generation, and the best
-    such plan competes too: different LP solutions round differently.
+    sequences; the rest go into free space by best fit (`_settle`). If the
+    best fit decreasing plan used to seed the LP has fewer packs, it is
+    returned. With up to 2,048 lengths (a rounding costs milliseconds), every
+    LP within a pack of the bound is also rounded during column generation,
+    and the best such plan competes too: different LP solutions round
+    differently. There, when the best plan is two or more packs above the
+    bound, the final LP is also rounded by diving (`_diving.dive`: fix whole
+    packs, re-solve the warm master on what they leave, repeat; a few
+    milliseconds a step); the first dive that beats the plan is returned,
+    and the other round-up thresholds are tried only when none does. Only
+    plans change: the bound and the LP are those of column generation.
 
 References:
     P. C. Gilmore, R. E. Gomory, "A linear programming approach to the
