@@ -378,12 +378,14 @@ def _settle(patterns, whole, lengths, demand, max_length,
     the sequences still left go into free space with best fit.
     """
     extra = -demand.copy()  # slots minus sequences, by length
-    packs = _Packs()
     for j in np.flatnonzero(whole):
         rows, copies = patterns[j]
         extra[rows] += copies * whole[j]
-        packs.add(_strategy(lengths[rows], copies), int(whole[j]))
     spare = [int(r) for r in np.flatnonzero(extra > 0)]  # ascending rows
+    packs = _Packs(set(lengths[spare].tolist()))  # only spare slots are replaced
+    for j in np.flatnonzero(whole):
+        rows, copies = patterns[j]
+        packs.add(_strategy(lengths[rows], copies), int(whole[j]))
     for r in np.flatnonzero(extra < 0)[::-1]:
         at = bisect.bisect_right(spare, r)
         while extra[r] < 0 and at < len(spare):
@@ -402,24 +404,28 @@ def _settle(patterns, whole, lengths, demand, max_length,
 
 
 class _Packs:
-    """Groups of identical packs, indexed by the lengths they hold."""
+    """Groups of identical packs, indexed by the ``tracked`` lengths they hold.
 
-    def __init__(self) -> None:
+    Only tracked lengths can be `replace`d (indexing every length of every
+    pack cost most of a rounding at depth 32).
+    """
+
+    def __init__(self, tracked: set[int]) -> None:
         self.counts: dict[tuple[int, ...], int] = {}
-        self._holding: dict[int, dict[tuple[int, ...], None]] = {}
+        self._holding: dict[int, dict[tuple[int, ...], None]] = {v: {} for v in tracked}
 
     def add(self, pack: tuple[int, ...], number: int) -> None:
         if pack not in self.counts:
             self.counts[pack] = 0
-            for length in set(pack):
-                self._holding.setdefault(length, {})[pack] = None
+            for length in self._holding.keys() & set(pack):
+                self._holding[length][pack] = None
         self.counts[pack] += number
 
     def _remove(self, pack: tuple[int, ...], number: int) -> None:
         self.counts[pack] -= number
         if not self.counts[pack]:
             del self.counts[pack]
-            for length in set(pack):
+            for length in self._holding.keys() & set(pack):
                 del self._holding[length][pack]
 
     def replace(self, old: int, new: int | None, number: int) -> None:
