@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse
 
 from tfpack.packing.algorithms import _best_fit, _diving, _lp, optimal
+from tfpack.packing.checks import slot_counts
 
 
 def incremental_master(demand, fixed=None):
@@ -65,3 +66,17 @@ def test_dives_cover_the_demand_and_leave_the_master_as_found(up_from):
     assert value == pytest.approx(lp.value)
     assert _diving.dive(lp.master, x, value, at_most=math.ceil(value - 1e-9),
                         up_from=up_from) is None
+
+
+def test_a_dive_meets_the_bound_where_rounding_does_not(monkeypatch):
+    # 1,024 tokens, 32 a pack, ~400 lengths with heavy-tailed counts: one plan of many drawn.
+    rng = np.random.default_rng(1053)
+    assert (int(rng.choice([512, 1024, 2048, 4096])), int(rng.choice([4, 8, 16, 32]))) == (1024, 32)
+    lengths = rng.choice(np.arange(1, 1025), size=int(rng.integers(50, 500)), replace=False)
+    histogram = np.zeros(1024, dtype=np.int64)
+    histogram[lengths - 1] = np.maximum(1, (rng.pareto(1.5, len(lengths)) * 5).astype(np.int64))
+    result = optimal.pack(histogram, 1024, 32, seed=0)
+    assert result.counts.sum() == result.lower_bound_packs == 2020
+    assert np.all(slot_counts(result.strategies, result.counts, 1024) >= histogram)
+    monkeypatch.setattr(optimal, "_DIVE_UP_FROM", ())
+    assert optimal.pack(histogram, 1024, 32, seed=0).counts.sum() == 2021

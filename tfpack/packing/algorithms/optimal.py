@@ -83,9 +83,9 @@ Notes:
     differently. There, when the best plan is two or more packs above the
     bound, the final LP is also rounded by diving (`_diving.dive`: fix whole
     packs, re-solve the warm master on what they leave, repeat; a few
-    milliseconds a step); the first dive that beats the plan is returned,
-    and the other round-up thresholds are tried only when none does. Only
-    plans change: the bound and the LP are those of column generation.
+    milliseconds a step); the first dive that beats the plan competes with
+    the other roundings (so no plan is worse than without dives). Only plans
+    change: the bound and the LP are those of column generation.
 
 References:
     P. C. Gilmore, R. E. Gomory, "A linear programming approach to the
@@ -174,7 +174,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         dived = _dive(lp, lengths, demand, max_length, max_sequences_per_pack,
                       sum(best.values()))
         if dived is not None:
-            return _result(dived, lp.lower_bound)
+            best = dived
     best = _fewest([rounding(fill) for fill in _ROUND_UP_FILLS if fill != _EARLY_FILL] + [best])
     return _result(best, lp.lower_bound)
 
