@@ -193,7 +193,10 @@ def _dive(lp: _LP, lengths, demand, max_length, max_sequences_per_pack,
     if packs < lp.lower_bound + _DIVE_GAP:
         return None
     for up_from in _DIVE_UP_FROM:
-        whole = _diving.dive(lp.master, lp.x, lp.value, at_most=packs, up_from=up_from)
+        try:
+            whole = _diving.dive(lp.master, lp.x, lp.value, at_most=packs, up_from=up_from)
+        except RuntimeError:  # pragma: no cover - HiGHS not optimal on a feasible LP
+            return None  # a dive only offers a plan; the others stand
         if whole is not None:
             plan = _settle(lp.patterns, whole, lengths, demand, max_length,
                            max_sequences_per_pack)
