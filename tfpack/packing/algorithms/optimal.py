@@ -415,12 +415,13 @@ class _Packs:
 
     def __init__(self, tracked: set[int]) -> None:
         self.counts: dict[tuple[int, ...], int] = {}
+        self._tracked = tracked
         self._holding: dict[int, dict[tuple[int, ...], None]] = {v: {} for v in tracked}
 
     def add(self, pack: tuple[int, ...], number: int) -> None:
         if pack not in self.counts:
             self.counts[pack] = 0
-            for length in self._holding.keys() & set(pack):
+            for length in self._tracked.intersection(pack):
                 self._holding[length][pack] = None
         self.counts[pack] += number
 
@@ -428,7 +429,7 @@ class _Packs:
         self.counts[pack] -= number
         if not self.counts[pack]:
             del self.counts[pack]
-            for length in self._holding.keys() & set(pack):
+            for length in self._tracked.intersection(pack):
                 del self._holding[length][pack]
 
     def replace(self, old: int, new: int | None, number: int) -> None:
