@@ -77,7 +77,7 @@ import math
 import numpy as np
 import scipy.sparse
 
-from tfpack.packing.algorithms import _best_fit, _knapsack, _lp, base
+from tfpack.packing.algorithms import _best_fit, _exact_fill, _knapsack, _lp, base
 
 __all__ = ["pack"]
 
@@ -91,6 +91,8 @@ _COLUMNS_PER_ROUND = 64  # candidate packs per round (one per longest length), o
 # Round a pack up when slots still needed hold this share of its tokens; one
 # rounding per value, the best kept (0.6 was best or tied on every histogram tried).
 _ROUND_UP_FILLS = (1.0, 0.8, 0.6)
+_MANY_LENGTHS = 2048  # from this many lengths, full packs first (`_full_packs_first`)
+_ROUNDING_PACKS = 2  # rounding an LP solution loses about this many packs; see `_slack`
 _IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
 _BOUND_MARGIN = 1e-9  # relative margin when rounding the LP bound up to an integer
 
@@ -115,21 +117,69 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     histogram = np.asarray(histogram, dtype=np.int64)
     lengths = np.flatnonzero(histogram) + 1
     demand = histogram[lengths - 1]
+    simple = _simple_bound(lengths, demand, max_length, max_sequences_per_pack)
+    if max_sequences_per_pack == 1:
+        return _result({(int(n),): int(c) for n, c in zip(lengths, demand)}, simple)
+    full_first = None
+    if len(lengths) >= _MANY_LENGTHS:
+        full_first = _full_packs_first(histogram, max_length, max_sequences_per_pack, simple)
+        if full_first is not None and sum(full_first.values()) <= simple + _slack(simple):
+            return _result(full_first, simple)  # the LP over all lengths could not do better
+    return _result(*_plan(lengths, demand, max_length, max_sequences_per_pack, simple,
+                          others=[full_first] if full_first else []))
+
+
+def _simple_bound(lengths, demand, max_length, max_sequences_per_pack) -> int:
+    """``ceil(tokens / max_length)``, and ``ceil(sequences / max_sequences_per_pack)``."""
     simple = -(-int(lengths @ demand) // max_length)
     if max_sequences_per_pack is not None:
         simple = max(simple, -(-int(demand.sum()) // max_sequences_per_pack))
-    if max_sequences_per_pack == 1:
-        return _result({(int(n),): int(c) for n, c in zip(lengths, demand)}, simple)
+    return simple
 
+
+def _slack(simple: int) -> float:
+    """Packs above ``simple`` that a plan may have without the LP over all lengths."""
+    return max(_LP_GAP * simple, _ROUNDING_PACKS)
+
+
+def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at=0.0,
+          others=()) -> tuple[dict[tuple[int, ...], int], int]:
+    """Column generation and rounding: the best plan found and the proven bound.
+
+    ``stop_at``: column generation may stop once the LP value is this low.
+    ``others``: more candidate plans; the one with fewest packs is returned.
+    """
     counts = dict(zip(lengths.tolist(), demand.tolist()))
     heuristic = _best_fit.fill(counts, {}, max_length, max_sequences_per_pack)
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
-        return _result(heuristic, simple)  # no LP can say much more
-    lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic, simple)
+        return heuristic, simple  # no LP can say much more
+    lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic, simple,
+                            stop_at=stop_at)
     plans = [_round(lp, lengths, demand, max_length, max_sequences_per_pack, fill)
-             for fill in _ROUND_UP_FILLS] + [heuristic]
-    best = min(plans, key=lambda packs: sum(packs.values()))  # first of equals
-    return _result(best, lp.lower_bound)
+             for fill in _ROUND_UP_FILLS] + [heuristic, *others]
+    return min(plans, key=lambda packs: sum(packs.values())), lp.lower_bound  # first of equals
+
+
+def _full_packs_first(histogram, max_length, max_sequences_per_pack,
+                      simple) -> dict[tuple[int, ...], int] | None:
+    """Full packs by `_exact_fill`, the rest planned by the LP; ``None`` if too much is left.
+
+    Full packs have no waste, so the plan is ``_slack`` from the token bound
+    when the rest's plan is: its LP stops within a quarter of that.
+    """
+    packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack)
+    lengths = np.flatnonzero(rest) + 1
+    if len(lengths) > _MANY_LENGTHS // 2:
+        return None
+    if len(lengths):
+        full = sum(packs.values())
+        demand = rest[lengths - 1]
+        rest_plan, _ = _plan(lengths, demand, max_length, max_sequences_per_pack,
+                             _simple_bound(lengths, demand, max_length, max_sequences_per_pack),
+                             stop_at=simple - full + _slack(simple) / 4)
+        for pack, number in rest_plan.items():
+            packs[pack] = packs.get(pack, 0) + number
+    return packs
 
 
 def _result(packs: dict[tuple[int, ...], int], lower_bound: int) -> base.AlgorithmResult:
@@ -147,7 +197,8 @@ class _LP:
     rounds: int
 
 
-def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple) -> _LP:
+def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple, *,
+                       stop_at=0.0) -> _LP:
     n = len(lengths)
     bounds = np.minimum(demand, max_length // lengths)
     if max_sequences_per_pack is not None:
@@ -199,7 +250,7 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
             best_bound = max(best_bound,
                              math.fsum((demand * duals).tolist()) / pricing.best_value)
         lower_bound = max(simple, _ceil(best_bound))
-        done = (lower_bound >= _ceil(value)
+        done = (lower_bound >= _ceil(value) or value <= stop_at
                 or (value - lower_bound <= _LP_GAP * lower_bound
                     and rounds * n >= _ROW_ROUNDS // 10)
                 or rounds >= min(_MAX_ROUNDS, _ROW_ROUNDS // n))
