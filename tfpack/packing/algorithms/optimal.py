@@ -121,7 +121,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     if max_sequences_per_pack == 1:
         return _result({(int(n),): int(c) for n, c in zip(lengths, demand)}, simple)
     full_first = None
-    if len(lengths) >= _MANY_LENGTHS:
+    if len(lengths) >= _MANY_LENGTHS and simple == _simple_bound(lengths, demand, max_length, None):
         full_first = _full_packs_first(histogram, max_length, max_sequences_per_pack, simple)
         if full_first is not None and sum(full_first.values()) <= simple + _slack(simple):
             return _result(full_first, simple)  # the LP over all lengths could not do better
