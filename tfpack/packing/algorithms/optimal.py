@@ -52,6 +52,19 @@ Notes:
     returned, without an LP, when it is within 1e-5 of the token bound. All
     of these keep the result deterministic and the bound valid.
 
+    *Many lengths.* With thousands of distinct lengths (``_MANY_LENGTHS``) the
+    LP over all of them takes seconds a solve. When the token bound is the
+    simple bound (the sequences do not need more packs), `_exact_fill` first
+    builds packs of exactly ``max_length`` tokens, greedily, a group of
+    identical packs at a time; the few hundred lengths it leaves go through
+    the column generation and rounding below, stopping once that LP is within
+    a quarter of ``_slack`` of the token bound (full packs waste nothing, so
+    the whole plan is then as close). The plan is returned with the token
+    bound when it is within ``_slack`` (0.01 pp of efficiency, or the couple
+    of packs rounding loses) of it, the tolerance the LP over all lengths
+    stops at; else that LP runs as before and this plan is one more
+    candidate. The bound stays valid: it is the token bound.
+
     *Rounding.* Flooring ``x`` leaves at most (basic columns) x (depth)
     sequences without a slot. Packs are then rounded up, most fractional
     first, where slots still needed hold enough of their tokens (a few
