@@ -53,11 +53,16 @@ def fill(histogram: np.ndarray, max_length: int,
 
 
 class _Filler:
-    """The greedy of the module docstring, over counts by length (a Python list: fast)."""
+    """The greedy of the module docstring, over counts by length.
+
+    The counts are kept twice: a list (fast to read one at a time) and an
+    array (fast to search), changed together.
+    """
 
     def __init__(self, histogram: np.ndarray, max_length: int) -> None:
         self.length = max_length
-        self.count = [0] + np.asarray(histogram, dtype=np.int64).tolist()
+        self.array = np.concatenate([[0], np.asarray(histogram, dtype=np.int64), [0]])
+        self.count = self.array.tolist()
         self.packs: dict[tuple[int, ...], int] = {}
         self.shortest, self.longest = 1, max_length  # no available length outside these
 
@@ -70,14 +75,16 @@ class _Filler:
                 self._take(opener, number)
                 rest[opener - 1] += self._complete((opener,), self.length - opener, depth - 1,
                                                    number)
-        rest += np.asarray(count[1:], dtype=np.int64)
+        rest += self.array[1:-1]
         return self.packs, rest
 
     def _take(self, length: int, number: int) -> None:
         self.count[length] -= number
+        self.array[length] -= number
 
     def _put_back(self, length: int, number: int) -> None:
         self.count[length] += number
+        self.array[length] += number
         self.shortest = min(self.shortest, length)
         self.longest = max(self.longest, length)
 
@@ -101,13 +108,18 @@ class _Filler:
         self.longest = b
         return b
 
-    def _may_complete(self, space: int, slots: int) -> bool:
-        """Whether ``slots`` sequences between the shortest and longest could fill ``space``."""
-        longest = self._highest()
+    def _joiner(self, space: int, slots: int) -> int:
+        """The shortest available length below ``space`` that leaves a space
+        ``slots`` sequences between the shortest and longest could fill (0 if none)."""
+        longest, lowest = self._highest(), self._lowest()
         if not longest:
-            return False
-        fewest = -(-space // longest)
-        return fewest <= slots and fewest * self._lowest() <= space
+            return 0
+        count = self.count
+        for b in range(max(lowest, space - slots * longest), space):  # leaves <= slots x longest
+            left = space - b
+            if count[b] and -(-left // longest) * lowest <= left:  # and the fewest fit
+                return b
+        return 0
 
     def _complete(self, pack: tuple[int, ...], space: int, slots: int, number: int) -> int:
         """Fill ``number`` copies of ``pack`` to exactly ``space`` more tokens.
@@ -131,10 +143,8 @@ class _Filler:
         if slots == 2:
             return self._pairs(pack, space, number)
         while number:
-            b = self._lowest()
-            while b < space and not (count[b] and self._may_complete(space - b, slots - 1)):
-                b += 1
-            if b >= space:
+            b = self._joiner(space, slots - 1)
+            if not b:
                 break
             joined = min(number, count[b])
             self._take(b, joined)
@@ -147,16 +157,17 @@ class _Filler:
 
     def _pairs(self, pack: tuple[int, ...], space: int, number: int) -> int:
         """Complete copies of ``pack`` with two sequences summing to ``space``, shortest first."""
-        count = self.count
-        b = self._lowest()
-        while number and b <= space - b:
+        count, lowest = self.count, self._lowest()
+        window = self.array[lowest: space - lowest + 1] > 0  # lengths lowest..space - lowest
+        both = window[: space // 2 - lowest + 1] & window[::-1][: space // 2 - lowest + 1]
+        for b in (lowest + np.flatnonzero(both)).tolist():
             other = space - b
-            if count[b] and count[other]:
-                done = min(number, count[b] // 2 if b == other else min(count[b], count[other]))
-                if done:
-                    self._take(b, done)
-                    self._take(other, done)
-                    self._record(pack + (b, other), done)
-                    number -= done
-            b += 1
+            done = min(number, count[b] // 2 if b == other else min(count[b], count[other]))
+            if done:
+                self._take(b, done)
+                self._take(other, done)
+                self._record(pack + (b, other), done)
+                number -= done
+                if not number:
+                    break
         return number
