@@ -276,6 +276,10 @@ def test_exact_fill_completes_groups_of_packs():
     # A pair of equal lengths needs two copies.
     packs, rest = assert_full_packs_and_rest(make_histogram(8, {6: 1, 1: 1}), 8, 3)
     assert not packs and rest.tolist() == [1, 0, 0, 0, 0, 1, 0, 0]
+    # Nothing fits: no pair sums to a space (41 after the 23) below twice the shortest (50).
+    histogram = make_histogram(64, {23: 1, 50: 1, 57: 1})
+    packs, rest = assert_full_packs_and_rest(histogram, 64, 3)
+    assert not packs and rest.tolist() == histogram.tolist()
 
 
 @settings(max_examples=60)

@@ -158,8 +158,11 @@ class _Filler:
     def _pairs(self, pack: tuple[int, ...], space: int, number: int) -> int:
         """Complete copies of ``pack`` with two sequences summing to ``space``, shortest first."""
         count, lowest = self.count, self._lowest()
+        half = space // 2 - lowest + 1  # pairs (b, space - b) with lowest <= b <= space // 2
+        if half <= 0:
+            return number
         window = self.array[lowest: space - lowest + 1] > 0  # lengths lowest..space - lowest
-        both = window[: space // 2 - lowest + 1] & window[::-1][: space // 2 - lowest + 1]
+        both = window[:half] & window[::-1][:half]
         for b in (lowest + np.flatnonzero(both)).tolist():
             other = space - b
             done = min(number, count[b] // 2 if b == other else min(count[b], count[other]))
