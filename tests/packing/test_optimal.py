@@ -321,6 +321,12 @@ def test_full_packs_first_is_skipped_when_sequences_outnumber_the_token_bound(mo
     assert result.lower_bound_packs == 3072 == result.counts.sum()
 
 
+def test_full_packs_first_gives_up_when_much_is_left():
+    # Two sequences of 1,500..2,000 tokens never fill 4,096: nothing is full, all is left.
+    histogram = make_histogram(4096, {length: 5 for length in range(1500, 2001)})
+    assert optimal._full_packs_first(histogram, 4096, 2, 1255) is None
+
+
 def test_column_generation_stops_once_the_lp_value_is_low_enough():
     histogram = lognormal_histogram(2_000, 512, seed=1)
     lengths = np.flatnonzero(histogram) + 1
