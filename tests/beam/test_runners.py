@@ -72,6 +72,13 @@ def test_an_unknown_beam_option_is_refused_by_name(tmp_path, capsys):
                          "(did you mean --direct_num_workers?)")
 
 
+def test_a_runner_flag_typo_is_matched_against_flag_names(tmp_path, capsys):
+    # The Dask runner stores --dask_client_address as `address`: the hint names the flag.
+    line = _one_line_refusal(tmp_path, capsys, f"--beam-options={DASK} --dask_client_adress=x:1")
+    assert line.endswith("Received: unknown option --dask_client_adress "
+                         "(did you mean --dask_client_address?)")
+
+
 def test_an_unknown_runner_is_one_line(tmp_path, capsys):
     line = _one_line_refusal(tmp_path, capsys, "--beam-options=--runner=NoSuchRunner")
     assert "`--runner` must name an installed Beam runner. Received: --runner=NoSuchRunner" in line

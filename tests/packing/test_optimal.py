@@ -185,23 +185,50 @@ def knapsacks(draw):
 @settings(max_examples=80)
 @given(knapsacks())
 def test_pricing_finds_the_best_pack_and_returns_feasible_ones(problem):
-    lengths, bounds, values, max_length, depth = problem
+    assert_pricing_is_exact(*problem)
+
+
+def brute_force_best(lengths, bounds, values, max_length, depth):
     best = 0.0
     for copies in itertools.product(*(range(b + 1) for b in bounds)):
         copies = np.array(copies)
         if copies @ lengths <= max_length and (depth is None or copies.sum() <= depth):
             best = max(best, float(copies @ values))
-    pricing = _knapsack.price(lengths, bounds, values, max_length, depth, min_value=-1.0,
-                              max_patterns=len(lengths))
-    assert pricing.best_value == pytest.approx(best, abs=1e-12)
-    for (rows, copies), value in zip(pricing.patterns, pricing.pattern_values):
-        assert np.all(copies >= 1) and np.all(copies <= bounds[rows])
-        assert copies @ lengths[rows] <= max_length
-        assert depth is None or copies.sum() <= depth
-        assert copies @ values[rows] == pytest.approx(value, abs=1e-12)
-    assert np.all(np.diff(pricing.pattern_values) <= 0)  # best first
+    return best
 
 
+def assert_pricing_is_exact(lengths, bounds, values, max_length, depth):
+    """The best value equals brute force exactly in float64, and from above within
+    `OVERSTATES` in float32; every pack is feasible and worth its value."""
+    best = brute_force_best(lengths, bounds, values, max_length, depth)
+    exact = _knapsack.price(lengths, bounds, values, max_length, depth, min_value=-1.0,
+                            max_patterns=len(lengths), exact=True)
+    assert exact.best_value == pytest.approx(best, abs=1e-12)
+    fast = _knapsack.price(lengths, bounds, values, max_length, depth, min_value=-1.0,
+                           max_patterns=len(lengths))
+    assert best <= fast.best_value <= best * (1 + _knapsack.OVERSTATES) + 1e-12
+    for pricing in (exact, fast):
+        for (rows, copies), value in zip(pricing.patterns, pricing.pattern_values):
+            assert np.all(copies >= 1) and np.all(copies <= bounds[rows])
+            assert copies @ lengths[rows] <= max_length
+            assert depth is None or copies.sum() <= depth
+            assert copies @ values[rows] == pytest.approx(value, abs=1e-12)
+        assert np.all(np.diff(pricing.pattern_values) <= 0)  # best first
+
+
+def test_float32_pricing_bounds_the_exact_best_value_from_above():
+    """On tables too large for brute force: float32 never understates, and
+    overstates by at most `OVERSTATES`; the packs are the exact DP's or as good."""
+    rng = np.random.default_rng(1)
+    for depth in (3, 8, 32):
+        lengths = np.unique(rng.integers(1, 600, 80))
+        bounds = rng.integers(1, 6, len(lengths))
+        values = np.sort(rng.random(len(lengths)) / 3)
+        exact, fast = (_knapsack.price(lengths, bounds, values, 1000, depth, min_value=0.0,
+                                       max_patterns=8, exact=e) for e in (True, False))
+        assert exact.best_value < fast.best_value  # float32 ran, and its margin with it
+        assert fast.best_value <= exact.best_value * (1 + _knapsack.OVERSTATES)
+        assert fast.pattern_values[0] >= exact.pattern_values[0] * (1 - 1e-6)
 def test_effective_depth_drops_a_limit_that_cannot_bind():
     lengths, bounds = np.array([3, 5]), np.array([10, 10])
     assert _knapsack.effective_depth(lengths, bounds, 10, 4) is None  # at most 3 fit
@@ -379,3 +406,78 @@ def test_optimal_prints_nothing_on_stdout():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, timeout=120)
     assert result.stdout == ""
+
+
+def test_pricing_skipping_dominated_lengths_equals_brute_force():
+    """Values in few equal levels growing with length, as column generation prices."""
+    rng = np.random.default_rng(0)
+    skipped = 0
+    for _ in range(300):
+        max_length = int(rng.integers(1, 25))
+        lengths = np.sort(rng.choice(np.arange(1, max_length + 1), min(max_length, 6),
+                                     replace=False))
+        bounds = rng.integers(1, 4, len(lengths))
+        values = np.sort(rng.choice([0.0, 0.5, 0.5, 1.0], len(lengths)))
+        depth = None if rng.random() < 0.3 else int(rng.integers(1, 5))
+        assert_pricing_is_exact(lengths, bounds, values, max_length, depth)
+        usable = _knapsack._copies(lengths, bounds, max_length, depth)
+        skipped += int(_knapsack._dominated(lengths, usable, values, max_length, depth).sum())
+    assert skipped > 100  # the rule was exercised
+
+
+def test_dominated_lengths_are_those_with_enough_shorter_copies_worth_as_much():
+    lengths = np.array([2, 3, 4, 5, 6])
+    copies = np.array([1, 1, 2, 1, 1])
+    values = np.array([0.5, 0.5, 0.5, 0.5, 0.9])
+    # Depth 2: length 4 has two shorter copies worth 0.5 (2 and 3), so does 5;
+    # 6 is worth more than any shorter copy.
+    assert _knapsack._dominated(lengths, copies, values, 20, 2).tolist() == [
+        False, False, True, True, False]
+    # Depth 3: 5 has three (2, 3 and one of the two 4s); 4 has only two.
+    assert _knapsack._dominated(lengths, copies, values, 20, 3).tolist() == [
+        False, False, False, True, False]
+    # No depth: up to 20 // 2 = 10 sequences fit, too many to skip anything.
+    assert not _knapsack._dominated(lengths, copies, values, 20, None).any()
+
+
+def test_priced_duals_only_grow_so_the_bound_stays_valid():
+    duals = np.array([0.0, 0.3, 0.1 + 0.2, 0.29, 1.0 / 3.0, 1e-17])
+    priced = optimal._plateaus(duals)
+    assert np.all(priced >= duals)  # never below: the best pack is worth at least as much
+    assert np.all(np.diff(priced) >= 0)
+    assert np.all(priced - np.maximum.accumulate(duals) <= 2.0 ** -optimal._DUAL_BITS)
+    assert priced[1] == priced[2] == priced[3]  # 0.3, 0.30000000000000004 and 0.29: one level
+
+
+def test_seed_packs_priced_on_rounded_up_lengths_fit():
+    rng = np.random.default_rng(2)
+    lengths = np.unique(rng.integers(1, 8193, 300))
+    bounds = np.minimum(rng.integers(1, 9, len(lengths)), 8192 // lengths)
+    for depth in (4, 32, None):
+        patterns = optimal._seed_patterns(lengths, bounds, 8192, depth)
+        assert len(patterns) >= len(lengths)  # one set per seed weight, most anchors in each
+        tokens = [copies @ lengths[rows] for rows, copies in patterns]
+        assert max(tokens) <= 8192 and np.median(tokens) > 8192 - 64
+        for rows, copies in patterns:
+            assert np.all(copies <= bounds[rows])
+            assert depth is None or copies.sum() <= depth
+
+
+def test_column_generation_stops_when_a_rounded_lp_meets_the_bound():
+    # 61 lengths, at most 8 a pack: the first LP (19.12) rounds to 19 packs,
+    # the bound, so no more rounds are needed although the LP is not optimal.
+    rng = np.random.default_rng(6)
+    assert int(rng.choice([8, 16])) == 8  # the draws that picked this instance
+    sizes = np.exp(rng.normal(np.log(512) - 2.5, 1.0, int(rng.integers(40, 120))))
+    lengths = np.unique(np.minimum(sizes.astype(int) + 1, 512))
+    demand = rng.integers(1, 4, len(lengths))
+    histogram = make_histogram(512, dict(zip(lengths.tolist(), demand.tolist())))
+    simple = max(-(-int(lengths @ demand) // 512), -(-int(demand.sum()) // 8))
+    heuristic = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, 512, 8)
+    assert sum(heuristic.values()) > simple  # not solved by best fit alone
+    lp = optimal._column_generation(lengths, demand, 512, 8, heuristic, simple)
+    assert lp.rounds == 1 and lp.lower_bound == 19 < optimal._ceil(lp.value)
+    assert sum(lp.plan.values()) == 19
+    result = optimal.pack(histogram, 512, 8, seed=0)
+    assert_valid(result, histogram, 512, 8)
+    assert result.counts.sum() == result.lower_bound_packs == 19

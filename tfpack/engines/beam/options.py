@@ -130,15 +130,18 @@ def _check_names(options) -> dict:
     beam_log = logging.getLogger("apache_beam.options.pipeline_options")
     level = beam_log.level
     beam_log.setLevel(logging.ERROR)  # Beam warns "Discarding unparseable args"; we refuse.
+    parsers = []  # Beam's parser, to suggest flags by their names (not their internal `dest`)
     try:
-        known = options.get_all_options()
+        known = options.get_all_options(add_extra_args_fn=parsers.append)
         given = options.get_all_options(retain_unknown_options=True)
     finally:
         beam_log.setLevel(level)
     unknown = sorted(set(given) - set(known))
     if unknown:
         name = unknown[0]
-        close = difflib.get_close_matches(name, known, n=1)
+        flags = [flag[2:] for action in parsers[0]._actions for flag in action.option_strings
+                 if flag.startswith("--")]
+        close = difflib.get_close_matches(name, flags, n=1)
         hint = f" (did you mean --{close[0]}?)" if close else ""
         more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
         raise TfpackError("`beam_options` must be options of Beam or of its runner. "

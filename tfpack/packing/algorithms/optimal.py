@@ -37,16 +37,35 @@ Notes:
     values within that margin above an integer, so it stays a valid integer
     bound. The trivial bounds ``ceil(tokens / max_length)`` and
     ``ceil(sequences / max_sequences_per_pack)`` are combined with it (max).
+    Pricing may see values *above* the duals (made non-decreasing and rounded
+    up to plateaus, `_plateaus`, then up to float32 in `_knapsack`) and reports
+    an upper bound on the best value under those; both only make ``v`` larger,
+    so ``h.y / v`` (with the true ``y`` above the line) stays a valid bound,
+    at most 2e-5 (relative) weaker. Where that margin could cost a whole
+    pack, the duals of the best bound are priced once more exactly (float64).
+    The bound is computed at whatever ``y`` is priced, smoothed or not.
 
     *Dual-optimal inequalities.* A slot of length ``i`` can always hold a
     shorter sequence, so the LP gets zero-cost columns moving supply from each
     length to the next shorter one. They leave the optimum unchanged and force
     duals to grow with length, which cuts the number of rounds severalfold.
 
+    *Seeds and smoothing.* The first LP gets the best fit plan's packs and the
+    best packs per longest length under a few affine values (`_seed_patterns`);
+    with a few hundred lengths those are priced on lengths rounded up to a
+    grid of at most 4,096 tokens (feasible, and 2-4x cheaper at 8,192).
+    Each round prices at ``0.5 y_best + 0.5 y_lp``, ``y_best`` the duals of the
+    best bound so far, scaled to be worth 1 (Wentges smoothing); packs found
+    there are kept if they improve the LP, and if none does the LP duals are
+    priced in the same round, so the LP still ends optimal.
+
     *Stopping.* Column generation stops when no pack is worth more than 1
     (the LP is optimal), when the rounded-up bound meets the rounded-up LP
-    value, or after a work budget of rounds x lengths (a round costs about
-    one pass over the lengths); past a tenth of that budget, also when the LP
+    value or a plan, or after a work budget of rounds x lengths (a round
+    costs about one pass over the lengths). Past a fortieth of that budget,
+    also when a plan meets the rounded-up LP value within one pack of the
+    bound (more rounds could only prove that pack, and rarely do before the
+    LP converges); past a tenth of that budget, also when the LP
     value is within 1e-4 (relative: 0.01 percentage point of efficiency) of
     the bound, as more rounds could not gain more. Best fit alone is
     returned, without an LP, when it is within 1e-5 of the token bound. All
@@ -74,7 +93,10 @@ Notes:
     first, where slots still needed hold enough of their tokens (a few
     thresholds are tried, the best plan kept); surplus slots serve shorter
     sequences; the rest go into free space by best fit. If the best fit
-    decreasing plan used to seed the LP has fewer packs, it is returned.
+    decreasing plan used to seed the LP has fewer packs, it is returned. With
+    up to 2,048 lengths (a rounding costs milliseconds), every LP within a
+    pack of the bound is also rounded during column generation, and the best
+    such plan competes too: different LP solutions round differently.
 
 References:
     P. C. Gilmore, R. E. Gomory, "A linear programming approach to the
@@ -115,6 +137,11 @@ _REST_SHARE = 0.04
 _ROUNDING_PACKS = 2  # rounding an LP solution loses about this many packs; see `_slack`
 _IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
 _BOUND_MARGIN = 1e-9  # relative margin when rounding the LP bound up to an integer
+_DUAL_BITS = 40  # pricing sees the duals rounded up to multiples of 2**-40 (`_plateaus`)
+_SEED_TOKENS = 4096  # seed pricing on lengths rounded up to fit a table this wide
+_SMOOTHING = 0.5  # price at this mix of the best duals so far and the LP's (Wentges)
+_EARLY_ROWS = 2048  # round every LP within a pack of the bound, up to this many lengths
+_EARLY_FILL = 0.6  # with this round-up fill (see `_round`)
 
 
 @base.register("optimal")
@@ -177,6 +204,7 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
                             stop_at=stop_at)
     plans = [_round(lp, lengths, demand, max_length, max_sequences_per_pack, fill)
              for fill in _ROUND_UP_FILLS] + [heuristic, *others]
+    plans += [lp.plan] if lp.plan else []
     return min(plans, key=lambda packs: sum(packs.values())), lp.lower_bound  # first of equals
 
 
@@ -216,6 +244,7 @@ class _LP:
     value: float  # LP objective of the last solve
     lower_bound: int  # proven bound on packs (see the module notes)
     rounds: int
+    plan: dict[tuple[int, ...], int] | None = None  # the best rounding of an earlier LP
 
 
 def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple, *,
@@ -243,40 +272,97 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
         master.add(fresh)
         return len(fresh)
 
-    # First columns: the best fit plan's packs, and the best packs for each
-    # longest length when a sequence is worth its share of tokens plus a share
-    # of the depth (the LP duals lie between these extremes). A cold LP solve
-    # grows with columns x rows, so with many lengths fewer of these sets.
+    # First columns: the best fit plan's packs and `_seed_patterns`.
     add([np.unique([row_of[length] for length in strategy], return_counts=True)
          for strategy in seed_packs])
-    per_item = 1.0 / (depth or max(1, max_length // int(lengths.min())))
-    for weight in _SEED_DEPTH_WEIGHTS[: max(1, _SEED_COLUMNS // n)]:
-        values = (1 - weight) * lengths / max_length + weight * per_item
-        add(_knapsack.price(lengths, bounds, values, max_length, depth, min_value=0.0,
-                            max_patterns=n).patterns)
+    add(_seed_patterns(lengths, bounds, max_length, depth))
     covered = np.zeros(n, dtype=bool)
     for rows, _ in master.columns:
         covered[rows] = True
     # As many copies of one length as fit, where nothing else holds it: the LP is feasible.
     add([(np.array([r]), bounds[r: r + 1]) for r in np.flatnonzero(~covered)])
 
+    def farley(y, value):
+        return math.fsum((demand * y).tolist()) / value if value > 0.0 else 0.0
+
     per_round = max(_COLUMNS_PER_ROUND, n // 8)
-    best_bound, rounds = 0.0, 0
+    best_bound, best_y, rounds = 0.0, None, 0
+    plan, plan_packs = None, math.inf
     while True:
         rounds += 1
         value, x, duals = master.solve()
-        pricing = _knapsack.price(lengths, bounds, duals, max_length, depth,
-                                  min_value=1.0 + _IMPROVES, max_patterns=per_round)
-        if pricing.best_value > 0.0:
-            best_bound = max(best_bound,
-                             math.fsum((demand * duals).tolist()) / pricing.best_value)
+        if n <= _EARLY_ROWS and _ceil(value) <= max(simple, _ceil(best_bound)) + 1:
+            # Within a pack of the bound: this LP's rounding may meet it already.
+            rounded = _round(_LP(master.columns, x, value, 0, rounds), lengths, demand,
+                             max_length, max_sequences_per_pack, _EARLY_FILL)
+            if sum(rounded.values()) < plan_packs:
+                plan, plan_packs = rounded, sum(rounded.values())
+        # Price at a mix of the LP duals and the duals of the best bound so far;
+        # when no pack found there improves the LP (mispricing), at the LP duals.
+        smoothing = _SMOOTHING if best_y is not None else 0.0
+        while True:
+            y = duals if not smoothing else smoothing * best_y + (1 - smoothing) * duals
+            pricing = _knapsack.price(lengths, bounds, _plateaus(y), max_length, depth,
+                                      min_value=1.0 + _IMPROVES, max_patterns=per_round)
+            if farley(y, pricing.best_value) > best_bound:
+                best_bound = farley(y, pricing.best_value)
+                best_y = y / pricing.best_value  # worth at most 1 in any pack
+            fresh = [(rows, copies) for rows, copies in pricing.patterns
+                     if copies @ duals[rows] > 1.0 + _IMPROVES]
+            if fresh or not smoothing:
+                break
+            smoothing = 0.0
         lower_bound = max(simple, _ceil(best_bound))
-        done = (lower_bound >= _ceil(value) or value <= stop_at
+        done = (lower_bound >= min(_ceil(value), plan_packs) or value <= stop_at
+                or (plan_packs <= _ceil(value) <= lower_bound + 1
+                    and rounds * n >= _ROW_ROUNDS // 40)
                 or (value - lower_bound <= _LP_GAP * lower_bound
                     and rounds * n >= _ROW_ROUNDS // 10)
                 or rounds >= min(_MAX_ROUNDS, _ROW_ROUNDS // n))
-        if done or not add(pricing.patterns):
-            return _LP(master.columns, x, value, lower_bound, rounds)
+        if done or not add(fresh):
+            if best_y is not None and \
+                    _ceil(best_bound * (1 + _knapsack.OVERSTATES)) > lower_bound:
+                # Float32 pricing overstates the best value by up to OVERSTATES,
+                # which can cost the bound a pack: price those duals exactly.
+                exact = _knapsack.price(lengths, bounds, _plateaus(best_y), max_length, depth,
+                                        min_value=math.inf, max_patterns=0, exact=True)
+                lower_bound = max(lower_bound, _ceil(farley(best_y, exact.best_value)))
+            return _LP(master.columns, x, value, lower_bound, rounds, plan)
+
+
+def _seed_patterns(lengths, bounds, max_length, depth) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Packs for the first LP: the best for each longest length under affine values.
+
+    A sequence is worth its share of tokens plus a share of the depth (the LP
+    duals lie between these extremes). A cold LP solve grows with columns x
+    rows, so with many lengths fewer of these sets. When there are several,
+    lengths are rounded up to multiples of ``grain`` tokens, so that the
+    pricing table is at most `_SEED_TOKENS` wide: ``grain * ceil(l / grain) >= l``,
+    so the packs fit. (A single set, for thousands of lengths, stays exact: the
+    first LP over them is the one that counts.)
+    """
+    weights = _SEED_DEPTH_WEIGHTS[: max(1, _SEED_COLUMNS // len(lengths))]
+    grain = -(-max_length // _SEED_TOKENS) if len(weights) > 1 else 1
+    coarse = -(-lengths // grain)
+    per_item = 1.0 / (depth or max(1, max_length // int(lengths.min())))
+    patterns = []
+    for weight in weights:
+        values = (1 - weight) * lengths / max_length + weight * per_item
+        patterns += _knapsack.price(coarse, bounds, values, max_length // grain, depth,
+                                    min_value=0.0, max_patterns=len(lengths)).patterns
+    return patterns
+
+
+def _plateaus(duals: np.ndarray) -> np.ndarray:
+    """Duals made non-decreasing and rounded up to multiples of ``2**-40``.
+
+    The dual-optimal inequalities make the duals grow with length in plateaus
+    of equal values, up to float noise; rounded up, equal values are equal and
+    pricing skips most of a plateau (`_knapsack._dominated`). The values only
+    grow, so the best pack under them is worth at least the best under the
+    duals, and Farley's bound with it stays valid.
+    """
+    return np.ldexp(np.ceil(np.ldexp(np.maximum.accumulate(duals), _DUAL_BITS)), -_DUAL_BITS)
 
 
 def _ceil(value: float) -> int:
