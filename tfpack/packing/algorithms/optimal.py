@@ -77,7 +77,8 @@ Notes:
     builds packs of exactly ``max_length`` tokens, greedily, a group of
     identical packs at a time. When it leaves little (``_REST_SHARE`` of the
     tokens, at most 1,024 lengths), the rest goes through the column
-    generation and rounding below, stopping once that LP is within
+    generation (unsmoothed: only its value matters) and rounding below,
+    stopping once that LP is within
     a quarter of ``_slack`` of the token bound (full packs waste nothing, so
     the whole plan is then as close). The plan is returned with the token
     bound when it is within ``_slack`` (0.01 pp of efficiency, or the couple
