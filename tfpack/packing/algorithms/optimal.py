@@ -78,9 +78,8 @@ Notes:
     identical packs at a time. When it leaves little (``_REST_SHARE`` of the
     tokens, at most 1,024 lengths), the rest goes through the column
     generation (unsmoothed: only its value matters) and rounding below,
-    stopping once that LP is within
-    a quarter of ``_slack`` of the token bound (full packs waste nothing, so
-    the whole plan is then as close). The plan is returned with the token
+    stopping once that LP is within a quarter of ``_slack`` of the token
+    bound (full packs waste nothing, so the whole plan is then as close). The plan is returned with the token
     bound when it is within ``_slack`` (0.01 pp of efficiency, or the couple
     of packs rounding loses) of it, the tolerance the LP over all lengths
     stops at; else that LP runs as before and this plan is one more
