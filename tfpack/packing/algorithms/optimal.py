@@ -81,6 +81,16 @@ Notes:
     pack of the bound is also rounded during column generation, and the best
     such plan competes too: different LP solutions round differently.
 
+    *Length groups.* With thousands of lengths (the LP's first solve alone
+    takes seconds) and a depth limit that binds (more packs for the
+    sequences than for the tokens), neighbouring lengths are grouped
+    (`_groups`): the plan comes from the histogram with every length rounded
+    up within its group (its slots hold the real sequences), the bound from
+    the one rounded down (a relaxation). Each has a few hundred lengths. The
+    pair is used when the plan is within `_LP_GAP` (or two packs) of that
+    bound, which column generation on all lengths would not improve on;
+    otherwise the planner goes on with all lengths.
+
 References:
     P. C. Gilmore, R. E. Gomory, "A linear programming approach to the
     cutting-stock problem", Operations Research 9 (1961).
@@ -99,7 +109,7 @@ import math
 import numpy as np
 import scipy.sparse
 
-from tfpack.packing.algorithms import _best_fit, _knapsack, _lp, base
+from tfpack.packing.algorithms import _best_fit, _groups, _knapsack, _lp, base
 
 __all__ = ["pack"]
 
@@ -120,6 +130,7 @@ _SEED_TOKENS = 4096  # seed pricing on lengths rounded up to fit a table this wi
 _SMOOTHING = 0.5  # price at this mix of the best duals so far and the LP's (Wentges)
 _EARLY_ROWS = 2048  # round every LP within a pack of the bound, up to this many lengths
 _EARLY_FILL = 0.6  # with this round-up fill (see `_round`)
+_GROUPED_LENGTHS = 2048  # from this many lengths, length groups first where the depth binds
 
 
 @base.register("optimal")
@@ -139,14 +150,23 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         ``lower_bound_packs``, an integer no plan can beat.
     """
     del seed
-    histogram = np.asarray(histogram, dtype=np.int64)
+    return _pack(np.asarray(histogram, dtype=np.int64), max_length, max_sequences_per_pack,
+                 grouped=True)
+
+
+def _pack(histogram, max_length, max_sequences_per_pack, *, grouped: bool) -> base.AlgorithmResult:
     lengths = np.flatnonzero(histogram) + 1
     demand = histogram[lengths - 1]
     simple = -(-int(lengths @ demand) // max_length)
-    if max_sequences_per_pack is not None:
-        simple = max(simple, -(-int(demand.sum()) // max_sequences_per_pack))
+    by_depth = 0 if max_sequences_per_pack is None else \
+        -(-int(demand.sum()) // max_sequences_per_pack)
     if max_sequences_per_pack == 1:
-        return _result({(int(n),): int(c) for n, c in zip(lengths, demand)}, simple)
+        return _result({(int(n),): int(c) for n, c in zip(lengths, demand)}, by_depth)
+    if grouped and len(lengths) >= _GROUPED_LENGTHS and by_depth >= simple:
+        result = _grouped(histogram, max_length, max_sequences_per_pack)
+        if result is not None:
+            return result
+    simple = max(simple, by_depth)
 
     counts = dict(zip(lengths.tolist(), demand.tolist()))
     heuristic = _best_fit.fill(counts, {}, max_length, max_sequences_per_pack)
@@ -157,6 +177,26 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
              for fill in _ROUND_UP_FILLS] + [heuristic] + ([lp.plan] if lp.plan else [])
     best = min(plans, key=lambda packs: sum(packs.values()))  # first of equals
     return _result(best, lp.lower_bound)
+
+
+def _grouped(histogram, max_length, max_sequences_per_pack) -> base.AlgorithmResult | None:
+    """A plan and a bound from length groups (`_groups`), or ``None`` if they are too far apart.
+
+    Planned on the rounded-up histogram, bounded on the rounded-down one; each
+    has a few hundred lengths, so both together take a fraction of the LP over
+    all lengths. Taken when the plan is within what column generation on all
+    lengths would stop at (`_LP_GAP`, or two packs).
+    """
+    starts = _groups.groups(max_length)
+    down = _pack(_groups.rounded(histogram, starts, up=False), max_length,
+                 max_sequences_per_pack, grouped=False)
+    up = _pack(_groups.rounded(histogram, starts, up=True), max_length,
+               max_sequences_per_pack, grouped=False)
+    packs = _groups.real_packs(up.strategies, up.counts, histogram, starts)
+    bound = int(down.lower_bound_packs)
+    if sum(packs.values()) > bound + max(_LP_GAP * bound, 2):
+        return None
+    return _result(packs, bound)
 
 
 def _result(packs: dict[tuple[int, ...], int], lower_bound: int) -> base.AlgorithmResult:
