@@ -89,6 +89,16 @@ Notes:
     histograms of the benchmarks, but 9-23% on narrower lognormals (sigma
     0.8, or L=4,096), which then cost the LP over all lengths as before.
 
+    *Length groups.* With thousands of lengths (the LP's first solve alone
+    takes seconds) and a depth limit that binds (more packs for the
+    sequences than for the tokens), neighbouring lengths are grouped
+    (`_groups`): the plan comes from the histogram with every length rounded
+    up within its group (its slots hold the real sequences), the bound from
+    the one rounded down (a relaxation). Each has a few hundred lengths. The
+    pair is kept when the plan is within ``_slack`` of that bound, where
+    column generation on all lengths stops too; otherwise the planner goes on
+    with all lengths.
+
     *Rounding.* Flooring ``x`` leaves at most (basic columns) x (depth)
     sequences without a slot. Packs are then rounded up, most fractional
     first, where slots still needed hold enough of their tokens (a few
@@ -117,7 +127,7 @@ import math
 import numpy as np
 import scipy.sparse
 
-from tfpack.packing.algorithms import _best_fit, _exact_fill, _knapsack, _lp, base
+from tfpack.packing.algorithms import _best_fit, _exact_fill, _groups, _knapsack, _lp, base
 
 __all__ = ["pack"]
 
@@ -177,6 +187,10 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         full_first = _full_packs_first(histogram, max_length, max_sequences_per_pack, simple)
         if full_first is not None and sum(full_first.values()) <= simple + _slack(simple):
             return _result(full_first, simple)  # the LP over all lengths could not do better
+    elif len(lengths) >= _MANY_LENGTHS:  # the depth limit binds: plan on length groups
+        grouped = _grouped(histogram, max_length, max_sequences_per_pack, simple)
+        if grouped is not None:
+            return grouped
     return _result(*_plan(lengths, demand, max_length, max_sequences_per_pack, simple,
                           others=[full_first] if full_first else []))
 
@@ -239,6 +253,30 @@ def _full_packs_first(histogram, max_length, max_sequences_per_pack,
         for pack, number in rest_plan.items():
             packs[pack] = packs.get(pack, 0) + number
     return packs
+
+
+def _grouped(histogram, max_length, max_sequences_per_pack, simple) -> base.AlgorithmResult | None:
+    """A plan and a bound from length groups (`_groups`), or ``None`` if they are too far apart.
+
+    Planned on the rounded-up histogram, bounded on the rounded-down one; each
+    has a few hundred lengths, so both together take a fraction of the LP over
+    all lengths. Kept when the plan is within ``_slack`` of that bound, where
+    column generation on all lengths stops too.
+    """
+    starts = _groups.groups(max_length)
+    plans = {}
+    for up in (False, True):
+        rounded = _groups.rounded(histogram, starts, up=up)
+        lengths = np.flatnonzero(rounded) + 1
+        demand = rounded[lengths - 1]
+        plans[up] = _plan(lengths, demand, max_length, max_sequences_per_pack,
+                          _simple_bound(lengths, demand, max_length, max_sequences_per_pack))
+    bound = max(simple, plans[False][1])
+    up = _result(plans[True][0], 0)
+    packs = _groups.real_packs(up.strategies, up.counts, histogram, starts)
+    if sum(packs.values()) > bound + _slack(bound):
+        return None
+    return _result(packs, bound)
 
 
 def _result(packs: dict[tuple[int, ...], int], lower_bound: int) -> base.AlgorithmResult:
