@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tfpack import datasets
 from tfpack.packing import plan
-from tfpack.packing.algorithms import _best_fit, _knapsack, _lp, optimal
+from tfpack.packing.algorithms import _best_fit, _exact_fill, _knapsack, _lp, optimal
 from tfpack.packing.checks import check_plan, slot_counts
 
 
@@ -269,6 +269,112 @@ def test_without_the_highs_object_linprog_gives_the_same_plan(monkeypatch):
 def test_best_fit_fills_open_packs_first():
     packs = _best_fit.fill({500: 2, 12: 3}, {(300,): 1}, 512, 2)
     assert packs == {(300, 12): 1, (500, 12): 2}
+
+
+# --- full packs first, for histograms with many lengths -------------------
+
+
+def assert_full_packs_and_rest(histogram, max_length, max_sequences_per_pack):
+    packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack)
+    depth = min(max_sequences_per_pack or _exact_fill._FILL_DEPTH, _exact_fill._FILL_DEPTH)
+    slots = np.zeros(max_length, dtype=np.int64)
+    for pack, number in packs.items():
+        assert number > 0 and list(pack) == sorted(pack, reverse=True)
+        assert sum(pack) == max_length and len(pack) <= depth
+        np.add.at(slots, np.array(pack) - 1, number)
+    assert rest.dtype == np.int64 and np.all(rest >= 0)
+    np.testing.assert_array_equal(slots + rest, histogram)  # every sequence exactly once
+    return packs, rest
+
+
+def test_exact_fill_completes_groups_of_packs():
+    histogram = make_histogram(8, {6: 2, 5: 1, 3: 1, 2: 2, 1: 1})
+    packs, rest = assert_full_packs_and_rest(histogram, 8, 3)
+    assert packs == {(6, 2): 2, (5, 3): 1}  # each 6 by a 2; the 5 by a 3
+    assert rest.tolist() == [1, 0, 0, 0, 0, 0, 0, 0]
+    # No 3 fills the 5's space: the shortest joins (5+1), then one sequence (2) fills it.
+    packs, rest = assert_full_packs_and_rest(make_histogram(8, {5: 1, 2: 1, 1: 3}), 8, 4)
+    assert packs == {(5, 2, 1): 1} and rest.tolist() == [2, 0, 0, 0, 0, 0, 0, 0]
+    # Without the 2: 5+1, then a pair 1+1; at depth 3 only a pair could fill 3: none.
+    packs, rest = assert_full_packs_and_rest(make_histogram(8, {5: 1, 1: 3}), 8, 4)
+    assert packs == {(5, 1, 1, 1): 1} and not rest.any()
+    packs, rest = assert_full_packs_and_rest(make_histogram(8, {5: 1, 1: 3}), 8, 3)
+    assert not packs and rest.tolist() == [3, 0, 0, 0, 1, 0, 0, 0]
+    # A pair of equal lengths needs two copies.
+    packs, rest = assert_full_packs_and_rest(make_histogram(8, {6: 1, 1: 1}), 8, 3)
+    assert not packs and rest.tolist() == [1, 0, 0, 0, 0, 1, 0, 0]
+    # Nothing fits: no pair sums to a space (41 after the 23) below twice the shortest (50).
+    histogram = make_histogram(64, {23: 1, 50: 1, 57: 1})
+    packs, rest = assert_full_packs_and_rest(histogram, 64, 3)
+    assert not packs and rest.tolist() == histogram.tolist()
+
+
+@settings(max_examples=60)
+@given(st.sampled_from([8, 16, 64, 100]), st.one_of(st.none(), st.integers(1, 10)),
+       st.data())
+def test_exact_fill_packs_are_full_and_hold_every_sequence_once(max_length, depth, data):
+    counts = data.draw(st.lists(st.integers(0, 12), min_size=max_length, max_size=max_length))
+    assert_full_packs_and_rest(np.array(counts, dtype=np.int64), max_length, depth)
+
+
+def lognormal_histogram(sequences, max_length, seed):
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(np.exp(rng.normal(6.3, 1.2, sequences)).astype(np.int64) + 1, max_length)
+    return np.bincount(lengths, minlength=max_length + 1)[1:]
+
+
+def test_many_lengths_are_planned_from_full_packs_without_the_lp_over_all_of_them(monkeypatch):
+    histogram = lognormal_histogram(40_000, 4096, seed=5)
+    assert np.count_nonzero(histogram) >= optimal._MANY_LENGTHS
+    lp_rows = []
+    column_generation = optimal._column_generation
+    monkeypatch.setattr(optimal, "_column_generation",
+                        lambda lengths, *args, **kwargs: lp_rows.append(len(lengths))
+                        or column_generation(lengths, *args, **kwargs))
+    result = optimal.pack(histogram, 4096, 8, seed=0)
+    assert_valid(result, histogram, 4096, 8)
+    tokens = int(histogram @ np.arange(1, 4097))
+    assert result.lower_bound_packs == -(-tokens // 4096)  # the token bound: valid
+    bound = result.lower_bound_packs
+    assert result.counts.sum() <= bound + optimal._slack(bound)
+    assert lp_rows and max(lp_rows) < optimal._MANY_LENGTHS // 2  # only the rest's LP
+
+
+def test_full_packs_first_is_skipped_when_sequences_outnumber_the_token_bound(monkeypatch):
+    # Three of each length 1..2,048 in packs of 4,096 and two: 3,072 packs (best fit's
+    # pairs), while the tokens need 1,537: full packs cannot be the plan.
+    histogram = make_histogram(4096, {length: 3 for length in range(1, 2049)})
+    monkeypatch.setattr(_exact_fill, "fill", None)  # would raise if called
+    result = optimal.pack(histogram, 4096, 2, seed=0)
+    assert result.lower_bound_packs == 3072 == result.counts.sum()
+
+
+def test_full_packs_first_gives_up_when_much_is_left():
+    # Two sequences of 1,500..2,000 tokens never fill 4,096: nothing is full, all is left.
+    histogram = make_histogram(4096, {length: 5 for length in range(1500, 2001)})
+    assert optimal._full_packs_first(histogram, 4096, 2, 1255) is None
+
+
+def test_column_generation_stops_once_the_lp_value_is_low_enough():
+    histogram = lognormal_histogram(2_000, 512, seed=1)
+    lengths = np.flatnonzero(histogram) + 1
+    demand = histogram[lengths - 1]
+    seed = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, 512, 3)
+    args = (lengths, demand, 512, 3, seed, 0)
+    assert optimal._column_generation(*args).rounds > 1
+    assert optimal._column_generation(*args, stop_at=math.inf).rounds == 1
+
+
+@settings(max_examples=60)
+@given(tiny_instances())
+def test_full_packs_first_plans_are_valid_and_bounded(instance):
+    histogram, max_length, max_sequences_per_pack = instance
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(optimal, "_MANY_LENGTHS", 1)
+        result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0)
+    assert_valid(result, histogram, max_length, max_sequences_per_pack)
+    best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
+    assert result.lower_bound_packs <= best <= result.counts.sum()
 
 
 # --- through `plan`, and the Wikipedia targets ----------------------------

@@ -26,6 +26,7 @@ MODULES = [
     "tfpack.packing.algorithms.lpfhp",
     "tfpack.packing.algorithms.nnlshp",
     "tfpack.packing.algorithms.ennlshp",
+    "tfpack.packing.algorithms._groups",
 ]
 
 

@@ -71,6 +71,34 @@ Notes:
     returned, without an LP, when it is within 1e-5 of the token bound. All
     of these keep the result deterministic and the bound valid.
 
+    *Many lengths.* With thousands of distinct lengths (``_MANY_LENGTHS``) the
+    LP over all of them takes seconds a solve. When the token bound is the
+    simple bound (the sequences do not need more packs), `_exact_fill` first
+    builds packs of exactly ``max_length`` tokens, greedily, a group of
+    identical packs at a time. When it leaves little (``_REST_SHARE`` of the
+    tokens, at most 1,024 lengths), the rest goes through the column
+    generation (unsmoothed: only its value matters) and rounding below,
+    stopping once that LP is within ``_REST_LP_SLACK`` of ``_slack`` of the
+    token bound (full packs waste nothing, so the whole plan is then as
+    close, plus what rounding the rest loses). The plan is returned with the token
+    bound when it is within ``_slack`` (0.01 pp of efficiency, or the couple
+    of packs rounding loses) of it, the tolerance the LP over all lengths
+    stops at; else that LP runs as before and this plan is one more
+    candidate. The bound stays valid: it is the token bound. The greedy is
+    a heuristic: it leaves ~2% of the tokens on the lognormal and document
+    histograms of the benchmarks, but 9-23% on narrower lognormals (sigma
+    0.8, or L=4,096), which then cost the LP over all lengths as before.
+
+    *Length groups.* With thousands of lengths (the LP's first solve alone
+    takes seconds) and a depth limit that binds (more packs for the
+    sequences than for the tokens), neighbouring lengths are grouped
+    (`_groups`): the plan comes from the histogram with every length rounded
+    up within its group (its slots hold the real sequences), the bound from
+    the one rounded down (a relaxation). Each has a few hundred lengths. The
+    pair is kept when the plan is within ``_slack`` of that bound, where
+    column generation on all lengths stops too; otherwise the planner goes on
+    with all lengths.
+
     *Rounding.* Flooring ``x`` leaves at most (basic columns) x (depth)
     sequences without a slot. Packs are then rounded up, most fractional
     first, where slots still needed hold enough of their tokens (a few
@@ -105,7 +133,8 @@ import math
 import numpy as np
 import scipy.sparse
 
-from tfpack.packing.algorithms import _best_fit, _diving, _knapsack, _lp, base
+from tfpack.packing.algorithms import (_best_fit, _diving, _exact_fill, _groups, _knapsack, _lp,
+                                         base)
 
 __all__ = ["pack"]
 
@@ -119,6 +148,14 @@ _COLUMNS_PER_ROUND = 64  # candidate packs per round (one per longest length), o
 # Round a pack up when slots still needed hold this share of its tokens; one
 # rounding per value, the best kept (0.6 was best or tied on every histogram tried).
 _ROUND_UP_FILLS = (1.0, 0.8, 0.6)
+_MANY_LENGTHS = 2048  # from this many lengths, full packs first (`_full_packs_first`)
+# Full packs first gives up when more tokens than this are left: the rest's LP
+# would be slow, its plan poor (1.8-2.4% left where it succeeds, 9-23% where not).
+_REST_SHARE = 0.04
+_ROUNDING_PACKS = 2  # rounding an LP solution loses about this many packs; see `_slack`
+# The rest's LP stops this share of `_slack` above the token bound: its rounding
+# loses a few packs more (docs300k d16: gap 10 at a quarter, 6 here, ~1.5x the time).
+_REST_LP_SLACK = 1 / 16
 _IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
 _BOUND_MARGIN = 1e-9  # relative margin when rounding the LP bound up to an integer
 _DUAL_BITS = 40  # pricing sees the duals rounded up to multiples of 2**-40 (`_plateaus`)
@@ -152,31 +189,118 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     histogram = np.asarray(histogram, dtype=np.int64)
     lengths = np.flatnonzero(histogram) + 1
     demand = histogram[lengths - 1]
+    simple = _simple_bound(lengths, demand, max_length, max_sequences_per_pack)
+    if max_sequences_per_pack == 1:
+        return _result({(int(n),): int(c) for n, c in zip(lengths, demand)}, simple)
+    full_first = None
+    tokens_bound = _simple_bound(lengths, demand, max_length, None)
+    if len(lengths) >= _MANY_LENGTHS and simple == tokens_bound:
+        full_first = _full_packs_first(histogram, max_length, max_sequences_per_pack, simple)
+        if full_first is not None and sum(full_first.values()) <= simple + _slack(simple):
+            return _result(full_first, simple)  # the LP over all lengths could not do better
+    elif len(lengths) >= _MANY_LENGTHS:  # the depth limit binds: plan on length groups
+        grouped = _grouped(histogram, max_length, max_sequences_per_pack, simple)
+        if grouped is not None:
+            return grouped
+    return _result(*_plan(lengths, demand, max_length, max_sequences_per_pack, simple,
+                          others=[full_first] if full_first else []))
+
+
+def _simple_bound(lengths, demand, max_length, max_sequences_per_pack) -> int:
+    """``ceil(tokens / max_length)``, and ``ceil(sequences / max_sequences_per_pack)``."""
     simple = -(-int(lengths @ demand) // max_length)
     if max_sequences_per_pack is not None:
         simple = max(simple, -(-int(demand.sum()) // max_sequences_per_pack))
-    if max_sequences_per_pack == 1:
-        return _result({(int(n),): int(c) for n, c in zip(lengths, demand)}, simple)
+    return simple
 
+
+def _slack(simple: int) -> float:
+    """Packs above ``simple`` that a plan may have without the LP over all lengths."""
+    return max(_LP_GAP * simple, _ROUNDING_PACKS)
+
+
+def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at=0.0,
+          smooth=_SMOOTHING, others=(), dives=True) -> tuple[dict[tuple[int, ...], int], int]:
+    """Column generation and rounding: the best plan found and the proven bound.
+
+    ``stop_at``: column generation may stop once the LP value is this low.
+    ``smooth``: the pricing mix of `_column_generation` (0: the LP duals only).
+    ``others``: more candidate plans; the one with fewest packs is returned.
+    ``dives``: also round by diving (`_dive`), up to _EARLY_ROWS lengths.
+    """
     counts = dict(zip(lengths.tolist(), demand.tolist()))
     heuristic = _best_fit.fill(counts, {}, max_length, max_sequences_per_pack)
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
-        return _result(heuristic, simple)  # no LP can say much more
-    lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic, simple)
+        return heuristic, simple  # no LP can say much more
+    lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic, simple,
+                            stop_at=stop_at, smooth=smooth)
+
     def rounding(fill):
         return _round(lp, lengths, demand, max_length, max_sequences_per_pack, fill)
 
     # Column generation may have rounded this LP at _EARLY_FILL already.
-    plans = ([] if lp.rounded else [rounding(_EARLY_FILL)]) + [heuristic] + \
+    plans = ([] if lp.rounded else [rounding(_EARLY_FILL)]) + [heuristic, *others] + \
         ([lp.plan] if lp.plan else [])
     best = _fewest(plans)
-    if len(lengths) <= _EARLY_ROWS and lp.master is not None and lp.master.incremental:
+    if dives and len(lengths) <= _EARLY_ROWS and lp.master is not None and lp.master.incremental:
         dived = _dive(lp, lengths, demand, max_length, max_sequences_per_pack,
                       sum(best.values()))
         if dived is not None:
             best = dived
-    best = _fewest([rounding(fill) for fill in _ROUND_UP_FILLS if fill != _EARLY_FILL] + [best])
-    return _result(best, lp.lower_bound)
+    rest = [rounding(fill) for fill in _ROUND_UP_FILLS if fill != _EARLY_FILL]
+    return _fewest(rest + [best]), lp.lower_bound
+
+
+def _full_packs_first(histogram, max_length, max_sequences_per_pack,
+                      simple) -> dict[tuple[int, ...], int] | None:
+    """Full packs by `_exact_fill`, the rest planned by the LP; ``None`` if much is left.
+
+    Full packs have no waste, so the plan is as far from the token bound as
+    the rest's plan is from the rest's tokens: its LP stops well within
+    ``_slack`` (``_REST_LP_SLACK`` of it), leaving room for rounding. Only its
+    value matters (the bound is the token bound), so its pricing is not
+    smoothed: smoothing helps the bound, and slows the value (80 rounds
+    instead of 26 on docs300k d16).
+    """
+    packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack)
+    lengths = np.flatnonzero(rest) + 1
+    tokens = np.arange(1, max_length + 1)
+    if len(lengths) > _MANY_LENGTHS // 2 or tokens @ rest > _REST_SHARE * (tokens @ histogram):
+        return None
+    if len(lengths):
+        full = sum(packs.values())
+        demand = rest[lengths - 1]
+        rest_plan, _ = _plan(lengths, demand, max_length, max_sequences_per_pack,
+                             _simple_bound(lengths, demand, max_length, max_sequences_per_pack),
+                             stop_at=simple - full + _REST_LP_SLACK * _slack(simple), smooth=0.0)
+        for pack, number in rest_plan.items():
+            packs[pack] = packs.get(pack, 0) + number
+    return packs
+
+
+def _grouped(histogram, max_length, max_sequences_per_pack, simple) -> base.AlgorithmResult | None:
+    """A plan and a bound from length groups (`_groups`), or ``None`` if they are too far apart.
+
+    Planned on the rounded-up histogram, bounded on the rounded-down one; each
+    has a few hundred lengths, so both together take a fraction of the LP over
+    all lengths. Kept when the plan is within ``_slack`` of that bound, where
+    column generation on all lengths stops too.
+    """
+    starts = _groups.groups(max_length)
+    plans = {}
+    for up in (False, True):
+        rounded = _groups.rounded(histogram, starts, up=up)
+        lengths = np.flatnonzero(rounded) + 1
+        demand = rounded[lengths - 1]
+        plans[up] = _plan(lengths, demand, max_length, max_sequences_per_pack,
+                          _simple_bound(lengths, demand, max_length, max_sequences_per_pack),
+                          dives=up)  # only the rounded-up plan is used
+    bound = max(simple, plans[False][1])
+    up = _result(plans[True][0], 0)
+    packs = _groups.real_packs(up.strategies, up.counts, histogram, starts)
+    if sum(packs.values()) > bound + _slack(bound):
+        return None
+    return _result(packs, bound)
 
 
 def _fewest(plans: list[dict[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
@@ -223,7 +347,8 @@ class _LP:
     rounded: bool = False  # ``plan`` includes this LP's rounding at _EARLY_FILL
 
 
-def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple) -> _LP:
+def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple, *,
+                       stop_at=0.0, smooth=_SMOOTHING) -> _LP:
     n = len(lengths)
     bounds = np.minimum(demand, max_length // lengths)
     if max_sequences_per_pack is not None:
@@ -266,8 +391,8 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
     while True:
         rounds += 1
         value, x, duals = master.solve()
-        rounded = n <= _EARLY_ROWS and _ceil(value) <= max(simple, _ceil(best_bound)) + 1
-        if rounded:
+        near = n <= _EARLY_ROWS and _ceil(value) <= max(simple, _ceil(best_bound)) + 1
+        if near:
             # Within a pack of the bound: this LP's rounding may meet it already.
             rounded = _round(_LP(master.columns, x, value, 0, rounds), lengths, demand,
                              max_length, max_sequences_per_pack, _EARLY_FILL)
@@ -275,7 +400,7 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
                 plan, plan_packs = rounded, sum(rounded.values())
         # Price at a mix of the LP duals and the duals of the best bound so far;
         # when no pack found there improves the LP (mispricing), at the LP duals.
-        smoothing = _SMOOTHING if best_y is not None else 0.0
+        smoothing = smooth if best_y is not None else 0.0
         while True:
             y = duals if not smoothing else smoothing * best_y + (1 - smoothing) * duals
             pricing = _knapsack.price(lengths, bounds, _plateaus(y), max_length, depth,
@@ -289,7 +414,7 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
                 break
             smoothing = 0.0
         lower_bound = max(simple, _ceil(best_bound))
-        done = (lower_bound >= min(_ceil(value), plan_packs)
+        done = (lower_bound >= min(_ceil(value), plan_packs) or value <= stop_at
                 or (plan_packs <= _ceil(value) <= lower_bound + 1
                     and rounds * n >= _ROW_ROUNDS // 40)
                 or (value - lower_bound <= _LP_GAP * lower_bound
@@ -303,7 +428,7 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
                 exact = _knapsack.price(lengths, bounds, _plateaus(best_y), max_length, depth,
                                         min_value=math.inf, max_patterns=0, exact=True)
                 lower_bound = max(lower_bound, _ceil(farley(best_y, exact.best_value)))
-            return _LP(master.columns, x, value, lower_bound, rounds, plan, master, rounded)
+            return _LP(master.columns, x, value, lower_bound, rounds, plan, master, near)
 
 
 def _seed_patterns(lengths, bounds, max_length, depth) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -1,0 +1,122 @@
+"""Length groups (`_groups`): plans from the rounded-up histogram, bounds from the rounded-down one."""
+
+import collections
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfpack.packing.algorithms import _groups, optimal
+from test_optimal import assert_valid, brute_force_packs, make_histogram
+
+
+def test_groups_keep_the_ends_exact_and_split_the_middle_evenly():
+    assert _groups.groups(16, ends=2, width=4).tolist() == [1, 2, 3, 7, 11, 15, 16]
+    assert _groups.groups(4, ends=8, width=4).tolist() == [1, 2, 3, 4]  # all exact
+    starts = _groups.groups(8192)
+    assert starts[0] == 1 and np.all(np.diff(starts) >= 1)
+    assert starts[:128].tolist() == list(range(1, 129))
+    assert starts[-128:].tolist() == list(range(8065, 8193))
+    assert starts[128:-128].tolist() == list(range(129, 8065, 32))
+    assert len(starts) < optimal._MANY_LENGTHS
+
+
+def test_rounding_moves_every_sequence_within_its_group():
+    histogram = np.array([1, 1, 1, 0, 2])  # lengths 1, 2, 3, 5, 5
+    starts = np.array([1, 3, 5])  # groups {1, 2}, {3, 4}, {5}
+    assert _groups.rounded(histogram, starts, up=True).tolist() == [0, 2, 0, 1, 2]
+    assert _groups.rounded(histogram, starts, up=False).tolist() == [2, 0, 1, 0, 2]
+
+
+def test_real_packs_put_each_sequence_into_a_slot_of_its_group():
+    # Lengths 2, 2, 4, 5, 6 in groups {1, 2} and {3..6}: rounded up, 2, 2, 6, 6, 6.
+    histogram = make_histogram(6, {2: 2, 4: 1, 5: 1, 6: 1})
+    packs = _groups.real_packs([(6, 2), (6,)], np.array([2, 1]), histogram, np.array([1, 3]))
+    assert packs == {(6, 2): 1, (5, 2): 1, (4,): 1}  # longest into the first packs
+
+
+def test_real_packs_drop_spare_slots_and_empty_packs():
+    histogram = make_histogram(6, {2: 1, 4: 1})  # rounded up: 2, 6
+    packs = _groups.real_packs([(6, 2), (6, 2)], np.array([1, 1]), histogram, np.array([1, 3]))
+    assert packs == {(4, 2): 1}
+
+
+@st.composite
+def grouped_instances(draw):
+    max_length = draw(st.integers(2, 24))
+    max_sequences_per_pack = draw(st.integers(1, 4))
+    lengths = draw(st.lists(st.integers(1, max_length), min_size=1, max_size=8))
+    inner = draw(st.lists(st.integers(2, max_length), unique=True, max_size=6))
+    starts = np.array(sorted({1, *inner}))
+    return (make_histogram(max_length, collections.Counter(lengths)), max_length,
+            max_sequences_per_pack, starts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(grouped_instances())
+def test_up_plans_fit_the_real_lengths_and_down_bounds_bound_them(instance):
+    histogram, max_length, max_sequences_per_pack, starts = instance
+    up = optimal.pack(_groups.rounded(histogram, starts, up=True), max_length,
+                      max_sequences_per_pack, seed=0)
+    packs = _groups.real_packs(up.strategies, up.counts, histogram, starts)
+    real = optimal._result(packs, 0)
+    assert_valid(real, histogram, max_length, max_sequences_per_pack)
+    assert real.counts.sum() <= up.counts.sum()
+    down = optimal.pack(_groups.rounded(histogram, starts, up=False), max_length,
+                        max_sequences_per_pack, seed=0)
+    assert down.lower_bound_packs <= brute_force_packs(histogram, max_length,
+                                                      max_sequences_per_pack)
+
+
+def _many_lengths(max_length, seed):
+    """Hundreds of lengths, mostly short ones: the depth binds, not the tokens."""
+    rng = np.random.default_rng(seed)
+    histogram = rng.integers(0, 2, max_length)
+    histogram[: max_length // 4] += rng.integers(5, 20, max_length // 4)
+    return histogram
+
+
+@pytest.mark.parametrize("max_sequences_per_pack", [3, 5])
+def test_many_lengths_under_a_binding_depth_plan_on_groups(max_sequences_per_pack, monkeypatch):
+    monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)
+    monkeypatch.setattr(_groups, "EXACT_ENDS", 16)
+    monkeypatch.setattr(_groups, "WIDTH", 8)
+    histogram, max_length = _many_lengths(512, 0), 512
+    calls = []
+    real_packs = _groups.real_packs
+    monkeypatch.setattr(_groups, "real_packs", lambda *a: calls.append(1) or real_packs(*a))
+    grouped = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0)
+    assert calls  # the grouped path ran and its plan was kept
+    assert_valid(grouped, histogram, max_length, max_sequences_per_pack)
+    exact = _all_lengths(histogram, max_length, max_sequences_per_pack)
+    assert grouped.lower_bound_packs <= exact.lower_bound_packs  # a relaxation's bound
+    assert grouped.lower_bound_packs <= exact.counts.sum()
+    gap = grouped.counts.sum() - grouped.lower_bound_packs
+    assert gap <= optimal._slack(grouped.lower_bound_packs)
+
+
+def test_groups_too_far_apart_fall_back_to_all_lengths(monkeypatch):
+    monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)
+    monkeypatch.setattr(_groups, "EXACT_ENDS", 1)
+    monkeypatch.setattr(_groups, "WIDTH", 256)  # two groups: plan and bound far apart
+    histogram, max_length = _many_lengths(512, 1), 512
+    tried = []
+    grouped = optimal._grouped
+    monkeypatch.setattr(optimal, "_grouped", lambda *a: tried.append(grouped(*a)) or tried[-1])
+    result = optimal.pack(histogram, max_length, 3, seed=0)
+    assert tried == [None]  # tried, and refused
+    exact = _all_lengths(histogram, max_length, 3)
+    assert as_pairs(result) == as_pairs(exact)
+
+
+def _all_lengths(histogram, max_length, max_sequences_per_pack):
+    lengths = np.flatnonzero(histogram) + 1
+    demand = histogram[lengths - 1]
+    simple = optimal._simple_bound(lengths, demand, max_length, max_sequences_per_pack)
+    return optimal._result(*optimal._plan(lengths, demand, max_length, max_sequences_per_pack,
+                                          simple))
+
+
+def as_pairs(result):
+    return list(zip(result.strategies, result.counts.tolist())), result.lower_bound_packs

@@ -1,0 +1,108 @@
+"""Planning on length groups, for histograms with thousands of lengths whose depth limit binds.
+
+The LP of the `optimal` planner has a row per distinct length; with thousands
+of them its first solve alone takes seconds. When the depth limit, not the
+tokens, decides how many packs are needed, a pack is rarely full to the last
+token, so lengths that differ by a few tokens are interchangeable nearly
+everywhere: the planner can work on groups of neighbouring lengths instead.
+Two histograms over the groups give a plan and a bound::
+
+    groups(max_length=16, ends=2, width=4) -> starts [1, 2, 3, 7, 11, 15, 16]
+    lengths 3..6 are a group: "up" counts them as 6 (a plan for it fits the
+    real lengths), "down" as 3 (a bound for it bounds the real problem)
+
+- *Up*: every length rounded up to the longest of its group. A slot of that
+  length holds any sequence of the group, so a plan for the rounded-up
+  histogram is a plan for the real one (`real_packs` puts the real lengths
+  into its slots, and drops slots nobody needs).
+- *Down*: every length rounded down to the shortest of its group. Any real
+  pack stays a pack after rounding down, so the rounded-down problem needs no
+  more packs than the real one: a lower bound for it is one for the real
+  problem.
+
+Lengths near 1 and near ``max_length`` keep their own group: short sequences
+fill the last gaps of packs and long ones fit beside only short ones, so there
+the LP's duals change from one length to the next; in between they are flat
+when the depth binds. `optimal` uses this only where the rounded-up plan
+lands close to the rounded-down bound, and plans on the real lengths
+otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EXACT_ENDS = 128  # lengths within this many tokens of 1 or of max_length keep their own group
+WIDTH = 32  # the other groups span this many lengths
+
+
+def groups(max_length: int, ends: int | None = None, width: int | None = None) -> np.ndarray:
+    """int64 ascending first lengths of the groups (the first is 1).
+
+    ``ends`` and ``width`` default to `EXACT_ENDS` and `WIDTH`.
+
+    >>> groups(16, ends=2, width=4).tolist()
+    [1, 2, 3, 7, 11, 15, 16]
+    """
+    ends = EXACT_ENDS if ends is None else ends
+    width = WIDTH if width is None else width
+    middle = np.arange(ends + 1, max_length - ends + 1, width)
+    return np.unique(np.concatenate([np.arange(1, min(ends, max_length) + 1), middle,
+                                     np.arange(max(1, max_length - ends + 1), max_length + 1)]))
+
+
+def rounded(histogram: np.ndarray, starts: np.ndarray, *, up: bool) -> np.ndarray:
+    """``histogram`` with every length rounded up (or down) within its group.
+
+    >>> rounded(np.array([1, 1, 1, 0, 2]), np.array([1, 3, 5]), up=True).tolist()
+    [0, 2, 0, 1, 2]
+    >>> rounded(np.array([1, 1, 1, 0, 2]), np.array([1, 3, 5]), up=False).tolist()
+    [2, 0, 1, 0, 2]
+    """
+    max_length = len(histogram)
+    lengths = np.arange(1, max_length + 1)
+    group = np.searchsorted(starts, lengths, side="right") - 1
+    ends = np.append(starts[1:] - 1, max_length)
+    target = (ends if up else starts)[group]
+    return np.bincount(target - 1, weights=histogram, minlength=max_length).astype(np.int64)
+
+
+def real_packs(strategies: list[tuple[int, ...]], counts: np.ndarray, histogram: np.ndarray,
+               starts: np.ndarray) -> dict[tuple[int, ...], int]:
+    """The real lengths of ``histogram`` in the slots of a plan for its rounded-up histogram.
+
+    Each slot of a group's longest length gets a sequence of that group (they
+    are no longer, so every pack still fits), longest sequences into the first
+    packs; slots left over are dropped, and so are packs left empty.
+
+    >>> real_packs([(6, 2), (6,)], np.array([2, 1]), np.array([0, 2, 0, 1, 1, 1]),
+    ...            np.array([1, 3]))
+    {(4,): 1, (5, 2): 1, (6, 2): 1}
+    """
+    max_length = len(histogram)
+    width = max(len(s) for s in strategies)
+    rows = np.zeros((len(strategies), width), dtype=np.int64)
+    for i, strategy in enumerate(strategies):
+        rows[i, : len(strategy)] = strategy
+    slots = np.repeat(rows, counts, axis=0).ravel()  # packs x width, 0 = no slot
+    group = np.searchsorted(starts, slots, side="right") - 1
+    taken = slots > 0
+    order = np.flatnonzero(taken)[np.argsort(group[taken], kind="stable")]
+    # Real lengths, by group and longest first within it; then as many as each group's slots.
+    lengths = np.arange(max_length, 0, -1)
+    copies = np.asarray(histogram, dtype=np.int64)[::-1]
+    by_group = np.searchsorted(starts, lengths, side="right") - 1
+    real = np.repeat(lengths, copies)[np.argsort(np.repeat(by_group, copies), kind="stable")]
+    need = np.bincount(np.repeat(by_group, copies), minlength=len(starts))
+    have = np.bincount(group[taken], minlength=len(starts))
+    if np.any(have < need):  # pragma: no cover - the plan covers its histogram
+        raise AssertionError("a plan for the rounded-up histogram misses sequences")
+    first = np.concatenate([[0], np.cumsum(have)[:-1]])  # each group's first place in `order`
+    start_of_real = np.concatenate([[0], np.cumsum(need)[:-1]])
+    place = np.repeat(first, need) + np.arange(len(real)) - np.repeat(start_of_real, need)
+    filled = np.zeros_like(slots)
+    filled[order[place]] = real
+    packs = -np.sort(-filled.reshape(-1, width), axis=1)
+    packs = packs[packs[:, 0] > 0]
+    unique, number = np.unique(packs, axis=0, return_counts=True)
+    return {tuple(int(v) for v in row if v): int(c) for row, c in zip(unique, number)}
