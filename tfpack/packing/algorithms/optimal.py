@@ -112,8 +112,10 @@ Notes:
     bound, the final LP is also rounded by diving (`_diving.dive`: fix whole
     packs, re-solve the warm master on what they leave, repeat; a few
     milliseconds a step); the first dive that beats the plan competes with
-    the other roundings (so no plan is worse than without dives). Only plans
-    change: the bound and the LP are those of column generation.
+    the other roundings (so no plan is worse than without dives). The rest's
+    LP of full packs first dives too (1-3 packs fewer on the long histograms,
+    +0.03-0.2 s). Only plans change: the bound and the LP are those of column
+    generation.
 
 References:
     P. C. Gilmore, R. E. Gomory, "A linear programming approach to the
