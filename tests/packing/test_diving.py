@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from tfpack.packing.algorithms import _best_fit, _diving, _lp, optimal
+from tfpack.packing.algorithms import _best_fit, _diving, _lp, _rounding, optimal
 from tfpack.packing.checks import slot_counts
 
 
@@ -59,7 +59,7 @@ def test_dives_cover_the_demand_and_leave_the_master_as_found(up_from):
         supply[rows] += copies * number
     # Longest first, every length finds a slot at least as long.
     assert np.all(np.cumsum((supply - demand)[::-1]) >= 0)
-    plan = optimal._settle(lp.patterns, whole, lengths, demand, 1024, 8)
+    plan = _rounding.settle(lp.patterns, whole, lengths, demand, 1024, 8)
     assert sum(plan.values()) <= whole.sum()
     value, x, _ = lp.master.solve()  # as found: same demand, same optimum
     np.testing.assert_array_equal(lp.master.demand, demand)

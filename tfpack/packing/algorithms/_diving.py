@@ -1,6 +1,6 @@
 """Diving: round the master LP by fixing packs and re-solving what is left.
 
-Rounding an LP solution once (`optimal._round`) decides every pack at the
+Rounding an LP solution once (`_rounding.round_lp`) decides every pack at the
 same time. A dive decides some, re-solves the LP over the same columns on the
 demand those packs leave, and goes on: each re-solve sees what the packs
 fixed so far cover, and spreads the rest anew. The master keeps HiGHS's basis,

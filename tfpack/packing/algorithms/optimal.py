@@ -103,7 +103,7 @@ Notes:
     sequences without a slot. Packs are then rounded up, most fractional
     first, where slots still needed hold enough of their tokens (a few
     thresholds are tried, the best plan kept); surplus slots serve shorter
-    sequences; the rest go into free space by best fit (`_settle`). If the
+    sequences; the rest go into free space by best fit (`_rounding`). If the
     best fit decreasing plan used to seed the LP has fewer packs, it is
     returned. With up to 2,048 lengths (a rounding costs milliseconds), every
     LP within a pack of the bound is also rounded during column generation,
@@ -128,7 +128,6 @@ References:
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import math
 
@@ -136,7 +135,7 @@ import numpy as np
 import scipy.sparse
 
 from tfpack.packing.algorithms import (_best_fit, _diving, _exact_fill, _groups, _knapsack, _lp,
-                                         base)
+                                       _rounding, base)
 
 __all__ = ["pack"]
 
@@ -164,7 +163,7 @@ _DUAL_BITS = 40  # pricing sees the duals rounded up to multiples of 2**-40 (`_p
 _SEED_TOKENS = 4096  # seed pricing on lengths rounded up to fit a table this wide
 _SMOOTHING = 0.5  # price at this mix of the best duals so far and the LP's (Wentges)
 _EARLY_ROWS = 2048  # round every LP within a pack of the bound, up to this many lengths
-_EARLY_FILL = 0.6  # with this round-up fill (see `_round`)
+_EARLY_FILL = 0.6  # with this round-up fill (see `_rounding.round_lp`)
 # Up to _EARLY_ROWS lengths, dive (`_diving.dive`) with these in turn until a dive
 # gives a better plan, when the plan is at least _DIVE_GAP packs above the bound.
 _DIVE_UP_FROM = (0.6, 0.9)
@@ -238,7 +237,8 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
                             stop_at=stop_at, smooth=smooth)
 
     def rounding(fill):
-        return _round(lp, lengths, demand, max_length, max_sequences_per_pack, fill)
+        return _rounding.round_lp(lp.patterns, lp.x, lengths, demand, max_length,
+                                 max_sequences_per_pack, fill)
 
     # Column generation may have rounded this LP at _EARLY_FILL already.
     plans = ([] if lp.rounded else [rounding(_EARLY_FILL)]) + [heuristic, *others] + \
@@ -324,7 +324,7 @@ def _dive(lp: _LP, lengths, demand, max_length, max_sequences_per_pack,
         except RuntimeError:  # pragma: no cover - HiGHS not optimal on a feasible LP
             return None  # a dive only offers a plan; the others stand
         if whole is not None:
-            plan = _settle(lp.patterns, whole, lengths, demand, max_length,
+            plan = _rounding.settle(lp.patterns, whole, lengths, demand, max_length,
                            max_sequences_per_pack)
             if sum(plan.values()) < packs:
                 return plan
@@ -396,8 +396,8 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
         near = n <= _EARLY_ROWS and _ceil(value) <= max(simple, _ceil(best_bound)) + 1
         if near:
             # Within a pack of the bound: this LP's rounding may meet it already.
-            rounded = _round(_LP(master.columns, x, value, 0, rounds), lengths, demand,
-                             max_length, max_sequences_per_pack, _EARLY_FILL)
+            rounded = _rounding.round_lp(master.columns, x, lengths, demand, max_length,
+                                         max_sequences_per_pack, _EARLY_FILL)
             if sum(rounded.values()) < plan_packs:
                 plan, plan_packs = rounded, sum(rounded.values())
         # Price at a mix of the LP duals and the duals of the best bound so far;
@@ -470,109 +470,3 @@ def _plateaus(duals: np.ndarray) -> np.ndarray:
 
 def _ceil(value: float) -> int:
     return math.ceil(value - _BOUND_MARGIN * max(1.0, abs(value)))
-
-
-def _round(lp: _LP, lengths, demand, max_length, max_sequences_per_pack,
-           fill: float) -> dict[tuple[int, ...], int]:
-    """Round the LP solution and give every sequence a slot.
-
-    Packs are rounded down, then up (most fractional first) where slots still
-    needed hold at least ``fill`` of their tokens; then `_settle`.
-    """
-    whole = np.floor(lp.x + 1e-6).astype(np.int64)
-    extra = -demand.copy()  # slots minus sequences, by length
-    for j in np.flatnonzero(whole):
-        rows, copies = lp.patterns[j]
-        extra[rows] += copies * whole[j]
-    # Round up, most fractional first, the packs whose every slot is still needed.
-    fraction = lp.x - whole
-    for j in np.argsort(-fraction, kind="stable"):
-        if fraction[j] <= 1e-6:
-            break
-        rows, copies = lp.patterns[j]
-        tokens = copies * lengths[rows]
-        needed = np.minimum(copies, np.maximum(-extra[rows], 0)) * lengths[rows]
-        if needed.sum() >= fill * tokens.sum():
-            whole[j] += 1
-            extra[rows] += copies
-    return _settle(lp.patterns, whole, lengths, demand, max_length, max_sequences_per_pack)
-
-
-def _settle(patterns, whole, lengths, demand, max_length,
-            max_sequences_per_pack) -> dict[tuple[int, ...], int]:
-    """``whole[j]`` packs ``patterns[j]``, with every sequence given a slot.
-
-    Slots the packs hold beyond the histogram serve shorter sequences
-    still without one (longest first, each taking the shortest such slot that
-    fits, as the LP's substitution columns do); slots nobody needs are dropped;
-    the sequences still left go into free space with best fit.
-    """
-    extra = -demand.copy()  # slots minus sequences, by length
-    for j in np.flatnonzero(whole):
-        rows, copies = patterns[j]
-        extra[rows] += copies * whole[j]
-    spare = [int(r) for r in np.flatnonzero(extra > 0)]  # ascending rows
-    packs = _Packs(set(lengths[spare].tolist()))  # only spare slots are replaced
-    for j in np.flatnonzero(whole):
-        rows, copies = patterns[j]
-        packs.add(_strategy(lengths[rows], copies), int(whole[j]))
-    for r in np.flatnonzero(extra < 0)[::-1]:
-        at = bisect.bisect_right(spare, r)
-        while extra[r] < 0 and at < len(spare):
-            s = spare[at]
-            number = int(min(-extra[r], extra[s]))
-            packs.replace(int(lengths[s]), int(lengths[r]), number)
-            extra[s] -= number
-            extra[r] += number
-            if extra[s] == 0:
-                spare.pop(at)
-    for s in spare:
-        packs.replace(int(lengths[s]), None, int(extra[s]))
-    missing = {int(lengths[r]): int(-extra[r]) for r in np.flatnonzero(extra < 0)}
-    filled = _best_fit.fill(missing, packs.counts, max_length, max_sequences_per_pack)
-    return {p: c for p, c in filled.items() if p and c}
-
-
-class _Packs:
-    """Groups of identical packs, indexed by the ``tracked`` lengths they hold.
-
-    Only tracked lengths can be `replace`d (indexing every length of every
-    pack cost most of a rounding at depth 32).
-    """
-
-    def __init__(self, tracked: set[int]) -> None:
-        self.counts: dict[tuple[int, ...], int] = {}
-        self._tracked = tracked
-        self._holding: dict[int, dict[tuple[int, ...], None]] = {v: {} for v in tracked}
-
-    def add(self, pack: tuple[int, ...], number: int) -> None:
-        if pack not in self.counts:
-            self.counts[pack] = 0
-            for length in self._tracked.intersection(pack):
-                self._holding[length][pack] = None
-        self.counts[pack] += number
-
-    def _remove(self, pack: tuple[int, ...], number: int) -> None:
-        self.counts[pack] -= number
-        if not self.counts[pack]:
-            del self.counts[pack]
-            for length in self._tracked.intersection(pack):
-                del self._holding[length][pack]
-
-    def replace(self, old: int, new: int | None, number: int) -> None:
-        """In ``number`` packs, one slot of length ``old`` becomes ``new`` (or goes)."""
-        while number:
-            pack = next(iter(self._holding[old]))
-            moved = min(number, self.counts[pack])
-            rest = list(pack)
-            rest.remove(old)
-            if new is not None:
-                rest.append(new)
-            self._remove(pack, moved)
-            self.add(tuple(sorted(rest, reverse=True)), moved)
-            number -= moved
-
-
-def _strategy(lengths: np.ndarray, copies: np.ndarray) -> tuple[int, ...]:
-    """The lengths of a pack, longest first, from ascending ``lengths`` and copies."""
-    return tuple(int(v) for v in np.repeat(lengths, copies)[::-1])
