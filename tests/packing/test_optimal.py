@@ -365,12 +365,28 @@ def test_column_generation_stops_once_the_lp_value_is_low_enough():
     assert optimal._column_generation(*args, stop_at=math.inf).rounds == 1
 
 
+def test_the_rest_is_planned_on_lengths_rounded_up_in_groups(monkeypatch):
+    # Fifty full packs (5, 3); 6 and 7 are left, and planned as they are, or, with
+    # at most one row for the rest's LP, rounded up in groups of two (5-6, 7-8).
+    histogram = make_histogram(8, {5: 50, 3: 50, 6: 1, 7: 1})
+    planned = []
+    plan = optimal._plan
+    monkeypatch.setattr(optimal, "_plan", lambda lengths, demand, *args, **kwargs:
+                        planned.append(lengths.tolist()) or plan(lengths, demand, *args, **kwargs))
+    expected = {(5, 3): 50, (6,): 1, (7,): 1}  # real lengths in the slots
+    assert optimal._full_packs_first(histogram, 8, 3, 52) == expected
+    monkeypatch.setattr(optimal, "_REST_ROWS", 1)
+    assert optimal._full_packs_first(histogram, 8, 3, 52) == expected
+    assert planned == [[6, 7], [6, 8]]
+
+
 @settings(max_examples=60)
-@given(tiny_instances())
-def test_full_packs_first_plans_are_valid_and_bounded(instance):
+@given(tiny_instances(), st.sampled_from([optimal._REST_ROWS, 1]))
+def test_full_packs_first_plans_are_valid_and_bounded(instance, rest_rows):
     histogram, max_length, max_sequences_per_pack = instance
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(optimal, "_MANY_LENGTHS", 1)
+        patch.setattr(optimal, "_REST_ROWS", rest_rows)  # 1: the rest in one group
         result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0)
     assert_valid(result, histogram, max_length, max_sequences_per_pack)
     best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
