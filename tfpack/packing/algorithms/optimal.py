@@ -250,11 +250,17 @@ def _full_packs_first(histogram, max_length, max_sequences_per_pack,
     the rest's plan is from the rest's tokens: its LP stops well within
     ``_slack`` (``_REST_LP_SLACK`` of it), leaving room for rounding. With
     more than ``_REST_ROWS`` lengths, it runs on them rounded up within
-    groups (`_groups`), and the real sequences take the slots. Only its
+    groups (`_groups`), and the real sequences take the slots. Best fit
+    alone is returned when it is within ``_GOOD_ENOUGH`` (as in `_plan`). Only its
     value matters (the bound is the token bound), so its pricing is not
     smoothed: smoothing helps the bound, and slows the value (80 rounds
     instead of 26 on docs300k d16).
     """
+    lengths = np.flatnonzero(histogram) + 1
+    heuristic = _best_fit.fill(dict(zip(lengths.tolist(), histogram[lengths - 1].tolist())), {},
+                               max_length, max_sequences_per_pack)  # ~0.04 s at 1M sequences
+    if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
+        return heuristic  # as `_plan` does
     packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack)
     lengths = np.flatnonzero(rest) + 1
     tokens = np.arange(1, max_length + 1)
