@@ -27,6 +27,7 @@ MODULES = [
     "tfpack.packing.algorithms.nnlshp",
     "tfpack.packing.algorithms.ennlshp",
     "tfpack.packing.algorithms._groups",
+    "tfpack.packing.algorithms._rounding",
 ]
 
 

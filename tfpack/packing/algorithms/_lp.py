@@ -13,6 +13,9 @@ simplex iterations instead of thousands. That needs the HiGHS object: the
 public ``highspy`` package when it is installed, else the same class that
 SciPy (>= 1.15) ships inside ``scipy.optimize``. Without either, every solve
 goes through `scipy.optimize.linprog` from scratch: slower, same answers.
+With HiGHS, `set_demand` changes the right-hand side and keeps the basis, so
+that `_diving` re-solves on the demand fixed packs leave in a few dual
+simplex iterations.
 """
 
 from __future__ import annotations
@@ -89,6 +92,25 @@ class Master:
         self.columns.extend(patterns)
         if self._highs is not None:
             self._add_to_highs(_sparse(patterns, self.n), cost=1.0)
+
+    def basis(self):
+        """HiGHS's current basis, for `set_basis` (HiGHS only)."""
+        return self._highs.getBasis()
+
+    def set_basis(self, basis) -> None:
+        self._highs.setBasis(basis)
+
+    def set_demand(self, demand: np.ndarray) -> None:
+        """Change the right-hand side; the basis stays (HiGHS only).
+
+        ``demand`` may have negative entries: a surplus that the zero-cost
+        columns may pass on. A basis optimal for another right-hand side stays
+        dual feasible, so solves go on with dual simplex from it.
+        """
+        self.demand = np.asarray(demand, dtype=np.float64)
+        self._highs.changeRowsBounds(self.n, np.arange(self.n, dtype=np.int32), self.demand,
+                                     np.full(self.n, self._highs.getInfinity()))
+        self._highs.setOptionValue("simplex_strategy", 1)
 
     def _add_to_highs(self, block, cost: float) -> None:
         k = block.shape[1]
