@@ -79,15 +79,14 @@ Notes:
     tokens, at most 1,024 lengths), the rest goes through the column
     generation (unsmoothed: only its value matters) and rounding below, on
     its lengths rounded up within groups of neighbours where it has more
-    than ``_REST_ROWS`` (`_groups`: the slots hold the real sequences; a few
-    tokens lost a sequence, and an LP a fraction as slow: docs300k d16 has
-    678 lengths left, 237 groups, ~0.3 s instead of 1.6 s, a pack fewer),
-    stopping once that LP is within
-    ``_REST_LP_SLACK`` of ``_slack`` of the rest's token bound (full packs
-    waste nothing, so the whole plan is then as close, plus what rounding
-    and the rounded-up lengths lose), or after ``_REST_ROW_ROUNDS`` rounds x
-    lengths (a guard: a rest it cannot fill soon is given up soon; the
-    benchmarks' rests take 15-52 rounds). The plan is returned with the token
+    than ``_REST_ROWS`` (`_groups`: the slots hold the real sequences, a few
+    tokens lost a sequence, for an LP a fraction as slow), stopping once
+    that LP is within ``_REST_LP_SLACK`` of ``_slack`` of the rest's token
+    bound (full packs waste nothing, so the whole plan is then as close,
+    plus what rounding and the rounded-up lengths lose). docs300k d16
+    leaves 678 lengths: in 237 groups the whole plan takes 0.5 s, 5 packs
+    above the bound; on all 678, 1.9 s and 3 packs (340 groups: 0.8 s, 3).
+    The plan is returned with the token
     bound when it is within ``_slack`` (0.01 pp of efficiency, or the couple
     of packs rounding loses) of it, the tolerance the LP over all lengths
     stops at; else that LP runs as before and this plan is one more
@@ -167,9 +166,6 @@ _REST_LP_SLACK = 1 / 16
 # The rest's LP runs on at most about this many lengths: more are rounded up
 # within groups of neighbours (`_groups`), a few tokens lost a sequence.
 _REST_ROWS = 256
-# The rest's LP runs at most this many rounds x lengths (the benchmarks' rests take
-# 3,500-13,000): a rest it cannot fill soon is given up soon (its plan is then rarely kept).
-_REST_ROW_ROUNDS = 16_384
 _IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
 _BOUND_MARGIN = 1e-9  # relative margin when rounding the LP bound up to an integer
 _DUAL_BITS = 40  # pricing sees the duals rounded up to multiples of 2**-40 (`_plateaus`)
@@ -234,13 +230,11 @@ def _slack(simple: int) -> float:
 
 
 def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at=0.0,
-          smooth=_SMOOTHING, max_rounds=_MAX_ROUNDS, others=(),
-          dives=True) -> tuple[dict[tuple[int, ...], int], int]:
+          smooth=_SMOOTHING, others=(), dives=True) -> tuple[dict[tuple[int, ...], int], int]:
     """Column generation and rounding: the best plan found and the proven bound.
 
     ``stop_at``: column generation may stop once the LP value is this low.
     ``smooth``: the pricing mix of `_column_generation` (0: the LP duals only).
-    ``max_rounds``: column generation rounds at most.
     ``others``: more candidate plans; the one with fewest packs is returned.
     ``dives``: also round by diving (`_dive`), up to _EARLY_ROWS lengths.
     """
@@ -249,7 +243,7 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
         return heuristic, simple  # no LP can say much more
     lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic, simple,
-                            stop_at=stop_at, smooth=smooth, max_rounds=max_rounds)
+                            stop_at=stop_at, smooth=smooth)
 
     def rounding(fill):
         return _rounding.round_lp(lp.patterns, lp.x, lengths, demand, max_length,
@@ -300,8 +294,7 @@ def _full_packs_first(histogram, max_length, max_sequences_per_pack,
         rest_simple = _simple_bound(lengths, demand, max_length, max_sequences_per_pack)
         stop_at = rest_simple + _REST_LP_SLACK * _slack(simple)
         rest_plan = _result(*_plan(lengths, demand, max_length, max_sequences_per_pack,
-                                   rest_simple, stop_at=stop_at, smooth=0.0,
-                                   max_rounds=_REST_ROW_ROUNDS // len(lengths)))
+                                   rest_simple, stop_at=stop_at, smooth=0.0))
         for pack, number in _groups.real_packs(rest_plan.strategies, rest_plan.counts, rest,
                                                starts).items():
             packs[pack] = packs.get(pack, 0) + number
@@ -378,7 +371,7 @@ class _LP:
 
 
 def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple, *,
-                       stop_at=0.0, smooth=_SMOOTHING, max_rounds=_MAX_ROUNDS) -> _LP:
+                       stop_at=0.0, smooth=_SMOOTHING) -> _LP:
     n = len(lengths)
     bounds = np.minimum(demand, max_length // lengths)
     if max_sequences_per_pack is not None:
@@ -449,7 +442,7 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
                     and rounds * n >= _ROW_ROUNDS // 40)
                 or (value - lower_bound <= _LP_GAP * lower_bound
                     and rounds * n >= _ROW_ROUNDS // 10)
-                or rounds >= min(max_rounds, _ROW_ROUNDS // n))
+                or rounds >= min(_MAX_ROUNDS, _ROW_ROUNDS // n))
         if done or not add(fresh):
             if best_y is not None and \
                     _ceil(best_bound * (1 + _knapsack.OVERSTATES)) > lower_bound:
