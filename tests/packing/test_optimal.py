@@ -349,10 +349,20 @@ def test_full_packs_first_is_skipped_when_sequences_outnumber_the_token_bound(mo
     assert result.lower_bound_packs == 3072 == result.counts.sum()
 
 
+def test_full_packs_first_returns_best_fit_when_it_meets_the_token_bound(monkeypatch):
+    # Lengths 1..4,095 once each: best fit pairs l with 4,096 - l, and 2,048 is alone.
+    histogram = np.ones(4096, dtype=np.int64)
+    histogram[-1] = 0
+    monkeypatch.setattr(_exact_fill, "fill", None)  # would raise if called
+    result = optimal.pack(histogram, 4096, None, seed=0)
+    assert_valid(result, histogram, 4096, None)
+    assert result.lower_bound_packs == 2048 == result.counts.sum()
+
+
 def test_full_packs_first_gives_up_when_much_is_left():
     # Two sequences of 1,500..2,000 tokens never fill 4,096: nothing is full, all is left.
     histogram = make_histogram(4096, {length: 5 for length in range(1500, 2001)})
-    assert optimal._full_packs_first(histogram, 4096, 2, 1255) is None
+    assert optimal._full_packs_first(histogram, 4096, 2, 1071) is None  # the token bound
 
 
 def test_column_generation_stops_once_the_lp_value_is_low_enough():
@@ -365,12 +375,28 @@ def test_column_generation_stops_once_the_lp_value_is_low_enough():
     assert optimal._column_generation(*args, stop_at=math.inf).rounds == 1
 
 
+def test_the_rest_is_planned_on_lengths_rounded_up_in_groups(monkeypatch):
+    # Fifty full packs (5, 3); 6 and 7 are left, and planned as they are, or, with
+    # at most one row for the rest's LP, rounded up in groups of two (5-6, 7-8).
+    histogram = make_histogram(8, {5: 50, 3: 50, 6: 1, 7: 1})
+    planned = []
+    plan = optimal._plan
+    monkeypatch.setattr(optimal, "_plan", lambda lengths, demand, *args, **kwargs:
+                        planned.append(lengths.tolist()) or plan(lengths, demand, *args, **kwargs))
+    expected = {(5, 3): 50, (6,): 1, (7,): 1}  # real lengths in the slots
+    assert optimal._full_packs_first(histogram, 8, 3, 51) == expected
+    monkeypatch.setattr(optimal, "_REST_ROWS", 1)
+    assert optimal._full_packs_first(histogram, 8, 3, 51) == expected
+    assert planned == [[6, 7], [6, 8]]
+
+
 @settings(max_examples=60)
-@given(tiny_instances())
-def test_full_packs_first_plans_are_valid_and_bounded(instance):
+@given(tiny_instances(), st.sampled_from([optimal._REST_ROWS, 1]))
+def test_full_packs_first_plans_are_valid_and_bounded(instance, rest_rows):
     histogram, max_length, max_sequences_per_pack = instance
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(optimal, "_MANY_LENGTHS", 1)
+        patch.setattr(optimal, "_REST_ROWS", rest_rows)  # 1: the rest in one group
         result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0)
     assert_valid(result, histogram, max_length, max_sequences_per_pack)
     best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
