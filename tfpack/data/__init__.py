@@ -32,7 +32,7 @@ from tfpack.data.assemble import assemble
 from tfpack.data.features import IGNORE_LABEL, FeatureRoles, packed_feature_spec
 from tfpack.data.flatten import flatten
 from tfpack.data.pack import Packer, PackReport, pack
-from tfpack.data.windows import streaming_metrics
+from tfpack.packing.windows import streaming_metrics
 
 # Names that live in the builders, formats and engines packages, exported here
 # too. Resolved on first use: those packages import `tfpack.data` themselves.

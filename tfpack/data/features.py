@@ -45,7 +45,7 @@ from tfpack import tasks
 from tfpack.errors import TfpackError
 from tfpack.features import IGNORE_LABEL
 
-__all__ = ["FeatureRoles", "packed_feature_spec", "dense_rows", "IGNORE_LABEL"]
+__all__ = ["FeatureRoles", "packed_feature_spec", "IGNORE_LABEL"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,17 +266,3 @@ def packed_feature_names(roles: FeatureRoles) -> list[str]:
     names += ["cls_positions", "sequence_mask", "example_ids", *roles.sequence,
               *derived("sequence")]
     return names + derived("token")
-
-
-def dense_rows(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """``dataset`` with rank-1 ragged features (``ragged_rank`` 0) as dense tensors.
-
-    Unbatching or slicing a `tf.RaggedTensor` yields such features; they hold
-    dense values but a `tf.RaggedTensorSpec`.
-    """
-    spec = dataset.element_spec
-    if not isinstance(spec, dict) or not any(
-            isinstance(s, tf.RaggedTensorSpec) and s.ragged_rank == 0 for s in spec.values()):
-        return dataset
-    return dataset.map(tf.autograph.experimental.do_not_convert(lambda x: {
-        n: v.to_tensor() if isinstance(v, tf.RaggedTensor) else v for n, v in x.items()}))

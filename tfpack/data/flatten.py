@@ -30,10 +30,11 @@ from typing import Callable
 import tensorflow as tf
 
 from tfpack.data.assemble import assemble
-from tfpack.data.features import FeatureRoles, dense_rows
+from tfpack.data.features import FeatureRoles
 from tfpack.data.pack import _positive, _with_static_shapes
 from tfpack.data.reading import ragged_rows
 from tfpack.errors import TfpackError
+from tfpack.formats.rows import dense_rows
 
 __all__ = ["flatten"]
 

@@ -8,7 +8,7 @@ Two modes:
 
 - offline (default): the examples are read once into host memory; their
   lengths give a plan over the whole dataset (``plan=`` or ``algorithm=``);
-  the plan's assignment then yields the packs (`tfpack.data.flow`, the flow
+  the plan's assignment then yields the packs (`tfpack.packing.flow`, the flow
   ``tfpack pack`` runs too). Pack order is shuffled with ``seed``; bad input (an example longer than ``L``, a pack with more than
   ``M`` predictions) fails while ``ds.apply`` runs, naming the example.
 - streaming (``window=N``): ``N`` examples at a time are planned and packed;
@@ -39,12 +39,16 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from tfpack.formats import validation
 from tfpack.data.assemble import assemble
 from tfpack.data.boundary import raising_tfpack_errors
-from tfpack.data.features import FeatureRoles, dense_rows, packed_feature_spec
+from tfpack.data.features import FeatureRoles, packed_feature_spec
 from tfpack.data.reading import input_names, materialize, ragged_rows, truncate_example
-from tfpack.data.windows import (
+from tfpack.errors import TfpackError
+from tfpack.formats import validation
+from tfpack.formats.rows import dense_rows
+from tfpack.packing.balance import check_balance
+from tfpack.packing.flow import offline_packs
+from tfpack.packing.windows import (
     DEFAULT_ALGORITHM,
     check_predictions,
     empty_dataset_error,
@@ -53,7 +57,6 @@ from tfpack.data.windows import (
     plan_window,
     take_worker,
 )
-from tfpack.errors import TfpackError
 
 __all__ = ["pack", "Packer", "PackReport"]
 
@@ -220,8 +223,6 @@ class Packer:
         _positive("per_replica_batch_size", per_replica_batch_size)
         _positive("batch_size", batch_size, allow_none=True)
         validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
-        from tfpack.packing.balance import check_balance
-
         _positive("balance_size", balance_size, allow_none=True)
         balance = check_balance(balance, balance_size or batch_size)
         if balance and window:
@@ -303,8 +304,6 @@ class Packer:
     # -- offline ---------------------------------------------------------
 
     def _offline(self, dataset, roles):
-        from tfpack.data.flow import offline_packs
-
         examples, lengths = materialize(dataset, roles)
         L = self.max_length
         validation.check_example_codes(

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.data.features import FeatureRoles
-from tfpack.data.windows import empty_dataset_error
+from tfpack.packing.windows import empty_dataset_error
 from tfpack.errors import TfpackError
 
 __all__ = ["materialize", "truncate_example", "ragged_rows", "input_names", "check_partitions"]

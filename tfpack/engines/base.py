@@ -39,6 +39,8 @@ import os
 import time
 
 from tfpack.errors import TfpackError
+from tfpack.packing.balance import check_balance
+from tfpack.packing.flow import check_plan_fits, check_source, shard_size
 
 __all__ = ["Job", "JOB_FIELDS", "Built", "Engine", "register", "get", "names", "pack", "finish"]
 
@@ -81,9 +83,7 @@ class Job:
 
     def check(self) -> None:
         """Refuse bad arguments before any input is read or anything written."""
-        from tfpack.data.flow import check_plan_fits, check_source
         from tfpack.formats import validation
-        from tfpack.packing.balance import check_balance
 
         check_source(self.plan, self.algorithm)
         if not isinstance(self.packs_per_shard, int) or self.packs_per_shard < 1:
@@ -199,9 +199,6 @@ def pack(engine: str, input_pattern, output_dir: str, *, overwrite: bool = False
     from tfpack.formats import outputs
 
     started = time.perf_counter()
-    from tfpack.data.flow import shard_size
-    from tfpack.packing.balance import check_balance
-
     job = Job(input_pattern, **job)
     job.check()
     job = dataclasses.replace(  # balance named once; shards of whole batches

@@ -43,6 +43,7 @@ import numpy as np
 
 from tfpack.engines import base
 from tfpack.errors import TfpackError
+from tfpack.packing.flow import offline_packs
 
 # TensorFlow and the record formats are imported where they are used, so that
 # registering the engine (`tfpack pack --help`) does not start TensorFlow.
@@ -112,7 +113,6 @@ class LocalEngine(base.Engine):
         return {"progress": sys.stderr.isatty()}  # bars only for a person watching
 
     def build(self, job: base.Job, staging: str) -> base.Built:
-        from tfpack.data.flow import offline_packs
         from tfpack.formats import manifest
         from tfpack.formats.records import GOOGLE_FEATURES, list_files, scan_google_records
 

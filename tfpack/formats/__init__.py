@@ -5,6 +5,7 @@
   (`write_packed`, `read_packed`).
 - `protos`: fast numpy serialization of `tf.train.Example` records.
 - `validation`: every input record checked in one place.
+- `rows`: ragged reads made dense (`dense_rows`).
 - `manifest`: atomic shards and the manifest written last.
 - `outputs`: output directories built beside and swapped in whole.
 

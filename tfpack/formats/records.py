@@ -31,12 +31,11 @@ from typing import Iterable
 import numpy as np
 import tensorflow as tf
 
-from tfpack.formats import manifest
-from tfpack.data.features import dense_rows
-from tfpack.formats import validation
-from tfpack.formats.protos import encode_examples
-from tfpack.formats.validation import GOOGLE_FEATURES
 from tfpack.errors import TfpackError
+from tfpack.formats import manifest, validation
+from tfpack.formats.protos import encode_examples
+from tfpack.formats.rows import dense_rows
+from tfpack.formats.validation import GOOGLE_FEATURES
 
 __all__ = [
     "GOOGLE_FEATURES",

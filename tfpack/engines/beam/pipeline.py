@@ -47,6 +47,7 @@ import numpy as np
 from tfpack.engines import base
 from tfpack.engines.beam import steps
 from tfpack.errors import TfpackError
+from tfpack.packing import PackingPlan
 
 __all__ = ["run_pipeline"]
 
@@ -85,7 +86,6 @@ def run_pipeline(options, job: base.Job, files: list[str], staging: str) -> base
     if result["error"] is not None:
         raise TfpackError(result["error"])
     from tfpack.formats.manifest import ShardInfo
-    from tfpack.packing import PackingPlan
 
     return base.Built(
         plan=PackingPlan.from_json(result["plan"]),

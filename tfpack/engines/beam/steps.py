@@ -39,6 +39,10 @@ import json
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.packing import length_ranks, placement
+from tfpack.packing.flow import choose_plan, predictions_per_pack, sequences_per_pack
+from tfpack.packing.histograms import length_range_error
+from tfpack.packing.windows import length_error, predictions_error
 
 __all__ = ["CACHE_PREFIX", "FileScan", "Placed", "Step", "StepFailed", "unique_by", "scan_file",
            "summary",
@@ -223,11 +227,6 @@ def decide(summaries: list[dict], *, files: list[str], job, cache_dir: str | Non
 
 
 def _decide(summaries: list[dict], *, files: list[str], job) -> dict:
-    from tfpack.data.flow import choose_plan
-    from tfpack.data.windows import length_error
-    from tfpack.packing import placement
-    from tfpack.packing.histograms import length_range_error
-
     max_length, seed = job.max_length, job.seed
     try:
         summaries = unique_by(summaries, lambda s: s["index"], len(files), "input files")
@@ -277,8 +276,6 @@ def _decide(summaries: list[dict], *, files: list[str], job) -> dict:
 
 def place_file(scan: FileScan, decision: dict):
     """Step 3: pack and slot of each example of one file (nothing after an error)."""
-    from tfpack.packing import length_ranks
-
     if decision["error"] is not None or scan.lengths.size == 0:
         return
     rule = decision["placement"]
@@ -316,8 +313,6 @@ def shard_totals(item) -> tuple[int, int, int, int]:
 
 def limits(totals: list, decision: dict, *, job) -> dict:
     """Step 4c: ``K`` and ``M``, checked as the local engine checks them, or the error."""
-    from tfpack.data.flow import predictions_per_pack, sequences_per_pack
-
     if decision["error"] is not None:
         return {"error": decision["error"]}
     max_predictions_per_pack = job.max_predictions_per_pack
@@ -394,7 +389,6 @@ def collect(_, decision: dict, limit: dict, shards: list[dict], bad_pack: list, 
     ``result_path`` gets JSON ``{"error": message}`` or the plan, the shards
     (in shard order), features, ``K``, ``M`` and the counts.
     """
-    from tfpack.data.windows import predictions_error
     from tfpack.formats import manifest
 
     error = decision["error"] or limit["error"]

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.packing.histograms import histogram
+from tfpack.packing.plans import plan as make_plan
 
 __all__ = ["plan_window", "streaming_metrics", "permute_packs", "fit_to_multiple",
            "take_worker", "check_lengths", "check_predictions", "empty_dataset_error",
@@ -88,12 +90,10 @@ def plan_window(lengths, max_length, max_sequences_per_pack, algorithm, *, seed=
     >>> len(splits) - 1
     2
     """
-    from tfpack import packing
-
     lengths = np.asarray(lengths, np.int64)
     check_lengths(lengths, max_length, first_index)
-    plan = packing.plan(packing.histogram(lengths, max_length), max_length,
-                        max_sequences_per_pack, algorithm=algorithm, seed=seed)
+    plan = make_plan(histogram(lengths, max_length), max_length,
+                     max_sequences_per_pack, algorithm=algorithm, seed=seed)
     assignment = plan.assign(lengths, seed=seed)
     return (np.asarray(assignment.order, np.int64), np.asarray(assignment.splits, np.int64))
 

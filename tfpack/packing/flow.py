@@ -33,13 +33,15 @@ import dataclasses
 
 import numpy as np
 
-from tfpack.data.windows import (
+from tfpack.packing.windows import (
     DEFAULT_ALGORITHM,
     check_lengths,
     check_predictions,
     predictions_error,
 )
 from tfpack.errors import TfpackError
+from tfpack.packing.histograms import histogram as length_histogram
+from tfpack.packing.plans import plan as make_plan
 
 __all__ = ["OfflinePacks", "offline_packs", "check_source", "check_plan_fits", "choose_plan",
            "sequences_per_pack", "predictions_per_pack", "shard_size"]
@@ -79,11 +81,9 @@ def offline_packs(lengths, predictions=None, *, max_length: int,
     >>> packs.order.tolist(), packs.splits.tolist(), packs.max_predictions_per_pack
     ([0, 1, 2, 3], [0, 2, 4], 2)
     """
-    from tfpack import packing
-
     lengths = np.asarray(lengths, np.int64)
     check_lengths(lengths, max_length, first_index=0)
-    chosen = choose_plan(packing.histogram(lengths, max_length), max_length=max_length,
+    chosen = choose_plan(length_histogram(lengths, max_length), max_length=max_length,
                          max_sequences_per_pack=max_sequences_per_pack, plan=plan,
                          algorithm=algorithm, seed=seed)
     assignment = chosen.assign(lengths, seed=seed, shuffle=shuffle, balance=balance,
@@ -130,13 +130,11 @@ def check_plan_fits(plan, max_length: int, max_sequences_per_pack: int | None) -
 def choose_plan(histogram, *, max_length: int, max_sequences_per_pack: int | None,
                 plan=None, algorithm: str | None = None, seed: int = 0):
     """The `PackingPlan` to pack ``histogram`` with: ``plan`` checked, or a new one."""
-    from tfpack import packing
-
     check_source(plan, algorithm)
     if plan is None:
-        return packing.plan(np.asarray(histogram)[:max_length], max_length,
-                            max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM,
-                            seed=seed)
+        return make_plan(np.asarray(histogram)[:max_length], max_length,
+                         max_sequences_per_pack, algorithm=algorithm or DEFAULT_ALGORITHM,
+                         seed=seed)
     if plan.max_length > max_length:
         raise TfpackError("`plan.max_length` must be at most `max_length`. "
                           f"Received: plan.max_length={plan.max_length}, max_length={max_length}")

@@ -1,11 +1,11 @@
-"""One offline flow (`tfpack.data.flow`) behind the tf.data transform and both engines."""
+"""One offline flow (`tfpack.packing.flow`) behind the tf.data transform and both engines."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import tfpack
-from tfpack.data.flow import offline_packs
+from tfpack.packing.flow import offline_packs
 from tfpack.errors import TfpackError
 
 
