@@ -162,3 +162,38 @@ def test_packed_dataset_fn_for_model_fit(output):
                                   want["input_ids"])
     with pytest.raises(TfpackError, match="global_batch_size"):
         packed_dataset_fn(directory, global_batch_size=0)
+
+
+@pytest.mark.parametrize("workers, replicas", [(2, 2), (2, 4)])
+def test_packed_dataset_fn_gives_each_input_pipeline_its_share(output, workers, replicas):
+    """Simulated contexts: worker w's per-replica batches are its part of each global batch."""
+    directory, packs = output
+    fn = packed_dataset_fn(directory, global_batch_size=8)
+    per_worker = 8 // workers
+    split = split_packs(COUNTS, num_workers=workers, packs_per_step=per_worker)
+    empty = _empty(directory)
+    for w in range(workers):
+        context = tf.distribute.InputContext(workers, w, replicas)
+        batches = list(fn(context).take(split.steps * replicas // workers).as_numpy_iterator())
+        assert {len(b["input_ids"]) for b in batches} == {8 // replicas}
+        got = np.concatenate([b["input_ids"] for b in batches])
+        want = in_order(packs, split.worker_order(w), empty)["input_ids"]
+        np.testing.assert_array_equal(got, want)
+
+
+def test_model_fit_under_mirrored_on_packed_dataset_fn_equals_the_global_batches(output):
+    """`model.fit` on `distribute_datasets_from_function(packed_dataset_fn)` (MirroredStrategy,
+    one device) trains on the global batches of the split, empty packs included."""
+    from packed_worker_run import bert
+
+    directory, packs = output
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    fn = packed_dataset_fn(directory, global_batch_size=4)
+    ours = bert(strategy)
+    ours.fit(strategy.distribute_datasets_from_function(fn),
+             steps_per_epoch=fn.steps_per_epoch(strategy), epochs=1, verbose=0)
+    reference = bert(tf.distribute.get_strategy())
+    split = split_packs(COUNTS, num_workers=1, packs_per_step=4)
+    reference.fit(_global_stream(directory, packs, split, 4, 1).batch(4), epochs=1, verbose=0)
+    for a, b in zip(ours.weights, reference.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)

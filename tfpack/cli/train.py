@@ -183,12 +183,23 @@ def _strategy(config: dict):
 
 
 def _dataset(config: dict):
-    """(unbatched packs, packing factor, L, K, M)."""
+    """(input, packing factor, element spec of one pack).
+
+    A packed output directory comes back as its `PackedOutput` (metadata only):
+    the trainer reads each worker's share of it. Globs of shards and Google
+    records come back as a dataset of unbatched packs, which every worker reads.
+    """
     from tfpack import data
+    from tfpack.training import inputs
 
     if config["input_format"] == "packed":
-        dataset = data.read_packed(check_input_patterns(config["input"]))
-        spec = dataset.element_spec
+        pattern = check_input_patterns(config["input"])
+        if "," not in pattern and os.path.isdir(pattern):
+            dataset = inputs.packed_output(pattern)
+            spec = inputs.empty_packs(dataset, 1).element_spec
+        else:
+            dataset = data.read_packed(pattern)
+            spec = dataset.element_spec
         factor = config["packing_factor"]
         if factor is None:
             try:
@@ -269,6 +280,7 @@ def run(args: argparse.Namespace) -> int:
     import keras
 
     from tfpack import training
+    from tfpack.training import inputs
     from tfpack.training.validation import lengths_of
 
     keras.utils.set_random_seed(config["seed"])
@@ -333,7 +345,9 @@ def run(args: argparse.Namespace) -> int:
         checkpoint_every=config["checkpoint_every"],
         log_path=os.path.join(config["output"], "log.jsonl"), log_every=config["log_every"],
         progress=config["progress"])
-    result = trainer.fit(dataset.repeat(), config["steps"])
+    # A packed output: each worker reads its share, epoch after epoch.
+    result = trainer.fit(dataset if isinstance(dataset, inputs.PackedOutput)
+                         else dataset.repeat(), config["steps"])
     last = result.history[-1] if result.history else {}
     print(json.dumps({"step": result.step, "loss": last.get("loss"),
                       "checkpoint": result.checkpoint, "resumed_from": result.resumed_from,

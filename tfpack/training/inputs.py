@@ -69,6 +69,7 @@ def packed_output(pattern) -> PackedOutput:
     if isinstance(pattern, PackedOutput):
         return pattern
     directory = os.fspath(pattern)
+    manifest.verify(directory, checksums=False)  # Complete, every shard of its size.
     found = manifest.read_manifest(directory)
     return PackedOutput(
         directory, tuple((os.path.join(directory, s["name"]), int(s["records"]))
