@@ -69,3 +69,29 @@ def test_a_google_input_part_matching_nothing_is_refused(packed):
     verdict = outcomes.judge_call(lambda: _dataset(config), refuse=True,
                                   match="matches nothing")
     assert verdict.outcome == outcomes.HELD, verdict
+
+
+@pytest.mark.parametrize("damage", ["not-an-output", "truncated-shard", "extra-shard"])
+def test_trainer_on_a_damaged_or_foreign_directory_is_refused(packed, tmp_path, damage):
+    """`Trainer.fit(directory)` opens the output's manifest first: a directory tfpack did not
+    write, a shard of another size or an unlisted shard is one `TfpackError` line."""
+    import shutil
+
+    from tfpack.training import Lamb, Trainer
+    from tinymodels import TinyPretrainer
+
+    directory = tmp_path / "out"
+    shutil.copytree(packed, directory)
+    shard = next(directory.glob("part-*"))
+    if damage == "not-an-output":
+        (directory / "manifest.json").unlink()
+    elif damage == "truncated-shard":
+        shard.write_bytes(shard.read_bytes()[:-7])
+    else:
+        shutil.copy(shard, directory / "part-00009-of-00010.tfrecord")
+    before = outcomes.snapshot(directory)
+    trainer = Trainer(TinyPretrainer(max_length=32, max_predictions_per_pack=6, vocab_size=40),
+                      Lamb(1e-3), micro_batch_size=2, progress=False, jit_compile=False)
+    verdict = outcomes.judge_call(lambda: trainer.fit(str(directory), 1), refuse=True,
+                                  user_files=(directory, before))
+    assert verdict.outcome == outcomes.HELD, verdict
