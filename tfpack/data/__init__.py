@@ -13,6 +13,7 @@ Every pack has the DESIGN.md features (``input_ids``, ``sequence_ids``,
   `token_classification_examples` (+ `word_predictions`),
   `question_answering_examples` (+ `best_answers`).
 - Files: `read_google_records` (Google BERT TFRecords), `read_packed`,
+  `packed_output` (an output's metadata: shards, counts, features),
   `write_packed`, and `pack_records` (behind ``tfpack pack``).
 
 Example:
@@ -54,6 +55,8 @@ _ELSEWHERE = {
     "google_example": "tfpack.formats",
     "read_google_records": "tfpack.formats",
     "read_packed": "tfpack.formats",
+    "packed_output": "tfpack.formats",
+    "PackedOutput": "tfpack.formats",
     "write_packed": "tfpack.formats",
     "pack_records": "tfpack.engines.local",
 }

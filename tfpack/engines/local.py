@@ -188,8 +188,6 @@ def _build_shards(job, tmp, output_dir, order, splits, shard_of, num_shards, K, 
     from tqdm import tqdm
 
     from tfpack.engines.shards import ShardBuilder
-    from tfpack.formats import manifest
-    from tfpack.formats.records import packed_features, serialize_packs
 
     # Examples of each shard in input order = their order in its bucket file.
     by_shard = np.argsort(shard_of, kind="stable")
@@ -206,14 +204,10 @@ def _build_shards(job, tmp, output_dir, order, splits, shard_of, num_shards, K, 
         local_order = np.searchsorted(members, order[splits[first]:splits[last]])
         bucket = tf.data.TFRecordDataset(os.path.join(tmp, f"bucket-{s:05d}"))
         name = job.shard_name(s, num_shards)
-        with manifest.atomic_path(os.path.join(output_dir, name)) as partial, \
-                tf.io.TFRecordWriter(partial) as writer:
-            for packs in builder.packs(bucket, local_order, local_splits, example_ids=members):
-                features = features or packed_features(packs)
-                for record in serialize_packs(packs):
-                    writer.write(record)
-                bar.update(len(packs["input_ids"]))
+        info, found = builder.write(os.path.join(output_dir, name), bucket, local_order,
+                                    local_splits, example_ids=members, progress=bar.update)
+        features = features or found
         os.remove(os.path.join(tmp, f"bucket-{s:05d}"))
-        shards.append((name, last - first))
+        shards.append(info)
     bar.close()
     return shards, features

@@ -6,6 +6,8 @@ The one builder behind both engines of ``tfpack pack``: the local engine
 records are parsed with `parse_google_batch`, assembled with
 `tfpack.data.assemble` in chunks of packs and serialized with
 `serialize_packs`, so the same examples in the same packs give the same bytes.
+`ShardBuilder.write` writes them as one complete shard (atomic, with the block
+digests of `tfpack.formats.blocks`) and returns its manifest entry.
 
 Example:
 
@@ -31,7 +33,9 @@ import tensorflow as tf
 
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
-from tfpack.formats.records import parse_google_batch
+from tfpack.formats import manifest
+from tfpack.formats.blocks import ShardWriter
+from tfpack.formats.records import packed_features, parse_google_batch, serialize_packs
 from tfpack.formats.validation import dense_first, google_widths
 
 __all__ = ["ShardBuilder"]
@@ -99,6 +103,29 @@ class ShardBuilder:
                 pending = future
             if pending is not None:
                 yield pending.result()
+
+    def write(self, path: str, records, order: np.ndarray, splits: np.ndarray,
+              example_ids: np.ndarray | None = None, *, progress=None
+              ) -> tuple[manifest.ShardInfo, dict | None]:
+        """Build the shard's packs (`packs`) and write them as the complete shard ``path``.
+
+        Written under a temporary name and renamed when complete, with its
+        block digests. ``progress(n)`` is called after each chunk of ``n``
+        packs.
+
+        Returns:
+            ``(ShardInfo, features)``: the shard's manifest entry and the
+            manifest ``features`` of its packs (``None`` for no packs).
+        """
+        features = None
+        with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
+            for packs in self.packs(records, order, splits, example_ids=example_ids):
+                features = features or packed_features(packs)
+                for record in serialize_packs(packs):
+                    writer.write(record)
+                if progress is not None:
+                    progress(len(packs["input_ids"]))
+        return writer.shard_info(path), features
 
     def _parser(self, widths: tuple | None):
         """`parse_google_batch` at ``widths`` (``None``: any)."""

@@ -32,7 +32,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
-from tfpack.formats import manifest, validation
+from tfpack.formats import blocks, manifest, validation
+from tfpack.formats.packed import PackedOutput, packed_output, read_packed
 from tfpack.formats.protos import encode_examples
 from tfpack.formats.rows import dense_rows
 from tfpack.formats.validation import GOOGLE_FEATURES
@@ -44,6 +45,8 @@ __all__ = [
     "parse_google_records",
     "parse_google_batch",
     "read_packed",
+    "packed_output",
+    "PackedOutput",
     "write_packed",
     "serialize_packs",
     "packed_features",
@@ -332,7 +335,7 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
                 f"{os.path.join(directory, manifest.MANIFEST)!r} listing {previous}")
     written = sequences = tokens = 0
     features = None
-    with manifest.atomic_path(path) as tmp, tf.io.TFRecordWriter(tmp) as writer:
+    with manifest.atomic_path(path) as tmp, blocks.ShardWriter(tmp) as writer:
         for batch in packs:
             batch = {n: np.asarray(v) for n, v in batch.items()}
             if features is None:
@@ -350,82 +353,8 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
             raise TfpackError("`packs` must hold at least one batch of packs. Received: none")
     shape = lambda n: features[n][1][0] if n in features else None  # noqa: E731
     manifest.write_manifest(
-        directory, [(name, written)], features=features, max_length=shape("input_ids"),
+        directory, [writer.shard_info(path)], features=features, max_length=shape("input_ids"),
         max_sequences_per_pack=shape("sequence_mask") or 0,
         max_predictions_per_pack=shape("masked_lm_positions"),
         sequences=sequences, tokens=tokens, created_by="tfpack.data.write_packed")
     return written
-
-
-def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
-                verify_checksums: bool = True, batched: bool = False) -> tf.data.Dataset:
-    """Packs of a complete packed output, checked against its manifest first.
-
-    ``pattern`` is the output directory of `tfpack pack` / `write_packed`, or
-    a glob (or list) of its shards: then the files matched must be exactly
-    the shards its ``manifest.json`` lists. Before any data is read, the
-    manifest must be complete and every shard present with the size and
-    sha256 it records (`tfpack.formats.manifest.verify`); else `TfpackError`
-    names what is wrong. Feature names and shapes (``L``, ``K``, ``M``) come
-    from the manifest; int features come back int32, float features float32.
-
-    Args:
-        pattern: output directory, glob, comma-separated globs or list.
-        deterministic: keep the record order (``False`` for speed).
-        verify_checksums: compare every shard's sha256 (reads the data once);
-            ``False`` checks sizes only.
-        batched: batches of the ``batch_size`` the output was balanced for
-            (``tfpack pack --batch-size B --balance``), in order; the last
-            one may be smaller. Packs always come back in the order written
-            (with ``deterministic=True``), and balanced shards hold whole
-            batches, so ``.batch(B)`` gives the same batches.
-
-    Example:
-
-    >>> ds = tfpack.data.read_packed("packed")  # doctest: +SKIP
-    >>> ds.element_spec["input_ids"]  # doctest: +SKIP
-    TensorSpec(shape=(512,), dtype=tf.int32, name=None)
-    """
-    if isinstance(pattern, (str, os.PathLike)) and os.path.isdir(pattern):
-        groups = {str(pattern): None}
-    else:
-        patterns = pattern.split(",") if isinstance(pattern, str) else [str(p) for p in pattern]
-        matched = sorted({f for p in patterns for f in tf.io.gfile.glob(p.strip())
-                          if not os.path.basename(f).startswith(".")
-                          and os.path.basename(f) != manifest.MANIFEST})
-        if not matched:
-            raise TfpackError("`pattern` must name a packed output directory or match its "
-                              f"shards. Received: pattern={pattern!r}")
-        groups = {}
-        for f in matched:
-            groups.setdefault(os.path.dirname(f) or ".", []).append(f)
-    files, spec, packs, batch_sizes = [], None, 0, set()
-    for directory, group in groups.items():
-        files += manifest.verify(directory, group, checksums=verify_checksums)
-        found = manifest.read_manifest(directory)
-        packs += found["packs"]
-        batch_sizes.add(found.get("batch_size"))
-        if spec is not None and found["features"] != spec:
-            raise TfpackError("All packed outputs read together must have the same features. "
-                              f"Received: {directory!r} differs from {list(groups)[0]!r}")
-        spec = found["features"]
-    if packs == 0:
-        raise TfpackError(
-            f"The packed files must hold at least one pack. Received: pattern={pattern!r}")
-    parse_spec = {n: tf.io.FixedLenFeature(f["shape"], tf.float32 if f["dtype"] == "float32"
-                                           else tf.int64) for n, f in spec.items()}
-
-    def parse(serialized):
-        parsed = tf.io.parse_example(serialized, parse_spec)
-        return {n: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for n, t in parsed.items()}
-
-    if batched and (len(batch_sizes) != 1 or None in batch_sizes):
-        raise TfpackError(
-            "`batched=True` needs an output packed for one batch size (`tfpack pack "
-            "--batch-size B --balance`). Received: batch sizes "
-            f"{sorted(batch_sizes, key=str)} in {list(groups)}")
-    packs = (tf.data.TFRecordDataset(files).batch(256)
-             .map(tf.autograph.experimental.do_not_convert(parse),
-                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic or batched)
-             .unbatch())
-    return packs.batch(batch_sizes.pop()) if batched else packs

@@ -141,28 +141,17 @@ class _BuildShard(beam.DoFn):
             raise steps.StepFailed.of("build", error) from error
 
     def _build(self, item, decision, limit) -> dict:
-        import tensorflow as tf
-
-        from tfpack.formats import manifest
-        from tfpack.formats.records import packed_features, serialize_packs
+        import dataclasses
 
         shard, parts = item
         records, splits, ids = steps.shard_layout(list(parts))
         builder = _shard_builder(self.job.max_length, limit["K"], limit["M"])
         name = self.job.shard_name(shard, decision["shards"])
-        path = os.path.join(self.staging, name)
-        count, features = 0, None
-        with manifest.atomic_path(path) as partial, tf.io.TFRecordWriter(partial) as writer:
-            for packs in builder.packs(records, np.arange(len(records)), splits,
-                                       example_ids=ids):
-                features = features or packed_features(packs)
-                for record in serialize_packs(packs):
-                    writer.write(record)
-                    count += 1
-        # Hashed here, by the worker that wrote it, not by one process at the end.
-        size, sha256 = manifest.describe_file(path)
-        return {"shard": int(shard), "name": name, "records": count, "bytes": size,
-                "sha256": sha256, "features": features}
+        # Written, hashed and digested here, by the worker that built it, not by
+        # one process at the end.
+        info, features = builder.write(os.path.join(self.staging, name), records,
+                                       np.arange(len(records)), splits, example_ids=ids)
+        return {"shard": int(shard), **dataclasses.asdict(info), "features": features}
 
 
 @functools.lru_cache(maxsize=4)

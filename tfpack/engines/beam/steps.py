@@ -407,7 +407,8 @@ def collect(_, decision: dict, limit: dict, shards: list[dict], bad_pack: list, 
         return
     result = {
         "error": None, "plan": decision["plan"].to_json(),
-        "shards": [{k: s[k] for k in ("name", "records", "bytes", "sha256")} for s in shards],
+        "shards": [{k: s[k] for k in ("name", "records", "bytes", "sha256", "block_records",
+                                      "blocks")} for s in shards],
         "features": shards[0]["features"], "K": limit["K"], "M": limit["M"],
         "sequences": decision["sequences"], "tokens": decision["tokens"],
         "packs": decision["packs"],
