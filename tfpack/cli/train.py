@@ -185,17 +185,18 @@ def _strategy(config: dict):
 def _dataset(config: dict):
     """(input, packing factor, element spec of one pack).
 
-    A packed output directory comes back as its `PackedOutput` (metadata only):
-    the trainer reads each worker's share of it. Globs of shards and Google
-    records come back as a dataset of unbatched packs, which every worker reads.
+    One packed output (its directory, or a glob of its shards) comes back as its
+    `PackedOutput` (metadata only): the trainer reads each worker's share of it.
+    Several outputs and Google records come back as a dataset of unbatched
+    packs, which every worker reads.
     """
     from tfpack import data
     from tfpack.training import inputs
 
     if config["input_format"] == "packed":
         pattern = check_input_patterns(config["input"])
-        if "," not in pattern and os.path.isdir(pattern):
-            dataset = inputs.packed_output(pattern)
+        if len({input_directory(part) for part in pattern.split(",")}) == 1:
+            dataset = inputs.packed_output(pattern)  # One output: metadata only.
             spec = inputs.empty_packs(dataset, 1).element_spec
         else:
             dataset = data.read_packed(pattern)

@@ -35,48 +35,23 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
-import numpy as np
 import tensorflow as tf
 
 from tfpack import features as contract
 from tfpack.errors import TfpackError
-from tfpack.formats import manifest
+from tfpack.formats.packed import PackedOutput, read_packed
+from tfpack.formats.packed import packed_output as formats_packed_output
 from tfpack.packing.workers import PackSplit, split_packs
 
 __all__ = ["PackedOutput", "packed_output", "empty_packs", "worker_packs", "packed_dataset_fn",
            "num_input_pipelines"]
 
 
-@dataclasses.dataclass(frozen=True)
-class PackedOutput:
-    """A packed output's metadata (nothing of its shards is read)."""
-
-    directory: str
-    shards: tuple[tuple[str, int], ...]
-    packs: int
-    features: dict
-    max_length: int
-    max_sequences_per_pack: int
-    max_predictions_per_pack: int | None
-    batch_size: int | None = None
-
-
 def packed_output(pattern) -> PackedOutput:
-    """The `PackedOutput` of an output directory (a `PackedOutput` is returned as is)."""
-    if isinstance(pattern, PackedOutput):
-        return pattern
-    directory = os.fspath(pattern)
-    manifest.verify(directory, checksums=False)  # Complete, every shard of its size.
-    found = manifest.read_manifest(directory)
-    return PackedOutput(
-        directory, tuple((os.path.join(directory, s["name"]), int(s["records"]))
-                         for s in found["shards"]),
-        int(found["packs"]), found["features"], found["max_length"],
-        found["max_sequences_per_pack"], found["max_predictions_per_pack"],
-        found.get("batch_size"))
+    """`tfpack.formats.packed.packed_output` (metadata only); a `PackedOutput` as is."""
+    return pattern if isinstance(pattern, PackedOutput) else formats_packed_output(pattern)
 
 
 def is_packed_output(value) -> bool:
@@ -86,34 +61,16 @@ def is_packed_output(value) -> bool:
     return isinstance(value, (str, os.PathLike)) and os.path.isdir(value)
 
 
-def _parse_spec(output: PackedOutput) -> dict:
-    return {n: tf.io.FixedLenFeature(f["shape"], tf.float32 if f["dtype"] == "float32"
-                                     else tf.int64) for n, f in output.features.items()}
-
-
 def _read_range(output: PackedOutput, start: int, stop: int) -> tf.data.Dataset:
-    """Packs ``[start, stop)`` in written order, reading only the shards they lie in."""
-    paths, firsts, takes, offset = [], [], [], 0
-    for path, records in output.shards:
-        a, b = max(start, offset), min(stop, offset + records)
-        if a < b:
-            paths.append(path)
-            firsts.append(a - offset)
-            takes.append(b - a)
-        offset += records
-    spec = _parse_spec(output)
-    files = tf.data.Dataset.from_tensor_slices((paths, np.array(firsts, np.int64),
-                                                np.array(takes, np.int64)))
-    records = files.flat_map(
-        lambda path, first, take: tf.data.TFRecordDataset(path).skip(first).take(take))
-
-    def parse(serialized):
-        parsed = tf.io.parse_example(serialized, spec)
-        return {n: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for n, t in parsed.items()}
-
-    return (records.batch(256).map(tf.autograph.experimental.do_not_convert(parse),
-                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-            .unbatch())
+    """Packs ``[start, stop)`` in written order: only the shards holding them are opened,
+    and every block is checked against the manifest as it is read (`read_packed`)."""
+    reopened = formats_packed_output(output.directory)
+    if (reopened.generation, reopened.shards) != (output.generation, output.shards):
+        raise TfpackError(
+            "A packed output must not change while a job reads it. Received: "
+            f"{output.directory!r} was re-written after it was opened (generation "
+            f"{output.generation} -> {reopened.generation})")
+    return read_packed(output.directory, packs=(start, stop))
 
 
 def _padding(name: str, size: int, sizes: dict) -> int | float:
