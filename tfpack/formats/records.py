@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
-from tfpack.formats import manifest, validation
+from tfpack.formats import manifest, outputs, validation
 from tfpack.formats.protos import encode_examples
 from tfpack.formats.rows import dense_rows
 from tfpack.formats.validation import GOOGLE_FEATURES
@@ -298,10 +298,13 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
     """Write batches of packs (dicts of ``[P, ...]`` arrays) as a complete packed output.
 
     ``path`` is the shard file, or a directory (the shard is then
-    ``part-00000-of-00001.tfrecord``). The shard is written under a temporary
-    name and renamed when complete; then ``manifest.json`` (see
-    `tfpack.formats.manifest`) is written beside it, so `read_packed` can check
-    it. A directory that already holds another tfpack output is refused.
+    ``part-00000-of-00001.tfrecord``). The directory follows the rules of
+    ``tfpack pack`` (`tfpack.formats.outputs`): it must be missing, empty, or
+    hold the previous output of this same shard (replaced whole); the output
+    is built beside it (the shard, then ``manifest.json``, see
+    `tfpack.formats.manifest`) and swapped in complete, so `read_packed` can
+    check it. Anything else (another tfpack output, a file of the user's) is
+    refused and left untouched.
 
     Returns the number of packs written.
 
@@ -330,9 +333,15 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
                 "`write_packed` writes a one-shard output into a directory without another "
                 f"tfpack output. Received: path={path!r} beside "
                 f"{os.path.join(directory, manifest.MANIFEST)!r} listing {previous}")
+    with outputs.replacing_output(directory, overwrite=True) as staging:
+        return _write_one_shard(packs, staging, name)
+
+
+def _write_one_shard(packs, directory: str, name: str) -> int:
     written = sequences = tokens = 0
     features = None
-    with manifest.atomic_path(path) as tmp, tf.io.TFRecordWriter(tmp) as writer:
+    with manifest.atomic_path(os.path.join(directory, name)) as tmp, \
+            tf.io.TFRecordWriter(tmp) as writer:
         for batch in packs:
             batch = {n: np.asarray(v) for n, v in batch.items()}
             if features is None:
