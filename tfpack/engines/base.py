@@ -42,7 +42,8 @@ from tfpack.errors import TfpackError
 from tfpack.packing.balance import check_balance
 from tfpack.packing.flow import check_plan_fits, check_source, shard_size
 
-__all__ = ["Job", "JOB_FIELDS", "Built", "Engine", "register", "get", "names", "pack", "finish"]
+__all__ = ["Job", "JOB_FIELDS", "Built", "Engine", "register", "get", "names", "pack", "finish",
+           "input_stamp", "check_unchanged"]
 
 _ENGINES: dict[str, type[Engine]] = {}
 
@@ -206,9 +207,57 @@ def pack(engine: str, input_pattern, output_dir: str, *, overwrite: bool = False
         packs_per_shard=shard_size(job.packs_per_shard, job.batch_size))
     runner = get(engine)(**(engine_options or {}))
     with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
-        built = runner.build(job, staging)
-        built.seconds["total"] = time.perf_counter() - started
-        return finish(job, built, staging, engine=runner.name)
+        try:
+            built = runner.build(job, staging)
+            built.seconds["total"] = time.perf_counter() - started
+            return finish(job, built, staging, engine=runner.name)
+        except Exception as error:  # noqa: BLE001 - bad input is a TfpackError already
+            failure = _write_failure(error, output_dir)
+            if failure is None:
+                raise
+            raise failure from None
+
+
+def input_stamp(path: str) -> tuple[int, int] | None:
+    """``(size in bytes, modification time in ns)`` of an input file (any file system)."""
+    import tensorflow as tf
+
+    try:
+        info = tf.io.gfile.stat(path)
+    except tf.errors.OpError:
+        return None
+    return int(info.length), int(info.mtime_nsec)
+
+
+def check_unchanged(path: str, stamp) -> None:
+    """Refuse an input file whose size or modification time is not ``stamp`` any more.
+
+    Every engine reads its input more than once (scan, then route and build);
+    a file rewritten in between would be packed against the plan of its old
+    records.
+    """
+    now = input_stamp(path)
+    if now is None or tuple(now) != tuple(stamp):
+        what = ("is gone" if now is None else
+                f"has {now[0]} bytes, {stamp[0]} when scanned" if now[0] != stamp[0] else
+                "was modified after it was scanned")
+        raise TfpackError("The input files must not change while they are packed. "
+                          f"Received: file={path!r} {what}")
+
+
+def _write_failure(error: BaseException, output_dir: str) -> TfpackError | None:
+    """One line for a failure to write the output (a full disk, ...); None if it is not one."""
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    if isinstance(error, OSError):
+        why = f"{error.strerror or error}"
+    elif tf is not None and isinstance(error, tf.errors.OpError):
+        why = f"{type(error).__name__}: {str(error.message).strip().splitlines()[0]}"
+    else:
+        return None
+    return TfpackError("`output` must be on a file system tfpack can write the output to. "
+                       f"Received: output={output_dir!r} ({why})")
 
 
 def finish(job: Job, built: Built, directory: str, *, engine: str) -> dict:

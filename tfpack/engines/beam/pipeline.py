@@ -147,14 +147,14 @@ class _BuildShard(beam.DoFn):
         from tfpack.formats.records import packed_features, serialize_packs
 
         shard, parts = item
-        records, splits, ids = steps.shard_layout(list(parts))
+        records, splits, ids, lengths = steps.shard_layout(list(parts), with_lengths=True)
         builder = _shard_builder(self.job.max_length, limit["K"], limit["M"])
         name = self.job.shard_name(shard, decision["shards"])
         path = os.path.join(self.staging, name)
         count, features = 0, None
         with manifest.atomic_path(path) as partial, tf.io.TFRecordWriter(partial) as writer:
             for packs in builder.packs(records, np.arange(len(records)), splits,
-                                       example_ids=ids):
+                                       example_ids=ids, lengths=lengths):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)
@@ -192,6 +192,8 @@ def runner_failure(error: BaseException) -> str:
     found = _STEP.search(text)
     if found:
         why = _BEAM_STEP.sub("", found["why"]).strip()
+        if why.startswith("TfpackError: "):  # bad input found inside a step: its own line
+            return why[len("TfpackError: "):]
         return f"The Beam pipeline failed in step '{found['step']}': {why}"
     beam_step = _BEAM_STEP.search(text)
     where = f" in step '{beam_step['step']}'" if beam_step else ""
