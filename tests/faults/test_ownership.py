@@ -224,17 +224,6 @@ def _longer_records(path):
     _google(path, 40, seed=0, longer=4)
 
 
-def _same_size_and_time(path):
-    """Other lengths, then size and modification time put back: only the content tells."""
-    info = os.stat(path)
-    data = bytearray(open(path, "rb").read())
-    _google(path, 40, seed=99)
-    new = open(path, "rb").read()
-    if len(new) != len(data):  # keep the size: pad with a record the scan never saw
-        pytest.skip("rewritten records differ in size")
-    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
-
-
 @pytest.mark.parametrize("rewrite", [_same_count_other_records, _longer_records])
 def test_inputs_rewritten_between_passes_are_refused(tmp_path, monkeypatch, rewrite):
     _google(tmp_path / "in.tfrecord", 40, seed=0)
@@ -338,15 +327,19 @@ def test_export_refuses_a_directory_of_the_users(keras_file, tmp_path):
 
 # --- train runs and checkpoints ---------------------------------------------------------------
 
-def test_a_train_run_refuses_a_directory_holding_the_users_log(tmp_path):
+@pytest.mark.parametrize("users", ["log.jsonl", "train_config.json"])
+def test_a_train_run_refuses_a_directory_holding_the_users_log(source, tmp_path, users):
+    assert _pack(source, tmp_path / "packed").returncode == 0
     run = tmp_path / "run"
     run.mkdir()
-    (run / "log.jsonl").write_text('{"step": 1, "mine": true}\n')
-    before = outcomes.snapshot(tmp_path)
+    (run / users).write_text('{"step": 1, "mine": true}\n')
+    before = outcomes.snapshot(run)
     verdict = outcomes.judge_cli(
-        run_cli_here("train", "--input", tmp_path / "none-*.tfrecord", "--output", run,
-                     "--steps", 1),
-        refuse=True, user_files=(tmp_path, before))
+        run_cli_here("train", "--input", tmp_path / "packed", "--output", run, "--steps", 1,
+                     "--hidden", 8, "--layers", 1, "--heads", 2, "--intermediate", 16,
+                     "--vocab-size", 2048, "--batch-size", 2, "--no-jit"),
+        refuse=True, match="not written by tfpack" if users == "log.jsonl" else "tfpack did not",
+        user_files=(run, before))
     assert verdict.outcome == outcomes.HELD, verdict
 
 
