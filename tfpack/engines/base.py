@@ -87,6 +87,8 @@ class Job:
         from tfpack.formats import validation
 
         check_source(self.plan, self.algorithm)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise TfpackError(f"`seed` must be a non-negative integer. Received: seed={self.seed!r}")
         if not isinstance(self.packs_per_shard, int) or self.packs_per_shard < 1:
             raise TfpackError("`packs_per_shard` must be a positive integer. "
                               f"Received: packs_per_shard={self.packs_per_shard!r}")
@@ -207,15 +209,9 @@ def pack(engine: str, input_pattern, output_dir: str, *, overwrite: bool = False
         packs_per_shard=shard_size(job.packs_per_shard, job.batch_size))
     runner = get(engine)(**(engine_options or {}))
     with outputs.replacing_output(output_dir, overwrite=overwrite) as staging:
-        try:
-            built = runner.build(job, staging)
-            built.seconds["total"] = time.perf_counter() - started
-            return finish(job, built, staging, engine=runner.name)
-        except Exception as error:  # noqa: BLE001 - bad input is a TfpackError already
-            failure = _write_failure(error, output_dir)
-            if failure is None:
-                raise
-            raise failure from None
+        built = runner.build(job, staging)
+        built.seconds["total"] = time.perf_counter() - started
+        return finish(job, built, staging, engine=runner.name)
 
 
 def input_stamp(path: str) -> tuple[int, int] | None:
@@ -243,21 +239,6 @@ def check_unchanged(path: str, stamp) -> None:
                 "was modified after it was scanned")
         raise TfpackError("The input files must not change while they are packed. "
                           f"Received: file={path!r} {what}")
-
-
-def _write_failure(error: BaseException, output_dir: str) -> TfpackError | None:
-    """One line for a failure to write the output (a full disk, ...); None if it is not one."""
-    import sys
-
-    tf = sys.modules.get("tensorflow")
-    if isinstance(error, OSError):
-        why = f"{error.strerror or error}"
-    elif tf is not None and isinstance(error, tf.errors.OpError):
-        why = f"{type(error).__name__}: {str(error.message).strip().splitlines()[0]}"
-    else:
-        return None
-    return TfpackError("`output` must be on a file system tfpack can write the output to. "
-                       f"Received: output={output_dir!r} ({why})")
 
 
 def finish(job: Job, built: Built, directory: str, *, engine: str) -> dict:

@@ -245,6 +245,21 @@ def swap_in(new: str, path: str, *, aside: str) -> None:
     manifest.fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
+def _write_failure(error: BaseException, shown: str) -> TfpackError | None:
+    """One line for a failure to write the output (a full disk, ...); None if it is not one."""
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    if isinstance(error, OSError):
+        why = f"{type(error).__name__}: {error.strerror or error}"
+    elif tf is not None and isinstance(error, tf.errors.OpError):
+        why = f"{type(error).__name__}: {' '.join(str(error.message).split())[:300]}"
+    else:
+        return None
+    return TfpackError("`output` must be on a file system with room for the whole output. "
+                       f"Received: output={shown!r} ({why})")
+
+
 def _missing_ancestors(path: str) -> list[str]:
     """The folders above ``path`` that do not exist yet, outermost first."""
     missing = []
@@ -289,7 +304,13 @@ def replacing_output(output_dir: str, *, overwrite: bool = False) -> Iterator[st
         _remove_created(created)
         raise
     try:
-        yield staging
+        try:
+            yield staging
+        except Exception as error:  # noqa: BLE001 - bad input is a TfpackError already
+            failure = _write_failure(error, shown)
+            if failure is None:
+                raise
+            raise failure from None
         release(staging)
         _check_replaceable(target, overwrite, shown)  # again: another run may have won
         try:

@@ -205,9 +205,9 @@ def scan_google_records(files: list[str], *, progress: bool = False
                 bad = np.flatnonzero(codes)
                 if bad.size:
                     i = index + int(bad[0])
+                    where = f"file={path!r}, record {i}"
                     raise TfpackError(validation.describe(
-                        int(codes[bad[0]]), f"file={path!r}, record {i}",
-                        _record_values(_record(path, i))))
+                        int(codes[bad[0]]), where, _record_values(_record(path, i), where)))
                 lengths.append(tokens.numpy())
                 predictions.append(preds.numpy())
                 index += len(codes)
@@ -233,8 +233,12 @@ def _record(path: str, index: int) -> bytes:
     return next(iter(tf.data.TFRecordDataset(path).skip(index).take(1))).numpy()
 
 
-def _record_values(record: bytes) -> dict:
-    features = tf.train.Example.FromString(record).features.feature
+def _record_values(record: bytes, where: str) -> dict:
+    try:  # TensorFlow's parser takes what protobuf refuses (a key that is not UTF-8)
+        features = tf.train.Example.FromString(record).features.feature
+    except Exception:  # noqa: BLE001 - any decoding failure is a bad record
+        raise TfpackError(
+            f"Every record must be a serialized tf.train.Example. Received: {where}") from None
     return {n: list(getattr(f, f.WhichOneof("kind")).value) if f.WhichOneof("kind") else []
             for n, f in features.items()}
 

@@ -28,7 +28,9 @@ tfpack.errors.TfpackError: `beam_options` must be options of Beam or of its runn
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
 import logging
 import shlex
 import sys
@@ -131,9 +133,15 @@ def _check_names(options) -> dict:
     level = beam_log.level
     beam_log.setLevel(logging.ERROR)  # Beam warns "Discarding unparseable args"; we refuse.
     parsers = []  # Beam's parser, to suggest flags by their names (not their internal `dest`)
-    try:
-        known = options.get_all_options(add_extra_args_fn=parsers.append)
-        given = options.get_all_options(retain_unknown_options=True)
+    usage = io.StringIO()
+    try:  # a bad value: argparse prints the whole usage (100+ lines) and exits
+        with contextlib.redirect_stderr(usage):
+            known = options.get_all_options(add_extra_args_fn=parsers.append)
+            given = options.get_all_options(retain_unknown_options=True)
+    except SystemExit:
+        lines = [l for l in usage.getvalue().splitlines() if l.strip()]
+        why = lines[-1].split("error: ", 1)[-1] if lines else "unparseable"
+        raise TfpackError(f"`beam_options` must hold valid values. Received: {why}") from None
     finally:
         beam_log.setLevel(level)
     unknown = sorted(set(given) - set(known))
@@ -146,4 +154,8 @@ def _check_names(options) -> dict:
         more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
         raise TfpackError("`beam_options` must be options of Beam or of its runner. "
                           f"Received: unknown option --{name}{hint}{more}")
+    workers = known.get("direct_num_workers")
+    if workers is not None and workers < 0:  # Beam fails late: "list index out of range"
+        raise TfpackError("`--direct_num_workers` must be >= 0 (0: one per core). "
+                          f"Received: --direct_num_workers={workers}")
     return known
