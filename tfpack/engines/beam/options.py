@@ -83,6 +83,14 @@ def pipeline_options(beam_options=None, *, partitions: int | None = None):
     runner = options.view_as(StandardOptions).runner
     _check_runner(runner)
     known = _check_names(options)
+    address = str(known.get("address") or "")
+    if str(runner).endswith("DaskRunner") and address.startswith("inproc://"):
+        # Beam's Dask runner computes side inputs inside tasks; on threads sharing one
+        # process a global combine gets two values and fails with a bare AssertionError.
+        raise TfpackError(
+            "Beam's Dask runner must have worker processes (start the cluster with "
+            "processes=True, the default). Received: --dask_client_address="
+            f"{address} (an in-process, threads-only cluster)")
     if (partitions and str(runner).endswith("DaskRunner") and known.get("npartitions") is None
             and known.get("partition_size") is None):
         options = PipelineOptions(list(DEFAULT_OPTIONS) + extra
@@ -117,6 +125,8 @@ def _check_runner(name) -> None:
     """The runner must exist and import (its module also registers its own options)."""
     from apache_beam.runners.runner import create_runner
 
+    root, quiet = logging.getLogger(), _DropApitoolsWarning()
+    root.addFilter(quiet)  # a runner's modules may import Beam's GCP I/O (apitools warning)
     try:
         create_runner(name)
     except (ValueError, ImportError, AttributeError) as error:
@@ -125,6 +135,8 @@ def _check_runner(name) -> None:
             reason = "not a runner Beam knows; give a known name or module.path.RunnerClass"
         raise TfpackError(f"`--runner` must name an installed Beam runner. Received: "
                           f"--runner={name} ({type(error).__name__}: {reason})") from None
+    finally:
+        root.removeFilter(quiet)
 
 
 def _check_names(options) -> dict:
