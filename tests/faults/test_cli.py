@@ -186,7 +186,7 @@ def _argv(base, flags):
                      "--algorithms", "--plot"]))
 def test_random_analyze_and_plan_arguments(tmp_path_factory, flags):
     root = tmp_path_factory.mktemp("plan")
-    for command in (["analyze", "wikipedia_512", "--max-length=512"],
+    for command in (["analyze", "wikipedia_512", "--max-length=512", "--algorithms=ffd,lpfhp"],
                     ["plan", "wikipedia_512", "--max-length=512", "--max-sequences-per-pack=3",
                      "--algorithm=ffd", f"--output={root / 'plan.json'}"]):
         names = {"plan": ("--algorithms", "--plot")}.get(command[0], ())
