@@ -190,7 +190,9 @@ def test_random_analyze_and_plan_arguments(tmp_path_factory, flags):
                     ["plan", "wikipedia_512", "--max-length=512", "--max-sequences-per-pack=3",
                      "--algorithm=ffd", f"--output={root / 'plan.json'}"]):
         names = {"plan": ("--algorithms", "--plot")}.get(command[0], ())
-        argv = _argv(command, [f for f in flags if f[0] not in names])
+        # A plot goes under the test's folder, never the working directory.
+        drawn = [(n, root / f"plot-{v}" if n == "--plot" else v) for n, v in flags]
+        argv = _argv(command, [f for f in drawn if f[0] not in names])
         verdict = _judge_any(run_cli_here(*argv), root)
         assert verdict.outcome == outcomes.HELD, (argv, verdict)
         assert not [n for n in os.listdir(root) if n.startswith(".")], argv
