@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfpack
+import tfpack.beam
 from tests.faults import outcomes
 from tests.faults.inprocess import run_cli_here
 from tfpack.errors import TfpackError
