@@ -124,7 +124,7 @@ def test_beam_on_a_threads_only_dask_cluster_is_refused_up_front(inputs, tmp_pat
 
 
 def _run_with_file_size_limit(limit, argv):
-    """``tfpack ARGV`` in a process that may write files of at most ``limit`` bytes (a full disk)."""
+    """``tfpack ARGV`` in a process that may write files of at most ``limit`` bytes (full disk)."""
     def restrict():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

@@ -88,7 +88,8 @@ class Job:
 
         check_source(self.plan, self.algorithm)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise TfpackError(f"`seed` must be a non-negative integer. Received: seed={self.seed!r}")
+            raise TfpackError("`seed` must be a non-negative integer. "
+                              f"Received: seed={self.seed!r}")
         if not isinstance(self.packs_per_shard, int) or self.packs_per_shard < 1:
             raise TfpackError("`packs_per_shard` must be a positive integer. "
                               f"Received: packs_per_shard={self.packs_per_shard!r}")
