@@ -161,18 +161,35 @@ def test_leftovers_of_killed_runs_are_removed_by_the_next_run(small, tmp_path, c
                            capture_output=True, text=True, check=True)
     dead = int(child.stdout)  # a process that has exited
     out = tmp_path / "packed"
-    staging = tmp_path / f".tfpack-new-packed-{dead}-0123abcd"
+    token = "0123456789abcdef"
+    staging = tmp_path / f".tfpack-new-packed-{dead}-{token}"  # a killed run's, owner record in
     (staging / ".tfpack-buckets-x").mkdir(parents=True)
     (staging / "part-00000-of-00002.tfrecord").write_bytes(b"half")
-    other = tmp_path / f".tfpack-new-packed-2-{dead}-0123abcd"  # output 'packed-2': not ours
+    (staging / ".tfpack-owner.json").write_text(json.dumps({"pid": dead, "token": token}))
+    other = tmp_path / f".tfpack-new-packed-2-{dead}-{token}"  # output 'packed-2': not ours
     other.mkdir()
-    (out / ".tfpack-buckets-y").mkdir(parents=True)  # left by an older tfpack inside OUT
-    (out / ".tfpack-tmp-1-ab-part-00000.tfrecord").write_bytes(b"half")
+    # The right name but no owner record with its token: not provably tfpack's, kept.
+    unproven = tmp_path / f".tfpack-new-packed-{dead}-{'f' * 16}"
+    (unproven / "mine.txt").parent.mkdir()
+    (unproven / "mine.txt").write_text("mine")
     assert cli(capsys, "--input", pattern, "--output", out, "--max-length", "64",
                "--max-sequences-per-pack", "3")[0] == 0
     assert not staging.exists() and other.exists()
+    assert (unproven / "mine.txt").read_text() == "mine"
     assert not [n for n in os.listdir(out) if n.startswith(".")]
     assert_same_examples(examples, tfpack.data.read_packed(str(out)).as_numpy_iterator())
+
+
+def test_hidden_tfpack_named_files_inside_the_output_are_the_users(small, tmp_path, capsys):
+    _, pattern = small
+    out = tmp_path / "packed"
+    (out / ".tfpack-buckets-y").mkdir(parents=True)
+    (out / ".tfpack-tmp-1-ab-part-00000.tfrecord").write_bytes(b"mine")
+    status, lines = cli(capsys, "--input", pattern, "--output", out, "--max-length", "64",
+                        "--max-sequences-per-pack", "3")
+    assert status == 2 and "must be empty or missing" in lines[0]
+    assert sorted(os.listdir(out)) == [".tfpack-buckets-y", ".tfpack-tmp-1-ab-part-00000.tfrecord"]
+    assert (out / ".tfpack-tmp-1-ab-part-00000.tfrecord").read_bytes() == b"mine"
 
 
 def test_a_plan_deeper_than_max_sequences_per_pack_fails_before_anything_is_written(small, tmp_path,

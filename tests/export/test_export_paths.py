@@ -4,6 +4,8 @@ leftovers of an interrupted export are cleaned up by the next one."""
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -72,9 +74,14 @@ def test_leftovers_of_an_interrupted_export_are_cleaned_up(tmp_path, model):
     path = export_saved_model(model, tmp_path / "m", max_length=L)
     # A crash while writing left a partial directory; one between the two fallback
     # renames left the previous export aside and none at the path.
-    (tmp_path / ".m.tfpack-export-partial-dead").mkdir()
-    (tmp_path / ".m.tfpack-export-partial-dead" / "saved_model.pb").write_text("")
-    os.rename(path, tmp_path / ".m.tfpack-export-old-1234abcd")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    token = "0123456789abcdef"
+    partial = tmp_path / f".tfpack-export-partial-m-{dead}-{token}"
+    partial.mkdir()
+    (partial / "saved_model.pb").write_text("")
+    (partial / ".tfpack-owner.json").write_text(json.dumps({"pid": int(dead), "token": token}))
+    os.rename(path, tmp_path / f".tfpack-export-old-m-{dead}-{'a' * 16}")
     assert paths.prepare(path, overwrite=True) == path
     assert os.listdir(tmp_path) == ["m"] and paths.is_tfpack_saved_model(path)
 
@@ -84,7 +91,7 @@ def test_failure_while_saving_keeps_the_previous_export(tmp_path, model, monkeyp
     before = sorted(os.listdir(path))
 
     def broken_save(*args, **kwargs):
-        os.makedirs(args[1])
+        os.makedirs(args[1], exist_ok=True)
         open(os.path.join(args[1], "partial"), "w").close()
         raise OSError(28, "No space left on device")
 
@@ -109,3 +116,43 @@ def test_an_empty_directory_is_used(tmp_path, model):
     export_saved_model(model, tmp_path / "m", max_length=L)
     assert paths.is_tfpack_saved_model(str(tmp_path / "m"))
     shutil.rmtree(tmp_path / "m")
+
+
+def test_replacing_an_export_keeps_the_users_files_and_serves_the_warmup_file(tmp_path, model):
+    path = export_saved_model(model, tmp_path / "m", max_length=L)
+    warmup = os.path.join(path, "assets.extra", "tf_serving_warmup_requests")
+    with tf.io.TFRecordWriter(warmup) as writer:  # what TensorFlow Serving replays at load
+        writer.write(b"request-1")
+    with open(os.path.join(path, "NOTES.md"), "w") as f:
+        f.write("my notes")
+    os.makedirs(os.path.join(path, "variables", "mine"))
+    before = {"NOTES.md": b"my notes", os.path.join("assets.extra", "tf_serving_warmup_requests"):
+              open(warmup, "rb").read()}
+    export_saved_model(model, path, max_length=L - 1)
+    assert _marker(path)["lengths"] == {"L": L - 1}
+    for rel, data in before.items():
+        assert open(os.path.join(path, rel), "rb").read() == data
+    assert os.path.isdir(os.path.join(path, "variables", "mine"))
+    loaded = tf.saved_model.load(path)  # the new model loads with the user's files beside it
+    assert "serving_default" in loaded.signatures
+    assert [r.numpy() for r in tf.data.TFRecordDataset(warmup)] == [b"request-1"]
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+    # A user's file where the new export writes its own: refused, nothing changed.
+    os.remove(os.path.join(path, "fingerprint.pb"))
+    with open(os.path.join(path, "fingerprint.pb"), "w") as f:
+        f.write("mine")
+    with pytest.raises(TfpackError, match=r"must not replace a file it did not write.*"
+                                          r"'fingerprint.pb'"):
+        export_saved_model(model, path, max_length=L)
+    assert open(os.path.join(path, "fingerprint.pb")).read() == "mine"
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+
+
+def test_an_export_through_a_symlink_keeps_the_link(tmp_path, model):
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    export_saved_model(model, tmp_path / "link", max_length=L)
+    export_saved_model(model, tmp_path / "link", max_length=L - 1)
+    assert os.path.islink(tmp_path / "link") and _marker(tmp_path / "real")["lengths"] == {
+        "L": L - 1}
+    assert sorted(os.listdir(tmp_path)) == ["link", "real"]

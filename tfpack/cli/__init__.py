@@ -53,6 +53,14 @@ class _OneLineParser(argparse.ArgumentParser):
         message = " ".join(str(message).split())
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        # argparse drops a value of "--" (``--max-length=--``) and hands the flag an
+        # empty list, past its type check: refuse it here, as a missing value.
+        for arg in sys.argv[1:] if args is None else args:
+            if isinstance(arg, str) and arg.startswith("--") and arg.endswith("=--"):
+                self.error(f"argument {arg[:-3]}: expected a value. Received: {arg}")
+        return super().parse_known_args(args, namespace)
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""

@@ -23,6 +23,7 @@ import sys
 
 import numpy as np
 
+from tfpack.cli import types
 from tfpack.cli.plan import load_histogram, parse_max_sequences_per_pack
 from tfpack.errors import TfpackError
 
@@ -101,7 +102,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--algorithms",
                         help=f"comma-separated planners (default: {','.join(DEFAULT_ALGORITHMS)}, "
                         "skipping those that cannot handle the input)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of randomized planners (greedy)")
+    parser.add_argument("--seed", type=types.seed, default=0,
+                        help="seed of randomized planners (greedy)")
     parser.add_argument("--json", action="store_true", help="print only a JSON object on stdout")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of the length histogram")
     parser.set_defaults(run=run)

@@ -61,9 +61,18 @@ def _from_run(run_dir: str, step: int | None):
     except (OSError, ValueError) as error:
         raise TfpackError("`--run` must be a `tfpack train` output directory with "
                           f"train_config.json. Received: --run={run_dir} ({error})") from None
-    spec = {k: tf.TensorSpec(shape, dtype) for k, (shape, dtype) in config["element_spec"].items()}
-    config = {**config, "mixed_precision": "float32"}  # Serve in float32.
-    model = build_model(config, spec)
+    try:  # a config edited or cut short: one line naming what is missing or wrong
+        spec = {k: tf.TensorSpec(shape, dtype)
+                for k, (shape, dtype) in config["element_spec"].items()}
+        config = {**config, "mixed_precision": "float32"}  # Serve in float32.
+        model = build_model(config, spec)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        if isinstance(error, TfpackError):
+            raise
+        what = f"no {error}" if isinstance(error, KeyError) else (
+            f"{type(error).__name__}: {' '.join(str(error).split())[:200]}")
+        raise TfpackError("`--run` must hold the complete train_config.json `tfpack train` "
+                          f"wrote. Received: --run={run_dir} ({what})") from None
     checkpointer = Checkpointer(os.path.join(run_dir, "checkpoints"), model=model)
     if step is not None and step not in checkpointer.steps():
         raise TfpackError(f"`--step` must name a checkpoint of the run {checkpointer.steps()}. "

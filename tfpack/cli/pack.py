@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from tfpack.cli import types
 from tfpack.cli.plan import parse_max_sequences_per_pack
 from tfpack.errors import TfpackError
 
@@ -46,7 +47,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="M: masked-LM predictions per pack (default: the most any pack needs)")
     parser.add_argument("--packs-per-shard", type=int, default=16384,
                         help="packs per output shard; bounds memory (default 16384)")
-    parser.add_argument("--seed", type=int, default=0, help="assignment and shuffle seed")
+    parser.add_argument("--seed", type=types.seed, default=0, help="assignment and shuffle seed")
     parser.add_argument("--no-shuffle", action="store_true", help="keep packs in plan order")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="packs per training batch, for --balance")

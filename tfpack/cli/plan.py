@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from tfpack import datasets
+from tfpack.cli import types
 from tfpack.errors import TfpackError
 
 __all__ = ["add_parser", "run", "parse_max_sequences_per_pack", "load_histogram"]
@@ -87,7 +88,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
     parser.add_argument("--algorithm", required=True, help="planner: none, greedy, ffd, bfd, spfhp, lpfhp, nnlshp, ennlshp, optimal")
     parser.add_argument("--output", required=True, help="where to write the plan file (JSON)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of randomized planners (greedy)")
+    parser.add_argument("--seed", type=types.seed, default=0,
+                        help="seed of randomized planners (greedy)")
     parser.add_argument("--json", action="store_true", help="print only a JSON object on stdout")
     parser.set_defaults(run=run)
     return parser

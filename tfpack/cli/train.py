@@ -159,7 +159,34 @@ def resolve(args: argparse.Namespace) -> dict:
     if os.path.exists(config["output"]) and not os.path.isdir(config["output"]):
         raise TfpackError("`--output` must be a run directory (new or existing). "
                           f"Received: --output={config['output']} (a file)")
+    _check_run_directory(config["output"])
     return config
+
+
+# What `tfpack train` writes into its run directory (everything else there is the user's).
+_RUN_FILES = ("train_config.json", "log.jsonl", "checkpoints")
+
+
+def _check_run_directory(output: str) -> None:
+    """A run directory is new, or tfpack's (its train_config.json): never a user's log replaced."""
+    config_path = os.path.join(output, "train_config.json")
+    if os.path.lexists(config_path):
+        try:
+            with open(config_path) as f:
+                previous = json.load(f)
+        except (OSError, ValueError) as error:
+            raise TfpackError("A resumed run's train_config.json must be readable. "
+                              f"Received: {config_path} ({error})") from None
+        if not isinstance(previous, dict) or "element_spec" not in previous:
+            raise TfpackError("`--output` must be a new directory or a `tfpack train` run. "
+                              f"Received: --output={output} holding a train_config.json "
+                              "tfpack did not write")
+        return
+    clash = [n for n in _RUN_FILES if os.path.lexists(os.path.join(output, n))]
+    if clash:
+        raise TfpackError("`--output` must be a new directory or a `tfpack train` run (with its "
+                          f"train_config.json). Received: --output={output} holding "
+                          f"{', '.join(clash)}, not written by tfpack (it would be replaced)")
 
 
 def _bad_int(value, low: int) -> bool:
@@ -321,10 +348,9 @@ def run(args: argparse.Namespace) -> int:
                 "A resumed run must keep the settings its checkpoints depend on (only "
                 f"{', '.join(sorted(RESUMABLE - {'output', 'config'}))} may change). "
                 f"Received: changed settings {changed} for --output={config['output']}")
-    tmp = config_path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(resolved, f, indent=1)
-    os.replace(tmp, config_path)
+    from tfpack.formats.manifest import write_atomic
+
+    write_atomic(config_path, json.dumps(resolved, indent=1))
     # What each update holds, and how much it swings (balance=True evens it).
     print(f"tfpack train: {rule.describe()}", file=sys.stderr)
 

@@ -42,7 +42,8 @@ from tfpack.errors import TfpackError
 from tfpack.packing.balance import check_balance
 from tfpack.packing.flow import check_plan_fits, check_source, shard_size
 
-__all__ = ["Job", "JOB_FIELDS", "Built", "Engine", "register", "get", "names", "pack", "finish"]
+__all__ = ["Job", "JOB_FIELDS", "Built", "Engine", "register", "get", "names", "pack", "finish",
+           "input_stamp", "check_unchanged"]
 
 _ENGINES: dict[str, type[Engine]] = {}
 
@@ -86,6 +87,9 @@ class Job:
         from tfpack.formats import validation
 
         check_source(self.plan, self.algorithm)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise TfpackError("`seed` must be a non-negative integer. "
+                              f"Received: seed={self.seed!r}")
         if not isinstance(self.packs_per_shard, int) or self.packs_per_shard < 1:
             raise TfpackError("`packs_per_shard` must be a positive integer. "
                               f"Received: packs_per_shard={self.packs_per_shard!r}")
@@ -209,6 +213,33 @@ def pack(engine: str, input_pattern, output_dir: str, *, overwrite: bool = False
         built = runner.build(job, staging)
         built.seconds["total"] = time.perf_counter() - started
         return finish(job, built, staging, engine=runner.name)
+
+
+def input_stamp(path: str) -> tuple[int, int] | None:
+    """``(size in bytes, modification time in ns)`` of an input file (any file system)."""
+    import tensorflow as tf
+
+    try:
+        info = tf.io.gfile.stat(path)
+    except tf.errors.OpError:
+        return None
+    return int(info.length), int(info.mtime_nsec)
+
+
+def check_unchanged(path: str, stamp) -> None:
+    """Refuse an input file whose size or modification time is not ``stamp`` any more.
+
+    Every engine reads its input more than once (scan, then route and build);
+    a file rewritten in between would be packed against the plan of its old
+    records.
+    """
+    now = input_stamp(path)
+    if now is None or tuple(now) != tuple(stamp):
+        what = ("is gone" if now is None else
+                f"has {now[0]} bytes, {stamp[0]} when scanned" if now[0] != stamp[0] else
+                "was modified after it was scanned")
+        raise TfpackError("The input files must not change while they are packed. "
+                          f"Received: file={path!r} {what}")
 
 
 def finish(job: Job, built: Built, directory: str, *, engine: str) -> dict:

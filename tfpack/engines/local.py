@@ -11,7 +11,9 @@ scale with the dataset; examples themselves are held one bucket at a time:
   packs, shuffle whole packs with ``seed``; output shard ``s`` holds packs
   ``[s * packs_per_shard, (s + 1) * packs_per_shard)``.
 - pass 2, route: read the records again and append each one, unparsed, to the
-  temporary bucket file of its shard.
+  temporary bucket file of its shard. Every input file must still have the
+  size and modification time it had before the scan (else one `TfpackError`
+  naming it), and in pass 3 every record the length the scan found.
 - pass 3, build: for each bucket, parse its records, assemble its packs and
   write the output shard (`tfpack.engines.shards.ShardBuilder`, the builder
   the Beam engine uses too); delete the bucket.
@@ -118,7 +120,9 @@ class LocalEngine(base.Engine):
 
         started = time.perf_counter()
         files = list_files(job.input_pattern, required=GOOGLE_FEATURES)
+        stamps = [base.input_stamp(f) for f in files]  # each pass checks the files kept them
         lengths, predictions = scan_google_records(files, progress=self.progress)
+        _check_unchanged(files, stamps)
         scanned = time.perf_counter()
 
         packs = offline_packs(lengths, predictions, max_length=job.max_length,
@@ -141,10 +145,14 @@ class LocalEngine(base.Engine):
         del pack_of
         tmp = tempfile.mkdtemp(prefix=f"{manifest.TEMP_PREFIX}buckets-", dir=staging)
         try:
-            _route(files, shard_of, tmp, num_shards, self.progress)
+            try:
+                _route(files, shard_of, tmp, num_shards, self.progress)
+            finally:  # what was routed is what was scanned (else the error names the file)
+                _check_unchanged(files, stamps)
             routed = time.perf_counter()
             shards, features = _build_shards(
-                job, tmp, staging, order, splits, shard_of, num_shards, K, M, self.progress)
+                job, tmp, staging, order, splits, shard_of, num_shards, K, M, self.progress,
+                lengths)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return base.Built(
@@ -154,6 +162,11 @@ class LocalEngine(base.Engine):
             seconds={"scan": scanned - started, "plan": planned - scanned,
                      "route": routed - planned, "build": time.perf_counter() - routed},
             balance=packs.balance.to_dict() if packs.balance else None)
+
+
+def _check_unchanged(files, stamps) -> None:
+    for path, stamp in zip(files, stamps):
+        base.check_unchanged(path, stamp)
 
 
 def _route(files, shard_of, tmp, num_shards, progress):
@@ -178,11 +191,12 @@ def _route(files, shard_of, tmp, num_shards, progress):
         for writer in writers:
             writer.close()
     if index != len(shard_of):
-        raise TfpackError("The input files changed between passes. "
-                          f"Received: {len(shard_of)} examples, then {index}")
+        raise TfpackError("The input files must not change while they are packed. "
+                          f"Received: {len(shard_of)} records when scanned, then {index}")
 
 
-def _build_shards(job, tmp, output_dir, order, splits, shard_of, num_shards, K, M, progress):
+def _build_shards(job, tmp, output_dir, order, splits, shard_of, num_shards, K, M, progress,
+                  lengths):
     """Pass 3: turn each bucket into one output shard of packs (`ShardBuilder`)."""
     import tensorflow as tf
     from tqdm import tqdm
@@ -205,7 +219,8 @@ def _build_shards(job, tmp, output_dir, order, splits, shard_of, num_shards, K, 
         bucket = tf.data.TFRecordDataset(os.path.join(tmp, f"bucket-{s:05d}"))
         name = job.shard_name(s, num_shards)
         info, found = builder.write(os.path.join(output_dir, name), bucket, local_order,
-                                    local_splits, example_ids=members, progress=bar.update)
+                                    local_splits, example_ids=members,
+                                    lengths=lengths[members], progress=bar.update)
         features = features or found
         os.remove(os.path.join(tmp, f"bucket-{s:05d}"))
         shards.append(info)

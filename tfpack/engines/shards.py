@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
+from tfpack.errors import TfpackError
 from tfpack.formats import manifest
 from tfpack.formats.blocks import ShardWriter
 from tfpack.formats.records import packed_features, parse_google_batch, serialize_packs
@@ -60,7 +61,8 @@ class ShardBuilder:
         self._build = None
 
     def packs(self, records, order: np.ndarray, splits: np.ndarray,
-              example_ids: np.ndarray | None = None) -> Iterator[dict[str, np.ndarray]]:
+              example_ids: np.ndarray | None = None,
+              lengths: np.ndarray | None = None) -> Iterator[dict[str, np.ndarray]]:
         """Batches of packs (dicts of numpy ``[P, ...]``), chunk after chunk.
 
         Args:
@@ -71,15 +73,28 @@ class ShardBuilder:
             example_ids: int ``[len(records)]``, each record's position in the
                 whole input (all input files, in order), written to the
                 packs' ``example_ids``; default its index in ``records``.
+            lengths: int ``[len(records)]``, each record's length when the
+                input was scanned: a record that no longer parses or has
+                another length raises `TfpackError` (the input changed
+                between passes), never a pack built against a stale plan.
         """
         if not isinstance(records, tf.data.Dataset):
             records = tf.data.Dataset.from_tensor_slices(tf.constant(list(records), tf.string))
         parts, widths = [], None
-        for batch in records.batch(_BATCH).prefetch(2):
-            if not parts:
-                widths = google_widths(batch[0].numpy())
-            parts.append(dense_first(self._parser, batch, widths))
+        try:
+            for batch in records.batch(_BATCH).prefetch(2):
+                if not parts:
+                    widths = google_widths(batch[0].numpy())
+                parts.append(dense_first(self._parser, batch, widths))
+        except (tf.errors.InvalidArgumentError, ValueError) as error:
+            if lengths is None:
+                raise
+            raise TfpackError("The input files must not change while they are packed. "
+                              "Received: a record that no longer parses as it did when "
+                              f"scanned ({type(error).__name__})") from None
         examples = {n: tf.concat([p[n] for p in parts], axis=0) for n in parts[0]}
+        if lengths is not None:
+            _check_lengths(examples["input_ids"].row_lengths().numpy(), lengths)
         if self._build is None:
             self._build = _assemble_function(examples, self.roles, self.max_length,
                                              self.max_sequences_per_pack, self.max_predictions)
@@ -105,12 +120,12 @@ class ShardBuilder:
                 yield pending.result()
 
     def write(self, path: str, records, order: np.ndarray, splits: np.ndarray,
-              example_ids: np.ndarray | None = None, *, progress=None
-              ) -> tuple[manifest.ShardInfo, dict | None]:
+              example_ids: np.ndarray | None = None, lengths: np.ndarray | None = None, *,
+              progress=None) -> tuple[manifest.ShardInfo, dict | None]:
         """Build the shard's packs (`packs`) and write them as the complete shard ``path``.
 
         Written under a temporary name and renamed when complete, with its
-        block digests. ``progress(n)`` is called after each chunk of ``n``
+        block digests; ``lengths`` as in `packs`. ``progress(n)`` is called after each chunk of ``n``
         packs.
 
         Returns:
@@ -119,7 +134,8 @@ class ShardBuilder:
         """
         features = None
         with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
-            for packs in self.packs(records, order, splits, example_ids=example_ids):
+            for packs in self.packs(records, order, splits, example_ids=example_ids,
+                                    lengths=lengths):
                 features = features or packed_features(packs)
                 for record in serialize_packs(packs):
                     writer.write(record)
@@ -136,6 +152,17 @@ class ShardBuilder:
                     serialized, None if widths is None else dict(widths)),
                 autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
         return self._parsers[widths]
+
+
+def _check_lengths(found: np.ndarray, scanned) -> None:
+    scanned = np.asarray(scanned, np.int64)
+    if found.shape != scanned.shape or (found != scanned).any():
+        bad = (np.flatnonzero(found != scanned)[:1].tolist() if found.shape == scanned.shape
+               else [])
+        what = (f"a record of {int(scanned[bad[0]])} tokens when scanned has {int(found[bad[0]])}"
+                if bad else f"{scanned.size} records when scanned, then {found.size}")
+        raise TfpackError("The input files must not change while they are packed. "
+                          f"Received: {what}")
 
 
 def _assemble_function(examples, roles, L, K, M):

@@ -44,7 +44,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
@@ -225,19 +224,23 @@ def export_saved_model(model, path: str | os.PathLike | None = None, *,
     specs = feature_specs(model, lengths, element_spec)
     module, signatures = _serving_module(model, specs, _output_kinds(model, specs), lengths,
                                          padding_id)
-    tmp = paths.temporary_sibling(path)
+    tmp = None
     try:
+        tmp = paths.temporary_sibling(path)
         tf.saved_model.save(module, tmp, signatures=signatures)
         marker = {"format": "tfpack-saved-model", "tfpack_version": __version__,
                   "lengths": lengths, "padding_id": padding_id,
                   "signatures": sorted(signatures)}
-        os.makedirs(os.path.join(tmp, "assets.extra"), exist_ok=True)
-        with open(os.path.join(tmp, paths.MARKER), "w") as f:  # Written last.
-            json.dump(marker, f, indent=1)
+        paths.write_marker(tmp, marker)  # Written last.
         paths.install(tmp, path)
     except OSError as error:
         raise TfpackError(f"The export path must be writable. Received: path={path!r} "
                           f"({error.strerror})") from None
+    except tf.errors.OpError as error:  # e.g. a full disk while TensorFlow writes
+        raise TfpackError(f"The export path must be writable. Received: path={path!r} "
+                          f"({type(error).__name__}: {error.message.splitlines()[0]})"
+                          ) from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return path

@@ -1,25 +1,38 @@
-"""Output directories: built beside, swapped in whole, leftovers cleaned by the next run.
+"""Output directories: built beside, swapped in whole; tfpack touches only what it wrote.
 
-`replacing_output` is how `tfpack pack` (`tfpack.data.pack_records`) writes
-``OUT``, so that a crash at any point leaves the old output or the new one
-readable under ``OUT``, never a mix:
+`replacing_output` is how every packed output is written (`tfpack pack` on
+either engine, `tfpack.data.write_packed`), so that a crash at any point leaves
+the old output or the new one readable under ``OUT``, never a mix, and nothing
+of the user's is ever changed:
 
-1. Leftovers of killed runs into ``OUT`` are removed: sibling folders
-   ``.tfpack-new-<name>-<pid>-<hex>`` and ``.tfpack-old-<name>-<pid>-<hex>``
-   of processes no longer running, and hidden ``.tfpack-*`` entries inside
-   ``OUT``. (If ``OUT`` is missing while a complete ``.tfpack-old-...`` exists,
-   a swap was cut between its two renames: the old output is put back.)
+0. ``OUT`` is resolved through symbolic links: a link to a directory keeps
+   pointing there, and the target's content is what gets replaced.
+1. Leftovers of killed runs into ``OUT`` are removed, and only those tfpack
+   can prove it wrote (`remove_leftovers`): sibling folders
+   ``.tfpack-new-<name>-<pid>-<token>`` / ``.tfpack-old-<name>-<pid>-<token>``
+   of a process no longer running that hold either the owner record
+   ``.tfpack-owner.json`` carrying the same random token, or a complete tfpack
+   output. (If ``OUT`` is missing while such a complete ``.tfpack-old-...``
+   exists, a swap was cut between its two renames: the old output is put
+   back.) Nothing inside ``OUT`` is ever removed as a leftover.
 2. ``OUT`` must then be missing or empty; with ``overwrite=True`` it may
-   instead hold a previous tfpack output: a valid ``manifest.json`` and no
-   file other than those it lists. Anything else: `TfpackError`, untouched.
+   instead hold a previous tfpack output: a valid ``manifest.json`` whose
+   listed files are all there at their recorded sizes, and no other entry.
+   Anything else (a user's file, a foreign ``manifest.json``): `TfpackError`,
+   untouched.
 3. The new output is written complete into ``.tfpack-new-<name>-...`` beside
-   ``OUT`` (shards under temporary names, ``manifest.json`` last).
+   ``OUT`` (owner record first, shards under temporary names,
+   ``manifest.json`` last, owner record removed).
 4. Commit (`swap_in`, also how `tfpack export` installs a SavedModel): one
    ``rename`` onto a missing or empty ``OUT``; over a previous output, an
    atomic exchange of the two directories (Linux
    ``renameat2(RENAME_EXCHANGE)``), then the old one is deleted. Where the
    exchange is not supported: ``OUT`` -> ``.tfpack-old-...``, new -> ``OUT``,
-   delete the old (step 1 repairs a crash between the renames).
+   delete the old (step 1 repairs a crash between the renames). The new
+   directory takes the permission bits of the one it replaces.
+
+Folders that step 0 had to create for ``OUT`` are removed again when the
+write fails, so a refused or failed write leaves nothing behind.
 
 Example:
 
@@ -36,18 +49,24 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import re
 import secrets
 import shutil
-from typing import Iterator
+import stat
+from typing import Callable, Iterator
 
 from tfpack.formats import manifest
 from tfpack.errors import TfpackError
 
-__all__ = ["replacing_output", "remove_leftovers", "swap_in"]
+__all__ = ["replacing_output", "remove_leftovers", "swap_in", "sibling", "make_owned",
+           "release", "is_output", "OWNER"]
 
-_SIBLING = re.compile(r"\.tfpack-(new|old)-(?P<name>.+)-(?P<pid>\d+)-[0-9a-f]{8}")
+# Inside a directory tfpack is building: {"pid": ..., "token": ...}, the token of its name.
+OWNER = ".tfpack-owner.json"
+_SIBLING = re.compile(r"\.tfpack-(?P<kind>new|old|export-partial|export-old)-(?P<name>.+)"
+                      r"-(?P<pid>\d+)-(?P<token>[0-9a-f]{16})")
 # Files a tfpack output may hold besides its shards (all vouched for by the manifest).
 _OWN_FILES = {manifest.MANIFEST, "plan.json", "stats.json"}
 
@@ -59,51 +78,86 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError):
         return True
     return True
 
 
-def remove_leftovers(output_dir: str) -> None:
-    """Step 1: remove what killed runs into ``output_dir`` left behind."""
-    output_dir = os.path.abspath(output_dir)
-    parent, name = os.path.split(output_dir)
-    if not os.path.isdir(parent):
-        return
-    dead = []
-    for entry in sorted(os.listdir(parent)):
-        match = _SIBLING.fullmatch(entry)
-        if match and match["name"] == name and not _alive(int(match["pid"])):
-            dead.append((match.group(1), os.path.join(parent, entry)))
-    for kind, path in dead:
-        if kind == "old" and not os.path.exists(output_dir) and _is_output(path):
-            os.rename(path, output_dir)  # a swap cut between its renames: restore
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-    if os.path.isdir(output_dir):
-        for entry in os.listdir(output_dir):
-            if entry.startswith(manifest.TEMP_PREFIX):
-                path = os.path.join(output_dir, entry)
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.remove(path)
+def sibling(target: str, kind: str) -> str:
+    """A fresh hidden name beside ``target``: ``.tfpack-<kind>-<name>-<pid>-<random token>``."""
+    parent, name = os.path.split(target)
+    return os.path.join(parent, f".tfpack-{kind}-{name}-{os.getpid()}-{secrets.token_hex(8)}")
 
 
-def _is_output(path: str) -> bool:
+def make_owned(path: str) -> str:
+    """Create the directory ``path`` (a `sibling` name) with its owner record inside."""
+    token = _SIBLING.fullmatch(os.path.basename(path))["token"]
+    os.mkdir(path)
+    with open(os.path.join(path, OWNER), "w") as f:
+        json.dump({"pid": os.getpid(), "token": token}, f)
+    return path
+
+
+def release(path: str) -> None:
+    """Remove the owner record of ``path`` (just before it is committed)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(path, OWNER))
+
+
+def _owner_token(path: str) -> str | None:
+    try:
+        with open(os.path.join(path, OWNER)) as f:
+            record = json.load(f)
+        return record.get("token") if isinstance(record, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def is_output(path: str) -> bool:
+    """Whether ``path`` holds a complete tfpack packed output (a valid manifest)."""
     try:
         manifest.read_manifest(path)
-    except TfpackError:
+    except Exception:  # noqa: BLE001 - any unreadable or foreign manifest: not ours
         return False
     return True
 
 
-def _check_replaceable(output_dir: str, overwrite: bool) -> bool:
+def remove_leftovers(target: str, *, kinds=("new", "old"),
+                     complete: Callable[[str], bool] = is_output) -> None:
+    """Step 1: remove what killed runs into ``target`` provably left behind.
+
+    A sibling counts when its name is a `sibling` name of ``target`` of one of
+    ``kinds``, its process is gone, and it is a real directory holding the
+    owner record with its name's token or a complete output (``complete``).
+    An ``*old`` one is put back at ``target`` when ``target`` is missing.
+    """
+    parent, name = os.path.split(target)
+    try:
+        entries = sorted(os.listdir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        match = _SIBLING.fullmatch(entry)
+        if not match or match["name"] != name or match["kind"] not in kinds:
+            continue
+        path = os.path.join(parent, entry)
+        if (_alive(int(match["pid"])) or os.path.islink(path) or not os.path.isdir(path)):
+            continue
+        whole = complete(path)
+        if not whole and _owner_token(path) != match["token"]:
+            continue  # not provably tfpack's: left as it is
+        if match["kind"].endswith("old") and whole and not os.path.lexists(target):
+            os.rename(path, target)  # a swap cut between its renames: restore
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _check_replaceable(output_dir: str, overwrite: bool, shown: str) -> bool:
     """Step 2; returns whether ``output_dir`` holds an output to replace."""
-    if not os.path.exists(output_dir):
+    if not os.path.lexists(output_dir):
         return False
     if not os.path.isdir(output_dir):
-        raise TfpackError(f"`output` must be a directory. Received: output={output_dir!r} "
+        raise TfpackError(f"`output` must be a directory. Received: output={shown!r} "
                           "is a file")
     entries = sorted(os.listdir(output_dir))
     if not entries:
@@ -111,20 +165,27 @@ def _check_replaceable(output_dir: str, overwrite: bool) -> bool:
     if not overwrite:
         raise TfpackError(
             "`output` must be empty or missing (pass --overwrite to replace a previous "
-            f"tfpack output). Received: output={output_dir!r} holding {_few(entries)}")
+            f"tfpack output). Received: output={shown!r} holding {_few(entries)}")
     try:
         found = manifest.read_manifest(output_dir)
-    except TfpackError:
+        own = _OWN_FILES | {s["name"] for s in found["shards"]} | set(found.get("files") or {})
+    except Exception:  # noqa: BLE001 - a foreign or damaged manifest.json is not tfpack's
         raise TfpackError(
             "--overwrite replaces only a previous tfpack output (a directory with its "
-            f"manifest.json). Received: output={output_dir!r} holding {_few(entries)}, "
-            "no valid manifest.json") from None
-    own = _OWN_FILES | {s["name"] for s in found["shards"]} | set(found.get("files", {}))
+            f"manifest.json). Received: output={shown!r} holding {_few(entries)}, "
+            "no valid manifest.json of tfpack's") from None
     foreign = [e for e in entries if e not in own]
     if foreign:
         raise TfpackError(
             "--overwrite replaces only a previous tfpack output. Received: "
-            f"output={output_dir!r} also holding {_few(foreign)}, not written by tfpack")
+            f"output={shown!r} also holding {_few(foreign)}, not written by tfpack")
+    try:
+        manifest.verify(output_dir, checksums=False)
+    except Exception as error:  # noqa: BLE001 - its files are not the ones tfpack wrote
+        raise TfpackError(
+            "--overwrite replaces only a previous tfpack output whose files are the ones "
+            f"its manifest lists. Received: output={shown!r} "
+            f"({' '.join(str(error).split())})") from None
     return True
 
 
@@ -151,11 +212,14 @@ def _exchange(a: str, b: str) -> bool:
 def swap_in(new: str, path: str, *, aside: str) -> None:
     """Put the complete directory ``new`` at ``path``: readers see the old one or the new one.
 
-    A rename onto a missing or empty ``path``; else an atomic exchange of the
-    two directories and the old one deleted; where the exchange is not
-    supported, ``path`` renamed to ``aside`` (a sibling name the caller's
-    leftover cleanup recognises, to repair a crash between the two renames),
-    ``new`` to ``path``, and ``aside`` deleted. The parent is synced last.
+    ``path`` must be a real directory path (resolve links first: a link is
+    replaced, not followed). A rename onto a missing or empty ``path``; else
+    an atomic exchange of the two directories and the old one deleted; where
+    the exchange is not supported, ``path`` renamed to ``aside`` (a sibling
+    name the caller's leftover cleanup recognises, to repair a crash between
+    the two renames), ``new`` to ``path``, and ``aside`` deleted. ``new``
+    takes the permission bits of the directory it replaces. The parent is
+    synced last.
 
     >>> import os, tempfile
     >>> root = tempfile.mkdtemp()
@@ -167,7 +231,10 @@ def swap_in(new: str, path: str, *, aside: str) -> None:
     >>> os.listdir(os.path.join(root, "old")), sorted(os.listdir(root))
     (['new.txt'], ['old'])
     """
-    if not os.path.exists(path) or (os.path.isdir(path) and not os.listdir(path)):
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(new, stat.S_IMODE(os.stat(path).st_mode))
+    if not os.path.lexists(path) or (os.path.isdir(path) and not os.path.islink(path)
+                                     and not os.listdir(path)):
         os.rename(new, path)  # atomic; POSIX renames a directory over an empty one
     elif _exchange(new, path):
         shutil.rmtree(new, ignore_errors=True)  # now the old one
@@ -178,35 +245,80 @@ def swap_in(new: str, path: str, *, aside: str) -> None:
     manifest.fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
+def _write_failure(error: BaseException, shown: str) -> TfpackError | None:
+    """One line for a failure to write the output (a full disk, ...); None if it is not one."""
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    if isinstance(error, OSError):
+        why = f"{type(error).__name__}: {error.strerror or error}"
+    elif tf is not None and isinstance(error, tf.errors.OpError):
+        why = f"{type(error).__name__}: {' '.join(str(error.message).split())[:300]}"
+    else:
+        return None
+    return TfpackError("`output` must be on a file system with room for the whole output. "
+                       f"Received: output={shown!r} ({why})")
+
+
+def _missing_ancestors(path: str) -> list[str]:
+    """The folders above ``path`` that do not exist yet, outermost first."""
+    missing = []
+    parent = os.path.dirname(path)
+    while parent and not os.path.lexists(parent):
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    return missing[::-1]
+
+
+def _remove_created(folders: list[str]) -> None:
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)  # only while still empty
+
+
 @contextlib.contextmanager
 def replacing_output(output_dir: str, *, overwrite: bool = False) -> Iterator[str]:
     """Yield an empty staging directory that becomes ``output_dir`` on success.
 
     Checks ``output_dir`` first (see the module docstring), so a refused
-    output fails before any work. On an exception the staging directory is
-    removed and ``output_dir`` is untouched.
+    output fails before any work. On an exception the staging directory (and
+    any folder created for ``output_dir``) is removed and ``output_dir`` is
+    untouched.
     """
-    output_dir = os.path.abspath(output_dir)
-    parent, name = os.path.split(output_dir)
-    staging = os.path.join(parent, f".tfpack-new-{name}-{os.getpid()}-{secrets.token_hex(4)}")
+    shown = os.fspath(output_dir)
+    target = os.path.realpath(shown)  # through links: the link stays, its target is replaced
+    parent = os.path.dirname(target)
+    staging = sibling(target, "new")
+    created = _missing_ancestors(target)
     try:
         os.makedirs(parent, exist_ok=True)
-        remove_leftovers(output_dir)
-        _check_replaceable(output_dir, overwrite)
-        os.mkdir(staging)
+        remove_leftovers(target)
+        _check_replaceable(target, overwrite, shown)
+        make_owned(staging)
     except OSError as error:
+        _remove_created(created)
         raise TfpackError(f"The folder of `output` must be writable (tfpack builds the output "
-                          f"beside it). Received: output={output_dir!r} ({error.strerror}: "
+                          f"beside it). Received: output={shown!r} ({error.strerror}: "
                           f"{error.filename})") from None
+    except BaseException:
+        _remove_created(created)
+        raise
     try:
-        yield staging
-        _check_replaceable(output_dir, overwrite)  # again: another run may have won
-        old = os.path.join(parent, f".tfpack-old-{name}-{os.getpid()}-{secrets.token_hex(4)}")
         try:
-            swap_in(staging, output_dir, aside=old)
+            yield staging
+        except Exception as error:  # noqa: BLE001 - bad input is a TfpackError already
+            failure = _write_failure(error, shown)
+            if failure is None:
+                raise
+            raise failure from None
+        release(staging)
+        _check_replaceable(target, overwrite, shown)  # again: another run may have won
+        try:
+            swap_in(staging, target, aside=sibling(target, "old"))
         except OSError as error:
             raise TfpackError(f"`output` must stay empty while tfpack writes it. Received: "
-                              f"output={output_dir!r} ({error.strerror})") from None
+                              f"output={shown!r} ({error.strerror})") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        _remove_created(created)
         raise

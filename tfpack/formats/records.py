@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
-from tfpack.formats import blocks, manifest, validation
+from tfpack.formats import blocks, manifest, outputs, validation
 from tfpack.formats.packed import PackedOutput, packed_output, read_packed
 from tfpack.formats.protos import encode_examples
 from tfpack.formats.rows import dense_rows
@@ -208,9 +208,9 @@ def scan_google_records(files: list[str], *, progress: bool = False
                 bad = np.flatnonzero(codes)
                 if bad.size:
                     i = index + int(bad[0])
+                    where = f"file={path!r}, record {i}"
                     raise TfpackError(validation.describe(
-                        int(codes[bad[0]]), f"file={path!r}, record {i}",
-                        _record_values(_record(path, i))))
+                        int(codes[bad[0]]), where, _record_values(_record(path, i), where)))
                 lengths.append(tokens.numpy())
                 predictions.append(preds.numpy())
                 index += len(codes)
@@ -236,8 +236,12 @@ def _record(path: str, index: int) -> bytes:
     return next(iter(tf.data.TFRecordDataset(path).skip(index).take(1))).numpy()
 
 
-def _record_values(record: bytes) -> dict:
-    features = tf.train.Example.FromString(record).features.feature
+def _record_values(record: bytes, where: str) -> dict:
+    try:  # TensorFlow's parser takes what protobuf refuses (a key that is not UTF-8)
+        features = tf.train.Example.FromString(record).features.feature
+    except Exception:  # noqa: BLE001 - any decoding failure is a bad record
+        raise TfpackError(
+            f"Every record must be a serialized tf.train.Example. Received: {where}") from None
     return {n: list(getattr(f, f.WhichOneof("kind")).value) if f.WhichOneof("kind") else []
             for n, f in features.items()}
 
@@ -301,10 +305,13 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
     """Write batches of packs (dicts of ``[P, ...]`` arrays) as a complete packed output.
 
     ``path`` is the shard file, or a directory (the shard is then
-    ``part-00000-of-00001.tfrecord``). The shard is written under a temporary
-    name and renamed when complete; then ``manifest.json`` (see
-    `tfpack.formats.manifest`) is written beside it, so `read_packed` can check
-    it. A directory that already holds another tfpack output is refused.
+    ``part-00000-of-00001.tfrecord``). The directory follows the rules of
+    ``tfpack pack`` (`tfpack.formats.outputs`): it must be missing, empty, or
+    hold the previous output of this same shard (replaced whole); the output
+    is built beside it (the shard, then ``manifest.json``, see
+    `tfpack.formats.manifest`) and swapped in complete, so `read_packed` can
+    check it. Anything else (another tfpack output, a file of the user's) is
+    refused and left untouched.
 
     Returns the number of packs written.
 
@@ -333,9 +340,15 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
                 "`write_packed` writes a one-shard output into a directory without another "
                 f"tfpack output. Received: path={path!r} beside "
                 f"{os.path.join(directory, manifest.MANIFEST)!r} listing {previous}")
+    with outputs.replacing_output(directory, overwrite=True) as staging:
+        return _write_one_shard(packs, staging, name)
+
+
+def _write_one_shard(packs, directory: str, name: str) -> int:
     written = sequences = tokens = 0
     features = None
-    with manifest.atomic_path(path) as tmp, blocks.ShardWriter(tmp) as writer:
+    with manifest.atomic_path(os.path.join(directory, name)) as tmp, \
+            blocks.ShardWriter(tmp) as writer:
         for batch in packs:
             batch = {n: np.asarray(v) for n, v in batch.items()}
             if features is None:
@@ -353,7 +366,7 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
             raise TfpackError("`packs` must hold at least one batch of packs. Received: none")
     shape = lambda n: features[n][1][0] if n in features else None  # noqa: E731
     manifest.write_manifest(
-        directory, [writer.shard_info(path)], features=features, max_length=shape("input_ids"),
+        directory, [writer.shard_info(os.path.join(directory, name))], features=features, max_length=shape("input_ids"),
         max_sequences_per_pack=shape("sequence_mask") or 0,
         max_predictions_per_pack=shape("masked_lm_positions"),
         sequences=sequences, tokens=tokens, created_by="tfpack.data.write_packed")

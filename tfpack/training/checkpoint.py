@@ -8,7 +8,9 @@ directory and renamed into place, so a crash leaves either the previous
 checkpoint or the new one, never a partial one; ``latest`` is found by
 listing complete ``ckpt-*`` directories, not from a pointer file that could
 disagree. Temporary directories left by an interrupted save (or deletion) are
-removed when the next `Checkpointer` opens the directory; a damaged latest
+removed when the next `Checkpointer` opens the directory (only those named
+and filled as tfpack writes them; a checkpoint is deleted file by file, so
+anything else put in its folder stays); a damaged latest
 checkpoint (unreadable metadata or state) is skipped with a warning in favour
 of the newest intact one.
 
@@ -45,8 +47,15 @@ __all__ = ["Checkpointer", "model_signature"]
 
 _META = "tfpack_checkpoint.json"
 _PATTERN = re.compile(r"^ckpt-(\d+)$")
-_TEMPORARY = (".tmp-ckpt-", ".deleting-ckpt-")
+# What an interrupted save or deletion leaves: removed only with exactly such a name and
+# nothing inside but checkpoint files (anything else there is someone else's).
+_TEMPORARY = re.compile(r"^\.(tmp|deleting)-ckpt-\d+-[0-9a-f]{8,32}$")
 _AUTO_NUMBER = re.compile(r"_\d+$")
+
+
+def _is_checkpoint_file(name: str) -> bool:
+    """Names a `tf.train.Checkpoint` write (prefix ``state``) and the metadata file."""
+    return name == _META or name == "checkpoint" or name.startswith("state.")
 
 
 def model_signature(model) -> list[list]:
@@ -92,8 +101,10 @@ class Checkpointer:
                 f"Received: checkpoint_dir={self.directory!r} ({error.strerror})") from None
         if is_chief:  # What an interrupted save or deletion left behind.
             for name in os.listdir(self.directory):
-                if name.startswith(_TEMPORARY):
-                    shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+                path = os.path.join(self.directory, name)
+                if (_TEMPORARY.match(name) and os.path.isdir(path) and not os.path.islink(path)
+                        and all(_is_checkpoint_file(n) for n in os.listdir(path))):
+                    shutil.rmtree(path, ignore_errors=True)
 
     def steps(self) -> list[int]:
         """Steps of the complete checkpoints, oldest first."""
@@ -124,18 +135,37 @@ class Checkpointer:
             with open(os.path.join(tmp, _META), "w") as f:
                 json.dump({"format": "tfpack-checkpoint", "version": 1, "step": int(step),
                            "signature": model_signature(self.model)}, f)
-            if os.path.exists(final):  # Same step written twice: replace it whole.
-                shutil.rmtree(final)
+            if os.path.lexists(final):  # Same step written twice: replace it whole.
+                self._delete(final, f"ckpt-{step}")
+                if os.path.lexists(final):
+                    raise TfpackError(
+                        "A checkpoint directory must hold only tfpack's checkpoints. Received: "
+                        f"{final!r} holding files tfpack did not write (move them away)")
             os.rename(tmp, final)
         finally:
             if os.path.exists(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
         for old in self.steps()[:-self.max_to_keep]:
-            # Renamed first: a half-deleted checkpoint must not look complete.
-            doomed = os.path.join(self.directory, f".deleting-ckpt-{old}-{uuid.uuid4().hex[:8]}")
-            os.rename(os.path.join(self.directory, f"ckpt-{old}"), doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
+            self._delete(os.path.join(self.directory, f"ckpt-{old}"), f"ckpt-{old}")
         return final
+
+    def _delete(self, path: str, name: str) -> None:
+        """Delete the checkpoint files of ``path``; what else it holds stays, at ``path``."""
+        if os.path.islink(path) or not os.path.isdir(path):
+            return
+        # Renamed first: a half-deleted checkpoint must not look complete.
+        doomed = os.path.join(self.directory, f".deleting-ckpt-{name[5:]}-{uuid.uuid4().hex[:8]}")
+        os.rename(path, doomed)
+        others = False
+        for entry in os.listdir(doomed):
+            if _is_checkpoint_file(entry):
+                os.remove(os.path.join(doomed, entry))
+            else:
+                others = True
+        if others:  # the user's files: kept, no longer a checkpoint (no metadata)
+            os.rename(doomed, path)
+        else:
+            os.rmdir(doomed)
 
     def restore(self, step: int | None = None, *, partial: bool = False) -> int | None:
         """Restore ``ckpt-<step>`` (default: the newest intact one); returns the step or `None`.

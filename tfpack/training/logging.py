@@ -52,10 +52,9 @@ def truncate_log(path: str | os.PathLike, step: int) -> None:
                 continue
             if line.endswith("\n") and isinstance(record, dict) and record.get("step", 0) <= step:
                 kept.append(line)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.writelines(kept)
-    os.replace(tmp, path)
+    from tfpack.formats.manifest import write_atomic
+
+    write_atomic(path, "".join(kept))  # a random temporary name, never a user's file
 
 
 class JsonLinesLogger:

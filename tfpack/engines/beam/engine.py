@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from tfpack.engines import base
 from tfpack.errors import TfpackError
@@ -65,9 +66,13 @@ class BeamEngine(base.Engine):
         beam_options: Beam pipeline options, a string as on a command line or
             a list, after `tfpack.beam.DEFAULT_OPTIONS`; checked here
             (`tfpack.beam.pipeline_options`).
+        quiet: while the pipeline runs, send what is written to fd 2 (the
+            worker processes' TensorFlow start-up and Beam log lines) to a
+            discarded file: the CLI's one line is all stderr shows. The
+            failure itself still comes back as one `TfpackError`.
     """
 
-    def __init__(self, *, beam_options=None):
+    def __init__(self, *, beam_options=None, quiet: bool = False):
         try:
             from tfpack.engines.beam.options import import_beam, pipeline_options
 
@@ -76,6 +81,7 @@ class BeamEngine(base.Engine):
             raise TfpackError("`--engine beam` needs Apache Beam (pip install 'tfpack[beam]'). "
                               f"Received: {error}") from None
         self.beam_options = beam_options
+        self.quiet = quiet
         self.options = pipeline_options(beam_options)  # checked before any work
 
     def build(self, job: base.Job, staging: str) -> base.Built:
@@ -88,7 +94,8 @@ class BeamEngine(base.Engine):
         started = time.perf_counter()
         files = list_files(job.input_pattern, required=GOOGLE_FEATURES)
         options = pipeline_options(self.beam_options, partitions=len(files))
-        built = run_pipeline(options, job, files, staging)
+        with _quiet_stderr() if self.quiet else contextlib.nullcontext():
+            built = run_pipeline(options, job, files, staging)
         built.seconds["pipeline"] = time.perf_counter() - started
         return built
 
@@ -108,8 +115,21 @@ class BeamEngine(base.Engine):
         # (Dask reads its level when imported, here and in the workers it starts).
         logging.getLogger("apache_beam").setLevel(logging.ERROR)
         os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
-        return {"beam_options": args.beam_options}
+        return {"beam_options": args.beam_options, "quiet": True}
 
     @classmethod
     def flags_given(cls, args: argparse.Namespace) -> list[str]:
         return ["--beam-options"] if args.beam_options is not None else []
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """fd 2 (inherited by the runner's worker processes) pointed at a discarded file."""
+    import sys
+    import tempfile
+
+    from tfpack._fds import redirect_fd
+
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as discarded, redirect_fd(2, discarded.fileno()):
+        yield

@@ -28,7 +28,9 @@ tfpack.errors.TfpackError: `beam_options` must be options of Beam or of its runn
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
 import logging
 import shlex
 import sys
@@ -81,6 +83,14 @@ def pipeline_options(beam_options=None, *, partitions: int | None = None):
     runner = options.view_as(StandardOptions).runner
     _check_runner(runner)
     known = _check_names(options)
+    address = str(known.get("address") or "")
+    if str(runner).endswith("DaskRunner") and address.startswith("inproc://"):
+        # Beam's Dask runner computes side inputs inside tasks; on threads sharing one
+        # process a global combine gets two values and fails with a bare AssertionError.
+        raise TfpackError(
+            "Beam's Dask runner must have worker processes (start the cluster with "
+            "processes=True, the default). Received: --dask_client_address="
+            f"{address} (an in-process, threads-only cluster)")
     if (partitions and str(runner).endswith("DaskRunner") and known.get("npartitions") is None
             and known.get("partition_size") is None):
         options = PipelineOptions(list(DEFAULT_OPTIONS) + extra
@@ -115,6 +125,8 @@ def _check_runner(name) -> None:
     """The runner must exist and import (its module also registers its own options)."""
     from apache_beam.runners.runner import create_runner
 
+    root, quiet = logging.getLogger(), _DropApitoolsWarning()
+    root.addFilter(quiet)  # a runner's modules may import Beam's GCP I/O (apitools warning)
     try:
         create_runner(name)
     except (ValueError, ImportError, AttributeError) as error:
@@ -123,6 +135,8 @@ def _check_runner(name) -> None:
             reason = "not a runner Beam knows; give a known name or module.path.RunnerClass"
         raise TfpackError(f"`--runner` must name an installed Beam runner. Received: "
                           f"--runner={name} ({type(error).__name__}: {reason})") from None
+    finally:
+        root.removeFilter(quiet)
 
 
 def _check_names(options) -> dict:
@@ -131,9 +145,15 @@ def _check_names(options) -> dict:
     level = beam_log.level
     beam_log.setLevel(logging.ERROR)  # Beam warns "Discarding unparseable args"; we refuse.
     parsers = []  # Beam's parser, to suggest flags by their names (not their internal `dest`)
-    try:
-        known = options.get_all_options(add_extra_args_fn=parsers.append)
-        given = options.get_all_options(retain_unknown_options=True)
+    usage = io.StringIO()
+    try:  # a bad value: argparse prints the whole usage (100+ lines) and exits
+        with contextlib.redirect_stderr(usage):
+            known = options.get_all_options(add_extra_args_fn=parsers.append)
+            given = options.get_all_options(retain_unknown_options=True)
+    except SystemExit:
+        lines = [l for l in usage.getvalue().splitlines() if l.strip()]
+        why = lines[-1].split("error: ", 1)[-1] if lines else "unparseable"
+        raise TfpackError(f"`beam_options` must hold valid values. Received: {why}") from None
     finally:
         beam_log.setLevel(level)
     unknown = sorted(set(given) - set(known))
@@ -146,4 +166,8 @@ def _check_names(options) -> dict:
         more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
         raise TfpackError("`beam_options` must be options of Beam or of its runner. "
                           f"Received: unknown option --{name}{hint}{more}")
+    workers = known.get("direct_num_workers")
+    if workers is not None and workers < 0:  # Beam fails late: "list index out of range"
+        raise TfpackError("`--direct_num_workers` must be >= 0 (0: one per core). "
+                          f"Received: --direct_num_workers={workers}")
     return known

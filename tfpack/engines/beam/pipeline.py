@@ -144,13 +144,14 @@ class _BuildShard(beam.DoFn):
         import dataclasses
 
         shard, parts = item
-        records, splits, ids = steps.shard_layout(list(parts))
+        records, splits, ids, lengths = steps.shard_layout(list(parts), with_lengths=True)
         builder = _shard_builder(self.job.max_length, limit["K"], limit["M"])
         name = self.job.shard_name(shard, decision["shards"])
         # Written, hashed and digested here, by the worker that built it, not by
         # one process at the end.
         info, features = builder.write(os.path.join(self.staging, name), records,
-                                       np.arange(len(records)), splits, example_ids=ids)
+                                       np.arange(len(records)), splits, example_ids=ids,
+                                       lengths=lengths)
         return {"shard": int(shard), **dataclasses.asdict(info), "features": features}
 
 
@@ -181,6 +182,8 @@ def runner_failure(error: BaseException) -> str:
     found = _STEP.search(text)
     if found:
         why = _BEAM_STEP.sub("", found["why"]).strip()
+        if why.startswith("TfpackError: "):  # bad input found inside a step: its own line
+            return why[len("TfpackError: "):]
         return f"The Beam pipeline failed in step '{found['step']}': {why}"
     beam_step = _BEAM_STEP.search(text)
     where = f" in step '{beam_step['step']}'" if beam_step else ""

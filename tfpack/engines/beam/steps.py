@@ -123,6 +123,7 @@ class FileScan:
     lengths: np.ndarray | None
     predictions: np.ndarray | None
     error: str | None = None
+    stamp: tuple | None = None  # (size, mtime ns) before the scan: route checks it
 
 
 @dataclasses.dataclass
@@ -136,6 +137,7 @@ class Placed:
     pack: np.ndarray
     position: np.ndarray
     first_example: int  # global index of the file's first example
+    stamp: tuple | None = None  # the file's (size, mtime ns) when scanned
 
 
 CACHE_PREFIX = ".tfpack-beam-cache-"
@@ -158,24 +160,28 @@ def scan_file(item: tuple[int, str], cache_dir: str | None = None) -> FileScan:
     from tfpack.formats import manifest
     from tfpack.formats.records import scan_google_records
 
+    from tfpack.engines.base import input_stamp
+
     index, path = item
     cached = None if cache_dir is None else os.path.join(cache_dir,
-                                                         f"{CACHE_PREFIX}scan-{index:05d}.npy")
+                                                         f"{CACHE_PREFIX}scan-{index:05d}.npz")
     if cached is not None and os.path.exists(cached):
-        both = np.load(cached)
-        return FileScan(index, path, both[0], both[1])
-    if tf.io.gfile.stat(path).length == 0:
+        with np.load(cached) as saved:
+            return FileScan(index, path, saved["lengths"], saved["predictions"],
+                            stamp=tuple(int(v) for v in saved["stamp"]))
+    stamp = input_stamp(path)
+    if stamp is None or stamp[0] == 0:
         empty = np.zeros(0, np.int64)
-        return FileScan(index, path, empty, empty)
+        return FileScan(index, path, empty, empty, stamp=stamp)
     try:
         lengths, predictions = scan_google_records([path])
     except TfpackError as error:
         return FileScan(index, path, None, None, str(error))
-    both = np.stack([lengths.astype(np.int64), predictions.astype(np.int64)])
+    lengths, predictions = lengths.astype(np.int64), predictions.astype(np.int64)
     if cached is not None:
         with manifest.atomic_path(cached) as partial, open(partial, "wb") as f:
-            np.save(f, both)
-    return FileScan(index, path, both[0], both[1])
+            np.savez(f, lengths=lengths, predictions=predictions, stamp=np.asarray(stamp))
+    return FileScan(index, path, lengths, predictions, stamp=stamp)
 
 
 def summary(scan: FileScan, max_length: int) -> dict:
@@ -283,7 +289,7 @@ def place_file(scan: FileScan, decision: dict):
                          start=decision["starts"][scan.index][:rule.max_length + 1])
     pack, position = rule.place(scan.lengths, ranks)
     yield Placed(scan.index, scan.path, scan.lengths, scan.predictions, pack, position,
-                 decision["firsts"][scan.index])
+                 decision["firsts"][scan.index], scan.stamp)
 
 
 def pack_totals(placed: Placed, packs_per_shard: int):
@@ -346,10 +352,18 @@ def route_file(placed: Placed, limit: dict, packs_per_shard: int):
     """Step 5: the file's raw records, one batch per output shard it feeds."""
     import tensorflow as tf
 
+    from tfpack.engines.base import check_unchanged
+
     if limit["error"] is not None or limit.get("bad_pack") is not None:
         return
-    records = [r for batch in tf.data.TFRecordDataset(placed.path).batch(_BATCH)
-               for r in batch.numpy()]
+    if placed.stamp is not None:
+        check_unchanged(placed.path, placed.stamp)
+    try:
+        records = [r for batch in tf.data.TFRecordDataset(placed.path).batch(_BATCH)
+                   for r in batch.numpy()]
+    finally:  # the records routed are those scanned, or one error naming the file
+        if placed.stamp is not None:
+            check_unchanged(placed.path, placed.stamp)
     if len(records) != placed.lengths.size:
         raise TfpackError("The input files must not change while they are packed. Received: "
                           f"file={placed.path!r} with {placed.lengths.size} records, "
@@ -362,9 +376,10 @@ def route_file(placed: Placed, limit: dict, packs_per_shard: int):
                        placed.first_example + mine)
 
 
-def shard_layout(parts) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+def shard_layout(parts, *, with_lengths: bool = False) -> tuple:
     """One shard's records in pack order, the splits of its packs, and each
-    record's global index (its position across the input files, in order).
+    record's global index (its position across the input files, in order);
+    ``with_lengths``: also each record's length when scanned.
 
     One part per input file feeding the shard (copies dropped by file index).
     Within a pack: longest first, then by slot, as `tfpack.packing.layout`.
@@ -379,7 +394,8 @@ def shard_layout(parts) -> tuple[list[bytes], np.ndarray, np.ndarray]:
     first = int(pack.min())
     sizes = np.bincount(pack - first)
     splits = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    return [records[i] for i in order], splits, ids[order]
+    layout = [records[i] for i in order], splits, ids[order]
+    return (*layout, lengths[order]) if with_lengths else layout
 
 
 def collect(_, decision: dict, limit: dict, shards: list[dict], bad_pack: list, *, job,

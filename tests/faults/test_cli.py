@@ -1,0 +1,310 @@
+"""Campaign: every command-line failure is one stderr line, exit 2, nothing left behind.
+
+The cases of issue 22 (each once a traceback or pages of noise), then random
+arguments for every subcommand (hypothesis, ``TFPACK_CAMPAIGN_EXAMPLES``
+examples each) and ``kill -9`` at random points of ``tfpack pack`` and
+``tfpack export``. A run may succeed or refuse; it may never print a
+traceback, several lines, or touch a file of the user's.
+"""
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tfpack
+from tests.faults import outcomes
+from tests.faults.inprocess import run_cli_here
+
+EXAMPLES = int(os.environ.get("TFPACK_CAMPAIGN_EXAMPLES", "6"))
+L = 32
+DASK = "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"
+IN_MEMORY = "--direct_running_mode=in_memory"
+
+
+def _google(path, count=30, seed=0):
+    rng = np.random.default_rng(seed)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(count):
+            n = int(rng.integers(5, L - 4))
+            ids = rng.integers(1000, 2000, size=n).tolist()
+            writer.write(tfpack.data.google_example(
+                ids, [0] * n, [1], [ids[1]], 0, max_seq_length=L, max_predictions_per_seq=4))
+
+
+def _not_utf8_example() -> bytes:
+    """A tf.train.Example whose feature name is not UTF-8: TensorFlow parses it, protobuf not."""
+    entry = bytes([0x0A, 0x01, 0xFF, 0x12, 0x05, 0x1A, 0x03, 0x0A, 0x01, 0x01])
+    features = bytes([0x0A, len(entry)]) + entry
+    return bytes([0x0A, len(features)]) + features
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("inputs")
+    _google(folder / "good.tfrecord")
+    good = next(iter(tf.data.TFRecordDataset(str(folder / "good.tfrecord")))).numpy()
+    with tf.io.TFRecordWriter(str(folder / "not-utf8.tfrecord")) as writer:
+        writer.write(good)
+        writer.write(_not_utf8_example())
+    return folder
+
+
+def _pack_args(source, out, *extra):
+    return ("pack", "--input", source, "--output", out, "--max-length", L,
+            "--max-sequences-per-pack", 3, "--algorithm", "ffd", *extra)
+
+
+def _nothing_left(root):
+    return lambda result: not [n for n in os.listdir(root) if n.startswith(".tfpack")] and not (
+        root / "out").exists()
+
+
+# --- the known cases --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, match", [
+    (lambda d, o: _pack_args(d / "not-utf8.tfrecord", o), "must be a serialized tf.train.Example"),
+    (lambda d, o: _pack_args(d / "good.tfrecord", o, "--seed", "-1"), "--seed"),
+    (lambda d, o: ("plan", "wikipedia_512", "--max-length", 512, "--max-sequences-per-pack", 3,
+                   "--algorithm", "greedy", "--output", o / "plan.json", "--seed", "-1"),
+     "--seed"),
+    (lambda d, o: ("analyze", "wikipedia_512", "--max-length", 512, "--seed", "-1"), "--seed"),
+    (lambda d, o: _pack_args(d / "good.tfrecord", o, "--engine", "beam",
+                             "--beam-options=--direct_num_workers=abc"), "invalid int value"),
+    (lambda d, o: _pack_args(d / "good.tfrecord", o, "--engine", "beam",
+                             "--beam-options=--direct_running_mode=bogus"), "invalid choice"),
+    (lambda d, o: _pack_args(d / "good.tfrecord", o, "--engine", "beam",
+                             "--beam-options=--direct_num_workers=-2"), "direct_num_workers"),
+], ids=["not-utf8-local", "seed-pack", "seed-plan", "seed-analyze", "beam-option-value",
+        "beam-option-choice", "beam-negative-workers"])
+def test_known_failures_are_one_line(inputs, tmp_path, argv, match):
+    root = tmp_path / "root"
+    root.mkdir()
+    result = run_cli_here(*argv(inputs, root / "out"))
+    verdict = outcomes.judge_cli(result, refuse=True, match=match, check=_nothing_left(root))
+    assert verdict.outcome == outcomes.HELD, verdict
+    assert os.listdir(root) == []
+
+
+@pytest.mark.parametrize("config", [
+    {}, {"element_spec": 5}, {"element_spec": {"input_ids": [[8], "int32"]}},
+    {"element_spec": {"input_ids": "x"}, "layers": 1}, [1, 2],
+], ids=["empty", "spec-not-a-dict", "no-model-keys", "bad-spec", "a-list"])
+def test_export_of_a_run_with_an_incomplete_config_is_one_line(tmp_path, config):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_config.json").write_text(json.dumps(config))
+    before = outcomes.snapshot(tmp_path)
+    result = run_cli_here("export", "--run", run, "--output", tmp_path / "served")
+    verdict = outcomes.judge_cli(result, refuse=True, match="--run",
+                                 check=lambda r: not (tmp_path / "served").exists(),
+                                 user_files=(tmp_path, before))
+    assert verdict.outcome == outcomes.HELD, verdict
+
+
+def test_beam_on_a_threads_only_dask_cluster_is_refused_up_front(inputs, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=":0") as cluster:
+        result = run_cli_here(*_pack_args(
+            inputs / "good.tfrecord", tmp_path / "out", "--engine", "beam",
+            f"--beam-options={DASK} --dask_client_address={cluster.scheduler_address}"))
+    verdict = outcomes.judge_cli(result, refuse=True, match="worker processes",
+                                 check=_nothing_left(tmp_path))
+    assert verdict.outcome == outcomes.HELD, verdict
+
+
+def _run_with_file_size_limit(limit, argv):
+    """``tfpack ARGV`` in a process that may write files of at most ``limit`` bytes (full disk)."""
+    def restrict():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run([sys.executable, "-m", "tfpack.cli", *map(str, argv)],
+                          preexec_fn=restrict, capture_output=True, text=True, timeout=600,
+                          env=environment)
+
+
+@pytest.mark.slow  # a fresh process (and for Beam a pipeline): ~15-30 s each
+@pytest.mark.parametrize("engine", [(), ("--engine", "beam", f"--beam-options={IN_MEMORY}")],
+                         ids=["local", "beam"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(inputs, tmp_path, engine):
+    source = tmp_path / "big.tfrecord"
+    _google(source, count=400, seed=1)  # ~40 kB; the output needs more than the limit
+    result = _run_with_file_size_limit(20_000, _pack_args(source, tmp_path / "out", *engine))
+    verdict = outcomes.judge_cli(result, refuse=True, match="File too large",
+                                 check=_nothing_left(tmp_path))
+    assert verdict.outcome == outcomes.HELD, verdict
+
+
+@pytest.mark.slow  # Beam's default runner: two worker processes, each importing TensorFlow
+def test_a_bad_record_on_beams_worker_processes_is_one_line(inputs, tmp_path):
+    result = outcomes.run_cli(*_pack_args(inputs / "not-utf8.tfrecord", tmp_path / "out",
+                                          "--engine", "beam"))
+    verdict = outcomes.judge_cli(result, refuse=True, match="must be a serialized tf.train.Example",
+                                 check=_nothing_left(tmp_path))
+    assert verdict.outcome == outcomes.HELD, verdict
+
+
+# --- random arguments -------------------------------------------------------------------------
+
+VALUES = st.one_of(st.integers(-3, 3), st.sampled_from(
+    ["0", "-1", "2147483648", "99999999999999999999", "1e3", "nan", "", " ", "none", "x",
+     "0x10", "ä", "--", "3.5", "inf"]), st.integers(-2**40, 2**40))
+
+
+def _flags(names):
+    return st.lists(st.tuples(st.sampled_from(names), VALUES), max_size=4)
+
+
+def _judge_any(result, root, user=None):
+    """Success, or one line; never a traceback, noise, or a changed file of the user's."""
+    if result.returncode == 0:
+        return outcomes.judge_cli(result, refuse=False, user_files=user)
+    return outcomes.judge_cli(result, refuse=True, user_files=user)
+
+
+def _argv(base, flags):
+    argv = list(base)
+    for name, value in flags:
+        argv += [f"{name}={value}"]
+    return argv
+
+
+@settings(max_examples=EXAMPLES)
+@given(flags=_flags(["--max-length", "--max-sequences-per-pack", "--algorithm", "--seed",
+                     "--algorithms", "--plot"]))
+def test_random_analyze_and_plan_arguments(tmp_path_factory, flags):
+    root = tmp_path_factory.mktemp("plan")
+    for command in (["analyze", "wikipedia_512", "--max-length=512", "--algorithms=ffd,lpfhp"],
+                    ["plan", "wikipedia_512", "--max-length=512", "--max-sequences-per-pack=3",
+                     "--algorithm=ffd", f"--output={root / 'plan.json'}"]):
+        names = {"plan": ("--algorithms", "--plot")}.get(command[0], ())
+        # A plot goes under the test's folder, never the working directory.
+        drawn = [(n, root / f"plot-{v}" if n == "--plot" else v) for n, v in flags]
+        argv = _argv(command, [f for f in drawn if f[0] not in names])
+        verdict = _judge_any(run_cli_here(*argv), root)
+        assert verdict.outcome == outcomes.HELD, (argv, verdict)
+        assert not [n for n in os.listdir(root) if n.startswith(".")], argv
+
+
+@settings(max_examples=EXAMPLES)
+@given(flags=_flags(["--max-length", "--max-sequences-per-pack", "--max-predictions",
+                     "--packs-per-shard", "--seed", "--batch-size", "--balance", "--algorithm",
+                     "--plan", "--beam-options", "--engine"]),
+       overwrite=st.booleans())
+def test_random_pack_arguments(inputs, tmp_path_factory, flags, overwrite):
+    root = tmp_path_factory.mktemp("pack")
+    (root / "NOTES.md").write_text("mine")
+    before = outcomes.snapshot(root)
+    flags = [f for f in flags if f[0] != "--engine" or f[1] in ("local", "beam")]
+    if any(f[0] == "--engine" and f[1] == "beam" for f in flags):  # keep Beam in this process
+        flags = [f for f in flags if f[0] != "--beam-options"] + [("--beam-options", IN_MEMORY)]
+    argv = _argv(["pack", f"--input={inputs / 'good.tfrecord'}", f"--output={root / 'out'}",
+                  "--max-length=32", "--max-sequences-per-pack=3", "--algorithm=ffd"], flags)
+    argv += ["--overwrite"] if overwrite else []
+    result = run_cli_here(*argv)
+    verdict = _judge_any(result, root, user=(root, before))
+    assert verdict.outcome == outcomes.HELD, (argv, verdict)
+    assert not [n for n in os.listdir(root) if n.startswith(".")], argv
+    if result.returncode == 0:
+        assert len(list(tfpack.data.read_packed(str(root / "out")).as_numpy_iterator())) > 0
+
+
+@pytest.fixture(scope="module")
+def keras_file(tmp_path_factory):
+    from tfpack import models
+
+    model = models.CausalLM(vocabulary_size=11, num_layers=1, hidden_dim=8, num_heads=2,
+                            intermediate_dim=16, max_sequence_length=8)
+    model({"input_ids": np.ones((1, 8), np.int32), "sequence_ids": np.ones((1, 8), np.int32),
+           "position_ids": np.arange(8, dtype=np.int32)[None]})
+    path = tmp_path_factory.mktemp("model") / "m.keras"
+    model.save(path)
+    return path
+
+
+@pytest.mark.slow  # a successful draw exports a SavedModel (~10 s)
+@settings(max_examples=EXAMPLES)
+@given(flags=_flags(["--max-length", "--max-sequences-per-pack", "--max-predictions",
+                     "--padding-id", "--step"]), source=st.sampled_from(["model", "run", "none"]))
+def test_random_export_arguments(keras_file, tmp_path_factory, flags, source):
+    root = tmp_path_factory.mktemp("export")
+    (root / "NOTES.md").write_text("mine")
+    before = outcomes.snapshot(root)
+    given_source = {"model": [f"--model={keras_file}"], "run": [f"--run={root / 'norun'}"],
+                    "none": [f"--model={root / 'NOTES.md'}"]}[source]
+    argv = _argv(["export", *given_source, f"--output={root / 'served'}"], flags)
+    verdict = _judge_any(run_cli_here(*argv), root, user=(root, before))
+    assert verdict.outcome == outcomes.HELD, (argv, verdict)
+    assert not [n for n in os.listdir(root) if n.startswith(".")], argv
+
+
+@settings(max_examples=EXAMPLES)
+@given(flags=_flags(["--steps", "--batch-size", "--accumulation-steps", "--learning-rate",
+                     "--warmup-steps", "--packing-factor", "--log-every", "--checkpoint-every",
+                     "--dropout", "--weight-decay", "--layers", "--hidden", "--heads"]))
+def test_random_train_arguments_refused_or_run(inputs, tmp_path_factory, flags):
+    root = tmp_path_factory.mktemp("train")
+    (root / "NOTES.md").write_text("mine")
+    before = outcomes.snapshot(root)
+    # A tiny model on the Google records: draws that would make a valid run long or large
+    # (many steps, a wide model) are left out; every other draw must run or refuse.
+    def small(flag):
+        try:
+            return int(flag[1]) <= 4 or flag[0] not in ("--steps", "--layers", "--hidden",
+                                                          "--heads")
+        except ValueError:
+            return True
+
+    flags = [f for f in flags if small(f)]
+    argv = _argv(["train", f"--input={inputs / 'good.tfrecord'}", "--input-format=google",
+                  f"--output={root / 'run'}", "--vocab-size=2048", "--layers=1", "--hidden=8",
+                  "--heads=2", "--intermediate=16", "--max-length=32",
+                  "--max-sequences-per-pack=3", "--max-predictions=4", "--batch-size=4",
+                  "--steps=2", "--no-jit"], flags)
+    verdict = _judge_any(run_cli_here(*argv), root, user=(root, before))
+    assert verdict.outcome == outcomes.HELD, (argv, verdict)
+
+
+# --- kill -9 ----------------------------------------------------------------------------------
+
+@pytest.mark.slow  # each round starts a process that imports TensorFlow
+def test_kill_9_at_random_points_of_pack_keeps_the_users_files(inputs, tmp_path):
+    rng = np.random.default_rng(int(os.environ.get("TFPACK_CAMPAIGN_SEED", "0")))
+    (tmp_path / "real").mkdir()
+    os.symlink("real", tmp_path / "out")
+    (tmp_path / "NOTES.md").write_text("mine")
+    source = tmp_path / "in.tfrecord"
+    _google(source, count=300, seed=2)
+    first = run_cli_here(*_pack_args(source, tmp_path / "out", "--packs-per-shard", 4))
+    assert first.returncode == 0, first.stderr
+    users = outcomes.snapshot(tmp_path, skip=lambda rel: rel.startswith(("real", ".tfpack")))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    for _ in range(max(2, EXAMPLES // 2)):
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tfpack.cli",
+             *map(str, _pack_args(source, tmp_path / "out", "--packs-per-shard", 4, "--seed",
+                                  int(rng.integers(0, 100)), "--overwrite"))],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        time.sleep(float(rng.uniform(2.0, 12.0)))  # import, scan, route, build or swap
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+        assert not outcomes.changed_files(tmp_path, users)
+        assert os.path.islink(tmp_path / "out")
+        tfpack.data.read_packed(str(tmp_path / "out"))  # the old output or the new one
+    last = run_cli_here(*_pack_args(source, tmp_path / "out", "--overwrite"))
+    verdict = outcomes.judge_cli(last, refuse=False, user_files=(tmp_path, users),
+                                 check=lambda r: not [n for n in os.listdir(tmp_path)
+                                                      if n.startswith(".tfpack")])
+    assert verdict.outcome == outcomes.HELD, verdict

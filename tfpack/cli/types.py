@@ -1,0 +1,26 @@
+"""Argument types of the command line: a bad value is argparse's one-line usage error.
+
+>>> seed("3")
+3
+>>> seed("-1")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: must be a non-negative integer. Received: -1
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["seed"]
+
+
+def seed(text: str) -> int:
+    """A seed: a non-negative integer (numpy refuses others, with a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer. Received: {text}")
+    return value
