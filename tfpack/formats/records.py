@@ -365,8 +365,9 @@ def _write_one_shard(packs, directory: str, name: str) -> int:
         if features is None:
             raise TfpackError("`packs` must hold at least one batch of packs. Received: none")
     shape = lambda n: features[n][1][0] if n in features else None  # noqa: E731
+    shard = writer.shard_info(os.path.join(directory, name))
     manifest.write_manifest(
-        directory, [writer.shard_info(os.path.join(directory, name))], features=features, max_length=shape("input_ids"),
+        directory, [shard], features=features, max_length=shape("input_ids"),
         max_sequences_per_pack=shape("sequence_mask") or 0,
         max_predictions_per_pack=shape("masked_lm_positions"),
         sequences=sequences, tokens=tokens, created_by="tfpack.data.write_packed")
