@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.formats import manifest, validation
+from tfpack.formats.packed_values import check_packs
 from tfpack.formats.protos import encode_examples
 from tfpack.formats.rows import dense_rows
 from tfpack.formats.validation import GOOGLE_FEATURES
@@ -335,6 +336,7 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
     with manifest.atomic_path(path) as tmp, tf.io.TFRecordWriter(tmp) as writer:
         for batch in packs:
             batch = {n: np.asarray(v) for n, v in batch.items()}
+            check_packs(batch, first_pack=written)
             if features is None:
                 features = packed_features(batch)
             elif packed_features(batch) != features:
