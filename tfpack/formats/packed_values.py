@@ -40,13 +40,14 @@ tfpack.errors.TfpackError: `input_ids` must hold integers inside int32 [-2**31, 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 
 from tfpack import features as contract
 from tfpack.errors import TfpackError
 
-__all__ = ["check_packs", "INT32_MIN", "INT32_MAX"]
+__all__ = ["check_packs", "value_rule", "ValueRule", "INT32_MIN", "INT32_MAX"]
 
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 
@@ -67,14 +68,64 @@ def _bound(entries) -> str | None:
     return None
 
 
-def _rules(name: str) -> tuple[str, set, str | None, bool]:
-    """``(dtype, paddings, bound, binary)`` of feature ``name`` (``dtype`` None: not in
-    the contract)."""
+class ValueRule(NamedTuple):
+    """What the values of one feature must be (see the module docstring).
+
+    Attributes:
+        integer: int32 in the contract (or an int feature outside it).
+        paddings: the negative values allowed besides ``>= 0`` (padding
+            values such as -1, -100); ``None`` for a feature outside the
+            contract (any int32 value).
+        high: exclusive upper bound, or ``None``.
+        binary: only 0.0 or 1.0 (the packer's masks).
+        requirement: the rule in words, for messages.
+    """
+
+    integer: bool
+    paddings: tuple | None
+    high: int | None
+    binary: bool
+    requirement: str
+
+
+def value_rule(name: str, *, L: int | None = None, K: int | None = None,
+               limit: int | None = None, integer: bool | None = None) -> ValueRule:
+    """The `ValueRule` of feature ``name`` in packs of ``L`` tokens and ``K`` sequences.
+
+    ``limit``: a further exclusive bound (a model's table size).
+    ``integer``: for a feature outside the contract, whether its values are ints.
+
+    >>> value_rule("sequence_ids", L=8, K=2).requirement
+    'integers in [0, 3) (sequence numbers 0..K, K=2)'
+    >>> value_rule("input_ids", L=8, limit=30).high
+    30
+    """
     entries = [f for f in contract.table() if f.name == name]
     if not entries:
-        return None, set(), None, False
-    binary = any(f.source == "packer" and f.dtype == "float32" for f in entries)
-    return entries[0].dtype, {f.padding for f in entries}, _bound(entries), binary
+        if integer:
+            return ValueRule(True, None, None, False, "integers inside int32 [-2**31, 2**31)")
+        return ValueRule(False, None, None, False, "finite float32 numbers")
+    if entries[0].dtype == "float32":
+        if any(f.source == "packer" for f in entries):
+            return ValueRule(False, (), None, True, "only 0.0 or 1.0")
+        return ValueRule(False, (), None, False, "finite float32 numbers >= 0")
+    paddings = tuple(sorted({f.padding for f in entries if f.padding < 0}))
+    bound = _bound(entries)
+    high = {"L": L, "K": None if K is None else K + 1}.get(bound)
+    if limit is not None:
+        high = limit if high is None else min(high, limit)
+    if high is None:
+        requirement = "integers inside int32 [-2**31, 2**31), each >= 0"
+    else:
+        requirement = f"integers in [0, {high})"
+    requirement += "".join(f" or {p}" for p in paddings)
+    if bound == "K" and high == K + 1:
+        requirement += f" (sequence numbers 0..K, K={K})"
+    elif bound == "L" and high == L:
+        requirement += f" (positions inside the pack, L={L})"
+    elif limit is not None and high == limit:
+        requirement += " (rows of the model embedding table)"
+    return ValueRule(True, paddings, high, False, requirement)
 
 
 def _sizes(packs: Mapping[str, np.ndarray]) -> tuple[int | None, int | None]:
@@ -118,55 +169,36 @@ def check_packs(packs: Mapping[str, np.ndarray], *, first_pack: int = 0,
     limits = dict(limits or {})
     for name, value in packs.items():
         value = np.asarray(value)
-        dtype, paddings, bound, binary = _rules(name)
-        if dtype == "int32" or (dtype is None and value.dtype.kind in "iub"):
-            _check_ints(name, value, paddings, bound, L, K, limits.get(name), first_pack)
-        else:
-            _check_floats(name, value, dtype is not None, binary, first_pack)
+        rule = value_rule(name, L=L, K=K, limit=limits.get(name),
+                          integer=value.dtype.kind in "iub")
+        if rule.integer and value.dtype.kind not in "iub":
+            raise TfpackError(f"`{name}` must hold integers (int32 in the tfpack feature "
+                              f"contract). Received: {name} of dtype {value.dtype}")
+        if value.dtype.kind not in "iubf":
+            raise TfpackError(f"`{name}` must hold numbers. Received: {name} of dtype "
+                              f"{value.dtype}")
+        if value.size == 0:
+            continue
+        bad = _broken(rule, value)
+        if bad.any():
+            raise TfpackError(f"`{name}` must hold {rule.requirement} (tfpack.features). "
+                              f"Received: {name}={_first(bad, value, first_pack)}")
 
 
-def _check_ints(name, value, paddings, bound, L, K, limit, first_pack) -> None:
-    if value.dtype.kind not in "iub":
-        raise TfpackError(f"`{name}` must hold integers (int32 in the tfpack feature contract). "
-                          f"Received: {name} of dtype {value.dtype}")
-    if value.size == 0:
-        return
-    value = value.astype(np.int64) if value.dtype.kind != "u" else value
-    bad = (value < INT32_MIN) | (value > INT32_MAX)
-    requirement = "integers inside int32 [-2**31, 2**31)"
-    if paddings:  # A contract feature: >= 0, or its padding value.
-        padding = sorted(p for p in paddings if p < 0)
-        bad |= (value < 0) & ~np.isin(value, padding)
-        requirement += ", each >= 0" + "".join(f" or {p}" for p in padding)
-    high = {"L": L, "K": None if K is None else K + 1}.get(bound)
-    if limit is not None:
-        high = limit if high is None else min(high, limit)
-    if high is not None:
-        bad |= value >= high
-        requirement += f" and < {high}"
-        if bound == "K":
-            requirement += f" (sequence numbers 0..K, K={K})"
-        elif bound == "L":
-            requirement += f" (positions inside the pack, L={L})"
-    if bad.any():
-        raise TfpackError(f"`{name}` must hold {requirement} (tfpack.features). "
-                          f"Received: {name}={_first(bad, value, first_pack)}")
-
-
-def _check_floats(name, value, in_contract, binary, first_pack) -> None:
-    if value.dtype.kind not in "iubf":
-        raise TfpackError(f"`{name}` must hold numbers. Received: {name} of dtype {value.dtype}")
-    if value.size == 0:
-        return
-    # float64 beyond float32's range would be stored as inf.
-    bad = ~np.isfinite(value) | (np.abs(value) > np.finfo(np.float32).max)
-    requirement = "finite float32 numbers"
-    if in_contract and binary:
-        bad |= (value != 0) & (value != 1)
-        requirement = "only 0.0 or 1.0"
-    elif in_contract:
-        bad |= value < 0
-        requirement += " >= 0"
-    if bad.any():
-        raise TfpackError(f"`{name}` must hold {requirement} (tfpack.features). "
-                          f"Received: {name}={_first(bad, value, first_pack)}")
+def _broken(rule: ValueRule, value: np.ndarray) -> np.ndarray:
+    """Where ``value`` breaks ``rule``."""
+    if rule.integer:
+        value = value.astype(np.int64) if value.dtype.kind != "u" else value
+        bad = (value < INT32_MIN) | (value > INT32_MAX)
+        if rule.paddings is not None:
+            bad |= (value < 0) & ~np.isin(value, rule.paddings)
+    else:
+        # float64 beyond float32's range would be stored as inf.
+        bad = ~np.isfinite(value) | (np.abs(value) > np.finfo(np.float32).max)
+        if rule.binary:
+            bad |= (value != 0) & (value != 1)
+        elif rule.paddings is not None:
+            bad |= value < 0
+    if rule.high is not None:
+        bad |= value >= rule.high
+    return bad
