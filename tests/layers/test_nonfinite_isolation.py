@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfpack import models
-from tfpack.layers import PackedSelfAttention
+from tfpack.layers import PackedSelfAttention, PackedSequencePooling
 from tfpack.testing import pack_examples
 
 IMPLEMENTATIONS = ("dense", "segmented")
@@ -165,3 +165,19 @@ def test_decoder_with_a_bad_embedding_row(implementation):
     np.testing.assert_allclose(packed[0, :1], alone[0, :1], atol=1e-5)  # Before token 7.
     assert np.isfinite(packed[0, :1]).all() and np.isfinite(packed[0, 4:9]).all()
     assert np.isnan(packed[0, 1:4]).all()
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "last"])
+def test_pooling_keeps_a_bad_token_in_its_sequence(pooling):
+    """Mean pooling sums tokens by a membership matmul: a NaN token of A must not make B's
+    mean NaN (0 x NaN), and A's mean is NaN."""
+    layer = PackedSequencePooling(pooling, normalize=True)
+    hidden = np.random.default_rng(2).normal(size=(1, 6, 4)).astype("float32")
+    hidden[0, 1] = np.nan
+    sequence_ids = np.array([[1, 1, 1, 2, 2, 0]])
+    pooled = np.asarray(layer(hidden, sequence_ids, np.array([[0, 3]]),
+                              np.array([[1.0, 1.0]], "float32")))
+    alone = np.asarray(layer(hidden[:, 3:], np.array([[1, 1, 0]]), np.array([[0, 0]]),
+                             np.array([[1.0, 0.0]], "float32")))
+    np.testing.assert_allclose(pooled[0, 1], alone[0, 0], atol=1e-6)
+    assert np.isnan(pooled[0, 0]).all() == (pooling == "mean")
