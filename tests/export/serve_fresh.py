@@ -3,7 +3,9 @@
     python serve_fresh.py REQUESTS.json
 
 REQUESTS.json: a list of {"saved_model", "signature", "inputs" (npz path), "outputs" (npz
-path), "loader"}. ``loader`` is ``"tf2"`` (`tf.saved_model.load`) or ``"saved_model_cli"``:
+path), "loader"}, optionally "refused": true (a request the model must refuse: its
+``InvalidArgumentError`` message is saved as the output ``error``). ``loader`` is ``"tf2"``
+(`tf.saved_model.load`) or ``"saved_model_cli"``:
 the function behind ``saved_model_cli run`` (TensorFlow's client, which restores the
 variables with the TF1 session loader, as TensorFlow Serving does); it writes one
 ``<output>.npy`` per output key.
@@ -35,14 +37,19 @@ def main():
     for request in requests:
         path, signature = request["saved_model"], request["signature"]
         inputs = dict(np.load(request["inputs"]))
-        if request.get("loader", "tf2") == "saved_model_cli":
-            outputs = _saved_model_cli(path, signature, inputs)
-        else:
-            if path not in loaded:
-                loaded[path] = tf.saved_model.load(path)
-            function = loaded[path].signatures[signature]
-            outputs = {k: v.numpy() for k, v in
-                       function(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+        try:
+            if request.get("loader", "tf2") == "saved_model_cli":
+                outputs = _saved_model_cli(path, signature, inputs)
+            else:
+                if path not in loaded:
+                    loaded[path] = tf.saved_model.load(path)
+                function = loaded[path].signatures[signature]
+                outputs = {k: v.numpy() for k, v in
+                           function(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+        except tf.errors.InvalidArgumentError as error:
+            if not request.get("refused"):
+                raise
+            outputs = {"error": np.array(error.message)}
         np.savez(request["outputs"], **outputs)
     assert not any(name.split(".")[0] == "tfpack" for name in sys.modules), "tfpack imported"
 

@@ -24,7 +24,10 @@ TensorFlow Serving all load it):
 A request is refused as a whole (``InvalidArgumentError`` naming the rule)
 when a length is negative or beyond ``T``, a sequence is longer than ``L``
 (no silent truncation: cut it before sending), or an id is negative or not
-below the vocabulary size.
+below the vocabulary size. ``serving_default`` checks every packed feature
+the same way before the model runs (`tfpack.export.value_checks`): ids
+inside the model's tables, positions inside the pack and the position
+table, sequence ids in ``[0, K]``, finite masks.
 
 Variables: the served functions capture the model's ``tf.Variable``s, and the
 exported object tracks exactly those (as `keras.export.ExportArchive` does).
@@ -54,20 +57,14 @@ from tfpack.export import paths
 from tfpack.export.graph_packing import (gather_sequence_outputs, gather_token_outputs,
                                          pack_sequences)
 from tfpack.export.shapes import feature_specs, serving_lengths
+from tfpack.export.value_checks import packed_checks, packed_rules
+from tfpack.inference.limits import input_limits
 from tfpack.version import __version__
 
 __all__ = ["export_saved_model", "DEFAULT_EXPORT_DIR"]
 
 DEFAULT_EXPORT_DIR = "saved_models"
 _EXTRA_OUTPUTS = ("sequence_mask", "token_mask", "pack_index")
-
-
-def _attribute(model, name):
-    for owner in (model, getattr(model, "encoder", None), getattr(model, "backbone", None)):
-        value = getattr(owner, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
 
 
 def _output_kinds(model, specs) -> dict:
@@ -93,11 +90,16 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
     names, L = list(specs), sizes["L"]
     # Without per-sequence features (a causal LM) a pack holds as many sequences as fit.
     K, M = sizes.get("K", L), sizes.get("M", 0)
-    vocabulary = _attribute(model, "vocabulary_size")
-    types = _attribute(model, "type_vocabulary_size")
+    limits = input_limits(model)
+    vocabulary = limits.get("input_ids")
+    types = limits.get("token_type_ids")
+    rules = packed_rules(limits, L, sizes.get("K"))
 
     def packed(*features):
-        outputs = call(dict(zip(names, features)), training=False)
+        features = dict(zip(names, features))
+        with tf.control_dependencies(packed_checks(features, rules)):
+            features = {k: tf.identity(v) for k, v in features.items()}
+        outputs = call(features, training=False)
         return {k: tf.convert_to_tensor(v) for k, v in outputs.items()}
 
     def check_ids(ids, limit, what):

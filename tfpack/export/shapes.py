@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from tfpack import features as contract
 from tfpack.errors import TfpackError
+from tfpack.inference.limits import input_limits
 from tfpack.training import trained_lengths
 from tfpack.training.validation import lengths_of
 
@@ -59,11 +60,8 @@ def _input_features(model, element_spec) -> tuple:
 
 
 def _position_capacity(model) -> int | None:
-    for owner in (model, getattr(model, "encoder", None), getattr(model, "backbone", None)):
-        value = getattr(owner, "max_sequence_length", None)
-        if isinstance(value, int):
-            return value
-    return None
+    """Rows of the model's position table (None: rotary positions, no table)."""
+    return input_limits(model).get("position_ids")
 
 
 def serving_lengths(model, element_spec: dict | None = None, *, max_length=None,
@@ -102,7 +100,8 @@ def serving_lengths(model, element_spec: dict | None = None, *, max_length=None,
     capacity = _position_capacity(model)
     if capacity is not None and found["L"] > capacity:
         raise TfpackError(f"`max_length` must be at most the model's max_sequence_length="
-                          f"{capacity}. Received: max_length={found['L']}")
+                          f"{capacity} (the rows of its position table). "
+                          f"Received: max_length={found['L']}")
     return {k: int(found[k]) for k in needed}
 
 

@@ -34,6 +34,7 @@ import tensorflow as tf
 from tfpack.errors import TfpackError
 from tfpack.formats import blocks, manifest, outputs, validation
 from tfpack.formats.packed import PackedOutput, packed_output, read_packed
+from tfpack.formats.packed_values import check_packs
 from tfpack.formats.protos import encode_examples
 from tfpack.formats.rows import dense_rows
 from tfpack.formats.validation import GOOGLE_FEATURES
@@ -351,6 +352,7 @@ def _write_one_shard(packs, directory: str, name: str) -> int:
             blocks.ShardWriter(tmp) as writer:
         for batch in packs:
             batch = {n: np.asarray(v) for n, v in batch.items()}
+            check_packs(batch, first_pack=written)
             if features is None:
                 features = packed_features(batch)
             elif packed_features(batch) != features:

@@ -2,7 +2,11 @@
 
 The examples are packed as they stream in (`tfpack.data.pack` with
 ``window=``: memory bounded by the window, not the corpus), batched to one
-fixed shape ``[batch_size, L]`` (the last batch is filled with empty packs),
+fixed shape ``[batch_size, L]`` (the last batch is filled with empty packs;
+fewer packs than ``batch_size`` in all give one call of just those), checked
+against the model's tables (`tfpack.inference.limits`: an id outside the
+vocabulary, a position past the position table is refused, naming the
+example, before the compiled step, where XLA would clamp it),
 run through the model compiled once (``jit_compile``), and every output is
 cut back into its examples by the packs' ``example_ids``
 (`tfpack.inference.unpack`). Which output is per sequence and which per token
@@ -42,6 +46,8 @@ from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.data.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
+from tfpack.formats.packed_values import INT32_MAX, INT32_MIN
+from tfpack.inference.limits import input_limits
 from tfpack.inference.unpack import Collector
 
 __all__ = ["predict", "output_kinds"]
@@ -84,6 +90,11 @@ def _as_dataset(examples) -> tuple[tf.data.Dataset, int | None]:
         if not isinstance(spec, dict) or "input_ids" not in spec:
             raise TfpackError("`examples` must be a tf.data.Dataset of dicts with `input_ids` "
                               f"or a list of token id lists. Received: element_spec={spec!r}")
+        not_integer = {n: s.dtype.name for n, s in spec.items() if n in contract.names()
+                       and contract.dtype_of(n) == "int32" and not s.dtype.is_integer}
+        if not_integer:
+            raise TfpackError("`examples` must hold integer ids (int32 or int64), never "
+                              f"floats or strings. Received: dtypes {not_integer}")
         count = int(tf.data.experimental.cardinality(examples))
         return examples, count if count >= 0 else None
     if isinstance(examples, Sequence) and not isinstance(examples, (str, bytes)):
@@ -93,12 +104,59 @@ def _as_dataset(examples) -> tuple[tf.data.Dataset, int | None]:
                               f"Received: {len(rows)} rows"
                               + (f", row shapes {sorted({np.shape(r) for r in rows})[:4]}"
                                  if rows else ""))
+        rows = [_integer_row(r, i) for i, r in enumerate(rows)]
         dataset = tf.data.Dataset.from_generator(
             lambda: ({"input_ids": np.asarray(r, np.int32)} for r in rows),
             output_signature={"input_ids": tf.TensorSpec([None], tf.int32)})
         return dataset.apply(tf.data.experimental.assert_cardinality(len(rows))), len(rows)
     raise TfpackError("`examples` must be a tf.data.Dataset of dicts with `input_ids` or a "
                       f"list of token id lists. Received: {type(examples).__name__}")
+
+
+def _integer_row(row, index: int) -> np.ndarray:
+    """One example's ids as int32; floats, strings and values beyond int32 are refused
+    (a cast would truncate or wrap them)."""
+    values = np.asarray(row)
+    if values.dtype.kind not in "iu":
+        raise TfpackError(f"`examples` must hold integer token ids, never floats or strings "
+                          f"(a cast would truncate them). Received: example {index} of dtype "
+                          f"{values.dtype}: {values[:8].tolist()}")
+    outside = (values < INT32_MIN) | (values > INT32_MAX)
+    if outside.any():
+        at = int(np.flatnonzero(outside)[0])
+        raise TfpackError(f"`examples` must hold token ids inside int32. Received: "
+                          f"input_ids={values[at].item()} in example {index} at token {at}")
+    return values.astype(np.int32)
+
+
+_LIMIT_NAMES = {"input_ids": "the model's vocabulary_size",
+                "token_type_ids": "the model's type_vocabulary_size",
+                "position_ids": "the rows of the model's position table"}
+
+
+def _check_inputs(batch: dict, limits: Mapping[str, int]) -> None:
+    """Refuse ids the model has no table row for, naming the example (XLA would clamp them).
+
+    Checked on the packs, so the position of a token inside its example (its
+    ``position_ids``) is checked against the model's position table too.
+    """
+    real = batch["sequence_ids"] > 0
+    for name, limit in limits.items():
+        if name not in batch:
+            continue
+        values = batch[name]
+        bad = real & ((values < 0) | (values >= limit))
+        if not bad.any():
+            continue
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        slot = int(batch["sequence_ids"][row, column]) - 1
+        example = int(batch["example_ids"][row, slot])
+        token = int(batch["position_ids"][row, column])
+        hint = ("; cut longer examples, e.g. `truncate=True` with `max_length` at most "
+                f"{limit}" if name == "position_ids" else "")
+        raise TfpackError(f"`{name}` must be inside [0, {limit}) ({_LIMIT_NAMES[name]}{hint}). "
+                          f"Received: {name}={values[row, column].item()} in example "
+                          f"{example} at token {token}")
 
 
 def _model_inputs(model, element_spec) -> tuple[str, ...]:
@@ -142,7 +200,8 @@ def predict(
         max_sequences_per_pack: ``K``; ``1`` runs one example per row (the
             padded baseline).
         batch_size: packs per model call; every call has the shape
-            ``[batch_size, L]``.
+            ``[batch_size, L]`` (``[P, L]`` when the examples make only
+            ``P < batch_size`` packs: nothing is allocated beyond the data).
         max_predictions_per_pack: ``M``, for models with prediction-slot
             inputs (``roles="bert"``).
         window: examples planned and packed at a time (memory is bounded by
@@ -180,11 +239,18 @@ def predict(
         raise TfpackError(f"The packs must hold every feature the model reads. Received: "
                           f"missing {missing} (pass `roles` that pack them)")
     call = _compiled(model, jit_compile)
+    limits = input_limits(model)
     collector = Collector(kinds)
     with tqdm(total=count, desc="predict", unit=" examples", disable=not progress) as bar:
-        pending = None
+        pending, rows = None, None
         for batch in packed.as_numpy_iterator():
-            batch = _fill(batch, batch_size, roles.task)
+            # Checked before the compiled step: under XLA an id past its table is clamped.
+            _check_inputs(batch, limits)
+            # One shape for every call: the first batch's. It is smaller than
+            # `batch_size` only when it is the only one, so nothing is allocated
+            # beyond what the data needs, however large `batch_size` is.
+            rows = rows or len(batch["input_ids"])
+            batch = _fill(batch, rows, roles.task)
             outputs = call({n: batch[n] for n in inputs})  # Dispatched; runs while we unpack.
             if pending is not None:
                 bar.update(_collect(collector, *pending, kinds))

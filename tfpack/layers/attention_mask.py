@@ -1,4 +1,23 @@
-"""Block-diagonal (and causal) attention masks derived from `sequence_ids`."""
+"""Block-diagonal (and causal) attention masks derived from `sequence_ids`,
+and the helpers that keep a non-finite value inside its own sequence.
+
+A mask added to the scores does not isolate a NaN: ``NaN + (-1e9)`` is NaN,
+so one NaN key turns the softmax of every query of the pack into NaN, and a
+probability of exactly 0 times a NaN value is NaN again. Attention that
+isolates sequences therefore (1) selects the scores with ``where``
+(`allowed_from_bias` recovers the allowed pairs of an additive mask) and (2)
+multiplies probabilities by `isolate_values`' values: non-finite value
+rows zeroed, and every query allowed to see one marked, so `show_poisoned`
+makes exactly those outputs NaN. A NaN of sequence A then never reaches
+sequence B, and A's own outputs still show it (nothing is hidden).
+
+>>> import numpy as np
+>>> value = np.array([[[[1.0]], [[np.nan]], [[2.0]]]], "float32")  # [b, k, h, d]
+>>> allowed = PackedAttentionMask()(np.array([[1, 1, 2]]))[:, None]  # [b, 1, q, k]
+>>> clean, poisoned = isolate_values(value, allowed)
+>>> np.asarray(clean).ravel().tolist(), np.asarray(poisoned).tolist()
+([1.0, 0.0, 2.0], [[True, True, False]])
+"""
 
 import keras
 from keras import ops
@@ -6,6 +25,10 @@ from keras import ops
 from tfpack.errors import TfpackError
 
 _MASK_TYPES = ("boolean", "additive")
+# At or below this, an additive mask blocks a pair: tfpack's masks hold 0 or
+# `large_negative_number` (-3e4 in float16, -1e9 otherwise); a bias such as
+# ALiBi's stays far above it.
+_BLOCKED_BELOW = -1.5e4
 
 
 def large_negative_number(dtype):
@@ -19,6 +42,40 @@ def large_negative_number(dtype):
     if keras.backend.standardize_dtype(dtype) == "float16":
         return -3e4
     return -1e9
+
+
+def allowed_from_bias(bias):
+    """Boolean: where an additive mask (`PackedAttentionMask(mask_type="additive")`,
+    0 or `large_negative_number`) allows attention; same shape as `bias`."""
+    return ops.cast(bias, "float32") > _BLOCKED_BELOW
+
+
+def isolate_values(value, allowed):
+    """`(clean_value, poisoned)`: the values with non-finite rows zeroed, and which queries
+    may see one of them.
+
+    Args:
+        value: `[batch, keys, heads, head_dim]`.
+        allowed: boolean `[batch or 1, heads or 1, queries, keys]` (True = query may
+            attend to key).
+
+    Returns:
+        `clean_value` (same shape as `value`: a key with any non-finite value
+        is all zeros) and `poisoned`, boolean `[batch, queries]`: the query may
+        attend to such a key, so its output must be non-finite
+        (`show_poisoned`).
+    """
+    bad = ops.logical_not(ops.all(ops.isfinite(value), axis=(2, 3)))  # [b, k]
+    clean = ops.where(bad[:, :, None, None], ops.zeros_like(value), value)
+    sees = ops.cast(ops.any(allowed, axis=1), "float32")  # [b, q, k]
+    reached = ops.matmul(sees, ops.cast(bad, "float32")[:, :, None])[..., 0]
+    return clean, reached > 0
+
+
+def show_poisoned(context, poisoned):
+    """`context` `[batch, queries, heads, head_dim]` with NaN where `poisoned` `[batch, queries]`."""
+    nan = ops.cast(float("nan"), context.dtype)
+    return ops.where(poisoned[:, :, None, None], nan, context)
 
 
 @keras.saving.register_keras_serializable(package="tfpack")

@@ -11,6 +11,7 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.layers import segmented_attention as segments
+from tfpack.layers.attention_mask import allowed_from_bias, isolate_values, show_poisoned
 
 
 def band_mask(length, window):
@@ -41,8 +42,21 @@ def softmax_attention(query, key, value, *, causal=False, bias=None,
     set. The softmax runs in float32. On JAX without active dropout or soft
     cap: `jax.nn.dot_product_attention` (cuDNN on GPUs where it applies;
     the window as its `local_window_size`).
+
+    A non-finite query, key or value reaches only the queries allowed to
+    see it: scores are selected (not only added to) by the mask, and
+    values go through `isolate_values` (see `tfpack.layers.attention_mask`),
+    so a NaN in one sequence of a pack never turns another into NaN, and
+    the outputs of its own sequence are NaN.
     """
     dropout_active = bool(training) and dropout > 0
+    if lengths is not None:
+        allowed = segments.row_mask(lengths, query.shape[1], causal)
+        if window is not None:
+            allowed = ops.logical_and(allowed, band_mask(query.shape[1], window))
+    else:
+        allowed = allowed_from_bias(bias)
+    value, poisoned = isolate_values(value, allowed)
     if (keras.backend.backend() == "jax" and not dropout_active
             and logit_soft_cap is None):
         import jax
@@ -50,26 +64,26 @@ def softmax_attention(query, key, value, *, causal=False, bias=None,
         # Queries come pre-scaled (as in the einsum path): scale=1.
         if lengths is not None:
             lengths = ops.cast(ops.reshape(lengths, (-1,)), "int32")
-            return jax.nn.dot_product_attention(
+            context = jax.nn.dot_product_attention(
                 query, key, value, scale=1.0, is_causal=causal,
                 query_seq_lengths=lengths, key_value_seq_lengths=lengths,
                 local_window_size=None if window is None else tuple(window))
-        return jax.nn.dot_product_attention(
-            query, key, value, bias=ops.cast(bias, query.dtype), scale=1.0)
+        else:
+            context = jax.nn.dot_product_attention(
+                query, key, value, bias=ops.cast(bias, query.dtype), mask=allowed,
+                scale=1.0)
+        return show_poisoned(context, poisoned)
     scores = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
     if logit_soft_cap is not None:
         scores = ops.tanh(scores / logit_soft_cap) * logit_soft_cap
-    if lengths is not None:
-        mask = segments.row_mask(lengths, query.shape[1], causal)
-        if window is not None:
-            mask = ops.logical_and(mask, band_mask(query.shape[1], window))
-        scores = ops.where(mask, scores, -1e9)
-    else:
+    if bias is not None and lengths is None:
         scores = scores + ops.cast(bias, "float32")
+    # `where`, not only the additive mask: NaN + (-1e9) would stay NaN.
+    scores = ops.where(allowed, scores, -1e9)
     probabilities = ops.cast(ops.softmax(scores, axis=-1), query.dtype)
     if dropout_active:
         probabilities = keras.random.dropout(probabilities, dropout, seed=seed)
-    return ops.einsum("bhqk,bkhd->bqhd", probabilities, value)
+    return show_poisoned(ops.einsum("bhqk,bkhd->bqhd", probabilities, value), poisoned)
 
 
 def packed_attention(query, key, value, *, implementation, dense_bias,

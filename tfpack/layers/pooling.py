@@ -72,8 +72,15 @@ class PackedSequencePooling(keras.layers.Layer):
         membership = sequence_membership(sequence_ids, num_sequences)
         counts = ops.sum(membership, axis=1)  # [B, K] tokens per sequence
         if self.pooling == "mean":
-            sums = ops.einsum("blk,blh->bkh", membership, hidden)
+            # 0 x NaN is NaN: a non-finite token is summed into its own
+            # sequence only (which becomes NaN), never into the others.
+            finite = ops.all(ops.isfinite(hidden), axis=-1, keepdims=True)
+            sums = ops.einsum("blk,blh->bkh", membership,
+                              ops.where(finite, hidden, ops.zeros_like(hidden)))
+            poisoned = ops.einsum("blk,bl->bk", membership,
+                                  ops.cast(ops.logical_not(finite[..., 0]), "float32")) > 0
             pooled = sums / ops.expand_dims(ops.maximum(counts, 1.0), -1)
+            pooled = ops.where(poisoned[..., None], float("nan"), pooled)
         else:
             positions = ops.cast(cls_positions, "int32")
             if self.pooling == "last":
