@@ -7,9 +7,9 @@ came from. Where they come from:
 
 - a Hugging Face ``tokenizers.Tokenizer``: its own offsets
   (``encode_batch(...).offsets``);
-- a keras-hub ``WordPieceTokenizer`` (``BertTokenizer`` ...): tfpack's BERT
-  WordPiece (`tfpack.builders.wordpiece`) over the tokenizer's vocabulary and
-  case setting;
+- a keras-hub ``WordPieceTokenizer`` (``BertTokenizer`` ...): keras-hub's own
+  reading of text (which differs from BERT's reference on Unicode spaces and
+  format characters) over the tokenizer's vocabulary, with origins;
 - a keras-hub ``BytePairTokenizer`` (GPT-2, Llama 3, Qwen ...): the bytes of
   each token (byte-level BPE is lossless), mapped to characters;
 - a keras-hub ``SentencePieceTokenizer`` (Gemma, Llama 2 ...): the
@@ -62,12 +62,63 @@ def _hugging_face_offsets(tokenizer, texts):
 
 
 def _wordpiece_offsets(tokenizer, texts):
+    """keras-hub's own WordPiece reading (not BERT's reference: `_keras_hub_words`)."""
     from tfpack.builders.wordpiece import WordPiece
 
-    wordpiece = WordPiece(list(tokenizer.get_vocabulary()),
-                          lower_case=bool(tokenizer.lowercase),
+    wordpiece = WordPiece(list(tokenizer.get_vocabulary()), lower_case=False,
                           unknown_token=tokenizer.oov_token)
-    return wordpiece.tokenize_with_offsets(list(texts))
+    ids, offsets = [], []
+    for text in texts:
+        row_ids, row_offsets = [], []
+        for word, origins in _keras_hub_words(text, tokenizer):
+            for token, first, end in wordpiece._pieces(word, count_bytes=True):
+                row_ids.append(token)
+                row_offsets.append((origins[first], origins[end - 1] + 1))
+        ids.append(row_ids)
+        offsets.append(row_offsets)
+    return ids, offsets
+
+
+def _keras_hub_words(text, tokenizer):
+    """The words keras-hub's `WordPieceTokenizer` splits ``text`` into, with origins.
+
+    Its reading (keras_hub/src/tokenizers/word_piece_tokenizer.py): case
+    folding, then NFD without marks (``strip_accents``); ``[ \t\n\r\f]``,
+    ``Cc`` and ``Cf`` characters split words; punctuation (and CJK with
+    ``split_on_cjk``) are words of their own; no other cleaning.
+    """
+    import string
+    import unicodedata
+
+    from tfpack.builders.wordpiece import _is_cjk
+
+    words, current, origins = [], [], []
+
+    def flush():
+        if current:
+            words.append(("".join(current), list(origins)))
+            current.clear()
+            origins.clear()
+
+    for index, char in enumerate(text):
+        if getattr(tokenizer, "lowercase", False):
+            char = char.casefold()  # tensorflow-text's case_fold_utf8: "ß" -> "ss"
+        if getattr(tokenizer, "strip_accents", False):
+            char = "".join(c for c in unicodedata.normalize("NFD", char)
+                           if unicodedata.category(c) != "Mn")
+        for c in char:
+            category = unicodedata.category(c)
+            if c in " \t\n\r\f" or category in ("Cc", "Cf"):
+                flush()
+            elif c in string.punctuation or category.startswith("P") or (
+                    getattr(tokenizer, "split_on_cjk", True) and _is_cjk(ord(c))):
+                flush()
+                words.append((c, [index]))
+            else:
+                current.append(c)
+                origins.append(index)
+    flush()
+    return words
 
 
 def _char_offsets(text: str, byte_spans):
@@ -110,7 +161,7 @@ def _sentencepiece_offsets(tokenizer, texts):
         processor.Load(proto)
     ids, offsets = [], []
     for text in texts:
-        pieces = processor.encode(text, out_type="immutable_proto").pieces
+        pieces = processor.encode(text, out_type="proto").pieces
         ids.append([p.id for p in pieces])
         encoded = text.encode("utf-8")
         spans = [(p.begin, p.end) for p in pieces]

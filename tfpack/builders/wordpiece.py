@@ -138,9 +138,9 @@ class WordPiece:
 
         return cls(load_vocab(vocab_path), lower_case=lower_case)
 
-    def _pieces(self, word: str) -> list[tuple[int, int, int]]:
+    def _pieces(self, word: str, count_bytes: bool = False) -> list[tuple[int, int, int]]:
         """``(id, first, end)`` of each piece; ``first``/``end`` index the word."""
-        if len(word) > MAX_WORD_CHARACTERS:
+        if (len(word.encode("utf-8")) if count_bytes else len(word)) > MAX_WORD_CHARACTERS:
             return [(self.unknown_id, 0, len(word))]
         pieces, start = [], 0
         while start < len(word):
