@@ -96,3 +96,32 @@ def test_every_character_of_unicode_3_2_tokenizes_as_the_reference():
     codes = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF
              and old.category(chr(c)) != "Cn" and (old.category(chr(c)) != "Co" or c % 97 == 0)]
     _same_as_reference(["ab" + chr(c) + "cd" for c in codes])
+
+
+def test_embeddings_qa_windows_and_word_starts_follow_the_reference():
+    from tfpack.builders import question_answering_examples, token_classification_examples
+
+    reference = _reference()
+    texts = [t for t in CASES if t.strip()]
+    rows = [x["input_ids"].tolist() for x in tfpack.data.embedding_examples(
+        texts, max_length=512).as_numpy_iterator()]
+    assert rows == [[101] + e.ids + [102] for e in
+                    reference.encode_batch(texts, add_special_tokens=False)]
+    words = [["10\u00a0km", "co\u00adoperation", "\ufffd", "naïve", "日本", "end"]]
+    examples = token_classification_examples(words, [[1, 2, 3, 4, 5, 6]])
+    pieces = [reference.encode(w, add_special_tokens=False).ids for w in words[0]]
+    assert next(iter(examples.dataset))["input_ids"].numpy().tolist() == (
+        [101] + [t for p in pieces for t in p] + [102])
+    starts = [1 + sum(len(p) for p in pieces[:j]) if pieces[j] else -1 for j in range(6)]
+    assert examples.word_starts == [starts] and starts[2] == -1  # U+FFFD vanishes
+    context = "Runs 10\u00a0km of co\u00adoperation\u200b lanes: naïve 日本 text."
+    qa = question_answering_examples(["how far?"], [context], [("10\u00a0km", 5)],
+                                     max_length=16, stride=2)
+    encoding = reference.encode(context, add_special_tokens=False)
+    assert len(qa.windows) > 1
+    spans = {w.start + i: span for w in qa.windows for i, span in enumerate(w.spans)}
+    assert [tuple(s) for s in encoding.offsets] == [spans[i] for i in range(len(spans))]
+    first = next(iter(qa.dataset))
+    offset = qa.windows[0].context_offset
+    assert (int(first["start_positions"]), int(first["end_positions"])) == (
+        offset + 1, offset + 2)
