@@ -71,7 +71,7 @@ def test_qa_random_answer_offsets_are_labelled_or_refused(first, size):
     ([["Ada", "wrote"]], [[True, 0]], {}, "tags[0][0]=True"),
     (["Ada", "wrote"], [[1], [0]], {}, "read as characters"),                  # a flat word list
     ("Ada wrote", None, {}, "words="),
-    ([["Ada", "wrote"]], [1, 0], {}, "tags[0]=1"),                             # flat tags
+    ([["Ada", "wrote"]], [1, 0], {}, "tags=[1, 0]"),                           # flat tags
     ([["Ada", "wrote"]], [[1]], {}, "for 2 words"),
     ([["Ada", 7]], None, {}, "words[0]"),
     ([["Ada"]], [[0]], {"num_classes": 0}, "num_classes=0"),
