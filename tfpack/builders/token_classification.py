@@ -24,6 +24,7 @@ Worked example (bert-base-uncased vocabulary)::
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import numpy as np
@@ -154,7 +155,6 @@ def token_classification_examples(words: list[list[str]], tags: list[list[int]] 
     _check_words(words, tags, num_classes)
     if tokenizer is None:
         from tfpack.builders.wordpiece import wordpiece_text_tokenizer
-        import dataclasses
 
         # BERT's pre-split words are each tokenized alone (Hugging Face's
         # is_split_into_words): a word never merges with its neighbour.
