@@ -58,6 +58,9 @@ setuptools.setup(
             # the tokenizer= tests build offline (keras-hub depends on both too).
             "sentencepiece>=0.2",
             "tokenizers>=0.20",
+            # The reference the entity-F1 docs cite: `entity_f1` and `EntityF1`
+            # are tested equal to seqeval's default mode on generated tags.
+            "seqeval>=1.2",
         ],
         # `tfpack pack --engine beam` / `tfpack.beam`: the packing pipeline on
         # Apache Beam. Beam 2.77 needs protobuf<7 and TensorFlow 2.21 needs

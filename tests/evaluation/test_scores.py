@@ -12,6 +12,53 @@ from tfpack.evaluation import (EntityF1, MacroF1, Perplexity, entity_counts, ent
                                entity_spans, macro_f1, squad_scores)
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+# Every scheme seqeval's default mode reads: IOB1/IOB2, IOBES, bare tags.
+SCHEMES = {
+    "iob": TAGS,
+    "bare": ["O", "B", "I"],
+    "iobes": ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "I-LOC", "E-LOC", "S-LOC"],
+    "mixed": ["O", "B", "I", "E", "S", "B-PER", "I-PER", "E-PER", "S-PER", "I-LOC"],
+}
+
+
+def _seqeval_f1(gold, predicted):
+    import warnings
+
+    metrics = pytest.importorskip("seqeval.metrics")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # seqeval's zero-division warning
+        return metrics.f1_score(gold, predicted)
+
+
+@st.composite
+def tag_sequences(draw):
+    tags = SCHEMES[draw(st.sampled_from(sorted(SCHEMES)))]
+    n = draw(st.integers(1, 4))
+    lengths = [draw(st.integers(0, 8)) for _ in range(n)]
+    row = lambda k: draw(st.lists(st.sampled_from(tags), min_size=k, max_size=k))
+    return [row(k) for k in lengths], [row(k) for k in lengths], tags
+
+
+@settings(max_examples=300, deadline=None)
+@given(tag_sequences())
+def test_entity_f1_equals_seqeval_on_every_scheme(case):
+    gold, predicted, _ = case
+    assert entity_f1(gold, predicted)["f1"] == _seqeval_f1(gold, predicted)
+
+
+def test_bare_and_iobes_tags_score_as_seqeval_reads_them():
+    # The tag set O, B, I: one entity each, found (it scored 0 when bare tags read as O).
+    assert entity_f1([["B", "I", "O", "B"]], [["B", "I", "O", "O"]])["f1"] == 2 / 3
+    assert entity_spans(["S-PER", "B-LOC", "I-LOC", "E-LOC", "E-LOC"]) == [
+        ("PER", 0, 0), ("LOC", 1, 3), ("LOC", 4, 4)]
+    metric = EntityF1(["O", "B", "I"])
+    metric.update_state(np.array([[1, 2, 0, 1]]), np.array([[1, 2, 0, 0]]),
+                        np.array([[1, 1, 1, 1]]))
+    assert math.isclose(float(metric.result()), 2 / 3, rel_tol=1e-6)
+    with pytest.raises(TfpackError, match="Received: tag='PER'"):
+        entity_f1([["PER"]], [["O"]])
+    with pytest.raises(TfpackError, match="Received: tag='L-PER'"):
+        EntityF1(["O", "B-PER", "L-PER"])
 
 
 def test_entity_spans_follow_seqeval_lenient_iob2():
@@ -54,7 +101,9 @@ def test_perplexity_metric():
 
 @st.composite
 def packed_tags(draw):
-    """Random packs of tagged words, ignored sub-tokens and padding."""
+    """Random packs of tagged words, ignored sub-tokens and padding, in one scheme."""
+    tags = SCHEMES[draw(st.sampled_from(sorted(SCHEMES)))]
+    top = len(tags) - 1
     rows, gold, predicted, sequences = [], [], [], []
     length = 12
     for _ in range(draw(st.integers(1, 3))):
@@ -67,35 +116,38 @@ def packed_tags(draw):
             for _ in range(n):
                 if draw(st.integers(0, 3)) == 0:
                     labels.append(-100)
-                    preds.append(draw(st.integers(0, 4)))
+                    preds.append(draw(st.integers(0, top)))
                 else:
-                    g, p = draw(st.integers(0, 4)), draw(st.integers(0, 4))
+                    g, p = draw(st.integers(0, top)), draw(st.integers(0, top))
                     labels.append(g)
                     preds.append(p)
-                    g_words.append(TAGS[g])
-                    p_words.append(TAGS[p])
+                    g_words.append(tags[g])
+                    p_words.append(tags[p])
                 ids.append(slot)
             examples.append((g_words, p_words))
         pad = length - len(labels)
         labels += [-100] * pad
-        preds += [draw(st.integers(0, 4)) for _ in range(pad)]
+        preds += [draw(st.integers(0, top)) for _ in range(pad)]
         ids += [0] * pad
         gold.append(labels)
         predicted.append(preds)
         sequences.append(ids)
         rows.extend(examples)
-    return np.array(gold), np.array(predicted), np.array(sequences), rows
+    return np.array(gold), np.array(predicted), np.array(sequences), rows, tags
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(packed_tags())
 def test_entity_counts_in_graph_equal_reference(case):
-    labels, predictions, sequence_ids, examples = case
+    labels, predictions, sequence_ids, examples, tags = case
     tp, gold, predicted = (float(x) for x in entity_counts(labels, predictions, sequence_ids,
-                                                           TAGS))
+                                                           tags))
     reference = entity_f1([g for g, _ in examples], [p for _, p in examples])
     assert (tp, gold, predicted) == (reference["true_positives"], reference["gold"],
                                      reference["predicted"])
+    if examples:  # seqeval refuses an empty list
+        assert reference["f1"] == _seqeval_f1([g for g, _ in examples],
+                                              [p for _, p in examples])
 
 
 def test_entity_f1_metric_accumulates_counts():

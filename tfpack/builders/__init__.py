@@ -8,8 +8,12 @@
   (prompt/response pairs).
 - `classification_examples` (a text or a text pair and a label).
 - `text_tokenizer` / `TextTokenizer`: the ``tokenizer=`` every builder takes
-  (a model's own keras-hub tokenizer or preprocessor, or a callable), with
-  the special tokens the model's keras-hub preprocessor adds.
+  (a model's own keras-hub tokenizer or preprocessor, a Hugging Face
+  ``tokenizers.Tokenizer``, or a callable), with the special tokens the
+  model's preprocessor adds and, for tagging and QA, character offsets
+  (`tfpack.builders.offsets`).
+- Without ``tokenizer=``: WordPiece read as BERT's reference tokenizer reads
+  text (`tfpack.builders.wordpiece`), bundled bert-base-uncased vocabulary.
 - `embedding_examples` (texts, optional contrastive group ids),
   `token_classification_examples` (words and their tags, aligned to the
   first sub-token; `word_predictions` reads predictions back per word) and

@@ -1,8 +1,9 @@
 """BERT pre-training examples from raw text, as Google's ``create_pretraining_data``.
 
-Documents (lists of sentences) are tokenized with tensorflow-text's
-`BertTokenizer` over a WordPiece vocabulary (the bundled bert-base-uncased one
-by default), then cut into sentence-pair examples the way Google's
+Documents (lists of sentences) are tokenized as BERT's reference tokenizer
+does (`tfpack.builders.wordpiece`) over a WordPiece vocabulary (the bundled
+bert-base-uncased one by default), or with the model's own ``tokenizer=``,
+then cut into sentence-pair examples the way Google's
 ``create_pretraining_data.py`` does:
 
 - a target length of ``max_seq_length - 3`` tokens, or with probability
@@ -76,24 +77,19 @@ def load_vocab(vocab_path: str | None = None) -> list[str]:
 
 def tokenize_documents(documents: list[list[str]], vocab_path: str | None = None,
                        *, lower_case: bool = True) -> list[list[np.ndarray]]:
-    """WordPiece ids of every sentence, with tensorflow-text's `BertTokenizer`.
+    """WordPiece ids of every sentence, read as BERT's reference reads text.
 
-    Returns documents as lists of int32 arrays; empty sentences and documents
-    are dropped.
+    (`tfpack.builders.wordpiece`.) Returns documents as lists of int32
+    arrays; empty sentences and documents are dropped.
     """
-    import tensorflow_text as tf_text
+    from tfpack.builders.wordpiece import WordPiece
 
-    if vocab_path is None:
-        from tfpack.datasets import bert_vocab_path
-
-        vocab_path = bert_vocab_path()
-    tokenizer = tf_text.BertTokenizer(vocab_path, lower_case=lower_case,
-                                      token_out_type=tf.int32)
     sentences = [s for d in documents for s in d]
     if not sentences:
         return []
-    ids = tokenizer.tokenize(tf.constant(sentences)).merge_dims(1, 2)
-    flat, splits = ids.flat_values.numpy(), ids.row_splits.numpy()
+    rows = WordPiece.from_file(vocab_path, lower_case=lower_case)(sentences)
+    splits = np.cumsum([0] + [len(r) for r in rows])
+    flat = np.asarray([t for r in rows for t in r], np.int32)
     out, k = [], 0
     for document in documents:
         pieces = [flat[splits[i]:splits[i + 1]] for i in range(k, k + len(document))]

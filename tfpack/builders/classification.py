@@ -22,13 +22,10 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfpack.builders.tokenizers import TextTokenizer, reject_vocab_path, text_tokenizer
+from tfpack.builders.tokenizers import builder_tokenizer
 from tfpack.errors import TfpackError
 
 __all__ = ["classification_examples"]
-
-_CLS, _SEP = "[CLS]", "[SEP]"
-
 
 def classification_examples(
     texts: list[str],
@@ -67,11 +64,7 @@ def classification_examples(
             f"len(pairs)={None if pairs is None else len(pairs)}")
     if not texts:
         raise TfpackError("`texts` must not be empty. Received: texts=[]")
-    if tokenizer is None:
-        tokenizer = _wordpiece(vocab_path, lower_case)
-    else:
-        reject_vocab_path(vocab_path)
-    tokenizer = text_tokenizer(tokenizer)
+    tokenizer = builder_tokenizer(tokenizer, vocab_path, lower_case)
     start, separator, end = (list(tokenizer.start_ids), list(tokenizer.separator_ids),
                              list(tokenizer.end_ids))
     special = len(start) + len(end) + (len(separator) if pairs is not None else 0)
@@ -103,19 +96,3 @@ def classification_examples(
     return tf.data.Dataset.range(len(ids)).map(lambda i: {
         "input_ids": ragged_ids[i], "token_type_ids": ragged_types[i],
         "labels": label_tensor[i]})
-
-
-def _wordpiece(vocab_path, lower_case) -> TextTokenizer:
-    """The bundled (or given) WordPiece vocabulary as a `TextTokenizer`."""
-    import tensorflow_text as tf_text
-
-    from tfpack.builders.bert import load_vocab
-    from tfpack.datasets import bert_vocab_path
-
-    vocab = load_vocab(vocab_path)
-    wordpiece = tf_text.BertTokenizer(vocab_path or bert_vocab_path(), lower_case=lower_case,
-                                      token_out_type=tf.int32)
-    return TextTokenizer(
-        lambda texts: wordpiece.tokenize(tf.constant(texts)).merge_dims(1, 2),
-        start_ids=(vocab.index(_CLS),), end_ids=(vocab.index(_SEP),),
-        separator_ids=(vocab.index(_SEP),), batched=True)

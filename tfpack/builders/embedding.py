@@ -20,7 +20,7 @@ __all__ = ["embedding_examples"]
 
 
 def embedding_examples(texts: list[str], groups: list[int] | None = None, *,
-                       max_length: int = 128, vocab_path: str | None = None,
+                       max_length: int = 128, tokenizer=None, vocab_path: str | None = None,
                        lower_case: bool = True) -> tf.data.Dataset:
     """Tokenize texts into unpacked embedding examples.
 
@@ -28,29 +28,36 @@ def embedding_examples(texts: list[str], groups: list[int] | None = None, *,
         texts: the texts.
         groups: optional group id per text (contrastive fine-tuning).
         max_length: longest example; longer texts lose their end.
+        tokenizer: the model's own tokenizer (`tfpack.builders.text_tokenizer`:
+            a keras-hub tokenizer or preprocessor, a Hugging Face
+            ``tokenizers.Tokenizer``, a callable); its start and end ids go
+            around the text. None: the WordPiece vocabulary below.
         vocab_path, lower_case: the WordPiece vocabulary (bundled
-            bert-base-uncased by default).
+            bert-base-uncased by default), without ``tokenizer``.
 
     Returns:
         A dataset of ``{"input_ids": int32 [n]}`` (and ``labels``, int32
         scalars, with ``groups``), in input order.
     """
-    from tfpack.builders.bert import load_vocab
-    from tfpack.builders.wordpiece import wordpiece_with_offsets
+    from tfpack.builders.tokenizers import builder_tokenizer
 
+    if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
+        raise TfpackError("`texts` must be a list of strings. "
+                          f"Received: texts={texts!r:.80}")
     if not texts:
         raise TfpackError("`texts` must not be empty. Received: texts=[]")
     if groups is not None and len(groups) != len(texts):
         raise TfpackError("`groups` must have one id per text. Received: "
                           f"{len(groups)} groups for {len(texts)} texts")
-    if not isinstance(max_length, int) or max_length < 3:
-        raise TfpackError("`max_length` must be an integer of at least 3. "
-                          f"Received: max_length={max_length!r}")
-    vocab = load_vocab(vocab_path)
-    ids, _ = wordpiece_with_offsets(list(texts), vocab_path=vocab_path, lower_case=lower_case)
-    rows = [[vocab.index("[CLS]")] + row[:max_length - 2] + [vocab.index("[SEP]")]
-            for row in ids]
-    columns = {"input_ids": tf.ragged.constant(rows, dtype=tf.int32)}
+    tokenizer = builder_tokenizer(tokenizer, vocab_path, lower_case)
+    start, end = list(tokenizer.start_ids), list(tokenizer.end_ids)
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or (
+            max_length <= len(start) + len(end)):
+        raise TfpackError(f"`max_length` must be an integer above {len(start) + len(end)} "
+                          f"(the special tokens). Received: max_length={max_length!r}")
+    rows = [start + row[:max_length - len(start) - len(end)] + end
+            for row in tokenizer(list(texts))]
+    columns = {"input_ids": tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1)}
     if groups is not None:
         columns["labels"] = tf.constant(groups, tf.int32)
     return tf.data.Dataset.range(len(rows)).map(

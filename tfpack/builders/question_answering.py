@@ -2,6 +2,7 @@
 
 Every question/context pair becomes one or more *windows*
 ``[CLS] question [SEP] context[a:b] [SEP]`` of at most ``max_length`` tokens
+(with ``tokenizer=``, the model's own start, separator and end tokens)
 (``token_type_ids`` 0 for the question part, 1 for the context part);
 consecutive windows overlap by ``stride`` context tokens, so an answer near a
 window's edge is whole in the next one. Each window keeps, for its context
@@ -54,6 +55,8 @@ class QAWindow(NamedTuple):
         context_offset: index of its first context token in the window.
         spans: character span ``(begin, end)`` in the context of each of its
             context tokens.
+        length: its number of tokens (what its logits must have); None:
+            unchecked.
     """
 
     question: int
@@ -61,6 +64,7 @@ class QAWindow(NamedTuple):
     end: int
     context_offset: int
     spans: list
+    length: int | None = None
 
 
 class QAExamples(NamedTuple):
@@ -78,6 +82,11 @@ class QAExamples(NamedTuple):
 
 
 def _check(questions, contexts, answers, stride, max_question_length):
+    for name, value in (("questions", questions), ("contexts", contexts)):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
+                isinstance(v, str) for v in value):
+            raise TfpackError(f"`{name}` must be a list of strings. "
+                              f"Received: {name}={value!r:.80}")
     if len(questions) != len(contexts) or (answers is not None
                                            and len(answers) != len(questions)):
         raise TfpackError(
@@ -86,17 +95,42 @@ def _check(questions, contexts, answers, stride, max_question_length):
             f"{None if answers is None else len(answers)}")
     if not questions:
         raise TfpackError("`questions` must not be empty. Received: questions=[]")
-    if not isinstance(stride, int) or stride < 0:
+    if not isinstance(stride, int) or isinstance(stride, bool) or stride < 0:
         raise TfpackError(f"`stride` must be a non-negative integer. Received: stride={stride!r}")
     if not isinstance(max_question_length, int) or max_question_length < 1:
         raise TfpackError("`max_question_length` must be a positive integer. "
                           f"Received: max_question_length={max_question_length!r}")
+    for q, answer in enumerate(answers or ()):
+        _check_answer(q, answer, contexts[q])
+
+
+def _check_answer(q, answer, context):
+    """An answer is ``(text, start)`` with ``context[start:start + len(text)] == text``."""
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        raise TfpackError("Every answer must be (answer_text, character_start). "
+                          f"Received: answers[{q}]={answer!r:.80}")
+    text, first = answer
+    if not isinstance(text, str) or not text:
+        raise TfpackError("An answer's text must be a non-empty string. "
+                          f"Received: answers[{q}]={answer!r:.80}")
+    if not isinstance(first, (int, np.integer)) or isinstance(first, bool) or first < 0:
+        raise TfpackError("An answer's character start must be a non-negative integer. "
+                          f"Received: answers[{q}]={answer!r:.80}")
+    if first + len(text) > len(context):
+        raise TfpackError(
+            f"An answer must lie inside its context. Received: answers[{q}]={answer!r:.80} "
+            f"ends at character {first + len(text)} of a context of {len(context)}")
+    if context[first:first + len(text)] != text:
+        raise TfpackError(
+            "An answer's character start must hold the answer text in its context. "
+            f"Received: answers[{q}]={answer!r:.80}, where the context holds "
+            f"{context[first:first + len(text)]!r:.80}")
 
 
 def question_answering_examples(questions: list[str], contexts: list[str],
                                 answers: list[tuple[str, int]] | None = None, *,
                                 max_length: int = 384, stride: int = 128,
-                                max_question_length: int = 64,
+                                max_question_length: int = 64, tokenizer=None,
                                 vocab_path: str | None = None,
                                 lower_case: bool = True) -> QAExamples:
     """Tokenize question/context pairs into overlapping windows.
@@ -105,52 +139,63 @@ def question_answering_examples(questions: list[str], contexts: list[str],
         questions: the questions.
         contexts: one context per question.
         answers: per question ``(answer_text, character_start)`` in its
-            context (SQuAD's ``answer_start``), or ``None`` for inference.
+            context (SQuAD's ``answer_start``; the context must hold the text
+            there), or ``None`` for inference.
         max_length: longest window.
         stride: context tokens shared by consecutive windows.
         max_question_length: questions are cut to this many tokens.
+        tokenizer: the model's own tokenizer (`tfpack.builders.text_tokenizer`)
+            with character offsets (keras-hub WordPiece, byte-pair and
+            SentencePiece tokenizers, a Hugging Face ``tokenizers.Tokenizer``);
+            windows are ``start question separator context end`` in its ids.
+            None: the WordPiece vocabulary below.
         vocab_path, lower_case: the WordPiece vocabulary (bundled
-            bert-base-uncased by default).
+            bert-base-uncased by default), without ``tokenizer``.
 
     Returns:
         A `QAExamples`.
+
+    Raises:
+        TfpackError: an answer whose start does not hold its text, lies past
+            its context or is negative; a tokenizer without offsets.
     """
-    from tfpack.builders.bert import load_vocab
-    from tfpack.builders.wordpiece import wordpiece_with_offsets
+    from tfpack.builders.tokenizers import builder_tokenizer
 
     _check(questions, contexts, answers, stride, max_question_length)
-    vocab = load_vocab(vocab_path)
-    cls_id, sep_id = vocab.index("[CLS]"), vocab.index("[SEP]")
-    question_ids, _ = wordpiece_with_offsets(list(questions), vocab_path=vocab_path,
-                                             lower_case=lower_case)
-    context_ids, context_spans = wordpiece_with_offsets(list(contexts), vocab_path=vocab_path,
-                                                        lower_case=lower_case)
+    if not isinstance(max_length, int) or isinstance(max_length, bool):
+        raise TfpackError(f"`max_length` must be an integer. Received: max_length={max_length!r}")
+    tokenizer = builder_tokenizer(tokenizer, vocab_path, lower_case)
+    start, separator, end = (list(tokenizer.start_ids), list(tokenizer.separator_ids),
+                             list(tokenizer.end_ids))
+    context_ids, context_spans = tokenizer.with_offsets(list(contexts))
+    question_ids = tokenizer(list(questions))
     rows, windows = [], []
     for q, (question, ids, spans) in enumerate(zip(question_ids, context_ids, context_spans)):
         question = question[:max_question_length]
-        room = max_length - len(question) - 3
+        offset = len(start) + len(question) + len(separator)
+        room = max_length - offset - len(end)
         if room <= stride:
             raise TfpackError(
                 "`max_length` must leave more than `stride` context tokens after "
-                "[CLS] question [SEP] and the final [SEP]. Received: "
+                "the question and the special tokens. Received: "
                 f"max_length={max_length!r}, stride={stride}, question {q} of "
                 f"{len(question)} tokens")
-        offset = len(question) + 2
         begin = 0
         while True:
-            end = min(begin + room, len(ids))
-            tokens = [cls_id] + question + [sep_id] + ids[begin:end] + [sep_id]
+            stop = min(begin + room, len(ids))
+            tokens = start + question + separator + ids[begin:stop] + end
             row = {"input_ids": tokens,
-                   "token_type_ids": [0] * offset + [1] * (end - begin + 1)}
+                   "token_type_ids": [0] * offset + [1] * (stop - begin + len(end))}
             if answers is not None:
                 row["start_positions"], row["end_positions"] = _positions(
-                    answers[q], spans, begin, end, offset)
+                    answers[q], spans, begin, stop, offset)
             rows.append(row)
-            windows.append(QAWindow(q, begin, end, offset, spans[begin:end]))
-            if end >= len(ids):
+            windows.append(QAWindow(q, begin, stop, offset, spans[begin:stop], len(tokens)))
+            if stop >= len(ids):
                 break
             begin += room - stride
-    columns = {name: (tf.ragged.constant([r[name] for r in rows], dtype=tf.int32)
+    columns = {name: (tf.ragged.constant([r[name] for r in rows], dtype=tf.int32,
+                                         ragged_rank=1)
                       if name in ("input_ids", "token_type_ids")
                       else tf.constant([r[name] for r in rows], tf.int32))
                for name in rows[0]}
@@ -196,10 +241,11 @@ def best_answers(start_logits, end_logits, windows, contexts, *, n_best: int = 2
                           f"window. Received: {len(start_logits)}, {len(end_logits)}, "
                           f"{len(windows)}")
     best = {}
-    for starts, ends, window in zip(start_logits, end_logits, windows):
+    for w, (starts, ends, window) in enumerate(zip(start_logits, end_logits, windows)):
         n = window.end - window.start
-        starts = np.asarray(starts)[window.context_offset:window.context_offset + n]
-        ends = np.asarray(ends)[window.context_offset:window.context_offset + n]
+        starts, ends = _window_logits(starts, w, window), _window_logits(ends, w, window)
+        starts = starts[window.context_offset:window.context_offset + n]
+        ends = ends[window.context_offset:window.context_offset + n]
         for i in np.argsort(-starts, kind="stable")[:n_best]:
             for j in np.argsort(-ends, kind="stable")[:n_best]:
                 if j < i or j - i + 1 > max_answer_length:
@@ -209,3 +255,20 @@ def best_answers(start_logits, end_logits, windows, contexts, *, n_best: int = 2
                     best[window.question] = (score, window.spans[i][0], window.spans[j][1])
     return [contexts[q][best[q][1]:best[q][2]] if q in best else ""
             for q in range(len(contexts))]
+
+
+def _window_logits(logits, w, window) -> np.ndarray:
+    """One window's logits, checked: one finite number per token of the window."""
+    logits = np.asarray(logits)
+    need = window.context_offset + window.end - window.start
+    if logits.ndim != 1 or not np.issubdtype(logits.dtype, np.number):
+        raise TfpackError("Every window's logits must be one number per token. "
+                          f"Received: shape {logits.shape} ({logits.dtype}) for window {w}")
+    if (window.length is not None and len(logits) != window.length) or len(logits) < need:
+        raise TfpackError(
+            "Every window's logits must have one value per token of the window. Received: "
+            f"{len(logits)} logits for window {w} of "
+            f"{window.length if window.length is not None else f'at least {need}'} tokens")
+    if not np.all(np.isfinite(logits)):
+        raise TfpackError(f"Logits must be finite. Received: NaN or infinity in window {w}")
+    return logits

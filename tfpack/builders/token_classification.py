@@ -1,6 +1,8 @@
 """Token-classification examples (NER, POS): word labels aligned to sub-word tokens.
 
-Each example is ``[CLS] w1 w2 ... [SEP]`` in WordPiece ids; the first
+Each example is ``[CLS] w1 w2 ... [SEP]`` in WordPiece ids (with
+``tokenizer=``, the model's own start and end tokens around its tokens of
+the sentence ``" ".join(words)``); the first
 sub-token of every word carries the word's label and every other token
 (``[CLS]``, ``[SEP]``, the rest of a word's sub-tokens) gets ``IGNORE_LABEL``
 (-100), so the loss and the metrics count words, not sub-tokens. Packing
@@ -22,6 +24,7 @@ Worked example (bert-base-uncased vocabulary)::
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import numpy as np
@@ -48,58 +51,141 @@ class TaggingExamples(NamedTuple):
     word_starts: list
 
 
+def _check_words(words, tags, num_classes):
+    if isinstance(words, str) or not isinstance(words, (list, tuple)) or not words:
+        raise TfpackError("`words` must be a non-empty list of examples, each a list of words. "
+                          f"Received: words={words!r:.80}")
+    for i, example in enumerate(words):
+        if isinstance(example, str) or not isinstance(example, (list, tuple)) or not all(
+                isinstance(w, str) for w in example):
+            raise TfpackError(
+                "`words` must be a list of examples, each a list of word strings (a flat "
+                f"list of words would be read as characters). Received: words[{i}]="
+                f"{example!r:.80}")
+    if num_classes is not None and (not isinstance(num_classes, int)
+                                    or isinstance(num_classes, bool) or num_classes < 1):
+        raise TfpackError("`num_classes` must be a positive integer. "
+                          f"Received: num_classes={num_classes!r}")
+    if tags is None:
+        return
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)) or len(tags) != len(words):
+        raise TfpackError("`tags` must have one list of classes per example. Received: "
+                          f"{len(words)} examples and tags={tags!r:.80}")
+    for i, (example, example_tags) in enumerate(zip(words, tags)):
+        if not isinstance(example_tags, (list, tuple, np.ndarray)) or (
+                len(example_tags) != len(example)):
+            raise TfpackError("`tags` must have one class per word of every example. "
+                              f"Received: tags[{i}]={example_tags!r:.80} for "
+                              f"{len(example)} words")
+        for j, tag in enumerate(example_tags):
+            if not isinstance(tag, (int, np.integer)) or isinstance(tag, bool) or (
+                    tag != IGNORE_LABEL and (tag < 0 or (num_classes is not None
+                                                         and tag >= num_classes))):
+                bound = "" if num_classes is None else f", below num_classes={num_classes}"
+                raise TfpackError(
+                    f"Every tag must be a class id (an integer >= 0{bound}; "
+                    f"{IGNORE_LABEL} leaves the word out of the loss). "
+                    f"Received: tags[{i}][{j}]={tag!r}")
+
+
+def _word_tokens(tokenizer, words):
+    """Per example, per word, its token ids (the model's tokenization of the sentence)."""
+    if tokenizer.offsets is None:
+        # Without offsets each word is tokenized alone (as WordPiece would).
+        flat = tokenizer([w for example in words for w in example])
+        it = iter(flat)
+        return [[next(it) for _ in example] for example in words]
+    texts, spans = [], []
+    for example in words:
+        begins = np.cumsum([0] + [len(w) + 1 for w in example])
+        texts.append(" ".join(example))
+        spans.append([(int(b), int(b) + len(w)) for b, w in zip(begins, example)])
+    ids, offsets = tokenizer.with_offsets(texts)
+    result = []
+    for row, row_offsets, word_spans in zip(ids, offsets, spans):
+        per_word = [[] for _ in word_spans]
+        # A token belongs to the first word it overlaps; a token over spaces alone
+        # (a lone SentencePiece "▁") goes with the next word.
+        pending = []
+        for token, (a, b) in zip(row, row_offsets):
+            owner = next((k for k, (ws, we) in enumerate(word_spans)
+                          if a < we and b > ws), None)
+            if owner is None:
+                pending.append(token)
+                continue
+            per_word[owner] += pending + [token]
+            pending = []
+        if pending and per_word:
+            per_word[-1] += pending
+        result.append(per_word)
+    return result
+
+
 def token_classification_examples(words: list[list[str]], tags: list[list[int]] | None = None,
-                                  *, max_length: int = 128, vocab_path: str | None = None,
+                                  *, max_length: int = 128, num_classes: int | None = None,
+                                  tokenizer=None, vocab_path: str | None = None,
                                   lower_case: bool = True) -> TaggingExamples:
     """Tokenize pre-split words and align their tags to the first sub-token.
 
     Args:
-        words: per example, its words.
-        tags: per example, one class id per word; ``None`` for inference.
-        max_length: longest example; words that do not fit before the final
-            ``[SEP]`` are cut (their ``word_starts`` are -1).
+        words: per example, its words (a list of lists of strings).
+        tags: per example, one class id per word (``IGNORE_LABEL``, -100,
+            leaves a word out of the loss); ``None`` for inference.
+        max_length: longest example; words that do not fit before the end
+            tokens are cut (their ``word_starts`` are -1).
+        num_classes: when given, every tag must be below it (a larger one
+            gives a NaN loss).
+        tokenizer: the model's own tokenizer (`tfpack.builders.text_tokenizer`);
+            with character offsets (keras-hub and Hugging Face tokenizers) the
+            words are tokenized as the sentence ``" ".join(words)`` and each
+            token goes to the word it overlaps; a callable without offsets
+            tokenizes each word alone. None: the WordPiece vocabulary below.
         vocab_path, lower_case: the WordPiece vocabulary (bundled
-            bert-base-uncased by default).
+            bert-base-uncased by default), without ``tokenizer``.
 
     Returns:
         A `TaggingExamples`.
-    """
-    from tfpack.builders.bert import load_vocab
-    from tfpack.builders.wordpiece import wordpiece_with_offsets
 
-    if tags is not None and (len(tags) != len(words) or any(
-            len(t) != len(w) for t, w in zip(tags, words))):
-        raise TfpackError("`tags` must have one class per word of every example. Received: "
-                          f"{len(words)} examples, {None if tags is None else len(tags)} tag "
-                          "lists (or a tag list of another length than its words)")
-    if not words:
-        raise TfpackError("`words` must not be empty. Received: words=[]")
-    if not isinstance(max_length, int) or max_length < 3:
-        raise TfpackError(f"`max_length` must be an integer of at least 3. "
-                          f"Received: max_length={max_length!r}")
-    vocab = load_vocab(vocab_path)
-    cls_id, sep_id = vocab.index("[CLS]"), vocab.index("[SEP]")
-    flat = [w for example in words for w in example]
-    pieces, _ = wordpiece_with_offsets(flat, vocab_path=vocab_path, lower_case=lower_case)
-    ids, labels, starts, cursor = [], [], [], 0
-    for i, example in enumerate(words):
-        tokens, token_labels, example_starts = [cls_id], [IGNORE_LABEL], []
-        for j in range(len(example)):
-            piece = pieces[cursor + j]
-            if not piece or len(tokens) + len(piece) > max_length - 1:
+    Raises:
+        TfpackError: a string where a list of words is expected, tags of
+            another length than their words, a tag that is not a class id.
+    """
+    from tfpack.builders.tokenizers import builder_tokenizer
+
+    _check_words(words, tags, num_classes)
+    if tokenizer is None:
+        from tfpack.builders.wordpiece import wordpiece_text_tokenizer
+
+        # BERT's pre-split words are each tokenized alone (Hugging Face's
+        # is_split_into_words): a word never merges with its neighbour.
+        tokenizer = dataclasses.replace(
+            wordpiece_text_tokenizer(vocab_path, lower_case=lower_case), offsets=None)
+    else:
+        tokenizer = builder_tokenizer(tokenizer, vocab_path, lower_case)
+    start, end = list(tokenizer.start_ids), list(tokenizer.end_ids)
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or (
+            max_length <= len(start) + len(end)):
+        raise TfpackError(f"`max_length` must be an integer above {len(start) + len(end)} "
+                          f"(the special tokens). Received: max_length={max_length!r}")
+    ids, labels, starts = [], [], []
+    for i, (example, pieces) in enumerate(zip(words, _word_tokens(tokenizer, words))):
+        tokens, token_labels, example_starts = list(start), [IGNORE_LABEL] * len(start), []
+        full = False
+        for j, piece in enumerate(pieces):
+            full = full or len(tokens) + len(piece) > max_length - len(end)
+            if not piece or full:
                 example_starts.append(-1)
                 continue
             example_starts.append(len(tokens))
             tokens += piece
             first = IGNORE_LABEL if tags is None else int(tags[i][j])
             token_labels += [first] + [IGNORE_LABEL] * (len(piece) - 1)
-        cursor += len(example)
-        ids.append(tokens + [sep_id])
-        labels.append(token_labels + [IGNORE_LABEL])
+        ids.append(tokens + end)
+        labels.append(token_labels + [IGNORE_LABEL] * len(end))
         starts.append(example_starts)
-    columns = {"input_ids": tf.ragged.constant(ids, dtype=tf.int32)}
+    columns = {"input_ids": tf.ragged.constant(ids, dtype=tf.int32, ragged_rank=1)}
     if tags is not None:
-        columns["labels"] = tf.ragged.constant(labels, dtype=tf.int32)
+        columns["labels"] = tf.ragged.constant(labels, dtype=tf.int32, ragged_rank=1)
     dataset = tf.data.Dataset.range(len(ids)).map(
         lambda i: {name: column[i] for name, column in columns.items()})
     return TaggingExamples(dataset, starts)
@@ -121,8 +207,21 @@ def word_predictions(token_logits, word_starts) -> list[np.ndarray]:
         raise TfpackError("`token_logits` and `word_starts` must have one entry per example. "
                           f"Received: {len(token_logits)} and {len(word_starts)}")
     result = []
-    for logits, starts in zip(token_logits, word_starts):
-        classes = np.argmax(np.asarray(logits), axis=-1)
-        starts = np.asarray(starts, np.int64)
+    for i, (logits, starts) in enumerate(zip(token_logits, word_starts)):
+        logits = np.asarray(logits)
+        if logits.ndim != 2 or not np.issubdtype(logits.dtype, np.number):
+            raise TfpackError("Every entry of `token_logits` must be [tokens, classes] numbers. "
+                              f"Received: shape {logits.shape} ({logits.dtype}) at example {i}")
+        starts = np.asarray(starts)
+        if starts.ndim != 1 or (starts.size and not np.issubdtype(starts.dtype, np.integer)):
+            raise TfpackError("Every entry of `word_starts` must be a list of token indices. "
+                              f"Received: {starts!r:.80} at example {i}")
+        bad = (starts < -1) | (starts >= len(logits))
+        if bad.any():
+            raise TfpackError(
+                f"`word_starts` must index the tokens of their example (or be -1). Received: "
+                f"{int(starts[bad][0])} at example {i}, which has {len(logits)} tokens")
+        classes = np.argmax(logits, axis=-1)
+        starts = starts.astype(np.int64)
         result.append(np.where(starts >= 0, classes[np.maximum(starts, 0)], -1))
     return result

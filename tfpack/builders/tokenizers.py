@@ -1,7 +1,9 @@
 """Text to token ids with a model's own tokenizer: the builders' ``tokenizer=``.
 
 The example builders (`causal_lm_examples`, `sft_examples`,
-`classification_examples`, `bert_pretraining_examples`) take ``tokenizer=``:
+`classification_examples`, `bert_pretraining_examples`, `embedding_examples`,
+`token_classification_examples`, `question_answering_examples`) take
+``tokenizer=``:
 
 - a keras-hub `Tokenizer` (`BytePairTokenizer`, `SentencePieceTokenizer`,
   `WordPieceTokenizer` and the model tokenizers built on them, such as
@@ -9,6 +11,9 @@ The example builders (`causal_lm_examples`, `sft_examples`,
 - a keras-hub `Preprocessor` (a preset's ``CausalLMPreprocessor``,
   ``TextClassifierPreprocessor`` ...): its tokenizer, and the special tokens
   its packer adds;
+- a Hugging Face ``tokenizers.Tokenizer`` (a model's ``tokenizer.json``):
+  its ids without special tokens, and the special tokens its post-processor
+  adds (``[CLS]``/``[SEP]`` for BERT, ``<s>``/``</s></s>``/``</s>`` for RoBERTa);
 - a plain callable from one string to a list of ids;
 - a `TextTokenizer` from `text_tokenizer`, which sets the special ids
   explicitly.
@@ -21,6 +26,15 @@ its special tokens where the model's keras-hub preprocessor would::
                                                            ({"prompts", "responses"})
     classification_examples  start a separator b end      TextClassifierPreprocessor
     bert_pretraining_exam... start a separator b end      MaskedLMPreprocessor
+    embedding_examples       start text end
+    token_classification...  start words end              (first token of a word)
+    question_answering_ex... start question separator context end
+
+Question answering and tagging also need each token's character offsets
+(`tfpack.builders.offsets`): Hugging Face and keras-hub WordPiece, byte-pair
+and SentencePiece tokenizers give them; a callable gives them with
+``text_tokenizer(fn, offsets=...)``. Ids are checked as they come: integers
+in ``[0, 2**31)``, and below ``vocabulary_size`` when it is known.
 
 The special ids come from, first to last: the arguments of `text_tokenizer`;
 a preprocessor's packer (``start_value``, ``sep_value``, ``end_value``, and
@@ -48,6 +62,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tfpack.builders.offsets import is_hugging_face, token_offsets
 from tfpack.errors import TfpackError
 
 __all__ = ["TextTokenizer", "text_tokenizer"]
@@ -71,6 +86,9 @@ class TextTokenizer:
             examples; None when unknown.
         batched: ``tokenizer`` takes a list of strings and returns rows of
             ids (keras-hub tokenizers do); else it takes one string.
+        offsets: a function from a list of strings to ``(ids, spans)``: per
+            string its ids and each token's ``(start, end)`` characters; None
+            where none is known (`tfpack.builders.offsets`).
 
     Example:
 
@@ -86,6 +104,7 @@ class TextTokenizer:
     mask_id: int | None = None
     vocabulary_size: int | None = None
     batched: bool = False
+    offsets: Callable | None = None
 
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each string, without special tokens."""
@@ -103,7 +122,46 @@ class TextTokenizer:
         if len(rows) != len(texts):
             raise TfpackError(f"`tokenizer` must give one row of ids per text. "
                               f"Received: {len(rows)} rows for {len(texts)} texts")
+        self._check_range(rows)
         return rows
+
+    def _check_range(self, rows) -> None:
+        if self.vocabulary_size is None:
+            return
+        for i, row in enumerate(rows):
+            if row and max(row) >= self.vocabulary_size:
+                raise TfpackError(
+                    f"Token ids must be below the vocabulary size {self.vocabulary_size}. "
+                    f"Received: id {max(row)} in the ids of text {i}")
+
+    def with_offsets(self, texts: Sequence[str]
+                     ) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+        """Per string, its ids and each token's ``(start, end)`` characters in it.
+
+        Raises:
+            TfpackError: no offsets are known for this tokenizer, or they come
+                with other ids than the tokenizer gives (the text is named).
+        """
+        if self.offsets is None:
+            raise TfpackError(
+                "This builder needs character offsets of the tokens: pass a keras-hub "
+                "WordPiece, byte-pair or SentencePiece tokenizer, a Hugging Face "
+                "tokenizers.Tokenizer, or text_tokenizer(fn, offsets=...). Received: "
+                f"tokenizer={self.tokenizer!r:.100} without offsets")
+        texts = list(texts)
+        ids = self(texts)
+        if not texts:
+            return [], []
+        offset_ids, spans = self.offsets(texts)
+        for i, (text, row, other, row_spans) in enumerate(zip(texts, ids, offset_ids, spans)):
+            if [int(x) for x in other] != row or len(row_spans) != len(row):
+                raise TfpackError(
+                    "The tokens' character offsets must come with the tokenizer's own ids. "
+                    f"Received: other ids for text {i} ({text!r:.60})")
+            if any(not 0 <= a <= b <= len(text) for a, b in row_spans):
+                raise TfpackError("Token offsets must lie inside their text. "
+                                  f"Received: {row_spans!r:.100} for text {i}")
+        return ids, [[(int(a), int(b)) for a, b in row] for row in spans]
 
 
 def text_tokenizer(
@@ -115,6 +173,7 @@ def text_tokenizer(
     mask_id: int | None = None,
     vocabulary_size: int | None = None,
     batched: bool | None = None,
+    offsets: Callable | None = None,
 ) -> TextTokenizer:
     """A `TextTokenizer` from a keras-hub tokenizer or preprocessor, or a callable.
 
@@ -142,6 +201,9 @@ def text_tokenizer(
             tokenizer's ``mask_token_id`` and ``vocabulary_size()``.
         batched: a callable ``tokenizer`` takes a list of strings (True) or
             one string (False, the default); keras-hub tokenizers are batched.
+        offsets: a function from a list of strings to ``(ids, spans)``, for
+            question answering and tagging; None takes the known ones
+            (`tfpack.builders.offsets`).
 
     Returns:
         The `TextTokenizer`.
@@ -151,7 +213,8 @@ def text_tokenizer(
             (a keras-hub tokenizer with ``sequence_length`` set).
     """
     given = {"start_ids": start_ids, "end_ids": end_ids, "separator_ids": separator_ids,
-             "mask_id": mask_id, "vocabulary_size": vocabulary_size, "batched": batched}
+             "mask_id": mask_id, "vocabulary_size": vocabulary_size, "batched": batched,
+             "offsets": offsets}
     overrides = {name: value for name, value in given.items() if value is not None}
     for name in ("start_ids", "end_ids", "separator_ids"):
         if name in overrides:
@@ -163,16 +226,25 @@ def text_tokenizer(
         fields = _from_preprocessor(tokenizer)
     elif kind == "Tokenizer":
         fields = _from_tokenizer(tokenizer)
+    elif is_hugging_face(tokenizer):
+        fields = _from_hugging_face(tokenizer)
     elif callable(tokenizer):
         fields = {"tokenizer": tokenizer}
     else:
         raise TfpackError(
-            "`tokenizer` must be a keras-hub Tokenizer or Preprocessor, a callable from a "
-            f"string to ids, or a TextTokenizer. Received: tokenizer={tokenizer!r}")
+            "`tokenizer` must be a keras-hub Tokenizer or Preprocessor, a Hugging Face "
+            "tokenizers.Tokenizer, a callable from a string to ids, or a TextTokenizer. "
+            f"Received: tokenizer={tokenizer!r}")
     fields.update(overrides)
     if "separator_ids" not in fields:
         fields["separator_ids"] = fields.get("end_ids", ())
-    return TextTokenizer(**fields)
+    result = TextTokenizer(**fields)
+    special = [*result.start_ids, *result.end_ids, *result.separator_ids,
+               *([] if result.mask_id is None else [result.mask_id])]
+    if result.vocabulary_size is not None and special and max(special) >= result.vocabulary_size:
+        raise TfpackError(f"Special token ids must be below the vocabulary size "
+                          f"{result.vocabulary_size}. Received: {max(special)}")
+    return result
 
 
 def reject_vocab_path(vocab_path) -> None:
@@ -182,6 +254,16 @@ def reject_vocab_path(vocab_path) -> None:
                           f"Received: vocab_path={vocab_path!r}")
 
 
+def builder_tokenizer(tokenizer, vocab_path, lower_case) -> TextTokenizer:
+    """A builder's ``tokenizer`` as a `TextTokenizer`; None: the bundled WordPiece."""
+    if tokenizer is None:
+        from tfpack.builders.wordpiece import wordpiece_text_tokenizer
+
+        return wordpiece_text_tokenizer(vocab_path, lower_case=lower_case)
+    reject_vocab_path(vocab_path)
+    return text_tokenizer(tokenizer)
+
+
 def _keras_hub_base(obj) -> str | None:
     """"Tokenizer" or "Preprocessor" for keras-hub's base classes (keras-hub not imported)."""
     for cls in type(obj).__mro__:
@@ -189,6 +271,34 @@ def _keras_hub_base(obj) -> str | None:
                                                                         "Preprocessor"):
             return cls.__name__
     return None
+
+
+def _from_hugging_face(tokenizer) -> dict:
+    """A ``tokenizers.Tokenizer``: the special tokens its post-processor puts around a pair."""
+    if tokenizer.truncation is not None or tokenizer.padding is not None:
+        raise TfpackError("`tokenizer` must not pad or cut: tfpack packs whole sequences. "
+                          "Received: a tokenizers.Tokenizer with truncation or padding on "
+                          "(call no_truncation() and no_padding())")
+    single = tokenizer.encode("a", add_special_tokens=True)
+    pair = tokenizer.encode("a", "b", add_special_tokens=True)
+
+    def first(encoding, sequence):
+        return encoding.sequence_ids.index(sequence)
+
+    def last(encoding, sequence):
+        return len(encoding.ids) - 1 - encoding.sequence_ids[::-1].index(sequence)
+
+    mask = next((tokenizer.token_to_id(t) for t in ("[MASK]", "<mask>")
+                 if tokenizer.token_to_id(t) is not None), None)
+    return {"tokenizer": lambda texts: [e.ids for e in tokenizer.encode_batch(
+                texts, add_special_tokens=False)],
+            "batched": True,
+            "start_ids": tuple(single.ids[:first(single, 0)]),
+            "end_ids": tuple(single.ids[last(single, 0) + 1:]),
+            "separator_ids": tuple(pair.ids[last(pair, 0) + 1:first(pair, 1)]),
+            "mask_id": mask,
+            "vocabulary_size": int(tokenizer.get_vocab_size(with_added_tokens=True)),
+            "offsets": token_offsets(tokenizer)}
 
 
 def _from_tokenizer(tokenizer) -> dict:
@@ -202,6 +312,7 @@ def _from_tokenizer(tokenizer) -> dict:
               "mask_id": getattr(tokenizer, "mask_token_id", None)}
     if callable(getattr(tokenizer, "vocabulary_size", None)):
         fields["vocabulary_size"] = int(tokenizer.vocabulary_size())
+    fields["offsets"] = token_offsets(tokenizer)
     return fields
 
 
@@ -256,4 +367,7 @@ def _ids(row) -> list[int]:
                           f"Received: {array.dtype} ids of shape {array.shape}")
     if array.size and array.min() < 0:
         raise TfpackError(f"Token ids must be non-negative. Received: {int(array.min())}")
+    if array.size and int(array.max()) >= 2**31:
+        raise TfpackError("Token ids must fit int32 (below 2**31). "
+                          f"Received: {int(array.max())}")
     return array.astype(np.int64).tolist()

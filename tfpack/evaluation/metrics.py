@@ -7,7 +7,8 @@ the unpacked examples:
 
 - `MacroF1`: per-class true positives and supports -> macro F1 over the
   classes that occur;
-- `EntityF1`: entity-level micro F1 over BIO tags (`entity_counts` finds the
+- `EntityF1`: entity-level micro F1 over IOB1/IOB2/IOBES tags, typed or
+  bare, as seqeval's default mode reads them (`entity_counts` finds the
   entities of every sequence of a pack in the graph, from its words: the
   tokens whose label is not ``IGNORE_LABEL``);
 - `Perplexity`: ``exp(sum of NLL / number of targets)``.
@@ -26,29 +27,35 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
-from tfpack.evaluation.scores import _split_tag
+from tfpack.evaluation.scores import split_tag
 from tfpack.features import IGNORE_LABEL
 from tfpack.layers.statistic_ratio import StatisticRatio
 
 __all__ = ["EntityF1", "MacroF1", "Perplexity", "entity_counts", "tag_tables"]
 
-_OUTSIDE, _BEGIN, _INSIDE = 0, 1, 2
+_PREFIXES = ("O", "B", "I", "E", "S")
+_O, _B, _I, _E, _S = range(5)
 
 
 def tag_tables(tags):
-    """``(prefixes, kinds)``: per class, 0/1/2 for O/B/I and an entity-type index.
+    """``(prefixes, kinds)``: per class, its prefix (0-4 for O/B/I/E/S) and type index.
 
-    >>> tag_tables(["O", "B-PER", "I-PER", "B-LOC"])
-    ([0, 1, 2, 1], [0, 1, 1, 2])
+    Tags are read as `tfpack.evaluation.scores.split_tag` reads them (seqeval's
+    default mode: IOB1, IOB2, IOBES, typed or bare); ``O`` and bare tags share
+    type 0, as they share seqeval's type ``"_"``.
+
+    >>> tag_tables(["O", "B-PER", "I-PER", "B-LOC", "E", "S-PER"])
+    ([0, 1, 2, 1, 3, 4], [0, 1, 1, 2, 0, 1])
     """
-    if not tags or not all(isinstance(t, str) for t in tags):
+    if not isinstance(tags, (list, tuple)) or not tags or not all(
+            isinstance(t, str) for t in tags):
         raise TfpackError("`tags` must be a non-empty list of tag names such as 'B-PER'. "
                           f"Received: tags={tags!r}")
-    kinds, prefixes, indices = {}, [], []
+    kinds, prefixes, indices = {"_": 0}, [], []
     for tag in tags:
-        prefix, kind = _split_tag(tag)
-        prefixes.append({"O": _OUTSIDE, "B": _BEGIN, "I": _INSIDE}[prefix])
-        indices.append(0 if prefix == "O" else kinds.setdefault(kind, len(kinds) + 1))
+        prefix, kind = split_tag(tag)
+        prefixes.append(_PREFIXES.index(prefix))
+        indices.append(kinds.setdefault(kind, len(kinds)))
     return prefixes, indices
 
 
@@ -59,19 +66,37 @@ def _shift(x, step, fill):
             else ops.concatenate([x[:, 1:], pad], axis=1))
 
 
+def _is(x, *values):
+    result = ops.equal(x, values[0])
+    for value in values[1:]:
+        result = result | ops.equal(x, value)
+    return result
+
+
 def _chunks(classes, sequences, prefixes, kinds):
-    """Per word: chunk start, chunk end, inside a chunk, entity type."""
-    prefix = ops.where(sequences > 0, ops.take(prefixes, classes), _OUTSIDE)
-    kind = ops.take(kinds, classes)
+    """Per word: a chunk starts there, a chunk ends there, its type (seqeval's rules)."""
+    word = sequences > 0
+    prefix = ops.where(word, ops.take(prefixes, classes), _O)
+    kind = ops.where(word, ops.take(kinds, classes), 0)
     same_previous = ops.equal(_shift(sequences, 1, 0), sequences)
     same_next = ops.equal(_shift(sequences, -1, 0), sequences)
-    previous_prefix = ops.where(same_previous, _shift(prefix, 1, _OUTSIDE), _OUTSIDE)
-    next_prefix = ops.where(same_next, _shift(prefix, -1, _OUTSIDE), _OUTSIDE)
-    inside = prefix != _OUTSIDE
-    start = (prefix == _BEGIN) | ((prefix == _INSIDE) & (
-        (previous_prefix == _OUTSIDE) | (_shift(kind, 1, -1) != kind)))
-    end = inside & ~((next_prefix == _INSIDE) & (_shift(kind, -1, -1) == kind))
-    return start, end, inside, kind
+    # Another sequence (or none) reads as the "O" seqeval puts between sentences.
+    previous = ops.where(same_previous, _shift(prefix, 1, _O), _O)
+    previous_kind = ops.where(same_previous, _shift(kind, 1, 0), 0)
+    following = ops.where(same_next, _shift(prefix, -1, _O), _O)
+    following_kind = ops.where(same_next, _shift(kind, -1, 0), 0)
+    start = (_is(prefix, _B, _S) | (_is(previous, _E, _S, _O) & _is(prefix, _E, _I))
+             | ((prefix != _O) & (previous_kind != kind)))
+    end = (_is(prefix, _E, _S) | (_is(prefix, _B, _I) & _is(following, _B, _S, _O))
+           | ((prefix != _O) & (kind != following_kind)))
+    return start, end, kind
+
+
+def _last_start(start, index, length):
+    """Per word, the index of the last chunk start at or before it."""
+    chunk = ops.cumsum(ops.cast(start, "int32"), axis=1)
+    starts = ops.argsort(ops.where(start, index, index + length), axis=1)
+    return ops.take_along_axis(starts, ops.maximum(chunk - 1, 0), axis=1)
 
 
 def entity_counts(labels, predictions, sequence_ids, tags):
@@ -79,8 +104,8 @@ def entity_counts(labels, predictions, sequence_ids, tags):
 
     The words of a sequence are its tokens whose label is not
     ``IGNORE_LABEL`` (the first sub-token of every word); entities never
-    cross sequences. Equal to `tfpack.evaluation.entity_f1`'s counts on the
-    words of each sequence.
+    cross sequences. Equal to `tfpack.evaluation.entity_f1`'s counts (and so
+    to seqeval's default mode) on the words of each sequence.
 
     Args:
         labels: int ``[B, L]`` true classes, ``IGNORE_LABEL`` where no word starts.
@@ -103,37 +128,30 @@ def entity_counts(labels, predictions, sequence_ids, tags):
         return ops.take_along_axis(ops.where(words, ops.cast(x, "int32"), 0), order, axis=1)
 
     sequences = compact(sequence_ids)
-    gold_start, gold_end, gold_inside, gold_kind = _chunks(
-        compact(labels), sequences, prefixes, kinds)
-    predicted_start, predicted_end, _, predicted_kind = _chunks(
+    gold_start, gold_end, gold_kind = _chunks(compact(labels), sequences, prefixes, kinds)
+    predicted_start, predicted_end, predicted_kind = _chunks(
         compact(predictions), sequences, prefixes, kinds)
-    # A gold entity [s, e] is found iff the prediction starts an entity of its
-    # type at s, ends one at e and ends none in [s, e).
-    mismatch = ops.cast(gold_inside & (
-        (gold_start & ~(predicted_start & (predicted_kind == gold_kind)))
-        | (~gold_end & predicted_end) | (gold_end & ~predicted_end)), "int32")
-    running = ops.cumsum(mismatch, axis=1)
-    chunk = ops.cumsum(ops.cast(gold_start, "int32"), axis=1)
-    starts = ops.argsort(ops.where(gold_start, index, index + length), axis=1)
-    first = ops.take_along_axis(starts, ops.maximum(chunk - 1, 0), axis=1)
-    total = (running - ops.take_along_axis(running, first, axis=1)
-             + ops.take_along_axis(mismatch, first, axis=1))
-    found = gold_end & (total == 0)
+    # An entity is (type, last start, end) at each chunk end: a gold one is
+    # found iff the prediction ends one of the same type there, begun at the same word.
+    found = (gold_end & predicted_end & (gold_kind == predicted_kind)
+             & (_last_start(gold_start, index, length)
+                == _last_start(predicted_start, index, length)))
 
     def count(x):
         return ops.sum(ops.cast(x, "float32"))
 
-    return count(found), count(gold_start), count(predicted_start)
+    return count(found), count(gold_end), count(predicted_end)
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
 class EntityF1(keras.metrics.Metric):
-    """Entity-level micro F1 over BIO tags, accumulated over batches.
+    """Entity-level micro F1 (seqeval's default mode), accumulated over batches.
 
     Example: see the module docstring.
 
     Args:
-        tags: the tag name of every class (``"O"``, ``"B-PER"``, ``"I-PER"``, ...).
+        tags: the tag name of every class (``"O"``, ``"B-PER"``, ``"I-PER"``,
+            ``"E-PER"``, ``"S-PER"``, or bare ``"B"``, ``"I"`` ...).
         name: metric name.
         dtype: dtype of the accumulators.
 

@@ -5,7 +5,8 @@ a packed run is computed exactly as the score of an unpacked one:
 
 - `accuracy` and `macro_f1` (sequence classification);
 - `entity_spans` and `entity_f1`: entity-level precision, recall and F1 over
-  BIO tags, as seqeval's default (non-strict) mode counts them;
+  IOB1, IOB2 and IOBES tags (typed or bare), as seqeval's default
+  (non-strict) mode counts them;
 - `normalize_answer`, `squad_exact_match`, `squad_f1` and `squad_scores`: the
   official SQuAD v1.1 evaluation (its normalization, maximum over the
   reference answers, percentages);
@@ -40,6 +41,7 @@ __all__ = [
     "macro_f1",
     "normalize_answer",
     "perplexity",
+    "split_tag",
     "squad_exact_match",
     "squad_f1",
     "squad_scores",
@@ -85,39 +87,73 @@ def macro_f1(labels: Sequence[int], predictions: Sequence[int]) -> float:
     return float(np.mean(scores))
 
 
-def _split_tag(tag: str) -> tuple[str, str]:
-    if tag in ("O", "") or "-" not in tag:
-        return "O", ""
-    prefix, _, kind = tag.partition("-")
-    return (prefix, kind) if prefix in ("B", "I") else ("O", "")
+_TAG = re.compile(r"[BIES](-.*)?|O", re.DOTALL)
+
+
+def split_tag(tag) -> tuple[str, str]:
+    """``(prefix, type)`` of a tag as seqeval's default mode reads it.
+
+    The prefix is ``O``, ``B``, ``I``, ``E`` or ``S`` (IOB1, IOB2, IOE and
+    IOBES tags); the type is what follows the first ``-``, and ``"_"`` for
+    ``O`` and for bare ``B``/``I``/``E``/``S`` tags (as seqeval names it).
+
+    >>> split_tag("B-PER"), split_tag("I"), split_tag("O")
+    (('B', 'PER'), ('I', '_'), ('O', '_'))
+
+    Raises:
+        TfpackError: another tag (seqeval would read ``"PER"`` as a ``P``
+            tag of type ``ER``).
+    """
+    if not isinstance(tag, str) or not _TAG.fullmatch(tag):
+        raise TfpackError("Every tag must be `O` or B/I/E/S, alone or followed by `-TYPE` "
+                          f"(IOB1, IOB2, IOBES). Received: tag={tag!r}")
+    return tag[0], tag[2:] or "_"
+
+
+def chunk_start(previous: str, prefix: str, previous_type: str, kind: str) -> bool:
+    """Whether a chunk starts at a word (seqeval's ``start_of_chunk``)."""
+    return (prefix in ("B", "S") or (previous in ("E", "S", "O") and prefix in ("E", "I"))
+            or (prefix != "O" and previous_type != kind))
+
+
+def chunk_end(previous: str, prefix: str, previous_type: str, kind: str) -> bool:
+    """Whether the chunk of the previous word ends before this one (``end_of_chunk``)."""
+    return (previous in ("E", "S") or (previous in ("B", "I") and prefix in ("B", "S", "O"))
+            or (previous != "O" and previous_type != kind))
 
 
 def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
-    """The entities ``(type, first, last)`` (inclusive) of one example's BIO tags.
+    """The entities ``(type, first, last)`` (inclusive) of one example's tags.
 
-    An entity starts at ``B-x``, or at ``I-x`` after ``O`` or after a tag of
-    another type (seqeval's lenient reading of IOB2), and runs while the next
-    tag is ``I-x``. Tags other than ``B-*``/``I-*`` are ``O``.
+    Read as seqeval's default mode (``seqeval.metrics.sequence_labeling.
+    get_entities``) reads IOB1, IOB2 and IOBES tags, typed (``B-PER``) or
+    bare (``B``, type ``"_"``): an entity starts at ``B``/``S``, at
+    ``I``/``E`` after ``O``, ``E`` or ``S``, or where the type changes, and
+    ends after ``E``/``S``, before ``B``/``S``/``O`` or where the type changes.
 
     >>> entity_spans(["I-PER", "B-PER", "I-LOC", "I-LOC"])
     [('PER', 0, 0), ('PER', 1, 1), ('LOC', 2, 3)]
+    >>> entity_spans(["S-PER", "B-LOC", "E-LOC", "O", "B", "I"])
+    [('PER', 0, 0), ('LOC', 1, 2), ('_', 4, 5)]
     """
     spans = []
-    start, kind = None, ""
+    previous, previous_type, begin = "O", "_", 0
     for i, tag in enumerate(list(tags) + ["O"]):
-        prefix, tag_kind = _split_tag(tag)
-        if start is not None and (prefix != "I" or tag_kind != kind):
-            spans.append((kind, start, i - 1))
-            start = None
-        if prefix == "B" or (prefix == "I" and start is None):
-            start, kind = i, tag_kind
+        prefix, kind = split_tag(tag)
+        if chunk_end(previous, prefix, previous_type, kind):
+            spans.append((previous_type, begin, i - 1))
+        if chunk_start(previous, prefix, previous_type, kind):
+            begin = i
+        previous, previous_type = prefix, kind
     return spans
 
 
 def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
     """Entity-level micro precision, recall and F1 over examples (seqeval's default).
 
-    An entity counts as found only when type, first and last word all match.
+    Equal to ``seqeval.metrics.f1_score(gold, predicted)`` (default mode) for
+    every tag scheme it reads (`entity_spans`). An entity counts as found
+    only when type, first and last word all match.
 
     Args:
         gold: per example, the true tag of every word.
@@ -143,7 +179,8 @@ def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]])
 def _f1_result(tp, n_gold, n_predicted) -> dict:
     precision = tp / n_predicted if n_predicted else 0.0
     recall = tp / n_gold if n_gold else 0.0
-    f1 = 2 * tp / (n_gold + n_predicted) if n_gold + n_predicted else 0.0
+    # seqeval's formula (not 2 tp / (gold + predicted)), so the floats are equal too.
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": precision, "recall": recall, "f1": f1,
             "true_positives": tp, "gold": n_gold, "predicted": n_predicted}
 
