@@ -79,7 +79,7 @@ def _many_lengths(max_length, seed):
 
 @pytest.mark.parametrize("max_sequences_per_pack", [3, 5])
 def test_many_lengths_under_a_binding_depth_plan_on_groups(max_sequences_per_pack, monkeypatch):
-    monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)
+    monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
     monkeypatch.setattr(_groups, "EXACT_ENDS", 16)
     monkeypatch.setattr(_groups, "WIDTH", 8)
     histogram, max_length = _many_lengths(512, 0), 512
@@ -97,7 +97,7 @@ def test_many_lengths_under_a_binding_depth_plan_on_groups(max_sequences_per_pac
 
 
 def test_groups_too_far_apart_fall_back_to_all_lengths(monkeypatch):
-    monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)
+    monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
     monkeypatch.setattr(_groups, "EXACT_ENDS", 1)
     monkeypatch.setattr(_groups, "WIDTH", 256)  # two groups: plan and bound far apart
     histogram, max_length = _many_lengths(512, 1), 512
