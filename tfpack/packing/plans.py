@@ -234,11 +234,12 @@ def plan(
         max_sequences_per_pack: maximum sequences per pack, or ``None``.
         algorithm: one of `tfpack.packing.algorithm_names()`.
         seed: for algorithms with random choices (``greedy``).
-        time_limit: seconds (wall clock) ``optimal`` may search after best
-            fit decreasing (about 1 s by default; ``None``: no limit, and the
-            same plan on every machine). When it ends, the best plan found
-            and the best bound proven so far are returned. Other algorithms
-            ignore it.
+        time_limit: seconds of CPU time ``optimal`` may search after best
+            fit decreasing (1 by default: on an idle machine, about a second;
+            ``None``: no limit, and the same plan on every machine). When it
+            ends, the best plan found and the best bound proven so far are
+            returned (a first LP is always solved where its size is bounded).
+            Other algorithms ignore it.
 
     Returns:
         A checked `PackingPlan`.

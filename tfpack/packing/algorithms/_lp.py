@@ -135,7 +135,8 @@ class Master:
         if limit <= 0.0:
             raise OutOfTime
         if self._highs is not None:
-            self._highs.setOptionValue("time_limit", float(min(limit, 1e9)))
+            wall = np.inf if budget is None else budget.wall_left()
+            self._highs.setOptionValue("time_limit", float(min(wall, 1e9)))
             # From scratch, interior point beats simplex on LPs with thousands of
             # rows (70 s -> 12 s at 8,189 lengths), and more so without presolve
             # (6.0 s -> 2.4 s: it finds little to remove), and on hundreds too

@@ -196,9 +196,10 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         max_length: tokens per pack.
         max_sequences_per_pack: sequences per pack, or ``None`` for no limit.
         seed: unused; the algorithm is deterministic (without a time limit).
-        time_limit: seconds (wall clock) for the search after best fit
-            decreasing, or ``None`` for no limit; when it ends, the best plan
-            found so far is returned with the best bound proven so far.
+        time_limit: seconds (CPU time of this process, `_budget`) for the
+            search after best fit decreasing, or ``None`` for no limit; when it
+            ends, the best plan found so far is returned with the best bound
+            proven so far.
 
     Returns:
         `AlgorithmResult` with strategies (longest first), int64 counts,
@@ -214,8 +215,9 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         search.offer({(int(n),): int(c) for n, c in zip(lengths, demand)})
         return search.result()
     # Best fit decreasing (and first fit, where it is cheap) first: never worse than them.
-    search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
-                                       best_fit=True))
+    search.bfd = _fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
+                                       best_fit=True)
+    search.offer(search.bfd)
     if len(lengths) <= _FFD_LENGTHS:
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
@@ -235,7 +237,7 @@ def _search(search: _Search, histogram, lengths, demand, max_length, max_sequenc
     tokens_bound = search.bounds["tokens"]
     if len(lengths) >= _MANY_LENGTHS and simple == tokens_bound:
         full_first = _full_packs_first(histogram, max_length, max_sequences_per_pack, simple,
-                                       budget.share(_FULL_FIRST_SHARE))
+                                       budget.share(_FULL_FIRST_SHARE), heuristic=search.bfd)
         if full_first is not None:
             search.offer(full_first)
             if search.packs <= simple + _slack(simple):
@@ -248,7 +250,7 @@ def _search(search: _Search, histogram, lengths, demand, max_length, max_sequenc
     if budget.expired():
         return
     packs, bound = _plan(lengths, demand, max_length, max_sequences_per_pack, search.bound,
-                         others=[search.plan], budget=budget)
+                         heuristic=search.bfd, others=[search.plan], budget=budget)
     search.offer(packs, ties=True)  # the LP's plan, as without the other paths
     search.prove(bound, "lp")
 
@@ -260,6 +262,7 @@ class _Search:
         self.bounds = dict(bounds)
         self.plan: dict[tuple[int, ...], int] = {}
         self.packs = math.inf
+        self.bfd: dict[tuple[int, ...], int] | None = None  # best fit decreasing's plan
 
     @property
     def bound(self) -> int:
@@ -300,7 +303,7 @@ def _slack(simple: int) -> float:
 
 
 def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at=0.0,
-          smooth=_SMOOTHING, others=(), dives=True,
+          smooth=_SMOOTHING, others=(), dives=True, heuristic=None,
           budget: _budget.Budget | None = None) -> tuple[dict[tuple[int, ...], int], int]:
     """Column generation and rounding: the best plan found and the proven bound.
 
@@ -308,13 +311,15 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
     ``smooth``: the pricing mix of `_column_generation` (0: the LP duals only).
     ``others``: more candidate plans; the one with fewest packs is returned.
     ``dives``: also round by diving (`_dive`), up to _EARLY_ROWS lengths.
+    ``heuristic``: a best fit plan (computed here if not given), to seed the LP.
     ``budget``: column generation stops when it ends, with its last LP (or,
     before the first LP is solved, the best fit plan and ``simple``); one
     rounding is always made, the others only within the budget.
     """
     budget = budget or _budget.Budget(None)
-    counts = dict(zip(lengths.tolist(), demand.tolist()))
-    heuristic = _best_fit.fill(counts, {}, max_length, max_sequences_per_pack)
+    if heuristic is None:
+        counts = dict(zip(lengths.tolist(), demand.tolist()))
+        heuristic = _best_fit.fill(counts, {}, max_length, max_sequences_per_pack)
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
         return heuristic, simple  # no LP can say much more
     try:
@@ -343,7 +348,8 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
 
 
 def _full_packs_first(histogram, max_length, max_sequences_per_pack, simple,
-                      budget: _budget.Budget | None = None) -> dict[tuple[int, ...], int] | None:
+                      budget: _budget.Budget | None = None,
+                      heuristic=None) -> dict[tuple[int, ...], int] | None:
     """Full packs by `_exact_fill`, the rest planned by the LP; ``None`` if much is left.
 
     Full packs have no waste, so the plan is as far from the token bound as
@@ -357,8 +363,9 @@ def _full_packs_first(histogram, max_length, max_sequences_per_pack, simple,
     instead of 26 on docs300k d16).
     """
     lengths = np.flatnonzero(histogram) + 1
-    heuristic = _best_fit.fill(dict(zip(lengths.tolist(), histogram[lengths - 1].tolist())), {},
-                               max_length, max_sequences_per_pack)  # ~0.04 s at 1M sequences
+    if heuristic is None:
+        heuristic = _best_fit.fill(dict(zip(lengths.tolist(), histogram[lengths - 1].tolist())),
+                                   {}, max_length, max_sequences_per_pack)
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
         return heuristic  # as `_plan` does
     packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack)
