@@ -27,6 +27,17 @@ Example:
 ([(6, 2), (5, 3), (2,)], [2, 1, 1], 4)
 
 Notes:
+    *Time limit and candidates.* `pack` runs best fit decreasing first (and
+    first fit, up to 2,048 lengths): their plans are candidates, so no plan is
+    worse. Then the paths below run under ``time_limit`` (CPU seconds,
+    `_budget`): every LP solve, pricing, dive, the exact fill and the group
+    path check it, and when it ends the best plan and the best bound so far
+    are returned (`_Search`). Column generation's first round runs to its end
+    where its size is bounded (`_small`). The bound reported is the largest of
+    the cheap ones (`_bounds`: tokens, sequences, Martello-Toth's L2 "long")
+    and the LP's ("lp", also from lengths rounded down within groups), with
+    its kind.
+
     *The bound.* For any ``y >= 0`` whose best pack is worth ``v``, ``y / v`` is
     feasible for the dual of the LP over *all* packs, so ``h.y / v`` bounds the LP
     optimum, and so the number of packs of any plan, from below (Farley's
