@@ -10,7 +10,7 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "planners_long", "balance", "pipeline", "engines", "engines_dask",
+ORDER = ["planners", "optimal", "planners_long", "planners_suite", "balance", "pipeline", "engines", "engines_dask",
          "model", "training", "predict", "qa", "backbones", "attention", "keras_hub_attention",
          "keras_hub_families", "accelerator", "integrity", "worker_reads"]
 

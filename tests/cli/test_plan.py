@@ -99,3 +99,22 @@ def test_the_old_flag_name_is_an_alias(histogram_file, tmp_path):
     assert tfpack("plan", histogram_file, "--max-length", 8, "--max-per-pack", 2,
                   "--algorithm", "spfhp", "--output", output) == 0
     assert PackingPlan.load(output).max_sequences_per_pack == 2
+
+
+@pytest.mark.parametrize("limit", ["none", "0.5", "0"])
+def test_plan_time_limit_reaches_optimal(histogram_file, tmp_path, capsys, limit):
+    output = tmp_path / "plan.json"
+    assert tfpack("plan", histogram_file, "--max-length", 8, "--max-sequences-per-pack", 2,
+                  "--algorithm", "optimal", "--output", output, "--json",
+                  "--time-limit", limit) == 0
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    assert metrics["lower_bound_packs"] <= metrics["packs"]
+    assert metrics["lower_bound_kind"] in ("tokens", "sequences", "long", "lp")
+
+
+@pytest.mark.parametrize("limit", ["-1", "soon", "inf"])
+def test_plan_refuses_a_bad_time_limit(histogram_file, tmp_path, capsys, limit):
+    assert tfpack("plan", histogram_file, "--max-length", 8, "--max-sequences-per-pack", 2,
+                  "--algorithm", "optimal", "--output", tmp_path / "p.json",
+                  "--time-limit", limit) == 2
+    assert f"--time-limit={limit}" in capsys.readouterr().err

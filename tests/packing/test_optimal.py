@@ -416,7 +416,8 @@ def test_plan_reports_the_bound():
 @pytest.mark.parametrize("depth, efficiency", [(3, 0.9987), (4, 0.9998)])
 def test_wikipedia_512_targets(depth, efficiency):
     histogram = datasets.histogram("wikipedia_512")
-    result = plan(histogram, 512, depth, algorithm="optimal")
+    # No time limit: these targets need the whole search, whatever the machine's load.
+    result = plan(histogram, 512, depth, algorithm="optimal", time_limit=None)
     metrics = result.metrics
     assert metrics["efficiency"] >= efficiency
     # Within 0.01 percentage points of what the proven bound allows.

@@ -27,6 +27,7 @@ def test_plan_metrics_by_hand():
         "max_depth_used": 3,
         "solve_seconds": p.metrics["solve_seconds"],
         "lower_bound_packs": 4,
+        "lower_bound_kind": "tokens",  # 32 tokens in packs of 8
     }
     assert list(p.metrics) == list(METRIC_NAMES)
 

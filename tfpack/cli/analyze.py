@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from tfpack.cli import types
-from tfpack.cli.plan import load_histogram, parse_max_sequences_per_pack
+from tfpack.cli.plan import add_time_limit, load_histogram, parse_max_sequences_per_pack
 from tfpack.errors import TfpackError
 
 __all__ = ["add_parser", "run", "format_table"]
@@ -106,6 +106,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="seed of randomized planners (greedy)")
     parser.add_argument("--json", action="store_true", help="print only a JSON object on stdout")
     parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of the length histogram")
+    add_time_limit(parser)
     parser.set_defaults(run=run)
     return parser
 
@@ -142,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
                 continue
             done.add(effective)
             try:
-                plan = packing.plan(counts, args.max_length, depth, algorithm=name, seed=args.seed)
+                plan = packing.plan(counts, args.max_length, depth, algorithm=name, seed=args.seed,
+                                    time_limit=args.time_limit)
             except TfpackError as error:
                 if chosen:
                     raise

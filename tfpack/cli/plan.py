@@ -12,8 +12,12 @@ Prints the plan's summary, or with ``--json`` only a JSON object
 ``metrics``) on stdout. `tfpack pack --plan` and `PackingPlan.load` read the
 file back.
 
+``--time-limit`` gives `optimal` that many seconds (CPU time) after best fit
+decreasing (default 1; ``none``: no limit, the same plan on every machine).
+
 This module also holds the argument helpers `tfpack analyze` shares:
-`parse_max_sequences_per_pack` (an integer or ``none``) and `load_histogram` (file or
+`parse_max_sequences_per_pack` (an integer or ``none``), `parse_time_limit`
+(seconds or ``none``), `add_time_limit` and `load_histogram` (file or
 bundled name, fitted to ``--max-length``).
 """
 
@@ -45,6 +49,30 @@ def parse_max_sequences_per_pack(text: str) -> int | None:
             f"must be a positive integer or 'none'. Received: --max-sequences-per-pack={text}"
         )
     return value
+
+
+def parse_time_limit(text: str) -> float | None:
+    """``--time-limit`` value: seconds (a number >= 0), or ``none`` for no limit."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds >= 0 or 'none'. Received: --time-limit={text}")
+    return value
+
+
+def add_time_limit(parser: argparse.ArgumentParser) -> None:
+    """The ``--time-limit`` flag (`optimal`'s `time_limit`; other planners ignore it)."""
+    from tfpack.packing.plans import DEFAULT_TIME_LIMIT  # noqa: PLC0415
+
+    parser.add_argument("--time-limit", type=parse_time_limit, default=DEFAULT_TIME_LIMIT,
+                        metavar="SECONDS",
+                        help=f"CPU seconds optimal searches after best fit decreasing (default "
+                             f"{DEFAULT_TIME_LIMIT:g}); 'none': no limit, the same plan anywhere")
 
 
 def load_histogram(source: str, max_length: int) -> np.ndarray:
@@ -91,6 +119,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=types.seed, default=0,
                         help="seed of randomized planners (greedy)")
     parser.add_argument("--json", action="store_true", help="print only a JSON object on stdout")
+    add_time_limit(parser)
     parser.set_defaults(run=run)
     return parser
 
@@ -101,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
     counts = load_histogram(args.histogram, args.max_length)
     plan = packing.plan(counts, args.max_length, args.max_sequences_per_pack,
-                        algorithm=args.algorithm, seed=args.seed)
+                        algorithm=args.algorithm, seed=args.seed, time_limit=args.time_limit)
     try:
         plan.save(args.output)
     except OSError as error:

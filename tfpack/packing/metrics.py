@@ -14,6 +14,11 @@ Definitions (``L`` = max length, ``n`` = sequences, ``T`` = their real tokens,
 - ``lower_bound_packs``: a proven lower bound on ``P`` for any plan under the
   same limits: the larger of the algorithm's own (the LP bound of ``optimal``)
   when it gives one and `simple_lower_bound`.
+- ``lower_bound_kind``: what proves it: ``"tokens"`` (``ceil(T / L)``),
+  ``"sequences"`` (``ceil(n / K)``), ``"long"`` (sequences longer than
+  ``L / 2``, one a pack, and what cannot share their packs) or ``"lp"`` (an
+  LP relaxation: ``optimal``'s column generation, possibly on lengths rounded
+  down).
 
 Example:
 
@@ -44,6 +49,7 @@ METRIC_NAMES = (
     "max_depth_used",
     "solve_seconds",
     "lower_bound_packs",
+    "lower_bound_kind",
 )
 
 
@@ -75,13 +81,20 @@ def compute_metrics(
     max_sequences_per_pack: int | None,
     solve_seconds: float,
     lower_bound_packs: float | None = None,
+    lower_bound_kind: str | None = None,
 ) -> dict:
-    """All DESIGN.md plan metrics, as plain Python numbers."""
+    """All DESIGN.md plan metrics, as plain Python numbers (and the bound's kind).
+
+    ``lower_bound_kind`` names what proves the algorithm's ``lower_bound_packs``;
+    where `simple_lower_bound` is at least as strong, its kind is reported.
+    """
     packs = int(np.sum(counts))
     sequences = int(histogram.sum())
     tokens = int(histogram @ np.arange(1, max_length + 1))
     # Both bounds are valid, so their maximum is too.
     simple = simple_lower_bound(histogram, max_length, max_sequences_per_pack)
+    if lower_bound_packs is None or lower_bound_kind is None or simple >= lower_bound_packs:
+        lower_bound_kind = _simple_kind(histogram, max_length, max_sequences_per_pack, simple)
     lower_bound_packs = simple if lower_bound_packs is None else max(simple, lower_bound_packs)
     return {
         "packs": packs,
@@ -96,4 +109,16 @@ def compute_metrics(
         "solve_seconds": float(solve_seconds),
         "lower_bound_packs": float(lower_bound_packs) if not float(lower_bound_packs).is_integer()
         else int(lower_bound_packs),
+        "lower_bound_kind": lower_bound_kind,
     }
+
+
+def _simple_kind(histogram, max_length, max_sequences_per_pack, simple: int) -> str:
+    """Which bound of `simple_lower_bound` is ``simple`` (the first that is, in its order)."""
+    lengths = np.arange(1, max_length + 1)
+    if math.ceil(int(histogram @ lengths) / max_length) == simple:
+        return "tokens"
+    if max_sequences_per_pack is not None and \
+            math.ceil(int(histogram.sum()) / max_sequences_per_pack) == simple:
+        return "sequences"
+    return "long"

@@ -21,6 +21,7 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 from tfpack.packing import algorithms
+from tfpack.packing.algorithms import _bounds, base
 from tfpack.packing.assignment import Assignment, assign
 from tfpack.packing.checks import check_plan
 from tfpack.packing.histograms import (
@@ -30,10 +31,23 @@ from tfpack.packing.histograms import (
 )
 from tfpack.packing.metrics import METRIC_NAMES, compute_metrics
 
-__all__ = ["PackingPlan", "plan"]
+__all__ = ["PackingPlan", "plan", "validate_time_limit", "DEFAULT_TIME_LIMIT"]
 
 FORMAT = "tfpack-plan"
 VERSION = 1
+DEFAULT_TIME_LIMIT = 1.0  # seconds `optimal` searches after best fit decreasing, by default
+
+
+def validate_time_limit(time_limit) -> float | None:
+    """``time_limit`` as seconds (a number >= 0) or ``None``; a clear error otherwise."""
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.integer,
+                                                                   np.floating)) \
+            or not time_limit >= 0 or time_limit == float("inf"):
+        raise TfpackError(f"`time_limit` must be a finite number of seconds >= 0, or None. "
+                          f"Received: time_limit={time_limit!r}")
+    return float(time_limit)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -139,6 +153,8 @@ class PackingPlan:
             strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
             solve_seconds=float(stored.get("solve_seconds", 0.0)),
             lower_bound_packs=stored.get("lower_bound_packs"),
+            lower_bound_kind=stored.get("lower_bound_kind") if stored.get("lower_bound_kind")
+            in _bounds.KINDS else None,
         )
         return cls(max_length, max_sequences_per_pack, str(data["algorithm"]), histogram, strategies, counts, metrics)
 
@@ -207,6 +223,7 @@ def plan(
     max_sequences_per_pack: int | None,
     algorithm: str = "optimal",
     seed: int = 0,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
 ) -> PackingPlan:
     """Plan how to pack a dataset given its length histogram.
 
@@ -217,6 +234,12 @@ def plan(
         max_sequences_per_pack: maximum sequences per pack, or ``None``.
         algorithm: one of `tfpack.packing.algorithm_names()`.
         seed: for algorithms with random choices (``greedy``).
+        time_limit: seconds of CPU time ``optimal`` may search after best
+            fit decreasing (1 by default: on an idle machine, about a second;
+            ``None``: no limit, and the same plan on every machine). When it
+            ends, the best plan found and the best bound proven so far are
+            returned (a first LP is always solved where its size is bounded).
+            Other algorithms ignore it.
 
     Returns:
         A checked `PackingPlan`.
@@ -237,8 +260,10 @@ def plan(
             "Received: histogram with 0 sequences"
         )
     function = algorithms.get(algorithm)
+    time_limit = validate_time_limit(time_limit)
+    kwargs = {"time_limit": time_limit} if base.takes_time_limit(algorithm) else {}
     start = time.perf_counter()
-    result = function(histogram, max_length, max_sequences_per_pack, seed=seed)
+    result = function(histogram, max_length, max_sequences_per_pack, seed=seed, **kwargs)
     seconds = time.perf_counter() - start
     strategies, counts = _canonical(result.strategies, result.counts)
     try:
@@ -248,5 +273,6 @@ def plan(
     metrics = compute_metrics(
         strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
         solve_seconds=seconds, lower_bound_packs=result.lower_bound_packs,
+        lower_bound_kind=result.lower_bound_kind,
     )
     return PackingPlan(max_length, max_sequences_per_pack, algorithm, histogram, strategies, counts, metrics)

@@ -18,13 +18,13 @@ import math
 
 import numpy as np
 
-from tfpack.packing.algorithms import _lp
+from tfpack.packing.algorithms import _budget, _lp
 
 _WHOLE = 1e-6  # x within this of an integer counts as that integer
 
 
 def dive(master: _lp.Master, x: np.ndarray, value: float, *, at_most: int,
-         up_from: float) -> np.ndarray | None:
+         up_from: float, budget: _budget.Budget | None = None) -> np.ndarray | None:
     """Whole copies of each column that cover ``master``'s demand, by diving.
 
     Args:
@@ -34,12 +34,14 @@ def dive(master: _lp.Master, x: np.ndarray, value: float, *, at_most: int,
         up_from: each step takes every column's whole copies, plus one copy of
             each column whose fraction is at least this (or, if none is, of
             the most fractional column, if any is fractional).
+        budget: the dive gives up (``None``) when it ends.
 
     Returns:
         int64 ``[columns]``: packs whose slots, shorter sequences taking
         longer slots where needed, hold the demand; ``None`` when the packs
         fixed so far plus the LP on what is left reach ``at_most`` (the LP
-        bounds every completion over these columns, so the dive cannot win).
+        bounds every completion over these columns, so the dive cannot win),
+        or when ``budget`` ends.
     """
     demand, basis = master.demand, master.basis()
     supply = _lp._sparse(master.columns, master.n)
@@ -48,6 +50,8 @@ def dive(master: _lp.Master, x: np.ndarray, value: float, *, at_most: int,
         while value > _WHOLE:
             if int(fixed.sum()) + math.ceil(value - _WHOLE) >= at_most:
                 return None
+            if budget is not None and budget.expired():
+                return None
             whole = np.floor(x + _WHOLE).astype(np.int64)
             fraction = x - whole
             up = fraction >= up_from
@@ -55,7 +59,10 @@ def dive(master: _lp.Master, x: np.ndarray, value: float, *, at_most: int,
                 up[int(np.argmax(fraction))] = True  # a pack a step at least: dives end
             fixed += whole + up
             master.set_demand(demand - supply @ fixed)
-            value, x, _ = master.solve()
+            try:
+                value, x, _ = master.solve(budget)
+            except _budget.OutOfTime:
+                return None
     finally:
         master.set_demand(demand)
         master.set_basis(basis)

@@ -34,17 +34,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfpack.packing.algorithms._budget import Budget, OutOfTime
+
 _FILL_DEPTH = 8  # sequences per exact pack at most; see the notes
 
 
-def fill(histogram: np.ndarray, max_length: int,
-         max_sequences_per_pack: int | None) -> tuple[dict[tuple[int, ...], int], np.ndarray]:
+def fill(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None,
+         budget: Budget | None = None) -> tuple[dict[tuple[int, ...], int], np.ndarray]:
     """Full packs (exactly ``max_length`` tokens) and the sequences left over.
 
     Args:
         histogram: int64 ``[max_length]``, ``histogram[i]`` sequences of length ``i + 1``.
         max_length: tokens per pack.
         max_sequences_per_pack: sequences per pack, or ``None`` for no limit.
+        budget: checked before each length opens packs and each search for a joiner.
+
+    Raises:
+        OutOfTime: ``budget`` ended first.
 
     Returns:
         ``(packs, rest)``: packs (lengths, longest first) -> how many, each
@@ -53,7 +59,7 @@ def fill(histogram: np.ndarray, max_length: int,
     """
     depth = _FILL_DEPTH if max_sequences_per_pack is None else min(max_sequences_per_pack,
                                                                    _FILL_DEPTH)
-    return _Filler(histogram, max_length).run(depth)
+    return _Filler(histogram, max_length, budget).run(depth)
 
 
 class _Filler:
@@ -63,7 +69,8 @@ class _Filler:
     array (fast to search), changed together.
     """
 
-    def __init__(self, histogram: np.ndarray, max_length: int) -> None:
+    def __init__(self, histogram: np.ndarray, max_length: int, budget: Budget | None) -> None:
+        self.budget = budget
         self.length = max_length
         self.array = np.concatenate([[0], np.asarray(histogram, dtype=np.int64), [0]])
         self.count = self.array.tolist()
@@ -76,11 +83,16 @@ class _Filler:
         for opener in range(self.length, 0, -1):
             number = count[opener]
             if number:
+                self._check()
                 self._take(opener, number)
                 rest[opener - 1] += self._complete((opener,), self.length - opener, depth - 1,
                                                    number)
         rest += self.array[1:-1]
         return self.packs, rest
+
+    def _check(self) -> None:
+        if self.budget is not None and self.budget.expired():
+            raise OutOfTime
 
     def _take(self, length: int, number: int) -> None:
         self.count[length] -= number
@@ -115,6 +127,7 @@ class _Filler:
     def _joiner(self, space: int, slots: int) -> int:
         """The shortest available length below ``space`` that leaves a space
         ``slots`` sequences between the shortest and longest could fill (0 if none)."""
+        self._check()
         longest, lowest = self._highest(), self._lowest()
         if not longest:
             return 0

@@ -30,6 +30,8 @@ otherwise.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 EXACT_ENDS = 128  # lengths within this many tokens of 1 or of max_length keep their own group
@@ -75,34 +77,53 @@ def real_packs(strategies: list[tuple[int, ...]], counts: np.ndarray, histogram:
     are no longer, so every pack still fits), longest sequences into the first
     packs; slots left over are dropped, and so are packs left empty.
 
+    Works on counts, not sequences (histograms may count billions): a group's
+    sequences, longest first, are a stream of runs of equal lengths; the packs
+    of a strategy take consecutive pieces of each of its groups' streams, so
+    they are identical between the places where some stream changes run, and
+    each stretch of identical packs is one entry.
+
     >>> real_packs([(6, 2), (6,)], np.array([2, 1]), np.array([0, 2, 0, 1, 1, 1]),
     ...            np.array([1, 3]))
-    {(4,): 1, (5, 2): 1, (6, 2): 1}
+    {(6, 2): 1, (5, 2): 1, (4,): 1}
     """
     max_length = len(histogram)
-    width = max(len(s) for s in strategies)
-    rows = np.zeros((len(strategies), width), dtype=np.int64)
-    for i, strategy in enumerate(strategies):
-        rows[i, : len(strategy)] = strategy
-    slots = np.repeat(rows, counts, axis=0).ravel()  # packs x width, 0 = no slot
-    group = np.searchsorted(starts, slots, side="right") - 1
-    taken = slots > 0
-    order = np.flatnonzero(taken)[np.argsort(group[taken], kind="stable")]
-    # Real lengths, by group and longest first within it; then as many as each group's slots.
-    lengths = np.arange(max_length, 0, -1)
-    copies = np.asarray(histogram, dtype=np.int64)[::-1]
-    by_group = np.searchsorted(starts, lengths, side="right") - 1
-    real = np.repeat(lengths, copies)[np.argsort(np.repeat(by_group, copies), kind="stable")]
-    need = np.bincount(np.repeat(by_group, copies), minlength=len(starts))
-    have = np.bincount(group[taken], minlength=len(starts))
-    if np.any(have < need):  # pragma: no cover - the plan covers its histogram
+    histogram = np.asarray(histogram, dtype=np.int64)
+    ends = np.append(starts[1:] - 1, max_length)
+    group_of = (np.searchsorted(starts, np.arange(1, max_length + 1), side="right") - 1).tolist()
+    # Each group's stream: its lengths longest first (a run each), then zeros (slots nobody
+    # needs); ``cum[i]``: where run i ends.
+    lengths, cum, need = [], [], []
+    for first, last in zip(starts.tolist(), ends.tolist()):
+        copies = histogram[first - 1: last][::-1]
+        present = np.flatnonzero(copies)
+        lengths.append((last - present).tolist() + [0])
+        cum.append(np.cumsum(copies[present]).tolist())
+        need.append(cum[-1][-1] if cum[-1] else 0)
+    position = [0] * len(starts)  # how much of each stream earlier packs took
+    packs: dict[tuple[int, ...], int] = {}
+    for strategy, count in zip(strategies, np.asarray(counts).tolist()):
+        slots: dict[int, int] = {}
+        for length in strategy:
+            slots[group_of[length - 1]] = slots.get(group_of[length - 1], 0) + 1
+        cuts = {0, count}
+        for g, m in slots.items():
+            begin, end = position[g], position[g] + count * m
+            # Runs change inside this strategy's part of the stream: packs differ there.
+            for change in cum[g][bisect.bisect_right(cum[g], begin): bisect.bisect_left(cum[g], end)]:
+                q = (change - begin) // m
+                cuts.update((q, q + 1))
+        cuts = sorted(c for c in cuts if c <= count)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            pack = []
+            for g, m in slots.items():
+                at = position[g] + a * m
+                pack += [lengths[g][bisect.bisect_right(cum[g], at + i)] for i in range(m)]
+            pack = tuple(sorted((v for v in pack if v), reverse=True))
+            if pack:
+                packs[pack] = packs.get(pack, 0) + b - a
+        for g, m in slots.items():
+            position[g] += count * m
+    if any(p < n for p, n in zip(position, need)):  # pragma: no cover - the plan covers it
         raise AssertionError("a plan for the rounded-up histogram misses sequences")
-    first = np.concatenate([[0], np.cumsum(have)[:-1]])  # each group's first place in `order`
-    start_of_real = np.concatenate([[0], np.cumsum(need)[:-1]])
-    place = np.repeat(first, need) + np.arange(len(real)) - np.repeat(start_of_real, need)
-    filled = np.zeros_like(slots)
-    filled[order[place]] = real
-    packs = -np.sort(-filled.reshape(-1, width), axis=1)
-    packs = packs[packs[:, 0] > 0]
-    unique, number = np.unique(packs, axis=0, return_counts=True)
-    return {tuple(int(v) for v in row if v): int(c) for row, c in zip(unique, number)}
+    return packs

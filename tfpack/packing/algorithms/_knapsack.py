@@ -49,6 +49,8 @@ import heapq
 
 import numpy as np
 
+from tfpack.packing.algorithms._budget import Budget, OutOfTime
+
 
 @dataclasses.dataclass(frozen=True)
 class Pricing:
@@ -92,7 +94,7 @@ def _binary_split(bound: int) -> list[int]:
 
 def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_length: int,
           depth: int | None, *, min_value: float, max_patterns: int,
-          exact: bool = False) -> Pricing:
+          exact: bool = False, budget: Budget | None = None) -> Pricing:
     """Best packs for the given per-length values.
 
     Args:
@@ -107,6 +109,10 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
         max_patterns: at most this many candidate packs (one per anchor).
         exact: run the table in float64 (else in float32 where a pack holds
             few enough sequences for its rounding to stay below ~1e-5).
+        budget: checked every 32 lengths.
+
+    Raises:
+        OutOfTime: ``budget`` ended first (there is then no result).
     """
     n = len(lengths)
     rows = 1 if depth is None else depth + 1
@@ -128,6 +134,8 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
     # l so far, no pack of at most `most` sequences holds more than most * l tokens.
     filled = 1
     for r in range(n):
+        if budget is not None and r % 32 == 31 and budget.expired():
+            raise OutOfTime
         length, value = int(lengths[r]), float(priced[r])
         copies = int(usable[r])
         if value <= 0.0 or copies <= 0:

@@ -31,7 +31,8 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 
-__all__ = ["AlgorithmResult", "Algorithm", "register", "get", "names", "depth_cap"]
+__all__ = ["AlgorithmResult", "Algorithm", "register", "get", "names", "depth_cap",
+           "takes_time_limit"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,11 +49,15 @@ class AlgorithmResult:
         lower_bound_packs: a proven lower bound on the number of packs any plan
             needs under the same limits, when the algorithm computes one
             (``optimal`` does); else ``None``.
+        lower_bound_kind: what proves ``lower_bound_packs`` (``optimal``:
+            ``"tokens"``, ``"sequences"``, ``"long"`` or ``"lp"``; see
+            `tfpack.packing.algorithms._bounds`), or ``None``.
     """
 
     strategies: list[tuple[int, ...]]
     counts: np.ndarray
     lower_bound_packs: float | None = None
+    lower_bound_kind: str | None = None
 
 
 class Algorithm(Protocol):
@@ -64,6 +69,8 @@ class Algorithm(Protocol):
         max_sequences_per_pack: maximum sequences per pack, or ``None`` for no limit.
         seed: for algorithms with random choices (e.g. the input order of
             ``greedy``); deterministic algorithms ignore it.
+        time_limit: only for algorithms registered with ``time_limit=True``
+            (``optimal``): seconds, or ``None`` for no limit.
     """
 
     def __call__(
@@ -73,9 +80,11 @@ class Algorithm(Protocol):
 
 _REGISTRY: dict[str, Algorithm] = {}
 _DEPTH_CAPS: dict[str, int] = {}
+_TIME_LIMITED: set[str] = set()
 
 
-def register(name: str, *, depth_cap: int | None = None) -> Callable[[Algorithm], Algorithm]:
+def register(name: str, *, depth_cap: int | None = None,
+             time_limit: bool = False) -> Callable[[Algorithm], Algorithm]:
     """Decorator registering a packing algorithm under ``name``.
 
     Args:
@@ -83,6 +92,8 @@ def register(name: str, *, depth_cap: int | None = None) -> Callable[[Algorithm]
         depth_cap: for algorithms that never put more than this many
             sequences in a pack whatever ``max_sequences_per_pack`` allows (``nnlshp``: 3),
             so that callers know larger limits give the same plan.
+        time_limit: the algorithm takes a ``time_limit=`` keyword (seconds or
+            ``None``) and returns its best plan when it ends.
     """
 
     def decorator(function: Algorithm) -> Algorithm:
@@ -91,6 +102,8 @@ def register(name: str, *, depth_cap: int | None = None) -> Callable[[Algorithm]
         _REGISTRY[name] = function
         if depth_cap is not None:
             _DEPTH_CAPS[name] = depth_cap
+        if time_limit:
+            _TIME_LIMITED.add(name)
         return function
 
     return decorator
@@ -100,6 +113,12 @@ def depth_cap(name: str) -> int | None:
     """The most sequences algorithm ``name`` puts in a pack, if it caps depth itself."""
     get(name)
     return _DEPTH_CAPS.get(name)
+
+
+def takes_time_limit(name: str) -> bool:
+    """Whether algorithm ``name`` takes ``time_limit=`` (see `register`)."""
+    get(name)
+    return name in _TIME_LIMITED
 
 
 def get(name: str) -> Algorithm:

@@ -1,0 +1,77 @@
+"""Lower bounds on the packs any plan needs, each cheap, each named.
+
+The `optimal` planner reports the strongest bound it proves and its kind
+(`metrics["lower_bound_kind"]`). The cheap ones, O(L) on a histogram:
+
+- ``tokens``: ``ceil(tokens / L)``;
+- ``sequences``: ``ceil(sequences / depth)`` (with a depth limit);
+- ``long``: Martello and Toth's L2: for a threshold ``k <= L / 2``, the
+  sequences longer than ``L - k`` (nothing of length ``>= k`` fits beside
+  them) and those in ``(L / 2, L - k]`` (one a pack) need a pack each; the
+  sequences in ``[k, L / 2]`` fit only in these packs' free space or in more
+  packs: ``|J1| + |J2| + ceil(max(0, tokens(J3) - free(J2)) / L)``, the best ``k``.
+  It is at least the count of sequences longer than ``L / 2``, and it is what
+  constrains where long sequences dominate (a token bound ignores that two of
+  them never share a pack).
+
+``lp`` (the LP relaxation, `optimal`'s column generation, possibly on lengths
+rounded down) is computed by the planner. Each is valid on its own, so is
+their maximum.
+
+>>> import numpy as np
+>>> histogram = np.zeros(10, dtype=np.int64)
+>>> histogram[[5, 3]] = [3, 3]  # three 6s and three 4s into packs of 10
+>>> simple(histogram, 10, None)
+{'tokens': 3, 'long': 3}
+>>> histogram[[5, 3]] = [3, 0]; histogram[4] = 1  # three 6s and a 5: no two share a pack
+>>> strongest(simple(histogram, 10, None))
+(4, 'long')
+
+References:
+    S. Martello, P. Toth, "Lower bounds and reduction procedures for the bin
+    packing problem", Discrete Applied Mathematics 28 (1990).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Preference among equal bounds: the simplest explanation first.
+KINDS = ("tokens", "sequences", "long", "lp")
+
+
+def simple(histogram: np.ndarray, max_length: int,
+           max_sequences_per_pack: int | None) -> dict[str, int]:
+    """The cheap bounds of the module notes, by kind."""
+    histogram = np.asarray(histogram, dtype=np.int64)
+    lengths = np.arange(1, max_length + 1, dtype=np.int64)
+    tokens = int(histogram @ lengths)
+    bounds = {"tokens": -(-tokens // max_length)}
+    if max_sequences_per_pack is not None:
+        bounds["sequences"] = -(-int(histogram.sum()) // max_sequences_per_pack)
+    bounds["long"] = long_bound(histogram, max_length)
+    return bounds
+
+
+def long_bound(histogram: np.ndarray, max_length: int) -> int:
+    """Martello and Toth's L2 on a histogram (module notes), over every threshold at once."""
+    histogram = np.asarray(histogram, dtype=np.int64)
+    L = max_length
+    half = L // 2
+    count_le = np.concatenate([[0], np.cumsum(histogram)])  # count_le[x]: lengths <= x
+    tokens_le = np.concatenate([[0], np.cumsum(histogram * np.arange(1, L + 1))])
+    k = np.arange(1, half + 1)  # J3 = [k, half]; J2 = (half, L - k]; J1 = (L - k, L]
+    if not len(k):
+        return int(count_le[-1])  # L = 1: one sequence a pack
+    j1 = count_le[L] - count_le[L - k]
+    j2 = count_le[L - k] - count_le[half]
+    free2 = j2 * L - (tokens_le[L - k] - tokens_le[half])
+    j3 = tokens_le[half] - tokens_le[k - 1]
+    more = -(-np.maximum(0, j3 - free2) // L)
+    return int((j1 + j2 + more).max())
+
+
+def strongest(bounds: dict[str, int]) -> tuple[int, str]:
+    """The largest bound and its kind (ties: the first in `KINDS`)."""
+    value = max(bounds.values())
+    return value, next(kind for kind in KINDS if bounds.get(kind) == value)
