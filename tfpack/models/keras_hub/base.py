@@ -15,8 +15,7 @@ from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
-from tfpack.layers.attention_mask import large_negative_number
-from tfpack.layers.packed_attention import band_mask
+from tfpack.layers.segmented_attention import attend_in_rows
 from tfpack.models.backbone import Backbone
 
 
@@ -50,6 +49,25 @@ def warn_untested_version():
         f"{version}. They read keras-hub's layers, so check packed == "
         "unpacked on your model (tfpack.testing).", stacklevel=3)
 
+
+
+def attend_segmented(query, key, value, options, *, scale=1.0,
+                     dropout_layer=None, training=None, **extras):
+    """The adapters' one segmented attention call.
+
+    `query` `[B, L, heads, d]` is multiplied by the layer's `scale` here;
+    `options` are `KerasHubBackbone.segmented_options` (the layer's window
+    included); `dropout_layer` is the layer's attention-probability
+    `keras.layers.Dropout` (its rate and seed generator), if any; `extras`
+    go to `tfpack.layers.segmented_attention.attend_in_rows`
+    (`logit_soft_cap`, `sinks`, `bias`, `row_features`).
+    """
+    query = query * ops.cast(scale, query.dtype)
+    return attend_in_rows(
+        query, key, value, dropout=getattr(dropout_layer, "rate", 0.0) or 0.0,
+        training=training,
+        seed_generator=getattr(dropout_layer, "seed_generator", None),
+        **options, **extras)
 
 class KerasHubBackbone(Backbone):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.
@@ -98,8 +116,6 @@ class KerasHubBackbone(Backbone):
     """
 
     backbone_names = ()
-    # Why segmented attention cannot run this family's attention, or None.
-    dense_only = None
 
     def __init__(self, backbone, attention_implementation="auto",
                  max_sequences_per_pack=None, segment_length=None, **kwargs):
@@ -110,11 +126,6 @@ class KerasHubBackbone(Backbone):
                 f"Received: backbone of type {type(backbone).__name__}")
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
-        if self.dense_only and attention_implementation == "segmented":
-            raise TfpackError(
-                f"`{type(self).__name__}` runs dense attention only "
-                f"({self.dense_only}). Received: attention_implementation="
-                f"'segmented'")
         warn_untested_version()
         kwargs.setdefault("dtype", backbone.dtype_policy)
         kwargs.setdefault("name", f"packed_{backbone.name}")
@@ -172,32 +183,21 @@ class KerasHubBackbone(Backbone):
 
     def implementation(self, length):
         """`"dense"` or `"segmented"` at row length `length` (the `"auto"`
-        rule of `tfpack.layers.attention_implementation`; always dense for
-        `dense_only` families)."""
-        if self.dense_only:
-            return "dense"
+        rule of `tfpack.layers.attention_implementation`)."""
         return choose_implementation(
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
             segment_length=self.segment_length)
 
     def segmented_options(self, sequence_ids, window=None):
-        """`packed_attention` options of one layer's segmented attention.
+        """`attend_segmented` options of one layer's segmented attention.
 
         `window` is the layer's `(before, after)` band (`band_mask`), or
-        None. The dense fallback (a batch the rows cannot hold) gets the
-        same mask as dense attention: packed, causal for decoders, banded.
+        None. A batch the rows cannot hold runs the same scores over the
+        whole pack under the packed mask (causal for decoders, banded).
         """
-        def dense_bias():
-            allowed = self.attention_mask(sequence_ids)
-            if window is not None:
-                band = band_mask(ops.shape(allowed)[-1], window)
-                allowed = ops.logical_and(allowed, band[None])
-            return ops.where(ops.expand_dims(allowed, 1), 0.0,
-                             large_negative_number(self.compute_dtype))
-
-        return dict(sequence_ids=sequence_ids, dense_bias=dense_bias,
-                    causal=self.causal, window=window,
+        return dict(sequence_ids=sequence_ids, causal=self.causal,
+                    window=window,
                     max_sequences_per_pack=self.max_sequences_per_pack,
                     segment_length=self.segment_length)
 

@@ -30,8 +30,8 @@ import inspect
 import keras
 from keras import ops
 
-from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import attend_segmented
 
 
 def part(layer, name):
@@ -48,18 +48,17 @@ def attend(attention, query, key, value, mask, segmented=None):
     The one place the decoder adapters call attention. `query` is
     `[B, L, heads, head_dim]`, `key`/`value` `[B, L, kv_heads, head_dim]`;
     `mask` the boolean `[B, L, L]` packed mask (True = may attend), or None
-    with `segmented`, the `packed_attention` options of
-    `KerasHubBackbone.segmented_options` (the layer's window included).
+    with `segmented`, the `KerasHubBackbone.segmented_options` (the
+    layer's window included).
     """
+    if segmented is not None:
+        return attend_segmented(query, key, value, segmented,
+                                scale=attention._inv_norm_factor)
     groups = getattr(attention, "num_key_value_groups", None) or getattr(
         attention, "_num_key_value_groups")
     key = ops.repeat(key, repeats=groups, axis=2)
     value = ops.repeat(value, repeats=groups, axis=2)
-    if segmented is None:
-        return attention._compute_attention(query, key, value, mask)
-    query = query * ops.cast(attention._inv_norm_factor, query.dtype)
-    return packed_attention(query, key, value, implementation="segmented",
-                            **segmented)
+    return attention._compute_attention(query, key, value, mask)
 
 
 def rotate(attention, x, position_ids):

@@ -13,8 +13,8 @@ with keras-hub's `1 / sqrt(head_dim)` query scale.
 import keras
 from keras import ops
 
-from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import attend_segmented
 
 
 def self_attention(attention, x, position_ids, mask, training,
@@ -35,13 +35,9 @@ def self_attention(attention, x, position_ids, mask, training,
         context = attention._compute_attention(query, key, value, mask,
                                                training=training)
     else:
-        query = query * ops.cast(attention._inv_norm_factor, query.dtype)
-        context = packed_attention(
-            query, key, value, implementation="segmented",
-            dropout=attention.dropout, training=training,
-            seed_generator=getattr(attention._attn_dropout_layer,
-                                   "seed_generator", None),
-            **segmented)
+        context = attend_segmented(
+            query, key, value, segmented, scale=attention._inv_norm_factor,
+            dropout_layer=attention._attn_dropout_layer, training=training)
     batch, length = ops.shape(context)[0], ops.shape(context)[1]
     context = ops.reshape(context, (batch, length, attention.hidden_dim))
     return attention._output_dense(context)

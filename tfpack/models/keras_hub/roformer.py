@@ -16,8 +16,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import attend_segmented
 
 
 def rotate(rotary, tensors, position_ids):
@@ -52,10 +52,8 @@ def self_attention(attention, x, mask, rotary=None, segmented=None):
             query, key, value, mask=ops.expand_dims(mask, 1),
             flash_attention=keras.config.is_flash_attention_enabled())
     else:
-        query = query * ops.cast(1 / np.sqrt(attention.head_size),
-                                 query.dtype)
-        context = packed_attention(query, key, value,
-                                   implementation="segmented", **segmented)
+        context = attend_segmented(query, key, value, segmented,
+                                   scale=1 / np.sqrt(attention.head_size))
     return attention.o_dense(ops.reshape(context, (batch, length, -1)))
 
 
