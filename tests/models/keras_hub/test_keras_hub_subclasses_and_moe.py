@@ -35,10 +35,26 @@ def test_the_closest_adapted_class_wins():
     backbone = make_backbone("llama3")
     assert (Llama3Adapter.match(backbone), KerasHubDecoder.match(backbone)) \
         == (0, 1)
-    with mock.patch("tfpack.models.keras_hub.ADAPTERS",
-                    (KerasHubDecoder, Llama3Adapter)):
+    with mock.patch.object(base, "_ADAPTERS", [KerasHubDecoder]):
+        base.register(Llama3Adapter)  # One module and a decorator.
         assert type(from_keras_hub(backbone)) is Llama3Adapter
         assert type(from_keras_hub(make_backbone("llama"))) is KerasHubDecoder
+
+
+def test_adapters_register_themselves_and_claim_names_once():
+    from tfpack.models import keras_hub as adapters
+
+    assert KerasHubDecoder in base.adapters()
+    assert len(adapters.supported_backbones()) == len(set(
+        adapters.supported_backbones()))
+
+    class SecondLlama(KerasHubDecoder):
+        backbone_names = ("LlamaBackbone",)
+
+    with pytest.raises(ValueError, match=r"SecondLlama and KerasHubDecoder "
+                                         r"both adapt \['LlamaBackbone'\]"):
+        base.register(SecondLlama)
+    assert SecondLlama not in base.adapters()
 
 
 def test_untested_keras_hub_version_warns_once():

@@ -25,6 +25,7 @@ from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def alibi_bias(slopes, position_ids, dtype):
@@ -124,7 +125,7 @@ def falcon_block(layer, x, position_ids, mask, training, segmented=None):
     return layer.feedforward_dropout(x, training=training) + residual
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubAlibiDecoder(KerasHubCausalBackbone):
     """A keras-hub BLOOM or Falcon backbone that reads packed features.
 

@@ -24,6 +24,74 @@ from tfpack.models.backbone import Backbone
 # keras-hub layers' internals, so another release warns once.
 TESTED_KERAS_HUB_VERSIONS = ("0.32.0",)
 _warned_versions = set()
+# The adapters `from_keras_hub` chooses from, in registration order.
+_ADAPTERS = []
+# Methods whose override in a user's subclass changes the forward pass the
+# adapter replays (`__init__` builds the functional graph).
+_FORWARD_METHODS = ("call", "__call__", "build", "__init__")
+
+
+def register(cls):
+    """Class decorator: `cls` (a `KerasHubBackbone`) adapts its
+    `backbone_names` in `from_keras_hub`, and is Keras-serializable under
+    the package name "tfpack".
+
+    An adapter is one module with this decorator, imported by
+    `tfpack.models.keras_hub`; no list is edited.
+
+    Example:
+
+    >>> import tfpack.models.keras_hub
+    >>> "KerasHubDecoder" in [cls.__name__ for cls in adapters()]
+    True
+
+    Raises:
+        ValueError: another registered adapter claims one of the names.
+    """
+    for other in _ADAPTERS:
+        shared = set(other.backbone_names) & set(cls.backbone_names)
+        if other is not cls and shared:
+            raise ValueError(
+                f"{cls.__name__} and {other.__name__} both adapt "
+                f"{sorted(shared)}")
+    if cls not in _ADAPTERS:
+        _ADAPTERS.append(cls)
+    return keras.saving.register_keras_serializable(package="tfpack")(cls)
+
+
+def adapters():
+    """The registered adapter classes, in registration order."""
+    return tuple(_ADAPTERS)
+
+
+def changed_forward(backbone, adapted):
+    """`"Class.method"` of the first forward-pass method (`call`,
+    `__call__`, `build`, `__init__`) that a class between `type(backbone)`
+    and the adapted keras-hub class `adapted` defines, or None.
+
+    keras-hub's own subclasses (e.g. `Llama3Backbone`) are the adapted
+    computation; a user's class that overrides one of these may compute
+    something else, which the adapter (replaying `adapted`'s layers) would
+    not.
+
+    >>> class Base:
+    ...     def call(self): ...
+    >>> class Mine(Base):
+    ...     def call(self): ...
+    >>> changed_forward(Mine(), Base)
+    'Mine.call'
+    >>> changed_forward(type("Same", (Base,), {})(), Base) is None
+    True
+    """
+    for cls in type(backbone).__mro__:
+        if cls is adapted:
+            return None
+        if cls.__module__.split(".")[0] == "keras_hub":
+            continue
+        for name in _FORWARD_METHODS:
+            if name in vars(cls):
+                return f"{cls.__qualname__}.{name}"
+    return None
 
 
 def backbone_classes(names):
@@ -102,6 +170,9 @@ class KerasHubBackbone(Backbone):
             and keep their sliding windows, soft caps and query scaling.
         max_sequences_per_pack: `K` of the packs (for segmented attention).
         segment_length: longest sequence of the packs, if below `L`.
+        trust_subclass: accept a user's subclass of an adapted class that
+            overrides its forward pass (`changed_forward`) as computing the
+            same; otherwise it is refused.
         **kwargs: passed on to `tfpack.models.Backbone` (the dtype policy
             defaults to the backbone's).
 
@@ -118,12 +189,24 @@ class KerasHubBackbone(Backbone):
     backbone_names = ()
 
     def __init__(self, backbone, attention_implementation="auto",
-                 max_sequences_per_pack=None, segment_length=None, **kwargs):
+                 max_sequences_per_pack=None, segment_length=None,
+                 trust_subclass=False, **kwargs):
         if self.match(backbone) is None:
             raise TfpackError(
                 f"`{type(self).__name__}` wraps "
                 f"{', '.join(self.backbone_names)}. "
                 f"Received: backbone of type {type(backbone).__name__}")
+        adapted = self.adapted_class(backbone)
+        changed = changed_forward(backbone, adapted)
+        if changed is not None and not trust_subclass:
+            name = type(backbone).__name__
+            raise TfpackError(
+                f"`from_keras_hub` runs {adapted.__name__}'s computation on "
+                f"the layers of a subclass, so a subclass must not change "
+                f"it; {name} overrides `{changed}`, and the packed model "
+                f"would not compute what {name} computes. If the override "
+                f"computes the same as {adapted.__name__}, pass "
+                f"trust_subclass=True. Received: backbone of type {name}")
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
         warn_untested_version()
@@ -134,6 +217,7 @@ class KerasHubBackbone(Backbone):
         self.attention_implementation = attention_implementation
         self.max_sequences_per_pack = max_sequences_per_pack
         self.segment_length = segment_length
+        self.trust_subclass = trust_subclass
         self.causal = self.is_causal(backbone)
         self.attention_mask = PackedAttentionMask(
             causal=self.causal, mask_type="boolean", dtype=self.dtype_policy,
@@ -153,6 +237,14 @@ class KerasHubBackbone(Backbone):
         distances = [i for i, parent in enumerate(type(backbone).__mro__)
                      if parent in classes]
         return min(distances, default=None)
+
+    @classmethod
+    def adapted_class(cls, backbone):
+        """The class of `backbone_names` closest up `backbone`'s MRO, or
+        None."""
+        classes = backbone_classes(cls.backbone_names)
+        return next((parent for parent in type(backbone).__mro__
+                     if parent in classes), None)
 
     @classmethod
     def accepts(cls, backbone):
@@ -235,6 +327,7 @@ class KerasHubBackbone(Backbone):
             "attention_implementation": self.attention_implementation,
             "max_sequences_per_pack": self.max_sequences_per_pack,
             "segment_length": self.segment_length,
+            "trust_subclass": self.trust_subclass,
         })
         return config
 

@@ -17,11 +17,11 @@ are shared, so a row of `N` tokens scores `N x 2k` table entries instead of
 the pack's `L x 2k`.
 """
 
-import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def relative_buckets(attention, position_ids):
@@ -135,7 +135,7 @@ def encoder_block(layer, x, rel_embeddings, position_ids, mask, training,
     return layer._feedforward_layer_norm(x + residual)
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubDeberta(KerasHubBackbone):
     """A keras-hub DeBERTa-v3 backbone that reads packed features.
 

@@ -27,11 +27,11 @@ offsets and keras-hub's `1 / sqrt(head_dim)` query scale.
 
 import inspect
 
-import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def part(layer, name):
@@ -152,7 +152,7 @@ def sliding_window_mask(mask, window):
     return ops.logical_and(mask, ops.expand_dims(near, 0))
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubDecoder(KerasHubCausalBackbone):
     """A keras-hub Llama-style decoder that reads packed features.
 

@@ -9,11 +9,10 @@ layers in groups, called in keras-hub's order). Packing changes two things
 the block-diagonal mask of `sequence_ids` instead of a padding mask.
 """
 
-import keras
-
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
 from tfpack.models.keras_hub.base import backbone_classes
+from tfpack.models.keras_hub.base import register
 
 # Backbones with BERT's separate token, position and segment embeddings.
 _SEGMENTED = ("AlbertBackbone", "BertBackbone", "ElectraBackbone")
@@ -74,7 +73,7 @@ def encoder_layers(backbone):
             for _ in range(passes) for layer in group]
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubEncoder(KerasHubBackbone):
     """A keras-hub BERT-family encoder that reads packed features.
 

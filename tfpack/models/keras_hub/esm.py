@@ -11,10 +11,10 @@ row offsets), and attention gets the block-diagonal mask of `sequence_ids`
 rotations feed tfpack's `packed_attention`.
 """
 
-import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.roformer import self_attention
 
 
@@ -47,7 +47,7 @@ def encoder_block(layer, x, position_ids, mask, training, segmented=None):
     return residual + layer.dropout_layer(x, training=training)
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubESM(KerasHubBackbone):
     """A keras-hub ESM backbone (`ESMBackbone`, also `ESM2Backbone`) that
     reads packed features.

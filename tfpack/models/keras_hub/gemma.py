@@ -24,6 +24,7 @@ from keras import ops
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def query_scale(attention):
@@ -114,7 +115,7 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
     return _add(x, attention_x)
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGemma(KerasHubCausalBackbone):
     """A keras-hub Gemma or Gemma 3 (text) backbone that reads packed features.
 

@@ -28,6 +28,7 @@ from keras import ops
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def _add(a, b):
@@ -127,7 +128,7 @@ def layer_mask(layer, mask):
     return mask
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGemma4(KerasHubCausalBackbone):
     """A keras-hub Gemma 4 backbone (text) that reads packed features.
 

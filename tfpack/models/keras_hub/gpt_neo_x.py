@@ -10,11 +10,11 @@ projections and rotary embedding feed tfpack's `packed_attention` instead,
 with keras-hub's `1 / sqrt(head_dim)` query scale.
 """
 
-import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def self_attention(attention, x, position_ids, mask, training,
@@ -54,7 +54,7 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
     return feedforward + attention + x
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGPTNeoX(KerasHubCausalBackbone):
     """A keras-hub GPT-NeoX backbone that reads packed features.
 

@@ -17,6 +17,7 @@ import keras
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import part
 from tfpack.models.keras_hub.decoders import project
 
@@ -55,7 +56,7 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
     return h + x
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGptOss(KerasHubCausalBackbone):
     """A keras-hub GPT-OSS backbone that reads packed features.
 

@@ -10,10 +10,10 @@ length of *its* sequence (`sequence_ids`), so each sequence gets the angles
 it gets alone, whatever it is packed with.
 """
 
-import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
 
 
@@ -71,7 +71,7 @@ def decoder_block(layer, x, position_ids, lengths, mask, training,
     return layer.feedforward_dropout(h, training=training) + residual
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubPhi3(KerasHubCausalBackbone):
     """A keras-hub Phi-3 backbone that reads packed features.
 

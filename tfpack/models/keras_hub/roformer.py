@@ -18,6 +18,7 @@ from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def rotate(rotary, tensors, position_ids):
@@ -74,7 +75,7 @@ def encoder_block(layer, x, position_ids, mask, training, segmented=None):
         x + layer.dropout_layer(feedforward, training=training))
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubRoformerV2(KerasHubBackbone):
     """A keras-hub RoFormer-V2 backbone that reads packed features.
 

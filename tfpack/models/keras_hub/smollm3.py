@@ -9,10 +9,10 @@ SmolLM3 computes its cos/sin tables itself (`SmolLM3RotaryEmbedding`, from
 its `inv_freq` weight); `rotate` does the same at per-token positions.
 """
 
-import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
 
 
@@ -54,7 +54,7 @@ def decoder_block(layer, x, position_ids, mask, segmented=None):
     return x + layer.mlp(layer.post_attention_layernorm(x))
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubSmolLM3(KerasHubCausalBackbone):
     """A keras-hub SmolLM3 backbone that reads packed features.
 

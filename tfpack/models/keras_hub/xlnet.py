@@ -19,11 +19,11 @@ scores are the pack's).
 
 import math
 
-import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def relative_encoding(embedding, batch, length, training):
@@ -79,7 +79,7 @@ def segmented_block(layer, x, embedding, token_type_ids, segmented,
     return layer.layer_norm_ff(ff + h)
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubXLNet(KerasHubBackbone):
     """A keras-hub XLNet backbone that reads packed features.
 
