@@ -29,6 +29,7 @@ import inspect
 
 from keras import ops
 
+from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
 from tfpack.models.keras_hub.base import register
@@ -64,12 +65,9 @@ def attend(attention, query, key, value, mask, segmented=None):
 def rotate(attention, x, position_ids):
     """The layer's rotary embedding of `x` at per-token positions, on the
     first `_rotary_dim` features where only those rotate (GPT-OSS)."""
-    rope = attention.rotary_embedding_layer
-    rotary_dim = getattr(attention, "_rotary_dim", None)
-    if rotary_dim is None or rotary_dim >= x.shape[-1]:
-        return rope(x, positions=position_ids)
-    rotated = rope(x[..., :rotary_dim], positions=position_ids)
-    return ops.concatenate([rotated, x[..., rotary_dim:]], axis=-1)
+    return rotate_partial(
+        x, getattr(attention, "_rotary_dim", None),
+        lambda t: attention.rotary_embedding_layer(t, positions=position_ids))
 
 
 def project(attention, x, position_ids):

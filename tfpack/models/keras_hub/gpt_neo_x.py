@@ -12,6 +12,7 @@ with keras-hub's `1 / sqrt(head_dim)` query scale.
 
 from keras import ops
 
+from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
 from tfpack.models.keras_hub.base import register
@@ -21,16 +22,15 @@ def self_attention(attention, x, position_ids, mask, training,
                    segmented=None):
     """keras-hub's `GPTNeoXAttention.call` with per-token positions."""
     qkv = attention._qkv_dense(x)
-    size, rotary = attention.attn_head_size, attention.rotary_dim
+    size = attention.attn_head_size
     query, key = qkv[..., :size], qkv[..., size:2 * size]
     value = qkv[..., 2 * size:]
 
-    def rotate(x):
-        turned = attention.rotary_embedding_layer(x[..., :rotary],
-                                                  positions=position_ids)
-        return ops.concatenate((turned, x[..., rotary:]), axis=-1)
+    def turn(x):
+        return attention.rotary_embedding_layer(x, positions=position_ids)
 
-    query, key = rotate(query), rotate(key)
+    query, key = (rotate_partial(x, attention.rotary_dim, turn)
+                  for x in (query, key))
     if segmented is None:
         context = attention._compute_attention(query, key, value, mask,
                                                training=training)

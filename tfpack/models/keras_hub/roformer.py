@@ -16,6 +16,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
 from tfpack.models.keras_hub.base import register
@@ -30,11 +31,7 @@ def rotate(rotary, tensors, position_ids):
     angles = ops.cast(angles, rotary.compute_dtype)[:, :, None, :]
     cos = ops.repeat(angles[..., 1::2], 2, -1)
     sin = ops.repeat(angles[..., ::2], 2, -1)
-    rotated = []
-    for x in tensors:
-        turned = ops.stack([-x[..., 1::2], x[..., ::2]], 4)
-        rotated.append(x * cos + ops.reshape(turned, ops.shape(x)) * sin)
-    return rotated
+    return [turn(x, cos, sin, interleaved=True) for x in tensors]
 
 
 def self_attention(attention, x, mask, rotary=None, segmented=None):
