@@ -294,3 +294,28 @@ def test_segmented_equals_dense_on_jax_under_jit():
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok"), done.stdout
+
+
+def test_rows_carry_sinks_and_biases_and_the_whole_pack_fallback_matches():
+    # Zero queries: every key scores 0 (plus the bias), so with a sink logit
+    # s the two keys of a sequence get exp(b_j) / (sum_k exp(b_k) + exp(s)).
+    from tfpack.layers.segmented_attention import attend_in_rows
+
+    query = np.zeros((1, 4, 1, 2), "float32")
+    value = np.arange(8, dtype="float32").reshape(1, 4, 1, 2)
+    ids, positions = np.array([[1, 1, 2, 2]]), np.array([[0, 1, 0, 1]])
+
+    def bias(rows):  # 1.0 * position of the key, per row
+        return tf.cast(rows["positions"], "float32")[:, None, None, :]
+
+    expected = np.zeros((4, 2), "float32")
+    for start in (0, 2):
+        weights = np.exp([0.0, 1.0])
+        weights = weights / (weights.sum() + np.exp(0.5))
+        expected[start:start + 2] = weights @ value[0, start:start + 2, 0]
+    for k in (2, 1):  # K=1 cannot hold two sequences: whole-pack branch
+        out = attend_in_rows(query, query, value, sequence_ids=ids,
+                             max_sequences_per_pack=k, sinks=np.array([0.5]),
+                             bias=bias, row_features={"positions": positions})
+        np.testing.assert_allclose(np.asarray(out)[0, :, 0], expected,
+                                   rtol=1e-6, err_msg=f"K={k}")

@@ -176,3 +176,156 @@ def row_mask(lengths, row_length, causal):
         lower = ops.expand_dims(columns, 1) >= ops.expand_dims(columns, 0)
         allowed = ops.logical_and(allowed, lower[None, None])
     return allowed
+
+
+
+def attend_in_rows(query, key, value, *, sequence_ids, max_sequences_per_pack,
+                   segment_length=None, causal=False, window=None,
+                   logit_soft_cap=None, sinks=None, bias=None,
+                   row_features=None, dropout=0.0, training=None,
+                   seed_generator=None):
+    """Context `[B, L, heads, d]` of each packed sequence attending in its own row.
+
+    The segmented attention of every keras-hub family: each sequence's
+    queries, keys and values move into a row of `segment_tiers(L, K, S)`,
+    attend there (causal, inside a band, soft-capped, with sink logits and
+    per-head additive biases computed per row, as the family needs) and move
+    back. A pack the rows cannot hold (`segment_layout`'s `fits`) is
+    computed exactly by the same scores over the whole pack under the
+    packed mask (`ops.cond`, so both stay compiled).
+
+    Scores: `cap(q . k + bias(rows))` (soft cap `cap(s) = c * tanh(s / c)`
+    if `logit_soft_cap`); keys of other sequences, after the query
+    (`causal`) or outside the band `window` are removed; a softmax in
+    float32 over the remaining keys and, per head, the sink logit
+    `sinks[h]` if given (GPT-OSS: the sink takes probability mass and
+    contributes no value).
+
+    Example (an ALiBi-style bias from positions inside each sequence):
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> q = np.random.default_rng(0).normal(size=(1, 5, 2, 4)).astype("float32")
+    >>> ids, pos = np.array([[1, 1, 1, 2, 2]]), np.array([[0, 1, 2, 0, 1]])
+    >>> def alibi(rows):  # [rows, heads, S, S]
+    ...     p = ops.cast(rows["positions"], "float32")
+    ...     return ops.convert_to_tensor([0.5, 0.25])[None, :, None, None] * p[:, None, None, :]
+    >>> def run(q, ids, pos, k):
+    ...     return np.asarray(attend_in_rows(
+    ...         q, q, q, sequence_ids=ids, max_sequences_per_pack=k, causal=True,
+    ...         bias=alibi, row_features={"positions": pos}))
+    >>> bool(np.allclose(run(q, ids, pos, 2)[0, 3:],
+    ...                  run(q[:, 3:], ids[:, 3:] - 1, pos[:, 3:], 1)[0], atol=1e-6))
+    True
+
+    Args:
+        query: `[B, L, heads, d]`, already multiplied by the query scale.
+        key, value: `[B, L, kv_heads, d]` (`heads` a multiple of `kv_heads`:
+            grouped-query attention, query head `h` reads kv head
+            `h // (heads // kv_heads)`).
+        sequence_ids: int `[B, L]`, 1..K, 0 = padding.
+        max_sequences_per_pack: `K`.
+        segment_length: `S`, the longest sequence (None: `L`).
+        causal: queries see earlier keys of their sequence only.
+        window: `(before, after)` band of row offsets (`band_mask`).
+        logit_soft_cap: Gemma's attention-logit soft cap, or None.
+        sinks: `[heads]` sink logits (GPT-OSS), or None.
+        bias: callable `bias(rows)` -> additive logits `[R, heads or 1, N,
+            N]` of `R` rows of `N` tokens, where `rows` holds `query` and
+            `key` (`[R, N, heads, d]`, keys repeated to every head) and each
+            `row_features` entry (`[R, N, ...]`); or None. It must depend on
+            the tokens of a row only through these (positions inside a
+            sequence, not row offsets), as it also scores whole packs.
+        row_features: dict of per-token tensors `[B, L, ...]` that `bias`
+            reads (positions, token types).
+        dropout: rate on the probabilities; `training`: whether it is
+            active; `seed_generator`: its `keras.random.SeedGenerator`.
+
+    Returns:
+        `[B, L, heads, d]`; zeros on padding tokens.
+    """
+    import keras
+
+    from tfpack.layers.packed_attention import band_mask
+    from tfpack.layers.packed_attention import softmax_attention
+
+    length = query.shape[1]
+    tiers = segment_tiers(length, max_sequences_per_pack, segment_length)
+    layout = segment_layout(sequence_ids, tiers, max_sequences_per_pack)
+    groups = query.shape[2] // key.shape[2]
+    if groups > 1:
+        # Before the rows (outside `ops.cond`): the gradient of a repeat
+        # inside a branch fails to compile under XLA on TensorFlow.
+        key = ops.repeat(key, groups, axis=2)
+        value = ops.repeat(value, groups, axis=2)
+    seed = seed_generator
+    # On JAX a seed is drawn outside `ops.cond`, whose branches cannot
+    # update the generator's state there.
+    if (training and dropout > 0 and keras.backend.backend() == "jax"
+            and seed_generator is not None):
+        seed = seed_generator.next()
+    options = dict(dropout=dropout, training=training, seed=seed,
+                   logit_soft_cap=logit_soft_cap)
+
+    def attend(rows, mask, lengths=None):
+        """`mask`: boolean `[R, 1, N, N]`; `lengths` of the tier's rows."""
+        key, value = rows["key"], rows["value"]
+        if bias is None and sinks is None:
+            # Unchanged from `packed_attention` (and its fused JAX kernel).
+            if lengths is not None:
+                return softmax_attention(rows["query"], key, value,
+                                         causal=causal, lengths=lengths,
+                                         window=window, **options)
+            additive = ops.where(mask, 0.0, -1e9)
+            return softmax_attention(rows["query"], key, value, bias=additive,
+                                     **options)
+        scores = ops.cast(ops.einsum("bqhd,bkhd->bhqk", rows["query"], key),
+                          "float32")
+        if bias is not None:
+            scores = scores + ops.cast(bias(rows), "float32")
+        if logit_soft_cap is not None:
+            scores = ops.tanh(scores / logit_soft_cap) * logit_soft_cap
+        scores = ops.where(mask, scores, -1e9)
+        if sinks is not None:
+            sink = ops.reshape(ops.cast(sinks, "float32"), (1, -1, 1, 1))
+            sink = ops.zeros_like(scores[..., :1]) + sink
+            scores = ops.concatenate([scores, sink], axis=-1)
+        probabilities = ops.softmax(scores, axis=-1)
+        if sinks is not None:
+            probabilities = probabilities[..., :-1]
+        probabilities = ops.cast(probabilities, rows["query"].dtype)
+        if bool(training) and dropout > 0:
+            probabilities = keras.random.dropout(probabilities, dropout,
+                                                 seed=seed)
+        return ops.einsum("bhqk,bkhd->bqhd", probabilities, value)
+
+    def segmented():
+        context = 0
+        for tier, (_, _, row_length) in zip(layout["tiers"], tiers):
+            rows = {name: to_rows(x, tier, row_length) for name, x in
+                    dict(row_features or {}, query=query, key=key,
+                         value=value).items()}
+            lengths = ops.reshape(tier["lengths"], (-1,))
+            mask = row_mask(lengths, row_length, causal)
+            if window is not None:
+                mask = ops.logical_and(mask, band_mask(row_length, window))
+            context = context + from_rows(attend(rows, mask, lengths), tier,
+                                          row_length)
+        return context
+
+    def whole_packs():
+        ids = ops.cast(sequence_ids, "int32")
+        real = ids > 0
+        mask = ops.logical_and(ops.expand_dims(ids, 2) == ops.expand_dims(ids, 1),
+                               ops.expand_dims(real, 1))
+        index = ops.arange(length, dtype="int32")
+        if causal:
+            mask = ops.logical_and(mask, (index[:, None] >= index[None, :])[None])
+        if window is not None:
+            mask = ops.logical_and(mask, band_mask(length, window)[None])
+        rows = dict(row_features or {}, query=query, key=key, value=value)
+        context = attend(rows, ops.expand_dims(mask, 1))
+        return ops.where(real[:, :, None, None], context,
+                         ops.zeros_like(context))
+
+    return ops.cond(layout["fits"], segmented, whole_packs)

@@ -45,16 +45,12 @@ class Family:
             4-layer one with experts and shared KV took 3 minutes of XLA
             compilation on the shared CPU; it passed); every family passed
             it when added).
-        segmented: the adapter runs segmented attention too (not where the
-            segmented rows cannot carry its attention bias: ALiBi, DeBERTa's
-            relative positions, GPT-OSS's sinks; those refuse it).
     """
 
     build: Callable
     token_types: bool = False
     rotary: bool = False
     heavy: bool = False
-    segmented: bool = True
 
 
 FAMILIES = {
@@ -106,7 +102,7 @@ FAMILIES = {
     # Sliding window on layer 1, sinks, odd head_dim (partial rotary).
     "gpt_oss": Family(lambda: keras_hub.models.GptOssBackbone(
         num_experts=4, top_k=2, sliding_window=WINDOW, head_dim=5,
-        **_DECODER), rotary=True, segmented=False),
+        **_DECODER), rotary=True),
     # Layer 0 rotary, layer 1 without positions (NoPE); its own rotary
     # tables: `test_smollm3_angles_are_each_sequences_own`.
     "smollm3": Family(lambda: keras_hub.models.SmolLM3Backbone(
@@ -126,11 +122,11 @@ FAMILIES = {
         hidden_size_per_layer_input=4, enable_moe_block=True, num_experts=4,
         expert_intermediate_dim=8, num_experts_per_token=2,
         attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0,
-        **dict(_GEMMA4, num_layers=4)), rotary=True, segmented=False),
+        **dict(_GEMMA4, num_layers=4)), rotary=True),
     "gemma4_bidirectional": Family(lambda: keras_hub.models.Gemma4Backbone(
         image_size=16, sliding_window_pattern=2,
         use_bidirectional_attention=True, **_GEMMA4), rotary=True,
-        segmented=False, heavy=True),
+        heavy=True),
     # Gemma 2 style: soft caps, local layer 0 and global layer 1.
     "gemma": Family(lambda: keras_hub.models.GemmaBackbone(
         attention_logit_soft_cap=50.0, final_logit_soft_cap=30.0, **_GEMMA),
@@ -148,11 +144,11 @@ FAMILIES = {
         **dict(_ENCODER, num_layers=4)), token_types=True),
     # Buckets of 4: relative positions from 2 on are log-bucketed.
     "deberta_v3": Family(lambda: keras_hub.models.DebertaV3Backbone(
-        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER), segmented=False),
+        vocabulary_size=VOCAB, bucket_size=4, **_ENCODER)),
     "roformer_v2": Family(lambda: keras_hub.models.RoformerV2Backbone(
         vocabulary_size=VOCAB, head_size=4, **_SMALL), token_types=True),
     "xlnet": Family(lambda: keras_hub.models.XLNetBackbone(
-        vocabulary_size=VOCAB, **_SMALL), token_types=True, segmented=False),
+        vocabulary_size=VOCAB, **_SMALL), token_types=True),
     "esm": Family(lambda: keras_hub.models.ESMBackbone(
         vocabulary_size=VOCAB, **_SMALL)),
     # ESM-1: learned positions counted from pad_token_id (an id the
@@ -168,11 +164,11 @@ FAMILIES = {
     "gpt_neo_x": Family(lambda: keras_hub.models.GPTNeoXBackbone(
         vocabulary_size=VOCAB, rotary_percentage=0.5, **_SMALL), rotary=True),
     "bloom": Family(lambda: keras_hub.models.BloomBackbone(
-        vocabulary_size=VOCAB, **dict(_SMALL, num_heads=4)), segmented=False),
+        vocabulary_size=VOCAB, **dict(_SMALL, num_heads=4))),
     # Three heads: ALiBi slopes of a head count that is not a power of 2.
     "falcon": Family(lambda: keras_hub.models.FalconBackbone(
         vocabulary_size=VOCAB, num_layers=2, num_attention_heads=3,
-        hidden_dim=12, intermediate_dim=24), heavy=True, segmented=False),
+        hidden_dim=12, intermediate_dim=24), heavy=True),
 }
 
 

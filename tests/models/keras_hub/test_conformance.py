@@ -43,9 +43,9 @@ HEAVY = sorted(name for name, family in FAMILIES.items() if family.heavy)
 
 
 def _implementations(family):
-    """(name, `from_keras_hub` options) of the family's attentions."""
-    return [(name, options) for name, options in IMPLEMENTATIONS.items()
-            if name == "dense" or FAMILIES[family].segmented]
+    """(name, `from_keras_hub` options) of the family's attentions: every
+    family runs both."""
+    return list(IMPLEMENTATIONS.items())
 
 
 def _packed(family):

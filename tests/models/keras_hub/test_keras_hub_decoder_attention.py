@@ -15,11 +15,13 @@ from keras_hub_helpers import MAX_LENGTH, examples, make_backbone
 # test_conformance.py. Here: the dense fallback, config, "auto", XLA, JAX.
 
 
-@pytest.mark.parametrize("family", ("mistral", "gemma"))
+@pytest.mark.parametrize("family", ("mistral", "gemma", "gpt_oss", "falcon",
+                                    "gemma4", "deberta_v3", "xlnet"))
 def test_segmented_decoder_falls_back_to_dense_on_packs_the_rows_cannot_hold(
         family):
-    # K=2 rows for packs of 3 sequences: `ops.cond` takes the dense branch,
-    # whose mask keeps the causal window and the soft cap.
+    # K=2 rows for packs of 3 sequences: `ops.cond` takes the whole-pack
+    # branch, whose mask keeps the causal window, and which keeps the soft
+    # cap, the sinks and the per-pair biases (ALiBi, relative positions).
     backbone = make_backbone(family)
     dense = from_keras_hub(backbone, attention_implementation="dense")
     narrow = from_keras_hub(backbone, attention_implementation="segmented",

@@ -35,10 +35,26 @@ def test_the_closest_adapted_class_wins():
     backbone = make_backbone("llama3")
     assert (Llama3Adapter.match(backbone), KerasHubDecoder.match(backbone)) \
         == (0, 1)
-    with mock.patch("tfpack.models.keras_hub.ADAPTERS",
-                    (KerasHubDecoder, Llama3Adapter)):
+    with mock.patch.object(base, "_ADAPTERS", [KerasHubDecoder]):
+        base.register(Llama3Adapter)  # One module and a decorator.
         assert type(from_keras_hub(backbone)) is Llama3Adapter
         assert type(from_keras_hub(make_backbone("llama"))) is KerasHubDecoder
+
+
+def test_adapters_register_themselves_and_claim_names_once():
+    from tfpack.models import keras_hub as adapters
+
+    assert KerasHubDecoder in base.adapters()
+    assert len(adapters.supported_backbones()) == len(set(
+        adapters.supported_backbones()))
+
+    class SecondLlama(KerasHubDecoder):
+        backbone_names = ("LlamaBackbone",)
+
+    with pytest.raises(ValueError, match=r"SecondLlama and KerasHubDecoder "
+                                         r"both adapt \['LlamaBackbone'\]"):
+        base.register(SecondLlama)
+    assert SecondLlama not in base.adapters()
 
 
 def test_untested_keras_hub_version_warns_once():
@@ -103,17 +119,15 @@ def test_phi3_su_angles_are_each_sequences_own():
     assert checked == {5, 3, 7, 2, 6}
 
 
-def test_gpt_oss_runs_dense_attention_only():
-    from tfpack.errors import TfpackError
-
-    backbone = make_backbone("gpt_oss")
-    assert from_keras_hub(backbone, max_sequences_per_pack=16,
-                          segment_length=256).implementation(4096) == "dense"
-    with pytest.raises(TfpackError, match=r"dense attention only \(its "
-                       r"attention sinks.*Received: attention_implementation"
-                       r"='segmented'"):
-        from_keras_hub(backbone, attention_implementation="segmented",
-                       max_sequences_per_pack=3)
+@pytest.mark.parametrize("family", ["gpt_oss", "gemma4", "bloom", "falcon",
+                                    "deberta_v3", "xlnet"])
+def test_auto_picks_segmented_for_the_families_that_ran_dense(family):
+    # Sinks, local/global layers, ALiBi, relative buckets and XLNet's
+    # relative attention all run in the segmented rows now.
+    adapter = from_keras_hub(make_backbone(family), max_sequences_per_pack=16,
+                             segment_length=256)
+    assert adapter.implementation(2048) == "segmented"
+    assert adapter.implementation(512) == "dense"
 
 
 def test_smollm3_angles_are_each_sequences_own():

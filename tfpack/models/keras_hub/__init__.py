@@ -9,27 +9,35 @@ decoders), so each sequence's outputs are those of the keras-hub backbone
 run on that sequence alone. The adapter owns no variables: presets and
 checkpoints load into the keras-hub backbone as usual, and training the
 adapter trains the backbone. Subclasses of these classes are adapted as
-their closest adapted parent. The adapters read keras-hub's layers; the
-releases they were tested on are `base.TESTED_KERAS_HUB_VERSIONS`, and
-another release warns once.
+their closest adapted parent, as long as they do not override its forward
+pass (`call`, `__call__`, `build` or `__init__`, which builds the
+functional graph): the adapter replays the parent's layers, so such a
+subclass is refused by name unless `trust_subclass=True` declares it
+equivalent. The adapters read keras-hub's layers; the releases they were
+tested on are `base.TESTED_KERAS_HUB_VERSIONS`, and another release warns
+once. Every family runs dense or segmented attention (docs/model.md,
+"Attention implementations").
+
+An adapter is one module here whose class is decorated with
+`base.register` (and imported below, which registers it).
 
 | family | keras-hub backbones | adapter |
 | --- | --- | --- |
 | BERT-style encoders | `BertBackbone`, `ElectraBackbone`, `RobertaBackbone` (`XLMRobertaBackbone`), `DistilBertBackbone`, `AlbertBackbone` | `KerasHubEncoder` |
-| DeBERTa-v3 (relative positions inside each sequence; dense attention only) | `DebertaV3Backbone` | `KerasHubDeberta` |
+| DeBERTa-v3 (relative positions inside each sequence) | `DebertaV3Backbone` | `KerasHubDeberta` |
 | RoFormer-V2 | `RoformerV2Backbone` | `KerasHubRoformerV2` |
-| XLNet (relative attention; dense attention only) | `XLNetBackbone` | `KerasHubXLNet` |
+| XLNet (relative attention) | `XLNetBackbone` | `KerasHubXLNet` |
 | ESM protein models (rotary ESM-2, absolute ESM-1) | `ESMBackbone` (= `ESM2Backbone`) | `KerasHubESM` |
 | Llama-style decoders | `LlamaBackbone` (`Llama3Backbone`), `MistralBackbone`, `Qwen2Backbone`, `Qwen3Backbone` | `KerasHubDecoder` |
 | mixtures of experts | `MixtralBackbone`, `QwenMoeBackbone`, `Qwen3MoeBackbone` | `KerasHubDecoder` |
 | Phi-3 (with "su" / LongRoPE scaling per sequence) | `Phi3Backbone` | `KerasHubPhi3` |
-| GPT-OSS (sinks, sliding windows, experts; dense attention only) | `GptOssBackbone` | `KerasHubGptOss` |
+| GPT-OSS (sinks, sliding windows, experts) | `GptOssBackbone` | `KerasHubGptOss` |
 | SmolLM3 (rotary and NoPE layers) | `SmolLM3Backbone` | `KerasHubSmolLM3` |
 | Gemma decoders | `GemmaBackbone`, `Gemma3Backbone` (text) | `KerasHubGemma` |
-| Gemma 4 (text; local/global layers, shared KV, experts; dense attention only) | `Gemma4Backbone` | `KerasHubGemma4` |
+| Gemma 4 (text; local/global layers, shared KV, experts) | `Gemma4Backbone` | `KerasHubGemma4` |
 | GPT-2 and OPT | `GPT2Backbone`, `OPTBackbone` | `KerasHubGPT` |
 | GPT-NeoX | `GPTNeoXBackbone` | `KerasHubGPTNeoX` |
-| ALiBi decoders (ALiBi from positions inside each sequence; dense attention only) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
+| ALiBi decoders (ALiBi from positions inside each sequence) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
 
 Backbones whose computation crosses sequence boundaries in a way a mask
 cannot stop (recurrent state, Fourier mixing), encoder-decoders and
@@ -48,9 +56,11 @@ Example:
 """
 
 from tfpack.errors import TfpackError
+# Each adapter module registers its class (`base.register`) when imported.
 from tfpack.models.keras_hub.alibi import KerasHubAlibiDecoder
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import adapters
 from tfpack.models.keras_hub.deberta import KerasHubDeberta
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
@@ -66,11 +76,6 @@ from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 
-ADAPTERS = (KerasHubEncoder, KerasHubDecoder, KerasHubGemma, KerasHubPhi3,
-            KerasHubGptOss, KerasHubSmolLM3, KerasHubGemma4, KerasHubGPT,
-            KerasHubGPTNeoX, KerasHubAlibiDecoder, KerasHubDeberta,
-            KerasHubRoformerV2, KerasHubESM, KerasHubXLNet)
-
 
 def supported_backbones():
     """Names of the keras-hub backbone classes `from_keras_hub` accepts.
@@ -78,12 +83,13 @@ def supported_backbones():
     >>> supported_backbones()[:3]
     ['AlbertBackbone', 'BertBackbone', 'BloomBackbone']
     """
-    return sorted(name for adapter in ADAPTERS
+    return sorted(name for adapter in adapters()
                   for name in adapter.backbone_names)
 
 
 def from_keras_hub(backbone, *, attention_implementation="auto",
-                   max_sequences_per_pack=None, segment_length=None):
+                   max_sequences_per_pack=None, segment_length=None,
+                   trust_subclass=False):
     """The tfpack backbone of a keras-hub backbone: packed features in.
 
     Example:
@@ -109,6 +115,11 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
             docs/model.md, "Attention implementations".
         max_sequences_per_pack: `K` of the packs, for segmented attention.
         segment_length: longest sequence of the packs, if below `L`.
+        trust_subclass: `backbone`'s class is a user's subclass of an
+            adapted class that overrides `call`, `__call__`, `build` or
+            `__init__`, and computes the same as that class (the adapter
+            runs the adapted class's computation on its layers). Without
+            it such a subclass is refused.
 
     Returns:
         A `KerasHubBackbone` sharing `backbone`'s layers and variables.
@@ -116,19 +127,21 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     Raises:
         TfpackError: `backbone` is of another class; for a class packing
             cannot make exact (`tfpack.models.keras_hub.refusals`) the
-            error says why.
+            error says why; a subclass that overrides the forward pass,
+            without `trust_subclass=True`.
     """
     error = refusal(backbone)
     if error is not None:
         raise error
+    candidates = adapters()
     matches = [(adapter.match(backbone), i) for i, adapter in
-               enumerate(ADAPTERS) if adapter.accepts(backbone)]
+               enumerate(candidates) if adapter.accepts(backbone)]
     if matches:
-        adapter = ADAPTERS[min(matches)[1]]
+        adapter = candidates[min(matches)[1]]
         return adapter(
             backbone, attention_implementation=attention_implementation,
             max_sequences_per_pack=max_sequences_per_pack,
-            segment_length=segment_length)
+            segment_length=segment_length, trust_subclass=trust_subclass)
     raise TfpackError(
         "`from_keras_hub` supports the keras-hub backbones "
         f"{', '.join(supported_backbones())}. "
@@ -152,6 +165,7 @@ __all__ = [
     "KerasHubRoformerV2",
     "KerasHubSmolLM3",
     "KerasHubXLNet",
+    "adapters",
     "from_keras_hub",
     "supported_backbones",
 ]

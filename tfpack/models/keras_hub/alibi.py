@@ -13,14 +13,19 @@ are still wrong: the logits then grow with the offset of the sequence in the
 pack, and in float32 a logit of a few thousand keeps only about three
 decimals. Per-sequence positions give each sequence the logits it has alone.
 
-tfpack's segmented attention carries no per-head bias, so these adapters
-run dense attention (`attention_implementation="segmented"` is refused).
+With `attention_implementation="segmented"` every sequence attends in its
+own row (`tfpack.layers.segmented_attention.attend_in_rows`), with the same
+ALiBi bias computed per row from the positions gathered with it: BLOOM adds
+`slope * position(key)` to the scaled scores, Falcon adds it before the
+`1 / sqrt(head_dim)` scale.
 """
 
 import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def alibi_bias(slopes, position_ids, dtype):
@@ -34,6 +39,25 @@ def alibi_bias(slopes, position_ids, dtype):
     slopes = ops.convert_to_tensor(slopes, dtype=dtype)
     positions = ops.cast(position_ids, dtype)
     return slopes[None, :, None, None] * positions[:, None, None, :]
+
+
+def segmented_alibi(query, key, value, slopes, position_ids, segmented, *,
+                    scale, bias_scale, dropout_layer, training):
+    """Segmented attention of `[B, L, heads, d]` q, k, v under ALiBi: the
+    logits `scale * q . k + bias_scale * slopes[h] * position(key)`, with
+    the positions of each row's own tokens."""
+    slopes = ops.convert_to_tensor(slopes, "float32") * bias_scale
+
+    def bias(rows):
+        positions = ops.cast(rows["positions"], "float32")
+        return slopes[None, :, None, None] * positions[:, None, None, :]
+
+    context = attend_segmented(query, key, value, segmented, scale=scale,
+                               dropout_layer=dropout_layer, training=training,
+                               bias=bias,
+                               row_features={"positions": position_ids})
+    batch, length = ops.shape(context)[0], ops.shape(context)[1]
+    return ops.reshape(context, (batch, length, -1))
 
 
 def bloom_attention(attention, x, bias, mask, training):
@@ -53,27 +77,47 @@ def bloom_attention(attention, x, bias, mask, training):
     return attention._dropout_layer(context, training=training)
 
 
-def bloom_block(layer, x, position_ids, mask, training):
-    """keras-hub's `BloomDecoder.call` with per-sequence ALiBi positions."""
+def bloom_block(layer, x, position_ids, mask, training, segmented=None):
+    """keras-hub's `BloomDecoder.call` with per-sequence ALiBi positions
+    (dense under `mask`, or segmented with `segmented` options)."""
     attention = layer._self_attention_layer
     slopes = attention._alibi_layer._get_slopes(attention.num_heads)
-    bias = alibi_bias(slopes, position_ids, attention.compute_dtype)
-    x = x + bloom_attention(attention, layer._pre_attention_layernorm(x),
-                            bias, mask, training)
+    h = layer._pre_attention_layernorm(x)
+    if segmented is None:
+        bias = alibi_bias(slopes, position_ids, attention.compute_dtype)
+        h = bloom_attention(attention, h, bias, mask, training)
+    else:
+        h = segmented_alibi(
+            attention._query_dense(h), attention._key_dense(h),
+            attention._value_dense(h), slopes, position_ids, segmented,
+            scale=attention.inv_norm_factor, bias_scale=1.0,
+            dropout_layer=attention._dropout_layer, training=training)
+        h = attention._dropout_layer(attention._output_dense(h),
+                                     training=training)
+    x = x + h
     residual = x
     x = layer._mlp_intermediate_dense(layer._post_attention_layernorm(x))
     x = layer._mlp_output_dense(keras.activations.gelu(x, approximate=True))
     return layer._dropout_layer(x, training=training) + residual
 
 
-def falcon_block(layer, x, position_ids, mask, training):
+def falcon_block(layer, x, position_ids, mask, training, segmented=None):
     """keras-hub's `FalconTransformerDecoder.call` with per-sequence ALiBi
     positions (its attention layer takes the bias as an argument)."""
     slopes = layer._get_slopes(layer.num_attention_heads)
-    bias = alibi_bias(slopes, position_ids, layer.compute_dtype)
-    attention = layer.attention_layer(inputs=layer.input_layernorm(x),
-                                      alibi=bias, attention_mask=mask,
-                                      training=training)
+    h = layer.input_layernorm(x)
+    if segmented is None:
+        bias = alibi_bias(slopes, position_ids, layer.compute_dtype)
+        attention = layer.attention_layer(inputs=h, alibi=bias,
+                                          attention_mask=mask,
+                                          training=training)
+    else:
+        a = layer.attention_layer
+        attention = a.output_dense(segmented_alibi(
+            a.query_dense(h), a.key_dense(h), a.value_dense(h), slopes,
+            position_ids, segmented, scale=a.inv_norm_factor,
+            bias_scale=a.inv_norm_factor, dropout_layer=a.attention_dropout,
+            training=training))
     x = layer.attention_dropout(attention, training=training) + x
     residual = x
     x = layer.dense_4h_to_h(layer.dense_h_to_4h(
@@ -81,7 +125,7 @@ def falcon_block(layer, x, position_ids, mask, training):
     return layer.feedforward_dropout(x, training=training) + residual
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubAlibiDecoder(KerasHubCausalBackbone):
     """A keras-hub BLOOM or Falcon backbone that reads packed features.
 
@@ -103,9 +147,9 @@ class KerasHubAlibiDecoder(KerasHubCausalBackbone):
 
     Args:
         backbone: a keras-hub `BloomBackbone` or `FalconBackbone`.
-        **kwargs: passed on to `KerasHubBackbone`; `attention_implementation`
-            may be `"auto"` or `"dense"` (both dense: the segmented rows
-            carry no ALiBi bias).
+        **kwargs: passed on to `KerasHubBackbone`, including
+            `attention_implementation` (`"segmented"` computes the ALiBi
+            bias per row), `max_sequences_per_pack` and `segment_length`.
 
     Call arguments:
         inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
@@ -114,14 +158,9 @@ class KerasHubAlibiDecoder(KerasHubCausalBackbone):
     Returns:
         `{"sequence_output": [batch, length, hidden_dim]}` (after the final
         layer norm, as the keras-hub backbone's output).
-
-    Raises:
-        TfpackError: `attention_implementation="segmented"`.
     """
 
     backbone_names = ("BloomBackbone", "FalconBackbone")
-    dense_only = ("its ALiBi attention bias is not carried by tfpack's "
-                  "segmented attention")
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
@@ -130,9 +169,9 @@ class KerasHubAlibiDecoder(KerasHubCausalBackbone):
         falcon = hasattr(b, "final_layernorm")
         if not falcon:
             x = b.embeddings_layer_norm(x)  # BLOOM
-        mask = self.attention_mask(sequence_ids)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         block = falcon_block if falcon else bloom_block
         for layer in b.transformer_layers:
-            x = block(layer, x, position_ids, mask, training)
+            x = block(layer, x, position_ids, mask, training, segmented)
         final_norm = b.final_layernorm if falcon else b.layer_norm
         return {"sequence_output": final_norm(x)}

@@ -15,8 +15,7 @@ from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
-from tfpack.layers.attention_mask import large_negative_number
-from tfpack.layers.packed_attention import band_mask
+from tfpack.layers.segmented_attention import attend_in_rows
 from tfpack.models.backbone import Backbone
 
 
@@ -25,6 +24,74 @@ from tfpack.models.backbone import Backbone
 # keras-hub layers' internals, so another release warns once.
 TESTED_KERAS_HUB_VERSIONS = ("0.32.0",)
 _warned_versions = set()
+# The adapters `from_keras_hub` chooses from, in registration order.
+_ADAPTERS = []
+# Methods whose override in a user's subclass changes the forward pass the
+# adapter replays (`__init__` builds the functional graph).
+_FORWARD_METHODS = ("call", "__call__", "build", "__init__")
+
+
+def register(cls):
+    """Class decorator: `cls` (a `KerasHubBackbone`) adapts its
+    `backbone_names` in `from_keras_hub`, and is Keras-serializable under
+    the package name "tfpack".
+
+    An adapter is one module with this decorator, imported by
+    `tfpack.models.keras_hub`; no list is edited.
+
+    Example:
+
+    >>> import tfpack.models.keras_hub
+    >>> "KerasHubDecoder" in [cls.__name__ for cls in adapters()]
+    True
+
+    Raises:
+        ValueError: another registered adapter claims one of the names.
+    """
+    for other in _ADAPTERS:
+        shared = set(other.backbone_names) & set(cls.backbone_names)
+        if other is not cls and shared:
+            raise ValueError(
+                f"{cls.__name__} and {other.__name__} both adapt "
+                f"{sorted(shared)}")
+    if cls not in _ADAPTERS:
+        _ADAPTERS.append(cls)
+    return keras.saving.register_keras_serializable(package="tfpack")(cls)
+
+
+def adapters():
+    """The registered adapter classes, in registration order."""
+    return tuple(_ADAPTERS)
+
+
+def changed_forward(backbone, adapted):
+    """`"Class.method"` of the first forward-pass method (`call`,
+    `__call__`, `build`, `__init__`) that a class between `type(backbone)`
+    and the adapted keras-hub class `adapted` defines, or None.
+
+    keras-hub's own subclasses (e.g. `Llama3Backbone`) are the adapted
+    computation; a user's class that overrides one of these may compute
+    something else, which the adapter (replaying `adapted`'s layers) would
+    not.
+
+    >>> class Base:
+    ...     def call(self): ...
+    >>> class Mine(Base):
+    ...     def call(self): ...
+    >>> changed_forward(Mine(), Base)
+    'Mine.call'
+    >>> changed_forward(type("Same", (Base,), {})(), Base) is None
+    True
+    """
+    for cls in type(backbone).__mro__:
+        if cls is adapted:
+            return None
+        if cls.__module__.split(".")[0] == "keras_hub":
+            continue
+        for name in _FORWARD_METHODS:
+            if name in vars(cls):
+                return f"{cls.__qualname__}.{name}"
+    return None
 
 
 def backbone_classes(names):
@@ -50,6 +117,25 @@ def warn_untested_version():
         f"{version}. They read keras-hub's layers, so check packed == "
         "unpacked on your model (tfpack.testing).", stacklevel=3)
 
+
+
+def attend_segmented(query, key, value, options, *, scale=1.0,
+                     dropout_layer=None, training=None, **extras):
+    """The adapters' one segmented attention call.
+
+    `query` `[B, L, heads, d]` is multiplied by the layer's `scale` here;
+    `options` are `KerasHubBackbone.segmented_options` (the layer's window
+    included); `dropout_layer` is the layer's attention-probability
+    `keras.layers.Dropout` (its rate and seed generator), if any; `extras`
+    go to `tfpack.layers.segmented_attention.attend_in_rows`
+    (`logit_soft_cap`, `sinks`, `bias`, `row_features`).
+    """
+    query = query * ops.cast(scale, query.dtype)
+    return attend_in_rows(
+        query, key, value, dropout=getattr(dropout_layer, "rate", 0.0) or 0.0,
+        training=training,
+        seed_generator=getattr(dropout_layer, "seed_generator", None),
+        **options, **extras)
 
 class KerasHubBackbone(Backbone):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.
@@ -84,6 +170,9 @@ class KerasHubBackbone(Backbone):
             and keep their sliding windows, soft caps and query scaling.
         max_sequences_per_pack: `K` of the packs (for segmented attention).
         segment_length: longest sequence of the packs, if below `L`.
+        trust_subclass: accept a user's subclass of an adapted class that
+            overrides its forward pass (`changed_forward`) as computing the
+            same; otherwise it is refused.
         **kwargs: passed on to `tfpack.models.Backbone` (the dtype policy
             defaults to the backbone's).
 
@@ -98,23 +187,28 @@ class KerasHubBackbone(Backbone):
     """
 
     backbone_names = ()
-    # Why segmented attention cannot run this family's attention, or None.
-    dense_only = None
 
     def __init__(self, backbone, attention_implementation="auto",
-                 max_sequences_per_pack=None, segment_length=None, **kwargs):
+                 max_sequences_per_pack=None, segment_length=None,
+                 trust_subclass=False, **kwargs):
         if self.match(backbone) is None:
             raise TfpackError(
                 f"`{type(self).__name__}` wraps "
                 f"{', '.join(self.backbone_names)}. "
                 f"Received: backbone of type {type(backbone).__name__}")
+        adapted = self.adapted_class(backbone)
+        changed = changed_forward(backbone, adapted)
+        if changed is not None and not trust_subclass:
+            name = type(backbone).__name__
+            raise TfpackError(
+                f"`from_keras_hub` runs {adapted.__name__}'s computation on "
+                f"the layers of a subclass, so a subclass must not change "
+                f"it; {name} overrides `{changed}`, and the packed model "
+                f"would not compute what {name} computes. If the override "
+                f"computes the same as {adapted.__name__}, pass "
+                f"trust_subclass=True. Received: backbone of type {name}")
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
-        if self.dense_only and attention_implementation == "segmented":
-            raise TfpackError(
-                f"`{type(self).__name__}` runs dense attention only "
-                f"({self.dense_only}). Received: attention_implementation="
-                f"'segmented'")
         warn_untested_version()
         kwargs.setdefault("dtype", backbone.dtype_policy)
         kwargs.setdefault("name", f"packed_{backbone.name}")
@@ -123,6 +217,7 @@ class KerasHubBackbone(Backbone):
         self.attention_implementation = attention_implementation
         self.max_sequences_per_pack = max_sequences_per_pack
         self.segment_length = segment_length
+        self.trust_subclass = trust_subclass
         self.causal = self.is_causal(backbone)
         self.attention_mask = PackedAttentionMask(
             causal=self.causal, mask_type="boolean", dtype=self.dtype_policy,
@@ -142,6 +237,14 @@ class KerasHubBackbone(Backbone):
         distances = [i for i, parent in enumerate(type(backbone).__mro__)
                      if parent in classes]
         return min(distances, default=None)
+
+    @classmethod
+    def adapted_class(cls, backbone):
+        """The class of `backbone_names` closest up `backbone`'s MRO, or
+        None."""
+        classes = backbone_classes(cls.backbone_names)
+        return next((parent for parent in type(backbone).__mro__
+                     if parent in classes), None)
 
     @classmethod
     def accepts(cls, backbone):
@@ -172,32 +275,21 @@ class KerasHubBackbone(Backbone):
 
     def implementation(self, length):
         """`"dense"` or `"segmented"` at row length `length` (the `"auto"`
-        rule of `tfpack.layers.attention_implementation`; always dense for
-        `dense_only` families)."""
-        if self.dense_only:
-            return "dense"
+        rule of `tfpack.layers.attention_implementation`)."""
         return choose_implementation(
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
             segment_length=self.segment_length)
 
     def segmented_options(self, sequence_ids, window=None):
-        """`packed_attention` options of one layer's segmented attention.
+        """`attend_segmented` options of one layer's segmented attention.
 
         `window` is the layer's `(before, after)` band (`band_mask`), or
-        None. The dense fallback (a batch the rows cannot hold) gets the
-        same mask as dense attention: packed, causal for decoders, banded.
+        None. A batch the rows cannot hold runs the same scores over the
+        whole pack under the packed mask (causal for decoders, banded).
         """
-        def dense_bias():
-            allowed = self.attention_mask(sequence_ids)
-            if window is not None:
-                band = band_mask(ops.shape(allowed)[-1], window)
-                allowed = ops.logical_and(allowed, band[None])
-            return ops.where(ops.expand_dims(allowed, 1), 0.0,
-                             large_negative_number(self.compute_dtype))
-
-        return dict(sequence_ids=sequence_ids, dense_bias=dense_bias,
-                    causal=self.causal, window=window,
+        return dict(sequence_ids=sequence_ids, causal=self.causal,
+                    window=window,
                     max_sequences_per_pack=self.max_sequences_per_pack,
                     segment_length=self.segment_length)
 
@@ -235,6 +327,7 @@ class KerasHubBackbone(Backbone):
             "attention_implementation": self.attention_implementation,
             "max_sequences_per_pack": self.max_sequences_per_pack,
             "segment_length": self.segment_length,
+            "trust_subclass": self.trust_subclass,
         })
         return config
 

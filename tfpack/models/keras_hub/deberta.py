@@ -10,15 +10,18 @@ attention gets the block-diagonal mask of `sequence_ids`. Pairs from two
 sequences get a bucket too, but the mask removes them, so no score ever
 depends on where a sequence sits in its pack.
 
-tfpack's segmented attention carries no relative-position scores, so this
-adapter runs dense attention (`attention_implementation="segmented"` is
-refused).
+With `attention_implementation="segmented"` each sequence attends in its
+own row and the c2p and p2c scores are computed per row, from the buckets
+of the positions gathered with it (`segmented_self_attention`): the tables
+are shared, so a row of `N` tokens scores `N x 2k` table entries instead of
+the pack's `L x 2k`.
 """
 
-import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def relative_buckets(attention, position_ids):
@@ -54,6 +57,46 @@ def disentangled_scores(attention, query, key, rel_embeddings, buckets):
     return score + ops.multiply(p2c, scale)
 
 
+def segmented_self_attention(attention, x, rel_embeddings, position_ids,
+                             segmented, training):
+    """keras-hub's `DisentangledSelfAttention.call`, each sequence in its own
+    row: the content scores plus c2p and p2c from the relative buckets of
+    the row's positions (the same scores as `self_attention`)."""
+    query = attention._query_dense(x)
+    key = attention._key_dense(x)
+    value = attention._value_dense(x)
+    # The table is the same for every row (keras-hub repeats it per batch).
+    table = attention._position_dropout_layer(rel_embeddings[:1],
+                                              training=training)
+    pos_key = attention._key_dense(table)[0]  # [2k, heads, head_dim]
+    pos_query = attention._query_dense(table)[0]
+    span, scale = attention.bucket_size, attention.scale_factor
+
+    def bias(rows):
+        positions = ops.cast(rows["positions"], "int32")
+        buckets = attention._make_log_bucket_position(
+            positions[:, :, None] - positions[:, None, :])[:, None]
+        rows_query, rows_key = rows["query"], rows["key"]  # query scaled
+        shape = (ops.shape(rows_query)[0], attention.num_heads,
+                 ops.shape(rows_query)[1], ops.shape(rows_query)[1])
+        c2p = _gather_last(
+            ops.einsum("ecd,abcd->acbe", pos_key, rows_query),
+            ops.broadcast_to(ops.clip(buckets + span, 0, 2 * span - 1), shape))
+        p2c = _gather_last(
+            ops.einsum("ecd,abcd->acbe", pos_query, rows_key),
+            ops.broadcast_to(ops.clip(-buckets + span, 0, 2 * span - 1),
+                             shape))
+        return c2p + ops.multiply(ops.transpose(p2c, [0, 1, 3, 2]), scale)
+
+    context = attend_segmented(
+        query, key, value, segmented, scale=scale,
+        dropout_layer=attention._attn_dropout_layer, training=training,
+        bias=bias, row_features={"positions": position_ids})
+    batch, length = ops.shape(context)[0], ops.shape(context)[1]
+    context = ops.reshape(context, (batch, length, attention.hidden_dim))
+    return attention._output_dense(context)
+
+
 def self_attention(attention, x, rel_embeddings, position_ids, mask,
                    training):
     """keras-hub's `DisentangledSelfAttention.call` with relative positions
@@ -76,11 +119,13 @@ def self_attention(attention, x, rel_embeddings, position_ids, mask,
     return attention._output_dense(context)
 
 
-def encoder_block(layer, x, rel_embeddings, position_ids, mask, training):
+def encoder_block(layer, x, rel_embeddings, position_ids, mask, training,
+                  segmented=None):
     """keras-hub's `DisentangledAttentionEncoder.call` (post-norm)."""
     residual = x
-    x = self_attention(layer._self_attention_layer, x, rel_embeddings,
-                       position_ids, mask, training)
+    attend = self_attention if segmented is None else segmented_self_attention
+    x = attend(layer._self_attention_layer, x, rel_embeddings, position_ids,
+               mask if segmented is None else segmented, training)
     x = layer._self_attention_dropout(x, training=training)
     x = layer._self_attention_layer_norm(x + residual)
     residual = x
@@ -90,7 +135,7 @@ def encoder_block(layer, x, rel_embeddings, position_ids, mask, training):
     return layer._feedforward_layer_norm(x + residual)
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubDeberta(KerasHubBackbone):
     """A keras-hub DeBERTa-v3 backbone that reads packed features.
 
@@ -111,9 +156,9 @@ class KerasHubDeberta(KerasHubBackbone):
 
     Args:
         backbone: a keras-hub `DebertaV3Backbone`.
-        **kwargs: passed on to `KerasHubBackbone`; `attention_implementation`
-            may be `"auto"` or `"dense"` (both dense: the segmented rows
-            carry no relative-position scores).
+        **kwargs: passed on to `KerasHubBackbone`, including
+            `attention_implementation` (`"segmented"` computes the relative
+            scores per row), `max_sequences_per_pack` and `segment_length`.
 
     Call arguments:
         inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
@@ -121,16 +166,11 @@ class KerasHubDeberta(KerasHubBackbone):
 
     Returns:
         `{"sequence_output": [batch, length, hidden_dim]}`.
-
-    Raises:
-        TfpackError: `attention_implementation="segmented"`.
     """
 
     backbone_names = ("DebertaV3Backbone",)
     initializer_range = 0.02  # Head hint: keras-hub's DeBERTa init.
     layer_norm_epsilon = 1e-7  # Head hint: keras-hub's DeBERTa norms.
-    dense_only = ("its relative-position scores are not carried by "
-                  "tfpack's segmented attention")
 
     @property
     def max_sequence_length(self):
@@ -144,8 +184,8 @@ class KerasHubDeberta(KerasHubBackbone):
         x = b.embeddings_layer_norm(b.token_embedding(input_ids))
         x = b.embeddings_dropout(x, training=training)
         rel_embeddings = b.relative_embeddings(x)
-        mask = self.attention_mask(sequence_ids)
+        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in b.transformer_layers:
             x = encoder_block(layer, x, rel_embeddings, position_ids, mask,
-                              training)
+                              training, segmented)
         return {"sequence_output": x}

@@ -27,11 +27,12 @@ offsets and keras-hub's `1 / sqrt(head_dim)` query scale.
 
 import inspect
 
-import keras
 from keras import ops
 
-from tfpack.layers.packed_attention import packed_attention
+from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def part(layer, name):
@@ -48,29 +49,25 @@ def attend(attention, query, key, value, mask, segmented=None):
     The one place the decoder adapters call attention. `query` is
     `[B, L, heads, head_dim]`, `key`/`value` `[B, L, kv_heads, head_dim]`;
     `mask` the boolean `[B, L, L]` packed mask (True = may attend), or None
-    with `segmented`, the `packed_attention` options of
-    `KerasHubBackbone.segmented_options` (the layer's window included).
+    with `segmented`, the `KerasHubBackbone.segmented_options` (the
+    layer's window included).
     """
+    if segmented is not None:
+        return attend_segmented(query, key, value, segmented,
+                                scale=attention._inv_norm_factor)
     groups = getattr(attention, "num_key_value_groups", None) or getattr(
         attention, "_num_key_value_groups")
     key = ops.repeat(key, repeats=groups, axis=2)
     value = ops.repeat(value, repeats=groups, axis=2)
-    if segmented is None:
-        return attention._compute_attention(query, key, value, mask)
-    query = query * ops.cast(attention._inv_norm_factor, query.dtype)
-    return packed_attention(query, key, value, implementation="segmented",
-                            **segmented)
+    return attention._compute_attention(query, key, value, mask)
 
 
 def rotate(attention, x, position_ids):
     """The layer's rotary embedding of `x` at per-token positions, on the
     first `_rotary_dim` features where only those rotate (GPT-OSS)."""
-    rope = attention.rotary_embedding_layer
-    rotary_dim = getattr(attention, "_rotary_dim", None)
-    if rotary_dim is None or rotary_dim >= x.shape[-1]:
-        return rope(x, positions=position_ids)
-    rotated = rope(x[..., :rotary_dim], positions=position_ids)
-    return ops.concatenate([rotated, x[..., rotary_dim:]], axis=-1)
+    return rotate_partial(
+        x, getattr(attention, "_rotary_dim", None),
+        lambda t: attention.rotary_embedding_layer(t, positions=position_ids))
 
 
 def project(attention, x, position_ids):
@@ -153,7 +150,7 @@ def sliding_window_mask(mask, window):
     return ops.logical_and(mask, ops.expand_dims(near, 0))
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubDecoder(KerasHubCausalBackbone):
     """A keras-hub Llama-style decoder that reads packed features.
 

@@ -9,12 +9,10 @@ layers in groups, called in keras-hub's order). Packing changes two things
 the block-diagonal mask of `sequence_ids` instead of a padding mask.
 """
 
-import keras
-from keras import ops
-
-from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import attend_segmented
 from tfpack.models.keras_hub.base import backbone_classes
+from tfpack.models.keras_hub.base import register
 
 # Backbones with BERT's separate token, position and segment embeddings.
 _SEGMENTED = ("AlbertBackbone", "BertBackbone", "ElectraBackbone")
@@ -27,20 +25,16 @@ def attend(layer, x, mask, training, segmented=None):
 
     The one place the encoder adapters call attention: `mask` is the
     boolean `[B, L, L]` packed mask (True = may attend), or None with
-    `segmented`, a dict of `packed_attention` options (`sequence_ids`,
-    `max_sequences_per_pack`, `segment_length`, `dense_bias`): then the
+    `segmented`, the `KerasHubBackbone.segmented_options`: then the
     layer's own projections feed tfpack's segmented attention.
     """
     mha = layer._self_attention_layer
     if segmented is None:
         return mha(query=x, value=x, attention_mask=mask, training=training)
-    query = mha._query_dense(x)
-    query = query * ops.cast(mha._inverse_sqrt_key_dim, query.dtype)
-    context = packed_attention(
-        query, mha._key_dense(x), mha._value_dense(x),
-        implementation="segmented", dropout=mha._dropout, training=training,
-        seed_generator=getattr(mha._dropout_layer, "seed_generator", None),
-        **segmented)
+    context = attend_segmented(
+        mha._query_dense(x), mha._key_dense(x), mha._value_dense(x),
+        segmented, scale=mha._inverse_sqrt_key_dim,
+        dropout_layer=mha._dropout_layer, training=training)
     return mha._output_dense(context)
 
 
@@ -79,7 +73,7 @@ def encoder_layers(backbone):
             for _ in range(passes) for layer in group]
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubEncoder(KerasHubBackbone):
     """A keras-hub BERT-family encoder that reads packed features.
 

@@ -11,10 +11,12 @@ row offsets), and attention gets the block-diagonal mask of `sequence_ids`
 rotations feed tfpack's `packed_attention`.
 """
 
-import keras
 from keras import ops
 
+from tfpack.layers.rotary_embedding import rotary_angles
+from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.roformer import self_attention
 
 
@@ -25,10 +27,9 @@ def rotate(rotary, tensors, position_ids):
     dim = x.shape[-1]
     inverse = rotary.scaling_factor / (rotary.max_wavelength ** (
         ops.arange(0, dim, 2, dtype=x.dtype) / dim))
-    angles = ops.cast(position_ids, x.dtype)[..., None] * inverse
-    angles = ops.concatenate((angles, angles), axis=-1)[:, :, None, :]
+    angles = rotary_angles(position_ids, inverse)
     cos, sin = ops.cos(angles), ops.sin(angles)
-    return [rotary.apply_rotary_pos_emb(t, cos, sin) for t in tensors]
+    return [turn(t, cos, sin) for t in tensors]
 
 
 def encoder_block(layer, x, position_ids, mask, training, segmented=None):
@@ -47,7 +48,7 @@ def encoder_block(layer, x, position_ids, mask, training, segmented=None):
     return residual + layer.dropout_layer(x, training=training)
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubESM(KerasHubBackbone):
     """A keras-hub ESM backbone (`ESMBackbone`, also `ESM2Backbone`) that
     reads packed features.

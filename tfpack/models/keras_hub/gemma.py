@@ -22,8 +22,9 @@ import numpy as np
 from keras import ops
 
 from tfpack.errors import TfpackError
-from tfpack.layers.packed_attention import packed_attention
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def query_scale(attention):
@@ -49,26 +50,18 @@ def attend(attention, query, key, value, mask, training, segmented=None):
     The one place the Gemma adapters call attention: query scaling, soft
     cap and sliding window are the layer's. Rows that attend to nothing
     (padding) give zeros, as in keras-hub. With `segmented` (the
-    `packed_attention` options of `KerasHubBackbone.segmented_options`,
-    the layer's window included) `mask` is None and tfpack's segmented
-    attention runs; padding tokens' outputs are then unspecified.
+    `KerasHubBackbone.segmented_options`, the layer's window included)
+    `mask` is None and tfpack's segmented attention runs.
     """
     if segmented is None:
         x = attention._compute_attention(query, key, value, mask,
                                          training=training)
         nothing = ops.logical_not(ops.any(mask, axis=-1))[..., None, None]
         return ops.where(nothing, ops.zeros_like(x), x)
-    groups = attention.num_query_heads // attention.num_key_value_heads
-    key = ops.repeat(key, repeats=groups, axis=2)  # query head h: kv h // g
-    value = ops.repeat(value, repeats=groups, axis=2)
-    query = query * ops.cast(query_scale(attention), query.dtype)
-    return packed_attention(
-        query, key, value, implementation="segmented",
-        logit_soft_cap=attention.logit_soft_cap, dropout=attention.dropout,
-        training=training,
-        seed_generator=getattr(attention.dropout_layer, "seed_generator",
-                               None),
-        **segmented)
+    return attend_segmented(  # query head h reads kv head h // groups
+        query, key, value, segmented, scale=query_scale(attention),
+        dropout_layer=attention.dropout_layer, training=training,
+        logit_soft_cap=attention.logit_soft_cap)
 
 
 def rotate(attention, x, position_ids):
@@ -122,7 +115,7 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
     return _add(x, attention_x)
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGemma(KerasHubCausalBackbone):
     """A keras-hub Gemma or Gemma 3 (text) backbone that reads packed features.
 

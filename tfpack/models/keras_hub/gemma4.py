@@ -12,11 +12,14 @@ and each layer's mask is the block-diagonal packed mask, causal unless the
 model attends both ways, banded by keras-hub's own sliding-window rule on
 local layers (row offsets, which inside one sequence are position offsets).
 Shared-KV layers reuse the packed keys and values, so they stay inside each
-sequence too. The attention itself is keras-hub's layer, called as is.
+sequence too. Dense attention is keras-hub's layer, called as is.
 
-Gemma 4's attention runs in keras-hub's layer, so this family runs dense
-attention only (`"auto"` is dense; `"segmented"` is refused). Backbones with
-a vision or audio encoder are refused: only the text path packs.
+With `attention_implementation="segmented"` the layer's own projections,
+norms and (partial) rotary embedding feed tfpack's segmented attention:
+each sequence in its own row, with Gemma 4's unit query scale, its logit
+soft cap and the local layers' window `(W - 1, 0)` (causal models; two-way
+models leave the mask unbanded, as keras-hub does). Backbones with a vision
+or audio encoder are refused: only the text path packs.
 """
 
 import keras
@@ -24,6 +27,8 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def _add(a, b):
@@ -51,15 +56,43 @@ def feedforward(layer, x):
     return layer.post_ffw_norm(h)
 
 
+def segmented_attention(attention, x, position_ids, shared_kv, segmented,
+                        training):
+    """keras-hub's `Gemma4TextAttention.call` (no cache) with segmented
+    attention; returns the output and the layer's stacked keys and values."""
+    query = attention._apply_rope(attention.query_norm(attention.query_dense(x)),
+                                  0, positions=position_ids)
+    if attention.is_kv_shared_layer and shared_kv is not None:
+        key, value = shared_kv[:, 0, ...], shared_kv[:, 1, ...]
+    else:
+        raw = attention.key_dense(x)
+        key = attention._apply_rope(attention.key_norm(raw), 0,
+                                    positions=position_ids)
+        value = attention.value_norm(
+            raw if attention.attention_k_eq_v else attention.value_dense(x))
+    context = attend_segmented(
+        query, key, value, segmented, scale=1.0,
+        dropout_layer=attention.dropout_layer if attention.dropout else None,
+        training=training, logit_soft_cap=attention.logit_soft_cap)
+    return attention.output_dense(context), ops.stack((key, value), axis=1)
+
+
 def decoder_block(layer, x, position_ids, mask, per_layer_input, shared_kv,
-                  training):
-    """keras-hub's `Gemma4TextDecoderBlock.call` under the packed `mask`;
-    returns the output and this layer's keys and values."""
+                  training, segmented=None):
+    """keras-hub's `Gemma4TextDecoderBlock.call` under the packed `mask` (or
+    segmented, with `segmented` options); returns the output and this
+    layer's keys and values."""
     if keras.backend.standardize_dtype(x.dtype) == "float16":
         x = ops.clip(x, -65504, 65504)
-    attention, kv = layer.attention(layer.pre_attention_norm(x),
-                                    attention_mask=mask, shared_kv=shared_kv,
-                                    positions=position_ids)
+    if segmented is None:
+        attention, kv = layer.attention(layer.pre_attention_norm(x),
+                                        attention_mask=mask,
+                                        shared_kv=shared_kv,
+                                        positions=position_ids)
+    else:
+        attention, kv = segmented_attention(
+            layer.attention, layer.pre_attention_norm(x), position_ids,
+            shared_kv, segmented, training)
     attention = layer.post_attention_norm(attention)
     if layer.dropout:
         attention = layer.attention_dropout(attention, training=training)
@@ -79,17 +112,23 @@ def decoder_block(layer, x, position_ids, mask, per_layer_input, shared_kv,
     return x, kv
 
 
+def is_banded(layer):
+    """Whether keras-hub bands the layer's mask by its sliding window."""
+    return (layer.use_sliding_window_attention
+            and not layer.is_global_attention
+            and not layer.use_bidirectional_attention)
+
+
 def layer_mask(layer, mask):
     """The packed `mask` with the layer's sliding window, as keras-hub's
     `_compute_attention_mask` bands its causal mask (its two-way mask it
     leaves unbanded)."""
-    if (layer.use_sliding_window_attention and not layer.is_global_attention
-            and not layer.use_bidirectional_attention):
+    if is_banded(layer):
         return layer.attention._mask_sliding_window(mask)
     return mask
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGemma4(KerasHubCausalBackbone):
     """A keras-hub Gemma 4 backbone (text) that reads packed features.
 
@@ -115,8 +154,10 @@ class KerasHubGemma4(KerasHubCausalBackbone):
     Args:
         backbone: a keras-hub `Gemma4Backbone` without vision or audio
             encoder.
-        **kwargs: passed on to `KerasHubBackbone` (`attention_implementation`
-            `"auto"` or `"dense"`).
+        **kwargs: passed on to `KerasHubBackbone`, including
+            `attention_implementation` (`"segmented"` keeps the soft cap and
+            the local layers' windows inside each sequence),
+            `max_sequences_per_pack` and `segment_length`.
 
     Call arguments:
         inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
@@ -127,7 +168,6 @@ class KerasHubGemma4(KerasHubCausalBackbone):
     """
 
     backbone_names = ("Gemma4Backbone",)
-    dense_only = "it runs keras-hub's own Gemma 4 attention layers"
 
     def __init__(self, backbone, **kwargs):
         if self.accepts(backbone) and (
@@ -165,13 +205,20 @@ class KerasHubGemma4(KerasHubCausalBackbone):
         x = self.backbone.token_embedding(input_ids)
         x = x * ops.cast(ops.sqrt(self.backbone.hidden_dim), x.dtype)
         per_layer_inputs = self._per_layer_inputs(input_ids, x)
-        mask = self.attention_mask(sequence_ids)
+        segmented = self.implementation(x.shape[1]) == "segmented"
+        mask = None if segmented else self.attention_mask(sequence_ids)
         shared = {}
         for i, layer in enumerate(self.backbone.transformer_layers):
             source = layer.kv_shared_layer_index
+            options = None
+            if segmented:
+                window = layer.sliding_window_size - 1
+                options = self.segmented_options(
+                    sequence_ids, (window, 0) if is_banded(layer) else None)
             x, shared[i] = decoder_block(
-                layer, x, position_ids, layer_mask(layer, mask),
+                layer, x, position_ids,
+                None if segmented else layer_mask(layer, mask),
                 per_layer_inputs[i],
                 shared.get(source) if layer.is_kv_shared_layer else None,
-                training)
+                training, options)
         return {"sequence_output": self.backbone.layer_norm(x)}

@@ -10,13 +10,12 @@ same steps as a `TransformerEncoder`, so the blocks are the encoders'
 `encoder_block` (and its segmented attention, causal here).
 """
 
-import keras
-
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.encoders import encoder_block
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGPT(KerasHubCausalBackbone):
     """A keras-hub GPT-2 or OPT backbone that reads packed features.
 

@@ -10,38 +10,34 @@ projections and rotary embedding feed tfpack's `packed_attention` instead,
 with keras-hub's `1 / sqrt(head_dim)` query scale.
 """
 
-import keras
 from keras import ops
 
-from tfpack.layers.packed_attention import packed_attention
+from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def self_attention(attention, x, position_ids, mask, training,
                    segmented=None):
     """keras-hub's `GPTNeoXAttention.call` with per-token positions."""
     qkv = attention._qkv_dense(x)
-    size, rotary = attention.attn_head_size, attention.rotary_dim
+    size = attention.attn_head_size
     query, key = qkv[..., :size], qkv[..., size:2 * size]
     value = qkv[..., 2 * size:]
 
-    def rotate(x):
-        turned = attention.rotary_embedding_layer(x[..., :rotary],
-                                                  positions=position_ids)
-        return ops.concatenate((turned, x[..., rotary:]), axis=-1)
+    def turn(x):
+        return attention.rotary_embedding_layer(x, positions=position_ids)
 
-    query, key = rotate(query), rotate(key)
+    query, key = (rotate_partial(x, attention.rotary_dim, turn)
+                  for x in (query, key))
     if segmented is None:
         context = attention._compute_attention(query, key, value, mask,
                                                training=training)
     else:
-        query = query * ops.cast(attention._inv_norm_factor, query.dtype)
-        context = packed_attention(
-            query, key, value, implementation="segmented",
-            dropout=attention.dropout, training=training,
-            seed_generator=getattr(attention._attn_dropout_layer,
-                                   "seed_generator", None),
-            **segmented)
+        context = attend_segmented(
+            query, key, value, segmented, scale=attention._inv_norm_factor,
+            dropout_layer=attention._attn_dropout_layer, training=training)
     batch, length = ops.shape(context)[0], ops.shape(context)[1]
     context = ops.reshape(context, (batch, length, attention.hidden_dim))
     return attention._output_dense(context)
@@ -58,7 +54,7 @@ def decoder_block(layer, x, position_ids, mask, training, segmented=None):
     return feedforward + attention + x
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGPTNeoX(KerasHubCausalBackbone):
     """A keras-hub GPT-NeoX backbone that reads packed features.
 

@@ -8,31 +8,60 @@ in keras-hub). Packing changes the same two things as for Llama (seed
 The attention layer applies its own window on row offsets, which inside one
 sequence are position offsets, and its own sinks; routing is per token.
 
-The sinks are not part of tfpack's segmented attention, so this family
-runs dense attention only (`"auto"` is dense; `"segmented"` is refused).
+With `attention_implementation="segmented"` each sequence attends in its
+own row with the layer's sink logits in every softmax denominator and its
+window as the band `(W, 0)` of row offsets.
 """
 
 import keras
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.decoders import self_attention
+from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.decoders import part
+from tfpack.models.keras_hub.decoders import project
 
 
-def decoder_block(layer, x, position_ids, mask, training):
+def sliding_window(attention):
+    """The `(before, after)` band of a GPT-OSS layer's window, or None:
+    query `i` sees keys `i - W <= j <= i`."""
+    window = attention.sliding_window
+    return (window, 0) if window is not None and window > 0 else None
+
+
+def self_attention(attention, x, position_ids, mask, training, segmented):
+    """keras-hub's `GptOssAttention.call` with per-token positions: dense
+    (its own `_compute_attention`, window and sinks) under the packed
+    `mask`, or segmented with `segmented` options."""
+    query, key, value = project(attention, x, position_ids)
+    if segmented is None:
+        groups = attention.num_key_value_groups
+        x = attention._compute_attention(
+            query, keras.ops.repeat(key, groups, axis=2),
+            keras.ops.repeat(value, groups, axis=2), mask)
+    else:
+        x = attend_segmented(query, key, value, segmented,
+                             scale=attention._inv_norm_factor,
+                             sinks=attention.sinks)
+    x = part(attention, "dropout_layer")(x, training=training)
+    return part(attention, "output_dense")(x)
+
+
+def decoder_block(layer, x, position_ids, mask, training, segmented=None):
     """keras-hub's `GptOssTransformerDecoder.call` with per-token positions."""
     h = self_attention(layer.self_attention_layer, layer.input_layernorm(x),
-                       position_ids, mask, training)
+                       position_ids, mask, training, segmented)
     x = h + x
     h, _ = layer.sparse_moe_block(layer.post_attention_layernorm(x))
     return h + x
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubGptOss(KerasHubCausalBackbone):
     """A keras-hub GPT-OSS backbone that reads packed features.
 
     Built by `tfpack.models.from_keras_hub`; see `KerasHubBackbone` and the
-    module docstring (dense attention only: attention sinks).
+    module docstring.
 
     Example:
 
@@ -50,8 +79,10 @@ class KerasHubGptOss(KerasHubCausalBackbone):
 
     Args:
         backbone: a keras-hub `GptOssBackbone`.
-        **kwargs: passed on to `KerasHubBackbone` (`attention_implementation`
-            `"auto"` or `"dense"`).
+        **kwargs: passed on to `KerasHubBackbone`, including
+            `attention_implementation` (`"segmented"` keeps the sinks and
+            the windows inside each sequence), `max_sequences_per_pack` and
+            `segment_length`.
 
     Call arguments:
         inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
@@ -62,12 +93,17 @@ class KerasHubGptOss(KerasHubCausalBackbone):
     """
 
     backbone_names = ("GptOssBackbone",)
-    dense_only = "its attention sinks are not in tfpack's segmented attention"
 
     def call(self, inputs, training=None):
         input_ids, sequence_ids, position_ids = self._features(inputs)
         x = self.backbone.token_embedding(input_ids)
-        mask = self.attention_mask(sequence_ids)
+        segmented = self.implementation(x.shape[1]) == "segmented"
+        mask = None if segmented else self.attention_mask(sequence_ids)
         for layer in self.backbone.transformer_layers:
-            x = decoder_block(layer, x, position_ids, mask, training)
+            options = None
+            if segmented:
+                options = self.segmented_options(
+                    sequence_ids,
+                    sliding_window(layer.self_attention_layer))
+            x = decoder_block(layer, x, position_ids, mask, training, options)
         return {"sequence_output": self.backbone.layer_norm(x)}

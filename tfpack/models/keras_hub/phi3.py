@@ -10,10 +10,12 @@ length of *its* sequence (`sequence_ids`), so each sequence gets the angles
 it gets alone, whatever it is packed with.
 """
 
-import keras
 from keras import ops
 
+from tfpack.layers.rotary_embedding import rotary_angles
+from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
 
 
@@ -33,14 +35,13 @@ def su_rotate(rope, x, position_ids, lengths):
     factor = ops.where(
         long, ops.convert_to_tensor(rope.inverese_freq_long_factor, "float32"),
         ops.convert_to_tensor(rope.inverese_freq_short_factor, "float32"))
-    freq = (ops.cast(ops.expand_dims(position_ids, -1), "float32")
-            * inverse_freq / factor)
-    embedding = ops.expand_dims(ops.concatenate([freq, freq], axis=-1), 2)
+    # Per token: the factor `[B, L, F]` divides the shared frequencies.
+    embedding = rotary_angles(position_ids, inverse_freq / factor)
     cos = ops.cast(ops.cos(embedding) * rope.embedding_scaling_factor,
                    rope.compute_dtype)
     sin = ops.cast(ops.sin(embedding) * rope.embedding_scaling_factor,
                    rope.compute_dtype)
-    return rope._apply_rotary_pos_emb(x, cos, sin)
+    return turn(x, cos, sin)
 
 
 def rotate(attention, x, position_ids, lengths):
@@ -71,7 +72,7 @@ def decoder_block(layer, x, position_ids, lengths, mask, training,
     return layer.feedforward_dropout(h, training=training) + residual
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubPhi3(KerasHubCausalBackbone):
     """A keras-hub Phi-3 backbone that reads packed features.
 

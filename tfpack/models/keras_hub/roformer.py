@@ -16,8 +16,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from tfpack.layers.packed_attention import packed_attention
+from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import register
 
 
 def rotate(rotary, tensors, position_ids):
@@ -29,11 +31,7 @@ def rotate(rotary, tensors, position_ids):
     angles = ops.cast(angles, rotary.compute_dtype)[:, :, None, :]
     cos = ops.repeat(angles[..., 1::2], 2, -1)
     sin = ops.repeat(angles[..., ::2], 2, -1)
-    rotated = []
-    for x in tensors:
-        turned = ops.stack([-x[..., 1::2], x[..., ::2]], 4)
-        rotated.append(x * cos + ops.reshape(turned, ops.shape(x)) * sin)
-    return rotated
+    return [turn(x, cos, sin, interleaved=True) for x in tensors]
 
 
 def self_attention(attention, x, mask, rotary=None, segmented=None):
@@ -52,10 +50,8 @@ def self_attention(attention, x, mask, rotary=None, segmented=None):
             query, key, value, mask=ops.expand_dims(mask, 1),
             flash_attention=keras.config.is_flash_attention_enabled())
     else:
-        query = query * ops.cast(1 / np.sqrt(attention.head_size),
-                                 query.dtype)
-        context = packed_attention(query, key, value,
-                                   implementation="segmented", **segmented)
+        context = attend_segmented(query, key, value, segmented,
+                                   scale=1 / np.sqrt(attention.head_size))
     return attention.o_dense(ops.reshape(context, (batch, length, -1)))
 
 
@@ -76,7 +72,7 @@ def encoder_block(layer, x, position_ids, mask, training, segmented=None):
         x + layer.dropout_layer(feedforward, training=training))
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubRoformerV2(KerasHubBackbone):
     """A keras-hub RoFormer-V2 backbone that reads packed features.
 

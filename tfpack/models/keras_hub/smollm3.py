@@ -9,10 +9,12 @@ SmolLM3 computes its cos/sin tables itself (`SmolLM3RotaryEmbedding`, from
 its `inv_freq` weight); `rotate` does the same at per-token positions.
 """
 
-import keras
 from keras import ops
 
+from tfpack.layers.rotary_embedding import rotary_angles
+from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
 
 
@@ -20,16 +22,11 @@ def rotate(attention, x, position_ids):
     """SmolLM3's rotary embedding of `x` (`[B, L, heads, head_dim]`) at
     per-token positions (its `SmolLM3RotaryEmbedding` and
     `apply_rotary_pos_emb`)."""
-    from keras_hub.src.models.smollm3.smollm3_utils import (
-        apply_rotary_pos_single)
-
     rope = attention.rotary_embedding
-    freqs = (ops.cast(ops.expand_dims(position_ids, -1), "float32")
-             * ops.cast(rope.inv_freq, "float32"))
-    embedding = ops.concatenate([freqs, freqs], axis=-1)
-    cos = ops.cast(ops.cos(embedding) * rope.attention_scaling, x.dtype)
-    sin = ops.cast(ops.sin(embedding) * rope.attention_scaling, x.dtype)
-    return apply_rotary_pos_single(x, cos, sin, expansion_axis=2)
+    angles = rotary_angles(position_ids, ops.cast(rope.inv_freq, "float32"))
+    cos = ops.cast(ops.cos(angles) * rope.attention_scaling, x.dtype)
+    sin = ops.cast(ops.sin(angles) * rope.attention_scaling, x.dtype)
+    return turn(x, cos, sin)
 
 
 def self_attention(attention, x, position_ids, mask, segmented=None):
@@ -54,7 +51,7 @@ def decoder_block(layer, x, position_ids, mask, segmented=None):
     return x + layer.mlp(layer.post_attention_layernorm(x))
 
 
-@keras.saving.register_keras_serializable(package="tfpack")
+@register
 class KerasHubSmolLM3(KerasHubCausalBackbone):
     """A keras-hub SmolLM3 backbone that reads packed features.
 
