@@ -243,3 +243,38 @@ def test_a_reference_loss_without_any_reference_is_refused():
     with pytest.raises(TfpackError, match=r"needs the reference's log-likelihoods.*Received: "
                                           r"neither"):
         model(pack(items(make_pairs(count=2)), [[0, 1]]))
+
+
+@pytest.mark.parametrize("loss", ["sigmoid", "simpo"])
+@pytest.mark.parametrize("positions", ["rotary", "learned"])
+def test_prompt_sharing_equals_the_unshared_computation(loss, positions):
+    policy = decoder_policy(attention_implementation="dense", position_embedding=positions)
+    pairs = make_pairs(seed=3)
+    reference = reference_scores()
+    packs = [[4, 1, 6], [2, 0], [5], [3]]
+    outputs = {}
+    for share in (False, True):
+        model = PreferenceModel(policy, loss=loss, share_prompt=share, **LOSS_OPTIONS)
+        batch = pack(with_reference(items(pairs, share_prompt=share), reference), packs,
+                     max_pairs=3)
+        outputs[share] = per_pair(model(batch), packs, len(pairs))
+    alone = pairs_alone(policy, pairs)
+    assert _close(outputs[True]["chosen_log_likelihood"], alone[:, 0])
+    assert _close(outputs[True]["rejected_log_likelihood"], alone[:, 1])
+    for name in outputs[False]:
+        assert _close(outputs[True][name], outputs[False][name]), name
+
+
+def test_prompt_sharing_gradients_equal_unpacked():
+    model = PreferenceModel(decoder_policy(attention_implementation="dense"), loss="sigmoid",
+                            share_prompt=True, **LOSS_OPTIONS)
+    examples = with_reference(items(make_pairs(), share_prompt=True), reference_scores())
+    assert_packed_equals_unpacked(model, examples, max_length=MAX_LENGTH, packs=UNEVEN_PACKS,
+                                  max_sequences_per_pack=3, atol=1e-6)
+
+
+def test_prompt_sharing_refuses_backbones_it_cannot_run():
+    with pytest.raises(TfpackError, match=r"`share_prompt=True` needs a `policy` on tfpack's "
+                                          r"DecoderBackbone with dense attention"):
+        PreferenceModel(decoder_policy(attention_implementation="segmented",
+                                       max_sequences_per_pack=6), share_prompt=True)

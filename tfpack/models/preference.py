@@ -67,6 +67,8 @@ from tfpack.layers.losses import sequence_log_likelihoods
 from tfpack.layers.statistic_ratio import StatisticRatio
 from tfpack.models.backbone import backbone_input_features
 from tfpack.models.lm_scorer import next_token_targets
+from tfpack.models.shared_prompt import check_shared_prompt_policy
+from tfpack.models.shared_prompt import shared_prompt_logits
 from tfpack.models.task import Task
 
 __all__ = ["PreferenceModel", "LOSSES", "preference_losses", "reference_log_likelihoods"]
@@ -81,7 +83,8 @@ def split_pairs(sequence_ids, branch_ids, position_ids, num_pairs):
 
     Pair ``k`` (``sequence_ids`` k + 1) becomes sequence ``2k + 1`` (its
     chosen branch) and ``2k + 2`` (its rejected branch); the rejected
-    branch's positions restart at 0 (0 on padding).
+    branch's positions restart where the chosen branch's started: at 0, or,
+    after a shared prompt (branch 0, id 0 here), where the prompt ends.
 
     >>> import numpy as np
     >>> s, p = split_pairs(np.array([[1, 1, 1, 1, 2, 2, 0]]), np.array([[1, 1, 2, 2, 1, 2, 0]]),
@@ -93,7 +96,8 @@ def split_pairs(sequence_ids, branch_ids, position_ids, num_pairs):
     branches = ops.cast(branch_ids, "int32")
     positions = ops.cast(position_ids, "int32")
     real = pairs > 0
-    sequences = ops.where(real, 2 * (pairs - 1) + branches, 0)
+    # A shared prompt (branch 0) belongs to neither sequence alone.
+    sequences = ops.where(real & (branches > 0), 2 * (pairs - 1) + branches, 0)
     # Tokens of each pair's chosen branch: the rejected branch starts after them.
     membership = ops.one_hot(pairs - 1, num_pairs, dtype="float32")  # [B, L, K]
     chosen = ops.cast(branches == 1, "float32")
@@ -191,6 +195,10 @@ class PreferenceModel(Task):
             ``1 / (2 beta)``); unused by ORPO.
         simpo_gamma: SimPO's target reward margin gamma.
         orpo_lambda: ORPO's weight lambda of the odds-ratio term.
+        share_prompt: the packs store each prompt once
+            (`tfpack.builders.preference_examples(share_prompt=True)`); the
+            policy (and reference) must be a `CausalLM` on a dense
+            `DecoderBackbone` (`tfpack.models.shared_prompt`).
         **kwargs: passed on to `keras.Model`.
 
     Call arguments:
@@ -214,7 +222,7 @@ class PreferenceModel(Task):
     packing_roles = "preference"
 
     def __init__(self, policy, reference=None, *, loss="sigmoid", beta=0.1, simpo_gamma=0.5,
-                 orpo_lambda=0.1, **kwargs):
+                 orpo_lambda=0.1, share_prompt=False, **kwargs):
         if loss not in LOSSES:
             raise TfpackError(f"`loss` must be one of {LOSSES}. Received: loss={loss!r}")
         for name, value in (("beta", beta), ("orpo_lambda", orpo_lambda)):
@@ -229,6 +237,10 @@ class PreferenceModel(Task):
                 raise TfpackError(
                     f"`{name}` must be a causal LM with a `backbone` returning `logits` (e.g. "
                     f"tfpack.models.CausalLM). Received: {name}={lm!r}"[:300])
+        if share_prompt:
+            check_shared_prompt_policy(policy)
+            if reference is not None:
+                check_shared_prompt_policy(reference, "reference")
         super().__init__(policy.backbone, **kwargs)
         self.policy = policy
         self.reference = reference
@@ -238,6 +250,7 @@ class PreferenceModel(Task):
         self.beta = float(beta)
         self.simpo_gamma = float(simpo_gamma)
         self.orpo_lambda = float(orpo_lambda)
+        self.share_prompt = bool(share_prompt)
         self.vocabulary_size = getattr(policy, "vocabulary_size", None)
         # `evaluate` reports the reward accuracy (share of pairs with a
         # positive margin) and the mean margin, both exact means over pairs.
@@ -264,7 +277,10 @@ class PreferenceModel(Task):
         return features, sequences, num_pairs
 
     def _scores(self, lm, features, inputs, sequences, num_pairs, training):
-        logits = lm(features, training=training)["logits"]
+        if self.share_prompt:
+            logits = shared_prompt_logits(lm, inputs, features["position_ids"], training)
+        else:
+            logits = lm(features, training=training)["logits"]
         return response_log_likelihoods(logits, inputs["input_ids"], sequences,
                                         ops.cast(inputs["response_mask"], "int32"), num_pairs)
 
@@ -320,7 +336,7 @@ class PreferenceModel(Task):
             reference=(None if self.reference is None
                        else keras.saving.serialize_keras_object(self.reference)),
             loss=self.loss, beta=self.beta, simpo_gamma=self.simpo_gamma,
-            orpo_lambda=self.orpo_lambda)
+            orpo_lambda=self.orpo_lambda, share_prompt=self.share_prompt)
         return config
 
     @classmethod
