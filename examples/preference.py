@@ -24,6 +24,16 @@ reward accuracy (a positive implicit reward margin against the SFT
 reference; near 0 before DPO, when policy and reference agree) and mean
 margin (`model.evaluate`).
 
+Measured here (default setting: 1,296 training pairs, 3.51 pairs per packed
+row of 256 tokens, 150 SFT and 150 DPO updates of 8 packs, a 2,000-token
+vocabulary, hidden 64, 2 layers; about 10 minutes on 2 heavily shared CPU
+cores): on 200 held-out pairs the chosen response has the higher
+log-likelihood for 37% at random init, 99.5% after SFT and 99.5% after DPO;
+DPO's reward accuracy goes from 16.5% (margins ~0: policy = reference) to
+99%, the mean reward margin from 0.0 to 10.4, the held-out DPO loss from 0.693
+to 0.056. ``--tiny`` (199 pairs, 20 + 20 updates): 42% / 68% / 95%, reward
+accuracy 2.5% -> 97.5%.
+
     python examples/preference.py [--tiny]
 
 The last stdout line is one JSON object of the results.

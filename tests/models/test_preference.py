@@ -204,6 +204,7 @@ def test_predict_gives_every_pair_in_input_order_and_evaluate_reports_rewards():
                                             algorithm="ffd")).batch(2)
     model.compile(optimizer="sgd", jit_compile=False)
     metrics = model.evaluate(packs, return_dict=True, verbose=0)
+    assert sorted(metrics) == ["loss", "reward_accuracy", "reward_margin"]
     assert metrics["reward_accuracy"] == pytest.approx(float(np.mean(want_margin > 0)), abs=1e-6)
     assert metrics["reward_margin"] == pytest.approx(float(np.mean(want_margin)), abs=1e-5)
     assert metrics["loss"] == pytest.approx(float(np.mean(want_loss)), abs=1e-5)

@@ -254,7 +254,10 @@ class PreferenceModel(Task):
         self.vocabulary_size = getattr(policy, "vocabulary_size", None)
         # `evaluate` reports the reward accuracy (share of pairs with a
         # positive margin) and the mean margin, both exact means over pairs.
+        replaced = self._preference_accuracy  # Task's `preference_accuracy`: the same ratio.
         self._preference_accuracy = StatisticRatio(name="reward_accuracy")
+        if replaced in self._metrics:
+            self._metrics.remove(replaced)
         self._reward_margin = keras.metrics.Mean(name="reward_margin")
 
     @property
