@@ -217,7 +217,6 @@ class PreferenceModel(Task):
     task = "preference"
     loss_terms = ("preference",)
     head_features = ("branch_ids", "response_mask", "sequence_mask") + _REFERENCE_FEATURES
-    optional_features = _REFERENCE_FEATURES
     # How `tfpack.predict` packs this model's examples (a preset of tfpack.data.pack).
     packing_roles = "preference"
 
@@ -259,6 +258,13 @@ class PreferenceModel(Task):
         if replaced in self._metrics:
             self._metrics.remove(replaced)
         self._reward_margin = keras.metrics.Mean(name="reward_margin")
+
+    @property
+    def optional_features(self):
+        # Required (so `tfpack.predict` and the `Trainer` refuse packs without
+        # them before tracing) when the loss reads them and no model gives them.
+        needed = self.loss in _REFERENCE_LOSSES and self.reference is None
+        return () if needed else _REFERENCE_FEATURES
 
     @property
     def losses(self):
