@@ -31,9 +31,6 @@ from keras import ops
 
 from tfpack.layers.attention_mask import large_negative_number
 
-__all__ = ["branch_attention_mask"]
-
-
 def branch_attention_mask(sequence_ids, branch_ids, dtype="float32"):
     """``[B, L, L]`` booleans (``dtype="bool"``) or the additive ``[B, 1, L, L]`` mask.
 
