@@ -11,7 +11,7 @@ import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
 ORDER = ["planners", "optimal", "planners_long", "balance", "pipeline", "engines", "engines_dask",
-         "model", "training", "predict", "qa", "backbones", "attention", "keras_hub_attention",
+         "model", "training", "predict", "qa", "preference", "backbones", "attention", "keras_hub_attention",
          "keras_hub_families", "accelerator", "integrity"]
 
 

@@ -49,10 +49,11 @@ FAMILIES = {
                                   rng.integers(4, 48, n)),
     "log-normal chat": lambda rng, n: tuple(np.clip(rng.lognormal(m, 0.6, n), 2, 200).astype(int)
                                             for m in (3.6, 3.9, 3.9)),
-    "long prompts": lambda rng, n: (rng.integers(120, 200, n), rng.integers(8, 60, n),
-                                    rng.integers(8, 60, n)),
-    "long responses": lambda rng, n: (rng.integers(8, 40, n), rng.integers(100, 200, n),
-                                      rng.integers(100, 200, n)),
+    # Pairs of about a third to a half of L: two or three to a row at best.
+    "long prompts": lambda rng, n: (rng.integers(60, 100, n), rng.integers(8, 40, n),
+                                    rng.integers(8, 40, n)),
+    "long responses": lambda rng, n: (rng.integers(8, 30, n), rng.integers(50, 100, n),
+                                      rng.integers(50, 100, n)),
     "uneven responses": lambda rng, n: (rng.integers(8, 80, n), rng.integers(2, 20, n),
                                         rng.integers(60, 180, n)),
 }
