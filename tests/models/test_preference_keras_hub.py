@@ -71,7 +71,6 @@ def test_every_pair_equals_keras_hub_on_each_sequence_alone(family, implementati
         assert _close(got["reward_margin"], want_margin), loss
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("family, implementation", [
     ("llama3", "dense"), ("llama3", "segmented"), ("gemma", "segmented"), ("qwen3", "dense")])
 def test_packed_gradients_equal_unpacked(family, implementation):
