@@ -10,9 +10,10 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "planners_long", "planners_suite", "balance", "pipeline", "engines", "engines_dask",
-         "model", "training", "predict", "qa", "backbones", "attention", "keras_hub_attention",
-         "keras_hub_families", "accelerator", "integrity", "worker_reads"]
+ORDER = ["planners", "optimal", "planners_long", "planners_suite", "balance", "pipeline",
+         "engines", "engines_dask", "pack_suite", "model", "training", "predict", "qa", "preference",
+         "backbones", "attention", "keras_hub_attention", "keras_hub_families",
+         "attention_isolation", "accelerator", "integrity", "reading", "worker_reads"]
 
 
 def main() -> None:

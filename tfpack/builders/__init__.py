@@ -5,7 +5,8 @@
   `tokenize_documents`, `load_vocab`, `compact_vocabulary` and
   `examples_to_dataset` for its steps.
 - `causal_lm_examples` (documents cut into pieces) and `sft_examples`
-  (prompt/response pairs).
+  (prompt/response pairs); `preference_examples` (prompt, chosen and
+  rejected: one packable item per pair, for `tfpack.models.PreferenceModel`).
 - `classification_examples` (a text or a text pair and a label).
 - `text_tokenizer` / `TextTokenizer`: the ``tokenizer=`` every builder takes
   (a model's own keras-hub tokenizer or preprocessor, a Hugging Face
@@ -42,6 +43,7 @@ from tfpack.builders.bert import (
 from tfpack.builders.causal_lm import causal_lm_examples, sft_examples
 from tfpack.builders.classification import classification_examples
 from tfpack.builders.embedding import embedding_examples
+from tfpack.builders.preference import preference_examples, preference_pair
 from tfpack.builders.question_answering import (
     QAExamples,
     QAWindow,
@@ -69,6 +71,8 @@ __all__ = [
     "embedding_examples",
     "examples_to_dataset",
     "load_vocab",
+    "preference_examples",
+    "preference_pair",
     "question_answering_examples",
     "sft_examples",
     "text_tokenizer",

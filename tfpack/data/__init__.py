@@ -46,6 +46,7 @@ _ELSEWHERE = {
     "examples_to_dataset": "tfpack.builders",
     "load_vocab": "tfpack.builders",
     "sft_examples": "tfpack.builders",
+    "preference_examples": "tfpack.builders",
     "tokenize_documents": "tfpack.builders",
     "embedding_examples": "tfpack.builders",
     "token_classification_examples": "tfpack.builders",

@@ -209,8 +209,9 @@ def predict(
         algorithm: the planner of each window (`tfpack.packing`).
         output_kinds: where each output lives, for models outside the task
             contract (the contract's declaration otherwise).
-        roles: how to pack the examples' features (default: ``input_ids`` and
-            the ``token_type_ids`` the model reads).
+        roles: how to pack the examples' features (default: the model's
+            ``packing_roles`` where it has them, e.g. ``"preference"``; else
+            ``input_ids`` and the ``token_type_ids`` the model reads).
         truncate: cut examples longer than ``L`` instead of failing.
         jit_compile: compile the model call with XLA.
         progress: show a tqdm progress bar (examples) on stderr.
@@ -224,6 +225,8 @@ def predict(
     kinds = output_kinds_of(model, output_kinds)
     dataset, count = _as_dataset(examples)
     inputs = _model_inputs(model, dataset.element_spec)
+    if roles is None:  # A model whose packs carry task features says how to pack them.
+        roles = getattr(model, "packing_roles", None)
     if roles is None:
         tokens = ("input_ids",) + tuple(
             n for n in ("token_type_ids",) if n in inputs and n in dataset.element_spec)

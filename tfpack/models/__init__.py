@@ -10,7 +10,8 @@ a dict; labels travel in the same dict, so `model.fit(dataset)` needs no `y`.
   (`tfpack.models.backbone`);
 - tasks (`Task`): `BertPretrainer`, `BertClassifier`, `CausalLM`,
   `TextEmbedder`, `TokenClassifier`, `QuestionAnswerer`; `CausalLMScorer`
-  scores sequences (log-likelihoods) with a `CausalLM`.
+  scores sequences (log-likelihoods) with a `CausalLM`; `PreferenceModel`
+  trains one on preference pairs (DPO, IPO, SimPO, ORPO).
 
 Example:
 
@@ -32,6 +33,8 @@ from tfpack.models.keras_hub import KerasHubBackbone
 from tfpack.models.keras_hub import from_keras_hub
 from tfpack.models.legacy import upgrade_keras_file
 from tfpack.models.lm_scorer import CausalLMScorer
+from tfpack.models.preference import PreferenceModel
+from tfpack.models.preference import reference_log_likelihoods
 from tfpack.models.question_answerer import QuestionAnswerer
 from tfpack.models.task import Task
 from tfpack.models.text_embedder import TextEmbedder
@@ -53,6 +56,7 @@ __all__ = [
     "EncoderTask",
     "KerasHubBackbone",
     "PackedModel",
+    "PreferenceModel",
     "QuestionAnswerer",
     "Task",
     "TextEmbedder",
@@ -60,5 +64,6 @@ __all__ = [
     "TransformerBackbone",
     "check_backbone",
     "from_keras_hub",
+    "reference_log_likelihoods",
     "upgrade_keras_file",
 ]

@@ -2,7 +2,8 @@
 
 Importing this package registers the built-in tasks, in this order:
 ``pretraining`` (preset ``bert``), ``classification``, ``causal_lm`` (preset
-``sft``), ``embedding``, ``token_classification``, ``question_answering``. A new task is one file here declaring a `TaskSpec` with
+``sft``), ``embedding``, ``token_classification``, ``question_answering``,
+``preference``. A new task is one file here declaring a `TaskSpec` with
 `register`, plus its import line below; see `tfpack.tasks.base` and
 docs/model.md ("Adding a task").
 
@@ -34,6 +35,7 @@ from tfpack.tasks.base import (
 )
 from tfpack.tasks import pretraining, classification, causal_lm  # noqa: E402,F401  (register)
 from tfpack.tasks import embedding, token_classification, question_answering  # noqa: E402,F401,I001
+from tfpack.tasks import preference  # noqa: E402,F401  (register)
 
 __all__ = [
     "BACKBONE_OUTPUTS",

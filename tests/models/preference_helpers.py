@@ -1,0 +1,178 @@
+"""Preference pairs, each sequence run alone, a NumPy reference of the four losses,
+and one `Trainer` update on uneven packs.
+
+Shared by the decoder tests, the keras-hub tests and the two-replica run
+(`preference_replicas_run.py`, a subprocess: logical devices must be set
+before TensorFlow starts).
+"""
+
+import numpy as np
+
+from tfpack.builders import preference_pair
+from tfpack.testing import pack_examples
+
+VOCAB, MAX_LENGTH = 29, 48
+LOSS_OPTIONS = dict(beta=0.5, simpo_gamma=0.3, orpo_lambda=0.7)
+
+
+def make_pairs(seed=0, count=7, vocabulary=VOCAB):
+    """Pairs of prompts of 1-4 tokens and responses of 1-3 (at most 14 tokens a pair)."""
+    rng = np.random.default_rng(seed)
+
+    def tokens(low, high):
+        return rng.integers(1, vocabulary, int(rng.integers(low, high + 1))).tolist()
+
+    return [{"prompt": tokens(1, 4), "chosen": tokens(1, 3), "rejected": tokens(1, 3)}
+            for _ in range(count)]
+
+
+def items(pairs, share_prompt=False):
+    return [preference_pair(p["prompt"], p["chosen"], p["rejected"], share_prompt=share_prompt)
+            for p in pairs]
+
+
+def with_reference(examples, reference):
+    """The examples with reference log-likelihoods (``{chosen, rejected}`` lists)."""
+    return [dict(e, reference_chosen_log_likelihood=np.float32(c),
+                 reference_rejected_log_likelihood=np.float32(r))
+            for e, c, r in zip(examples, reference["chosen"], reference["rejected"])]
+
+
+# Packs of 3, 1, 2 and 1 pairs: a per-micro-batch mean would weigh pairs unevenly.
+UNEVEN_PACKS = [[0, 1, 2], [3], [4, 5], [6]]
+
+
+def sequence_alone(lm, prompt, response):
+    """``(log-likelihood of response | prompt, tokens)``: the LM on this sequence alone, float32."""
+    import tensorflow as tf
+
+    ids = np.array([prompt + response], np.int32)
+    n = ids.shape[1]
+    logits = lm({"input_ids": ids, "sequence_ids": np.ones_like(ids),
+                 "position_ids": np.arange(n, dtype=np.int32)[None]}, training=False)["logits"]
+    log_probs = tf.nn.log_softmax(tf.cast(logits[0], tf.float32))
+    picked = tf.gather(log_probs[len(prompt) - 1:n - 1], response, batch_dims=1)
+    return float(tf.reduce_sum(picked)), len(response)
+
+
+def pairs_alone(lm, pairs):
+    """Per pair ``(chosen, rejected, |chosen|, |rejected|)``, every sequence run alone."""
+    out = []
+    for pair in pairs:
+        c, nc = sequence_alone(lm, pair["prompt"], pair["chosen"])
+        r, nr = sequence_alone(lm, pair["prompt"], pair["rejected"])
+        out.append((c, r, nc, nr))
+    return np.array(out, np.float64)
+
+
+def numpy_losses(loss, scores, reference=None, beta=0.5, simpo_gamma=0.3, orpo_lambda=0.7):
+    """The papers' per-pair losses and reward margins, in float64 NumPy."""
+    c, r, nc, nr = scores.T
+
+    def softplus(x):
+        return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)
+
+    if loss in ("sigmoid", "ipo"):
+        h = (c - reference[:, 0]) - (r - reference[:, 1])
+        if loss == "sigmoid":
+            return softplus(-beta * h), beta * h          # -log sigma(beta h)
+        return (h - 1 / (2 * beta)) ** 2, beta * h
+    mc, mr = c / nc, r / nr
+    if loss == "simpo":
+        margin = beta * mc - beta * mr
+        return softplus(-(margin - simpo_gamma)), margin
+
+    def odds(p):
+        return p - np.log(1 - np.exp(p))
+
+    margin = odds(mc) - odds(mr)
+    return -mc + orpo_lambda * softplus(-margin), margin
+
+
+def pack(examples, packs, max_length=MAX_LENGTH, max_pairs=None):
+    return pack_examples(examples, max_length, packs=packs, max_sequences_per_pack=max_pairs)
+
+
+def per_pair(outputs, packs, count):
+    """``{name: [count]}``: the packed ``[B, K]`` outputs read back per pair."""
+    found = {name: np.zeros(count) for name in outputs}
+    for row, members in enumerate(packs):
+        for slot, index in enumerate(members):
+            for name, value in outputs.items():
+                found[name][index] = np.asarray(value)[row, slot]
+    return found
+
+
+def decoder_policy(seed=0, **kwargs):
+    import keras
+
+    from tfpack.models import CausalLM, DecoderBackbone
+
+    keras.utils.set_random_seed(seed)
+    return CausalLM(DecoderBackbone(vocabulary_size=VOCAB, num_layers=2, hidden_dim=16,
+                                    num_heads=2, intermediate_dim=32,
+                                    max_sequence_length=MAX_LENGTH, **kwargs))
+
+
+def reference_scores(seed=7):
+    rng = np.random.default_rng(seed)
+    return {"chosen": rng.uniform(-12, -2, 7).tolist(), "rejected": rng.uniform(-12, -2, 7).tolist()}
+
+
+def trainer_update(strategy, loss, micro, accumulation):
+    """Weights after ONE `Trainer` update (SGD, learning rate 1) on the uneven packs."""
+    import keras
+    import tensorflow as tf
+
+    from tfpack.models import PreferenceModel
+    from tfpack.training import Trainer
+
+    examples = with_reference(items(make_pairs()), reference_scores())
+    packs = pack(examples, UNEVEN_PACKS, max_pairs=3)
+    with strategy.scope():
+        model = PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS)
+        trainer = Trainer(model, keras.optimizers.SGD(1.0), micro_batch_size=micro,
+                          accumulation_steps=accumulation, strategy=strategy,
+                          jit_compile=False, progress=False, log_every=1)
+    result = trainer.fit(tf.data.Dataset.from_tensor_slices(packs), 1)
+    return [v.numpy() for v in model.trainable_variables], result.history[-1]
+
+
+def unpacked_update(loss):
+    """Weights after one SGD step (learning rate 1) with every pair alone in its row."""
+    import keras
+    import tensorflow as tf
+
+    from tfpack.models import PreferenceModel
+
+    examples = with_reference(items(make_pairs()), reference_scores())
+    rows = pack(examples, [[i] for i in range(len(examples))], max_pairs=1)
+    model = PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS)
+    x = {k: tf.constant(v) for k, v in rows.items()}
+    model(x)
+    with tf.GradientTape() as tape:
+        value = model.compute_loss(x=x, y_pred=model(x), training=False)
+    grads = tape.gradient(value, model.trainable_variables)
+    keras.optimizers.SGD(1.0).apply(grads, model.trainable_variables)
+    return [v.numpy() for v in model.trainable_variables]
+
+
+def local_mean_update(loss):
+    """The update a per-micro-batch mean would make: each pack's own mean, averaged."""
+    import keras
+    import tensorflow as tf
+
+    from tfpack.models import PreferenceModel
+
+    examples = with_reference(items(make_pairs()), reference_scores())
+    packs = pack(examples, UNEVEN_PACKS, max_pairs=3)
+    model = PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS)
+    rows = [{k: tf.constant(v[i:i + 1]) for k, v in packs.items()}
+            for i in range(len(UNEVEN_PACKS))]
+    model(rows[0])
+    with tf.GradientTape() as tape:
+        value = tf.add_n([model.compute_loss(x=x, y_pred=model(x), training=False)
+                          for x in rows]) / len(rows)
+    grads = tape.gradient(value, model.trainable_variables)
+    keras.optimizers.SGD(1.0).apply(grads, model.trainable_variables)
+    return [v.numpy() for v in model.trainable_variables]

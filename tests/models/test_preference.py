@@ -1,0 +1,281 @@
+"""PreferenceModel on tfpack's decoder: every pair's log-likelihoods and loss equal each
+sequence run alone, for every loss; gradients equal the unpacked update's, across
+micro-batches and replicas; both reference paths give the same numbers."""
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfpack
+from tfpack.errors import TfpackError
+from tfpack.models import PreferenceModel
+from tfpack.models.preference import LOSSES
+from tfpack.testing import assert_packed_equals_unpacked
+
+from preference_helpers import (LOSS_OPTIONS, MAX_LENGTH, UNEVEN_PACKS, decoder_policy, items,
+                                make_pairs, numpy_losses, pack, pairs_alone, per_pair,
+                                reference_scores, trainer_update, unpacked_update,
+                                local_mean_update,
+                                with_reference)
+
+
+def _close(a, b, tolerance=1e-6):
+    """Equal to ``tolerance`` relative to the values' scale (at least 1): float32 rounding."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.abs(a - b).max() <= tolerance * max(1.0, np.abs(b).max())
+
+
+def test_one_pair_by_hand_in_numpy():
+    """An independent reference: log-softmax and the DPO formula written out in NumPy."""
+    policy = decoder_policy()
+    prompt, chosen, rejected = [3, 5, 7], [11, 2], [13]
+    model = PreferenceModel(policy, loss="sigmoid", beta=0.5)
+    example = with_reference(items([dict(prompt=prompt, chosen=chosen, rejected=rejected)]),
+                             {"chosen": [-6.0], "rejected": [-2.5]})
+    out = model(pack(example, [[0]]))
+
+    def log_likelihood(response):
+        ids = np.array([prompt + response])
+        n = ids.shape[1]
+        logits = np.asarray(policy({"input_ids": ids, "sequence_ids": np.ones_like(ids),
+                                    "position_ids": np.arange(n)[None]})["logits"][0],
+                            np.float64)
+        log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        return sum(log_softmax[len(prompt) - 1 + i, t] for i, t in enumerate(response))
+
+    c, r = log_likelihood(chosen), log_likelihood(rejected)
+    h = (c - -6.0) - (r - -2.5)
+    loss = np.log1p(np.exp(-0.5 * h))
+    assert float(out["chosen_log_likelihood"][0, 0]) == pytest.approx(c, abs=2e-6)
+    assert float(out["rejected_log_likelihood"][0, 0]) == pytest.approx(r, abs=2e-6)
+    assert float(out["reward_margin"][0, 0]) == pytest.approx(0.5 * h, abs=2e-6)
+    assert float(out["loss"][0, 0]) == pytest.approx(loss, abs=2e-6)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("implementation", ["dense", "segmented", "learned_positions"])
+def test_every_pair_equals_its_sequences_run_alone(loss, implementation):
+    # Rotary scores see position differences only: learned positions show a
+    # rejected sequence whose positions do not restart.
+    kwargs = {"dense": {"attention_implementation": "dense"},
+              "segmented": {"attention_implementation": "segmented",
+                            "max_sequences_per_pack": 6},
+              "learned_positions": {"position_embedding": "learned"}}[implementation]
+    policy = decoder_policy(**kwargs)
+    pairs = make_pairs()
+    reference = reference_scores()
+    model = PreferenceModel(policy, loss=loss, **LOSS_OPTIONS)
+    # Reordered packs, an empty slot, one pair alone.
+    packs = [[4, 1, 6], [2, 0], [5], [3]]
+    out = model(pack(with_reference(items(pairs), reference), packs, max_pairs=3))
+    got = per_pair(out, packs, len(pairs))
+    alone = pairs_alone(policy, pairs)
+    want_loss, want_margin = numpy_losses(
+        loss, alone, np.array([reference["chosen"], reference["rejected"]]).T, **LOSS_OPTIONS)
+    assert _close(got["chosen_log_likelihood"], alone[:, 0])
+    assert _close(got["rejected_log_likelihood"], alone[:, 1])
+    assert _close(got["loss"], want_loss)
+    assert _close(got["reward_margin"], want_margin)
+    assert np.asarray(out["loss"])[1, 2] == 0.0  # the empty slot
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_packed_loss_and_gradients_equal_unpacked(loss):
+    model = PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS)
+    examples = with_reference(items(make_pairs()), reference_scores())
+    result = assert_packed_equals_unpacked(model, examples, max_length=MAX_LENGTH,
+                                           packs=UNEVEN_PACKS, max_sequences_per_pack=3,
+                                           atol=1e-6)
+    assert result.max_gradient_difference is not None
+
+
+def test_gradient_equals_each_sequence_alone():
+    """The loss rebuilt from each sequence run alone (no packing code), and its gradient."""
+    policy = decoder_policy()
+    pairs = make_pairs()
+    reference = reference_scores()
+    model = PreferenceModel(policy, loss="sigmoid", **LOSS_OPTIONS)
+    packed = pack(with_reference(items(pairs), reference), UNEVEN_PACKS, max_pairs=3)
+    x = {k: tf.constant(v) for k, v in packed.items()}
+    model(x)
+    with tf.GradientTape() as tape:
+        packed_loss = model.compute_loss(x=x, y_pred=model(x), training=False)
+    packed_grads = tape.gradient(packed_loss, model.trainable_variables)
+
+    with tf.GradientTape() as tape:
+        terms = []
+        for i, pair in enumerate(pairs):
+            scores = []
+            for response in (pair["chosen"], pair["rejected"]):
+                ids = np.array([pair["prompt"] + response])
+                n = ids.shape[1]
+                logits = policy({"input_ids": ids, "sequence_ids": np.ones_like(ids),
+                                 "position_ids": np.arange(n)[None]})["logits"][0]
+                log_probs = tf.nn.log_softmax(logits)[len(pair["prompt"]) - 1:n - 1]
+                scores.append(tf.reduce_sum(tf.gather(log_probs, response, batch_dims=1)))
+            h = (scores[0] - reference["chosen"][i]) - (scores[1] - reference["rejected"][i])
+            terms.append(-tf.math.log_sigmoid(LOSS_OPTIONS["beta"] * h))
+        alone_loss = tf.add_n(terms) / len(pairs)
+    alone_grads = tape.gradient(alone_loss, policy.trainable_variables)
+    assert float(packed_loss) == pytest.approx(float(alone_loss), abs=1e-6)
+    assert [v.path for v in model.trainable_variables] == [
+        v.path for v in policy.trainable_variables]
+    for a, b in zip(packed_grads, alone_grads):
+        assert np.abs(np.asarray(a) - np.asarray(b)).max() < 1e-6
+
+
+def _max_difference(a, b):
+    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("loss", ["sigmoid", "orpo"])
+def test_pair_count_is_global_across_accumulation(loss):
+    weights, record = trainer_update(tf.distribute.get_strategy(), loss, micro=1,
+                                     accumulation=4)
+    expected = unpacked_update(loss)
+    assert _max_difference(weights, expected) < 1e-5
+    # A mean per micro-batch (the packs hold 3, 1, 2 and 1 pairs) moves elsewhere.
+    moved = trainer_update(tf.distribute.get_strategy(), loss, micro=4, accumulation=1)[0]
+    assert _max_difference(moved, expected) < 1e-5
+    assert _max_difference(expected, local_mean_update(loss)) > 1e-4
+
+
+@pytest.mark.slow
+def test_pair_count_is_global_across_replicas(tmp_path):
+    script = os.path.join(os.path.dirname(__file__), "preference_replicas_run.py")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root, "CUDA_VISIBLE_DEVICES": ""}
+    out = tmp_path / "sigmoid.npz"
+    done = subprocess.run([sys.executable, script, "sigmoid", str(out)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    data = np.load(out)
+    weights = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
+    assert _max_difference(weights, unpacked_update("sigmoid")) < 1e-5
+
+
+def test_reference_model_and_reference_features_give_the_same_numbers():
+    policy, reference = decoder_policy(seed=0), decoder_policy(seed=1)
+    pairs = make_pairs()
+    examples = tfpack.builders.preference_examples(pairs, max_length=MAX_LENGTH)
+    scores = tfpack.models.reference_log_likelihoods(
+        reference, examples, max_length=MAX_LENGTH, max_sequences_per_pack=3,
+        batch_size=2, jit_compile=False)
+    alone = pairs_alone(reference, pairs)
+    assert _close(scores["chosen_log_likelihood"], alone[:, 0])
+    assert _close(scores["rejected_log_likelihood"], alone[:, 1])
+    same_step = PreferenceModel(policy, reference, loss="ipo", **LOSS_OPTIONS)
+    carried = PreferenceModel(policy, loss="ipo", **LOSS_OPTIONS)
+    plain = items(pairs)
+    in_packs = with_reference(plain, {"chosen": scores["chosen_log_likelihood"],
+                                      "rejected": scores["rejected_log_likelihood"]})
+    a = same_step(pack(plain, UNEVEN_PACKS, max_pairs=3))
+    b = carried(pack(in_packs, UNEVEN_PACKS, max_pairs=3))
+    for name in ("loss", "reward_margin", "chosen_log_likelihood"):
+        assert _close(a[name], b[name]), name
+    # The frozen reference trains nothing.
+    assert not reference.trainable_variables
+    assert len(same_step.trainable_variables) == len(policy.trainable_variables)
+
+
+def test_predict_gives_every_pair_in_input_order_and_evaluate_reports_rewards():
+    policy, reference = decoder_policy(seed=0), decoder_policy(seed=1)
+    pairs = make_pairs(count=9, seed=4)
+    model = PreferenceModel(policy, reference, loss="sigmoid", **LOSS_OPTIONS)
+    examples = tfpack.builders.preference_examples(pairs, max_length=MAX_LENGTH)
+    out = tfpack.predict(model, examples, max_length=MAX_LENGTH, max_sequences_per_pack=3,
+                         batch_size=2, jit_compile=False)
+    assert sorted(out) == ["chosen_log_likelihood", "loss", "rejected_log_likelihood",
+                           "reward_margin"]
+    alone = pairs_alone(policy, pairs)
+    ref = pairs_alone(reference, pairs)
+    want_loss, want_margin = numpy_losses("sigmoid", alone, ref[:, :2], **LOSS_OPTIONS)
+    assert _close(out["chosen_log_likelihood"], alone[:, 0])
+    assert _close(out["rejected_log_likelihood"], alone[:, 1])
+    assert _close(out["loss"], want_loss)
+    assert _close(out["reward_margin"], want_margin)
+
+    packs = examples.apply(tfpack.data.pack(max_length=MAX_LENGTH, max_sequences_per_pack=3,
+                                            algorithm="ffd")).batch(2)
+    model.compile(optimizer="sgd", jit_compile=False)
+    metrics = model.evaluate(packs, return_dict=True, verbose=0)
+    assert sorted(metrics) == ["loss", "reward_accuracy", "reward_margin"]
+    assert metrics["reward_accuracy"] == pytest.approx(float(np.mean(want_margin > 0)), abs=1e-6)
+    assert metrics["reward_margin"] == pytest.approx(float(np.mean(want_margin)), abs=1e-5)
+    assert metrics["loss"] == pytest.approx(float(np.mean(want_loss)), abs=1e-5)
+
+
+def test_fit_lowers_the_loss_and_config_round_trips(tmp_path):
+    model = PreferenceModel(decoder_policy(), loss="simpo", beta=2.0, simpo_gamma=0.5)
+    examples = items(make_pairs(count=12, seed=2))
+    packs = tf.data.Dataset.from_tensor_slices(
+        pack(examples, [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]], max_pairs=3)).batch(2)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=False)
+    history = model.fit(packs, epochs=4, verbose=0).history
+    assert history["loss"][-1] < history["loss"][0]
+    assert history["reward_accuracy"][-1] >= history["reward_accuracy"][0]
+    path = str(tmp_path / "preference.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert (loaded.loss, loaded.beta, loaded.simpo_gamma) == ("simpo", 2.0, 0.5)
+    x = next(iter(packs))
+    assert _close(loaded(x)["loss"], model(x)["loss"])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(loss="kto"), r"`loss` must be one of \('sigmoid', 'ipo', 'simpo', 'orpo'\). "
+                       r"Received: loss='kto'"),
+    (dict(beta=0), r"`beta` must be a positive number. Received: beta=0"),
+    (dict(orpo_lambda=-1.0), r"`orpo_lambda` must be a positive number"),
+    (dict(reference=object()), r"`reference` must be a causal LM"),
+])
+def test_bad_arguments_get_one_clear_error(kwargs, message):
+    with pytest.raises(TfpackError, match=message):
+        PreferenceModel(decoder_policy(), **kwargs)
+
+
+def test_a_reference_loss_without_any_reference_is_refused():
+    model = PreferenceModel(decoder_policy(), loss="sigmoid")
+    with pytest.raises(TfpackError, match=r"needs the reference's log-likelihoods.*Received: "
+                                          r"neither"):
+        model(pack(items(make_pairs(count=2)), [[0, 1]]))
+
+
+@pytest.mark.parametrize("loss", ["sigmoid", "simpo"])
+@pytest.mark.parametrize("positions", ["rotary", "learned"])
+def test_prompt_sharing_equals_the_unshared_computation(loss, positions):
+    policy = decoder_policy(attention_implementation="dense", position_embedding=positions)
+    pairs = make_pairs(seed=3)
+    reference = reference_scores()
+    packs = [[4, 1, 6], [2, 0], [5], [3]]
+    outputs = {}
+    for share in (False, True):
+        model = PreferenceModel(policy, loss=loss, share_prompt=share, **LOSS_OPTIONS)
+        batch = pack(with_reference(items(pairs, share_prompt=share), reference), packs,
+                     max_pairs=3)
+        outputs[share] = per_pair(model(batch), packs, len(pairs))
+    alone = pairs_alone(policy, pairs)
+    assert _close(outputs[True]["chosen_log_likelihood"], alone[:, 0])
+    assert _close(outputs[True]["rejected_log_likelihood"], alone[:, 1])
+    for name in outputs[False]:
+        assert _close(outputs[True][name], outputs[False][name]), name
+
+
+def test_prompt_sharing_gradients_equal_unpacked():
+    model = PreferenceModel(decoder_policy(attention_implementation="dense"), loss="sigmoid",
+                            share_prompt=True, **LOSS_OPTIONS)
+    examples = with_reference(items(make_pairs(), share_prompt=True), reference_scores())
+    assert_packed_equals_unpacked(model, examples, max_length=MAX_LENGTH, packs=UNEVEN_PACKS,
+                                  max_sequences_per_pack=3, atol=1e-6)
+
+
+def test_prompt_sharing_refuses_backbones_it_cannot_run():
+    with pytest.raises(TfpackError, match=r"`share_prompt=True` needs a `policy` on tfpack's "
+                                          r"DecoderBackbone with dense attention"):
+        PreferenceModel(decoder_policy(attention_implementation="segmented",
+                                       max_sequences_per_pack=6), share_prompt=True)

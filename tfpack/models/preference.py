@@ -1,0 +1,396 @@
+"""Preference optimization (DPO, IPO, SimPO, ORPO) on packed pairs, exact per pair.
+
+`PreferenceModel` wraps a causal LM (the policy, a `tfpack.models.CausalLM`
+on any backbone: `DecoderBackbone`, `tfpack.models.from_keras_hub`) and
+trains it on the packs of `tfpack.builders.preference_examples`. A pair is
+one packed item (`tfpack.tasks.preference`); the model splits it back into
+its two sequences before the backbone sees it: the chosen sequence of pair
+``k`` becomes attention sequence ``2k + 1``, the rejected one ``2k + 2``,
+each with positions from 0, so both run exactly as they would alone (the
+backbone's causal block-diagonal mask). Each response's log-likelihood
+given its prompt is the sum of ``log p(token | previous tokens of its own
+sequence)`` over its tokens (the first response token is predicted from the
+prompt's last token).
+
+Per pair, with ``c``/``r`` the chosen/rejected log-likelihoods (sums over
+response tokens), ``c0``/``r0`` the reference's, ``|c|``/``|r|`` the
+response lengths (tokens), and ``sigma`` the logistic function:
+
+============  =====================================================  ==========================
+loss          per-pair loss                                          reward margin
+============  =====================================================  ==========================
+``sigmoid``   ``-log sigma(beta ((c - c0) - (r - r0)))``  (DPO)       ``beta ((c - c0) - (r - r0))``
+``ipo``       ``((c - c0) - (r - r0) - 1 / (2 beta))^2``             ``beta ((c - c0) - (r - r0))``
+``simpo``     ``-log sigma(beta c/|c| - beta r/|r| - gamma)``        ``beta c/|c| - beta r/|r|``
+``orpo``      ``-c/|c| + lambda * -log sigma(odds(c/|c|) - odds(r/|r|))``  ``odds(c/|c|) - odds(r/|r|)``
+============  =====================================================  ==========================
+
+with ``odds(p) = p - log(1 - exp(p))`` (log odds of the mean log-probability
+``p``). Normalization, following each paper: DPO (Rafailov et al., 2023)
+and IPO (Azar et al., 2023) use the *sum* over response tokens (the
+sequence's log-probability; TRL averages for IPO instead); SimPO (Meng et
+al., 2024) and ORPO (Hong et al., 2024) the *mean* over response tokens,
+and neither reads a reference. ORPO's SFT term is the chosen response's
+mean negative log-likelihood, per pair. The loss of an update is the mean
+over its pairs: the sum of the per-pair losses divided by the number of
+pairs of the whole update, counted from the features before the forward
+pass and summed over micro-batches and replicas (`tfpack.training.Trainer`,
+``target_counts``), so gradients equal those of the unpacked update.
+
+The reference's log-likelihoods come from a frozen ``reference`` model run
+in the same step, or, computed once beforehand with
+`reference_log_likelihoods` (`tfpack.predict`), from the packs
+(``reference_chosen_log_likelihood``, ``reference_rejected_log_likelihood``):
+the same numbers, at half the compute per step.
+
+Example:
+
+>>> import numpy as np
+>>> from tfpack.builders import preference_pair
+>>> from tfpack.models import CausalLM, DecoderBackbone
+>>> from tfpack.testing import pack_examples
+>>> policy = CausalLM(DecoderBackbone(vocabulary_size=20, num_layers=1, hidden_dim=8,
+...                                   num_heads=2, intermediate_dim=16))
+>>> model = PreferenceModel(policy, loss="simpo")
+>>> packs = pack_examples([preference_pair([1, 2], [3], [4, 5]),
+...                        preference_pair([6], [7, 8], [9])], max_length=16)
+>>> out = model(packs)
+>>> out["chosen_log_likelihood"].shape, model.loss_terms
+(TensorShape([1, 2]), ('preference',))
+"""
+
+import keras
+from keras import ops
+
+from tfpack.errors import TfpackError
+from tfpack.layers.losses import sequence_log_likelihoods
+from tfpack.layers.statistic_ratio import StatisticRatio
+from tfpack.models.backbone import backbone_input_features
+from tfpack.models.lm_scorer import next_token_targets
+from tfpack.models.shared_prompt import check_shared_prompt_policy
+from tfpack.models.shared_prompt import shared_prompt_logits
+from tfpack.models.task import Task
+
+__all__ = ["PreferenceModel", "LOSSES", "preference_losses", "reference_log_likelihoods"]
+
+LOSSES = ("sigmoid", "ipo", "simpo", "orpo")
+_REFERENCE_LOSSES = ("sigmoid", "ipo")
+_REFERENCE_FEATURES = ("reference_chosen_log_likelihood", "reference_rejected_log_likelihood")
+
+
+def split_pairs(sequence_ids, branch_ids, position_ids, num_pairs):
+    """``(sequence_ids, position_ids)`` of the pairs' sequences, for the backbone.
+
+    Pair ``k`` (``sequence_ids`` k + 1) becomes sequence ``2k + 1`` (its
+    chosen branch) and ``2k + 2`` (its rejected branch); the rejected
+    branch's positions restart where the chosen branch's started: at 0, or,
+    after a shared prompt (branch 0, id 0 here), where the prompt ends.
+
+    >>> import numpy as np
+    >>> s, p = split_pairs(np.array([[1, 1, 1, 1, 2, 2, 0]]), np.array([[1, 1, 2, 2, 1, 2, 0]]),
+    ...                    np.array([[0, 1, 2, 3, 0, 1, 0]]), 2)
+    >>> np.asarray(s).tolist(), np.asarray(p).tolist()
+    ([[1, 1, 2, 2, 3, 4, 0]], [[0, 1, 0, 1, 0, 0, 0]])
+    """
+    pairs = ops.cast(sequence_ids, "int32")
+    branches = ops.cast(branch_ids, "int32")
+    positions = ops.cast(position_ids, "int32")
+    real = pairs > 0
+    # A shared prompt (branch 0) belongs to neither sequence alone.
+    sequences = ops.where(real & (branches > 0), 2 * (pairs - 1) + branches, 0)
+    # Tokens of each pair's chosen branch: the rejected branch starts after them.
+    membership = ops.one_hot(pairs - 1, num_pairs, dtype="float32")  # [B, L, K]
+    chosen = ops.cast(branches == 1, "float32")
+    per_pair = ops.einsum("bl,blk->bk", chosen, membership)
+    before = ops.cast(ops.einsum("blk,bk->bl", membership, per_pair), "int32")
+    positions = ops.where(branches == 2, positions - before, positions)
+    return sequences, ops.where(real, positions, 0)
+
+
+def response_log_likelihoods(logits, input_ids, sequences, response_mask, num_pairs):
+    """Per pair ``(chosen, rejected, chosen_tokens, rejected_tokens)``, each ``[B, K]``.
+
+    ``sequences`` are the split ids of `split_pairs`; a response token's
+    log-probability is read at the position before it, in its own sequence.
+    """
+    labels = next_token_targets(input_ids, sequences)
+    # The target of position i is token i + 1: scored when that is a response token.
+    following = ops.concatenate([response_mask[:, 1:], ops.zeros_like(response_mask[:, :1])],
+                                axis=1)
+    likelihood, targets = sequence_log_likelihoods(
+        logits, labels, sequences, 2 * num_pairs, loss_weights=ops.cast(following, "float32"))
+    shape = (-1, num_pairs, 2)
+    likelihood, targets = ops.reshape(likelihood, shape), ops.reshape(targets, shape)
+    return likelihood[..., 0], likelihood[..., 1], targets[..., 0], targets[..., 1]
+
+
+def _log1m_exp(x):
+    """``log(1 - exp(x))`` for ``x < 0``, accurate on both sides of ``-log 2``."""
+    x = ops.minimum(x, -1e-7)
+    return ops.where(x > -0.6931472, ops.log(-ops.expm1(x)), ops.log1p(-ops.exp(x)))
+
+
+def preference_losses(loss, chosen, rejected, chosen_tokens, rejected_tokens,
+                      reference_chosen=None, reference_rejected=None, *, beta=0.1,
+                      simpo_gamma=0.5, orpo_lambda=0.1):
+    """Per-pair ``(loss, reward_margin)`` of the module docstring's table.
+
+    >>> import numpy as np
+    >>> l, m = preference_losses("sigmoid", np.array([-2.0]), np.array([-3.0]),
+    ...                          np.array([1.0]), np.array([1.0]), np.array([-2.5]),
+    ...                          np.array([-2.5]), beta=1.0)
+    >>> round(float(l[0]), 4), float(m[0])   # -log sigma(0.5 + 0.5)
+    (0.3133, 1.0)
+    """
+    chosen, rejected = ops.cast(chosen, "float32"), ops.cast(rejected, "float32")
+    if loss in _REFERENCE_LOSSES:
+        h = (chosen - ops.cast(reference_chosen, "float32")) - (
+            rejected - ops.cast(reference_rejected, "float32"))
+        if loss == "sigmoid":
+            return -ops.log_sigmoid(beta * h), beta * h
+        return ops.square(h - 1.0 / (2.0 * beta)), beta * h
+    # Mean log-probability per response token (a response has at least one).
+    mean_chosen = chosen / ops.maximum(ops.cast(chosen_tokens, "float32"), 1.0)
+    mean_rejected = rejected / ops.maximum(ops.cast(rejected_tokens, "float32"), 1.0)
+    if loss == "simpo":
+        margin = beta * mean_chosen - beta * mean_rejected
+        return -ops.log_sigmoid(margin - simpo_gamma), margin
+    margin = (mean_chosen - _log1m_exp(mean_chosen)) - (
+        mean_rejected - _log1m_exp(mean_rejected))
+    return -mean_chosen - orpo_lambda * ops.log_sigmoid(margin), margin
+
+
+@keras.saving.register_keras_serializable(package="tfpack")
+class PreferenceModel(Task):
+    """Preference optimization of a causal LM on packed pairs (module docstring).
+
+    Example (the reference's log-likelihoods from a frozen copy, same step):
+
+    >>> import numpy as np
+    >>> from tfpack.builders import preference_pair
+    >>> from tfpack.models import CausalLM, DecoderBackbone
+    >>> from tfpack.testing import pack_examples
+    >>> def lm():
+    ...     return CausalLM(DecoderBackbone(vocabulary_size=20, num_layers=1, hidden_dim=8,
+    ...                                     num_heads=2, intermediate_dim=16))
+    >>> policy, reference = lm(), lm()
+    >>> model = PreferenceModel(policy, reference, loss="sigmoid", beta=0.1)
+    >>> packs = pack_examples([preference_pair([1, 2], [3], [4, 5])], max_length=8)
+    >>> _ = model(packs)  # builds both
+    >>> reference.set_weights(policy.get_weights())
+    >>> round(float(model(packs)["loss"][0, 0]), 4)  # policy = reference: log 2
+    0.6931
+
+    Args:
+        policy: the causal LM trained (a `tfpack.models.CausalLM` or a model
+            with a ``backbone`` returning ``{"logits": [B, L, V]}``). For
+            segmented attention, build its backbone with
+            ``max_sequences_per_pack=2 * K`` (two sequences a pair).
+        reference: a frozen causal LM run in the same step (made
+            non-trainable), or None: the losses that need one (``sigmoid``,
+            ``ipo``) then read the reference's log-likelihoods from the
+            packs.
+        loss: ``"sigmoid"`` (DPO), ``"ipo"``, ``"simpo"`` or ``"orpo"``.
+        beta: DPO's and SimPO's beta; IPO's tau (the target margin is
+            ``1 / (2 beta)``); unused by ORPO.
+        simpo_gamma: SimPO's target reward margin gamma.
+        orpo_lambda: ORPO's weight lambda of the odds-ratio term.
+        share_prompt: the packs store each prompt once
+            (`tfpack.builders.preference_examples(share_prompt=True)`); the
+            policy (and reference) must be a `CausalLM` on a dense
+            `DecoderBackbone` (`tfpack.models.shared_prompt`).
+        **kwargs: passed on to `keras.Model`.
+
+    Call arguments:
+        inputs: the packed features: ``input_ids``, ``sequence_ids``,
+            ``position_ids``, ``branch_ids``, ``response_mask``,
+            ``sequence_mask`` and, without a ``reference`` model, the
+            reference's log-likelihoods for ``sigmoid`` and ``ipo``.
+        training: whether dropout is active.
+
+    Returns:
+        Per pair, float32 ``[B, K]`` (0 in empty slots):
+        ``chosen_log_likelihood``, ``rejected_log_likelihood``,
+        ``reward_margin`` and ``loss``.
+    """
+
+    task = "preference"
+    loss_terms = ("preference",)
+    head_features = ("branch_ids", "response_mask", "sequence_mask") + _REFERENCE_FEATURES
+    # How `tfpack.predict` packs this model's examples (a preset of tfpack.data.pack).
+    packing_roles = "preference"
+
+    def __init__(self, policy, reference=None, *, loss="sigmoid", beta=0.1, simpo_gamma=0.5,
+                 orpo_lambda=0.1, share_prompt=False, **kwargs):
+        if loss not in LOSSES:
+            raise TfpackError(f"`loss` must be one of {LOSSES}. Received: loss={loss!r}")
+        for name, value in (("beta", beta), ("orpo_lambda", orpo_lambda)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise TfpackError(f"`{name}` must be a positive number. "
+                                  f"Received: {name}={value!r}")
+        if isinstance(simpo_gamma, bool) or not isinstance(simpo_gamma, (int, float)):
+            raise TfpackError(f"`simpo_gamma` must be a number. Received: "
+                              f"simpo_gamma={simpo_gamma!r}")
+        for name, lm in (("policy", policy), ("reference", reference)):
+            if lm is not None and (not callable(lm) or getattr(lm, "backbone", None) is None):
+                raise TfpackError(
+                    f"`{name}` must be a causal LM with a `backbone` returning `logits` (e.g. "
+                    f"tfpack.models.CausalLM). Received: {name}={lm!r}"[:300])
+        if share_prompt:
+            check_shared_prompt_policy(policy)
+            if reference is not None:
+                check_shared_prompt_policy(reference, "reference")
+        super().__init__(policy.backbone, **kwargs)
+        self.policy = policy
+        self.reference = reference
+        if reference is not None:
+            reference.trainable = False
+        self.loss = loss
+        self.beta = float(beta)
+        self.simpo_gamma = float(simpo_gamma)
+        self.orpo_lambda = float(orpo_lambda)
+        self.share_prompt = bool(share_prompt)
+        self.vocabulary_size = getattr(policy, "vocabulary_size", None)
+        # `evaluate` reports the reward accuracy (share of pairs with a
+        # positive margin) and the mean margin, both exact means over pairs.
+        replaced = self._preference_accuracy  # Task's `preference_accuracy`: the same ratio.
+        self._preference_accuracy = StatisticRatio(name="reward_accuracy")
+        if replaced in self._metrics:
+            self._metrics.remove(replaced)
+        self._reward_margin = keras.metrics.Mean(name="reward_margin")
+
+    @property
+    def optional_features(self):
+        # Required (so `tfpack.predict` and the `Trainer` refuse packs without
+        # them before tracing) when the loss reads them and no model gives them.
+        needed = self.loss in _REFERENCE_LOSSES and self.reference is None
+        return () if needed else _REFERENCE_FEATURES
+
+    @property
+    def losses(self):
+        # A frozen reference's own losses (a mixture of experts' router loss)
+        # train nothing: only the policy's count.
+        own = super().losses
+        if self.reference is None:
+            return own
+        skip = {id(t) for t in self.reference.losses}
+        return [t for t in own if id(t) not in skip]
+
+    def _sequences(self, inputs):
+        num_pairs = inputs["sequence_mask"].shape[-1]
+        sequences, positions = split_pairs(inputs["sequence_ids"], inputs["branch_ids"],
+                                           inputs["position_ids"], num_pairs)
+        features = {name: inputs[name] for name in backbone_input_features(self.backbone)
+                    if name in inputs}
+        features.update(sequence_ids=sequences, position_ids=positions)
+        return features, sequences, num_pairs
+
+    def _scores(self, lm, features, inputs, sequences, num_pairs, training):
+        if self.share_prompt:
+            logits = shared_prompt_logits(lm, inputs, features["position_ids"], training)
+        else:
+            logits = lm(features, training=training)["logits"]
+        return response_log_likelihoods(logits, inputs["input_ids"], sequences,
+                                        ops.cast(inputs["response_mask"], "int32"), num_pairs)
+
+    def call(self, inputs, training=None):
+        features, sequences, num_pairs = self._sequences(inputs)
+        chosen, rejected, chosen_tokens, rejected_tokens = self._scores(
+            self.policy, features, inputs, sequences, num_pairs, training)
+        mask = ops.cast(inputs["sequence_mask"], "float32")
+        reference_chosen = reference_rejected = None
+        if self.loss in _REFERENCE_LOSSES:
+            reference_chosen, reference_rejected = self._reference(
+                features, inputs, sequences, num_pairs)
+        loss, margin = preference_losses(
+            self.loss, chosen, rejected, chosen_tokens, rejected_tokens, reference_chosen,
+            reference_rejected, beta=self.beta, simpo_gamma=self.simpo_gamma,
+            orpo_lambda=self.orpo_lambda)
+        return {"chosen_log_likelihood": chosen * mask, "rejected_log_likelihood": rejected * mask,
+                "reward_margin": margin * mask, "loss": loss * mask}
+
+    def _reference(self, features, inputs, sequences, num_pairs):
+        if self.reference is not None:
+            chosen, rejected, _, _ = self._scores(self.reference, features, inputs, sequences,
+                                                  num_pairs, False)
+            return ops.stop_gradient(chosen), ops.stop_gradient(rejected)
+        missing = [n for n in _REFERENCE_FEATURES if n not in inputs]
+        if missing:
+            raise TfpackError(
+                f"`PreferenceModel(loss={self.loss!r})` needs the reference's log-likelihoods: "
+                "a `reference` model, or packs carrying them (preference_examples(..., "
+                f"reference=reference_log_likelihoods(...))). Received: neither (packs "
+                f"without {missing})")
+        return tuple(ops.cast(inputs[n], "float32") for n in _REFERENCE_FEATURES)
+
+    def loss_statistics(self, x, y_pred):
+        mask = ops.cast(x["sequence_mask"], "float32")
+        wins = ops.cast(y_pred["reward_margin"] > 0, "float32") * mask
+        return {"preference_loss_sum": ops.sum(y_pred["loss"] * mask),
+                "preference_count": ops.sum(mask),
+                "preference_correct": ops.sum(wins)}
+
+    def target_counts(self, x):
+        return {"preference": ops.sum(ops.cast(x["sequence_mask"], "float32"))}
+
+    def update_task_metrics(self, x, y_pred, statistics):
+        self._reward_margin.update_state(y_pred["reward_margin"],
+                                         sample_weight=ops.cast(x["sequence_mask"], "float32"))
+
+    def get_config(self):
+        config = super().get_config()
+        del config["backbone"]  # The policy's: serialized with it.
+        config.update(
+            policy=keras.saving.serialize_keras_object(self.policy),
+            reference=(None if self.reference is None
+                       else keras.saving.serialize_keras_object(self.reference)),
+            loss=self.loss, beta=self.beta, simpo_gamma=self.simpo_gamma,
+            orpo_lambda=self.orpo_lambda, share_prompt=self.share_prompt)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["policy"] = keras.saving.deserialize_keras_object(config["policy"])
+        if config.get("reference") is not None:
+            config["reference"] = keras.saving.deserialize_keras_object(config["reference"])
+        return cls(**config)
+
+
+def reference_log_likelihoods(reference, examples, *, max_length, max_sequences_per_pack,
+                              **predict_arguments):
+    """The reference's log-likelihoods of every pair, computed once (`tfpack.predict`).
+
+    Pass the result to `tfpack.builders.preference_examples` as
+    ``reference=``: the packs then carry them and a `PreferenceModel`
+    without a reference model reads them (half the compute per step).
+
+    >>> import tfpack
+    >>> from tfpack.models import CausalLM, DecoderBackbone
+    >>> reference = CausalLM(DecoderBackbone(vocabulary_size=20, num_layers=1, hidden_dim=8,
+    ...                                      num_heads=2, intermediate_dim=16))
+    >>> pairs = [{"prompt": [1, 2], "chosen": [3], "rejected": [4, 5]}]
+    >>> scores = reference_log_likelihoods(
+    ...     reference, tfpack.builders.preference_examples(pairs, max_length=8),
+    ...     max_length=8, max_sequences_per_pack=2, jit_compile=False)
+    >>> sorted(scores), scores["chosen_log_likelihood"].shape
+    (['chosen_log_likelihood', 'rejected_log_likelihood'], (1,))
+
+    Args:
+        reference: the reference causal LM.
+        examples: a dataset of `tfpack.builders.preference_examples`.
+        max_length, max_sequences_per_pack, **predict_arguments: as
+            `tfpack.predict` (``max_sequences_per_pack`` counts pairs).
+
+    Returns:
+        ``{"chosen_log_likelihood": [n], "rejected_log_likelihood": [n]}``,
+        float32 numpy arrays in input order.
+    """
+    from tfpack.inference.predict import predict
+
+    # Reference-free, so that the packs need no reference features; the
+    # log-likelihoods do not depend on the loss.
+    scorer = PreferenceModel(reference, loss="simpo")
+    out = predict(scorer, examples, max_length=max_length,
+                  max_sequences_per_pack=max_sequences_per_pack, **predict_arguments)
+    return {k: out[k] for k in ("chosen_log_likelihood", "rejected_log_likelihood")}
