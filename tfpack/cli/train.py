@@ -187,18 +187,17 @@ def _dataset(config: dict):
     from tfpack import data
 
     if config["input_format"] == "packed":
-        dataset = data.read_packed(config["input"])
+        dataset = data.read_packed(check_input_patterns(config["input"]))
         spec = dataset.element_spec
         factor = config["packing_factor"]
         if factor is None:
-            base = os.path.dirname(config["input"].split(",")[0])
             try:
-                with open(os.path.join(base, "stats.json")) as f:
+                with open(os.path.join(input_directory(config["input"]), "stats.json")) as f:
                     factor = json.load(f)["packing_factor"]
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError, KeyError, TypeError):
                 factor = 1.0
         return dataset, float(factor), spec
-    examples = data.read_google_records(config["input"])
+    examples = data.read_google_records(check_input_patterns(config["input"]))
     unpacked = config["pack"] == "none"
     packer = data.pack(
         max_length=config["max_length"],
@@ -210,16 +209,37 @@ def _dataset(config: dict):
     return dataset, float(factor), dataset.element_spec
 
 
+def input_directory(pattern: str) -> str:
+    """The directory of ``--input``'s first part: itself when it names a directory
+    (``DIR`` and ``DIR/`` alike), else the directory of the glob."""
+    first = pattern.split(",")[0].strip()
+    return first if os.path.isdir(first) else os.path.dirname(first)
+
+
+def check_input_patterns(pattern: str) -> str:
+    """``pattern`` without blanks around its parts; every comma-separated part must name
+    a directory or match a file: a part matching nothing is refused, never silently left
+    out of training."""
+    import tensorflow as tf  # gfile: cloud paths (gs://) too.
+
+    for part in pattern.split(","):
+        part = part.strip()
+        if not part or not (tf.io.gfile.isdir(part) or tf.io.gfile.glob(part)):
+            raise TfpackError(
+                "Every comma-separated part of `--input` must name a packed output directory "
+                f"or match at least one file. Received: --input={pattern} (part {part!r} "
+                "matches nothing)")
+    return ",".join(part.strip() for part in pattern.split(","))
+
+
 def _plan_beside(config: dict, factor: float):
     """The `PackingPlan` of a packed input (its depth spread), if it matches ``factor``."""
     if config["input_format"] != "packed" or config["packing_factor"] is not None:
         return factor
     from tfpack.packing import PackingPlan
 
-    first = config["input"].split(",")[0]
-    base = first if os.path.isdir(first) else os.path.dirname(first)
     try:
-        plan = PackingPlan.load(os.path.join(base, "plan.json"))
+        plan = PackingPlan.load(os.path.join(input_directory(config["input"]), "plan.json"))
     except (TfpackError, OSError):
         return factor
     return plan if abs(plan.metrics["packing_factor"] - factor) < 1e-6 else factor

@@ -4,7 +4,9 @@
 - `for_packing`, `BatchRule`, `packing_factor_of`: cut accumulation (or the
   micro-batch) by the packing factor.
 - `Trainer`: the `tf.distribute` loop (XLA per-replica step, accumulation,
-  global loss denominators, mixed precision, JSON-lines logs, checkpoints).
+  global loss denominators, mixed precision, JSON-lines logs, checkpoints);
+  given a packed output, each worker reads only its share.
+- `packed_dataset_fn`: the same share per worker for `model.fit`.
 
 Example:
 
@@ -16,6 +18,7 @@ Example:
 """
 
 from tfpack.training.batching import BatchRule, for_packing, packing_factor_of
+from tfpack.training.inputs import packed_dataset_fn
 from tfpack.training.lamb import DEFAULT_EXCLUDE, Lamb
 from tfpack.training.loop import NonFiniteLossError, Trainer, TrainResult
 from tfpack.training.validation import validate_element_spec
@@ -28,6 +31,7 @@ __all__ = [
     "TrainResult",
     "Trainer",
     "for_packing",
+    "packed_dataset_fn",
     "packing_factor_of",
     "validate_element_spec",
 ]

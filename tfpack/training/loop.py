@@ -53,6 +53,8 @@ import keras
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
+from tfpack.packing.workers import PackSplit, split_packs
+from tfpack.training import inputs
 from tfpack.training.checkpoint import Checkpointer
 from tfpack.training import trained_lengths
 from tfpack.training.logging import JsonLinesLogger, ProgressBar, truncate_log
@@ -185,6 +187,7 @@ class Trainer:
         self._loop = tf.function(self._train_loop)
         self._iterator = None
         self._dataset = None
+        self._output = None
         self._element_spec = None
 
     # ----------------------------------------------------------------- steps
@@ -331,8 +334,41 @@ class Trainer:
         tf.while_loop(keep_going, body, (tf.constant(0, tf.int64),))
 
     # ------------------------------------------------------------ data setup
+    def split(self, output, num_workers: int | None = None) -> PackSplit:
+        """How a packed output's packs are split over the workers (`split_packs`).
+
+        Each worker contributes ``micro_batch_size * replicas per worker *
+        accumulation_steps`` packs to an update; ``split(output).steps`` is
+        the number of updates in one epoch.
+        """
+        output = inputs.packed_output(output)
+        workers = num_workers or inputs.num_input_pipelines(self.strategy)
+        return split_packs([records for _, records in output.shards], num_workers=workers,
+                           packs_per_step=self.packs_per_update // workers)
+
+    def distribute_packed(self, output, start_step: int = 0):
+        """Each worker reads only its share of a packed output (`tfpack.training.inputs`).
+
+        Worker ``w`` reads its range of packs (then its empty packs) from
+        update ``start_step`` on, epoch after epoch, in micro-batches.
+        """
+        output = inputs.packed_output(output)
+        micro = self.micro_batch_size
+
+        def dataset_fn(context: tf.distribute.InputContext):
+            split = self.split(output, context.num_input_pipelines)
+            packs = inputs.worker_packs(output, split, context.input_pipeline_id,
+                                        start_step=start_step)
+            return packs.batch(micro, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
+
     def distribute(self, dataset: tf.data.Dataset):
-        """Batch and shard unbatched packed examples so every update gets the same packs."""
+        """Batch and shard unbatched packed examples so every update gets the same packs.
+
+        Every worker reads the whole ``dataset`` and keeps its micro-batches;
+        pass a packed output to `fit` instead to read only each worker's share.
+        """
         micro = self.micro_batch_size
 
         def dataset_fn(context: tf.distribute.InputContext):
@@ -358,14 +394,19 @@ class Trainer:
             self.optimizer.build(self.model.trainable_variables)
 
     # ------------------------------------------------------------------- fit
-    def fit(self, dataset: tf.data.Dataset, num_steps: int) -> TrainResult:
+    def fit(self, dataset, num_steps: int) -> TrainResult:
         """Train until ``num_steps`` optimizer updates (resuming from a checkpoint).
 
         Args:
-            dataset: UNBATCHED packed examples (dicts of DESIGN.md features,
-                fixed shapes); repeat it for several epochs. A later call on
-                the same trainer continues the stream of the first call's
-                dataset (call ``fit`` again with a larger ``num_steps`` to
+            dataset: a packed output (its directory, or a `PackedOutput`):
+                each worker reads only its share (`tfpack.training.inputs`:
+                contiguous pack ranges, the remainder padded with empty packs,
+                epoch after epoch; ``self.split(dataset).steps`` updates an
+                epoch). Or a `tf.data.Dataset` of UNBATCHED packed examples
+                (dicts of DESIGN.md features, fixed shapes), which every
+                worker reads whole; repeat it for several epochs. A later call
+                on the same trainer continues the stream of the first call's
+                input (call ``fit`` again with a larger ``num_steps`` to
                 train on, e.g. alternating with evaluation).
             num_steps: the total number of updates to reach.
 
@@ -381,6 +422,16 @@ class Trainer:
         if not isinstance(num_steps, int) or num_steps < 0:
             raise TfpackError(f"`num_steps` must be a non-negative integer. "
                               f"Received: num_steps={num_steps!r}")
+        if inputs.is_packed_output(dataset):
+            return self._fit_packed(inputs.packed_output(dataset), num_steps)
+        if not isinstance(dataset, tf.data.Dataset):
+            raise TfpackError("`dataset` must be a tf.data.Dataset of packs, a packed output "
+                              "directory or a PackedOutput. "
+                              f"Received: dataset={dataset!r:.200}")
+        if self._output is not None:
+            raise TfpackError("Later `fit` calls continue the stream of the first call's "
+                              "packed output and must pass it again. "
+                              f"Received: a tf.data.Dataset after {self._output.directory!r}")
         if self._iterator is not None and dataset.element_spec != self._element_spec:
             raise TfpackError(
                 "Later `fit` calls continue the stream of the first dataset and must pass "
@@ -391,9 +442,29 @@ class Trainer:
             self._build(self._element_spec)
             self._dataset = dataset
             self._iterator = iter(self.distribute(dataset))
+        return self._run(num_steps, lambda resumed: iter(self.distribute(
+            self._dataset.skip(resumed * self.packs_per_update))))
+
+    def _fit_packed(self, output, num_steps: int) -> TrainResult:
+        # Resuming never needs the iterator's state: the split says where
+        # every worker's stream continues, and reading starts there.
+        if self._iterator is not None and self._output != output:
+            raise TfpackError("Later `fit` calls continue the stream of the first call's "
+                              f"input and must pass it again. Received: {output.directory!r}")
+        if self._iterator is None:
+            self._output = output
+            self._element_spec = inputs.empty_packs(output, 1).element_spec
+            self._build(self._element_spec)
+            self._iterator = iter(self.distribute_packed(output))
+        return self._run(num_steps, lambda resumed: iter(self.distribute_packed(
+            output, start_step=resumed)), save_iterator=False)
+
+    def _run(self, num_steps: int, resume_iterator, save_iterator: bool = True) -> TrainResult:
+        """The training loop of `fit`; ``resume_iterator(step)`` continues a restored run."""
         resumed, checkpointer = None, None
         if self.checkpoint_dir is not None:
-            saves_iterator = isinstance(self._iterator, tf.__internal__.tracking.Trackable)
+            saves_iterator = save_iterator and isinstance(
+                self._iterator, tf.__internal__.tracking.Trackable)
             extra = {"iterator": self._iterator} if saves_iterator else {}
             checkpointer = Checkpointer(
                 self.checkpoint_dir, model=self.model, optimizer=self.optimizer,
@@ -408,11 +479,11 @@ class Trainer:
                 if self.log_path and self._is_chief():
                     truncate_log(self.log_path, resumed or 0)
                 if resumed and not saves_iterator:
-                    # This strategy's iterator cannot be checkpointed
-                    # (MultiWorkerMirroredStrategy): skip the packs the restored
-                    # updates consumed, which needs a deterministic dataset.
-                    self._iterator = iter(self.distribute(
-                        self._dataset.skip(resumed * self.packs_per_update)))
+                    # The iterator is not in the checkpoint (a packed output, or
+                    # MultiWorkerMirroredStrategy's iterator, which cannot be
+                    # saved): continue after the packs the restored updates
+                    # consumed (a dataset: skipped, so it must be deterministic).
+                    self._iterator = resume_iterator(resumed)
         logger = JsonLinesLogger(self.log_path if self._is_chief() else None)
         start = int(self.step.numpy())
         bar = ProgressBar(num_steps, start, enabled=self.progress and self._is_chief())
