@@ -104,15 +104,10 @@ def build_model(output, args):
 
 
 def process_dataset(output, split, worker: int, worker_batch: int):
-    """This process's packs, batched: its range, then its empty packs."""
-    from tfpack.data import read_packed
-    from tfpack.training import empty_packs
+    """This process's packs, batched: its range, then its empty packs, epoch after epoch."""
+    from tfpack.training.inputs import worker_packs
 
-    share = split.shares[worker]
-    packs = read_packed(output.directory, packs=(share.start, share.stop))
-    if share.padding:
-        packs = packs.concatenate(empty_packs(packs.element_spec, share.padding))
-    return packs.batch(worker_batch, drop_remainder=True)
+    return worker_packs(output, split, worker).batch(worker_batch, drop_remainder=True)
 
 
 def reference_dataset(output, split, worker_batch: int):
@@ -120,16 +115,19 @@ def reference_dataset(output, split, worker_batch: int):
     import numpy as np
     import tensorflow as tf
 
-    from tfpack.data import read_packed
-    from tfpack.training import empty_packs
+    from tfpack.training.inputs import worker_packs
 
-    packs = read_packed(output.directory)
-    empty = next(iter(empty_packs(packs.element_spec, 1)))
-    stacked = {n: np.stack([p[n] for p in packs.as_numpy_iterator()] + [empty[n].numpy()])
-               for n in packs.element_spec}
-    order = split.global_batches(worker_batch).reshape(-1)  # -1: the empty pack (last row)
+    rows, where = [], {}  # where: global pack index (-1: an empty pack) -> its row
+    for worker in range(split.num_workers):
+        packs = worker_packs(output, split, worker, repeat=False).as_numpy_iterator()
+        for index, pack in zip(split.worker_order(worker), packs, strict=True):
+            where.setdefault(int(index), len(rows))
+            rows.append(pack)
+    stacked = {n: np.stack([row[n] for row in rows]) for n in rows[0]}
+    order = np.array([where[int(i)] for i in split.global_batches(worker_batch).reshape(-1)])
     return tf.data.Dataset.from_tensor_slices(
-        {n: v[order] for n, v in stacked.items()}).batch(split.num_workers * worker_batch)
+        {n: v[order] for n, v in stacked.items()}).batch(
+            split.num_workers * worker_batch).repeat()
 
 
 def weights_sha256(model) -> str:
@@ -147,8 +145,8 @@ def main(argv=None) -> int:
 
     tf.config.set_visible_devices([], "GPU")  # tf.data only: the devices are JAX's
     join(args)
-    from tfpack.data import packed_output
     from tfpack.packing.workers import split_packs
+    from tfpack.training.inputs import packed_output
 
     output = packed_output(args.input)
     workers = args.as_processes or args.num_processes
@@ -161,7 +159,8 @@ def main(argv=None) -> int:
         dataset = process_dataset(output, split, args.process_id, worker_batch)
     steps = split.steps if args.steps is None else min(args.steps, split.steps)
     model = build_model(output, args)
-    history = model.fit(dataset.repeat(), epochs=args.epochs, steps_per_epoch=steps, verbose=0)
+    history = model.fit(dataset, epochs=args.epochs, steps_per_epoch=steps, shuffle=False,
+                        verbose=0)
     if args.save_weights:
         import numpy as np
 
