@@ -54,6 +54,9 @@ class ShardBuilder:
         self.roles = FeatureRoles.bert()
         self._parsers = {}
         self._build = None
+        # False once a dense parse failed: unpadded records (a width per record)
+        # would fail it again on every shard.
+        self._dense = True
 
     def packs(self, records, order: np.ndarray, splits: np.ndarray,
               example_ids: np.ndarray | None = None) -> Iterator[dict[str, np.ndarray]]:
@@ -72,9 +75,11 @@ class ShardBuilder:
             records = tf.data.Dataset.from_tensor_slices(tf.constant(list(records), tf.string))
         parts, widths = [], None
         for batch in records.batch(_BATCH).prefetch(2):
-            if not parts:
+            if not parts and self._dense:
                 widths = google_widths(batch[0].numpy())
-            parts.append(dense_first(self._parser, batch, widths))
+            part, widths = dense_first(self._parser, batch, widths)
+            self._dense = self._dense and widths is not None
+            parts.append(part)
         examples = {n: tf.concat([p[n] for p in parts], axis=0) for n in parts[0]}
         if self._build is None:
             self._build = _assemble_function(examples, self.roles, self.max_length,
