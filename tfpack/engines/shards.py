@@ -59,6 +59,9 @@ class ShardBuilder:
         self.roles = FeatureRoles.bert()
         self._parsers = {}
         self._build = None
+        # False once a dense parse failed: unpadded records (a width per record)
+        # would fail it again on every shard.
+        self._dense = True
 
     def packs(self, records, order: np.ndarray, splits: np.ndarray,
               example_ids: np.ndarray | None = None,
@@ -83,9 +86,11 @@ class ShardBuilder:
         parts, widths = [], None
         try:
             for batch in records.batch(_BATCH).prefetch(2):
-                if not parts:
+                if not parts and self._dense:
                     widths = google_widths(batch[0].numpy())
-                parts.append(dense_first(self._parser, batch, widths))
+                part, widths = dense_first(self._parser, batch, widths)
+                self._dense = self._dense and widths is not None
+                parts.append(part)
         except (tf.errors.InvalidArgumentError, ValueError) as error:
             if lengths is None:
                 raise

@@ -195,7 +195,8 @@ def scan_google_records(files: list[str], *, progress: bool = False
                     batch = next(iterator)
                     if index == 0:
                         widths = validation.google_widths(batch[0].numpy())
-                    codes, tokens, preds = validation.dense_first(_google_check, batch, widths)
+                    (codes, tokens, preds), widths = validation.dense_first(
+                        _google_check, batch, widths)
                 except StopIteration:
                     break
                 except tf.errors.InvalidArgumentError:

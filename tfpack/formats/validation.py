@@ -205,12 +205,16 @@ def google_rows(serialized: tf.Tensor, widths: dict[str, int] | None = None
 
 
 def dense_first(parser_for, batch: tf.Tensor, widths: dict[str, int] | None):
-    """``parser_for(widths)(batch)``; ``parser_for(None)(batch)`` if that fails.
+    """``(parser_for(widths)(batch), widths)``; ``parser_for(None)(batch)`` if that fails.
 
     ``parser_for``: widths as a tuple of items (or ``None``) -> a function
     built on `google_rows`, e.g. traced once per widths. The dense parse
     fails when a record of ``batch`` has other widths (or is bad): the
-    variable-length parse then gives the same result, or the error.
+    variable-length parse then gives the same result, or the error. The
+    widths returned are ``None`` after such a failure: callers parse the
+    rest of the file variable-length, since a file of unpadded records (one
+    width per record) fails every dense try, each failure costing a
+    discarded parse and an error.
 
     >>> from tfpack.formats.records import google_example
     >>> record = google_example([101, 7, 102], [0, 0, 0], [1], [8], 0,
@@ -218,14 +222,14 @@ def dense_first(parser_for, batch: tf.Tensor, widths: dict[str, int] | None):
     >>> parser_for = lambda widths: lambda batch: google_rows(
     ...     batch, widths and dict(widths))["input_mask"].values.shape
     >>> dense_first(parser_for, tf.constant([record]), {**google_widths(record), "input_ids": 9})
-    TensorShape([1, 8])
+    (TensorShape([1, 8]), None)
     """
     if widths is not None:
         try:
-            return parser_for(tuple(widths.items()))(batch)
+            return parser_for(tuple(widths.items()))(batch), widths
         except tf.errors.InvalidArgumentError:
             pass  # some record has other widths: parse them as variable-length
-    return parser_for(None)(batch)
+    return parser_for(None)(batch), None
 
 
 def google_problems(serialized: tf.Tensor, widths: dict[str, int] | None = None):
