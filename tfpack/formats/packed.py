@@ -423,12 +423,14 @@ def _add_empty(dataset: tf.data.Dataset, spec: dict) -> tf.data.Dataset:
 
 def _check_first_record(path: str, spec: dict) -> None:
     """The first record must hold exactly the manifest's features, of its kinds and sizes."""
-    try:
-        record = next(iter(tf.data.TFRecordDataset(path).take(1))).numpy()
+    try:  # TFRecord framing: length (8 bytes), its CRC (4), the record, its CRC (4)
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            f.read(4)
+            record = f.read(size) if size < (1 << 30) else b""
+        if len(record) != size or size == 0:
+            raise ValueError(f"a first record of {size} bytes, {len(record)} there")
         found = tf.train.Example.FromString(record).features.feature
-    except StopIteration:
-        raise TfpackError(f"Every shard must hold the records its manifest lists. Received: "
-                          f"{path!r} holds none") from None
     except Exception as error:  # noqa: BLE001 - an unreadable record, any kind
         raise TfpackError(f"Every shard must be a readable TFRecord file of tf.train.Example "
                           f"packs. Received: {path!r} ({type(error).__name__}: "
