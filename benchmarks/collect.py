@@ -12,7 +12,7 @@ import pathlib
 HERE = pathlib.Path(__file__).resolve().parent
 ORDER = ["planners", "optimal", "planners_long", "balance", "pipeline", "engines", "engines_dask",
          "model", "training", "predict", "qa", "backbones", "attention", "keras_hub_attention",
-         "keras_hub_families", "accelerator", "integrity"]
+         "keras_hub_families", "accelerator", "integrity", "reading"]
 
 
 def main() -> None:
