@@ -323,9 +323,10 @@ class _Plan:
                                           num_parallel_calls=tf.data.AUTOTUNE,
                                           deterministic=False)
         check = _checker(self, spec)
-        return (blocks_.map(tf.autograph.experimental.do_not_convert(check),
-                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-                .unbatch())
+        return _add_empty(
+            blocks_.map(tf.autograph.experimental.do_not_convert(check),
+                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+            .unbatch(), spec)
 
 
 def _segment(path, skip, first, n, to_end, R):
@@ -335,6 +336,14 @@ def _segment(path, skip, first, n, to_end, R):
     with more records than the manifest lists pairs a real block with it; a
     shorter one pairs the empty end marker with a row the manifest fills.
     """
+    # A shard gone since the output was opened (a re-pack with other shard names)
+    # is our one-line error too, not TensorFlow's NotFoundError.
+    pattern = tf.strings.regex_replace(path, r"([*?\[\]\\])", r"\\\1")
+    there = tf.debugging.Assert(tf.size(tf.io.matching_files(pattern)) > 0, [tf.strings.join([
+        _MARK, "Every shard of a packed output must exist while it is read. Received: ",
+        path, " is gone (removed or re-packed after the output was opened)"])])
+    with tf.control_dependencies([there]):
+        path = tf.identity(path)
     data = (tf.data.TFRecordDataset(path).skip(skip).batch(R).take(n + to_end)
             .concatenate(tf.data.Dataset.from_tensors(tf.zeros([0], tf.string))))
     rows = (tf.data.Dataset.range(first, first + n)
@@ -381,32 +390,47 @@ def _checker(plan: _Plan, spec: dict):
 
 
 def _parser(spec: dict):
-    """Parse a block of serialized packs; zero-width features are made, not parsed."""
+    """Parse a block of serialized packs: every feature of non-zero width.
+
+    Zero-width features (``M = 0``: ``masked_lm_*`` of shape ``[0]``) are
+    not parsed (a zero-width `FixedLenFeature`) nor unbatched (TensorFlow's
+    ``unbatch`` of a ``[n, 0]`` tensor crashes the process): `_add_empty`
+    adds them to each pack after ``unbatch``.
+    """
     parsed = {n: tf.io.FixedLenFeature(f["shape"], tf.float32 if f["dtype"] == "float32"
                                        else tf.int64)
               for n, f in spec.items() if int(np.prod(f["shape"])) > 0}
-    empty = {n: (f["shape"], tf.float32 if f["dtype"] == "float32" else tf.int32)
-             for n, f in spec.items() if int(np.prod(f["shape"])) == 0}
 
     def parse(serialized):
-        out = tf.io.parse_example(serialized, parsed) if parsed else {}
-        out = {n: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for n, t in out.items()}
-        rows = tf.shape(serialized)[:1]
-        for n, (shape, dtype) in empty.items():
-            out[n] = tf.zeros(tf.concat([rows, tf.constant(shape, tf.int32)], 0), dtype)
-        return {n: out[n] for n in spec}
+        out = tf.io.parse_example(serialized, parsed)
+        return {n: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for n, t in out.items()}
 
     return parse
 
 
+def _add_empty(dataset: tf.data.Dataset, spec: dict) -> tf.data.Dataset:
+    """Each pack with the zero-width features of ``spec`` too, in ``spec``'s order."""
+    empty = {n: (f["shape"], tf.float32 if f["dtype"] == "float32" else tf.int32)
+             for n, f in spec.items() if int(np.prod(f["shape"])) == 0}
+    if not empty:
+        return dataset
+
+    def add(pack):
+        return {n: pack[n] if n not in empty else tf.zeros(*empty[n]) for n in spec}
+
+    return dataset.map(add)
+
+
 def _check_first_record(path: str, spec: dict) -> None:
     """The first record must hold exactly the manifest's features, of its kinds and sizes."""
-    try:
-        record = next(iter(tf.data.TFRecordDataset(path).take(1))).numpy()
+    try:  # TFRecord framing: length (8 bytes), its CRC (4), the record, its CRC (4)
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            f.read(4)
+            record = f.read(size) if size < (1 << 30) else b""
+        if len(record) != size or size == 0:
+            raise ValueError(f"a first record of {size} bytes, {len(record)} there")
         found = tf.train.Example.FromString(record).features.feature
-    except StopIteration:
-        raise TfpackError(f"Every shard must hold the records its manifest lists. Received: "
-                          f"{path!r} holds none") from None
     except Exception as error:  # noqa: BLE001 - an unreadable record, any kind
         raise TfpackError(f"Every shard must be a readable TFRecord file of tf.train.Example "
                           f"packs. Received: {path!r} ({type(error).__name__}: "
