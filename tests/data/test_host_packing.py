@@ -344,16 +344,36 @@ def _free_ports(n):
     return ports
 
 
-@pytest.mark.slow  # two TensorFlow processes: ~35 s
-def test_two_workers_pack_their_own_files_and_run_equal_steps(tmp_path):
+def _write_files(folder):
+    """The files of `SIZES` records; record ``uid`` is ``[uid] * (uid * 7 % 13 + 1)``."""
     uid, files = 1, []
     for i, n in enumerate(SIZES):
         files.append(f"part-{i}.tfrecord")
-        with tf.io.TFRecordWriter(str(tmp_path / files[-1])) as writer:
+        with tf.io.TFRecordWriter(str(folder / files[-1])) as writer:
             for _ in range(n):
                 tokens = tf.constant([uid] * (uid * 7 % 13 + 1), tf.int32)
                 writer.write(tf.io.serialize_tensor(tokens).numpy())
                 uid += 1
+    return files
+
+
+def _communicate(runs, what):
+    outputs = []
+    for run in runs:
+        try:
+            output, _ = run.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            for r in runs:
+                r.kill()
+            pytest.fail(f"a {what} hung (unequal batch counts?)")
+        assert run.returncode == 0, output[-3000:]
+        outputs.append(output)
+    return outputs
+
+
+@pytest.mark.slow  # two TensorFlow processes: ~35 s
+def test_two_workers_pack_their_own_files_and_run_equal_steps(tmp_path):
+    files = _write_files(tmp_path)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
     runs = []
     for i in range(2):
@@ -369,14 +389,7 @@ def test_two_workers_pack_their_own_files_and_run_equal_steps(tmp_path):
                        str(tmp_path / f"trace{i}"), *command]
         runs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True))
-    for run in runs:
-        try:
-            output, _ = run.communicate(timeout=90)
-        except subprocess.TimeoutExpired:
-            for r in runs:
-                r.kill()
-            pytest.fail("a worker hung (unequal batch counts?)")
-        assert run.returncode == 0, output[-3000:]
+    _communicate(runs, "worker")
     results = [json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(2)]
     assert [r["pad"]["files"] for r in results] == [files[0::2], files[1::2]]
     for i in range(2):
@@ -397,3 +410,26 @@ def test_two_workers_pack_their_own_files_and_run_equal_steps(tmp_path):
     kept = drop[0]["ids"] + drop[1]["ids"]
     assert len(kept) == len(set(kept)) == len(everything) - drop[0]["dropped_sequences"]
     assert drop[1]["dropped_sequences"] == 0 and drop[0]["dropped_packs"] > 0
+
+
+@pytest.mark.slow  # two JAX processes (CPU, gloo): ~35 s
+def test_two_jax_processes_pack_their_own_files_and_run_equal_steps(tmp_path):
+    pytest.importorskip("jax")
+    files = _write_files(tmp_path)
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3",
+           "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": ROOT}
+    runs = [subprocess.Popen(
+        [sys.executable, os.path.join(os.path.dirname(__file__), "host_packing_jax_run.py"),
+         str(tmp_path / "part-*.tfrecord"), f"localhost:{port}", "2", str(i)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for i in range(2)]
+    first, second = (json.loads(out.strip().splitlines()[-1])
+                     for out in _communicate(runs, "process"))
+    assert (first["files"], second["files"]) == (files[0::2], files[1::2])
+    assert first["host_packs"] == second["host_packs"]
+    assert first["host_packs"][0] > first["host_packs"][1]
+    assert first["steps"] == second["steps"] == -(-max(first["host_packs"]) // 2)
+    assert sorted(first["ids"] + second["ids"]) == list(range(1, sum(SIZES) + 1))
