@@ -25,6 +25,7 @@ Example (one host: every file is its own):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -43,7 +44,8 @@ def host_files(files: str | Sequence[str],
     """The files this input pipeline reads: ``files[w::W]`` of the expanded list.
 
     Args:
-        files: a path or glob pattern, or a list of them; patterns expand in
+        files: a path or glob pattern, or a list or tuple of them (`str` or
+            `os.PathLike`); patterns expand in
             sorted order, the list keeps its order. Every host must be given
             the same list.
         input_context: the `tf.distribute.InputContext` (``W`` pipelines,
@@ -56,10 +58,12 @@ def host_files(files: str | Sequence[str],
         TfpackError: a path that does not exist, a pattern matching nothing,
             a file named twice, or fewer files than hosts.
     """
-    entries = [files] if isinstance(files, str) else list(files)
-    if not entries or not all(isinstance(e, str) for e in entries):
+    single = isinstance(files, (str, os.PathLike))
+    entries = [files] if single else list(files) if isinstance(files, (list, tuple)) else []
+    if not entries or not all(isinstance(e, (str, os.PathLike)) for e in entries):
         raise TfpackError("`files` must be a path or pattern, or a non-empty list of them. "
                           f"Received: files={files!r}")
+    entries = [os.fspath(e) for e in entries]
     expanded = []
     for entry in entries:
         if _GLOB & set(entry):
@@ -69,6 +73,10 @@ def host_files(files: str | Sequence[str],
         if not matches:
             raise TfpackError(f"`files` must name existing files. Received: {entry!r} "
                               "matches no file")
+        directories = [m for m in matches if tf.io.gfile.isdir(m)]
+        if directories:
+            raise TfpackError("`files` must name files, not directories (use a pattern such "
+                              f"as 'DIR/*.tfrecord'). Received: {directories[0]!r}")
         expanded += matches
     if input_context is None:
         return split_files(expanded, num_hosts=1, host=0)

@@ -68,8 +68,15 @@ def check_counts(counts, num_hosts: int) -> list[int]:
     >>> check_counts([4, 4, 1, 1], 2)
     [4, 1]
     """
-    counts = [int(c) for c in np.asarray(counts).reshape(-1)]
-    if not counts or len(counts) % num_hosts:
+    try:
+        array = np.asarray(counts, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        array = np.zeros([0])
+    if not array.size or (array != np.round(array)).any():
+        raise TfpackError("`all_gather` must return a list of integer counts. "
+                          f"Received: {counts!r}")
+    counts = [int(c) for c in array]
+    if len(counts) % num_hosts:
         raise TfpackError(
             f"`all_gather` must return one count per host ({num_hosts} hosts) or per "
             f"replica. Received: {counts}")
