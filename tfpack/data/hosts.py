@@ -92,6 +92,12 @@ def strategy_all_gather(strategy: tf.distribute.Strategy) -> Callable[[int], lis
     `MultiWorkerMirroredStrategy` runs as one collective all-reduce across the
     workers). Call it on every worker, outside ``strategy.run`` (e.g. in the
     ``dataset_fn`` of ``distribute_datasets_from_function``), once per packer.
+
+    Example (the default strategy: one replica):
+
+    >>> import tensorflow as tf
+    >>> strategy_all_gather(tf.distribute.get_strategy())(5)
+    [5]
     """
     replicas = strategy.num_replicas_in_sync
 
@@ -112,6 +118,11 @@ def jax_all_gather() -> Callable[[int], list[int]]:
     Uses ``jax.experimental.multihost_utils.process_allgather`` (after
     ``jax.distributed.initialize``); every process must apply its packer at
     the same point of its program.
+
+    Example (one process)::
+
+        >>> jax_all_gather()(5)  # doctest: +SKIP
+        [5]
     """
     from jax.experimental import multihost_utils  # JAX is optional for tfpack.
 
