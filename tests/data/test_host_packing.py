@@ -220,6 +220,34 @@ def test_streaming_stops_reading_its_share_after_num_packs():
     assert len(packs) == 6 and max(read) < 20  # Read by windows of 4, not all 100.
 
 
+def test_balance_arranges_each_hosts_own_batches():
+    shares = [[{"input_ids": [i] * (i % 7 + 1)} for i in range(1, 30)],
+              [{"input_ids": [i] * (i % 5 + 1)} for i in range(30, 40)]]
+    results = pack_on_hosts(shares, max_length=8, max_sequences_per_pack=3, algorithm="ffd",
+                            batch_size=2, balance=True)
+    assert len(results[0][0]) == len(results[1][0])
+    for h, (batches, report) in enumerate(results):
+        assert report.balance is not None and report.balance.batch_size == 2
+        ids = [int(i) for b in batches for row in b["input_ids"] for i in set(row) - {0}]
+        assert sorted(ids) == [e["input_ids"][0] for e in shares[h]]
+
+
+def test_streaming_share_resumes_mid_stream(tmp_path):
+    examples = [{"input_ids": [i] * (i % 5 + 1)} for i in range(1, 30)]
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
+    packs = dataset_from_examples(examples).apply(tfpack.data.pack(
+        max_length=8, max_sequences_per_pack=3, window=6, algorithm="ffd",
+        input_context=context, input_sharded=True, num_packs=20))
+    iterator = iter(packs)
+    for _ in range(7):
+        next(iterator)
+    path = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    rest = [p["input_ids"].numpy().tolist() for p in iterator]
+    restored = iter(packs)
+    tf.train.Checkpoint(iterator=restored).restore(path)
+    assert [p["input_ids"].numpy().tolist() for p in restored] == rest and len(rest) == 13
+
+
 def test_whole_input_mode_is_unchanged_by_default():
     examples = [{"input_ids": [i] * (i % 5 + 1)} for i in range(1, 12)]
     shares = []
