@@ -15,6 +15,7 @@ MODULES = [
     "tfpack.packing.placement",
     "tfpack.packing.balance",
     "tfpack.packing.permutation",
+    "tfpack.packing.hosts",
     "tfpack.packing.algorithms",
     "tfpack.packing.algorithms.base",
     "tfpack.packing.algorithms._nnls",

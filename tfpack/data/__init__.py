@@ -4,7 +4,9 @@ Every pack has the DESIGN.md features (``input_ids``, ``sequence_ids``,
 ``position_ids``, ... with fixed shapes ``[L]``, ``[K]``, ``[M]``).
 
 - `pack`: ``ds.apply(tfpack.data.pack(...))``, offline or streaming
-  (``window=``), shuffled with a seed, sharded with an ``InputContext``.
+  (``window=``), shuffled with a seed, sharded with an ``InputContext``;
+  per host (``input_sharded=True``) over `host_files`, the hosts' counts
+  agreed through `strategy_all_gather` or `jax_all_gather`.
 - `flatten`: padding-free minibatch flattening (one row per minibatch).
 - `FeatureRoles`: which feature is token-level, per-sequence or masked-LM.
 - Builders: `bert_pretraining_examples` (raw text -> NSP + MLM examples),
@@ -32,6 +34,7 @@ import importlib
 from tfpack.data.assemble import assemble
 from tfpack.data.features import IGNORE_LABEL, FeatureRoles, packed_feature_spec
 from tfpack.data.flatten import flatten
+from tfpack.data.hosts import host_files, jax_all_gather, strategy_all_gather
 from tfpack.data.pack import Packer, PackReport, pack
 from tfpack.packing.windows import streaming_metrics
 
@@ -69,9 +72,12 @@ __all__ = sorted([
     "Packer",
     "assemble",
     "flatten",
+    "host_files",
+    "jax_all_gather",
     "pack",
     "packed_feature_spec",
     "streaming_metrics",
+    "strategy_all_gather",
     *_ELSEWHERE,
 ])
 

@@ -232,9 +232,16 @@ class FeatureRoles:
             )
 
 
+def _shape(spec) -> str:
+    shape = getattr(spec, "shape", None)
+    if shape is None or shape.rank is None:  # e.g. the output of `tf.io.parse_tensor`
+        return "[<unknown rank>]"
+    return str(list(shape))
+
+
 def _describe(element_spec) -> str:
     return "{" + ", ".join(
-        f"{k!r}: {getattr(v, 'dtype', None) and v.dtype.name}{list(getattr(v, 'shape', []))}"
+        f"{k!r}: {getattr(v, 'dtype', None) and v.dtype.name}{_shape(v)}"
         for k, v in sorted(element_spec.items())
     ) + "}"
 

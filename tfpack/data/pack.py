@@ -27,7 +27,18 @@ Sharding (``input_context=``): worker ``w`` of ``W`` gets packs ``w, w + W,
 with ``sequence_mask`` all 0, which carry no loss) or cut down
 (``remainder="drop"``, offline only) to a multiple of ``W * replicas per
 worker * per_replica_batch_size``, so every replica sees the same number of
-packs. `Packer.report` says how many packs were added or dropped.
+packs. `Packer.report` says how many packs were added or dropped. Every host
+reads and plans the whole input (the same plan as one host).
+
+Packing per host (``input_sharded=True``): the dataset is this host's own share
+of the raw input (built from `tfpack.data.host_files`, so no host reads
+another's files); the host plans and packs only it. Offline, the hosts then
+exchange their pack counts once (``all_gather``, e.g.
+`tfpack.data.strategy_all_gather`) and each pads with empty packs to the
+largest count (``"pad"``) or cuts its last packs to the smallest (``"drop"``),
+so every host yields the same number of batches; streaming, each host emits
+exactly ``num_packs`` packs (its own, then empty ones; packs past
+``num_packs`` are not read). See `tfpack.packing.hosts`.
 """
 
 from __future__ import annotations
@@ -42,12 +53,19 @@ import tensorflow as tf
 from tfpack.data.assemble import assemble
 from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.data.features import FeatureRoles, packed_feature_spec
-from tfpack.data.reading import input_names, materialize, ragged_rows, truncate_example
+from tfpack.data.reading import (
+    input_names,
+    materialize,
+    no_examples,
+    ragged_rows,
+    truncate_example,
+)
 from tfpack.errors import TfpackError
 from tfpack.formats import validation
 from tfpack.formats.rows import dense_rows
 from tfpack.packing.balance import check_balance
 from tfpack.packing.flow import offline_packs
+from tfpack.packing.hosts import FAILED, agreed_packs, check_counts, fit_to_count
 from tfpack.packing.windows import (
     DEFAULT_ALGORITHM,
     check_predictions,
@@ -83,6 +101,12 @@ class PackReport:
         dropped_packs, dropped_sequences: cut with ``remainder="drop"``.
         num_workers, worker: the input pipeline this dataset is for.
         max_predictions_per_pack: ``M`` in effect.
+        input_sharded: the dataset was this host's own share of the input.
+            Then ``packs``, ``sequences``, ``tokens``, ``efficiency``,
+            ``packing_factor``, ``padding_packs``, ``dropped_packs`` and
+            ``dropped_sequences`` describe this host only.
+        host_packs: with ``all_gather``, every host's real packs before
+            they were padded or cut, host by host; else ``None``.
         plan: the `tfpack.packing.PackingPlan` used (offline), else ``None``.
         balance: with ``balance=``, the `tfpack.packing.balance.BatchBalance`
             of the batches of all workers together (``low``/``high``: the
@@ -103,6 +127,8 @@ class PackReport:
     num_workers: int = 1
     worker: int = 0
     max_predictions_per_pack: int | None = None
+    input_sharded: bool = False
+    host_packs: list | None = None
     plan: object = None
     balance: object = None
 
@@ -125,6 +151,9 @@ def pack(
     batch_size: int | None = None,
     balance=False,
     balance_size: int | None = None,
+    input_sharded: bool = False,
+    all_gather=None,
+    num_packs: int | None = None,
 ) -> "Packer":
     """A dataset transformation packing examples into fixed-shape packs.
 
@@ -184,6 +213,26 @@ def pack(
             cannot always be balanced), or with ``batch_size=None`` for
             unbatched packs (`tfpack.training.Trainer` batches them). A
             multiple of ``batch_size`` times the workers.
+        input_sharded: with ``input_context``: the dataset is this host's own
+            share of the raw input, e.g. read from the files of
+            `tfpack.data.host_files` (shares may differ in size). The host
+            plans and packs only its share; ``max_sequences_per_pack`` (and
+            ``max_predictions_per_pack`` for masked-LM data) must be fixed so
+            that all hosts' packs have one shape. Needs ``all_gather`` or
+            ``num_packs`` when there are several input pipelines.
+        all_gather: offline, with ``input_sharded``: a collective taking
+            this host's pack count and returning every host's (or every
+            replica's), called once by every host while ``ds.apply`` runs:
+            `tfpack.data.strategy_all_gather` (tf.distribute) or
+            `tfpack.data.jax_all_gather` (JAX processes). Every host then
+            emits the largest count rounded up to its steps (``remainder=
+            "pad"``: empty packs, no loss) or the smallest rounded down
+            (``"drop"``: the cut packs and sequences are in the report).
+        num_packs: with ``input_sharded``: emit exactly this many packs on
+            this host, with no communication: the host's own packs, then
+            empty ones; packs past ``num_packs`` are cut (offline: counted
+            in the report; streaming: not read, so not counted). The way to
+            agree in streaming mode, where counts are known only at the end.
 
     Returns:
         A `Packer`: pass it to ``dataset.apply``; ``Packer.report`` then
@@ -195,7 +244,8 @@ def pack(
         algorithm=algorithm, window=window, roles=roles, truncate=truncate,
         shuffle=shuffle, seed=seed, input_context=input_context,
         per_replica_batch_size=per_replica_batch_size, remainder=remainder,
-        batch_size=batch_size, balance=balance, balance_size=balance_size)
+        batch_size=batch_size, balance=balance, balance_size=balance_size,
+        input_sharded=input_sharded, all_gather=all_gather, num_packs=num_packs)
 
 
 def _positive(name, value, allow_none=False):
@@ -215,7 +265,8 @@ class Packer:
     def __init__(self, *, max_length, max_sequences_per_pack, max_predictions_per_pack,
                  plan, algorithm, window, roles, truncate, shuffle, seed,
                  input_context, per_replica_batch_size, remainder, batch_size=None,
-                 balance=False, balance_size=None):
+                 balance=False, balance_size=None, input_sharded=False, all_gather=None,
+                 num_packs=None):
         _positive("max_length", max_length)
         _positive("max_sequences_per_pack", max_sequences_per_pack, allow_none=True)
         _positive("max_predictions_per_pack", max_predictions_per_pack, allow_none=True)
@@ -267,15 +318,62 @@ class Packer:
             self.multiple = math.lcm(self.multiple, self.num_workers * batch_size)
         self.remainder = remainder
         self.balance = balance
-        # A step takes one batch from every worker: balance those together.
-        self.balance_size = balance_size or (batch_size or 0) * self.num_workers
+        # A step takes one batch from every worker: balance those together
+        # (packing per host: each host balances its own batches).
+        arranged = 1 if input_sharded else self.num_workers
+        self.balance_size = balance_size or (batch_size or 0) * arranged
         if balance and batch_size and balance_size and \
-                balance_size % (batch_size * self.num_workers):
+                balance_size % (batch_size * arranged):
             raise TfpackError(
                 "`balance_size` must be a multiple of `batch_size` times the workers "
-                f"({batch_size * self.num_workers}), so that groups are whole steps. "
+                f"({batch_size * arranged}), so that groups are whole steps. "
                 f"Received: balance_size={balance_size}")
+        self.input_sharded = bool(input_sharded)
+        self.all_gather = all_gather
+        self.num_packs = num_packs
+        if input_sharded:
+            self._check_sharded(input_context, replicas, per_replica_batch_size, plan)
+        elif all_gather is not None or num_packs is not None:
+            raise TfpackError("`all_gather` and `num_packs` are for `input_sharded=True`. "
+                              f"Received: input_sharded={input_sharded!r}")
         self.report: PackReport | None = None
+
+    def _check_sharded(self, input_context, replicas, per_replica_batch_size, plan):
+        """Settings of packing per host; the per-host multiple of packs."""
+        if input_context is None:
+            raise TfpackError("`input_sharded=True` needs the `input_context` of this host. "
+                              "Received: input_context=None")
+        if plan is not None:
+            raise TfpackError("`input_sharded=True` plans each host's own share: pass "
+                              "`algorithm`, not `plan`. Received: plan=<PackingPlan>")
+        if self.max_sequences_per_pack is None:
+            raise TfpackError("`input_sharded=True` needs a fixed `max_sequences_per_pack`, "
+                              "the same on every host. Received: max_sequences_per_pack=None")
+        _positive("num_packs", self.num_packs, allow_none=True)
+        if self.window and self.all_gather is not None:
+            raise TfpackError(
+                "Streaming mode (`window`) cannot agree on a count it knows only at the "
+                "end: pass `num_packs` instead of `all_gather`. Received: all_gather="
+                f"{self.all_gather!r}")
+        if self.all_gather is not None and self.num_packs is not None:
+            raise TfpackError("Pass `all_gather` or `num_packs`, not both. Received: "
+                              f"num_packs={self.num_packs!r}")
+        if (self.num_workers > 1 and self.all_gather is None and self.num_packs is None):
+            raise TfpackError(
+                "With several input pipelines, `input_sharded=True` needs `all_gather` "
+                "(offline) or `num_packs`, so that every host emits the same number of "
+                f"packs. Received: num_input_pipelines={self.num_workers}")
+        if self.all_gather is not None and not callable(self.all_gather):
+            raise TfpackError("`all_gather` must be callable (count -> every host's count). "
+                              f"Received: all_gather={self.all_gather!r}")
+        # Each host feeds its own replicas: its packs are whole steps of them.
+        self.multiple = max(replicas // self.num_workers, 1) * per_replica_batch_size
+        if self.batch_size and not self.window:
+            self.multiple = math.lcm(self.multiple, self.batch_size)
+        if self.num_packs is not None and self.num_packs % self.multiple:
+            raise TfpackError(
+                f"`num_packs` must be a multiple of {self.multiple} (whole steps of this "
+                f"host's replicas and batches). Received: num_packs={self.num_packs}")
 
     def __call__(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
         dataset = dense_rows(dataset)
@@ -283,13 +381,15 @@ class Packer:
                  else FeatureRoles.get(self.roles))
         roles.validate(dataset.element_spec)
         roles = roles.present(dataset.element_spec)
-        if roles.predictions and self.window and self.max_predictions_per_pack is None:
+        if roles.predictions and self.max_predictions_per_pack is None and (
+                self.window or self.input_sharded):
             raise TfpackError(
-                "Streaming mode (`window`) with masked-LM features needs a fixed "
-                "`max_predictions_per_pack`. Received: max_predictions_per_pack=None")
+                "Streaming mode (`window`) and `input_sharded` with masked-LM features need "
+                "a fixed `max_predictions_per_pack`. Received: max_predictions_per_pack=None")
         # Offline mode finds an empty dataset while reading it; streaming peeks.
-        if tf.data.experimental.cardinality(dataset) == 0 or (
-                self.window and not any(True for _ in dataset.take(1))):
+        # A host's own share may be empty: the hosts' counts decide.
+        if not self.input_sharded and (tf.data.experimental.cardinality(dataset) == 0 or (
+                self.window and not any(True for _ in dataset.take(1)))):
             raise empty_dataset_error()
         names = input_names(roles, dataset.element_spec)
         if set(names) != set(dataset.element_spec):
@@ -304,21 +404,11 @@ class Packer:
     # -- offline ---------------------------------------------------------
 
     def _offline(self, dataset, roles):
+        if self.input_sharded:
+            return self._offline_share(dataset, roles)
         examples, lengths = materialize(dataset, roles)
+        packs = self._plan(examples, lengths, roles)
         L = self.max_length
-        validation.check_example_codes(
-            validation.example_problems(examples, roles).numpy(), 0,
-            lambda i: {n: t[i].numpy() for n, t in examples.items()})
-        predictions = None
-        if roles.predictions:
-            predictions = examples[roles.predictions[0]].row_lengths().numpy()
-        packs = offline_packs(
-            lengths, predictions, max_length=L,
-            max_sequences_per_pack=self.max_sequences_per_pack,
-            max_predictions_per_pack=self.max_predictions_per_pack, plan=self.plan,
-            algorithm=None if self.plan is not None else self.algorithm, seed=self.seed,
-            shuffle=self.shuffle, balance=self.balance,
-            batch_size=self.balance_size if self.balance else None)
         order, splits, plan = packs.order, packs.splits, packs.plan
         K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
         if M is None:
@@ -344,12 +434,72 @@ class Packer:
             max_predictions_per_pack=M, plan=plan, balance=packs.balance)
         return _pack_dataset(examples, order, splits, roles, L, K, M, self.batch_size)
 
+    def _plan(self, examples, lengths, roles):
+        """Check every example, then plan and assign them (`offline_packs`)."""
+        validation.check_example_codes(
+            validation.example_problems(examples, roles).numpy(), 0,
+            lambda i: {n: t[i].numpy() for n, t in examples.items()})
+        predictions = None
+        if roles.predictions:
+            predictions = examples[roles.predictions[0]].row_lengths().numpy()
+        return offline_packs(
+            lengths, predictions, max_length=self.max_length,
+            max_sequences_per_pack=self.max_sequences_per_pack,
+            max_predictions_per_pack=self.max_predictions_per_pack, plan=self.plan,
+            algorithm=None if self.plan is not None else self.algorithm, seed=self.seed,
+            shuffle=self.shuffle, balance=self.balance,
+            batch_size=self.balance_size if self.balance else None)
+
+    def _offline_share(self, dataset, roles):
+        """Packing per host: plan this host's share, agree on the count, pad or cut."""
+        L, K, M = self.max_length, self.max_sequences_per_pack, self.max_predictions_per_pack
+        try:
+            examples, lengths = materialize(dataset, roles, allow_empty=True)
+            packs = self._plan(examples, lengths, roles) if len(lengths) else None
+        except Exception:
+            # Tell the others before raising, so that none waits for this host.
+            if self.all_gather is not None:
+                self.all_gather(FAILED)
+            raise
+        order = packs.order if packs else np.zeros([0], np.int64)
+        splits = packs.splits if packs else np.zeros([1], np.int64)
+        real_packs = len(splits) - 1
+        counts = None
+        if self.all_gather is not None:
+            counts = check_counts(self.all_gather(real_packs), self.num_workers)
+            if not any(counts):
+                raise empty_dataset_error()
+            target = agreed_packs(counts, multiple=self.multiple, remainder=self.remainder)
+        elif self.num_packs is not None:
+            target = self.num_packs
+        else:  # One input pipeline: its share is the whole input.
+            if not real_packs:
+                raise empty_dataset_error()
+            target = agreed_packs([real_packs], multiple=self.multiple,
+                                  remainder=self.remainder)
+        order, splits, added, dropped, dropped_sequences = fit_to_count(order, splits, target)
+        if dropped:
+            warnings.warn(
+                f"Host {self.worker} cut {dropped} packs ({dropped_sequences} sequences) "
+                f"to the {target} packs every host emits", stacklevel=3)
+        self.report = PackReport(
+            mode="offline", packs=target, sequences=len(order),
+            tokens=int(lengths[order].sum()),
+            efficiency=float(lengths.sum() / (real_packs * L)) if real_packs else 0.0,
+            packing_factor=float(len(lengths) / real_packs) if real_packs else 0.0,
+            padding_packs=added, dropped_packs=dropped, dropped_sequences=dropped_sequences,
+            num_workers=self.num_workers, worker=self.worker, max_predictions_per_pack=M,
+            input_sharded=True, host_packs=counts, plan=packs.plan if packs else None,
+            balance=packs.balance if packs else None)
+        return _pack_dataset(examples, order, splits, roles, L, K, M, self.batch_size)
+
     # -- streaming -------------------------------------------------------
 
     def _streaming(self, dataset, roles):
         L, K, M = self.max_length, self.max_sequences_per_pack, self.max_predictions_per_pack
         window = self.window
         length_feature = roles.length_feature
+        fixed_count = self.input_sharded and self.num_packs is not None
 
         def plan_numpy(lengths, index, codes, predictions):
             # Raised here, in Python, so that `raising_tfpack_errors` can give
@@ -363,7 +513,11 @@ class Packer:
             if self.shuffle:
                 perm = np.random.default_rng(rng_seed).permutation(len(splits) - 1)
                 order, splits = permute_packs(order, splits, perm)
+            if fixed_count:  # The host's own packs, padded or cut at the end.
+                return order, splits
             order, splits, _, _ = fit_to_multiple(order, splits, self.multiple, "pad")
+            if self.input_sharded:
+                return order, splits
             return take_worker(order, splits, self.worker, self.num_workers)
 
         def pack_window(index, batch):
@@ -385,13 +539,28 @@ class Packer:
                             example_ids=ids)
 
         self.report = PackReport(mode="streaming", num_workers=self.num_workers,
-                                 worker=self.worker, max_predictions_per_pack=M)
+                                 worker=self.worker, max_predictions_per_pack=M,
+                                 input_sharded=self.input_sharded,
+                                 packs=self.num_packs if fixed_count else None)
         packed = (dataset.ragged_batch(window).enumerate()
                   .map(_graph(pack_window), num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=True)
                   .unbatch())
         packed = _with_static_shapes(packed, roles, L, K, M)
+        if fixed_count:
+            # `take` stops reading the share once `num_packs` packs are out.
+            empty = _empty_packs(dataset.element_spec, roles, L, K, M)
+            packed = packed.concatenate(empty.repeat()).take(self.num_packs)
         return raising_tfpack_errors(packed.batch(self.batch_size) if self.batch_size else packed)
+
+
+def _empty_packs(element_spec, roles, L, K, M):
+    """One empty pack (every feature at its padding value) as a dataset."""
+    names = input_names(roles, element_spec)
+    examples = no_examples(element_spec, names, batched=False)
+    pack = assemble(examples, tf.zeros([0], tf.int64), tf.zeros([2], tf.int64), roles, L, K,
+                    M, check_partitions=False)
+    return _with_static_shapes(tf.data.Dataset.from_tensor_slices(pack), roles, L, K, M)
 
 
 def _pack_dataset(examples, order, splits, roles, L, K, M, batch_size=None):

@@ -24,7 +24,8 @@ from tfpack.data.features import FeatureRoles
 from tfpack.packing.windows import empty_dataset_error
 from tfpack.errors import TfpackError
 
-__all__ = ["materialize", "truncate_example", "ragged_rows", "input_names", "check_partitions"]
+__all__ = ["materialize", "no_examples", "truncate_example", "ragged_rows", "input_names",
+           "check_partitions"]
 
 _READ_BATCH = 4096
 
@@ -43,7 +44,8 @@ def truncate_example(example: dict, roles: FeatureRoles, max_length: int) -> dic
     return out
 
 
-def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool = False):
+def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool = False,
+                allow_empty: bool = False):
     """Read a dataset into ragged host tensors; also return the lengths.
 
     ``batched=True``: the dataset already yields batches (ragged ``[B, None]``
@@ -51,7 +53,8 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool 
 
     Returns:
         ``(examples, lengths)``: feature name -> `tf.RaggedTensor` ``[N, None]``
-        or `tf.Tensor` ``[N]``, and int64 numpy ``[N]``.
+        or `tf.Tensor` ``[N]``, and int64 numpy ``[N]``. An empty dataset is
+        an error unless ``allow_empty`` (then ``N = 0``).
     """
     names = input_names(roles, dataset.element_spec)
     if set(names) != set(dataset.element_spec):
@@ -67,6 +70,8 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool 
             else:
                 values[n].append(t.numpy())
     if not values[roles.length_feature]:
+        if allow_empty:
+            return no_examples(dataset.element_spec, names, batched), np.zeros([0], np.int64)
         raise empty_dataset_error()
     examples = {}
     for n in names:
@@ -79,6 +84,20 @@ def materialize(dataset: tf.data.Dataset, roles: FeatureRoles, *, batched: bool 
     lengths = np.concatenate(row_lengths[roles.length_feature]).astype(np.int64)
     check_partitions(row_lengths, roles)
     return examples, lengths
+
+
+def no_examples(element_spec, names, batched):
+    """Zero examples with the features ``materialize`` would return."""
+    examples = {}
+    for n in names:
+        spec = element_spec[n]
+        rank = spec.shape.rank - (1 if batched else 0)
+        if isinstance(spec, tf.RaggedTensorSpec) or rank >= 1:
+            examples[n] = tf.RaggedTensor.from_row_lengths(
+                tf.zeros([0], spec.dtype), tf.zeros([0], tf.int64), validate=False)
+        else:
+            examples[n] = tf.zeros([0], spec.dtype)
+    return examples
 
 
 def check_partitions(row_lengths: dict, roles: FeatureRoles) -> None:
