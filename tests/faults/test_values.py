@@ -52,6 +52,8 @@ BAD_VALUES = {
        row=st.integers(0, 1), column=st.integers(0, L - 1))
 def test_write_packed_refuses_every_value_the_contract_forbids(tmp_path_factory, feature, data,
                                                                row, column):
+    # The user's file beside the output (a folder holding it is refused before any value
+    # is read: tests/faults/test_ownership.py).
     directory = tmp_path_factory.mktemp("bad")
     (directory / "NOTES.md").write_text("mine")
     before = snapshot(directory)
@@ -60,8 +62,9 @@ def test_write_packed_refuses_every_value_the_contract_forbids(tmp_path_factory,
     array = packs[feature].astype(np.float64 if feature == "sequence_mask" else np.int64)
     array[row, column % array.shape[1]] = value
     packs[feature] = array
-    verdict = judge_call(lambda: tfpack.data.write_packed([packs], str(directory)), refuse=True,
-                         match=feature, user_files=(directory, before))
+    shard = str(directory / "out" / "part-00000-of-00001.tfrecord")
+    verdict = judge_call(lambda: tfpack.data.write_packed([packs], shard),
+                         refuse=True, match=feature, user_files=(directory, before))
     assert verdict.outcome == HELD, verdict
     assert sorted(os.listdir(directory)) == ["NOTES.md"], "a refused write left files behind"
 
