@@ -9,10 +9,11 @@ right one must give the right result (issue 22, items 4 and 5).
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tfpack
+from tests.faults.campaign import campaign
 from tests.faults.outcomes import HELD, judge_call
 from tfpack.builders import (best_answers, question_answering_examples, text_tokenizer,
                              token_classification_examples, word_predictions)
@@ -54,7 +55,7 @@ def test_qa_answers_that_hold_their_text_are_labelled_on_it():
     _held(judge_call(_qa(("Ada Lovelace", 18)), check=right))
 
 
-@settings(max_examples=40, deadline=None)
+@campaign(40)
 @given(st.integers(-3, len(CONTEXT) + 3), st.integers(1, 12))
 def test_qa_random_answer_offsets_are_labelled_or_refused(first, size):
     """Any (text, offset): refused unless the context holds the text there."""
@@ -81,7 +82,7 @@ def test_bad_tags_and_word_lists_are_refused(words, tags, kwargs, match):
                      refuse=True, match=match))
 
 
-@settings(max_examples=30, deadline=None)
+@campaign(30)
 @given(st.lists(st.integers(-3, 7), min_size=1, max_size=5))
 def test_random_tags_are_trained_only_in_range(tags):
     ok = all(0 <= t < 5 or t == -100 for t in tags)
@@ -118,7 +119,7 @@ def test_best_answers_refuses_logits_that_do_not_fit_the_window(window, change, 
                      refuse=True, match=match))
 
 
-@settings(max_examples=30, deadline=None)
+@campaign(30)
 @given(st.lists(st.integers(-4, 8), min_size=1, max_size=4))
 def test_word_predictions_random_indices_are_read_or_refused(starts):
     logits = [np.eye(5, 3)]

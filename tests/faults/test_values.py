@@ -12,10 +12,11 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tfpack
+from tests.faults.campaign import campaign
 from tests.faults.outcomes import HELD, judge_call, snapshot
 from tfpack import models
 from tfpack.export import export_saved_model
@@ -47,7 +48,7 @@ BAD_VALUES = {
 }
 
 
-@settings(max_examples=25)
+@campaign(25)
 @given(feature=st.sampled_from(sorted(BAD_VALUES)), data=st.data(),
        row=st.integers(0, 1), column=st.integers(0, L - 1))
 def test_write_packed_refuses_every_value_the_contract_forbids(tmp_path_factory, feature, data,
@@ -151,7 +152,7 @@ def _serve(function, features):
     return "served", {k: v.numpy() for k, v in outputs.items()}
 
 
-@settings(max_examples=20)
+@campaign(20)
 @given(case=st.sampled_from([("input_ids", -1), ("input_ids", V), ("input_ids", -2**31),
                              ("position_ids", -1), ("position_ids", L),
                              ("sequence_ids", K + 1), ("sequence_ids", -1),
