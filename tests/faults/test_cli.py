@@ -1,8 +1,8 @@
 """Campaign: every command-line failure is one stderr line, exit 2, nothing left behind.
 
 The cases of issue 22 (each once a traceback or pages of noise), then random
-arguments for every subcommand (hypothesis, ``TFPACK_CAMPAIGN_EXAMPLES``
-examples each) and ``kill -9`` at random points of ``tfpack pack`` and
+arguments for every subcommand (hypothesis, `campaign.campaign` examples
+each) and ``kill -9`` at random points of ``tfpack pack`` and
 ``tfpack export``. A run may succeed or refuse; it may never print a
 traceback, several lines, or touch a file of the user's.
 """
@@ -18,14 +18,14 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tfpack
 from tests.faults import outcomes
+from tests.faults.campaign import KILL_SEED, campaign, kill_rounds
 from tests.faults.inprocess import run_cli_here
 
-EXAMPLES = int(os.environ.get("TFPACK_CAMPAIGN_EXAMPLES", "6"))
 L = 32
 DASK = "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"
 IN_MEMORY = "--direct_running_mode=in_memory"
@@ -181,7 +181,7 @@ def _argv(base, flags):
     return argv
 
 
-@settings(max_examples=EXAMPLES)
+@campaign(6)
 @given(flags=_flags(["--max-length", "--max-sequences-per-pack", "--algorithm", "--seed",
                      "--algorithms", "--plot"]))
 def test_random_analyze_and_plan_arguments(tmp_path_factory, flags):
@@ -198,7 +198,7 @@ def test_random_analyze_and_plan_arguments(tmp_path_factory, flags):
         assert not [n for n in os.listdir(root) if n.startswith(".")], argv
 
 
-@settings(max_examples=EXAMPLES)
+@campaign(6)
 @given(flags=_flags(["--max-length", "--max-sequences-per-pack", "--max-predictions",
                      "--packs-per-shard", "--seed", "--batch-size", "--balance", "--algorithm",
                      "--plan", "--beam-options", "--engine"]),
@@ -235,7 +235,7 @@ def keras_file(tmp_path_factory):
 
 
 @pytest.mark.slow  # a successful draw exports a SavedModel (~10 s)
-@settings(max_examples=EXAMPLES)
+@campaign(6)
 @given(flags=_flags(["--max-length", "--max-sequences-per-pack", "--max-predictions",
                      "--padding-id", "--step"]), source=st.sampled_from(["model", "run", "none"]))
 def test_random_export_arguments(keras_file, tmp_path_factory, flags, source):
@@ -250,7 +250,7 @@ def test_random_export_arguments(keras_file, tmp_path_factory, flags, source):
     assert not [n for n in os.listdir(root) if n.startswith(".")], argv
 
 
-@settings(max_examples=EXAMPLES)
+@campaign(6)
 @given(flags=_flags(["--steps", "--batch-size", "--accumulation-steps", "--learning-rate",
                      "--warmup-steps", "--packing-factor", "--log-every", "--checkpoint-every",
                      "--dropout", "--weight-decay", "--layers", "--hidden", "--heads"]))
@@ -281,7 +281,7 @@ def test_random_train_arguments_refused_or_run(inputs, tmp_path_factory, flags):
 
 @pytest.mark.slow  # each round starts a process that imports TensorFlow
 def test_kill_9_at_random_points_of_pack_keeps_the_users_files(inputs, tmp_path):
-    rng = np.random.default_rng(int(os.environ.get("TFPACK_CAMPAIGN_SEED", "0")))
+    rng = np.random.default_rng(KILL_SEED)
     (tmp_path / "real").mkdir()
     os.symlink("real", tmp_path / "out")
     (tmp_path / "NOTES.md").write_text("mine")
@@ -291,7 +291,7 @@ def test_kill_9_at_random_points_of_pack_keeps_the_users_files(inputs, tmp_path)
     assert first.returncode == 0, first.stderr
     users = outcomes.snapshot(tmp_path, skip=lambda rel: rel.startswith(("real", ".tfpack")))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    for _ in range(max(2, EXAMPLES // 2)):
+    for _ in range(kill_rounds(3)):
         child = subprocess.Popen(
             [sys.executable, "-m", "tfpack.cli",
              *map(str, _pack_args(source, tmp_path / "out", "--packs-per-shard", 4, "--seed",

@@ -91,3 +91,68 @@ def test_a_subclass_that_changes_nothing_is_adapted_and_exact():
     verdict = judge_call(lambda: from_keras_hub(backbone),
                          check=_alone_equals_packed)
     assert verdict.outcome == HELD, verdict
+
+
+# --- a non-finite activation in one sequence of a pack -----------------------------------------
+
+def _poisoned_pack(family, implementation):
+    """The family's adapter on a pack of two sequences whose first holds token 49, whose
+    embedding row is NaN: `(packed output, the second sequence alone before the poison,
+    the lengths)`."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "models"
+                           / "keras_hub"))
+    from keras_hub_helpers import examples, make_backbone
+
+    adapter = from_keras_hub(make_backbone(family),
+                             attention_implementation=implementation,
+                             max_sequences_per_pack=2)
+    first, second = examples(family)[:2]
+    first = {**first, "input_ids": np.concatenate([[49], first["input_ids"][1:]])}
+    second = {**second, "input_ids": np.where(second["input_ids"] == 49, 48,
+                                              second["input_ids"])}
+    alone = np.asarray(adapter(pack_examples([second], 16, packs=[[0]],
+                                             max_sequences_per_pack=2))["sequence_output"])
+    table = np.asarray(adapter.token_embedding.embeddings).copy()
+    table[49] = np.nan
+    adapter.token_embedding.embeddings.assign(table)
+    packed = pack_examples([first, second], 16, packs=[[0, 1]], max_sequences_per_pack=2)
+    out = np.asarray(adapter(packed)["sequence_output"])[0]
+    return out, alone[0], len(first["input_ids"]), len(second["input_ids"])
+
+
+def _stays_in_its_sequence(family, implementation):
+    def check(result):
+        out, alone, n0, n1 = result
+        return (np.isnan(out[0]).all()  # the poisoned token shows it
+                and np.allclose(out[n0:n0 + n1], alone[:n1], atol=1e-5))
+
+    keras.utils.set_random_seed(0)
+    return judge_call(lambda: _poisoned_pack(family, implementation), check=check)
+
+
+@pytest.mark.parametrize("implementation", ["dense", "segmented"])
+@pytest.mark.parametrize("family", ["bert", "llama"])
+def test_a_nan_in_one_sequence_never_reaches_the_others_of_its_pack(family, implementation):
+    """Issue 22: keras-hub's masked attention added -1e9 to a NaN score (still NaN), so one
+    NaN token made every sequence of its pack NaN; the other sequence now equals its
+    unpacked output and the poisoned one shows NaN."""
+    verdict = _stays_in_its_sequence(family, implementation)
+    assert verdict.outcome == HELD, verdict
+
+
+@pytest.mark.slow  # every adapted family, dense attention: ~1-2 s each
+def test_a_nan_stays_in_its_sequence_in_every_family():
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "models"
+                           / "keras_hub"))
+    from keras_hub_helpers import FAMILIES
+
+    leaking = {}
+    for family in sorted(FAMILIES):
+        verdict = _stays_in_its_sequence(family, "dense")
+        if verdict.outcome != HELD:
+            leaking[family] = verdict
+    assert not leaking, leaking

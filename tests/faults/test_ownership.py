@@ -5,7 +5,7 @@ export``, ``tfpack train``'s run and checkpoint directories), refused or not,
 leaves every entry of the user's exactly as it was (`outcomes.snapshot` before,
 checked after by the judge). Inputs rewritten between the packer's passes are
 refused by content, whatever their record count. Property-based scenarios run
-``TFPACK_CAMPAIGN_EXAMPLES`` examples (default a few, for CI; see docs/faults.md).
+a few examples in CI (`tests.faults.campaign`; the longer setting: docs/faults.md).
 """
 
 import json
@@ -17,16 +17,16 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tfpack
 import tfpack.beam
 from tests.faults import outcomes
+from tests.faults.campaign import campaign
 from tests.faults.inprocess import run_cli_here
 from tfpack.errors import TfpackError
 
-EXAMPLES = int(os.environ.get("TFPACK_CAMPAIGN_EXAMPLES", "6"))
 L = 32
 
 
@@ -139,7 +139,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.
                     | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
 
 
-@settings(max_examples=EXAMPLES)
+@campaign(6)
 @given(key=st.sampled_from(["format", "version", "shards", "files", "packs", "features",
                             "max_length", "seed", "tokens", "created_by"]),
        value=st.one_of(st.just("<drop>"), JSON))

@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tfpack
+from tests.faults.campaign import campaign
 from tests.faults.outcomes import HELD, judge_call
 
 PAIR = {"prompt": [1, 2], "chosen": [3], "rejected": [4, 5]}
@@ -43,7 +44,7 @@ def test_predict_without_the_reference_a_loss_needs_is_refused():
     assert verdict.outcome == HELD, verdict
 
 
-@settings(max_examples=25, deadline=None)
+@campaign(25)
 @given(prompt=st.integers(0, 12), chosen=st.integers(0, 12), rejected=st.integers(0, 12),
        max_length=st.integers(3, 24), share=st.booleans(),
        truncation=st.sampled_from(["prompt_start", "error"]))

@@ -4,8 +4,8 @@ Every scenario of issue 22 "reads wrong data" about the manifest is here by
 name (`NAMED`), plus random compositions of mutations (hypothesis). A scenario
 holds when ``read_packed`` refuses with one `TfpackError` line, at open or
 while reading, and every pack it released before refusing is a pack the
-output really holds, in its place (`consume`). Longer setting: set
-``TFPACK_FAULTS_EXAMPLES`` (default 25) for more random manifests.
+output really holds, in its place (`consume`). Random manifests: 25 examples
+in CI, more in the longer setting (`tests.faults.campaign`, docs/faults.md).
 """
 
 import copy
@@ -18,10 +18,11 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import tfpack
 from tests.faults import outcomes
+from tests.faults.campaign import campaign
 from tfpack.data.boundary import tfpack_message
 from tfpack.errors import TfpackError
 from tfpack.formats import blocks, manifest
@@ -29,7 +30,6 @@ from tfpack.formats.records import packed_features, serialize_packs
 
 L, K = 6, 2
 SIZES = (5, 4)
-EXAMPLES = int(os.environ.get("TFPACK_FAULTS_EXAMPLES", "25"))
 
 
 def make_packs(count, first=0):
@@ -253,7 +253,7 @@ def _harmless(original, changed):
     return original == changed
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@campaign(25)
 @given(mutations=st.lists(MUTATIONS, min_size=1, max_size=3))
 def test_random_manifest_mutations_never_read_wrong_data(template, tmp_path_factory, mutations):
     out = copy_output(template, tmp_path_factory.mktemp("m"))
@@ -276,7 +276,7 @@ def test_random_manifest_mutations_never_read_wrong_data(template, tmp_path_fact
     assert verdict.outcome == outcomes.HELD, (verdict, found)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@campaign(25)
 @given(shard=st.integers(0, 1), position=st.floats(0, 1), bits=st.integers(1, 255))
 def test_a_flipped_byte_never_reaches_a_model(template, tmp_path_factory, shard, position,
                                               bits):

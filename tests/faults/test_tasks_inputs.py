@@ -9,10 +9,11 @@ right one must give the right result (issue 22, items 4 and 5).
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tfpack
+from tests.faults.campaign import campaign
 from tests.faults.outcomes import HELD, judge_call
 from tfpack.builders import (best_answers, question_answering_examples, text_tokenizer,
                              token_classification_examples, word_predictions)
@@ -54,7 +55,7 @@ def test_qa_answers_that_hold_their_text_are_labelled_on_it():
     _held(judge_call(_qa(("Ada Lovelace", 18)), check=right))
 
 
-@settings(max_examples=40, deadline=None)
+@campaign(40)
 @given(st.integers(-3, len(CONTEXT) + 3), st.integers(1, 12))
 def test_qa_random_answer_offsets_are_labelled_or_refused(first, size):
     """Any (text, offset): refused unless the context holds the text there."""
@@ -81,7 +82,7 @@ def test_bad_tags_and_word_lists_are_refused(words, tags, kwargs, match):
                      refuse=True, match=match))
 
 
-@settings(max_examples=30, deadline=None)
+@campaign(30)
 @given(st.lists(st.integers(-3, 7), min_size=1, max_size=5))
 def test_random_tags_are_trained_only_in_range(tags):
     ok = all(0 <= t < 5 or t == -100 for t in tags)
@@ -118,7 +119,7 @@ def test_best_answers_refuses_logits_that_do_not_fit_the_window(window, change, 
                      refuse=True, match=match))
 
 
-@settings(max_examples=30, deadline=None)
+@campaign(30)
 @given(st.lists(st.integers(-4, 8), min_size=1, max_size=4))
 def test_word_predictions_random_indices_are_read_or_refused(starts):
     logits = [np.eye(5, 3)]
@@ -188,3 +189,47 @@ def test_entity_f1_reads_bare_and_iobes_tags_as_seqeval(tags, gold, predicted):
 
     _held(judge_call(in_graph, check=lambda r: abs(r - expected) < 1e-6))
     _held(judge_call(lambda: entity_f1([["PER"]], [["O"]]), refuse=True, match="tag='PER'"))
+
+
+def test_the_models_own_tokenizer_is_used_by_every_text_builder():
+    """Issue 22: the embedding, token-classification and QA builders took no `tokenizer=`;
+    with a Hugging Face tokenizer (here BERT's WordPiece as `tokenizer.json` builds it)
+    they give its ids on web text, and QA labels and word starts hold on its offsets."""
+    pytest.importorskip("tokenizers")
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    vocab = tfpack.builders.load_vocab()
+    reference = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)},
+                                           unk_token="[UNK]"))
+    reference.normalizer = normalizers.BertNormalizer(lowercase=True)
+    reference.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    model_tokenizer = text_tokenizer(reference, start_ids=101, end_ids=102, separator_ids=102,
+                                     vocabulary_size=len(vocab))
+    texts = ["10\u00a0km", "co\u00adoperation", "zero\u200bwidth", "private \ue000 use"]
+    expected = [[101] + e.ids + [102]
+                for e in reference.encode_batch(texts, add_special_tokens=False)]
+    _held(judge_call(lambda: tfpack.data.embedding_examples(texts, tokenizer=model_tokenizer),
+                     check=lambda d: [x["input_ids"].tolist() for x in d.as_numpy_iterator()]
+                     == expected))
+    context = "The trip was 10\u00a0km long, said Ada\u200bLovelace."
+
+    def answer_text(examples):
+        x, window = next(iter(examples.dataset)), examples.windows[0]
+        s, e = (int(x[k]) - window.context_offset for k in ("start_positions", "end_positions"))
+        return context[window.spans[s][0]:window.spans[e][1]] == "10\u00a0km"
+
+    _held(judge_call(lambda: question_answering_examples(
+        ["how far?"], [context], [("10\u00a0km", 13)], tokenizer=model_tokenizer),
+        check=answer_text))
+
+    def first_sub_tokens(examples):
+        x = next(iter(examples.dataset))
+        ids, labels = x["input_ids"].numpy(), x["labels"].numpy()
+        words = [reference.encode(w, add_special_tokens=False).ids for w in texts[:2]]
+        return (ids.tolist() == [101, *words[0], *words[1], 102]
+                and labels.tolist() == [-100, 1] + [-100] * (len(words[0]) - 1) + [2]
+                + [-100] * (len(words[1]) - 1) + [-100])
+
+    _held(judge_call(lambda: token_classification_examples(
+        [texts[:2]], [[1, 2]], tokenizer=model_tokenizer, num_classes=3),
+        check=first_sub_tokens))

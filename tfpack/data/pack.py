@@ -64,6 +64,7 @@ from tfpack.errors import TfpackError
 from tfpack.formats import validation
 from tfpack.formats.rows import dense_rows
 from tfpack.packing.balance import check_balance
+from tfpack.packing.histograms import validate_seed
 from tfpack.packing.flow import offline_packs
 from tfpack.packing.hosts import FAILED, agreed_packs, check_counts, fit_to_count
 from tfpack.packing.windows import (
@@ -307,7 +308,7 @@ class Packer:
         self.roles = roles
         self.truncate = truncate
         self.shuffle = shuffle
-        self.seed = int(seed)
+        self.seed = validate_seed(seed)
         self.num_workers = input_context.num_input_pipelines if input_context else 1
         self.worker = input_context.input_pipeline_id if input_context else 0
         replicas = input_context.num_replicas_in_sync if input_context else 1

@@ -48,7 +48,6 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
 
 import tensorflow as tf
 
@@ -58,6 +57,7 @@ from tfpack.export.graph_packing import (gather_sequence_outputs, gather_token_o
                                          pack_sequences)
 from tfpack.export.shapes import feature_specs, serving_lengths
 from tfpack.export.value_checks import packed_checks, packed_rules
+from tfpack.formats import outputs
 from tfpack.inference.limits import input_limits
 from tfpack.version import __version__
 
@@ -244,5 +244,5 @@ def export_saved_model(model, path: str | os.PathLike | None = None, *,
                           ) from None
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            outputs.discard(tmp)  # gone after an install; a failed export's staging
     return path

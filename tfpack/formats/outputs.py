@@ -60,8 +60,8 @@ from typing import Callable, Iterator
 from tfpack.formats import manifest
 from tfpack.errors import TfpackError
 
-__all__ = ["replacing_output", "remove_leftovers", "swap_in", "sibling", "make_owned",
-           "release", "is_output", "OWNER"]
+__all__ = ["replacing_output", "remove_leftovers", "swap_in", "discard", "sibling",
+           "make_owned", "release", "is_output", "OWNER"]
 
 # Inside a directory tfpack is building: {"pid": ..., "token": ...}, the token of its name.
 OWNER = ".tfpack-owner.json"
@@ -128,7 +128,8 @@ def remove_leftovers(target: str, *, kinds=("new", "old"),
 
     A sibling counts when its name is a `sibling` name of ``target`` of one of
     ``kinds``, its process is gone, and it is a real directory holding the
-    owner record with its name's token or a complete output (``complete``).
+    owner record with its name's token or a complete output (``complete``),
+    or nothing at all (a `discard` cut before its last step).
     An ``*old`` one is put back at ``target`` when ``target`` is missing.
     """
     parent, name = os.path.split(target)
@@ -144,12 +145,45 @@ def remove_leftovers(target: str, *, kinds=("new", "old"),
         if (_alive(int(match["pid"])) or os.path.islink(path) or not os.path.isdir(path)):
             continue
         whole = complete(path)
-        if not whole and _owner_token(path) != match["token"]:
-            continue  # not provably tfpack's: left as it is
+        if not whole and _owner_token(path) != match["token"] and os.listdir(path):
+            continue  # not provably tfpack's (nor empty): left as it is
         if match["kind"].endswith("old") and whole and not os.path.lexists(target):
             os.rename(path, target)  # a swap cut between its renames: restore
         else:
-            shutil.rmtree(path, ignore_errors=True)
+            discard(path)
+
+
+def discard(path: str) -> None:
+    """Delete ``path``, a `sibling` folder holding what a swap replaced, so that a kill at
+    any point leaves a folder `remove_leftovers` removes.
+
+    The replaced output is complete (so provably tfpack's) until the first file goes;
+    the owner record is put in first, atomically, so the rest goes while the record
+    proves the folder tfpack's, and taken out last, just before the empty folder.
+    """
+    if os.path.islink(path) or not os.path.isdir(path):
+        return
+    match = _SIBLING.fullmatch(os.path.basename(path))
+    if match is None:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    record = os.path.join(path, OWNER)
+    with open(record + ".tmp", "w") as f:
+        json.dump({"pid": os.getpid(), "token": match["token"]}, f)
+    os.replace(record + ".tmp", record)
+    for entry in os.listdir(path):
+        full = os.path.join(path, entry)
+        if entry == OWNER:
+            continue
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(full)
+    with contextlib.suppress(OSError):
+        os.remove(record)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
 
 
 def _check_replaceable(output_dir: str, overwrite: bool, shown: str) -> bool:
@@ -237,11 +271,11 @@ def swap_in(new: str, path: str, *, aside: str) -> None:
                                      and not os.listdir(path)):
         os.rename(new, path)  # atomic; POSIX renames a directory over an empty one
     elif _exchange(new, path):
-        shutil.rmtree(new, ignore_errors=True)  # now the old one
+        discard(new)  # now the old one
     else:
         os.rename(path, aside)
         os.rename(new, path)
-        shutil.rmtree(aside, ignore_errors=True)
+        discard(aside)
     manifest.fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
@@ -319,6 +353,6 @@ def replacing_output(output_dir: str, *, overwrite: bool = False) -> Iterator[st
             raise TfpackError(f"`output` must stay empty while tfpack writes it. Received: "
                               f"output={shown!r} ({error.strerror})") from None
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        discard(staging)
         _remove_created(created)
         raise

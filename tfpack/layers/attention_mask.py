@@ -72,6 +72,43 @@ def isolate_values(value, allowed):
     return clean, reached > 0
 
 
+def isolate_tokens(x, allowed):
+    """`(clean_x, show)`: a non-finite token kept inside the tokens allowed to see it,
+    for a block (attention and per-token layers) that mixes tokens only through
+    attention under `allowed`.
+
+    The block runs on `clean_x` (non-finite tokens zeroed, so every key and value it
+    computes is finite) and `show(output)` makes NaN exactly the outputs of the
+    tokens allowed to see a non-finite one (itself included). Finite inputs pass
+    through unchanged. Attention written elsewhere (keras-hub's layers) is isolated
+    this way without touching its scores.
+
+    >>> import numpy as np
+    >>> x = np.array([[[1.0], [np.nan], [2.0]]], "float32")  # [b, L, dim]
+    >>> allowed = PackedAttentionMask()(np.array([[1, 1, 2]]))  # [b, L, L]
+    >>> clean, show = isolate_tokens(x, allowed)
+    >>> np.asarray(clean).ravel().tolist(), np.asarray(show(clean)).ravel().tolist()
+    ([1.0, 0.0, 2.0], [nan, nan, 2.0])
+
+    Args:
+        x: `[batch, length, dim]`.
+        allowed: boolean `[batch, length, length]` (True = query may attend to key).
+
+    Returns:
+        `clean_x` (same shape as `x`) and `show`, mapping a `[batch, length, ...]`
+        output of the block to the same with NaN at the reached tokens.
+    """
+    clean, poisoned = isolate_values(x[:, :, None, :], allowed[:, None])
+
+    def show(output):
+        reached = poisoned
+        for _ in range(len(output.shape) - 2):
+            reached = ops.expand_dims(reached, -1)
+        return ops.where(reached, ops.cast(float("nan"), output.dtype), output)
+
+    return clean[:, :, 0, :], show
+
+
 def show_poisoned(context, poisoned):
     """`context` `[batch, queries, heads, head_dim]` with NaN where `poisoned` `[batch, queries]`."""
     nan = ops.cast(float("nan"), context.dtype)

@@ -35,6 +35,7 @@ __all__ = [
     "validate_lengths",
     "validate_max_length",
     "validate_max_sequences_per_pack",
+    "validate_seed",
 ]
 
 
@@ -61,6 +62,17 @@ def validate_max_sequences_per_pack(max_sequences_per_pack) -> int | None:
             f"Received: max_sequences_per_pack={max_sequences_per_pack!r}"
         )
     return int(max_sequences_per_pack)
+
+
+def validate_seed(seed) -> int:
+    """``seed`` as an int; a clear error unless it is a non-negative integer.
+
+    >>> validate_seed(3)
+    3
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TfpackError(f"`seed` must be a non-negative integer. Received: seed={seed!r}")
+    return int(seed)
 
 
 def validate_lengths(lengths: Iterable[int] | np.ndarray, max_length: int) -> np.ndarray:

@@ -49,7 +49,7 @@ import numpy as np
 from tfpack.errors import TfpackError
 from tfpack.packing import algorithms
 from tfpack.packing.checks import flatten, slot_counts
-from tfpack.packing.histograms import validate_histogram
+from tfpack.packing.histograms import validate_histogram, validate_seed
 from tfpack.packing.balance import BatchBalance, arrange, check_balance
 from tfpack.packing.permutation import Permutations
 
@@ -187,6 +187,7 @@ def placement(plan: "PackingPlan", histogram, *, seed: int = 0, shuffle: bool = 
         batch_size: packs per batch, with ``balance``.
     """
     balance = check_balance(balance, batch_size)
+    seed = validate_seed(seed)
     L = plan.max_length
     examples = validate_histogram(histogram, L)
     planned = slot_counts(plan.strategies, plan.counts, L)

@@ -28,6 +28,7 @@ from tfpack.packing.histograms import (
     validate_histogram,
     validate_max_length,
     validate_max_sequences_per_pack,
+    validate_seed,
 )
 from tfpack.packing.metrics import METRIC_NAMES, compute_metrics
 
@@ -233,7 +234,8 @@ def plan(
         max_length: maximum tokens per pack.
         max_sequences_per_pack: maximum sequences per pack, or ``None``.
         algorithm: one of `tfpack.packing.algorithm_names()`.
-        seed: for algorithms with random choices (``greedy``).
+        seed: a non-negative integer, for algorithms with random choices
+            (``greedy``); checked for every algorithm.
         time_limit: seconds of CPU time ``optimal`` may search after best
             fit decreasing (1 by default: on an idle machine, about a second;
             ``None``: no limit, and the same plan on every machine). When it
@@ -254,6 +256,7 @@ def plan(
     max_length = validate_max_length(max_length)
     max_sequences_per_pack = validate_max_sequences_per_pack(max_sequences_per_pack)
     histogram = validate_histogram(histogram, max_length)
+    seed = validate_seed(seed)
     if histogram.sum() == 0:
         raise TfpackError(
             "`histogram` must count at least one sequence (the dataset is empty). "

@@ -25,6 +25,7 @@ from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -172,6 +173,7 @@ class KerasHubAlibiDecoder(KerasHubCausalBackbone):
         mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         block = falcon_block if falcon else bloom_block
         for layer in b.transformer_layers:
-            x = block(layer, x, position_ids, mask, training, segmented)
+            x, show = isolated(x, mask)
+            x = show(block(layer, x, position_ids, mask, training, segmented))
         final_norm = b.final_layernorm if falcon else b.layer_norm
         return {"sequence_output": final_norm(x)}

@@ -15,6 +15,7 @@ from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
+from tfpack.layers.attention_mask import isolate_tokens
 from tfpack.layers.segmented_attention import attend_in_rows
 from tfpack.models.backbone import Backbone
 
@@ -136,6 +137,22 @@ def attend_segmented(query, key, value, options, *, scale=1.0,
         training=training,
         seed_generator=getattr(dropout_layer, "seed_generator", None),
         **options, **extras)
+
+def isolated(x, mask):
+    """`(clean_x, show)` around one dense layer of an adapter (`isolate_tokens`).
+
+    keras-hub's attention adds its mask to the scores, so a NaN key would
+    reach every query of the pack (NaN + -1e9 is NaN). The adapters run each
+    layer on `clean_x` and pass its output through `show`: a non-finite
+    token then reaches only the tokens `mask` (the boolean `[B, L, L]`
+    packed mask the layer's window narrows, if any) lets see it, and those
+    outputs are NaN. With `mask` None (segmented attention, which isolates
+    inside its rows) both are the identity.
+    """
+    if mask is None:
+        return x, lambda output: output
+    return isolate_tokens(x, mask)
+
 
 class KerasHubBackbone(Backbone):
     """Base of the adapters returned by `tfpack.models.from_keras_hub`.

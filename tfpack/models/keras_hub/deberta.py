@@ -21,6 +21,7 @@ from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -186,6 +187,7 @@ class KerasHubDeberta(KerasHubBackbone):
         rel_embeddings = b.relative_embeddings(x)
         mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in b.transformer_layers:
-            x = encoder_block(layer, x, rel_embeddings, position_ids, mask,
-                              training, segmented)
+            x, show = isolated(x, mask)
+            x = show(encoder_block(layer, x, rel_embeddings, position_ids,
+                                   mask, training, segmented))
         return {"sequence_output": x}

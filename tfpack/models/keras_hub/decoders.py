@@ -32,6 +32,7 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -207,6 +208,7 @@ class KerasHubDecoder(KerasHubCausalBackbone):
             elif getattr(layer, "sliding_window", None) is not None:
                 # Mistral's, Mixtral's; Qwen's attention applies its own.
                 layer_mask = sliding_window_mask(mask, layer.sliding_window)
-            x = decoder_block(layer, x, position_ids, layer_mask, real,
-                              training, options)
+            x, show = isolated(x, layer_mask)
+            x = show(decoder_block(layer, x, position_ids, layer_mask, real,
+                                   training, options))
         return {"sequence_output": self.backbone.layer_norm(x)}

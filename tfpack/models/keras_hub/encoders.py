@@ -12,6 +12,7 @@ the block-diagonal mask of `sequence_ids` instead of a padding mask.
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
 from tfpack.models.keras_hub.base import backbone_classes
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 # Backbones with BERT's separate token, position and segment embeddings.
@@ -150,5 +151,6 @@ class KerasHubEncoder(KerasHubBackbone):
             x = self.backbone.embeddings_projection(x)  # ELECTRA, ALBERT
         mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in encoder_layers(self.backbone):
-            x = encoder_block(layer, x, mask, training, segmented)
+            x, show = isolated(x, mask)
+            x = show(encoder_block(layer, x, mask, training, segmented))
         return {"sequence_output": x}

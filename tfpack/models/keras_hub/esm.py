@@ -16,6 +16,7 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotary_angles
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubBackbone
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.roformer import self_attention
 
@@ -107,6 +108,7 @@ class KerasHubESM(KerasHubBackbone):
             x = b.emb_layer_norm(x)
         mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in b.transformer_layers:
-            x = encoder_block(layer, x, position_ids, mask, training,
-                              segmented)
+            x, show = isolated(x, mask)
+            x = show(encoder_block(layer, x, position_ids, mask, training,
+                                   segmented))
         return {"sequence_output": b.output_layer_norm(x)}

@@ -24,6 +24,7 @@ from keras import ops
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -179,5 +180,7 @@ class KerasHubGemma(KerasHubCausalBackbone):
             if segmented:
                 options = self.segmented_options(
                     sequence_ids, sliding_window(layer.attention, self.causal))
-            x = decoder_block(layer, x, position_ids, mask, training, options)
+            x, show = isolated(x, mask)
+            x = show(decoder_block(layer, x, position_ids, mask, training,
+                                   options))
         return {"sequence_output": self.backbone.layer_norm(x)}

@@ -28,6 +28,7 @@ from keras import ops
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -215,10 +216,11 @@ class KerasHubGemma4(KerasHubCausalBackbone):
                 window = layer.sliding_window_size - 1
                 options = self.segmented_options(
                     sequence_ids, (window, 0) if is_banded(layer) else None)
+            this_mask = None if segmented else layer_mask(layer, mask)
+            x, show = isolated(x, this_mask)
             x, shared[i] = decoder_block(
-                layer, x, position_ids,
-                None if segmented else layer_mask(layer, mask),
-                per_layer_inputs[i],
+                layer, x, position_ids, this_mask, per_layer_inputs[i],
                 shared.get(source) if layer.is_kv_shared_layer else None,
                 training, options)
+            x = show(x)
         return {"sequence_output": self.backbone.layer_norm(x)}

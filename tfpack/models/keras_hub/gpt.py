@@ -11,6 +11,7 @@ same steps as a `TransformerEncoder`, so the blocks are the encoders'
 """
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.encoders import encoder_block
 
@@ -68,5 +69,6 @@ class KerasHubGPT(KerasHubCausalBackbone):
         x = self.embed(input_ids, position_ids, training)
         mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in self.backbone.transformer_layers:
-            x = encoder_block(layer, x, mask, training, segmented)
+            x, show = isolated(x, mask)
+            x = show(encoder_block(layer, x, mask, training, segmented))
         return {"sequence_output": self.backbone.layer_norm(x)}

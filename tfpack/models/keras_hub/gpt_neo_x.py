@@ -15,6 +15,7 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -103,5 +104,7 @@ class KerasHubGPTNeoX(KerasHubCausalBackbone):
         x = self.backbone.embeddings_dropout(x, training=training)
         mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in self.backbone.transformer_layers:
-            x = decoder_block(layer, x, position_ids, mask, training, segmented)
+            x, show = isolated(x, mask)
+            x = show(decoder_block(layer, x, position_ids, mask, training,
+                                   segmented))
         return {"sequence_output": self.backbone.layer_norm(x)}

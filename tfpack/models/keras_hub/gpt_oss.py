@@ -17,6 +17,7 @@ import keras
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import part
 from tfpack.models.keras_hub.decoders import project
@@ -105,5 +106,7 @@ class KerasHubGptOss(KerasHubCausalBackbone):
                 options = self.segmented_options(
                     sequence_ids,
                     sliding_window(layer.self_attention_layer))
-            x = decoder_block(layer, x, position_ids, mask, training, options)
+            x, show = isolated(x, mask)
+            x = show(decoder_block(layer, x, position_ids, mask, training,
+                                   options))
         return {"sequence_output": self.backbone.layer_norm(x)}

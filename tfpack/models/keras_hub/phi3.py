@@ -15,6 +15,7 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotary_angles
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
 
@@ -114,6 +115,7 @@ class KerasHubPhi3(KerasHubCausalBackbone):
         options = self.segmented_options(sequence_ids) if segmented else None
         lengths = sequence_lengths(sequence_ids)
         for layer in self.backbone.transformer_layers:
-            x = decoder_block(layer, x, position_ids, lengths, mask, training,
-                              options)
+            x, show = isolated(x, mask)
+            x = show(decoder_block(layer, x, position_ids, lengths, mask,
+                                   training, options))
         return {"sequence_output": self.backbone.layer_norm(x)}

@@ -19,6 +19,7 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -127,6 +128,7 @@ class KerasHubRoformerV2(KerasHubBackbone):
         x = b.embeddings_dropout(b.embeddings_layer_norm(x), training=training)
         mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
         for layer in b.transformer_layers:
-            x = encoder_block(layer, x, position_ids, mask, training,
-                              segmented)
+            x, show = isolated(x, mask)
+            x = show(encoder_block(layer, x, position_ids, mask, training,
+                                   segmented))
         return {"sequence_output": x}

@@ -14,6 +14,7 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotary_angles
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
 
@@ -97,5 +98,6 @@ class KerasHubSmolLM3(KerasHubCausalBackbone):
         mask = None if segmented else self.attention_mask(sequence_ids)
         options = self.segmented_options(sequence_ids) if segmented else None
         for layer in self.backbone.transformer_layers:
-            x = decoder_block(layer, x, position_ids, mask, options)
+            x, show = isolated(x, mask)
+            x = show(decoder_block(layer, x, position_ids, mask, options))
         return {"sequence_output": self.backbone.norm(x)}

@@ -23,6 +23,7 @@ from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -146,12 +147,15 @@ class KerasHubXLNet(KerasHubBackbone):
         batch, length = ops.shape(input_ids)[0], ops.shape(input_ids)[1]
         encoding = relative_encoding(embedding, batch, length, training)
         # keras-hub's float masks: 1 = may attend.
-        mask = ops.cast(self.attention_mask(sequence_ids), "float32")
+        allowed = self.attention_mask(sequence_ids)
+        mask = ops.cast(allowed, "float32")
         segments = ops.not_equal(token_type_ids[:, :, None],
                                  token_type_ids[:, None, :])
         for layer in b.transformer_layers:
+            x, show = isolated(x, allowed)
             x, _ = layer(output_content=x, attn_mask_content=mask,
                          attn_mask_query=mask, pos_emb=encoding,
                          seg_mat=segments, training=training)
+            x = show(x)
         return {"sequence_output": b.get_layer("dropout")(x,
                                                           training=training)}
