@@ -100,9 +100,17 @@ class ShardBuilder:
         examples = {n: tf.concat([p[n] for p in parts], axis=0) for n in parts[0]}
         if lengths is not None:
             _check_lengths(examples["input_ids"].row_lengths().numpy(), lengths)
+        return self.assembled(examples, order, splits, example_ids)
+
+    def assembled(self, examples: dict, order: np.ndarray, splits: np.ndarray,
+                  example_ids: np.ndarray | None = None) -> Iterator[dict[str, np.ndarray]]:
+        """`packs` of examples already parsed (as `parse_google_batch` returns them)."""
         if self._build is None:
             self._build = _assemble_function(examples, self.roles, self.max_length,
                                              self.max_sequences_per_pack, self.max_predictions)
+        return self._assembled(examples, order, splits, example_ids)
+
+    def _assembled(self, examples, order, splits, example_ids):
         order, splits = np.asarray(order, np.int64), np.asarray(splits, np.int64)
         ids = np.arange(len(order), dtype=np.int64) if example_ids is None else np.asarray(
             example_ids, np.int64)
@@ -137,16 +145,14 @@ class ShardBuilder:
             ``(ShardInfo, features)``: the shard's manifest entry and the
             manifest ``features`` of its packs (``None`` for no packs).
         """
-        features = None
-        with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
-            for packs in self.packs(records, order, splits, example_ids=example_ids,
-                                    lengths=lengths):
-                features = features or packed_features(packs)
-                for record in serialize_packs(packs):
-                    writer.write(record)
-                if progress is not None:
-                    progress(len(packs["input_ids"]))
-        return writer.shard_info(path), features
+        return _write(path, self.packs(records, order, splits, example_ids=example_ids,
+                                       lengths=lengths), progress)
+
+    def write_examples(self, path: str, examples: dict, order: np.ndarray, splits: np.ndarray,
+                       example_ids: np.ndarray | None = None, *, progress=None
+                       ) -> tuple[manifest.ShardInfo, dict | None]:
+        """`write` for examples already parsed (`assembled`): the same shard, byte for byte."""
+        return _write(path, self.assembled(examples, order, splits, example_ids), progress)
 
     def _parser(self, widths: tuple | None):
         """`parse_google_batch` at ``widths`` (``None``: any)."""
@@ -157,6 +163,17 @@ class ShardBuilder:
                     serialized, None if widths is None else dict(widths)),
                 autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
         return self._parsers[widths]
+
+
+def _write(path: str, chunks, progress) -> tuple[manifest.ShardInfo, dict | None]:
+    features = None
+    with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
+        for packs in chunks:
+            features = features or packed_features(packs)
+            writer.write_many(serialize_packs(packs))
+            if progress is not None:
+                progress(len(packs["input_ids"]))
+    return writer.shard_info(path), features
 
 
 def _check_lengths(found: np.ndarray, scanned) -> None:

@@ -78,7 +78,7 @@ def encode_examples(features: dict[str, np.ndarray]) -> list[bytes]:
     data = np.concatenate([b for b, _ in slots], axis=1)
     keep = np.concatenate([np.ones(b.shape, bool) if k is None else k for b, k in slots], axis=1)
     flat = data[keep].tobytes()
-    ends = np.cumsum(np.count_nonzero(keep, axis=1)).tolist()
+    ends = np.cumsum(1 + _size(sizes) + sizes).tolist()
     return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
 
 
@@ -123,6 +123,7 @@ def _varints(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     data = np.empty((rows, count, width), np.uint8)
     keep = np.empty((rows, count, width), bool)
     keep[:, :, 0] = True
+    sizes = np.full(rows, count, np.int64)
     for k in range(width):
         rest = values >> (7 * k) if k else values
         data[:, :, k] = rest & 0x7f
@@ -130,5 +131,5 @@ def _varints(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             more = rest >= 0x80
             data[:, :, k] |= more.view(np.uint8) << 7
             keep[:, :, k + 1] = more
-    sizes = np.count_nonzero(keep.reshape(rows, -1), axis=1).astype(np.int64)
+            sizes += more.view(np.uint8).sum(axis=1, dtype=np.int64)
     return data.reshape(rows, -1), keep.reshape(rows, -1), sizes
