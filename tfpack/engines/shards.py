@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 from typing import Iterator
 
 import numpy as np
@@ -48,8 +49,8 @@ _ASSEMBLE_PACKS = 1024  # packs per `assemble` call: bounds the dense [P, L] ten
 class ShardBuilder:
     """Packs of BERT Google-format records, ``L``, ``K``, ``M`` fixed.
 
-    Traces its parser and its assemble graph once, on the first shard, for
-    every later one (tracing costs about 0.5 s a graph).
+    Its parser and its assemble graph are traced once in a process, for
+    every builder and shard (tracing costs about 0.5 s a graph).
     """
 
     def __init__(self, max_length: int, max_sequences_per_pack: int, max_predictions: int):
@@ -57,7 +58,6 @@ class ShardBuilder:
         self.max_sequences_per_pack = int(max_sequences_per_pack)
         self.max_predictions = int(max_predictions)
         self.roles = FeatureRoles.bert()
-        self._parsers = {}
         self._build = None
         # False once a dense parse failed: unpadded records (a width per record)
         # would fail it again on every shard.
@@ -106,7 +106,7 @@ class ShardBuilder:
                   example_ids: np.ndarray | None = None) -> Iterator[dict[str, np.ndarray]]:
         """`packs` of examples already parsed (as `parse_google_batch` returns them)."""
         if self._build is None:
-            self._build = _assemble_function(examples, self.roles, self.max_length,
+            self._build = _assemble_function(_signature(examples), self.max_length,
                                              self.max_sequences_per_pack, self.max_predictions)
         return self._assembled(examples, order, splits, example_ids)
 
@@ -156,13 +156,18 @@ class ShardBuilder:
 
     def _parser(self, widths: tuple | None):
         """`parse_google_batch` at ``widths`` (``None``: any)."""
-        # Traced once per widths: a `Dataset.map` would trace again for every shard.
-        if widths not in self._parsers:
-            self._parsers[widths] = tf.function(
-                lambda serialized: parse_google_batch(
-                    serialized, None if widths is None else dict(widths)),
-                autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
-        return self._parsers[widths]
+        return _parser(widths)
+
+
+@functools.lru_cache(maxsize=None)
+def _parser(widths: tuple | None):
+    """`parse_google_batch` at ``widths``, traced once in a process for every builder and shard.
+
+    A `Dataset.map` would trace again for every shard.
+    """
+    return tf.function(
+        lambda serialized: parse_google_batch(serialized, None if widths is None else dict(widths)),
+        autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
 
 
 def _write(path: str, chunks, progress) -> tuple[manifest.ShardInfo, dict | None]:
@@ -187,20 +192,27 @@ def _check_lengths(found: np.ndarray, scanned) -> None:
                           f"Received: {what}")
 
 
-def _assemble_function(examples, roles, L, K, M):
-    """`assemble` as one graph traced once for every shard and chunk size.
-
-    Op-by-op eager execution is about 2x slower; without a signature every
-    new number of examples or packs would trace again.
-    """
+def _signature(examples: dict) -> tuple:
+    """The relaxed (any batch size) input signature of parsed examples, hashable."""
     def relaxed(value):
         if isinstance(value, tf.RaggedTensor):
             return tf.RaggedTensorSpec([None, None], value.dtype, 1, value.row_splits.dtype)
         return tf.TensorSpec([None], value.dtype)
 
-    signature = [{n: relaxed(v) for n, v in examples.items()},
-                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64),
-                 tf.TensorSpec([None], tf.int64)]
+    return tuple((n, relaxed(v)) for n, v in examples.items())
+
+
+@functools.lru_cache(maxsize=None)
+def _assemble_function(signature: tuple, L: int, K: int, M: int):
+    """`assemble` as one graph traced once in a process, for every builder, shard and chunk size.
+
+    Op-by-op eager execution is about 2x slower; without a signature every
+    new number of examples or packs would trace again, and a graph per
+    builder would trace again for every ``tfpack pack`` of a process.
+    """
+    roles = FeatureRoles.bert()
+    signature = [dict(signature), tf.TensorSpec([None], tf.int64),
+                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64)]
     # No autograph: `assemble` is plain vectorized TF (converting it costs seconds).
     return tf.function(
         lambda examples, order, splits, ids: assemble(
