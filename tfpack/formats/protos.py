@@ -54,32 +54,60 @@ def encode_examples(features: dict[str, np.ndarray]) -> list[bytes]:
     if not arrays or len(arrays[0]) == 0:
         return []
     rows = len(arrays[0])
-    slots: list[tuple[np.ndarray, np.ndarray | None]] = []  # (bytes, keep) [P, w] each
-    sizes = np.zeros(rows, np.int64)  # bytes of Features so far, per record
+    payloads, headers = [], []  # per feature; header varints: entry, Feature, list, values
     for name, array in zip(names, arrays):
         if array.dtype.kind == "f":
             values = np.ascontiguousarray(array, "<f4").view(np.uint8)
             payload, keep, length = values, None, np.full(rows, values.shape[1], np.int64)
         else:
             payload, keep, length = _varints(array)
-        key = name.encode()
-        tag = 0x12 if array.dtype.kind == "f" else 0x1a
+        key = len(name.encode())
         listed = np.where(length > 0, 1 + _size(length) + length, 0)
         feature = 1 + _size(listed) + listed
-        entry = 1 + _size(np.full(rows, len(key))) + len(key) + 1 + _size(feature) + feature
-        sizes += 1 + _size(entry) + entry
-        slots += [_constant(rows, [0x0a]), _varint_slot(entry), _constant(rows, [0x0a]),
-                  _varint_slot(np.full(rows, len(key), np.int64)), _constant(rows, key),
-                  _constant(rows, [0x12]), _varint_slot(feature), _constant(rows, [tag]),
-                  _varint_slot(listed)]
+        entry = 1 + _size(np.array([key]))[0] + key + 1 + _size(feature) + feature
+        payloads.append((payload, keep))
+        headers += [entry, feature, listed, length]
+    entries = np.stack(headers[0::4], axis=1)
+    sizes = (1 + _size(entries) + entries).sum(axis=1)  # bytes of Features
+    # Every header varint of every record in one call; a slot of `width` bytes each.
+    header, header_keep, _ = _varints(np.stack([sizes] + headers, axis=1))
+    width = header.shape[1] // (1 + len(headers))
+    slots: list = [b"\x0a", 0]  # constant bytes, or the index of a header varint
+    for f, (name, array) in enumerate(zip(names, arrays)):
+        key = name.encode()
+        slots += [b"\x0a", 1 + 4 * f, b"\x0a" + bytes(_varint_bytes(len(key))) + key + b"\x12",
+                  2 + 4 * f, b"\x12" if array.dtype.kind == "f" else b"\x1a", 3 + 4 * f]
         if array.shape[1]:  # the packed `value` field; absent when there are no values
-            slots += [_constant(rows, [0x0a]), _varint_slot(length), (payload, keep)]
-    slots = [_constant(rows, [0x0a]), _varint_slot(sizes)] + slots
-    data = np.concatenate([b for b, _ in slots], axis=1)
-    keep = np.concatenate([np.ones(b.shape, bool) if k is None else k for b, k in slots], axis=1)
+            slots += [b"\x0a", 4 + 4 * f, payloads[f]]
+    columns = sum(len(x) if isinstance(x, bytes) else width if isinstance(x, int)
+                  else x[0].shape[1] for x in slots)
+    data = np.empty((rows, columns), np.uint8)
+    keep = np.empty((rows, columns), bool)
+    at = 0
+    for x in slots:
+        if isinstance(x, bytes):
+            data[:, at:at + len(x)] = np.frombuffer(x, np.uint8)
+            keep[:, at:at + len(x)] = True
+            at += len(x)
+            continue
+        if isinstance(x, int):
+            x = (header[:, x * width:(x + 1) * width], header_keep[:, x * width:(x + 1) * width])
+        n = x[0].shape[1]
+        data[:, at:at + n] = x[0]
+        keep[:, at:at + n] = True if x[1] is None else x[1]
+        at += n
     flat = data[keep].tobytes()
     ends = np.cumsum(1 + _size(sizes) + sizes).tolist()
     return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
+
+
+def _varint_bytes(value: int) -> list[int]:
+    """The varint of one non-negative int."""
+    out = []
+    while value >= 0x80:
+        out.append(value & 0x7f | 0x80)
+        value >>= 7
+    return out + [value]
 
 
 def _size(values: np.ndarray) -> np.ndarray:
@@ -91,16 +119,6 @@ def _size(values: np.ndarray) -> np.ndarray:
             break
         size += more
     return size
-
-
-def _constant(rows: int, values) -> tuple[np.ndarray, None]:
-    return np.broadcast_to(np.frombuffer(bytes(values), np.uint8), (rows, len(values))), None
-
-
-def _varint_slot(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The varint of each row's one non-negative value, in a slot of the widest."""
-    data, keep, _ = _varints(values[:, None])
-    return data, keep
 
 
 def _varints(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
