@@ -85,7 +85,7 @@ def pack_records(
         max_length, max_sequences_per_pack, algorithm, plan,
             max_predictions_per_pack, packs_per_shard, seed, shuffle: the
             `tfpack.engines.base.Job` (``packs_per_shard`` bounds the memory
-            of pass 3).
+            of pass 2).
         overwrite: replace a previous tfpack output in ``output_dir``
             (recognised by its manifest; nothing else is ever replaced).
         progress: show tqdm progress bars on stderr.
@@ -102,7 +102,7 @@ def pack_records(
 
 @base.register("local")
 class LocalEngine(base.Engine):
-    """Stages 1-4 in this process, in three passes over the input (module docstring).
+    """Stages 1-4 in this process, in two passes, one read of the input (module docstring).
 
     Args:
         progress: show tqdm progress bars on stderr.

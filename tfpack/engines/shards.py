@@ -1,13 +1,14 @@
 """Build the packs of one output shard from its Google-format records.
 
-The one builder behind both engines of ``tfpack pack``: the local engine
-(`tfpack.engines.local`) hands it a shard's bucket file, the Beam engine
-(`tfpack.beam`) the records a worker grouped for that shard. Either way the
-records are parsed with `parse_google_batch`, assembled with
-`tfpack.data.assemble` in chunks of packs and serialized with
-`serialize_packs`, so the same examples in the same packs give the same bytes.
-`ShardBuilder.write` writes them as one complete shard (atomic, with the block
-digests of `tfpack.formats.blocks`) and returns its manifest entry.
+The one builder behind both engines of ``tfpack pack``: the Beam engine
+(`tfpack.beam`) hands it the records a worker grouped for that shard, parsed
+with `parse_google_batch` (`ShardBuilder.write`); the local engine
+(`tfpack.engines.local`) the shard's examples its scan already parsed
+(`ShardBuilder.write_examples`, the same examples). Either way they are
+assembled with `tfpack.data.assemble` in chunks of packs and serialized with
+`serialize_packs`, so the same examples in the same packs give the same bytes,
+written as one complete shard (atomic, with the block digests of
+`tfpack.formats.blocks`), whose manifest entry is returned.
 
 Example:
 
