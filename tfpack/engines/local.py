@@ -185,9 +185,11 @@ def _build_shards(job, spill, output_dir, order, splits, shard_of, num_shards, K
     # Examples of each shard in input order.
     by_shard = np.argsort(shard_of, kind="stable")
     shard_starts = np.searchsorted(shard_of[by_shard], np.arange(num_shards + 1))
-    lengths = {name: counts["predictions" if name.startswith("masked_lm") else "tokens"]
-               for name in _RAGGED}
-    offsets = {name: np.cumsum(n) - n for name, n in lengths.items()}
+    # Two int64 arrays per example (token and prediction offsets), shared by the features.
+    starts = {kind: np.cumsum(n) - n for kind, n in counts.items()}
+    kind = {name: "predictions" if name.startswith("masked_lm") else "tokens" for name in _RAGGED}
+    lengths = {name: counts[kind[name]] for name in _RAGGED}
+    offsets = {name: starts[kind[name]] for name in _RAGGED}
     num_packs = len(splits) - 1
     packs_per_shard = job.packs_per_shard
     builder = ShardBuilder(job.max_length, K, M)
