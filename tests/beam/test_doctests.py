@@ -9,7 +9,9 @@ import pytest
 @pytest.mark.parametrize("name", ["tfpack.engines", "tfpack.engines.base",
                                   "tfpack.engines.beam.engine", "tfpack.engines.beam.options",
                                   "tfpack.engines.beam.steps", "tfpack.engines.beam.pipeline",
-                                  "tfpack.packing.flow", "tfpack.engines.shards"])
+                                  "tfpack.packing.flow", "tfpack.engines.shards",
+                                  "tfpack.engines.spill", "tfpack.formats.protos",
+                                  "tfpack.formats.blocks"])
 def test_docstring_examples(name):
     failed, attempted = doctest.testmod(importlib.import_module(name),
                                         optionflags=doctest.ELLIPSIS)

@@ -197,7 +197,9 @@ def test_pass_one_and_the_shard_builder_trace_once_not_per_file_or_shard(tmp_pat
                         counted("check", validation.google_problems))
     monkeypatch.setattr(shards, "parse_google_batch", counted("parse", shards.parse_google_batch))
     monkeypatch.setattr(shards, "assemble", counted("assemble", shards.assemble))
-    records._google_check.cache_clear()  # traced again, counted, from here
+    # Traced again, counted, from here; these graphs are shared by a process's builders.
+    for cached in (records._google_check, shards._parser, shards._assemble_function):
+        cached.cache_clear()
     files = []
     for f, count in enumerate([3, 5, 1, 4]):  # other batch sizes, same graph
         files.append(str(tmp_path / f"in-{f}.tfrecord"))
@@ -211,8 +213,15 @@ def test_pass_one_and_the_shard_builder_trace_once_not_per_file_or_shard(tmp_pat
         records._google_check.cache_clear()  # later tests trace the unwrapped check
     assert len(lengths) == 13
     builder = shards.ShardBuilder(max_length=SEQ, max_sequences_per_pack=2, max_predictions=2 * PRED)
-    for path in files:  # each file one shard of single-example packs
-        n = sum(1 for _ in tf.data.TFRecordDataset(path))
-        assert sum(len(p["input_ids"]) for p in builder.packs(
-            tf.data.TFRecordDataset(path), np.arange(n), np.arange(n + 1))) == n
+    again = shards.ShardBuilder(max_length=SEQ, max_sequences_per_pack=2,
+                                max_predictions=2 * PRED)  # a second `tfpack pack` in a process
+    try:
+        for path in files:  # each file one shard of single-example packs
+            n = sum(1 for _ in tf.data.TFRecordDataset(path))
+            for each in (builder, again):
+                assert sum(len(p["input_ids"]) for p in each.packs(
+                    tf.data.TFRecordDataset(path), np.arange(n), np.arange(n + 1))) == n
+    finally:  # later tests trace the unwrapped functions
+        shards._parser.cache_clear()
+        shards._assemble_function.cache_clear()
     assert traces == {"check": 1, "parse": 1, "assemble": 1}

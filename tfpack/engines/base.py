@@ -229,8 +229,9 @@ def input_stamp(path: str) -> tuple[int, int] | None:
 def check_unchanged(path: str, stamp) -> None:
     """Refuse an input file whose size or modification time is not ``stamp`` any more.
 
-    Every engine reads its input more than once (scan, then route and build);
-    a file rewritten in between would be packed against the plan of its old
+    The Beam engine reads its input twice (scan, then route and build), and
+    the local engine checks the files it scanned did not change meanwhile: a
+    file rewritten in between would be packed against the plan of its old
     records.
     """
     now = input_stamp(path)

@@ -1,22 +1,23 @@
 """The local engine: ``tfpack pack`` in one process, beyond host memory.
 
 `pack_records` (``tfpack pack``, ``--engine local``) runs the stages of
-`tfpack.engines.base` in three passes over the input, so that only
-per-example integer arrays (lengths, prediction counts, pack of each example)
-scale with the dataset; examples themselves are held one bucket at a time:
+`tfpack.engines.base` in two passes, so that only per-example integer arrays
+(lengths, prediction counts, pack of each example) scale with the dataset in
+memory; examples themselves are held one shard at a time:
 
-- pass 1, scan: check every record (`tfpack.formats.validation`; a bad one
-  fails naming its file and index before anything is written) and keep its
-  lengths. Then plan the histogram (or take ``plan=``), assign examples to
-  packs, shuffle whole packs with ``seed``; output shard ``s`` holds packs
+- pass 1, scan: read, parse and check every record once
+  (`tfpack.formats.validation`; a bad one fails naming its file and index
+  before anything is written) and keep its lengths; what it parsed goes,
+  without padding, to flat files on disk (`tfpack.engines.spill`). Every
+  input file must still have the size and modification time it had before
+  the scan (else one `TfpackError` naming it). Then plan the histogram (or
+  take ``plan=``), assign examples to packs, shuffle whole packs with
+  ``seed``; output shard ``s`` holds packs
   ``[s * packs_per_shard, (s + 1) * packs_per_shard)``.
-- pass 2, route: read the records again and append each one, unparsed, to the
-  temporary bucket file of its shard. Every input file must still have the
-  size and modification time it had before the scan (else one `TfpackError`
-  naming it), and in pass 3 every record the length the scan found.
-- pass 3, build: for each bucket, parse its records, assemble its packs and
-  write the output shard (`tfpack.engines.shards.ShardBuilder`, the builder
-  the Beam engine uses too); delete the bucket.
+- pass 2, build: for each shard, take its examples back from the spill
+  files, assemble its packs and write the output shard
+  (`tfpack.engines.shards.ShardBuilder`, the builder the Beam engine uses
+  too, so both engines write the same bytes).
 
 Outputs in ``output_dir``: ``part-00000-of-000NN.tfrecord`` ...,
 ``plan.json`` (`PackingPlan.to_json`), ``stats.json`` and, written last,
@@ -44,7 +45,7 @@ import time
 import numpy as np
 
 from tfpack.engines import base
-from tfpack.errors import TfpackError
+from tfpack.engines.spill import Spill
 from tfpack.packing.flow import offline_packs
 
 # TensorFlow and the record formats are imported where they are used, so that
@@ -52,7 +53,9 @@ from tfpack.packing.flow import offline_packs
 
 __all__ = ["LocalEngine", "pack_records"]
 
-_BATCH = 1024
+# The features the spill holds ragged (one value per token or per prediction).
+_RAGGED = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids",
+           "masked_lm_weights")
 
 
 def pack_records(
@@ -82,7 +85,7 @@ def pack_records(
         max_length, max_sequences_per_pack, algorithm, plan,
             max_predictions_per_pack, packs_per_shard, seed, shuffle: the
             `tfpack.engines.base.Job` (``packs_per_shard`` bounds the memory
-            of pass 3).
+            of pass 2).
         overwrite: replace a previous tfpack output in ``output_dir``
             (recognised by its manifest; nothing else is ever replaced).
         progress: show tqdm progress bars on stderr.
@@ -99,7 +102,7 @@ def pack_records(
 
 @base.register("local")
 class LocalEngine(base.Engine):
-    """Stages 1-4 in this process, in three passes over the input (module docstring).
+    """Stages 1-4 in this process, in two passes, one read of the input (module docstring).
 
     Args:
         progress: show tqdm progress bars on stderr.
@@ -121,8 +124,17 @@ class LocalEngine(base.Engine):
         started = time.perf_counter()
         files = list_files(job.input_pattern, required=GOOGLE_FEATURES)
         stamps = [base.input_stamp(f) for f in files]  # each pass checks the files kept them
-        lengths, predictions = scan_google_records(files, progress=self.progress)
-        _check_unchanged(files, stamps)
+        spill = Spill(tempfile.mkdtemp(prefix=f"{manifest.TEMP_PREFIX}spill-", dir=staging))
+        try:
+            try:
+                lengths, predictions = scan_google_records(files, progress=self.progress,
+                                                           keep=spill.append)
+            finally:
+                spill.close()
+            _check_unchanged(files, stamps)
+        except BaseException:
+            shutil.rmtree(spill.folder, ignore_errors=True)
+            raise
         scanned = time.perf_counter()
 
         packs = offline_packs(lengths, predictions, max_length=job.max_length,
@@ -143,24 +155,18 @@ class LocalEngine(base.Engine):
         pack_of[order] = np.repeat(np.arange(num_packs), np.diff(splits))
         shard_of = (pack_of // pps).astype(np.int32)
         del pack_of
-        tmp = tempfile.mkdtemp(prefix=f"{manifest.TEMP_PREFIX}buckets-", dir=staging)
         try:
-            try:
-                _route(files, shard_of, tmp, num_shards, self.progress)
-            finally:  # what was routed is what was scanned (else the error names the file)
-                _check_unchanged(files, stamps)
-            routed = time.perf_counter()
             shards, features = _build_shards(
-                job, tmp, staging, order, splits, shard_of, num_shards, K, M, self.progress,
-                lengths)
+                job, spill, staging, order, splits, shard_of, num_shards, K, M, self.progress,
+                {"tokens": lengths, "predictions": predictions})
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(spill.folder, ignore_errors=True)
         return base.Built(
             plan=packs.plan, shards=shards, features=features, max_sequences_per_pack=K,
             max_predictions_per_pack=M, input_files=len(files), sequences=int(len(lengths)),
             tokens=int(lengths.sum()), packs=num_packs,
             seconds={"scan": scanned - started, "plan": planned - scanned,
-                     "route": routed - planned, "build": time.perf_counter() - routed},
+                     "build": time.perf_counter() - planned},
             balance=packs.balance.to_dict() if packs.balance else None)
 
 
@@ -169,60 +175,37 @@ def _check_unchanged(files, stamps) -> None:
         base.check_unchanged(path, stamp)
 
 
-def _route(files, shard_of, tmp, num_shards, progress):
-    """Pass 2: append each raw record to its shard's bucket file."""
-    import tensorflow as tf
-    from tqdm import tqdm
-
-    writers = [tf.io.TFRecordWriter(os.path.join(tmp, f"bucket-{s:05d}"))
-               for s in range(num_shards)]
-    try:
-        index = 0
-        dataset = tf.data.TFRecordDataset(files).batch(_BATCH).prefetch(2)
-        with tqdm(total=len(shard_of), desc="pass 2: route", unit=" examples",
-                  disable=not progress) as bar:
-            for batch in dataset:
-                records = batch.numpy()
-                for record, shard in zip(records, shard_of[index:index + len(records)]):
-                    writers[shard].write(record)
-                index += len(records)
-                bar.update(len(records))
-    finally:
-        for writer in writers:
-            writer.close()
-    if index != len(shard_of):
-        raise TfpackError("The input files must not change while they are packed. "
-                          f"Received: {len(shard_of)} records when scanned, then {index}")
-
-
-def _build_shards(job, tmp, output_dir, order, splits, shard_of, num_shards, K, M, progress,
-                  lengths):
-    """Pass 3: turn each bucket into one output shard of packs (`ShardBuilder`)."""
-    import tensorflow as tf
+def _build_shards(job, spill, output_dir, order, splits, shard_of, num_shards, K, M, progress,
+                  counts):
+    """Pass 2: turn each shard's examples into one output shard of packs (`ShardBuilder`)."""
     from tqdm import tqdm
 
     from tfpack.engines.shards import ShardBuilder
 
-    # Examples of each shard in input order = their order in its bucket file.
+    # Examples of each shard in input order.
     by_shard = np.argsort(shard_of, kind="stable")
     shard_starts = np.searchsorted(shard_of[by_shard], np.arange(num_shards + 1))
+    # Two int64 arrays per example (token and prediction offsets), shared by the features.
+    starts = {kind: np.cumsum(n) - n for kind, n in counts.items()}
+    kind = {name: "predictions" if name.startswith("masked_lm") else "tokens" for name in _RAGGED}
+    lengths = {name: counts[kind[name]] for name in _RAGGED}
+    offsets = {name: starts[kind[name]] for name in _RAGGED}
     num_packs = len(splits) - 1
     packs_per_shard = job.packs_per_shard
     builder = ShardBuilder(job.max_length, K, M)
     shards, features = [], None
-    bar = tqdm(total=num_packs, desc="pass 3: build", unit=" packs", disable=not progress)
+    bar = tqdm(total=num_packs, desc="pass 2: build", unit=" packs", disable=not progress)
     for s in range(num_shards):
         members = by_shard[shard_starts[s]:shard_starts[s + 1]]  # global ids, ascending
         first, last = s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs)
         local_splits = splits[first:last + 1] - splits[first]
         local_order = np.searchsorted(members, order[splits[first]:splits[last]])
-        bucket = tf.data.TFRecordDataset(os.path.join(tmp, f"bucket-{s:05d}"))
+        examples = spill.gather(members, lengths, offsets)
         name = job.shard_name(s, num_shards)
-        info, found = builder.write(os.path.join(output_dir, name), bucket, local_order,
-                                    local_splits, example_ids=members,
-                                    lengths=lengths[members], progress=bar.update)
+        info, found = builder.write_examples(os.path.join(output_dir, name), examples,
+                                             local_order, local_splits, example_ids=members,
+                                             progress=bar.update)
         features = features or found
-        os.remove(os.path.join(tmp, f"bucket-{s:05d}"))
         shards.append(info)
     bar.close()
     return shards, features

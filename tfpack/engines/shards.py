@@ -1,13 +1,14 @@
 """Build the packs of one output shard from its Google-format records.
 
-The one builder behind both engines of ``tfpack pack``: the local engine
-(`tfpack.engines.local`) hands it a shard's bucket file, the Beam engine
-(`tfpack.beam`) the records a worker grouped for that shard. Either way the
-records are parsed with `parse_google_batch`, assembled with
-`tfpack.data.assemble` in chunks of packs and serialized with
-`serialize_packs`, so the same examples in the same packs give the same bytes.
-`ShardBuilder.write` writes them as one complete shard (atomic, with the block
-digests of `tfpack.formats.blocks`) and returns its manifest entry.
+The one builder behind both engines of ``tfpack pack``: the Beam engine
+(`tfpack.beam`) hands it the records a worker grouped for that shard, parsed
+with `parse_google_batch` (`ShardBuilder.write`); the local engine
+(`tfpack.engines.local`) the shard's examples its scan already parsed
+(`ShardBuilder.write_examples`, the same examples). Either way they are
+assembled with `tfpack.data.assemble` in chunks of packs and serialized with
+`serialize_packs`, so the same examples in the same packs give the same bytes,
+written as one complete shard (atomic, with the block digests of
+`tfpack.formats.blocks`), whose manifest entry is returned.
 
 Example:
 
@@ -26,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 from typing import Iterator
 
 import numpy as np
@@ -48,8 +50,8 @@ _ASSEMBLE_PACKS = 1024  # packs per `assemble` call: bounds the dense [P, L] ten
 class ShardBuilder:
     """Packs of BERT Google-format records, ``L``, ``K``, ``M`` fixed.
 
-    Traces its parser and its assemble graph once, on the first shard, for
-    every later one (tracing costs about 0.5 s a graph).
+    Its parser and its assemble graph are traced once in a process, for
+    every builder and shard (tracing costs about 0.5 s a graph).
     """
 
     def __init__(self, max_length: int, max_sequences_per_pack: int, max_predictions: int):
@@ -57,7 +59,6 @@ class ShardBuilder:
         self.max_sequences_per_pack = int(max_sequences_per_pack)
         self.max_predictions = int(max_predictions)
         self.roles = FeatureRoles.bert()
-        self._parsers = {}
         self._build = None
         # False once a dense parse failed: unpadded records (a width per record)
         # would fail it again on every shard.
@@ -100,9 +101,17 @@ class ShardBuilder:
         examples = {n: tf.concat([p[n] for p in parts], axis=0) for n in parts[0]}
         if lengths is not None:
             _check_lengths(examples["input_ids"].row_lengths().numpy(), lengths)
+        return self.assembled(examples, order, splits, example_ids)
+
+    def assembled(self, examples: dict, order: np.ndarray, splits: np.ndarray,
+                  example_ids: np.ndarray | None = None) -> Iterator[dict[str, np.ndarray]]:
+        """`packs` of examples already parsed (as `parse_google_batch` returns them)."""
         if self._build is None:
-            self._build = _assemble_function(examples, self.roles, self.max_length,
+            self._build = _assemble_function(_signature(examples), self.max_length,
                                              self.max_sequences_per_pack, self.max_predictions)
+        return self._assembled(examples, order, splits, example_ids)
+
+    def _assembled(self, examples, order, splits, example_ids):
         order, splits = np.asarray(order, np.int64), np.asarray(splits, np.int64)
         ids = np.arange(len(order), dtype=np.int64) if example_ids is None else np.asarray(
             example_ids, np.int64)
@@ -137,26 +146,40 @@ class ShardBuilder:
             ``(ShardInfo, features)``: the shard's manifest entry and the
             manifest ``features`` of its packs (``None`` for no packs).
         """
-        features = None
-        with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
-            for packs in self.packs(records, order, splits, example_ids=example_ids,
-                                    lengths=lengths):
-                features = features or packed_features(packs)
-                for record in serialize_packs(packs):
-                    writer.write(record)
-                if progress is not None:
-                    progress(len(packs["input_ids"]))
-        return writer.shard_info(path), features
+        return _write(path, self.packs(records, order, splits, example_ids=example_ids,
+                                       lengths=lengths), progress)
+
+    def write_examples(self, path: str, examples: dict, order: np.ndarray, splits: np.ndarray,
+                       example_ids: np.ndarray | None = None, *, progress=None
+                       ) -> tuple[manifest.ShardInfo, dict | None]:
+        """`write` for examples already parsed (`assembled`): the same shard, byte for byte."""
+        return _write(path, self.assembled(examples, order, splits, example_ids), progress)
 
     def _parser(self, widths: tuple | None):
         """`parse_google_batch` at ``widths`` (``None``: any)."""
-        # Traced once per widths: a `Dataset.map` would trace again for every shard.
-        if widths not in self._parsers:
-            self._parsers[widths] = tf.function(
-                lambda serialized: parse_google_batch(
-                    serialized, None if widths is None else dict(widths)),
-                autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
-        return self._parsers[widths]
+        return _parser(widths)
+
+
+@functools.lru_cache(maxsize=None)
+def _parser(widths: tuple | None):
+    """`parse_google_batch` at ``widths``, traced once in a process for every builder and shard.
+
+    A `Dataset.map` would trace again for every shard.
+    """
+    return tf.function(
+        lambda serialized: parse_google_batch(serialized, None if widths is None else dict(widths)),
+        autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
+
+
+def _write(path: str, chunks, progress) -> tuple[manifest.ShardInfo, dict | None]:
+    features = None
+    with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
+        for packs in chunks:
+            features = features or packed_features(packs)
+            writer.write_many(serialize_packs(packs))
+            if progress is not None:
+                progress(len(packs["input_ids"]))
+    return writer.shard_info(path), features
 
 
 def _check_lengths(found: np.ndarray, scanned) -> None:
@@ -170,20 +193,27 @@ def _check_lengths(found: np.ndarray, scanned) -> None:
                           f"Received: {what}")
 
 
-def _assemble_function(examples, roles, L, K, M):
-    """`assemble` as one graph traced once for every shard and chunk size.
-
-    Op-by-op eager execution is about 2x slower; without a signature every
-    new number of examples or packs would trace again.
-    """
+def _signature(examples: dict) -> tuple:
+    """The relaxed (any batch size) input signature of parsed examples, hashable."""
     def relaxed(value):
         if isinstance(value, tf.RaggedTensor):
             return tf.RaggedTensorSpec([None, None], value.dtype, 1, value.row_splits.dtype)
         return tf.TensorSpec([None], value.dtype)
 
-    signature = [{n: relaxed(v) for n, v in examples.items()},
-                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64),
-                 tf.TensorSpec([None], tf.int64)]
+    return tuple((n, relaxed(v)) for n, v in examples.items())
+
+
+@functools.lru_cache(maxsize=None)
+def _assemble_function(signature: tuple, L: int, K: int, M: int):
+    """`assemble` as one graph traced once in a process, for every builder, shard and chunk size.
+
+    Op-by-op eager execution is about 2x slower; without a signature every
+    new number of examples or packs would trace again, and a graph per
+    builder would trace again for every ``tfpack pack`` of a process.
+    """
+    roles = FeatureRoles.bert()
+    signature = [dict(signature), tf.TensorSpec([None], tf.int64),
+                 tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.int64)]
     # No autograph: `assemble` is plain vectorized TF (converting it costs seconds).
     return tf.function(
         lambda examples, order, splits, ids: assemble(

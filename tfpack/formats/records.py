@@ -170,13 +170,21 @@ def read_google_records(pattern: str | Iterable[str], *, deterministic: bool = T
                       .unbatch())
 
 
-def scan_google_records(files: list[str], *, progress: bool = False
+def scan_google_records(files: list[str], *, progress: bool = False, keep=None
                         ) -> tuple[np.ndarray, np.ndarray]:
     """Check every record of Google-format files; return their lengths.
 
     Every record is checked against `tfpack.formats.validation.RULES`; the
     first bad one raises `TfpackError` naming its file, its 0-based index in
     that file and what is wrong, before anything else happens.
+
+    Args:
+        files: the files, read in this order.
+        progress: show a tqdm progress bar on stderr.
+        keep: called with each checked batch's examples, parsed in the same
+            pass (`parse_google_batch` without the padding, as numpy: each
+            ragged feature's flat ``values``, ``next_sentence_labels``
+            ``[B]``), in input order; so a caller needs no second read.
 
     Returns:
         ``(lengths, predictions)``: int64 ``[N]`` tokens and real masked-LM
@@ -195,8 +203,9 @@ def scan_google_records(files: list[str], *, progress: bool = False
                     batch = next(iterator)
                     if index == 0:
                         widths = validation.google_widths(batch[0].numpy())
-                    (codes, tokens, preds), widths = validation.dense_first(
-                        _google_check, batch, widths)
+                    (codes, tokens, preds, *values), widths = validation.dense_first(
+                        functools.partial(_google_check, values=keep is not None), batch,
+                        widths)
                 except StopIteration:
                     break
                 except tf.errors.InvalidArgumentError:
@@ -215,6 +224,8 @@ def scan_google_records(files: list[str], *, progress: bool = False
                         int(codes[bad[0]]), where, _record_values(_record(path, i), where)))
                 lengths.append(tokens.numpy())
                 predictions.append(preds.numpy())
+                if keep is not None:
+                    keep(dict(zip(_KEPT, (v.numpy() for v in values))))
                 index += len(codes)
                 bar.update(len(codes))
     if not lengths:
@@ -222,16 +233,34 @@ def scan_google_records(files: list[str], *, progress: bool = False
     return np.concatenate(lengths), np.concatenate(predictions)
 
 
+# What `scan_google_records` hands to ``keep``, in this order.
+_KEPT = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids",
+         "masked_lm_weights", "next_sentence_labels")
+
+
 @functools.lru_cache(maxsize=None)
-def _google_check(widths: tuple | None):
+def _google_check(widths: tuple | None, values: bool = False):
     """`validation.google_problems` traced once (seconds) for every file and batch size.
 
     One graph per ``widths`` (`validation.google_widths`, as items) and one
-    for records of any widths (``None``).
+    for records of any widths (``None``). ``values``: the graph also returns
+    the examples' values without their padding (`_KEPT`, as in
+    `parse_google_batch`), parsed once for both.
     """
-    return tf.function(lambda serialized: validation.google_problems(
-        serialized, None if widths is None else dict(widths)), autograph=False,
-        input_signature=[tf.TensorSpec([None], tf.string)])
+    def check(serialized):
+        if not values:
+            return validation.google_problems(serialized, None if widths is None else dict(widths))
+        rows = validation.google_rows(serialized, None if widths is None else dict(widths))
+        codes, lengths, predictions = validation.google_problems(rows=rows)
+        real = lambda name, n, dtype=tf.int32: tf.cast(rows[name].first(n), dtype)  # noqa: E731
+        return (codes, lengths, predictions, real("input_ids", lengths),
+                real("segment_ids", lengths), real("masked_lm_positions", predictions),
+                real("masked_lm_ids", predictions),
+                real("masked_lm_weights", predictions, tf.float32),
+                tf.cast(rows["next_sentence_labels"].values[:, 0], tf.int32))
+
+    return tf.function(check, autograph=False,
+                       input_signature=[tf.TensorSpec([None], tf.string)])
 
 
 def _record(path: str, index: int) -> bytes:
@@ -359,9 +388,9 @@ def _write_one_shard(packs, directory: str, name: str) -> int:
             elif packed_features(batch) != features:
                 raise TfpackError("Every batch of packs must have the same features and "
                                   f"shapes. Received: {features} then {packed_features(batch)}")
-            for record in serialize_packs(batch):
-                writer.write(record)
-                written += 1
+            serialized = serialize_packs(batch)
+            writer.write_many(serialized)
+            written += len(serialized)
             if "sequence_mask" in batch:
                 sequences += int((batch["sequence_mask"] > 0).sum())
             tokens += int((batch["sequence_ids"] > 0).sum()) if "sequence_ids" in batch else 0

@@ -124,10 +124,11 @@ class _Rows:
     padding past each row's length.
     """
 
-    def __init__(self, values, lengths):
+    def __init__(self, values, lengths, sparse=None):
         self.values = values
         self.lengths = tf.cast(lengths, tf.int64)
         self.index = tf.range(tf.shape(values, out_type=tf.int64)[1])[None, :]
+        self._sparse = sparse
 
     @classmethod
     def of(cls, tensor):
@@ -135,8 +136,15 @@ class _Rows:
             rows = tf.shape(tensor, out_type=tf.int64)[0]
             lengths = tf.math.unsorted_segment_sum(
                 tf.ones_like(tensor.indices[:, 0]), tensor.indices[:, 0], rows)
-            return cls(tf.sparse.to_dense(tensor), lengths)
+            return cls(tf.sparse.to_dense(tensor), lengths, tensor)
         return cls(tensor.to_tensor(), tensor.row_lengths())
+
+    def first(self, count):
+        """The first ``count`` values of each row, back to back (flat, rows in order)."""
+        if self._sparse is not None:  # only the values the records hold, not the dense padding
+            row, column = self._sparse.indices[:, 0], self._sparse.indices[:, 1]
+            return tf.boolean_mask(self._sparse.values, column < tf.gather(count, row))
+        return tf.boolean_mask(self.values, self.index < count[:, None])
 
     def all(self, condition, first=None):
         """Per row: ``condition`` holds on its values (only the ``first`` ones)."""
@@ -232,16 +240,18 @@ def dense_first(parser_for, batch: tf.Tensor, widths: dict[str, int] | None):
     return parser_for(None)(batch), None
 
 
-def google_problems(serialized: tf.Tensor, widths: dict[str, int] | None = None):
+def google_problems(serialized: tf.Tensor | None = None, widths: dict[str, int] | None = None,
+                    *, rows: dict | None = None):
     """Check a batch of serialized Google records.
 
     Returns ``(codes, lengths, predictions)``, each ``[B]``: the `RULES` code
     of each record (0: valid), its tokens and its real predictions. Raises
     `tf.errors.InvalidArgumentError` when a record cannot be parsed at all
     (not a `tf.train.Example`, or a feature of the wrong dtype), or, with
-    ``widths`` (see `google_rows`), has other widths.
+    ``widths`` (see `google_rows`), has other widths. ``rows``: the batch
+    already parsed by `google_rows` (then ``serialized`` is not needed).
     """
-    r = google_rows(serialized, widths)
+    r = google_rows(serialized, widths) if rows is None else rows
     n = {name: rows.lengths for name, rows in r.items()}
     mask, weights = r["input_mask"], r["masked_lm_weights"]
     lengths = tf.reduce_sum(mask.values, axis=1)
