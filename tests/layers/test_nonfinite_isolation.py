@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfpack import models
-from tfpack.layers import PackedSelfAttention, PackedSequencePooling
+from tfpack.layers import PackedSelfAttention
+from tfpack.layers.pooling import PackedSequencePooling
 from tfpack.testing import pack_examples
 
 IMPLEMENTATIONS = ("dense", "segmented")
