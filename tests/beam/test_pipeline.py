@@ -110,7 +110,10 @@ def test_beam_refuses_a_bad_record_as_local_does(bert_files, tmp_path, corrupt):
     if corrupt == "garbage":
         assert re.search(r"Received: file='.*b\.tfrecord', record 5", str(beam.value))
     else:
-        assert re.search(r"59 do not .*Received: example 0 with length=", str(beam.value))
+        too_long = sum(len(e["input_ids"]) > max_length for e in examples[:80])
+        assert too_long > 1  # the fixture's real text has long examples
+        assert re.search(rf"{too_long} do not .*Received: example 0 with length=",
+                         str(beam.value))
     assert str(beam.value) == str(local.value)
     # No shard, no plan, nothing claiming completeness, no staging left behind.
     assert not (tmp_path / "beam").exists()
