@@ -53,9 +53,10 @@ def test_pack_google_records_then_write_and_read_packed(tmp_path):
                               max_predictions_per_pack=12, algorithm="lpfhp")
     packs = tfpack.data.read_google_records(str(tmp_path / "in.tfrecord")).apply(packer)
     batches = [{k: v.numpy() for k, v in b.items()} for b in packs.batch(8)]
-    written = tfpack.data.write_packed(batches, str(tmp_path / "packed.tfrecord"))
+    # Into its own folder: beside the user's input it is refused (issue 22).
+    written = tfpack.data.write_packed(batches, str(tmp_path / "out" / "packed.tfrecord"))
     assert written == packer.report.packs
-    read = tfpack.data.read_packed(str(tmp_path / "packed*.tfrecord"))
+    read = tfpack.data.read_packed(str(tmp_path / "out" / "packed*.tfrecord"))
     assert read.element_spec == packs.element_spec
     assert_same_examples(examples, read.as_numpy_iterator())
 
