@@ -14,26 +14,39 @@ the rounds), the speed-up dense / segmented per round (median, min-max), the
 suite.
 
 The cases are generated, not chosen (`cases`): for every `L` of `--lengths`
-and every seed of `--seeds`, five length families scaled to `L`:
+and every seed of `--seeds`, the five length families below scaled to `L`
+(or, with `--draw N`, `N` of them a seed, dealt in turn from a random
+permutation per `L`, the same for every family of models), packed with `K = (16, 8, 12)[seed % 3]` sequences
+at most a pack (so the sequences a pack vary with the seed as well as with
+the lengths):
 
 - `lognormal`: median `L/24`, sigma 1;
 - `bimodal`: 70% around `L/48`, 30% around `L/6`;
 - `zipf`: `8 * Zipf(1.8)` tokens, cut at `L` (so some fill a pack);
 - `spikes`: 80% log-normal (median `L/32`), 20% exactly `L`;
-- `windows`: documents log-normal around `L/2` cut into windows of `L/12`
-  (about 12 a pack).
+- `windows`: documents log-normal around `L/2` cut into windows of
+  `L / round(0.75 K)` (about `0.75 K` a pack: 12 at `K=16`).
 
-4,000 sequences each, packed by `bfd` with `K=16`; batches of `4096 / L`
-packs drawn from the plan, `BATCHES` of them timed in each round (so the
+4,000 sequences each, packed by `bfd` with `K`; batches of `4096 / L`
+packs drawn from the plan, `--batches` of them timed in each round (so the
 batches whose packs the rows cannot hold, which run dense, count at their
 rate). `S` (`segment_length`) is the window for `windows` and otherwise
 the 99th percentile of the lengths rounded up to a power of two: where
 sequences reach `L`, `S = L` and the segmented rows cost more than dense
 attention, which `"auto"` knows from `L`, `K` and `S` alone.
 
+Every family of `FAMILIES` has a segmented path; the first seven are the
+ones that ran dense before (and Llama, the reference), the rest one family
+per other adapter module (`tfpack/models/keras_hub/`).
+
+Per family the report gives the median and the **worst** speed-up per `L`,
+what `"auto"` gains (its choice's time against dense) and how often it
+chose the slower path (by the median speed-up of the case: "auto slower").
+
 Usage:
     python benchmarks/keras_hub_attention.py [--lengths 512,2048,4096]
-        [--seeds 0] [--families gpt_oss,gemma4,...] [--rounds 3]
+        [--seeds 0,1,2] [--draw 1] [--families gpt_oss,gemma4,...]
+        [--rounds 3] [--batches 2] [--append]
     python benchmarks/keras_hub_attention.py --report   # rewrite the .md
         from benchmarks/results/keras_hub_attention.jsonl
 """
@@ -59,7 +72,8 @@ HERE = pathlib.Path(__file__).parent
 RAW = HERE / "results" / "keras_hub_attention.jsonl"
 OUTPUT = HERE / "results" / "keras_hub_attention.md"
 VOCAB = 1000
-K = 16
+AUTO_NOISE = 0.1  # "auto slower" counts a choice slower by more than this
+KS = (16, 8, 12)  # sequences a pack at most, by seed % 3
 TOKENS_PER_BATCH = 4096
 SEQUENCES = 4000
 BATCHES = 4  # timed in each round
@@ -91,11 +105,40 @@ def _families():
         "xlnet": lambda: m.XLNetBackbone(vocabulary_size=VOCAB, num_heads=4,
                                          **_SMALL),
         "llama": lambda: m.LlamaBackbone(**_GQA),
+        "bert": lambda: m.BertBackbone(vocabulary_size=VOCAB, num_heads=4,
+                                       max_sequence_length=4096, **_SMALL),
+        "gpt2": lambda: m.GPT2Backbone(vocabulary_size=VOCAB, num_heads=4,
+                                       max_sequence_length=4096, **_SMALL),
+        "gpt_neo_x": lambda: m.GPTNeoXBackbone(
+            vocabulary_size=VOCAB, num_heads=4, max_sequence_length=4096,
+            **_SMALL),
+        "gemma": lambda: m.GemmaBackbone(
+            head_dim=16, use_sliding_window_attention=True,
+            sliding_window_size=WINDOW, **_GQA),
+        "phi3": lambda: m.Phi3Backbone(**_GQA),
+        "roformer_v2": lambda: m.RoformerV2Backbone(
+            vocabulary_size=VOCAB, num_heads=4, head_size=16, **_SMALL),
+        "esm": lambda: m.ESMBackbone(vocabulary_size=VOCAB, num_heads=4,
+                                     **_SMALL),
+        "smollm3": lambda: m.SmolLM3Backbone(
+            vocabulary_size=VOCAB, num_attention_heads=4,
+            num_key_value_heads=2, hidden_dim=64, intermediate_dim=128,
+            num_layers=2, max_position_embeddings=4096,
+            layer_norm_epsilon=1e-6, attention_bias=False,
+            attention_dropout=0.0, rope_layer_enabled_list=[True, True],
+            layer_types=["attention", "attention"], mlp_bias=False,
+            rope_theta=10000.0, partial_rotary_factor=1.0),
     }
 
 
 FAMILIES = ("gpt_oss", "gemma4", "bloom", "falcon", "deberta_v3", "xlnet",
-            "llama")
+            "llama", "bert", "gpt2", "gpt_neo_x", "gemma", "phi3",
+            "roformer_v2", "esm", "smollm3")
+
+
+def k_of(seed):
+    """Sequences a pack at most (`K`) of the cases of `seed`."""
+    return KS[seed % len(KS)]
 
 
 def lengths_of(shape, length, seed):
@@ -124,26 +167,35 @@ def lengths_of(shape, length, seed):
     return np.clip(np.rint(values), 1, None).astype(int)
 
 
-def cases(lengths, seeds, shapes=SHAPES):
-    """Every generated case: `(shape, L, seed, S, histogram)`."""
+def cases(lengths, seeds, shapes=SHAPES, draw=None):
+    """Every generated case: `(shape, L, seed, K, S, histogram)`; with
+    `draw`, that many shapes per `L` and seed, drawn from both."""
     for length in lengths:
         for seed in seeds:
-            for shape in shapes:
+            chosen = list(shapes)
+            if draw:  # a permutation per L, dealt out to the seeds in turn
+                order = np.random.default_rng([length, 7]).permutation(
+                    len(chosen))
+                chosen = [chosen[order[(seed * draw + j) % len(chosen)]]
+                          for j in range(min(draw, len(chosen)))]
+            k = k_of(seed)
+            for shape in chosen:
                 values = lengths_of(shape, length, seed)
-                window = length // 12 if shape == "windows" else length
+                window = (length // round(0.75 * k) if shape == "windows"
+                          else length)
                 histogram = windowed_histogram(values, length, window)
                 cumulative = np.cumsum(histogram) / histogram.sum()
                 p99 = int(np.searchsorted(cumulative, 0.99)) + 1
                 s = window if shape == "windows" else min(
                     length, 1 << (p99 - 1).bit_length())
-                yield shape, length, seed, s, histogram
+                yield shape, length, seed, k, s, histogram
 
 
-def batches_of(histogram, length, seed, count=BATCHES):
+def batches_of(histogram, length, seed, k, count=BATCHES):
     """`count` batches of packed features drawn from `bfd`'s plan."""
     from tfpack.packing import plan
 
-    packing = plan(histogram, length, K, algorithm="bfd")
+    packing = plan(histogram, length, k, algorithm="bfd")
     rng = np.random.default_rng(seed)
     result = []
     for _ in range(count):
@@ -192,18 +244,19 @@ def time_pair(steps, batches, rounds):
     return times
 
 
-def fallback_fraction(batches, length, s):
+def fallback_fraction(batches, length, k, s):
     """Fraction of `batches` whose packs the segmented rows cannot hold."""
     from tfpack.layers.segmented_attention import segment_layout
     from tfpack.layers.segmented_attention import segment_tiers
 
-    tiers = segment_tiers(length, K, s)
+    tiers = segment_tiers(length, k, s)
     return float(np.mean([not bool(segment_layout(b["sequence_ids"], tiers,
-                                                  K)["fits"])
+                                                  k)["fits"])
                           for b in batches]))
 
 
-def measure(families, lengths, seeds, rounds, shapes=SHAPES, done=()):
+def measure(families, lengths, seeds, rounds, shapes=SHAPES, done=(),
+            draw=None, batches=BATCHES):
     """Yields one result dict per (family, case), skipping the
     `(family, shape, L, seed)` in `done`."""
     import keras
@@ -213,35 +266,37 @@ def measure(families, lengths, seeds, rounds, shapes=SHAPES, done=()):
     from tfpack.models import from_keras_hub
 
     builders = _families()
-    suite = list(cases(lengths, seeds, shapes))
+    suite = list(cases(lengths, seeds, shapes, draw))
     for family in families:
         if all((family, c[0], c[1], c[2]) in done for c in suite):
             continue
         keras.utils.set_random_seed(0)
         backbone = builders[family]()
-        dense = {}  # one compiled dense step per L
-        for shape, length, seed, s, histogram in suite:
+        steps = {}  # compiled steps: dense per L, segmented per (L, K, S)
+        for shape, length, seed, k, s, histogram in suite:
             if (family, shape, length, seed) in done:
                 continue
-            batches = batches_of(histogram, length, seed)
-            if length not in dense:
-                dense[length] = compiled_step(from_keras_hub(
+            data = batches_of(histogram, length, seed, k, batches)
+            if length not in steps:
+                steps[length] = compiled_step(from_keras_hub(
                     backbone, attention_implementation="dense"))
-            segmented = compiled_step(from_keras_hub(
-                backbone, attention_implementation="segmented",
-                max_sequences_per_pack=K, segment_length=s))
-            times = time_pair({"dense": dense[length],
-                               "segmented": segmented}, batches, rounds)
+            if (length, k, s) not in steps:
+                steps[length, k, s] = compiled_step(from_keras_hub(
+                    backbone, attention_implementation="segmented",
+                    max_sequences_per_pack=k, segment_length=s))
+            times = time_pair({"dense": steps[length],
+                               "segmented": steps[length, k, s]}, data,
+                              rounds)
             yield {
                 "family": family, "shape": shape, "L": length, "seed": seed,
-                "K": K, "S": s,
+                "K": k, "S": s,
                 "sequences_per_pack": float(np.mean(
-                    [b["sequence_ids"].max(axis=1).mean() for b in batches])),
-                "work_ratio": length ** 2 / segment_work(length, K, s),
-                "fallback": fallback_fraction(batches, length, s),
+                    [b["sequence_ids"].max(axis=1).mean() for b in data])),
+                "work_ratio": length ** 2 / segment_work(length, k, s),
+                "fallback": fallback_fraction(data, length, k, s),
                 "auto": choose_implementation(
                     "auto", backend="tensorflow", length=length,
-                    max_sequences_per_pack=K, segment_length=s),
+                    max_sequences_per_pack=k, segment_length=s),
                 "dense": times["dense"], "segmented": times["segmented"],
             }
 
@@ -256,37 +311,58 @@ def _speedups(result):
     return [d / s for d, s in zip(result["dense"], result["segmented"])]
 
 
+def _with_current_auto(result):
+    """`result` with `"auto"` as the current rule picks it (it depends on
+    `L`, `K` and `S` only; rows measured under an older rule are re-judged)."""
+    from tfpack.layers.attention_implementation import choose_implementation
+
+    return dict(result, auto=choose_implementation(
+        "auto", backend="tensorflow", length=result["L"],
+        max_sequences_per_pack=result.get("K", 16),
+        segment_length=result["S"]))
+
+
 def report(results, command):
     """The markdown of `results` (dicts of `measure`)."""
     import keras
     import keras_hub
     import tensorflow as tf
 
+    results = [_with_current_auto(r) for r in results]
+
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     families = list(dict.fromkeys(r["family"] for r in results))
+    lengths = sorted({r["L"] for r in results})
     summary = []
     for family in families:
         mine = [r for r in results if r["family"] == family]
         cells = [family]
-        for length in sorted({r["L"] for r in mine}):
+        for length in lengths:
             ups = [statistics.median(_speedups(r)) for r in mine
                    if r["L"] == length]
-            cells.append(f"{statistics.median(ups):.2f}x / "
-                         f"{min(ups):.2f}x")
+            cells.append(f"{statistics.median(ups):.2f}x / {min(ups):.2f}x "
+                         f"({len(ups)})" if ups else "-")
         # "auto": segmented where it picks segmented, dense (1.0) elsewhere.
         auto = [statistics.median(_speedups(r)) if r["auto"] == "segmented"
                 else 1.0 for r in mine]
         cells.append(f"{statistics.median(auto):.2f}x / {min(auto):.2f}x")
+        # "auto" chose the slower path by more than the noise: segmented
+        # below 0.9x of dense, or dense where segmented was above 1.1x.
+        wrong = [r for r in mine
+                 if (statistics.median(_speedups(r)) < 1 - AUTO_NOISE
+                     and r["auto"] == "segmented")
+                 or (statistics.median(_speedups(r)) > 1 + AUTO_NOISE
+                     and r["auto"] == "dense")]
+        cells.append(f"{len(wrong)} of {len(mine)}")
         bounded = [statistics.median(_speedups(r)) for r in mine
                    if r["L"] == 2048 and r["auto"] == "segmented"]
         cells.append(f"{min(bounded):.2f}x" if bounded else "-")
         summary.append("| " + " | ".join(cells) + " |")
-    lengths = sorted({r["L"] for r in results})
     rows = []
     for r in results:
         rows.append(
             f"| {r['family']} | {r['shape']} | {r['L']} | {r['seed']} | "
-            f"{r['S']} | {r['sequences_per_pack']:.1f} | "
+            f"{r.get('K', 16)} | {r['S']} | {r['sequences_per_pack']:.1f} | "
             f"{r['work_ratio']:.2f} | {r['fallback']:.2f} | "
             f"{_spread(r['dense'], 1e3)} | "
             f"{_spread(r['segmented'], 1e3)} | "
@@ -306,29 +382,33 @@ def report(results, command):
         "dense and segmented interleaved; milliseconds per batch (each "
         f"round times {BATCHES} batches), median "
         "(min-max) over the rounds; speed-up = dense / segmented per round. "
-        f"K={K}; batches of {TOKENS_PER_BATCH} tokens (4096 / L packs); the "
-        "cases are generated (see the script's docstring). CPU figures; "
-        "GPU figures: pending.", "",
+        f"K = {KS} by seed; batches of {TOKENS_PER_BATCH} tokens (4096 / L "
+        "packs); the cases are generated (see the script's docstring). CPU "
+        "figures; GPU figures: pending (the GPU machine lent to this session "
+        "has no TensorFlow).", "",
         "## Per family: median / worst case of the speed-up", "",
         "Per `L`: over every generated case. `auto`: the speed-up of "
         "`\"auto\"` (segmented where it picks segmented, 1.0 where it "
-        "picks dense), over all cases. `L=2048, auto segmented` worst: the "
-        "worst segmented speed-up at L=2,048 over the cases where `\"auto\"` "
-        "picks segmented (the target: >= 1.5x with about 12 sequences a "
-        "pack). Not run this time: L=512 and 4,096, more seeds, and the "
-        "lognormal, Zipf and spike cases of the families after BLOOM and "
-        "GPT-OSS (the shared CPU ran at a load of about 12; the command "
-        "with `--append` adds them).", "",
+        "picks dense), over all cases. `auto slower`: cases where the path "
+        "`\"auto\"` picked was the slower one by more than "
+        f"{AUTO_NOISE:.0%} (median speed-up below {1 - AUTO_NOISE:.1f} and "
+        f"segmented picked, or above {1 + AUTO_NOISE:.1f} and dense picked); "
+        "`\"auto\"` is judged by the current rule (`L`, `K`, `S`). Per `L`: "
+        "median / worst (cases). `L=2048, auto "
+        "segmented` worst: the worst segmented speed-up at L=2,048 over the "
+        "cases where `\"auto\"` picks segmented (the target: >= 1.5x with "
+        "about 12 sequences a pack).", "",
         "| family | " + " | ".join(f"L={n}" for n in lengths)
-        + " | auto | L=2048, auto segmented worst |",
-        "| --- | " + " | ".join("---" for _ in lengths) + " | --- | --- |",
+        + " | auto | auto slower | L=2048, auto segmented worst |",
+        "| --- | " + " | ".join("---" for _ in lengths)
+        + " | --- | --- | --- |",
         *summary, "",
         "## Every case", "",
-        "| family | lengths | L | seed | S | sequences a pack | L^2 / "
+        "| family | lengths | L | seed | K | S | sequences a pack | L^2 / "
         "segment work | batches dense | dense ms | segmented ms | speed-up "
         "| auto |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-        "| --- |",
+        "| --- | --- |",
         *rows, ""])
 
 
@@ -338,6 +418,10 @@ def main():
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batches", type=int, default=BATCHES,
+                        help="batches timed in each round")
+    parser.add_argument("--draw", type=int, default=0,
+                        help="shapes drawn per L and seed (0: all)")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--raw", type=pathlib.Path, default=RAW)
     parser.add_argument("--output", type=pathlib.Path, default=OUTPUT)
@@ -348,7 +432,8 @@ def main():
                         help="only rewrite --output from --raw")
     args = parser.parse_args()
     command = ("python benchmarks/keras_hub_attention.py --lengths "
-               f"{args.lengths} --seeds {args.seeds} --rounds {args.rounds}")
+               f"{args.lengths} --seeds {args.seeds} --draw {args.draw} "
+               f"--rounds {args.rounds} --batches {args.batches}")
     if not args.report:
         done = set()
         if args.append and args.raw.exists():
@@ -360,7 +445,8 @@ def main():
                     args.families.split(","),
                     [int(n) for n in args.lengths.split(",")],
                     [int(n) for n in args.seeds.split(",")], args.rounds,
-                    args.shapes.split(","), done):
+                    args.shapes.split(","), done, args.draw or None,
+                    args.batches):
                 raw.write(json.dumps(result) + "\n")
                 raw.flush()
                 print(result["family"], result["shape"], result["L"],

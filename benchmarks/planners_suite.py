@@ -204,12 +204,16 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="comma-separated case names/families to run")
     parser.add_argument("--time-limit", type=float, default=None,
                         help="optimal's time_limit (default: the planner's own)")
+    parser.add_argument("--no-time-limit", action="store_true",
+                        help="optimal with time_limit=None (bound the run with --isolate)")
     parser.add_argument("--isolate", type=float, default=0.0,
                         help="plan in a child process killed after this many seconds")
     parser.add_argument("--label", default="", help="a title note (e.g. the commit)")
     parser.add_argument("--output", default=str(HERE / "results" / "planners_suite.md"))
     args = parser.parse_args(argv)
     time_limit = "default" if args.time_limit is None else args.time_limit
+    if args.no_time_limit:
+        time_limit = None
     cases = generated_cases(args.seeds) + ([] if args.no_real else real_cases())
     if args.only:
         keep = set(args.only.split(","))

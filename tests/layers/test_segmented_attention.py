@@ -205,6 +205,14 @@ def test_auto_rule():
                 segment_length=256)
     assert choose_implementation("auto", length=2048, **auto) == "segmented"
     assert choose_implementation("auto", length=512, **auto) == "dense"
+    # L=512 with short windows: work ratio 4.8, measured 2.4-3.0x (issue 23);
+    # below 512 unmeasured, so dense.
+    short = dict(auto, max_sequences_per_pack=8, segment_length=85)
+    assert choose_implementation("auto", length=512, **short) == "segmented"
+    assert choose_implementation("auto", length=256, **dict(
+        short, segment_length=32)) == "dense"
+    assert choose_implementation("auto", length=512, **dict(
+        short, backend="jax")) == "dense"
     assert choose_implementation(
         "auto", length=2048, **dict(auto, segment_length=None)) == "dense"
     # Work ratio 1.77 (measured 1.4-1.6x faster) is above the 1.5 threshold.

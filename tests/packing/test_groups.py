@@ -124,3 +124,14 @@ def _all_lengths(histogram, max_length, max_sequences_per_pack):
 
 def as_pairs(result):
     return list(zip(result.strategies, result.counts.tolist())), result.lower_bound_packs
+
+
+def test_weighted_gives_a_spike_a_group_of_its_own():
+    histogram = np.zeros(64, dtype=np.int64)
+    histogram[[9, 29, 39]] = [5, 1000, 5]  # lengths 10, 30 (a spike) and 40
+    starts = _groups.weighted(histogram, ends=4, width=16, quantiles=4)
+    assert {30, 31} <= set(starts.tolist())  # 30 is alone: neither rounding moves it
+    for up in (False, True):
+        assert _groups.rounded(histogram, starts, up=up)[29] == 1000
+    assert _groups.groups(64, ends=4, width=16).tolist() == \
+        _groups.weighted(histogram, ends=4, width=16, quantiles=0).tolist()

@@ -11,7 +11,7 @@ The rule, from `benchmarks/attention.py` (jit-compiled forward+backward
 steps of a small encoder and decoder on real length distributions, dense and
 segmented interleaved in one process; numbers in BENCHMARKS.md):
 
-    segmented  when  K is known  and  L >= MIN_LENGTH[backend] (1,024)
+    segmented  when  K is known  and  L >= MIN_LENGTH[backend] (TF 512, JAX 1,024)
                      and  L^2 >= MIN_WORK_RATIO[backend] (1.5) * segment_work(L, K, S)
     dense      otherwise
 
@@ -32,9 +32,12 @@ IMPLEMENTATIONS = ("auto", "dense", "segmented")
 #   ratio 0.53 (L=2048, S=L):   0.55-0.75x   ratio 0.67 (L=512, S=L): 0.75-0.8x
 #   ratio 1.77 (L=2048, S=512): 1.4-1.6x     ratio 3.4 (L=8192): 2.1-2.8x
 #   ratio 4.2 (L=2048, S=256):  2.3-2.9x     (TensorFlow and JAX alike)
-# Break-even lies near ratio 1; 1.5 keeps a margin. No length under 2,048
-# had a favourable ratio, so below 1,024 "auto" stays dense (unmeasured).
-MIN_LENGTH = {"tensorflow": 1024, "jax": 1024}
+#   ratio 4.8 (L=512, K=8, S=85):  2.4-3.0x  (TensorFlow; keras-hub GPT-OSS,
+#   Gemma 4, Falcon: benchmarks/keras_hub_attention.py, issue 23)
+#   ratio 0.53-0.55 (L=512, S=L):  0.53-0.66x (the same families)
+# Break-even lies near ratio 1; 1.5 keeps a margin. Below 512 (TensorFlow)
+# and 1,024 (JAX, not measured at 512) "auto" stays dense (unmeasured).
+MIN_LENGTH = {"tensorflow": 512, "jax": 1024}
 MIN_WORK_RATIO = {"tensorflow": 1.5, "jax": 1.5}
 
 

@@ -53,6 +53,35 @@ def groups(max_length: int, ends: int | None = None, width: int | None = None) -
                                      np.arange(max(1, max_length - ends + 1), max_length + 1)]))
 
 
+def weighted(histogram: np.ndarray, ends: int, width: int, quantiles: int) -> np.ndarray:
+    """`groups`, plus a group of its own for each length at a quantile of the sequences.
+
+    Between the exact ends, the length where the count of sequences so far
+    crosses each multiple of 1 / ``quantiles`` of the middle's count becomes
+    a group of its own (a group starts there and right after it): neither
+    rounding moves it, and the groups around it are cut short, so a spike
+    (many sequences of one length) and the dense stretches of a histogram
+    round less (spikes at L=2,048, depth 32: the rounded-up plan 0.33% above
+    the token bound with `groups` alone, 0.10% with 100 quantiles). At most
+    ``2 quantiles`` groups more than `groups`.
+
+    >>> h = np.array([0, 0, 0, 0, 9, 0, 0, 0, 1, 0])  # nine 5s and a 9
+    >>> groups(10, ends=1, width=4).tolist()
+    [1, 2, 6, 10]
+    >>> weighted(h, ends=1, width=4, quantiles=2).tolist()  # 5 alone, and 9
+    [1, 2, 5, 6, 9, 10]
+    """
+    max_length = len(histogram)
+    starts = groups(max_length, ends=ends, width=width)
+    middle = np.asarray(histogram[ends: max_length - ends], dtype=np.float64)
+    if quantiles < 1 or not middle.any():
+        return starts
+    cum = np.cumsum(middle)
+    at = np.searchsorted(cum, cum[-1] * np.arange(1, quantiles + 1) / quantiles) + ends + 1
+    at = np.unique(at)
+    return np.unique(np.concatenate([starts, at, at[at < max_length] + 1]))
+
+
 def rounded(histogram: np.ndarray, starts: np.ndarray, *, up: bool) -> np.ndarray:
     """``histogram`` with every length rounded up (or down) within its group.
 
