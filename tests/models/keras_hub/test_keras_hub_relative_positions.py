@@ -71,19 +71,6 @@ def test_deberta_buckets_by_hand():
     np.testing.assert_array_equal(buckets[3:, 3:], buckets[:2, :2])
 
 
-@pytest.mark.parametrize("family", ["bloom", "falcon", "deberta_v3"])
-def test_segmented_attention_is_refused_where_it_carries_no_bias(family):
-    with pytest.raises(TfpackError, match=r"`KerasHub\w+` runs dense "
-                       r"attention only \(its .* not carried by tfpack's "
-                       r"segmented attention\). Received: "
-                       r"attention_implementation='segmented'"):
-        from_keras_hub(make_backbone(family),
-                       attention_implementation="segmented",
-                       max_sequences_per_pack=3)
-    adapter = from_keras_hub(make_backbone(family), max_sequences_per_pack=3)
-    assert adapter.implementation(4096) == "dense"
-
-
 REFUSED = {
     "RWKV7Backbone": (dict(hidden_size=16, head_size=8, num_layers=1,
                            intermediate_dim=32, gate_lora=4, mv_lora=4,
