@@ -48,7 +48,9 @@ class Spill:
             if name not in self._files:
                 self._files[name] = open(self._path(name), "wb")
                 self._dtypes[name] = values.dtype
-            np.ascontiguousarray(values, self._dtypes[name]).tofile(self._files[name])
+            # file.write, not ndarray.tofile: a full disk then raises the
+            # OSError naming its cause (ENOSPC, EFBIG), not a short-write count.
+            self._files[name].write(np.ascontiguousarray(values, self._dtypes[name]).data)
 
     def close(self) -> None:
         for file in self._files.values():
