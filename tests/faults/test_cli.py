@@ -221,19 +221,6 @@ def test_random_pack_arguments(inputs, tmp_path_factory, flags, overwrite):
         assert len(list(tfpack.data.read_packed(str(root / "out")).as_numpy_iterator())) > 0
 
 
-@pytest.fixture(scope="module")
-def keras_file(tmp_path_factory):
-    from tfpack import models
-
-    model = models.CausalLM(vocabulary_size=11, num_layers=1, hidden_dim=8, num_heads=2,
-                            intermediate_dim=16, max_sequence_length=8)
-    model({"input_ids": np.ones((1, 8), np.int32), "sequence_ids": np.ones((1, 8), np.int32),
-           "position_ids": np.arange(8, dtype=np.int32)[None]})
-    path = tmp_path_factory.mktemp("model") / "m.keras"
-    model.save(path)
-    return path
-
-
 @pytest.mark.slow  # a successful draw exports a SavedModel (~10 s)
 @campaign(6)
 @given(flags=_flags(["--max-length", "--max-sequences-per-pack", "--max-predictions",

@@ -30,19 +30,6 @@ from tfpack.export import paths
 USERS = ("NOTES.md", "assets.extra", os.path.join("assets.extra", "tf_serving_warmup_requests"))
 
 
-@pytest.fixture(scope="module")
-def keras_file(tmp_path_factory):
-    from tfpack import models
-
-    model = models.CausalLM(vocabulary_size=11, num_layers=1, hidden_dim=8, num_heads=2,
-                            intermediate_dim=16, max_sequence_length=8)
-    model({"input_ids": np.ones((1, 8), np.int32), "sequence_ids": np.ones((1, 8), np.int32),
-           "position_ids": np.arange(8, dtype=np.int32)[None]})
-    path = tmp_path_factory.mktemp("model") / "m.keras"
-    model.save(path)
-    return path
-
-
 def _export(keras_file, out, length):
     return ("export", "--model", keras_file, "--output", out, "--max-length", length)
 

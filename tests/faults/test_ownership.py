@@ -308,19 +308,6 @@ def test_beam_refuses_inputs_rewritten_between_passes(tmp_path, monkeypatch, rew
 
 # --- export -----------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def keras_file(tmp_path_factory):
-    from tfpack import models
-
-    model = models.CausalLM(vocabulary_size=11, num_layers=1, hidden_dim=8, num_heads=2,
-                            intermediate_dim=16, max_sequence_length=8)
-    model({"input_ids": np.ones((1, 8), np.int32), "sequence_ids": np.ones((1, 8), np.int32),
-           "position_ids": np.arange(8, dtype=np.int32)[None]})
-    path = tmp_path_factory.mktemp("model") / "m.keras"
-    model.save(path)
-    return path
-
-
 def test_export_into_an_earlier_export_keeps_the_users_files(keras_file, tmp_path):
     out = tmp_path / "served"
     export = ("export", "--model", keras_file, "--output", out, "--max-length", 8)
