@@ -39,7 +39,7 @@ def embedding_examples(texts: list[str], groups: list[int] | None = None, *,
         A dataset of ``{"input_ids": int32 [n]}`` (and ``labels``, int32
         scalars, with ``groups``), in input order.
     """
-    from tfpack.builders.tokenizers import builder_tokenizer
+    from tfpack.builders.tokenizers import builder_tokenizer, special_ids
 
     if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
         raise TfpackError("`texts` must be a list of strings. "
@@ -50,11 +50,7 @@ def embedding_examples(texts: list[str], groups: list[int] | None = None, *,
         raise TfpackError("`groups` must have one id per text. Received: "
                           f"{len(groups)} groups for {len(texts)} texts")
     tokenizer = builder_tokenizer(tokenizer, vocab_path, lower_case)
-    start, end = list(tokenizer.start_ids), list(tokenizer.end_ids)
-    if not isinstance(max_length, int) or isinstance(max_length, bool) or (
-            max_length <= len(start) + len(end)):
-        raise TfpackError(f"`max_length` must be an integer above {len(start) + len(end)} "
-                          f"(the special tokens). Received: max_length={max_length!r}")
+    start, end = special_ids(tokenizer, max_length)
     rows = [start + row[:max_length - len(start) - len(end)] + end
             for row in tokenizer(list(texts))]
     columns = {"input_ids": tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1)}

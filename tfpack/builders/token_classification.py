@@ -150,7 +150,7 @@ def token_classification_examples(words: list[list[str]], tags: list[list[int]] 
         TfpackError: a string where a list of words is expected, tags of
             another length than their words, a tag that is not a class id.
     """
-    from tfpack.builders.tokenizers import builder_tokenizer
+    from tfpack.builders.tokenizers import builder_tokenizer, special_ids
 
     _check_words(words, tags, num_classes)
     if tokenizer is None:
@@ -162,11 +162,7 @@ def token_classification_examples(words: list[list[str]], tags: list[list[int]] 
             wordpiece_text_tokenizer(vocab_path, lower_case=lower_case), offsets=None)
     else:
         tokenizer = builder_tokenizer(tokenizer, vocab_path, lower_case)
-    start, end = list(tokenizer.start_ids), list(tokenizer.end_ids)
-    if not isinstance(max_length, int) or isinstance(max_length, bool) or (
-            max_length <= len(start) + len(end)):
-        raise TfpackError(f"`max_length` must be an integer above {len(start) + len(end)} "
-                          f"(the special tokens). Received: max_length={max_length!r}")
+    start, end = special_ids(tokenizer, max_length)
     ids, labels, starts = [], [], []
     for i, (example, pieces) in enumerate(zip(words, _word_tokens(tokenizer, words))):
         tokens, token_labels, example_starts = list(start), [IGNORE_LABEL] * len(start), []

@@ -264,6 +264,16 @@ def builder_tokenizer(tokenizer, vocab_path, lower_case) -> TextTokenizer:
     return text_tokenizer(tokenizer)
 
 
+def special_ids(tokenizer: TextTokenizer, max_length) -> tuple[list[int], list[int]]:
+    """``(start, end)`` ids a builder puts around each row; ``max_length`` must leave room."""
+    start, end = list(tokenizer.start_ids), list(tokenizer.end_ids)
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or (
+            max_length <= len(start) + len(end)):
+        raise TfpackError(f"`max_length` must be an integer above {len(start) + len(end)} "
+                          f"(the special tokens). Received: max_length={max_length!r}")
+    return start, end
+
+
 def _keras_hub_base(obj) -> str | None:
     """"Tokenizer" or "Preprocessor" for keras-hub's base classes (keras-hub not imported)."""
     for cls in type(obj).__mro__:
