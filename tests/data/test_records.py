@@ -1,5 +1,7 @@
 """Google BERT TFRecords in, packed TFRecords out, and failures naming the file."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -128,3 +130,14 @@ def test_fast_encoder_writes_the_same_bytes_as_protobuf():
                         for n in sorted(expected))
         assert record.endswith(body) and len(record) - len(body) <= 3
     assert encode_examples({"ids": np.zeros((0, 3), np.int64)}) == []
+
+
+def test_write_packed_beside_other_files_is_refused_naming_them(tmp_path):
+    packs = {"input_ids": np.array([[5, 6, 0]]), "sequence_ids": np.array([[1, 1, 0]]),
+             "position_ids": np.array([[0, 1, 0]]), "sequence_mask": np.array([[1.0]], np.float32)}
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(TfpackError, match=r"`write_packed` writes into a directory that is "
+                       r"missing, empty .*holding \['notes.txt'\]"):
+        tfpack.data.write_packed([packs], str(tmp_path / "packed.tfrecord"))
+    assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -371,6 +371,11 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
                 "`write_packed` writes a one-shard output into a directory without another "
                 f"tfpack output. Received: path={path!r} beside "
                 f"{os.path.join(directory, manifest.MANIFEST)!r} listing {previous}")
+    elif os.path.isdir(directory) and os.listdir(directory):
+        raise TfpackError(
+            "`write_packed` writes into a directory that is missing, empty or holds its own "
+            "previous output, never beside other files. Received: path="
+            f"{path!r} in a directory holding {sorted(os.listdir(directory))[:3]!r}")
     with outputs.replacing_output(directory, overwrite=True) as staging:
         return _write_one_shard(packs, staging, name)
 
