@@ -209,7 +209,7 @@ def test_streaming_stops_reading_its_share_after_num_packs():
         read.append(int(i))
         return i
 
-    ds = tf.data.Dataset.range(100).map(
+    ds = tf.data.Dataset.range(100_000).map(
         lambda i: tf.numpy_function(note, [i], tf.int64, stateful=True)).map(
         lambda i: {"input_ids": tf.fill([8], tf.cast(i + 1, tf.int32))})
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=0)
@@ -217,7 +217,9 @@ def test_streaming_stops_reading_its_share_after_num_packs():
                               algorithm="ffd", input_context=context, input_sharded=True,
                               num_packs=6)
     packs = list(ds.apply(packer).as_numpy_iterator())
-    assert len(packs) == 6 and max(read) < 20  # Read by windows of 4, not all 100.
+    # Read by windows of 4, not all of the share: what tf.data prefetches ahead of the
+    # last pack (66 examples once under load) is bounded, the share is not.
+    assert len(packs) == 6 and max(read) < 1_000
 
 
 def test_balance_arranges_each_hosts_own_batches():
