@@ -54,8 +54,11 @@ _AUTO_NUMBER = re.compile(r"_\d+$")
 
 
 def _is_checkpoint_file(name: str) -> bool:
-    """Names a `tf.train.Checkpoint` write (prefix ``state``) and the metadata file."""
-    return name == _META or name == "checkpoint" or name.startswith("state.")
+    """Names a `tf.train.Checkpoint` write (prefix ``state``; ``state_temp``, the
+    folder of its shards before they are merged, where a write was killed) and the
+    metadata file."""
+    return (name == _META or name == "checkpoint" or name.startswith("state.")
+            or name == "state_temp")
 
 
 def model_signature(model) -> list[list]:
