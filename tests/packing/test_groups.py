@@ -126,12 +126,43 @@ def as_pairs(result):
     return list(zip(result.strategies, result.counts.tolist())), result.lower_bound_packs
 
 
-def test_weighted_gives_a_spike_a_group_of_its_own():
+def test_balanced_groups_end_at_a_spike_so_rounding_up_keeps_it():
     histogram = np.zeros(64, dtype=np.int64)
     histogram[[9, 29, 39]] = [5, 1000, 5]  # lengths 10, 30 (a spike) and 40
-    starts = _groups.weighted(histogram, ends=4, width=16, quantiles=4)
-    assert {30, 31} <= set(starts.tolist())  # 30 is alone: neither rounding moves it
-    for up in (False, True):
-        assert _groups.rounded(histogram, starts, up=up)[29] == 1000
-    assert _groups.groups(64, ends=4, width=16).tolist() == \
-        _groups.weighted(histogram, ends=4, width=16, quantiles=0).tolist()
+    starts = _groups.balanced(histogram, rows=4, ends=2)
+    assert 31 in starts.tolist()  # a group ends at 30
+    assert _groups.rounded(histogram, starts, up=True)[29] == 1005  # the 10s join; 30s stay
+    assert starts[:3].tolist() == [1, 2, 3] and {63, 64} <= set(starts.tolist())  # exact ends
+
+
+def test_balanced_groups_round_up_less_than_even_ones():
+    """As many groups, fewer tokens lost rounding up a log-normal (the point of them)."""
+    rng = np.random.default_rng(0)
+    max_length = 2048
+    lengths = np.clip(rng.lognormal(np.log(300), 0.8, 50_000).astype(int), 1, max_length)
+    histogram = np.bincount(lengths - 1, minlength=max_length)
+    tokens = np.arange(1, max_length + 1)
+    balanced = _groups.balanced(histogram, rows=128)
+    even = _groups.groups(max_length, ends=0, width=-(-max_length // len(balanced)))
+    assert len(even) >= len(balanced)
+    lost = [tokens @ _groups.rounded(histogram, s, up=True) - tokens @ histogram
+            for s in (balanced, even)]
+    assert lost[0] < 0.7 * lost[1], lost
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=200), st.integers(0, 40),
+       st.integers(0, 8))
+def test_balanced_groups_are_valid_starts(counts, rows, ends):
+    histogram = np.array(counts, dtype=np.int64)
+    starts = _groups.balanced(histogram, rows, ends=ends)
+    assert starts[0] == 1 and starts[-1] <= len(histogram)
+    assert np.all(np.diff(starts) >= 1)
+    assert len(starts) <= max(rows, 1) + 1 + 2 * (ends + 1)
+    for up in (False, True):  # every sequence stays, in its group
+        assert _groups.rounded(histogram, starts, up=up).sum() == histogram.sum()
+    # A length heavier than a group's share ends its group: rounding up keeps it.
+    weight = np.sqrt(histogram.astype(float))
+    for length in np.flatnonzero(weight >= weight.sum() / max(rows, 1)) + 1:
+        if rows and length < len(histogram):
+            assert length + 1 in starts.tolist()

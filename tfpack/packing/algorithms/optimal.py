@@ -199,6 +199,9 @@ _FFD_LENGTHS = 2048  # first fit decreasing competes up to this many lengths (O(
 _FULL_FIRST_SHARE = 0.4  # of the time limit, for full packs first
 _GROUPED_LENGTHS = 1024  # from this many lengths, length groups (`_grouped`) first
 _GROUPED_SHARE = 0.85  # of the time left, for them
+_PLAN_FIRST_SHARE = 0.8  # of that, for the plan, where the tokens bind (it goes first there)
+_BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
+_PROVE_GAP = 1e-3  # there, the bound's LP runs only if the plan is further above the bound
 _GROUP_ROWS = 512  # lengths (groups) of their LPs at most
 _TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
 _UNIT_ROWS = 1024  # rows in units of tokens (`_in_units`): pricing stays cheap
@@ -323,7 +326,7 @@ def _slack(simple: int) -> float:
 
 
 def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at=0.0,
-          smooth=_SMOOTHING, others=(), dives=True, heuristic=None,
+          smooth=_SMOOTHING, others=(), dives=True, heuristic=None, first_round=True,
           budget: _budget.Budget | None = None) -> tuple[dict[tuple[int, ...], int], int]:
     """Column generation and rounding: the best plan found and the proven bound.
 
@@ -332,6 +335,8 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
     ``others``: more candidate plans; the one with fewest packs is returned.
     ``dives``: also round by diving (`_dive`), up to _EARLY_ROWS lengths.
     ``heuristic``: a best fit plan (computed here if not given), to seed the LP.
+    ``first_round``: column generation's first round may run past ``budget``
+    (`_column_generation`); ``False``: it stops there too.
     ``budget``: column generation stops when it ends, with its last LP (or,
     before the first LP is solved, the best fit plan and ``simple``); one
     rounding is always made, the others only within the budget.
@@ -344,7 +349,8 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
         return heuristic, simple  # no LP can say much more
     try:
         lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic,
-                                simple, stop_at=stop_at, smooth=smooth, budget=budget)
+                                simple, stop_at=stop_at, smooth=smooth, budget=budget,
+                                first_round=first_round)
     except _budget.OutOfTime:  # before the first LP: no columns to round
         return _fewest([heuristic, *[o for o in others if o]]), simple
 
@@ -430,6 +436,7 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
     at L=8,192 depth 3 that plan is 0.4 pp closer than one in units).
     """
     depth = max_sequences_per_pack or 1
+    tokens_bind = search.bounds["tokens"] >= search.bounds.get("sequences", 0)
     rows = _TABLE_CELLS // ((depth + 1) * (max_length + 1))
     unit = _unit(max_length, max_length // _UNIT_ROWS) \
         if max_length >= _UNITS_FROM or rows < _GROUP_ROWS else 1
@@ -439,14 +446,21 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
         rows = max(64, min(_GROUP_ROWS, rows))
         ends = min(_groups.EXACT_ENDS, rows // 4)
         width = max(_groups.WIDTH, -(-(max_length - 2 * ends) // max(1, rows - 2 * ends)))
-        down_starts = _groups.groups(max_length, ends=ends, width=width)
-        # Where the tokens bind (not the depth), rounding up costs packs: the
-        # plan's LP gets the rows the widths leave unused, where the sequences
-        # are. The bound's LP stays as small (it must end within its share).
-        spare = max(0, rows - len(down_starts)) // 2 if search.bounds["tokens"] >= \
-            search.bounds.get("sequences", 0) else 0
-        starts = _groups.weighted(histogram, ends, width, spare)
-    for up, share in ((False, 0.5), (True, 1.0)):
+        down_starts = starts = _groups.groups(max_length, ends=ends, width=width)
+        if tokens_bind:
+            # Rounding up costs packs there: the plan's groups follow the
+            # sequences (`_groups.balanced`), as many as the rows allow.
+            ends = min(_BALANCED_ENDS, rows // 4)
+            starts = _groups.balanced(histogram, rows - 2 * ends, ends=ends)
+    # Where the depth binds, the bound first: the rest of the search is measured
+    # against it. Where the tokens bind, the plan first: its bound is rarely
+    # above the simple ones there (never on the suite), so it runs only when
+    # the plan is not within `_PROVE_GAP` of them, and only on the time left.
+    order = ((True, _PLAN_FIRST_SHARE), (False, 1.0)) if tokens_bind else \
+        ((False, 0.5), (True, 1.0))
+    for up, share in order:
+        if not up and tokens_bind and search.packs <= search.bound * (1 + _PROVE_GAP):
+            continue  # the plan is close enough to the simple bounds: no LP bound needed
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
             rounded, length = _in_units(rounded, unit, up=up), max_length // unit
@@ -460,7 +474,8 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
         if up and simple >= search.packs:
             continue  # rounding up costs more packs than the best plan has: no better plan
         packs, bound = _plan(lengths, demand, length, max_sequences_per_pack, simple,
-                             dives=up, budget=budget.share(share))
+                             dives=up, budget=budget.share(share),
+                             first_round=up or not tokens_bind)
         if not up:
             search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
             continue
@@ -540,21 +555,22 @@ class _LP:
 
 
 def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple, *,
-                       stop_at=0.0, smooth=_SMOOTHING,
+                       stop_at=0.0, smooth=_SMOOTHING, first_round=True,
                        budget: _budget.Budget | None = None) -> _LP:
     """Column generation (module notes) until it stops or ``budget`` ends.
 
     The first round (seeds, the first LP, its pricing) runs to its end,
     whatever the budget, where its cost is bounded (`_small`): a plan rounded
     from a first LP is far better than best fit alone (at depth 3 on
-    Wikipedia-512: 0.1% above the bound instead of 11%).
+    Wikipedia-512: 0.1% above the bound instead of 11%). With
+    ``first_round=False`` (an LP only for a bound, `_grouped`) it does not.
 
     Raises:
         OutOfTime: ``budget`` ended before the first LP was solved.
     """
     n = len(lengths)
     full_budget = budget
-    if budget is not None and _small(n, max_sequences_per_pack, max_length):
+    if budget is not None and first_round and _small(n, max_sequences_per_pack, max_length):
         budget = None  # until the first round ends
     bounds = np.minimum(demand, max_length // lengths)
     if max_sequences_per_pack is not None:
