@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing.algorithms import _groups, optimal
+from tfpack.packing.algorithms import _bounds, _groups, optimal
 from test_optimal import assert_valid, brute_force_packs, make_histogram
 
 
@@ -166,3 +166,33 @@ def test_balanced_groups_are_valid_starts(counts, rows, ends):
     for length in np.flatnonzero(weight >= weight.sum() / max(rows, 1)) + 1:
         if rows and length < len(histogram):
             assert length + 1 in starts.tolist()
+
+
+@pytest.mark.parametrize("tokens_bind", [True, False])
+def test_the_grouped_plan_goes_first_where_the_tokens_bind(tokens_bind, monkeypatch):
+    """Tokens bind: the plan on balanced groups first, the rounded-down LP only if the
+    plan is not within `_PROVE_GAP` of the simple bounds. Depth binds: the bound first."""
+    monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
+    monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)  # not "few lengths": both may run
+    max_length = 512
+    if tokens_bind:
+        rng = np.random.default_rng(0)
+        histogram = np.bincount(rng.integers(60, 400, 3000) - 1, minlength=max_length)
+    else:
+        histogram = _many_lengths(max_length, 0)
+    calls, balanced = [], []
+    plan = optimal._plan
+    monkeypatch.setattr(optimal, "_plan",
+                        lambda *a, **k: calls.append(k.get("dives", True)) or plan(*a, **k))
+    real_balanced = _groups.balanced
+    monkeypatch.setattr(_groups, "balanced",
+                        lambda *a, **k: balanced.append(1) or real_balanced(*a, **k))
+    result = optimal.pack(histogram, max_length, 8 if tokens_bind else 3, seed=0,
+                          time_limit=None)
+    assert_valid(result, histogram, max_length, 8 if tokens_bind else 3)
+    bounds = _bounds.simple(histogram, max_length, 8 if tokens_bind else 3)
+    assert (bounds["tokens"] >= bounds["sequences"]) == tokens_bind
+    assert calls[0] is tokens_bind  # dives: the plan on the rounded-up histogram
+    assert bool(balanced) == tokens_bind
+    if tokens_bind and result.counts.sum() <= max(bounds.values()) * (1 + optimal._PROVE_GAP):
+        assert False not in calls[:2]  # no LP on the rounded-down histogram

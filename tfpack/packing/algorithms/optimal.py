@@ -437,6 +437,9 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
     """
     depth = max_sequences_per_pack or 1
     tokens_bind = search.bounds["tokens"] >= search.bounds.get("sequences", 0)
+    # Below `_MANY_LENGTHS`, the LP over all lengths runs within the budget (and rounds
+    # early, `_EARLY_ROWS`): the grouped plan only takes its time where it can be close.
+    few_lengths = np.count_nonzero(histogram) < _MANY_LENGTHS
     rows = _TABLE_CELLS // ((depth + 1) * (max_length + 1))
     unit = _unit(max_length, max_length // _UNIT_ROWS) \
         if max_length >= _UNITS_FROM or rows < _GROUP_ROWS else 1
@@ -459,8 +462,11 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
     order = ((True, _PLAN_FIRST_SHARE), (False, 1.0)) if tokens_bind else \
         ((False, 0.5), (True, 1.0))
     for up, share in order:
-        if not up and tokens_bind and search.packs <= search.bound * (1 + _PROVE_GAP):
-            continue  # the plan is close enough to the simple bounds: no LP bound needed
+        if not up and tokens_bind and (few_lengths or
+                                       search.packs <= search.bound * (1 + _PROVE_GAP)):
+            # The plan is close enough to the simple bounds: no LP bound needed (or
+            # the LP over all lengths, which follows, proves one at least as good).
+            continue
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
             rounded, length = _in_units(rounded, unit, up=up), max_length // unit
@@ -473,6 +479,8 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
         simple = max(_bounds.simple(rounded, length, max_sequences_per_pack).values())
         if up and simple >= search.packs:
             continue  # rounding up costs more packs than the best plan has: no better plan
+        if up and few_lengths and simple > search.bound * (1 + _PROVE_GAP):
+            continue  # rounding up costs more than the LP over all lengths tends to lose
         packs, bound = _plan(lengths, demand, length, max_sequences_per_pack, simple,
                              dives=up, budget=budget.share(share),
                              first_round=up or not tokens_bind)
