@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfpack.packing.algorithms import _bounds, _groups, optimal
-from test_optimal import assert_valid, brute_force_packs, make_histogram
+from test_optimal import assert_valid, brute_force_packs, make_histogram, tiny_instances
 
 
 def test_groups_keep_the_ends_exact_and_split_the_middle_evenly():
@@ -196,3 +196,49 @@ def test_the_grouped_plan_goes_first_where_the_tokens_bind(tokens_bind, monkeypa
     assert bool(balanced) == tokens_bind
     if tokens_bind and result.counts.sum() <= max(bounds.values()) * (1 + optimal._PROVE_GAP):
         assert False not in calls[:2]  # no LP on the rounded-down histogram
+
+
+def test_quick_bound_on_balanced_groups_sees_what_tokens_miss():
+    """300 sequences of 34 tokens, packs of 100: two a pack (150), tokens say 103.
+
+    Rounded down within balanced groups, 34 starts its group (it is heavy), so it
+    keeps its length and three still do not fit: the LP bound is 150."""
+    histogram = make_histogram(100, {34: 300, **{v: 1 for v in range(1, 9)}})
+    search = optimal._Search(_bounds.simple(histogram, 100, None))
+    assert search.bound == 103
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(optimal, "_QUICK_ROWS", 4)
+        patch.setattr(optimal, "_QUICK_PLAN_ROWS", 4)
+        optimal._quick(search, histogram, 100, None, optimal._budget.Budget(None))
+    assert search.bounds["lp"] == 150
+    assert search.packs == 150  # the plan on groups rounded up meets it
+    result = search.result()
+    assert (result.lower_bound_packs, result.lower_bound_kind) == (150, "lp")
+    assert_valid(result, histogram, 100, None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tiny_instances())
+def test_quick_bounds_never_exceed_the_true_optimum(instance):
+    histogram, max_length, max_sequences_per_pack = instance
+    with pytest.MonkeyPatch.context() as patch:  # `_quick` wherever the tokens bind
+        patch.setattr(optimal, "_QUICK_ROWS", 2)
+        patch.setattr(optimal, "_QUICK_PLAN_ROWS", 1)
+        patch.setattr(optimal, "_SLOW_TABLE", 0)
+        calls = []
+        quick = optimal._quick
+        patch.setattr(optimal, "_quick", lambda *a: calls.append(1) or quick(*a))
+        result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0)
+    QUICK_RAN.append(bool(calls))
+    assert_valid(result, histogram, max_length, max_sequences_per_pack)
+    best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
+    assert result.lower_bound_packs <= best <= result.counts.sum()
+
+
+QUICK_RAN: list[bool] = []
+
+
+def test_quick_bounds_were_tested():
+    """The property test above reached `_quick` (it runs first in this module's order)."""
+    if QUICK_RAN:  # skipped when the test above is deselected
+        assert sum(QUICK_RAN) >= 5, QUICK_RAN

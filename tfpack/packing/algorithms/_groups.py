@@ -53,7 +53,7 @@ def groups(max_length: int, ends: int | None = None, width: int | None = None) -
                                      np.arange(max(1, max_length - ends + 1), max_length + 1)]))
 
 
-def balanced(histogram: np.ndarray, rows: int, ends: int = 0) -> np.ndarray:
+def balanced(histogram: np.ndarray, rows: int, ends: int = 0, *, up: bool = True) -> np.ndarray:
     """Groups whose widths follow the sequences: about ``rows`` of them, each of equal weight.
 
     Rounding a group up costs each of its ``n`` sequences about half its
@@ -63,6 +63,8 @@ def balanced(histogram: np.ndarray, rows: int, ends: int = 0) -> np.ndarray:
     Each group ends at the length where that running sum crosses a multiple
     of the share, so a heavy length (a spike) ends its group and keeps its
     length; a length heavier than several shares is a group of its own. The
+    ``up=False`` (groups for rounding down) makes that length *start* its
+    group instead, so that rounding down keeps it. The
     ``ends`` shortest and longest lengths keep their own groups too (short
     sequences fill the last gaps of packs). On the suite's log-normal,
     bimodal and spike histograms at L=2,048-8,192 the rounded-up plan is
@@ -74,6 +76,8 @@ def balanced(histogram: np.ndarray, rows: int, ends: int = 0) -> np.ndarray:
     [1, 6, 10]
     >>> balanced(h, rows=2, ends=1).tolist()  # and 1 a group of its own
     [1, 2, 6, 10]
+    >>> balanced(h, rows=2, up=False).tolist()  # groups 1-4, 5-8 and 9-10: 5 and 9 start them
+    [1, 5, 9]
     """
     max_length = len(histogram)
     weight = np.cumsum(np.sqrt(np.asarray(histogram, dtype=np.float64)))
@@ -81,7 +85,8 @@ def balanced(histogram: np.ndarray, rows: int, ends: int = 0) -> np.ndarray:
         return groups(max_length, ends=ends, width=max_length)
     tops = np.searchsorted(weight, weight[-1] * np.arange(1, rows + 1) / rows) + 1
     tops = np.minimum(tops, max_length)
-    edges = [[1], tops[tops < max_length] + 1, np.arange(1, min(ends + 1, max_length) + 1),
+    edges = [[1], tops[tops < max_length] + 1 if up else tops,
+             np.arange(1, min(ends + 1, max_length) + 1),
              np.arange(max(1, max_length - ends + 1), max_length + 1)]
     return np.unique(np.concatenate(edges).astype(np.int64))
 
