@@ -156,8 +156,15 @@ def real_packs(strategies: list[tuple[int, ...]], counts: np.ndarray, histogram:
             pack = []
             for g, m in slots.items():
                 at = position[g] + a * m
-                pack += [lengths[g][bisect.bisect_right(cum[g], at + i)] for i in range(m)]
-            pack = tuple(sorted((v for v in pack if v), reverse=True))
+                first = bisect.bisect_right(cum[g], at)
+                if m == 1 or first == bisect.bisect_right(cum[g], at + m - 1):
+                    pack += [lengths[g][first]] * m  # one run holds all m (the usual case)
+                else:
+                    pack += [lengths[g][bisect.bisect_right(cum[g], at + i)] for i in range(m)]
+            pack.sort(reverse=True)
+            while pack and not pack[-1]:
+                pack.pop()  # slots nobody needs (zeros sort last)
+            pack = tuple(pack)
             if pack:
                 packs[pack] = packs.get(pack, 0) + b - a
         for g, m in slots.items():
