@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfpack.packing import PackingPlan, algorithm_names, plan
-from tfpack.packing.algorithms import base
+from tfpack.packing.algorithms import _fit_decreasing, base
 from tfpack.packing.algorithms._nnls import enumerate_strategies, packing_matrix
 from tfpack.packing.checks import slot_counts
 
@@ -142,6 +142,19 @@ def test_ffd_and_bfd_equal_the_per_sequence_algorithms(case):
     for name, best_fit in (("ffd", False), ("bfd", True)):
         result = base.get(name)(np.array(counts), max_length, max_sequences_per_pack, seed=0)
         assert packs(result) == reference_fit_decreasing(lengths.tolist(), max_length, max_sequences_per_pack, best_fit)
+
+
+@settings(max_examples=100)
+@given(histograms)
+def test_bfd_in_blocks_of_one_equals_the_per_sequence_algorithm(case):
+    """Blocks split at every third group (`_fit_decreasing._Sorted`): the same plan."""
+    max_length, counts, max_sequences_per_pack = case
+    lengths = np.repeat(np.arange(1, max_length + 1), counts)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_fit_decreasing, "_BLOCK", 1)
+        result = base.get("bfd")(np.array(counts), max_length, max_sequences_per_pack, seed=0)
+    assert packs(result) == reference_fit_decreasing(lengths.tolist(), max_length,
+                                                     max_sequences_per_pack, True)
 
 
 @settings(max_examples=150)
