@@ -185,7 +185,7 @@ _MAX_ROUNDS = 200  # column generation rounds; the bound is valid at any round
 _ROW_ROUNDS = 100_000  # and at most this many rounds x lengths (a round costs ~ lengths)
 _LP_GAP = 1e-4  # stop when the LP value is this close (relative) to the bound: 0.01 pp
 _SEED_DEPTH_WEIGHTS = (0.1, 0.0, 0.2, 0.3)  # see `_column_generation`
-_SEED_COLUMNS = 2048  # first-LP pricing sets: as many as keep them under this many columns
+_SEED_COLUMNS = 1024  # first-LP pricing sets: as many as keep them under this many columns
 _GOOD_ENOUGH = 1e-5  # skip the LP when best fit is this close (relative) to the token bound
 _COLUMNS_PER_ROUND = 64  # candidate packs per round (one per longest length), or n / 8 if more
 # Round a pack up when slots still needed hold this share of its tokens; one
