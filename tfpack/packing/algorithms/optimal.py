@@ -219,9 +219,9 @@ _DIVE_GAP = 2
 # rounded down (_QUICK_SHARE of that), then a plan on _QUICK_PLAN_ROWS rounded up.
 _QUICK_ROWS = 128
 _SLOW_TABLE = 2 ** 24
-_QUICK_SHARE = 0.4
+_QUICK_SHARE = 0.5
 _QUICK_PLAN_ROWS = 200
-_QUICK_PLAN_SHARE = 0.8
+_QUICK_PLAN_SHARE = 0.9
 _FFD_LENGTHS = 2048  # first fit decreasing competes up to this many lengths (O(L x groups))
 _FULL_FIRST_SHARE = 0.4  # of the time limit, for full packs first
 _GROUPED_LENGTHS = 1024  # from this many lengths, length groups (`_grouped`) first
