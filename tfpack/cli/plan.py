@@ -12,8 +12,8 @@ Prints the plan's summary, or with ``--json`` only a JSON object
 ``metrics``) on stdout. `tfpack pack --plan` and `PackingPlan.load` read the
 file back.
 
-``--time-limit`` gives `optimal` that many seconds (CPU time) after best fit
-decreasing (default 1; ``none``: no limit, the same plan on every machine).
+``--time-limit`` gives `optimal` that many seconds (CPU time), best fit
+decreasing included (default 1; ``none``: no limit, the same plan on every machine).
 
 This module also holds the argument helpers `tfpack analyze` shares:
 `parse_max_sequences_per_pack` (an integer or ``none``), `parse_time_limit`
@@ -71,7 +71,7 @@ def add_time_limit(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--time-limit", type=parse_time_limit, default=DEFAULT_TIME_LIMIT,
                         metavar="SECONDS",
-                        help=f"CPU seconds optimal searches after best fit decreasing (default "
+                        help=f"CPU seconds optimal plans for, best fit included (default "
                              f"{DEFAULT_TIME_LIMIT:g}); 'none': no limit, the same plan anywhere")
 
 

@@ -36,7 +36,7 @@ __all__ = ["PackingPlan", "plan", "validate_time_limit", "DEFAULT_TIME_LIMIT"]
 
 FORMAT = "tfpack-plan"
 VERSION = 1
-DEFAULT_TIME_LIMIT = 1.0  # seconds `optimal` searches after best fit decreasing, by default
+DEFAULT_TIME_LIMIT = 1.0  # CPU seconds `optimal` plans for (best fit decreasing included), by default
 
 
 def validate_time_limit(time_limit) -> float | None:
@@ -236,11 +236,12 @@ def plan(
         algorithm: one of `tfpack.packing.algorithm_names()`.
         seed: a non-negative integer, for algorithms with random choices
             (``greedy``); checked for every algorithm.
-        time_limit: seconds of CPU time ``optimal`` may search after best
-            fit decreasing (1 by default: on an idle machine, about a second;
-            ``None``: no limit, and the same plan on every machine). When it
-            ends, the best plan found and the best bound proven so far are
-            returned (a first LP is always solved where its size is bounded).
+        time_limit: seconds of CPU time ``optimal`` may plan for, best fit
+            decreasing included (1 by default: on an idle machine, about a
+            second; ``None``: no limit, and the same plan on every machine).
+            When it ends, the best plan found and the best bound proven so far
+            are returned (a first LP is always solved where its size is
+            bounded, so the largest histograms take up to about 2 s).
             Other algorithms ignore it.
 
     Returns:
