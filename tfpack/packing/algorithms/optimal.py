@@ -227,6 +227,7 @@ _FULL_FIRST_SHARE = 0.4  # of the time limit, for full packs first
 _GROUPED_LENGTHS = 1024  # from this many lengths, length groups (`_grouped`) first
 _GROUPED_SHARE = 0.85  # of the time left, for them
 _PLAN_FIRST_SHARE = 0.8  # of that, for the plan, where the tokens bind (it goes first there)
+_BALANCED_ROWS = 768  # groups of the plan where the tokens bind (its LP goes first there)
 _BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
 _PROVE_GAP = 1e-3  # there, the bound's LP runs only if the plan is further above the bound
 _GROUP_ROWS = 512  # lengths (groups) of their LPs at most
@@ -518,9 +519,11 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
         down_starts = starts = _groups.groups(max_length, ends=ends, width=width)
         if tokens_bind:
             # Rounding up costs packs there: the plan's groups follow the
-            # sequences (`_groups.balanced`), as many as the rows allow.
-            ends = min(_BALANCED_ENDS, rows // 4)
-            starts = _groups.balanced(histogram, rows - 2 * ends, ends=ends)
+            # sequences (`_groups.balanced`), more of them (its LP goes first).
+            table_rows = _TABLE_CELLS // ((depth + 1) * (max_length + 1))
+            plan_rows = max(64, min(_BALANCED_ROWS, table_rows))
+            ends = min(_BALANCED_ENDS, plan_rows // 4)
+            starts = _groups.balanced(histogram, plan_rows - 2 * ends, ends=ends)
     # Where the depth binds, the bound first: the rest of the search is measured
     # against it. Where the tokens bind, the plan first: its bound is rarely
     # above the simple ones there (never on the suite), so it runs only when
