@@ -120,10 +120,10 @@ Notes:
     the bound's LP ends within it (Zipf at L=2,048, depth 32: 0.3 s of CPU;
     at 60% it was cut, and the bound fell back to the depth bound, 6.6%
     below). Where the tokens bind, the order is reversed: the plan first,
-    with ``_PLAN_FIRST_SHARE`` (80%) of that time, on groups whose widths
-    follow the sequences (`_groups.balanced`: a group's width goes as one
+    with ``_PLAN_FIRST_SHARE`` (80%) of that time, on ``_BALANCED_ROWS``
+    (768) groups whose widths follow the sequences (`_groups.balanced`: a group's width goes as one
     over the square root of the sequences per length, which minimizes what
-    rounding up loses; at L=8,192 log-normal depth 3, 0.55% -> 0.30% above
+    rounding up loses; at L=8,192 log-normal depth 3, 0.55% -> 0.25% above
     the bound in 1 s), then the rounded-down LP only if the plan is more than
     ``_PROVE_GAP`` (0.1%) above the simple bounds, on the time left: there
     its bound was never above them on the suite, and it took half the time.
