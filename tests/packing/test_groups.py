@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing.algorithms import _bounds, _groups, optimal
+from tfpack.packing.algorithms import _bounds, _groups, base, optimal
 from test_optimal import assert_valid, brute_force_packs, make_histogram, tiny_instances
 
 
@@ -242,3 +242,26 @@ def test_quick_bounds_were_tested():
     """The property test above reached `_quick` (it runs first in this module's order)."""
     if QUICK_RAN:  # skipped when the test above is deselected
         assert sum(QUICK_RAN) >= 5, QUICK_RAN
+
+
+@settings(max_examples=60, deadline=None)
+@given(tiny_instances(), st.sampled_from([None, 0.0]))
+def test_grouped_paths_bound_and_plan_tiny_histograms_correctly(instance, time_limit):
+    """Length groups on every histogram (balanced where the tokens bind), with or without
+    a time limit: plans valid and never behind best fit, bounds never above the optimum.
+    The search goes on even at its bound, and both LPs run (the path, not the shortcut)."""
+    histogram, max_length, max_sequences_per_pack = instance
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(optimal._Search, "done", lambda self: False)
+        patch.setattr(optimal, "_PROVE_GAP", -1.0)
+        patch.setattr(optimal, "_GROUPED_LENGTHS", 1)
+        patch.setattr(optimal, "_MANY_LENGTHS", 2)
+        patch.setattr(optimal, "_GROUP_ROWS", 4)
+        patch.setattr(optimal, "_BALANCED_ROWS", 3)
+        result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0,
+                              time_limit=time_limit)
+    assert_valid(result, histogram, max_length, max_sequences_per_pack)
+    best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
+    assert result.lower_bound_packs <= best <= result.counts.sum()
+    bfd = base.get("bfd")(histogram, max_length, max_sequences_per_pack, seed=0)
+    assert result.counts.sum() <= bfd.counts.sum()
