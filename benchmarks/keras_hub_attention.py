@@ -128,12 +128,51 @@ def _families():
             attention_dropout=0.0, rope_layer_enabled_list=[True, True],
             layer_types=["attention", "attention"], mlp_bias=False,
             rope_theta=10000.0, partial_rotary_factor=1.0),
+        # The other backbones of the adapters above (one adapter each, the
+        # same segmented path, each backbone's own layers and options).
+        "electra": lambda: m.ElectraBackbone(
+            vocab_size=VOCAB, embedding_dim=64, num_heads=4,
+            max_sequence_length=4096, **_SMALL),
+        "roberta": lambda: m.RobertaBackbone(
+            vocabulary_size=VOCAB, num_heads=4, max_sequence_length=4096,
+            **_SMALL),
+        "xlm_roberta": lambda: m.XLMRobertaBackbone(
+            vocabulary_size=VOCAB, num_heads=4, max_sequence_length=4096,
+            **_SMALL),
+        "distil_bert": lambda: m.DistilBertBackbone(
+            vocabulary_size=VOCAB, num_heads=4, max_sequence_length=4096,
+            **_SMALL),
+        "albert": lambda: m.AlbertBackbone(
+            vocabulary_size=VOCAB, embedding_dim=64, num_heads=4,
+            max_sequence_length=4096, **_SMALL),
+        "mistral": lambda: m.MistralBackbone(sliding_window=WINDOW, **_GQA),
+        "qwen2": lambda: m.Qwen2Backbone(
+            use_sliding_window_attention=True, sliding_window_size=WINDOW,
+            tie_word_embeddings=False, **_GQA),
+        "qwen3": lambda: m.Qwen3Backbone(
+            head_dim=16, sliding_window_size=WINDOW,
+            tie_word_embeddings=False, **_GQA),
+        "mixtral": lambda: m.MixtralBackbone(
+            num_experts=2, top_k=1, sliding_window=WINDOW, **_GQA),
+        "qwen_moe": lambda: m.QwenMoeBackbone(
+            moe_intermediate_dim=64, shared_expert_intermediate_dim=128,
+            num_experts=2, top_k=1, **_GQA),
+        "qwen3_moe": lambda: m.Qwen3MoeBackbone(
+            head_dim=16, moe_intermediate_dim=64, num_experts=2, top_k=1,
+            **_GQA),
+        "gemma3": lambda: m.Gemma3Backbone(
+            image_size=16, head_dim=16, use_sliding_window_attention=True,
+            sliding_window_size=WINDOW, **_GQA),
+        "opt": lambda: m.OPTBackbone(vocabulary_size=VOCAB, num_heads=4,
+                                     max_sequence_length=4096, **_SMALL),
     }
 
 
 FAMILIES = ("gpt_oss", "gemma4", "bloom", "falcon", "deberta_v3", "xlnet",
             "llama", "bert", "gpt2", "gpt_neo_x", "gemma", "phi3",
-            "roformer_v2", "esm", "smollm3")
+            "roformer_v2", "esm", "smollm3", "electra", "roberta",
+            "xlm_roberta", "distil_bert", "albert", "mistral", "qwen2",
+            "qwen3", "mixtral", "qwen_moe", "qwen3_moe", "gemma3", "opt")
 
 
 def k_of(seed):
@@ -298,6 +337,7 @@ def measure(families, lengths, seeds, rounds, shapes=SHAPES, done=(),
                     "auto", backend="tensorflow", length=length,
                     max_sequences_per_pack=k, segment_length=s),
                 "dense": times["dense"], "segmented": times["segmented"],
+                "batches": len(data),
             }
 
 
@@ -322,8 +362,64 @@ def _with_current_auto(result):
         segment_length=result["S"]))
 
 
-def report(results, command):
-    """The markdown of `results` (dicts of `measure`)."""
+# The runs before each raw result carried its command (the first 48 results).
+EARLIER_COMMANDS = (
+    "`python benchmarks/keras_hub_attention.py --lengths 512,2048,4096 "
+    "--seeds 0,1,2 --draw 1 --rounds 3 --batches 2` (GPT-OSS, its first 8 "
+    "cases), then `... --batches 1 --append` for the rest (Gemma 4, BLOOM "
+    "at L=512 and 2,048; Falcon, Llama, DeBERTa-v3, XLNet at L=512 and "
+    "2,048), and `--lengths 2048 --shapes windows --seeds 0 --batches 1 "
+    "--append` for all seven")
+
+
+def _median_speedup(result):
+    return statistics.median(_speedups(result))
+
+
+def _auto_slower(result):
+    """`"auto"` picked the slower path by more than `AUTO_NOISE`."""
+    up = _median_speedup(result)
+    return ((up < 1 - AUTO_NOISE and result["auto"] == "segmented")
+            or (up > 1 + AUTO_NOISE and result["auto"] == "dense"))
+
+
+def _case(result):
+    return (f"{result['family']} {result['shape']} L={result['L']} "
+            f"K={result.get('K', 16)} S={result['S']}")
+
+
+def _commands(results):
+    """Markdown lines: each command that produced `results`, with its
+    families and number of cases."""
+    lines = []
+    earlier = [r for r in results if "command" not in r]
+    if earlier:
+        lines.append(f"- {len(earlier)} cases: {EARLIER_COMMANDS}.")
+    for command in dict.fromkeys(r["command"] for r in results
+                                 if "command" in r):
+        mine = [r for r in results if r.get("command") == command]
+        lines.append(f"- {len(mine)} cases: `{command}`.")
+    return lines
+
+
+def _gaps(results, families, lengths):
+    """One sentence: the families without a windows case (~0.75 K
+    sequences a pack) at one of `lengths` from 2,048 on."""
+    missing = []
+    for length in (n for n in lengths if n >= 2048):
+        lack = [f for f in families
+                if not any(r["family"] == f and r["L"] == length
+                           and r["shape"] == "windows" for r in results)]
+        if lack:
+            missing.append(f"L={length}: {', '.join(lack)}")
+    return ("Families without a windows case: " + "; ".join(missing) + "."
+            if missing else "Every family has a windows case at L=2,048 "
+            "and above.")
+
+
+def report(results):
+    """The markdown of `results` (dicts of `measure`, each with the
+    command that produced it, or none for the earliest)."""
     import keras
     import keras_hub
     import tensorflow as tf
@@ -338,26 +434,37 @@ def report(results, command):
         mine = [r for r in results if r["family"] == family]
         cells = [family]
         for length in lengths:
-            ups = [statistics.median(_speedups(r)) for r in mine
-                   if r["L"] == length]
+            ups = [_median_speedup(r) for r in mine if r["L"] == length]
             cells.append(f"{statistics.median(ups):.2f}x / {min(ups):.2f}x "
                          f"({len(ups)})" if ups else "-")
         # "auto": segmented where it picks segmented, dense (1.0) elsewhere.
-        auto = [statistics.median(_speedups(r)) if r["auto"] == "segmented"
-                else 1.0 for r in mine]
+        auto = [_median_speedup(r) if r["auto"] == "segmented" else 1.0
+                for r in mine]
         cells.append(f"{statistics.median(auto):.2f}x / {min(auto):.2f}x")
-        # "auto" chose the slower path by more than the noise: segmented
-        # below 0.9x of dense, or dense where segmented was above 1.1x.
-        wrong = [r for r in mine
-                 if (statistics.median(_speedups(r)) < 1 - AUTO_NOISE
-                     and r["auto"] == "segmented")
-                 or (statistics.median(_speedups(r)) > 1 + AUTO_NOISE
-                     and r["auto"] == "dense")]
-        cells.append(f"{len(wrong)} of {len(mine)}")
-        bounded = [statistics.median(_speedups(r)) for r in mine
-                   if r["L"] == 2048 and r["auto"] == "segmented"]
-        cells.append(f"{min(bounded):.2f}x" if bounded else "-")
+        cells.append(f"{sum(map(_auto_slower, mine))} of {len(mine)}")
+        for length in (2048, 4096):
+            bounded = [_median_speedup(r) for r in mine
+                       if r["L"] == length and r["auto"] == "segmented"]
+            cells.append(f"{min(bounded):.2f}x" if bounded else "-")
         summary.append("| " + " | ".join(cells) + " |")
+
+    def worst(length):
+        chosen = [r for r in results
+                  if r["L"] == length and r["auto"] == "segmented"]
+        if not chosen:
+            return f"L={length}: no case where `\"auto\"` picks segmented"
+        low = min(chosen, key=_median_speedup)
+        ups = sorted(_median_speedup(r) for r in chosen)
+        return (f"L={length}, where `\"auto\"` picks segmented "
+                f"({len(chosen)} cases, {len({r['family'] for r in chosen})} "
+                f"families): worst **{ups[0]:.2f}x** ({_case(low)}), median "
+                f"{statistics.median(ups):.2f}x, best {ups[-1]:.2f}x")
+
+    slower = [r for r in results if _auto_slower(r)]
+    auto_all = [_median_speedup(r) if r["auto"] == "segmented" else 1.0
+                for r in results]
+    closest = min(results, key=lambda r: abs(_median_speedup(r) - 1)
+                  if r["auto"] == "dense" else float("inf"))
     rows = []
     for r in results:
         rows.append(
@@ -370,22 +477,48 @@ def report(results, command):
     return "\n".join([
         "# keras-hub adapters: dense vs segmented on a generated suite "
         "(`benchmarks/keras_hub_attention.py`)", "",
-        f"Command: `{command}`. Machine: {platform.machine()}, "
-        f"{os.cpu_count()} CPU cores shared with other jobs (load average "
-        f"{load:.1f} at the end); tensorflow {tf.__version__}, keras "
-        f"{keras.__version__}, keras-hub {keras_hub.__version__}. Each "
-        "family: a random backbone of 2 layers, width 64, 4 query heads of "
-        "16 (GPT-OSS, Gemma 4, Llama: 2 key/value heads; GPT-OSS and "
-        f"Gemma 4: one local layer with a window of {WINDOW} and one global; "
-        "Gemma 4's soft cap 50; DeBERTa's 256 buckets), vocabulary 1,000. "
+        f"{len(results)} cases, {len(families)} families. Commands (one raw "
+        "file, `results/keras_hub_attention.jsonl`, each run added with "
+        "`--append`; `--report` rewrites this file from it):", "",
+        *_commands(results), "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores shared "
+        f"with other jobs (load average {load:.1f} when this was written; "
+        "2-11 during the runs); tensorflow "
+        f"{tf.__version__}, keras {keras.__version__}, keras-hub "
+        f"{keras_hub.__version__}. Each family: a random backbone of 2 "
+        "layers, width 64, 4 query heads of 16, vocabulary 1,000 (the "
+        "grouped-query decoders, GPT-OSS, Gemma 4, Gemma, Gemma 3, Llama, "
+        "Mistral, Mixtral, Qwen 2 and 3, the Qwen MoEs, Phi-3 and SmolLM3: "
+        "2 key/value heads; GPT-OSS and Gemma 4: one local layer with a "
+        f"window of {WINDOW} and one global; Gemma, Gemma 3, Mistral, "
+        f"Mixtral, Qwen 2 and 3: windows of {WINDOW} (on their local "
+        "layers); Gemma 4's soft cap 50; DeBERTa's 256 buckets; "
+        "GPT-OSS, Mixtral and the Qwen MoEs: 2 experts, top 1). "
         "Forward+backward step under XLA (`tf.function(jit_compile=True)`), "
-        "dense and segmented interleaved; milliseconds per batch (each "
-        f"round times {BATCHES} batches), median "
-        "(min-max) over the rounds; speed-up = dense / segmented per round. "
-        f"K = {KS} by seed; batches of {TOKENS_PER_BATCH} tokens (4096 / L "
-        "packs); the cases are generated (see the script's docstring). CPU "
-        "figures; GPU figures: pending (the GPU machine lent to this session "
-        "has no TensorFlow).", "",
+        "dense and segmented interleaved, alternating which goes first; "
+        "milliseconds per batch (each round times `--batches` batches), "
+        "median (min-max) over the rounds; speed-up = dense / segmented per "
+        f"round. K = {KS} by seed; batches of {TOKENS_PER_BATCH} tokens "
+        "(4096 / L packs); the cases are generated (see the script's "
+        "docstring): `windows` at seed 0 is the target case, documents cut "
+        "into windows of L/12 (S = 170 at L=2,048, 341 at 4,096), about 12 "
+        "sequences a pack. CPU figures; GPU figures: pending (no GPU with "
+        "TensorFlow was lent to these runs).", "",
+        "## Worst cases", "",
+        f"- {worst(2048)} (the target: >= 1.5x with about 12 sequences a "
+        "pack).",
+        f"- {worst(4096)}.",
+        f"- `\"auto\"` picked the slower path by more than "
+        f"{AUTO_NOISE:.0%}: {len(slower)} of {len(results)} cases"
+        + (" (" + "; ".join(f"{_case(r)}: {_median_speedup(r):.2f}x, "
+                            f"{r['auto']}" for r in slower) + ")"
+           if slower else "")
+        + f"; its speed-up over dense, worst {min(auto_all):.2f}x; where it "
+        "keeps dense, segmented was at best "
+        f"{max(_median_speedup(r) for r in results if r['auto'] == 'dense'):.2f}x"
+        f" (closest to 1: {_case(closest)}, {_median_speedup(closest):.2f}x)"
+        ".",
+        f"- {_gaps(results, families, lengths)}", "",
         "## Per family: median / worst case of the speed-up", "",
         "Per `L`: over every generated case. `auto`: the speed-up of "
         "`\"auto\"` (segmented where it picks segmented, 1.0 where it "
@@ -394,14 +527,15 @@ def report(results, command):
         f"{AUTO_NOISE:.0%} (median speed-up below {1 - AUTO_NOISE:.1f} and "
         f"segmented picked, or above {1 + AUTO_NOISE:.1f} and dense picked); "
         "`\"auto\"` is judged by the current rule (`L`, `K`, `S`). Per `L`: "
-        "median / worst (cases). `L=2048, auto "
-        "segmented` worst: the worst segmented speed-up at L=2,048 over the "
-        "cases where `\"auto\"` picks segmented (the target: >= 1.5x with "
+        "median / worst (cases). `L=2048` / `L=4096, auto segmented` worst: "
+        "the worst segmented speed-up at that L over the cases where "
+        "`\"auto\"` picks segmented (the target at 2,048: >= 1.5x with "
         "about 12 sequences a pack).", "",
         "| family | " + " | ".join(f"L={n}" for n in lengths)
-        + " | auto | auto slower | L=2048, auto segmented worst |",
+        + " | auto | auto slower | L=2048, auto segmented worst "
+        "| L=4096, auto segmented worst |",
         "| --- | " + " | ".join("---" for _ in lengths)
-        + " | --- | --- | --- |",
+        + " | --- | --- | --- | --- |",
         *summary, "",
         "## Every case", "",
         "| family | lengths | L | seed | K | S | sequences a pack | L^2 / "
@@ -434,6 +568,12 @@ def main():
     command = ("python benchmarks/keras_hub_attention.py --lengths "
                f"{args.lengths} --seeds {args.seeds} --draw {args.draw} "
                f"--rounds {args.rounds} --batches {args.batches}")
+    if args.shapes != ",".join(SHAPES):
+        command += f" --shapes {args.shapes}"
+    if args.families != ",".join(FAMILIES):
+        command += f" --families {args.families}"
+    if args.append:
+        command += " --append"
     if not args.report:
         done = set()
         if args.append and args.raw.exists():
@@ -447,14 +587,14 @@ def main():
                     [int(n) for n in args.seeds.split(",")], args.rounds,
                     args.shapes.split(","), done, args.draw or None,
                     args.batches):
-                raw.write(json.dumps(result) + "\n")
+                raw.write(json.dumps(dict(result, command=command)) + "\n")
                 raw.flush()
                 print(result["family"], result["shape"], result["L"],
                       f"{statistics.median(_speedups(result)):.2f}x",
                       flush=True)
     results = [json.loads(line) for line in args.raw.read_text().splitlines()
                if line.strip()]
-    args.output.write_text(report(results, command))
+    args.output.write_text(report(results))
 
 
 if __name__ == "__main__":
