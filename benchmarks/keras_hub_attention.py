@@ -25,7 +25,10 @@ the lengths):
 - `zipf`: `8 * Zipf(1.8)` tokens, cut at `L` (so some fill a pack);
 - `spikes`: 80% log-normal (median `L/32`), 20% exactly `L`;
 - `windows`: documents log-normal around `L/2` cut into windows of
-  `L / round(0.75 K)` (about `0.75 K` a pack: 12 at `K=16`).
+  `L / round(0.75 K)` (about `0.75 K` a pack: 12 at `K=16`); not in the
+  drawn suite, `--shapes windows:N` cuts them into windows of `L / N`
+  (`S = L / N`), to probe the `"auto"` threshold (at `L=2048, K=16`:
+  `N=3` gives the work ratio 1.41, dense; `N=4` 1.77, segmented).
 
 4,000 sequences each, packed by `bfd` with `K`; batches of `4096 / L`
 packs drawn from the plan, `--batches` of them timed in each round (so the
@@ -219,15 +222,28 @@ def cases(lengths, seeds, shapes=SHAPES, draw=None):
                           for j in range(min(draw, len(chosen)))]
             k = k_of(seed)
             for shape in chosen:
-                values = lengths_of(shape, length, seed)
-                window = (length // round(0.75 * k) if shape == "windows"
-                          else length)
+                windows = shape.startswith("windows")
+                values = lengths_of(shape.split(":")[0], length, seed)
+                window = length // windows_a_pack(shape, k) if windows \
+                    else length
                 histogram = windowed_histogram(values, length, window)
                 cumulative = np.cumsum(histogram) / histogram.sum()
                 p99 = int(np.searchsorted(cumulative, 0.99)) + 1
-                s = window if shape == "windows" else min(
+                s = window if windows else min(
                     length, 1 << (p99 - 1).bit_length())
                 yield shape, length, seed, k, s, histogram
+
+
+def windows_a_pack(shape, k):
+    """Windows a pack of the `windows` shape (`round(0.75 K)`), or of
+    `windows:N` (`N`: probes of the `"auto"` rule's threshold, the window
+    `L / N` and `S` with it).
+
+    >>> windows_a_pack("windows", 16), windows_a_pack("windows:4", 16)
+    (12, 4)
+    """
+    _, _, count = shape.partition(":")
+    return int(count) if count else round(0.75 * k)
 
 
 def batches_of(histogram, length, seed, k, count=BATCHES):
