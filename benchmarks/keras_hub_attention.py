@@ -27,8 +27,9 @@ the lengths):
 - `windows`: documents log-normal around `L/2` cut into windows of
   `L / round(0.75 K)` (about `0.75 K` a pack: 12 at `K=16`); not in the
   drawn suite, `--shapes windows:N` cuts them into windows of `L / N`
-  (`S = L / N`), to probe the `"auto"` threshold (at `L=2048, K=16`:
-  `N=3` gives the work ratio 1.41, dense; `N=4` 1.77, segmented).
+  (`S = L / N`, `N` may be fractional), to probe the `"auto"` threshold
+  (at `L=2048, K=16`: `N=2.5` gives the work ratio 1.17, `N=3` 1.41,
+  `N=4` 1.77).
 
 4,000 sequences each, packed by `bfd` with `K`; batches of `4096 / L`
 packs drawn from the plan, `--batches` of them timed in each round (so the
@@ -224,8 +225,8 @@ def cases(lengths, seeds, shapes=SHAPES, draw=None):
             for shape in chosen:
                 windows = shape.startswith("windows")
                 values = lengths_of(shape.split(":")[0], length, seed)
-                window = length // windows_a_pack(shape, k) if windows \
-                    else length
+                window = int(length // windows_a_pack(shape, k)) \
+                    if windows else length
                 histogram = windowed_histogram(values, length, window)
                 cumulative = np.cumsum(histogram) / histogram.sum()
                 p99 = int(np.searchsorted(cumulative, 0.99)) + 1
@@ -236,14 +237,16 @@ def cases(lengths, seeds, shapes=SHAPES, draw=None):
 
 def windows_a_pack(shape, k):
     """Windows a pack of the `windows` shape (`round(0.75 K)`), or of
-    `windows:N` (`N`: probes of the `"auto"` rule's threshold, the window
-    `L / N` and `S` with it).
+    `windows:N` (`N`, a number: probes of the `"auto"` rule's threshold,
+    the window `L / N` and `S` with it).
 
     >>> windows_a_pack("windows", 16), windows_a_pack("windows:4", 16)
-    (12, 4)
+    (12, 4.0)
+    >>> windows_a_pack("windows:2.5", 16)
+    2.5
     """
     _, _, count = shape.partition(":")
-    return int(count) if count else round(0.75 * k)
+    return float(count) if count else round(0.75 * k)
 
 
 def batches_of(histogram, length, seed, k, count=BATCHES):
@@ -404,6 +407,12 @@ def _case(result):
             f"K={result.get('K', 16)} S={result['S']}")
 
 
+def _count(n, noun):
+    """`"1 case"`, `"2 cases"`, `"2 families"`."""
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n} {noun if n == 1 else plural}"
+
+
 def _commands(results):
     """Markdown lines: each command that produced `results`, with its
     families and number of cases."""
@@ -472,8 +481,8 @@ def report(results):
         low = min(chosen, key=_median_speedup)
         ups = sorted(_median_speedup(r) for r in chosen)
         return (f"L={length}, where `\"auto\"` picks segmented "
-                f"({len(chosen)} cases, {len({r['family'] for r in chosen})} "
-                f"families): worst **{ups[0]:.2f}x** ({_case(low)}), median "
+                f"({_count(len(chosen), 'case')}, "
+                f"{_count(len({r['family'] for r in chosen}), 'family')}): worst **{ups[0]:.2f}x** ({_case(low)}), median "
                 f"{statistics.median(ups):.2f}x, best {ups[-1]:.2f}x")
 
     slower = [r for r in results if _auto_slower(r)]
