@@ -219,7 +219,7 @@ def test_auto_rule():
     assert choose_implementation(
         "auto", length=2048, **dict(auto, segment_length=512)) == "segmented"
     # TensorFlow's threshold 1.1 (issue 23's keras-hub probes): ratio 1.41
-    # (S=682, segmented measured 1.18-3.07x) and 1.16 (S=819, 1.07-1.77x)
+    # (S=682, segmented measured 1.18-3.07x) and 1.16 (S=819, 1.02-1.77x)
     # pick segmented; 0.98 (K=8, S=1024, 0.81-1.01x) and 0.89 (K=16,
     # S=1024) stay dense. JAX keeps 1.5: ratio 1.41 stays dense there.
     assert segment_work(2048, 16, 682) == 2_984_620  # ratio 1.405
