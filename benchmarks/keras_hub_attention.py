@@ -424,11 +424,11 @@ def _commands(results):
     lines = []
     earlier = [r for r in results if "command" not in r]
     if earlier:
-        lines.append(f"- {len(earlier)} cases: {EARLIER_COMMANDS}.")
+        lines.append(f"- {_count(len(earlier), 'case')}: {EARLIER_COMMANDS}.")
     for command in dict.fromkeys(r["command"] for r in results
                                  if "command" in r):
         mine = [r for r in results if r.get("command") == command]
-        lines.append(f"- {len(mine)} cases: `{command}`.")
+        lines.append(f"- {_count(len(mine), 'case')}: `{command}`.")
     return lines
 
 
