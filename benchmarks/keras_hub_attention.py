@@ -40,8 +40,10 @@ sequences reach `L`, `S = L` and the segmented rows cost more than dense
 attention, which `"auto"` knows from `L`, `K` and `S` alone.
 
 Every family of `FAMILIES` has a segmented path; the first seven are the
-ones that ran dense before (and Llama, the reference), the rest one family
-per other adapter module (`tfpack/models/keras_hub/`).
+ones that ran dense before (and Llama, the reference), then one family per
+other adapter module (`tfpack/models/keras_hub/`), then every other
+backbone those adapters take (28 in all: each registered adapter's
+`backbone_names`).
 
 Per family the report gives the median and the **worst** speed-up per `L`,
 what `"auto"` gains (its choice's time against dense) and how often it

@@ -142,3 +142,17 @@ def test_auto_is_never_the_slower_path_on_the_measured_cases():
               f"{keras_hub_attention._median_speedup(r):.2f}x, {r['auto']}"
               for r in results if keras_hub_attention._auto_slower(r)]
     assert not slower, slower
+
+
+def test_attention_suite_times_every_adapted_backbone():
+    # A backbone a new adapter takes gets a family in the benchmark too
+    # (issue 23: every adapted family timed). Read from the builders' code
+    # (the `keras_hub.models` class each calls), without building them.
+    from tfpack.models.keras_hub import base
+
+    adapted = {name for cls in base.adapters() for name in cls.backbone_names}
+    builders = keras_hub_attention._families()
+    built = {name for build in builders.values()
+             for name in build.__code__.co_names if name.endswith("Backbone")}
+    assert adapted <= built, sorted(adapted - built)
+    assert set(keras_hub_attention.FAMILIES) == set(builders)
