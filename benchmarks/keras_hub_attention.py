@@ -25,7 +25,11 @@ the lengths):
 - `zipf`: `8 * Zipf(1.8)` tokens, cut at `L` (so some fill a pack);
 - `spikes`: 80% log-normal (median `L/32`), 20% exactly `L`;
 - `windows`: documents log-normal around `L/2` cut into windows of
-  `L / round(0.75 K)` (about `0.75 K` a pack: 12 at `K=16`).
+  `L / round(0.75 K)` (about `0.75 K` a pack: 12 at `K=16`); not in the
+  drawn suite, `--shapes windows:N` cuts them into windows of `L / N`
+  (`S = L / N`, `N` may be fractional), to probe the `"auto"` threshold
+  (at `L=2048, K=16`: `N=2.5` gives the work ratio 1.17, `N=3` 1.41,
+  `N=4` 1.77).
 
 4,000 sequences each, packed by `bfd` with `K`; batches of `4096 / L`
 packs drawn from the plan, `--batches` of them timed in each round (so the
@@ -36,8 +40,10 @@ sequences reach `L`, `S = L` and the segmented rows cost more than dense
 attention, which `"auto"` knows from `L`, `K` and `S` alone.
 
 Every family of `FAMILIES` has a segmented path; the first seven are the
-ones that ran dense before (and Llama, the reference), the rest one family
-per other adapter module (`tfpack/models/keras_hub/`).
+ones that ran dense before (and Llama, the reference), then one family per
+other adapter module (`tfpack/models/keras_hub/`), then every other
+backbone those adapters take (28 in all: each registered adapter's
+`backbone_names`).
 
 Per family the report gives the median and the **worst** speed-up per `L`,
 what `"auto"` gains (its choice's time against dense) and how often it
@@ -128,12 +134,51 @@ def _families():
             attention_dropout=0.0, rope_layer_enabled_list=[True, True],
             layer_types=["attention", "attention"], mlp_bias=False,
             rope_theta=10000.0, partial_rotary_factor=1.0),
+        # The other backbones of the adapters above (one adapter each, the
+        # same segmented path, each backbone's own layers and options).
+        "electra": lambda: m.ElectraBackbone(
+            vocab_size=VOCAB, embedding_dim=64, num_heads=4,
+            max_sequence_length=4096, **_SMALL),
+        "roberta": lambda: m.RobertaBackbone(
+            vocabulary_size=VOCAB, num_heads=4, max_sequence_length=4096,
+            **_SMALL),
+        "xlm_roberta": lambda: m.XLMRobertaBackbone(
+            vocabulary_size=VOCAB, num_heads=4, max_sequence_length=4096,
+            **_SMALL),
+        "distil_bert": lambda: m.DistilBertBackbone(
+            vocabulary_size=VOCAB, num_heads=4, max_sequence_length=4096,
+            **_SMALL),
+        "albert": lambda: m.AlbertBackbone(
+            vocabulary_size=VOCAB, embedding_dim=64, num_heads=4,
+            max_sequence_length=4096, **_SMALL),
+        "mistral": lambda: m.MistralBackbone(sliding_window=WINDOW, **_GQA),
+        "qwen2": lambda: m.Qwen2Backbone(
+            use_sliding_window_attention=True, sliding_window_size=WINDOW,
+            tie_word_embeddings=False, **_GQA),
+        "qwen3": lambda: m.Qwen3Backbone(
+            head_dim=16, sliding_window_size=WINDOW,
+            tie_word_embeddings=False, **_GQA),
+        "mixtral": lambda: m.MixtralBackbone(
+            num_experts=2, top_k=1, sliding_window=WINDOW, **_GQA),
+        "qwen_moe": lambda: m.QwenMoeBackbone(
+            moe_intermediate_dim=64, shared_expert_intermediate_dim=128,
+            num_experts=2, top_k=1, **_GQA),
+        "qwen3_moe": lambda: m.Qwen3MoeBackbone(
+            head_dim=16, moe_intermediate_dim=64, num_experts=2, top_k=1,
+            **_GQA),
+        "gemma3": lambda: m.Gemma3Backbone(
+            image_size=16, head_dim=16, use_sliding_window_attention=True,
+            sliding_window_size=WINDOW, **_GQA),
+        "opt": lambda: m.OPTBackbone(vocabulary_size=VOCAB, num_heads=4,
+                                     max_sequence_length=4096, **_SMALL),
     }
 
 
 FAMILIES = ("gpt_oss", "gemma4", "bloom", "falcon", "deberta_v3", "xlnet",
             "llama", "bert", "gpt2", "gpt_neo_x", "gemma", "phi3",
-            "roformer_v2", "esm", "smollm3")
+            "roformer_v2", "esm", "smollm3", "electra", "roberta",
+            "xlm_roberta", "distil_bert", "albert", "mistral", "qwen2",
+            "qwen3", "mixtral", "qwen_moe", "qwen3_moe", "gemma3", "opt")
 
 
 def k_of(seed):
@@ -180,15 +225,30 @@ def cases(lengths, seeds, shapes=SHAPES, draw=None):
                           for j in range(min(draw, len(chosen)))]
             k = k_of(seed)
             for shape in chosen:
-                values = lengths_of(shape, length, seed)
-                window = (length // round(0.75 * k) if shape == "windows"
-                          else length)
+                windows = shape.startswith("windows")
+                values = lengths_of(shape.split(":")[0], length, seed)
+                window = int(length // windows_a_pack(shape, k)) \
+                    if windows else length
                 histogram = windowed_histogram(values, length, window)
                 cumulative = np.cumsum(histogram) / histogram.sum()
                 p99 = int(np.searchsorted(cumulative, 0.99)) + 1
-                s = window if shape == "windows" else min(
+                s = window if windows else min(
                     length, 1 << (p99 - 1).bit_length())
                 yield shape, length, seed, k, s, histogram
+
+
+def windows_a_pack(shape, k):
+    """Windows a pack of the `windows` shape (`round(0.75 K)`), or of
+    `windows:N` (`N`, a number: probes of the `"auto"` rule's threshold,
+    the window `L / N` and `S` with it).
+
+    >>> windows_a_pack("windows", 16), windows_a_pack("windows:4", 16)
+    (12, 4.0)
+    >>> windows_a_pack("windows:2.5", 16)
+    2.5
+    """
+    _, _, count = shape.partition(":")
+    return float(count) if count else round(0.75 * k)
 
 
 def batches_of(histogram, length, seed, k, count=BATCHES):
@@ -298,6 +358,7 @@ def measure(families, lengths, seeds, rounds, shapes=SHAPES, done=(),
                     "auto", backend="tensorflow", length=length,
                     max_sequences_per_pack=k, segment_length=s),
                 "dense": times["dense"], "segmented": times["segmented"],
+                "batches": len(data),
             }
 
 
@@ -322,8 +383,75 @@ def _with_current_auto(result):
         segment_length=result["S"]))
 
 
-def report(results, command):
-    """The markdown of `results` (dicts of `measure`)."""
+# The runs before each raw result carried its command (the first 48 results).
+EARLIER_COMMANDS = (
+    "`python benchmarks/keras_hub_attention.py --lengths 512,2048,4096 "
+    "--seeds 0,1,2 --draw 1 --rounds 3 --batches 2` (GPT-OSS, its first 8 "
+    "cases), then `... --batches 1 --append` for the rest (Gemma 4, BLOOM "
+    "at L=512 and 2,048; Falcon, Llama, DeBERTa-v3, XLNet at L=512 and "
+    "2,048), and `--lengths 2048 --shapes windows --seeds 0 --batches 1 "
+    "--append` for all seven")
+
+
+def _median_speedup(result):
+    return statistics.median(_speedups(result))
+
+
+def _auto_slower(result):
+    """`"auto"` picked the slower path by more than `AUTO_NOISE`."""
+    up = _median_speedup(result)
+    return ((up < 1 - AUTO_NOISE and result["auto"] == "segmented")
+            or (up > 1 + AUTO_NOISE and result["auto"] == "dense"))
+
+
+def _target(result):
+    """The issue's target case: `windows` at `K=16`, about 12 a pack."""
+    return result["shape"] == "windows" and result.get("K", 16) == 16
+
+
+def _case(result):
+    return (f"{result['family']} {result['shape']} L={result['L']} "
+            f"K={result.get('K', 16)} S={result['S']}")
+
+
+def _count(n, noun):
+    """`"1 case"`, `"2 cases"`, `"2 families"`."""
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n} {noun if n == 1 else plural}"
+
+
+def _commands(results):
+    """Markdown lines: each command that produced `results`, with its
+    families and number of cases."""
+    lines = []
+    earlier = [r for r in results if "command" not in r]
+    if earlier:
+        lines.append(f"- {_count(len(earlier), 'case')}: {EARLIER_COMMANDS}.")
+    for command in dict.fromkeys(r["command"] for r in results
+                                 if "command" in r):
+        mine = [r for r in results if r.get("command") == command]
+        lines.append(f"- {_count(len(mine), 'case')}: `{command}`.")
+    return lines
+
+
+def _gaps(results, families, lengths):
+    """One sentence: the families without a windows case (~0.75 K
+    sequences a pack) at one of `lengths` from 2,048 on."""
+    missing = []
+    for length in (n for n in lengths if n >= 2048):
+        lack = [f for f in families
+                if not any(r["family"] == f and r["L"] == length
+                           and r["shape"] == "windows" for r in results)]
+        if lack:
+            missing.append(f"L={length}: {', '.join(lack)}")
+    return ("Families without a windows case: " + "; ".join(missing) + "."
+            if missing else "Every family has a windows case at L=2,048 "
+            "and above.")
+
+
+def report(results):
+    """The markdown of `results` (dicts of `measure`, each with the
+    command that produced it, or none for the earliest)."""
     import keras
     import keras_hub
     import tensorflow as tf
@@ -338,26 +466,39 @@ def report(results, command):
         mine = [r for r in results if r["family"] == family]
         cells = [family]
         for length in lengths:
-            ups = [statistics.median(_speedups(r)) for r in mine
-                   if r["L"] == length]
+            ups = [_median_speedup(r) for r in mine if r["L"] == length]
             cells.append(f"{statistics.median(ups):.2f}x / {min(ups):.2f}x "
                          f"({len(ups)})" if ups else "-")
         # "auto": segmented where it picks segmented, dense (1.0) elsewhere.
-        auto = [statistics.median(_speedups(r)) if r["auto"] == "segmented"
-                else 1.0 for r in mine]
+        auto = [_median_speedup(r) if r["auto"] == "segmented" else 1.0
+                for r in mine]
         cells.append(f"{statistics.median(auto):.2f}x / {min(auto):.2f}x")
-        # "auto" chose the slower path by more than the noise: segmented
-        # below 0.9x of dense, or dense where segmented was above 1.1x.
-        wrong = [r for r in mine
-                 if (statistics.median(_speedups(r)) < 1 - AUTO_NOISE
-                     and r["auto"] == "segmented")
-                 or (statistics.median(_speedups(r)) > 1 + AUTO_NOISE
-                     and r["auto"] == "dense")]
-        cells.append(f"{len(wrong)} of {len(mine)}")
-        bounded = [statistics.median(_speedups(r)) for r in mine
-                   if r["L"] == 2048 and r["auto"] == "segmented"]
+        cells.append(f"{sum(map(_auto_slower, mine))} of {len(mine)}")
+        for length in (2048, 4096):
+            target = [_median_speedup(r) for r in mine
+                      if r["L"] == length and _target(r)]
+            cells.append(f"{min(target):.2f}x" if target else "-")
+        bounded = [_median_speedup(r) for r in mine
+                   if r["auto"] == "segmented"]
         cells.append(f"{min(bounded):.2f}x" if bounded else "-")
         summary.append("| " + " | ".join(cells) + " |")
+
+    def worst(chosen, what):
+        if not chosen:
+            return f"{what}: not measured"
+        low = min(chosen, key=_median_speedup)
+        ups = sorted(_median_speedup(r) for r in chosen)
+        return (f"{what} ({_count(len(chosen), 'case')}, "
+                f"{_count(len({r['family'] for r in chosen}), 'family')}): "
+                f"worst **{ups[0]:.2f}x** ({_case(low)}), median "
+                f"{statistics.median(ups):.2f}x, best {ups[-1]:.2f}x")
+
+    slower = [r for r in results if _auto_slower(r)]
+    kept_dense = [r for r in results if r["auto"] == "dense"]
+    auto_all = [_median_speedup(r) if r["auto"] == "segmented" else 1.0
+                for r in results]
+    closest = min(results, key=lambda r: abs(_median_speedup(r) - 1)
+                  if r["auto"] == "dense" else float("inf"))
     rows = []
     for r in results:
         rows.append(
@@ -370,22 +511,53 @@ def report(results, command):
     return "\n".join([
         "# keras-hub adapters: dense vs segmented on a generated suite "
         "(`benchmarks/keras_hub_attention.py`)", "",
-        f"Command: `{command}`. Machine: {platform.machine()}, "
-        f"{os.cpu_count()} CPU cores shared with other jobs (load average "
-        f"{load:.1f} at the end); tensorflow {tf.__version__}, keras "
-        f"{keras.__version__}, keras-hub {keras_hub.__version__}. Each "
-        "family: a random backbone of 2 layers, width 64, 4 query heads of "
-        "16 (GPT-OSS, Gemma 4, Llama: 2 key/value heads; GPT-OSS and "
-        f"Gemma 4: one local layer with a window of {WINDOW} and one global; "
-        "Gemma 4's soft cap 50; DeBERTa's 256 buckets), vocabulary 1,000. "
+        f"{len(results)} cases, {len(families)} families. Commands (one raw "
+        "file, `results/keras_hub_attention.jsonl`, each run added with "
+        "`--append`; `--report` rewrites this file from it):", "",
+        *_commands(results), "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores shared "
+        f"with other jobs (load average {load:.1f} when this was written; "
+        "2-11 during the runs); tensorflow "
+        f"{tf.__version__}, keras {keras.__version__}, keras-hub "
+        f"{keras_hub.__version__}. Each family: a random backbone of 2 "
+        "layers, width 64, 4 query heads of 16, vocabulary 1,000 (the "
+        "grouped-query decoders, GPT-OSS, Gemma 4, Gemma, Gemma 3, Llama, "
+        "Mistral, Mixtral, Qwen 2 and 3, the Qwen MoEs, Phi-3 and SmolLM3: "
+        "2 key/value heads; GPT-OSS and Gemma 4: one local layer with a "
+        f"window of {WINDOW} and one global; Gemma, Gemma 3, Mistral, "
+        f"Mixtral, Qwen 2 and 3: windows of {WINDOW} (on their local "
+        "layers); Gemma 4's soft cap 50; DeBERTa's 256 buckets; "
+        "GPT-OSS, Mixtral and the Qwen MoEs: 2 experts, top 1). "
         "Forward+backward step under XLA (`tf.function(jit_compile=True)`), "
-        "dense and segmented interleaved; milliseconds per batch (each "
-        f"round times {BATCHES} batches), median "
-        "(min-max) over the rounds; speed-up = dense / segmented per round. "
-        f"K = {KS} by seed; batches of {TOKENS_PER_BATCH} tokens (4096 / L "
-        "packs); the cases are generated (see the script's docstring). CPU "
-        "figures; GPU figures: pending (the GPU machine lent to this session "
-        "has no TensorFlow).", "",
+        "dense and segmented interleaved, alternating which goes first; "
+        "milliseconds per batch (each round times `--batches` batches), "
+        "median (min-max) over the rounds; speed-up = dense / segmented per "
+        f"round. K = {KS} by seed; batches of {TOKENS_PER_BATCH} tokens "
+        "(4096 / L packs); the cases are generated (see the script's "
+        "docstring): `windows` at seed 0 is the target case, documents cut "
+        "into windows of L/12 (S = 170 at L=2,048, 341 at 4,096), about 12 "
+        "sequences a pack. CPU figures; GPU figures: pending (no GPU with "
+        "TensorFlow was lent to these runs).", "",
+        "## Worst cases", "",
+        "- " + worst([r for r in results if r["L"] == 2048 and _target(r)],
+                     "The target case, L=2,048, `windows`, K=16, about 12 "
+                     "sequences a pack")
+        + " (the target: >= 1.5x).",
+        "- " + worst([r for r in results if r["L"] == 4096 and _target(r)],
+                     "The same at L=4,096") + ".",
+        "- " + worst([r for r in results if r["auto"] == "segmented"],
+                     "Every case where `\"auto\"` picks segmented") + ".",
+        f"- `\"auto\"` picked the slower path by more than "
+        f"{AUTO_NOISE:.0%}: {len(slower)} of {len(results)} cases"
+        + (" (" + "; ".join(f"{_case(r)}: {_median_speedup(r):.2f}x, "
+                            f"{r['auto']}" for r in slower) + ")"
+           if slower else "")
+        + f"; its speed-up over dense, worst {min(auto_all):.2f}x; where it "
+        "keeps dense, segmented was at best "
+        f"{max(_median_speedup(r) for r in kept_dense):.2f}x"
+        f" (closest to 1: {_case(closest)}, {_median_speedup(closest):.2f}x)"
+        ".",
+        f"- {_gaps(results, families, lengths)}", "",
         "## Per family: median / worst case of the speed-up", "",
         "Per `L`: over every generated case. `auto`: the speed-up of "
         "`\"auto\"` (segmented where it picks segmented, 1.0 where it "
@@ -394,14 +566,15 @@ def report(results, command):
         f"{AUTO_NOISE:.0%} (median speed-up below {1 - AUTO_NOISE:.1f} and "
         f"segmented picked, or above {1 + AUTO_NOISE:.1f} and dense picked); "
         "`\"auto\"` is judged by the current rule (`L`, `K`, `S`). Per `L`: "
-        "median / worst (cases). `L=2048, auto "
-        "segmented` worst: the worst segmented speed-up at L=2,048 over the "
-        "cases where `\"auto\"` picks segmented (the target: >= 1.5x with "
-        "about 12 sequences a pack).", "",
+        "median / worst (cases). `target`: the speed-up of the target case "
+        "(`windows`, K=16, about 12 sequences a pack; >= 1.5x wanted at "
+        "L=2,048). `auto segmented worst`: the worst speed-up over the "
+        "cases where `\"auto\"` picks segmented.", "",
         "| family | " + " | ".join(f"L={n}" for n in lengths)
-        + " | auto | auto slower | L=2048, auto segmented worst |",
+        + " | auto | auto slower | target L=2048 | target L=4096 "
+        "| auto segmented worst |",
         "| --- | " + " | ".join("---" for _ in lengths)
-        + " | --- | --- | --- |",
+        + " | --- | --- | --- | --- | --- |",
         *summary, "",
         "## Every case", "",
         "| family | lengths | L | seed | K | S | sequences a pack | L^2 / "
@@ -434,6 +607,12 @@ def main():
     command = ("python benchmarks/keras_hub_attention.py --lengths "
                f"{args.lengths} --seeds {args.seeds} --draw {args.draw} "
                f"--rounds {args.rounds} --batches {args.batches}")
+    if args.shapes != ",".join(SHAPES):
+        command += f" --shapes {args.shapes}"
+    if args.families != ",".join(FAMILIES):
+        command += f" --families {args.families}"
+    if args.append:
+        command += " --append"
     if not args.report:
         done = set()
         if args.append and args.raw.exists():
@@ -447,14 +626,14 @@ def main():
                     [int(n) for n in args.seeds.split(",")], args.rounds,
                     args.shapes.split(","), done, args.draw or None,
                     args.batches):
-                raw.write(json.dumps(result) + "\n")
+                raw.write(json.dumps(dict(result, command=command)) + "\n")
                 raw.flush()
                 print(result["family"], result["shape"], result["L"],
                       f"{statistics.median(_speedups(result)):.2f}x",
                       flush=True)
     results = [json.loads(line) for line in args.raw.read_text().splitlines()
                if line.strip()]
-    args.output.write_text(report(results, command))
+    args.output.write_text(report(results))
 
 
 if __name__ == "__main__":

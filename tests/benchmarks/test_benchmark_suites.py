@@ -126,3 +126,33 @@ def test_attention_suite_segmented_equals_dense(attention_cases, family):
         assert auto.implementation(length) == choose_implementation(
             "auto", backend=keras.backend.backend(), length=length,
             max_sequences_per_pack=k, segment_length=s)
+
+
+def test_auto_is_never_the_slower_path_on_the_measured_cases():
+    # Every case timed in results/keras_hub_attention.jsonl, judged by the
+    # current "auto" rule (it depends on L, K and S only): "auto" must not
+    # pick the path that was slower by more than the noise (10%) there.
+    import json
+
+    results = [keras_hub_attention._with_current_auto(json.loads(line))
+               for line in keras_hub_attention.RAW.read_text().splitlines()
+               if line.strip()]
+    assert len(results) >= 70
+    slower = [f"{keras_hub_attention._case(r)}: "
+              f"{keras_hub_attention._median_speedup(r):.2f}x, {r['auto']}"
+              for r in results if keras_hub_attention._auto_slower(r)]
+    assert not slower, slower
+
+
+def test_attention_suite_times_every_adapted_backbone():
+    # A backbone a new adapter takes gets a family in the benchmark too
+    # (issue 23: every adapted family timed). Read from the builders' code
+    # (the `keras_hub.models` class each calls), without building them.
+    from tfpack.models.keras_hub import base
+
+    adapted = {name for cls in base.adapters() for name in cls.backbone_names}
+    builders = keras_hub_attention._families()
+    built = {name for build in builders.values()
+             for name in build.__code__.co_names if name.endswith("Backbone")}
+    assert adapted <= built, sorted(adapted - built)
+    assert set(keras_hub_attention.FAMILIES) == set(builders)

@@ -51,7 +51,7 @@ def test_decoder_config_keeps_the_implementation(family):
 
 def test_decoder_auto_follows_the_layers_rule():
     # The rule of tfpack.layers.attention_implementation: segmented from
-    # L >= 512 (TensorFlow) with a work ratio >= 1.5, dense without K or
+    # L >= 512 (TensorFlow) with a work ratio >= 1.1, dense without K or
     # below (at 512, K=16, S=256 the ratio is 0.89).
     adapter = from_keras_hub(make_backbone("mistral"),
                              max_sequences_per_pack=16, segment_length=256)
