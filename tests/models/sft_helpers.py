@@ -1,8 +1,8 @@
 """SFT packs whose targets are weighted unevenly, and one update on them.
 
 Shared by the accumulation test (in process) and the two-replica run
-(`sft_replicas_run.py`, a subprocess: logical devices must be set before
-TensorFlow starts).
+(`update_helpers.replicas_update`, a subprocess: logical devices must be set
+before TensorFlow starts).
 """
 
 import numpy as np
@@ -47,15 +47,11 @@ def make_model(averaging):
 def trainer_update(strategy, averaging, micro, accumulation):
     """Weights after ONE `Trainer` update (SGD, learning rate 1) on the four packs."""
     import keras
-    import tensorflow as tf
 
-    from tfpack.training import Trainer
+    from update_helpers import trainer_update as update
 
-    keras.utils.set_random_seed(0)
-    with strategy.scope():
-        model = make_model(averaging)
-        trainer = Trainer(model, keras.optimizers.SGD(1.0), micro_batch_size=micro,
-                          accumulation_steps=accumulation, strategy=strategy,
-                          jit_compile=False, progress=False, log_every=1)
-    result = trainer.fit(tf.data.Dataset.from_tensor_slices(sft_packs()), 1)
-    return [v.numpy() for v in model.trainable_variables], result.history[-1]
+    def seeded_model():
+        keras.utils.set_random_seed(0)
+        return make_model(averaging)
+
+    return update(strategy, seeded_model, sft_packs(), micro, accumulation)

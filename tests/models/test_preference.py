@@ -2,9 +2,6 @@
 sequence run alone, for every loss; gradients equal the unpacked update's, across
 micro-batches and replicas; both reference paths give the same numbers."""
 
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -22,6 +19,7 @@ from preference_helpers import (LOSS_OPTIONS, MAX_LENGTH, UNEVEN_PACKS, decoder_
                                 reference_scores, trainer_update, unpacked_update,
                                 local_mean_update,
                                 with_reference)
+from update_helpers import max_difference, replicas_update
 
 
 def _close(a, b, tolerance=1e-6):
@@ -129,34 +127,22 @@ def test_gradient_equals_each_sequence_alone():
         assert np.abs(np.asarray(a) - np.asarray(b)).max() < 1e-6
 
 
-def _max_difference(a, b):
-    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
-
-
 @pytest.mark.parametrize("loss", ["sigmoid", "orpo"])
 def test_pair_count_is_global_across_accumulation(loss):
     weights, record = trainer_update(tf.distribute.get_strategy(), loss, micro=1,
                                      accumulation=4)
     expected = unpacked_update(loss)
-    assert _max_difference(weights, expected) < 1e-5
+    assert max_difference(weights, expected) < 1e-5
     # A mean per micro-batch (the packs hold 3, 1, 2 and 1 pairs) moves elsewhere.
     moved = trainer_update(tf.distribute.get_strategy(), loss, micro=4, accumulation=1)[0]
-    assert _max_difference(moved, expected) < 1e-5
-    assert _max_difference(expected, local_mean_update(loss)) > 1e-4
+    assert max_difference(moved, expected) < 1e-5
+    assert max_difference(expected, local_mean_update(loss)) > 1e-4
 
 
 @pytest.mark.slow
 def test_pair_count_is_global_across_replicas(tmp_path):
-    script = os.path.join(os.path.dirname(__file__), "preference_replicas_run.py")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": root, "CUDA_VISIBLE_DEVICES": ""}
-    out = tmp_path / "sigmoid.npz"
-    done = subprocess.run([sys.executable, script, "sigmoid", str(out)], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    data = np.load(out)
-    weights = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
-    assert _max_difference(weights, unpacked_update("sigmoid")) < 1e-5
+    weights = replicas_update("preference_helpers", "sigmoid", tmp_path / "sigmoid.npz")
+    assert max_difference(weights, unpacked_update("sigmoid")) < 1e-5
 
 
 def test_reference_model_and_reference_features_give_the_same_numbers():

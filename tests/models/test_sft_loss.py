@@ -2,9 +2,6 @@
 per-sequence averaging, exact across packing, accumulation and replicas."""
 
 import math
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -17,6 +14,7 @@ from tfpack.layers import causal_lm_count, causal_lm_statistics
 from tfpack.testing import assert_packed_equals_unpacked, pack_examples
 
 from sft_helpers import MAX_LENGTH, make_model, sft_example, sft_packs, trainer_update
+from update_helpers import max_difference, replicas_update
 
 LN3 = math.log(3.0)
 # One pack, V=2: sequence 1 = positions 0..2, sequence 2 = positions 3..4.
@@ -137,30 +135,18 @@ def _expected_update(averaging, micro_batches):
     return [(v - g).numpy() for v, g in zip(model.trainable_variables, grads)]
 
 
-def _max_difference(a, b):
-    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
-
-
 @pytest.mark.parametrize("averaging", ["token", "sequence"])
 def test_normalization_is_global_across_accumulation(averaging):
     weights, record = trainer_update(tf.distribute.get_strategy(), averaging, micro=2,
                                      accumulation=2)
-    assert _max_difference(weights, _expected_update(averaging, 1)) < 1e-5
+    assert max_difference(weights, _expected_update(averaging, 1)) < 1e-5
     # The per-micro-batch mean would have moved the weights elsewhere.
-    assert _max_difference(weights, _expected_update(averaging, 2)) > 1e-4
+    assert max_difference(weights, _expected_update(averaging, 2)) > 1e-4
 
 
 def test_normalization_is_global_across_replicas(tmp_path):
-    script = os.path.join(os.path.dirname(__file__), "sft_replicas_run.py")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": root, "CUDA_VISIBLE_DEVICES": ""}
-    out = tmp_path / "token.npz"
-    done = subprocess.run([sys.executable, script, "token", str(out)], env=env,
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    data = np.load(out)
-    weights = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
-    assert _max_difference(weights, _expected_update("token", 1)) < 1e-5
+    weights = replicas_update("sft_helpers", "token", tmp_path / "token.npz")
+    assert max_difference(weights, _expected_update("token", 1)) < 1e-5
 
 
 def test_fit_trains_on_weighted_targets():

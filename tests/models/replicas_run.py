@@ -1,8 +1,13 @@
-"""Subprocess: one SFT update under MirroredStrategy over two logical CPUs.
+"""Subprocess: one `Trainer` update under MirroredStrategy over two logical CPUs.
 
-    python sft_replicas_run.py AVERAGING OUT.npz
+    python replicas_run.py HELPERS VARIANT OUT.npz
+
+HELPERS is the helper module whose ``trainer_update(strategy, VARIANT, micro,
+accumulation)`` makes the update (``sft_helpers``: VARIANT is the averaging;
+``preference_helpers``: the loss). See `update_helpers.replicas_update`.
 """
 
+import importlib
 import os
 import sys
 
@@ -12,17 +17,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from sft_helpers import trainer_update  # noqa: E402
-
 
 def main():
-    averaging, out = sys.argv[1:3]
+    helpers, variant, out = sys.argv[1:4]
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     # 1 pack per replica per micro-batch, 2 micro-batches: the 4 packs in one update.
-    weights, record = trainer_update(strategy, averaging, micro=1, accumulation=2)
+    update = importlib.import_module(helpers).trainer_update
+    weights, record = update(strategy, variant, micro=1, accumulation=2)
     np.savez(out, *weights, loss=record["loss"])
 
 
