@@ -169,3 +169,9 @@ def local_mean_update(loss):
     grads = tape.gradient(value, model.trainable_variables)
     keras.optimizers.SGD(1.0).apply(grads, model.trainable_variables)
     return [v.numpy() for v in model.trainable_variables]
+
+
+def close(a, b, tolerance=1e-6):
+    """Equal to ``tolerance`` relative to the values' scale (at least 1): float32 rounding."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.abs(a - b).max() <= tolerance * max(1.0, np.abs(b).max())
