@@ -2,7 +2,7 @@
 and one `Trainer` update on uneven packs.
 
 Shared by the decoder tests, the keras-hub tests and the two-replica run
-(`update_helpers.replicas_update`, a subprocess: logical devices must be
+(`update_helpers.replicas_updates`, a subprocess: logical devices must be
 set before TensorFlow starts).
 """
 

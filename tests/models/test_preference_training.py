@@ -1,5 +1,5 @@
 """PreferenceModel on tfpack's decoder, trained and run: gradients equal the unpacked
-update's across micro-batches and replicas; both reference paths give the same numbers;
+update's across micro-batches (replicas: test_replicas.py); both reference paths give the same numbers;
 `tfpack.predict`, `evaluate`, `fit` and `.keras` files. (Split from test_preference.py so
 that the two halves run on different test workers.)"""
 
@@ -14,7 +14,7 @@ from tfpack.models import PreferenceModel
 from preference_helpers import (LOSS_OPTIONS, MAX_LENGTH, UNEVEN_PACKS, close, decoder_policy,
                                 items, local_mean_update, make_pairs, numpy_losses, pack,
                                 pairs_alone, trainer_update, unpacked_update, with_reference)
-from update_helpers import max_difference, replicas_update
+from update_helpers import max_difference
 
 
 @pytest.mark.parametrize("loss", ["sigmoid", "orpo"])
@@ -27,12 +27,6 @@ def test_pair_count_is_global_across_accumulation(loss):
     moved = trainer_update(tf.distribute.get_strategy(), loss, micro=4, accumulation=1)[0]
     assert max_difference(moved, expected) < 1e-5
     assert max_difference(expected, local_mean_update(loss)) > 1e-4
-
-
-@pytest.mark.slow
-def test_pair_count_is_global_across_replicas(tmp_path):
-    weights = replicas_update("preference_helpers", "sigmoid", tmp_path / "sigmoid.npz")
-    assert max_difference(weights, unpacked_update("sigmoid")) < 1e-5
 
 
 def test_reference_model_and_reference_features_give_the_same_numbers():

@@ -3,7 +3,7 @@
 The SFT tests (`sft_helpers`) and the preference tests (`preference_helpers`)
 ask the same question of different models: does one update split into
 micro-batches, accumulation steps or replicas move the weights as the global
-loss does? `trainer_update` makes the update; `replicas_update` makes it under
+loss does? `trainer_update` makes the update; `replicas_updates` makes it under
 MirroredStrategy over two logical CPUs, in a subprocess (`replicas_run.py`:
 logical devices must be set before TensorFlow starts).
 """
@@ -38,18 +38,24 @@ def trainer_update(strategy, make_model, packs, micro, accumulation):
     return [v.numpy() for v in model.trainable_variables], result.history[-1]
 
 
-def replicas_update(helpers, variant, out, timeout=300):
-    """``helpers.trainer_update(strategy, variant, micro=1, accumulation=2)`` on 2 replicas.
+def replicas_updates(jobs, directory, timeout=400):
+    """For each ``(helpers, variant)``, ``trainer_update(strategy, variant, micro=1,
+    accumulation=2)`` of the module ``helpers`` on 2 replicas, all in one subprocess.
 
     ``helpers`` names the helper module (``"sft_helpers"``, ``"preference_helpers"``);
-    ``out`` is the ``.npz`` file the subprocess writes. Returns the weights.
+    the ``.npz`` files go to ``directory``. Returns ``{(helpers, variant): weights}``.
     """
     env = {**os.environ, "PYTHONPATH": _ROOT, "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, _RUNNER, helpers, variant, str(out)], env=env,
+    outs = {job: os.path.join(str(directory), f"{job[0]}-{job[1]}.npz") for job in jobs}
+    arguments = [a for job in jobs for a in (*job, outs[job])]
+    done = subprocess.run([sys.executable, _RUNNER, *arguments], env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    data = np.load(out)
-    return [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
+    weights = {}
+    for job, out in outs.items():
+        data = np.load(out)
+        weights[job] = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
+    return weights
 
 
 def max_difference(a, b):
