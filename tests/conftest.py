@@ -38,6 +38,7 @@ HEAVY_FILES_FIRST = (
     "tests/export/test_export_paths.py",
     "tests/training/test_resume.py",
     "tests/data/test_host_packing.py",
+    "tests/faults/test_cli.py",
     "tests/faults/test_reading.py",
     "tests/faults/test_kill.py",
     "tests/models/keras_hub/test_keras_hub_tasks.py",
