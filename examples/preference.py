@@ -99,10 +99,14 @@ def fitting(pairs: list[dict], tokenizer, L: int) -> list[dict]:
             + length(p["rejected"]) <= L]
 
 
-def likelihood_accuracy(lm, examples, L: int, K: int) -> float:
+def log_likelihoods(lm, examples, L: int, K: int) -> dict:
+    """The chosen and rejected responses' log-likelihoods under ``lm``, pair by pair."""
+    return models.reference_log_likelihoods(lm, examples, max_length=L,
+                                            max_sequences_per_pack=K, batch_size=8)
+
+
+def likelihood_accuracy(scores: dict) -> float:
     """Share of pairs whose chosen response has the higher log-likelihood (ties miss)."""
-    scores = models.reference_log_likelihoods(lm, examples, max_length=L,
-                                              max_sequences_per_pack=K, batch_size=8)
     return float(np.mean(scores["chosen_log_likelihood"] > scores["rejected_log_likelihood"]))
 
 
@@ -126,7 +130,7 @@ def main() -> None:
         tie_word_embeddings=True)
     lm = models.CausalLM(models.from_keras_hub(llama))
     test = data.preference_examples(held_out, max_length=L, tokenizer=tokenizer).cache()
-    initial = likelihood_accuracy(lm, test, L, K)
+    initial = likelihood_accuracy(log_likelihoods(lm, test, L, K))
 
     # 1. Supervised fine-tuning on (prompt, chosen).
     sft = data.sft_examples([(p["prompt"], p["chosen"]) for p in pairs], max_length=L,
@@ -134,17 +138,16 @@ def main() -> None:
     sft_packs = sft.apply(data.pack(max_length=L, max_sequences_per_pack=2 * K, seed=0))
     training.Trainer(lm, keras.optimizers.AdamW(2e-3), micro_batch_size=batch, log_every=10,
                      progress=False).fit(sft_packs.repeat(), num_steps=sft_steps)
-    after_sft = likelihood_accuracy(lm, test, L, K)
+    # The SFT model's held-out scores: its accuracy, and DPO's reference on held-out pairs.
+    test_reference = log_likelihoods(lm, test, L, K)
+    after_sft = likelihood_accuracy(test_reference)
 
     # 2. DPO against the SFT model, its log-likelihoods computed once and carried in the packs.
     train = data.preference_examples(pairs, max_length=L, tokenizer=tokenizer)
-    reference = models.reference_log_likelihoods(lm, train, max_length=L,
-                                                 max_sequences_per_pack=K, batch_size=8)
+    reference = log_likelihoods(lm, train, L, K)
     packer = data.pack(max_length=L, max_sequences_per_pack=K, seed=0)
     dpo_packs = data.preference_examples(pairs, max_length=L, tokenizer=tokenizer,
                                          reference=reference).apply(packer)
-    test_reference = models.reference_log_likelihoods(lm, test, max_length=L,
-                                                      max_sequences_per_pack=K, batch_size=8)
     test_packs = data.preference_examples(
         held_out, max_length=L, tokenizer=tokenizer, reference=test_reference).apply(
         data.pack(max_length=L, max_sequences_per_pack=K, shuffle=False)).batch(batch)
@@ -155,7 +158,7 @@ def main() -> None:
                               log_every=10, progress=False).fit(dpo_packs.repeat(),
                                                                 num_steps=dpo_steps)
     after = dpo.evaluate(test_packs, return_dict=True, verbose=0)
-    after_dpo = likelihood_accuracy(lm, test, L, K)
+    after_dpo = likelihood_accuracy(log_likelihoods(lm, test, L, K))
 
     summary = {
         "pairs": len(pairs), "held_out": len(held_out), "tokens_per_pack": L,

@@ -17,22 +17,42 @@ settings.register_profile(
 )
 settings.load_profile("tfpack")
 
-# The heaviest test files, heaviest first (seconds of one CI run, tests plus module
-# fixtures). `make test` runs them first (with `--no-loadscope-reorder`, xdist
-# hands out files in collection order): a long file started last would leave the
-# other worker idle at the end. Every other file keeps its place after these.
+# The heaviest test files, heaviest first (seconds of tests plus module fixtures,
+# from `--durations` runs of each directory). `make test` runs them first (with
+# `--no-loadscope-reorder`, xdist hands out files in collection order, and
+# tests/training comes last): a long file started last would leave the other
+# worker idle at the end. Every other file keeps its place after these.
 HEAVY_FILES_FIRST = (
-    "tests/cli/test_train.py",
-    "tests/models/test_packed_models.py",
     "tests/test_readme.py",
+    "tests/cli/test_train.py",
+    "tests/models/test_preference_example.py",
+    "tests/export/test_minilm_serving.py",
+    "tests/training/test_multihost_jax.py",
+    "tests/training/test_distributed_packed.py",
+    "tests/models/test_preference_training.py",
+    "tests/models/test_packed_models.py",
     "tests/export/test_saved_model.py",
+    "tests/models/keras_hub/test_conformance.py",
+    "tests/training/test_worker_inputs.py",
     "tests/training/test_distributed.py",
+    "tests/export/test_export_paths.py",
+    "tests/training/test_resume.py",
+    "tests/data/test_host_packing.py",
+    "tests/faults/test_cli.py",
+    "tests/faults/test_reading.py",
+    "tests/faults/test_kill.py",
     "tests/models/keras_hub/test_keras_hub_tasks.py",
     "tests/beam/test_pipeline.py",
+    "tests/data/test_packing_pipeline.py",
+    "tests/data/test_pack_kill.py",
     "tests/training/test_loop.py",
     "tests/test_demo.py",
+    "tests/models/test_preference.py",
+    "tests/export/test_serving_values.py",
     "tests/layers/test_segmented_attention.py",
     "tests/models/test_model_docs.py",
+    "tests/training/test_kill.py",
+    "tests/export/test_export_kill.py",
     "tests/models/keras_hub/test_keras_hub_decoder_attention.py",
 )
 

@@ -1,9 +1,12 @@
 """`tfpack train`: Google TFRecords packed on the fly or unpacked, config files, resume, errors."""
 
 import argparse
+import contextlib
+import io
 import json
 import re
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -55,11 +58,27 @@ def _summary(capsys):
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
-def test_trains_packed_records_then_resumes_and_exports(packed, tmp_path, capsys):
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def two_steps(packed, tmp_path_factory):
+    """A run of 2 steps on the packed records (learning rate 0.001) and its summary:
+    the tests that resume or refuse to resume start from a copy (`_copy`)."""
+    out = tmp_path_factory.mktemp("two_steps") / "run"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert main(["train", "--input", packed, "--output", str(out), *TINY, "--steps", "2",
+                     "--learning-rate", "0.001"]) == 0
+    return out, json.loads(stdout.getvalue().strip().splitlines()[-1])
+
+
+def _copy(run, tmp_path):
+    shutil.copytree(run, tmp_path / "run")
+    return tmp_path / "run"
+
+
+def test_trains_packed_records_then_resumes_and_exports(packed, two_steps, tmp_path, capsys):
+    run, first = two_steps
+    out = _copy(run, tmp_path)
     args = ["train", "--input", packed, "--output", str(out), *TINY]
-    assert main([*args, "--steps", "2"]) == 0
-    first = _summary(capsys)
     assert first["step"] == 2 and first["packing_factor"] == 2.0
     # Accumulation is cut by the packing factor: 2 unpacked micro-steps -> 1 packed.
     assert first["accumulation_steps"] == 1 and first["micro_batch_size"] == 4
@@ -107,11 +126,9 @@ def test_config_file_and_unpacked_input(records, tmp_path, capsys):
     assert saved["K"] == 1 and saved["learning_rate"] == 1e-3 and saved["steps"] == 2
 
 
-def test_resuming_with_another_model_is_refused(packed, tmp_path, capsys):
-    out = tmp_path / "run"
+def test_resuming_with_another_model_is_refused(packed, two_steps, tmp_path, capsys):
+    out = _copy(two_steps[0], tmp_path)
     base = ["train", "--input", packed, "--output", str(out), "--steps", "2", *TINY]
-    assert main(base) == 0
-    capsys.readouterr()
     assert main([*base[:-len(TINY)], *TINY[:2], "--layers", "2", *TINY[4:]]) == 2
     assert "changed settings ['layers']" in capsys.readouterr().err
 
@@ -129,11 +146,10 @@ def test_bad_input_exits_2(argv, message, capsys):
     assert re.search(message, capsys.readouterr().err)
 
 
-def test_resume_applies_the_learning_rate_and_refuses_fixed_settings(packed, tmp_path, capsys):
-    out = tmp_path / "run"
+def test_resume_applies_the_learning_rate_and_refuses_fixed_settings(packed, two_steps, tmp_path,
+                                                                    capsys):
+    out = _copy(two_steps[0], tmp_path)  # 2 steps at --learning-rate 0.001
     args = ["train", "--input", packed, "--output", str(out), *TINY]
-    assert main([*args, "--steps", "2", "--learning-rate", "0.001"]) == 0
-    capsys.readouterr()
     assert main([*args, "--steps", "4", "--batch-size", "8"]) == 2
     err = capsys.readouterr().err
     assert re.fullmatch(r"tfpack train: error: A resumed run must keep the settings its "

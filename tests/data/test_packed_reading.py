@@ -3,46 +3,15 @@
 import json
 import os
 
-import numpy as np
 import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tfpack
 from tfpack.errors import TfpackError
-from tfpack.formats import blocks, manifest
-from tfpack.formats.records import packed_features, serialize_packs
+from tfpack.formats import blocks
 
-L, K = 6, 2
-
-
-def make_packs(count, first=0):
-    """``count`` one-sequence packs whose ``input_ids[0]`` is their global index + 1."""
-    ids = np.zeros((count, L), np.int64)
-    ids[:, 0] = np.arange(first, first + count) + 1
-    ids[:, 1] = 7
-    seq = (ids > 0).astype(np.int64)
-    return {"input_ids": ids, "sequence_ids": seq, "position_ids": seq * np.arange(L)[None],
-            "sequence_mask": np.eye(K, dtype=np.float32)[np.zeros(count, int)]}
-
-
-def write_output(directory, sizes, block_records):
-    """An output of shards holding ``sizes`` packs, blocks of ``block_records``."""
-    os.makedirs(directory, exist_ok=True)
-    infos, first = [], 0
-    for i, size in enumerate(sizes):
-        name = f"part-{i:05d}-of-{len(sizes):05d}.tfrecord"
-        path = os.path.join(directory, name)
-        with manifest.atomic_path(path) as tmp, \
-                blocks.ShardWriter(tmp, block_records=block_records) as writer:
-            for record in serialize_packs(make_packs(size, first)):
-                writer.write(record)
-        infos.append(writer.shard_info(path))
-        first += size
-    manifest.write_manifest(directory, infos, features=packed_features(make_packs(1)),
-                            max_length=L, max_sequences_per_pack=K,
-                            max_predictions_per_pack=None, sequences=first, tokens=2 * first)
-    return first
+from packed_outputs import K, L, make_packs, write_output
 
 
 def firsts(dataset):

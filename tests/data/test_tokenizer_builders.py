@@ -186,7 +186,7 @@ def test_tokenizer_errors_name_what_was_wrong():
 
 @pytest.mark.parametrize("name", ["tfpack.builders", "tfpack.builders.tokenizers",
                                   "tfpack.builders.causal_lm",
-                                  "tfpack.builders.classification"])
+                                  "tfpack.builders.classification", "tfpack.builders.offsets"])
 def test_docstring_examples(name):
     failed, attempted = doctest.testmod(importlib.import_module(name),
                                         optionflags=doctest.ELLIPSIS)

@@ -25,22 +25,11 @@ from tests.faults import outcomes
 from tests.faults.campaign import campaign
 from tfpack.data.boundary import tfpack_message
 from tfpack.errors import TfpackError
-from tfpack.formats import blocks, manifest
-from tfpack.formats.records import packed_features, serialize_packs
+from tfpack.formats.records import serialize_packs
 
-L, K = 6, 2
+from packed_outputs import K, L, make_packs, write_output
+
 SIZES = (5, 4)
-
-
-def make_packs(count, first=0):
-    ids = np.zeros((count, L), np.int64)
-    ids[:, 0] = np.arange(first, first + count) + 1
-    ids[:, 1] = 7
-    seq = (ids > 0).astype(np.int64)
-    return {"input_ids": ids, "sequence_ids": seq, "position_ids": seq * np.arange(L)[None],
-            "sequence_mask": np.eye(K, dtype=np.float32)[np.zeros(count, int)]}
-
-
 TRUE = list(range(sum(SIZES)))  # pack i holds input_ids[0] == i + 1
 
 
@@ -50,20 +39,8 @@ def template(tmp_path_factory):
     root = tmp_path_factory.mktemp("template")
     out = root / "out"
     out.mkdir()
-    infos, first = [], 0
-    for i, size in enumerate(SIZES):
-        path = str(out / f"part-{i:05d}-of-00002.tfrecord")
-        with manifest.atomic_path(path) as tmp, \
-                blocks.ShardWriter(tmp, block_records=2) as writer:
-            for record in serialize_packs(make_packs(size, first)):
-                writer.write(record)
-        infos.append(writer.shard_info(path))
-        first += size
     (out / "plan.json").write_text("{}")
-    manifest.write_manifest(str(out), infos, features=packed_features(make_packs(1)),
-                            max_length=L, max_sequences_per_pack=K,
-                            max_predictions_per_pack=None, sequences=first, tokens=2 * first,
-                            files=["plan.json"])
+    first = write_output(out, SIZES, block_records=2, files=("plan.json",))
     # A file outside the output that a `../` name would read: a valid shard.
     with tf.io.TFRecordWriter(str(root / "outside.tfrecord")) as writer:
         for record in serialize_packs(make_packs(3, first=500)):

@@ -2,8 +2,8 @@
 and one `Trainer` update on uneven packs.
 
 Shared by the decoder tests, the keras-hub tests and the two-replica run
-(`preference_replicas_run.py`, a subprocess: logical devices must be set
-before TensorFlow starts).
+(`update_helpers.replicas_updates`, a subprocess: logical devices must be
+set before TensorFlow starts).
 """
 
 import numpy as np
@@ -121,21 +121,14 @@ def reference_scores(seed=7):
 
 def trainer_update(strategy, loss, micro, accumulation):
     """Weights after ONE `Trainer` update (SGD, learning rate 1) on the uneven packs."""
-    import keras
-    import tensorflow as tf
-
     from tfpack.models import PreferenceModel
-    from tfpack.training import Trainer
+
+    from update_helpers import trainer_update as update
 
     examples = with_reference(items(make_pairs()), reference_scores())
     packs = pack(examples, UNEVEN_PACKS, max_pairs=3)
-    with strategy.scope():
-        model = PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS)
-        trainer = Trainer(model, keras.optimizers.SGD(1.0), micro_batch_size=micro,
-                          accumulation_steps=accumulation, strategy=strategy,
-                          jit_compile=False, progress=False, log_every=1)
-    result = trainer.fit(tf.data.Dataset.from_tensor_slices(packs), 1)
-    return [v.numpy() for v in model.trainable_variables], result.history[-1]
+    return update(strategy, lambda: PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS),
+                  packs, micro, accumulation)
 
 
 def unpacked_update(loss):
@@ -176,3 +169,9 @@ def local_mean_update(loss):
     grads = tape.gradient(value, model.trainable_variables)
     keras.optimizers.SGD(1.0).apply(grads, model.trainable_variables)
     return [v.numpy() for v in model.trainable_variables]
+
+
+def close(a, b, tolerance=1e-6):
+    """Equal to ``tolerance`` relative to the values' scale (at least 1): float32 rounding."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.abs(a - b).max() <= tolerance * max(1.0, np.abs(b).max())

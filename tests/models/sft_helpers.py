@@ -1,8 +1,8 @@
 """SFT packs whose targets are weighted unevenly, and one update on them.
 
 Shared by the accumulation test (in process) and the two-replica run
-(`sft_replicas_run.py`, a subprocess: logical devices must be set before
-TensorFlow starts).
+(`update_helpers.replicas_updates`, a subprocess: logical devices must be set
+before TensorFlow starts).
 """
 
 import numpy as np
@@ -47,15 +47,48 @@ def make_model(averaging):
 def trainer_update(strategy, averaging, micro, accumulation):
     """Weights after ONE `Trainer` update (SGD, learning rate 1) on the four packs."""
     import keras
+
+    from update_helpers import trainer_update as update
+
+    def seeded_model():
+        keras.utils.set_random_seed(0)
+        return make_model(averaging)
+
+    return update(strategy, seeded_model, sft_packs(), micro, accumulation)
+
+
+def expected_update(averaging, micro_batches):
+    """Weights after SGD(1) on the hand-written global loss over all packs.
+
+    ``micro_batches`` > 1 gives the WRONG (local-mean) update: the mean over
+    micro-batches of each one's own mean, which a correct trainer must not do.
+    """
+    import keras
     import tensorflow as tf
 
-    from tfpack.training import Trainer
-
     keras.utils.set_random_seed(0)
-    with strategy.scope():
-        model = make_model(averaging)
-        trainer = Trainer(model, keras.optimizers.SGD(1.0), micro_batch_size=micro,
-                          accumulation_steps=accumulation, strategy=strategy,
-                          jit_compile=False, progress=False, log_every=1)
-    result = trainer.fit(tf.data.Dataset.from_tensor_slices(sft_packs()), 1)
-    return [v.numpy() for v in model.trainable_variables], result.history[-1]
+    model = make_model(averaging)
+    packs = sft_packs()
+    model(packs)
+    rows = np.array_split(np.arange(len(packs["input_ids"])), micro_batches)
+    with tf.GradientTape() as tape:
+        total = 0.0
+        for part in rows:
+            x = {k: tf.constant(v[part]) for k, v in packs.items()}
+            logits = model(x, training=True)["logits"]
+            ce = keras.losses.sparse_categorical_crossentropy(
+                tf.maximum(x["labels"], 0), logits, from_logits=True)
+            w = x["loss_weights"] * tf.cast(x["labels"] != -100, tf.float32)
+            if averaging == "token":
+                total += tf.reduce_sum(ce * w) / tf.reduce_sum(w)
+            else:
+                means = []
+                for row in range(len(part)):
+                    for seq in (1, 2):
+                        keep = tf.cast(x["sequence_ids"][row] == seq, tf.float32) * w[row]
+                        if float(tf.reduce_sum(keep)) > 0:
+                            means.append(tf.reduce_sum(ce[row] * keep) / tf.reduce_sum(keep))
+                total += tf.add_n(means) / len(means)
+        loss = total / micro_batches
+    grads = tape.gradient(loss, model.trainable_variables)
+    return [(v - g).numpy() for v, g in zip(model.trainable_variables, grads)]

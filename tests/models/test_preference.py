@@ -1,33 +1,19 @@
 """PreferenceModel on tfpack's decoder: every pair's log-likelihoods and loss equal each
-sequence run alone, for every loss; gradients equal the unpacked update's, across
-micro-batches and replicas; both reference paths give the same numbers."""
+sequence run alone, for every loss, packed or not, prompts shared or not; gradients equal
+the unpacked ones. Training, prediction and the reference paths: test_preference_training.py."""
 
-import os
-import subprocess
-import sys
-
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import tfpack
 from tfpack.errors import TfpackError
 from tfpack.models import PreferenceModel
 from tfpack.models.preference import LOSSES
 from tfpack.testing import assert_packed_equals_unpacked
 
-from preference_helpers import (LOSS_OPTIONS, MAX_LENGTH, UNEVEN_PACKS, decoder_policy, items,
-                                make_pairs, numpy_losses, pack, pairs_alone, per_pair,
-                                reference_scores, trainer_update, unpacked_update,
-                                local_mean_update,
-                                with_reference)
-
-
-def _close(a, b, tolerance=1e-6):
-    """Equal to ``tolerance`` relative to the values' scale (at least 1): float32 rounding."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return np.abs(a - b).max() <= tolerance * max(1.0, np.abs(b).max())
+from preference_helpers import (LOSS_OPTIONS, MAX_LENGTH, UNEVEN_PACKS, close, decoder_policy,
+                                items, make_pairs, numpy_losses, pack, pairs_alone, per_pair,
+                                reference_scores, with_reference)
 
 
 def test_one_pair_by_hand_in_numpy():
@@ -77,10 +63,10 @@ def test_every_pair_equals_its_sequences_run_alone(loss, implementation):
     alone = pairs_alone(policy, pairs)
     want_loss, want_margin = numpy_losses(
         loss, alone, np.array([reference["chosen"], reference["rejected"]]).T, **LOSS_OPTIONS)
-    assert _close(got["chosen_log_likelihood"], alone[:, 0])
-    assert _close(got["rejected_log_likelihood"], alone[:, 1])
-    assert _close(got["loss"], want_loss)
-    assert _close(got["reward_margin"], want_margin)
+    assert close(got["chosen_log_likelihood"], alone[:, 0])
+    assert close(got["rejected_log_likelihood"], alone[:, 1])
+    assert close(got["loss"], want_loss)
+    assert close(got["reward_margin"], want_margin)
     assert np.asarray(out["loss"])[1, 2] == 0.0  # the empty slot
 
 
@@ -129,104 +115,6 @@ def test_gradient_equals_each_sequence_alone():
         assert np.abs(np.asarray(a) - np.asarray(b)).max() < 1e-6
 
 
-def _max_difference(a, b):
-    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
-
-
-@pytest.mark.parametrize("loss", ["sigmoid", "orpo"])
-def test_pair_count_is_global_across_accumulation(loss):
-    weights, record = trainer_update(tf.distribute.get_strategy(), loss, micro=1,
-                                     accumulation=4)
-    expected = unpacked_update(loss)
-    assert _max_difference(weights, expected) < 1e-5
-    # A mean per micro-batch (the packs hold 3, 1, 2 and 1 pairs) moves elsewhere.
-    moved = trainer_update(tf.distribute.get_strategy(), loss, micro=4, accumulation=1)[0]
-    assert _max_difference(moved, expected) < 1e-5
-    assert _max_difference(expected, local_mean_update(loss)) > 1e-4
-
-
-@pytest.mark.slow
-def test_pair_count_is_global_across_replicas(tmp_path):
-    script = os.path.join(os.path.dirname(__file__), "preference_replicas_run.py")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": root, "CUDA_VISIBLE_DEVICES": ""}
-    out = tmp_path / "sigmoid.npz"
-    done = subprocess.run([sys.executable, script, "sigmoid", str(out)], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    data = np.load(out)
-    weights = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
-    assert _max_difference(weights, unpacked_update("sigmoid")) < 1e-5
-
-
-def test_reference_model_and_reference_features_give_the_same_numbers():
-    policy, reference = decoder_policy(seed=0), decoder_policy(seed=1)
-    pairs = make_pairs()
-    examples = tfpack.builders.preference_examples(pairs, max_length=MAX_LENGTH)
-    scores = tfpack.models.reference_log_likelihoods(
-        reference, examples, max_length=MAX_LENGTH, max_sequences_per_pack=3,
-        batch_size=2, jit_compile=False)
-    alone = pairs_alone(reference, pairs)
-    assert _close(scores["chosen_log_likelihood"], alone[:, 0])
-    assert _close(scores["rejected_log_likelihood"], alone[:, 1])
-    same_step = PreferenceModel(policy, reference, loss="ipo", **LOSS_OPTIONS)
-    carried = PreferenceModel(policy, loss="ipo", **LOSS_OPTIONS)
-    plain = items(pairs)
-    in_packs = with_reference(plain, {"chosen": scores["chosen_log_likelihood"],
-                                      "rejected": scores["rejected_log_likelihood"]})
-    a = same_step(pack(plain, UNEVEN_PACKS, max_pairs=3))
-    b = carried(pack(in_packs, UNEVEN_PACKS, max_pairs=3))
-    for name in ("loss", "reward_margin", "chosen_log_likelihood"):
-        assert _close(a[name], b[name]), name
-    # The frozen reference trains nothing.
-    assert not reference.trainable_variables
-    assert len(same_step.trainable_variables) == len(policy.trainable_variables)
-
-
-def test_predict_gives_every_pair_in_input_order_and_evaluate_reports_rewards():
-    policy, reference = decoder_policy(seed=0), decoder_policy(seed=1)
-    pairs = make_pairs(count=9, seed=4)
-    model = PreferenceModel(policy, reference, loss="sigmoid", **LOSS_OPTIONS)
-    examples = tfpack.builders.preference_examples(pairs, max_length=MAX_LENGTH)
-    out = tfpack.predict(model, examples, max_length=MAX_LENGTH, max_sequences_per_pack=3,
-                         batch_size=2, jit_compile=False)
-    assert sorted(out) == ["chosen_log_likelihood", "loss", "rejected_log_likelihood",
-                           "reward_margin"]
-    alone = pairs_alone(policy, pairs)
-    ref = pairs_alone(reference, pairs)
-    want_loss, want_margin = numpy_losses("sigmoid", alone, ref[:, :2], **LOSS_OPTIONS)
-    assert _close(out["chosen_log_likelihood"], alone[:, 0])
-    assert _close(out["rejected_log_likelihood"], alone[:, 1])
-    assert _close(out["loss"], want_loss)
-    assert _close(out["reward_margin"], want_margin)
-
-    packs = examples.apply(tfpack.data.pack(max_length=MAX_LENGTH, max_sequences_per_pack=3,
-                                            algorithm="ffd")).batch(2)
-    model.compile(optimizer="sgd", jit_compile=False)
-    metrics = model.evaluate(packs, return_dict=True, verbose=0)
-    assert sorted(metrics) == ["loss", "reward_accuracy", "reward_margin"]
-    assert metrics["reward_accuracy"] == pytest.approx(float(np.mean(want_margin > 0)), abs=1e-6)
-    assert metrics["reward_margin"] == pytest.approx(float(np.mean(want_margin)), abs=1e-5)
-    assert metrics["loss"] == pytest.approx(float(np.mean(want_loss)), abs=1e-5)
-
-
-def test_fit_lowers_the_loss_and_config_round_trips(tmp_path):
-    model = PreferenceModel(decoder_policy(), loss="simpo", beta=2.0, simpo_gamma=0.5)
-    examples = items(make_pairs(count=12, seed=2))
-    packs = tf.data.Dataset.from_tensor_slices(
-        pack(examples, [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]], max_pairs=3)).batch(2)
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=False)
-    history = model.fit(packs, epochs=4, verbose=0).history
-    assert history["loss"][-1] < history["loss"][0]
-    assert history["reward_accuracy"][-1] >= history["reward_accuracy"][0]
-    path = str(tmp_path / "preference.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert (loaded.loss, loaded.beta, loaded.simpo_gamma) == ("simpo", 2.0, 0.5)
-    x = next(iter(packs))
-    assert _close(loaded(x)["loss"], model(x)["loss"])
-
-
 @pytest.mark.parametrize("kwargs, message", [
     (dict(loss="kto"), r"`loss` must be one of \('sigmoid', 'ipo', 'simpo', 'orpo'\). "
                        r"Received: loss='kto'"),
@@ -260,10 +148,10 @@ def test_prompt_sharing_equals_the_unshared_computation(loss, positions):
                      max_pairs=3)
         outputs[share] = per_pair(model(batch), packs, len(pairs))
     alone = pairs_alone(policy, pairs)
-    assert _close(outputs[True]["chosen_log_likelihood"], alone[:, 0])
-    assert _close(outputs[True]["rejected_log_likelihood"], alone[:, 1])
+    assert close(outputs[True]["chosen_log_likelihood"], alone[:, 0])
+    assert close(outputs[True]["rejected_log_likelihood"], alone[:, 1])
     for name in outputs[False]:
-        assert _close(outputs[True][name], outputs[False][name]), name
+        assert close(outputs[True][name], outputs[False][name]), name
 
 
 def test_prompt_sharing_gradients_equal_unpacked():

@@ -16,7 +16,7 @@ from tfpack.testing import assert_packed_equals_unpacked
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "keras_hub"))
 from keras_hub_helpers import keras_hub_alone, make_backbone  # noqa: E402
 
-from preference_helpers import (LOSS_OPTIONS, MAX_LENGTH, items, make_pairs,  # noqa: E402
+from preference_helpers import (LOSS_OPTIONS, MAX_LENGTH, close, items, make_pairs,  # noqa: E402
                                 numpy_losses, pack, per_pair, reference_scores,
                                 with_reference)
 
@@ -47,11 +47,6 @@ def _keras_hub_scores(backbone, policy, pairs):
     return np.array(out, np.float64)
 
 
-def _close(a, b, tolerance=1e-6):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return np.abs(a - b).max() <= tolerance * max(1.0, np.abs(b).max())
-
-
 @pytest.mark.parametrize("implementation", ["dense", "segmented"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_pair_equals_keras_hub_on_each_sequence_alone(family, implementation):
@@ -65,10 +60,10 @@ def test_every_pair_equals_keras_hub_on_each_sequence_alone(family, implementati
         got = per_pair(PreferenceModel(policy, loss=loss, **LOSS_OPTIONS)(examples), PACKS,
                        len(pairs))
         want_loss, want_margin = numpy_losses(loss, alone, ref, **LOSS_OPTIONS)
-        assert _close(got["chosen_log_likelihood"], alone[:, 0]), loss
-        assert _close(got["rejected_log_likelihood"], alone[:, 1]), loss
-        assert _close(got["loss"], want_loss), loss
-        assert _close(got["reward_margin"], want_margin), loss
+        assert close(got["chosen_log_likelihood"], alone[:, 0]), loss
+        assert close(got["rejected_log_likelihood"], alone[:, 1]), loss
+        assert close(got["loss"], want_loss), loss
+        assert close(got["reward_margin"], want_margin), loss
 
 
 @pytest.mark.parametrize("family, implementation", [

@@ -2,9 +2,6 @@
 per-sequence averaging, exact across packing, accumulation and replicas."""
 
 import math
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -16,7 +13,9 @@ from tfpack.errors import TfpackError
 from tfpack.layers import causal_lm_count, causal_lm_statistics
 from tfpack.testing import assert_packed_equals_unpacked, pack_examples
 
-from sft_helpers import MAX_LENGTH, make_model, sft_example, sft_packs, trainer_update
+from sft_helpers import (MAX_LENGTH, expected_update, make_model, sft_example, sft_packs,
+                         trainer_update)
+from update_helpers import max_difference
 
 LN3 = math.log(3.0)
 # One pack, V=2: sequence 1 = positions 0..2, sequence 2 = positions 3..4.
@@ -103,64 +102,13 @@ def test_pipeline_packs_train_like_single_examples():
                                    float(unpacked["lm_loss_sum"]), rtol=1e-5)
 
 
-def _expected_update(averaging, micro_batches):
-    """Weights after SGD(1) on the hand-written global loss over all packs.
-
-    ``micro_batches`` > 1 gives the WRONG (local-mean) update: the mean over
-    micro-batches of each one's own mean, which a correct trainer must not do.
-    """
-    keras.utils.set_random_seed(0)
-    model = make_model(averaging)
-    packs = sft_packs()
-    model(packs)
-    rows = np.array_split(np.arange(len(packs["input_ids"])), micro_batches)
-    with tf.GradientTape() as tape:
-        total = 0.0
-        for part in rows:
-            x = {k: tf.constant(v[part]) for k, v in packs.items()}
-            logits = model(x, training=True)["logits"]
-            ce = keras.losses.sparse_categorical_crossentropy(
-                tf.maximum(x["labels"], 0), logits, from_logits=True)
-            w = x["loss_weights"] * tf.cast(x["labels"] != -100, tf.float32)
-            if averaging == "token":
-                total += tf.reduce_sum(ce * w) / tf.reduce_sum(w)
-            else:
-                means = []
-                for row in range(len(part)):
-                    for seq in (1, 2):
-                        keep = tf.cast(x["sequence_ids"][row] == seq, tf.float32) * w[row]
-                        if float(tf.reduce_sum(keep)) > 0:
-                            means.append(tf.reduce_sum(ce[row] * keep) / tf.reduce_sum(keep))
-                total += tf.add_n(means) / len(means)
-        loss = total / micro_batches
-    grads = tape.gradient(loss, model.trainable_variables)
-    return [(v - g).numpy() for v, g in zip(model.trainable_variables, grads)]
-
-
-def _max_difference(a, b):
-    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
-
-
 @pytest.mark.parametrize("averaging", ["token", "sequence"])
 def test_normalization_is_global_across_accumulation(averaging):
     weights, record = trainer_update(tf.distribute.get_strategy(), averaging, micro=2,
                                      accumulation=2)
-    assert _max_difference(weights, _expected_update(averaging, 1)) < 1e-5
+    assert max_difference(weights, expected_update(averaging, 1)) < 1e-5
     # The per-micro-batch mean would have moved the weights elsewhere.
-    assert _max_difference(weights, _expected_update(averaging, 2)) > 1e-4
-
-
-def test_normalization_is_global_across_replicas(tmp_path):
-    script = os.path.join(os.path.dirname(__file__), "sft_replicas_run.py")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": root, "CUDA_VISIBLE_DEVICES": ""}
-    out = tmp_path / "token.npz"
-    done = subprocess.run([sys.executable, script, "token", str(out)], env=env,
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    data = np.load(out)
-    weights = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
-    assert _max_difference(weights, _expected_update("token", 1)) < 1e-5
+    assert max_difference(weights, expected_update(averaging, 2)) > 1e-4
 
 
 def test_fit_trains_on_weighted_targets():

@@ -62,15 +62,16 @@ def _hugging_face_offsets(tokenizer, texts):
 
 
 def _wordpiece_offsets(tokenizer, texts):
-    """keras-hub's own WordPiece reading (not BERT's reference: `_keras_hub_words`)."""
-    from tfpack.builders.wordpiece import WordPiece
+    """keras-hub's own WordPiece reading (not BERT's reference: `_keras_hub_normalizer`)."""
+    from tfpack.builders.wordpiece import WordPiece, split_words
 
     wordpiece = WordPiece(list(tokenizer.get_vocabulary()), lower_case=False,
                           unknown_token=tokenizer.oov_token)
+    normalize = _keras_hub_normalizer(tokenizer)
     ids, offsets = [], []
     for text in texts:
         row_ids, row_offsets = [], []
-        for word, origins in _keras_hub_words(text, tokenizer):
+        for word, origins in split_words(text, normalize):
             for token, first, end in wordpiece._pieces(word, count_bytes=True):
                 row_ids.append(token)
                 row_offsets.append((origins[first], origins[end - 1] + 1))
@@ -79,8 +80,8 @@ def _wordpiece_offsets(tokenizer, texts):
     return ids, offsets
 
 
-def _keras_hub_words(text, tokenizer):
-    """The words keras-hub's `WordPieceTokenizer` splits ``text`` into, with origins.
+def _keras_hub_normalizer(tokenizer) -> Callable[[str], tuple[tuple[str, int], ...]]:
+    """How keras-hub's `WordPieceTokenizer` reads one character, for `split_words`.
 
     Its reading (keras_hub/src/tokenizers/word_piece_tokenizer.py): case
     folding, then NFD without marks (``strip_accents``); ``[ \t\n\r\f]``,
@@ -90,35 +91,31 @@ def _keras_hub_words(text, tokenizer):
     import string
     import unicodedata
 
-    from tfpack.builders.wordpiece import _is_cjk
+    from tfpack.builders.wordpiece import PUNCTUATION, SPACE, WORD, _is_cjk
 
-    words, current, origins = [], [], []
+    lowercase = getattr(tokenizer, "lowercase", False)
+    strip_accents = getattr(tokenizer, "strip_accents", False)
+    split_on_cjk = getattr(tokenizer, "split_on_cjk", True)
 
-    def flush():
-        if current:
-            words.append(("".join(current), list(origins)))
-            current.clear()
-            origins.clear()
-
-    for index, char in enumerate(text):
-        if getattr(tokenizer, "lowercase", False):
+    def normalize(char):
+        if lowercase:
             char = char.casefold()  # tensorflow-text's case_fold_utf8: "ß" -> "ss"
-        if getattr(tokenizer, "strip_accents", False):
+        if strip_accents:
             char = "".join(c for c in unicodedata.normalize("NFD", char)
                            if unicodedata.category(c) != "Mn")
+        pairs = []
         for c in char:
             category = unicodedata.category(c)
             if c in " \t\n\r\f" or category in ("Cc", "Cf"):
-                flush()
+                pairs.append((c, SPACE))
             elif c in string.punctuation or category.startswith("P") or (
-                    getattr(tokenizer, "split_on_cjk", True) and _is_cjk(ord(c))):
-                flush()
-                words.append((c, [index]))
+                    split_on_cjk and _is_cjk(ord(c))):
+                pairs.append((c, PUNCTUATION))
             else:
-                current.append(c)
-                origins.append(index)
-    flush()
-    return words
+                pairs.append((c, WORD))
+        return tuple(pairs)
+
+    return normalize
 
 
 def _char_offsets(text: str, byte_spans):

@@ -36,21 +36,24 @@ from __future__ import annotations
 import functools
 import string
 import unicodedata
+from collections.abc import Callable
 
 from tfpack.errors import TfpackError
 
 __all__ = ["WordPiece", "wordpiece_text_tokenizer", "wordpiece_with_offsets"]
 
 MAX_WORD_CHARACTERS = 100
-_SPACE, _PUNCTUATION, _WORD = 0, 1, 2
+# What a normalized character is to `split_words`: a word boundary (dropped),
+# a word of its own, or part of the current word.
+SPACE, PUNCTUATION, WORD = 0, 1, 2
 # Rust's `char::is_whitespace` (the White_Space property), less the control
 # characters among them (\v, \f, U+0085), which cleaning removes first.
-_SPACES = frozenset("\t\n\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000"
+SPACES = frozenset("\t\n\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000"
                     + "".join(map(chr, range(0x2000, 0x200B))))
 # Characters whose Unicode category changed after the reference's tables:
 # U+166D (Po -> So) is still punctuation there, U+1734 (Mn -> Mc) still an
 # accent, U+1885-U+1886 (Lo -> Mn) still letters.
-_OLD_PUNCTUATION = frozenset("\u166d")
+_OLDPUNCTUATION = frozenset("\u166d")
 _OLD_MARKS = frozenset("\u1734")
 _OLD_LETTERS = frozenset("\u1885\u1886")
 _CJK = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2A6DF),
@@ -68,23 +71,33 @@ def _normalize_char(char: str, lower_case: bool) -> tuple[tuple[str, int], ...]:
     category = unicodedata.category(char)
     if char not in "\t\n\r" and (code in (0, 0xFFFD) or category in ("Cc", "Cf", "Co", "Cs")):
         return ()
-    if char in _SPACES:
-        return ((" ", _SPACE),)
+    if char in SPACES:
+        return ((" ", SPACE),)
     if lower_case:
         stripped = "".join(c for c in unicodedata.normalize("NFD", char)
                            if c in _OLD_LETTERS or (unicodedata.category(c) != "Mn"
                                                     and c not in _OLD_MARKS))
         char = "".join(c.lower() for c in stripped)
-    pairs = tuple((c, _PUNCTUATION if (c in string.punctuation or c in _OLD_PUNCTUATION
+    pairs = tuple((c, PUNCTUATION if (c in string.punctuation or c in _OLDPUNCTUATION
                                        or unicodedata.category(c).startswith("P"))
-                   else _SPACE if c in _SPACES else _WORD) for c in char)
+                   else SPACE if c in SPACES else WORD) for c in char)
     # A CJK ideograph is padded with spaces (before lower-casing, which may
     # map a compatibility ideograph to its unified one).
-    return ((" ", _SPACE), *pairs, (" ", _SPACE)) if _is_cjk(code) else pairs
+    return ((" ", SPACE), *pairs, (" ", SPACE)) if _is_cjk(code) else pairs
 
 
-def _words(text: str, lower_case: bool) -> list[tuple[str, list[int]]]:
-    """BERT's words of ``text``: each normalized word and its characters' origins."""
+def split_words(text: str, normalize: Callable[[str], tuple[tuple[str, int], ...]]
+                ) -> list[tuple[str, list[int]]]:
+    """The words of ``text``, each normalized and with its characters' origins.
+
+    ``normalize`` maps one original character to ``(character, class)`` pairs
+    (`SPACE`, `PUNCTUATION`, `WORD`): BERT's reference reading here
+    (`_normalize_char`), keras-hub's own in `tfpack.builders.offsets`.
+
+    >>> split_words("Hi, yo", lambda c: ((c, SPACE if c == " " else
+    ...                                   PUNCTUATION if c == "," else WORD),))
+    [('Hi', [0, 1]), (',', [2]), ('yo', [4, 5])]
+    """
     words, current, origins = [], [], []
 
     def flush():
@@ -94,13 +107,13 @@ def _words(text: str, lower_case: bool) -> list[tuple[str, list[int]]]:
             origins.clear()
 
     for index, char in enumerate(text):
-        for normalized, kind in _normalize_char(char, lower_case):
-            if kind == _WORD:
+        for normalized, kind in normalize(char):
+            if kind == WORD:
                 current.append(normalized)
                 origins.append(index)
             else:
                 flush()
-                if kind == _PUNCTUATION:
+                if kind == PUNCTUATION:
                     words.append((normalized, [index]))
     flush()
     return words
@@ -159,13 +172,18 @@ class WordPiece:
     def tokenize_with_offsets(self, texts: list[str]
                               ) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
         """Per text, the token ids and each token's ``[start, end)`` in the text."""
+        lower_case = self.lower_case
         cache, ids, offsets = {}, [], []
+
+        def normalize(char):
+            return _normalize_char(char, lower_case)
+
         for text in texts:
             if not isinstance(text, str):
                 raise TfpackError("Every text must be a string. "
                                   f"Received: {type(text).__name__} {text!r:.80}")
             row_ids, row_offsets = [], []
-            for word, origins in _words(text, self.lower_case):
+            for word, origins in split_words(text, normalize):
                 if word not in cache:
                     cache[word] = self._pieces(word)
                 for token, first, end in cache[word]:

@@ -16,9 +16,9 @@ file back.
 decreasing included (default 1; ``none``: no limit, the same plan on every machine).
 
 This module also holds the argument helpers `tfpack analyze` shares:
-`parse_max_sequences_per_pack` (an integer or ``none``), `parse_time_limit`
-(seconds or ``none``), `add_time_limit` and `load_histogram` (file or
-bundled name, fitted to ``--max-length``).
+`parse_max_sequences_per_pack` (an integer or ``none``), `add_time_limit`
+(seconds or ``none``, parsed by `types.time_limit`) and `load_histogram`
+(file or bundled name, fitted to ``--max-length``).
 """
 
 from __future__ import annotations
@@ -51,25 +51,11 @@ def parse_max_sequences_per_pack(text: str) -> int | None:
     return value
 
 
-def parse_time_limit(text: str) -> float | None:
-    """``--time-limit`` value: seconds (a number >= 0), or ``none`` for no limit."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"must be a number of seconds >= 0 or 'none'. Received: --time-limit={text}")
-    return value
-
-
 def add_time_limit(parser: argparse.ArgumentParser) -> None:
     """The ``--time-limit`` flag (`optimal`'s `time_limit`; other planners ignore it)."""
     from tfpack.packing.plans import DEFAULT_TIME_LIMIT  # noqa: PLC0415
 
-    parser.add_argument("--time-limit", type=parse_time_limit, default=DEFAULT_TIME_LIMIT,
+    parser.add_argument("--time-limit", type=types.time_limit, default=DEFAULT_TIME_LIMIT,
                         metavar="SECONDS",
                         help=f"CPU seconds optimal plans for, best fit included (default "
                              f"{DEFAULT_TIME_LIMIT:g}); 'none': no limit, the same plan anywhere")

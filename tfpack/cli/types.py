@@ -24,3 +24,17 @@ def seed(text: str) -> int:
     if value is None or value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer. Received: {text}")
     return value
+
+
+def time_limit(text: str) -> float | None:
+    """``--time-limit`` value: seconds (a number >= 0), or ``none`` for no limit."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds >= 0 or 'none'. Received: --time-limit={text}")
+    return value

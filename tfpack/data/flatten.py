@@ -31,7 +31,8 @@ import tensorflow as tf
 
 from tfpack.data.assemble import assemble
 from tfpack.data.features import FeatureRoles
-from tfpack.data.pack import _positive, _with_static_shapes
+from tfpack.data.emit import with_static_shapes
+from tfpack.data.pack import _positive
 from tfpack.data.reading import ragged_rows
 from tfpack.errors import TfpackError
 from tfpack.formats.rows import dense_rows
@@ -89,6 +90,6 @@ def flatten(
 
         rows = dataset.ragged_batch(batch_size).enumerate().map(
             tf.autograph.experimental.do_not_convert(row), num_parallel_calls=tf.data.AUTOTUNE)
-        return _with_static_shapes(rows, chosen, token_budget, batch_size, max_predictions)
+        return with_static_shapes(rows, chosen, token_budget, batch_size, max_predictions)
 
     return apply

@@ -43,95 +43,25 @@ exactly ``num_packs`` packs (its own, then empty ones; packs past
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import warnings
 
 import numpy as np
 import tensorflow as tf
 
-from tfpack.data.assemble import assemble
-from tfpack.data.boundary import raising_tfpack_errors
-from tfpack.data.features import FeatureRoles, packed_feature_spec
-from tfpack.data.reading import (
-    input_names,
-    materialize,
-    no_examples,
-    ragged_rows,
-    truncate_example,
-)
+from tfpack.data.emit import graph
+from tfpack.data.features import FeatureRoles
+from tfpack.data.offline import offline
+from tfpack.data.reading import input_names, truncate_example
+from tfpack.data.report import PackReport
+from tfpack.data.streaming import streaming
 from tfpack.errors import TfpackError
 from tfpack.formats import validation
 from tfpack.formats.rows import dense_rows
 from tfpack.packing.balance import check_balance
 from tfpack.packing.histograms import validate_seed
-from tfpack.packing.flow import offline_packs
-from tfpack.packing.hosts import FAILED, agreed_packs, check_counts, fit_to_count
-from tfpack.packing.windows import (
-    DEFAULT_ALGORITHM,
-    check_predictions,
-    empty_dataset_error,
-    fit_to_multiple,
-    permute_packs,
-    plan_window,
-    take_worker,
-)
+from tfpack.packing.windows import DEFAULT_ALGORITHM, empty_dataset_error
 
 __all__ = ["pack", "Packer", "PackReport"]
-
-# Packs built per call of `assemble` in offline mode: large enough to amortize
-# the per-call overhead, small enough to keep the first element fast.
-_CHUNK_PACKS = 512
-# Pipeline functions have no Python control flow on tensors: skip AutoGraph.
-_graph = tf.autograph.experimental.do_not_convert
-
-
-@dataclasses.dataclass
-class PackReport:
-    """What a `Packer` produced (offline mode: exact; streaming: settings only).
-
-    Attributes:
-        mode: ``"offline"`` or ``"streaming"``.
-        packs: packs this worker emits (padding packs included).
-        sequences: real sequences this worker emits.
-        tokens: real tokens this worker emits.
-        efficiency: ``tokens / (packs * L)`` over all workers, before sharding.
-        packing_factor: sequences per non-empty pack, before sharding.
-        padding_packs: empty packs added (all workers) so that every replica
-            gets the same number of packs.
-        dropped_packs, dropped_sequences: cut with ``remainder="drop"``.
-        num_workers, worker: the input pipeline this dataset is for.
-        max_predictions_per_pack: ``M`` in effect.
-        input_sharded: the dataset was this host's own share of the input.
-            Then ``packs``, ``sequences``, ``tokens``, ``efficiency``,
-            ``packing_factor``, ``padding_packs``, ``dropped_packs`` and
-            ``dropped_sequences`` describe this host only.
-        host_packs: with ``all_gather``, every host's real packs before
-            they were padded or cut, host by host; else ``None``.
-        plan: the `tfpack.packing.PackingPlan` used (offline), else ``None``.
-        balance: with ``balance=``, the `tfpack.packing.balance.BatchBalance`
-            of the batches of all workers together (``low``/``high``: the
-            fewest and most sequences, or tokens, in a full batch;
-            ``excess``: by how much the worst misses the tolerance), else
-            ``None``.
-    """
-
-    mode: str
-    packs: int | None = None
-    sequences: int | None = None
-    tokens: int | None = None
-    efficiency: float | None = None
-    packing_factor: float | None = None
-    padding_packs: int = 0
-    dropped_packs: int = 0
-    dropped_sequences: int = 0
-    num_workers: int = 1
-    worker: int = 0
-    max_predictions_per_pack: int | None = None
-    input_sharded: bool = False
-    host_packs: list | None = None
-    plan: object = None
-    balance: object = None
 
 
 def pack(
@@ -394,203 +324,9 @@ class Packer:
             raise empty_dataset_error()
         names = input_names(roles, dataset.element_spec)
         if set(names) != set(dataset.element_spec):
-            dataset = dataset.map(_graph(lambda x: {n: x[n] for n in names}))  # drop extra
+            dataset = dataset.map(graph(lambda x: {n: x[n] for n in names}))  # drop extra
         if self.truncate:
-            dataset = dataset.map(_graph(lambda x: truncate_example(x, roles, self.max_length)),
+            dataset = dataset.map(graph(lambda x: truncate_example(x, roles, self.max_length)),
                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        if self.window:
-            return self._streaming(dataset, roles)
-        return self._offline(dataset, roles)
-
-    # -- offline ---------------------------------------------------------
-
-    def _offline(self, dataset, roles):
-        if self.input_sharded:
-            return self._offline_share(dataset, roles)
-        examples, lengths = materialize(dataset, roles)
-        packs = self._plan(examples, lengths, roles)
-        L = self.max_length
-        order, splits, plan = packs.order, packs.splits, packs.plan
-        K, M = packs.max_sequences_per_pack, packs.max_predictions_per_pack
-        if M is None:
-            M = self.max_predictions_per_pack
-        real_packs = len(splits) - 1
-        before = len(order)
-        order, splits, added, dropped = fit_to_multiple(
-            order, splits, self.multiple, self.remainder)
-        dropped_sequences = before - len(order)
-        if dropped:
-            warnings.warn(
-                f"remainder='drop' cut {dropped} packs ({dropped_sequences} sequences) "
-                "so that every replica gets the same number of packs", stacklevel=3)
-        order, splits = take_worker(order, splits, self.worker, self.num_workers)
-        self.report = PackReport(
-            mode="offline", packs=len(splits) - 1, sequences=len(order),
-            tokens=int(lengths[order].sum()),
-            efficiency=float(lengths.sum() / (real_packs * L)),
-            packing_factor=float(len(lengths) / real_packs),
-            padding_packs=added, dropped_packs=dropped,
-            dropped_sequences=dropped_sequences,
-            num_workers=self.num_workers, worker=self.worker,
-            max_predictions_per_pack=M, plan=plan, balance=packs.balance)
-        return _pack_dataset(examples, order, splits, roles, L, K, M, self.batch_size)
-
-    def _plan(self, examples, lengths, roles):
-        """Check every example, then plan and assign them (`offline_packs`)."""
-        validation.check_example_codes(
-            validation.example_problems(examples, roles).numpy(), 0,
-            lambda i: {n: t[i].numpy() for n, t in examples.items()})
-        predictions = None
-        if roles.predictions:
-            predictions = examples[roles.predictions[0]].row_lengths().numpy()
-        return offline_packs(
-            lengths, predictions, max_length=self.max_length,
-            max_sequences_per_pack=self.max_sequences_per_pack,
-            max_predictions_per_pack=self.max_predictions_per_pack, plan=self.plan,
-            algorithm=None if self.plan is not None else self.algorithm, seed=self.seed,
-            shuffle=self.shuffle, balance=self.balance,
-            batch_size=self.balance_size if self.balance else None)
-
-    def _offline_share(self, dataset, roles):
-        """Packing per host: plan this host's share, agree on the count, pad or cut."""
-        L, K, M = self.max_length, self.max_sequences_per_pack, self.max_predictions_per_pack
-        try:
-            examples, lengths = materialize(dataset, roles, allow_empty=True)
-            packs = self._plan(examples, lengths, roles) if len(lengths) else None
-        except Exception:
-            # Tell the others before raising, so that none waits for this host.
-            if self.all_gather is not None:
-                self.all_gather(FAILED)
-            raise
-        order = packs.order if packs else np.zeros([0], np.int64)
-        splits = packs.splits if packs else np.zeros([1], np.int64)
-        real_packs = len(splits) - 1
-        counts = None
-        if self.all_gather is not None:
-            counts = check_counts(self.all_gather(real_packs), self.num_workers)
-            if not any(counts):
-                raise empty_dataset_error()
-            target = agreed_packs(counts, multiple=self.multiple, remainder=self.remainder)
-        elif self.num_packs is not None:
-            target = self.num_packs
-        else:  # One input pipeline: its share is the whole input.
-            if not real_packs:
-                raise empty_dataset_error()
-            target = agreed_packs([real_packs], multiple=self.multiple,
-                                  remainder=self.remainder)
-        order, splits, added, dropped, dropped_sequences = fit_to_count(order, splits, target)
-        if dropped:
-            warnings.warn(
-                f"Host {self.worker} cut {dropped} packs ({dropped_sequences} sequences) "
-                f"to the {target} packs every host emits", stacklevel=3)
-        self.report = PackReport(
-            mode="offline", packs=target, sequences=len(order),
-            tokens=int(lengths[order].sum()),
-            efficiency=float(lengths.sum() / (real_packs * L)) if real_packs else 0.0,
-            packing_factor=float(len(lengths) / real_packs) if real_packs else 0.0,
-            padding_packs=added, dropped_packs=dropped, dropped_sequences=dropped_sequences,
-            num_workers=self.num_workers, worker=self.worker, max_predictions_per_pack=M,
-            input_sharded=True, host_packs=counts, plan=packs.plan if packs else None,
-            balance=packs.balance if packs else None)
-        return _pack_dataset(examples, order, splits, roles, L, K, M, self.batch_size)
-
-    # -- streaming -------------------------------------------------------
-
-    def _streaming(self, dataset, roles):
-        L, K, M = self.max_length, self.max_sequences_per_pack, self.max_predictions_per_pack
-        window = self.window
-        length_feature = roles.length_feature
-        fixed_count = self.input_sharded and self.num_packs is not None
-
-        def plan_numpy(lengths, index, codes, predictions):
-            # Raised here, in Python, so that `raising_tfpack_errors` can give
-            # the user this TfpackError rather than TensorFlow's wrapper.
-            validation.check_example_codes(codes, int(index) * window)
-            rng_seed = int(np.random.SeedSequence([self.seed, int(index)]).generate_state(1)[0])
-            order, splits = plan_window(lengths, L, K, self.algorithm, seed=rng_seed,
-                                        first_index=int(index) * window)
-            if M is not None:
-                check_predictions(predictions, order, splits, M, int(index) * window)
-            if self.shuffle:
-                perm = np.random.default_rng(rng_seed).permutation(len(splits) - 1)
-                order, splits = permute_packs(order, splits, perm)
-            if fixed_count:  # The host's own packs, padded or cut at the end.
-                return order, splits
-            order, splits, _, _ = fit_to_multiple(order, splits, self.multiple, "pad")
-            if self.input_sharded:
-                return order, splits
-            return take_worker(order, splits, self.worker, self.num_workers)
-
-        def pack_window(index, batch):
-            batch = ragged_rows(batch)
-            lengths = batch[length_feature].row_lengths()
-            codes = validation.example_problems(batch, roles)
-            predictions = (batch[roles.predictions[0]].row_lengths() if roles.predictions
-                           else tf.zeros_like(lengths))
-            order, splits = tf.numpy_function(
-                plan_numpy, [lengths, index, codes, predictions], [tf.int64, tf.int64],
-                stateful=False)
-            order.set_shape([None])
-            splits.set_shape([None])
-            # `codes` covered the partitions (rules masked_lm_lengths, token_feature_lengths)
-            # before any pack is built.
-            first = tf.cast(index, tf.int64) * window
-            ids = first + tf.range(tf.shape(lengths, out_type=tf.int64)[0])
-            return assemble(batch, order, splits, roles, L, K, M, check_partitions=False,
-                            example_ids=ids)
-
-        self.report = PackReport(mode="streaming", num_workers=self.num_workers,
-                                 worker=self.worker, max_predictions_per_pack=M,
-                                 input_sharded=self.input_sharded,
-                                 packs=self.num_packs if fixed_count else None)
-        packed = (dataset.ragged_batch(window).enumerate()
-                  .map(_graph(pack_window), num_parallel_calls=tf.data.AUTOTUNE,
-                       deterministic=True)
-                  .unbatch())
-        packed = _with_static_shapes(packed, roles, L, K, M)
-        if fixed_count:
-            # `take` stops reading the share once `num_packs` packs are out.
-            empty = _empty_packs(dataset.element_spec, roles, L, K, M)
-            packed = packed.concatenate(empty.repeat()).take(self.num_packs)
-        return raising_tfpack_errors(packed.batch(self.batch_size) if self.batch_size else packed)
-
-
-def _empty_packs(element_spec, roles, L, K, M):
-    """One empty pack (every feature at its padding value) as a dataset."""
-    names = input_names(roles, element_spec)
-    examples = no_examples(element_spec, names, batched=False)
-    pack = assemble(examples, tf.zeros([0], tf.int64), tf.zeros([2], tf.int64), roles, L, K,
-                    M, check_partitions=False)
-    return _with_static_shapes(tf.data.Dataset.from_tensor_slices(pack), roles, L, K, M)
-
-
-def _pack_dataset(examples, order, splits, roles, L, K, M, batch_size=None):
-    order_t = tf.constant(order, tf.int64)
-    splits_t = tf.constant(splits, tf.int64)
-    packs = len(splits) - 1
-    chunk_packs = batch_size or _CHUNK_PACKS
-    chunks = -(-packs // chunk_packs)
-
-    def build(chunk):
-        first = chunk * chunk_packs
-        last = tf.minimum(first + chunk_packs, packs)
-        sub_splits = splits_t[first:last + 1]
-        sub_order = order_t[sub_splits[0]:sub_splits[-1]]
-        return assemble(examples, sub_order, sub_splits - sub_splits[0], roles, L, K, M,
-                        check_partitions=False)
-
-    packed = tf.data.Dataset.range(chunks).map(
-        _graph(build), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if batch_size:
-        return _with_static_shapes(packed, roles, L, K, M, batch_size)
-    return _with_static_shapes(packed.unbatch(), roles, L, K, M)
-
-
-def _with_static_shapes(dataset, roles, L, K, M, batch_size=None):
-    spec = packed_feature_spec(roles, L, K, M)
-    if batch_size:
-        spec = {n: tf.TensorSpec([batch_size, *s.shape], s.dtype) for n, s in spec.items()}
-    if all(dataset.element_spec[n].shape == s.shape for n, s in spec.items()):
-        return dataset
-    return dataset.map(_graph(
-        lambda x: {n: tf.ensure_shape(x[n], spec[n].shape) for n in spec}))
+        packed, self.report = (streaming if self.window else offline)(self, dataset, roles)
+        return packed
