@@ -144,17 +144,38 @@ def test_ffd_and_bfd_equal_the_per_sequence_algorithms(case):
         assert packs(result) == reference_fit_decreasing(lengths.tolist(), max_length, max_sequences_per_pack, best_fit)
 
 
+# Many copies of few lengths: groups split, and a split's partial or untouched
+# packs go back among the spaces the current length still takes from (the zone
+# of `_fit_decreasing._best_fit_decreasing`), as do new packs' partial last pack.
+crowded = st.integers(4, 30).flatmap(
+    lambda max_length: st.tuples(
+        st.just(max_length),
+        st.dictionaries(st.integers(1, max_length), st.integers(1, 25), min_size=1, max_size=5),
+        st.one_of(st.none(), st.integers(2, 8)),
+    )
+)
+
+
 @settings(max_examples=100)
-@given(histograms)
-def test_bfd_in_blocks_of_one_equals_the_per_sequence_algorithm(case):
-    """Blocks split at every third group (`_fit_decreasing._Sorted`): the same plan."""
-    max_length, counts, max_sequences_per_pack = case
+@given(crowded)
+def test_bfd_with_split_groups_equals_the_per_sequence_algorithm(case):
+    max_length, by_length, max_sequences_per_pack = case
+    counts = np.zeros(max_length, dtype=np.int64)
+    for length, number in by_length.items():
+        counts[length - 1] = number
     lengths = np.repeat(np.arange(1, max_length + 1), counts)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_fit_decreasing, "_BLOCK", 1)
-        result = base.get("bfd")(np.array(counts), max_length, max_sequences_per_pack, seed=0)
+    result = base.get("bfd")(counts, max_length, max_sequences_per_pack, seed=0)
     assert packs(result) == reference_fit_decreasing(lengths.tolist(), max_length,
                                                      max_sequences_per_pack, True)
+
+
+def test_bfd_by_hand_with_every_kind_of_move():
+    # 7, 7 open (7) (7), spaces 3 3; a 5 opens (5), the next 5 fills it; the 4 fits nowhere:
+    # (4), space 6; the 3s take the tightest: the two (7)s (space 3, earliest first), then (4).
+    histogram = make_histogram(10, {7: 2, 5: 2, 4: 1, 3: 3})
+    result = base.get("bfd")(histogram, 10, None, seed=0)
+    assert result.strategies == [(7, 3), (5, 5), (4, 3)] and result.counts.tolist() == [2, 1, 1]
+    assert packs(result) == reference_fit_decreasing([7, 7, 5, 5, 4, 3, 3, 3], 10, None, True)
 
 
 @settings(max_examples=150)

@@ -139,6 +139,7 @@ def real_packs(strategies: list[tuple[int, ...]], counts: np.ndarray, histogram:
         cum.append(np.cumsum(copies[present]).tolist())
         need.append(cum[-1][-1] if cum[-1] else 0)
     position = [0] * len(starts)  # how much of each stream earlier packs took
+    run = [0] * len(starts)  # the run of each stream holding the next slot's sequence
     packs: dict[tuple[int, ...], int] = {}
     for strategy, count in zip(strategies, np.asarray(counts).tolist()):
         slots: dict[int, int] = {}
@@ -156,8 +157,11 @@ def real_packs(strategies: list[tuple[int, ...]], counts: np.ndarray, histogram:
             pack = []
             for g, m in slots.items():
                 at = position[g] + a * m
-                first = bisect.bisect_right(cum[g], at)
-                if m == 1 or first == bisect.bisect_right(cum[g], at + m - 1):
+                runs, first = cum[g], run[g]
+                while first < len(runs) and runs[first] <= at:
+                    first += 1  # `at` only grows: the run holding it, without bisection
+                run[g] = first
+                if m == 1 or first == len(runs) or runs[first] > at + m - 1:
                     pack += [lengths[g][first]] * m  # one run holds all m (the usual case)
                 else:
                     pack += [lengths[g][bisect.bisect_right(cum[g], at + i)] for i in range(m)]

@@ -1,0 +1,44 @@
+"""`optimal`'s last path, the LP over all lengths: not started too late on many lengths."""
+
+import numpy as np
+import pytest
+
+from tfpack.packing.algorithms import _budget, _bounds, optimal
+
+
+class _Started(Exception):
+    pass
+
+
+def _search_with(monkeypatch, lengths: int, seconds_left: float) -> bool:
+    """Whether `_search` starts the LP over all lengths with ``seconds_left`` on the budget."""
+    max_length = 2 * lengths
+    histogram = np.zeros(max_length, dtype=np.int64)
+    histogram[:lengths] = 3  # lengths 1..n, 3 of each: the tokens bind, depth 4 does not
+    monkeypatch.setattr(optimal, "_full_packs_first", lambda *a, **k: None)
+    monkeypatch.setattr(optimal, "_grouped", lambda *a, **k: None)
+    monkeypatch.setattr(optimal, "_quick", lambda *a, **k: None)
+
+    def plan(*args, **kwargs):
+        raise _Started
+
+    monkeypatch.setattr(optimal, "_plan", plan)
+    search = optimal._Search(_bounds.simple(histogram, max_length, 4))
+    search.offer({(max_length,): 10 ** 9})  # far from the bound: the search goes on
+    budget = _budget.Budget(seconds_left, clock=lambda: 0.0)  # the clock stands still
+    nonzero = np.flatnonzero(histogram) + 1
+    try:
+        optimal._search(search, histogram, nonzero, histogram[nonzero - 1], max_length, 4, budget)
+    except _Started:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("lengths, seconds_left, started", [
+    (optimal._LAST_LP_LENGTHS + 1, optimal._LAST_LP_SECONDS / 2, False),
+    (optimal._LAST_LP_LENGTHS + 1, optimal._LAST_LP_SECONDS * 2, True),
+    (optimal._LAST_LP_LENGTHS, optimal._LAST_LP_SECONDS / 2, True),
+])
+def test_the_lp_over_many_lengths_is_not_started_with_little_time_left(
+        monkeypatch, lengths, seconds_left, started):
+    assert _search_with(monkeypatch, lengths, seconds_left) is started
