@@ -46,7 +46,8 @@ def google_features(draw):
         if change == "drop":
             del features[name]
         elif change == "resize":
-            features[name] = features[name] + features[name][:1] + [0]
+            features[name] = features[name] + features[name][:1] + [
+                0.0 if name == "masked_lm_weights" else 0]
         else:
             features[name] = [float(v) for v in features[name]] if name != "masked_lm_weights" \
                 else [int(v) for v in features[name] if np.isfinite(v)]

@@ -131,3 +131,36 @@ def test_members_equal_protobuf_on_random_rows(data):
 def _wrap(value: int) -> int:
     """``value`` as int64 wraps it (two's complement)."""
     return (value + 2**63) % 2**64 - 2**63
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=8), st.integers(1, 5), st.data())
+def test_record_batches_read_what_tfrecordwriter_wrote_and_refuse_damage(
+        tmp_path_factory, records, batch_size, data):
+    from tfpack.formats import protos
+
+    path = tmp_path_factory.mktemp("read") / "r.tfrecord"
+    raw = _tf_records(path, records)
+    protos._READ, read = data.draw(st.integers(1, 64)), protos._READ  # chunks cut records
+    try:
+        batches = list(protos.record_batches(str(path), batch_size))
+        assert [r for b in batches for r in b] == records
+        assert all(len(b) == batch_size for b in batches[:-1])
+        if not raw:
+            return
+        at = data.draw(st.integers(0, len(raw) - 1))
+        damage = data.draw(st.sampled_from(["flip", "cut"]))
+        path.write_bytes(raw[:at] + bytes([raw[at] ^ 0x10]) + raw[at + 1:] if damage == "flip"
+                         else raw[:at])
+        got = []
+        ends = np.cumsum([0] + [len(r) + 16 for r in records]).tolist()
+        if damage == "cut" and at in ends:  # a shorter file of whole records: nothing wrong
+            assert [r for b in protos.record_batches(str(path), batch_size)
+                    for r in b] == records[:ends.index(at)]
+            return
+        with pytest.raises(protos.RecordError, match="corrupted|truncated") as error:
+            for batch in protos.record_batches(str(path), batch_size):
+                got += batch
+        assert got == records[:len(got)] and error.value.records == len(got)
+    finally:
+        protos._READ = read

@@ -39,6 +39,12 @@
  *     counts, how many values of each (the bytes may hold more: ignore them); else
  *     None, None.
  *
+ *   split_records(data, final) -> (records, used, problem)
+ *     The records of TFRecord-framed bytes, each one's length and data CRC-32C
+ *     checked: `records` (bytes), `used` (bytes of data they took: the rest
+ *     is a record cut by the end of `data`, to be completed), `problem` (None,
+ *     or what is wrong: a corrupted record, or with `final` a truncated one).
+ *
  *   crc32c(data, software=False) -> int
  *     CRC-32C (SSE 4.2's instruction where the CPU has it, else tables).
  *
@@ -822,6 +828,63 @@ done:
     return result;
 }
 
+/* split_records(data, final) -> (records, used, problem): see the top. */
+static PyObject *split_records(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int final;
+    if (!PyArg_ParseTuple(args, "y*p", &view, &final)) return NULL;
+    const uint8_t *data = view.buf;
+    size_t size = (size_t)view.len, at = 0;
+    PyObject *records = PyList_New(0), *problem = Py_None;
+    if (!records) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_INCREF(problem);
+    while (at < size) {
+        if (size - at < 12) break;
+        uint64_t length = 0;
+        for (int k = 0; k < 8; k++) length |= (uint64_t)data[at + k] << (8 * k);
+        uint32_t stored = 0;
+        for (int k = 0; k < 4; k++) stored |= (uint32_t)data[at + 8 + k] << (8 * k);
+        if (masked_crc(data + at, 8) != stored) {
+            Py_DECREF(problem);
+            problem = PyUnicode_FromFormat("corrupted record length at byte %zu", at);
+            break;
+        }
+        if (length > size - at - 12 || size - at - 12 - length < 4) break;
+        stored = 0;
+        for (int k = 0; k < 4; k++) stored |= (uint32_t)data[at + 12 + length + k] << (8 * k);
+        if (masked_crc(data + at + 12, (size_t)length) != stored) {
+            Py_DECREF(problem);
+            problem = PyUnicode_FromFormat("corrupted record at byte %zu", at);
+            break;
+        }
+        PyObject *record = PyBytes_FromStringAndSize((const char *)data + at + 12,
+                                                     (Py_ssize_t)length);
+        if (!record || PyList_Append(records, record) < 0) {
+            Py_XDECREF(record);
+            Py_DECREF(records);
+            Py_DECREF(problem);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        Py_DECREF(record);
+        at += 12 + (size_t)length + 4;
+    }
+    if (final && at < size && problem == Py_None) {
+        Py_DECREF(problem);
+        problem = PyUnicode_FromFormat("truncated record at byte %zu", at);
+    }
+    PyBuffer_Release(&view);
+    if (!problem) {
+        Py_DECREF(records);
+        return NULL;
+    }
+    PyObject *result = Py_BuildValue("(NnN)", records, (Py_ssize_t)at, problem);
+    return result;
+}
+
 /* crc32c(data, software=False): the (unmasked) CRC-32C of data, for tests of both paths. */
 static PyObject *crc(PyObject *self, PyObject *args) {
     Py_buffer data;
@@ -836,6 +899,8 @@ static PyObject *crc(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"split_records", split_records, METH_VARARGS,
+     "Records of TFRecord-framed bytes, CRCs checked (see the source)."},
     {"scan_google", scan_google, METH_VARARGS,
      "Parse and check Google records (the rules of tfpack.formats.validation)."},
     {"crc32c", crc, METH_VARARGS, "CRC-32C of bytes (software=True: the table-driven path)."},

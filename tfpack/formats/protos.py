@@ -45,7 +45,21 @@ import numpy as np
 
 from tfpack.formats.compiled import wire as _wire
 
-__all__ = ["Column", "encode", "encode_examples", "frame"]
+__all__ = ["Column", "encode", "encode_examples", "frame", "record_batches", "RecordError"]
+
+_READ = 1 << 23  # bytes read at a time by `record_batches`
+
+
+class RecordError(ValueError):
+    """A TFRecord file that cannot be read: a corrupted or truncated record.
+
+    Attributes:
+        records: the records read before the bad one.
+    """
+
+    def __init__(self, message: str, records: int):
+        super().__init__(message)
+        self.records = records
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +161,43 @@ def dense_columns(features: dict[str, np.ndarray]) -> tuple[np.ndarray, list[Col
 def frame(records: list[bytes]) -> bytes:
     """The TFRecord framing of serialized ``records``, back to back (as `tf.io.TFRecordWriter`)."""
     return _wire.frame(list(records))
+
+
+def record_batches(path: str, batch_size: int):
+    """The records of a TFRecord file, in lists of ``batch_size`` (the last may be shorter).
+
+    Read with `tf.io.gfile` (local or cloud paths), each record's length and
+    data checked against their CRC-32C as `tf.data.TFRecordDataset` does,
+    compiled.
+
+    Raises:
+        RecordError: a corrupted or truncated record (after the records
+            before it were yielded).
+    """
+    import tensorflow as tf
+
+    batch: list[bytes] = []
+    count = 0
+    with tf.io.gfile.GFile(path, "rb") as file:
+        pending = b""
+        while True:
+            chunk = file.read(_READ)
+            data = pending + chunk if pending else chunk
+            records, used, problem = _wire.split_records(data, not chunk)
+            pending = data[used:]
+            batch += records
+            while len(batch) >= batch_size:
+                yield batch[:batch_size]
+                count += batch_size
+                batch = batch[batch_size:]
+            if problem is not None:
+                if batch:
+                    yield batch
+                raise RecordError(problem, count + len(batch))
+            if not chunk:
+                break
+    if batch:
+        yield batch
 
 
 def _flat(values: np.ndarray, is_float: bool) -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
-from tfpack.formats import blocks, manifest, outputs, validation
+from tfpack.formats import blocks, manifest, outputs, protos, validation
 from tfpack.formats.packed import PackedOutput, packed_output, read_packed
 from tfpack.formats.packed_values import check_packs
 from tfpack.formats.protos import encode_examples
@@ -225,24 +225,22 @@ def scan_google_records(files: list[str], *, progress: bool = False, keep=None
                 state["index"] += len(codes)
                 bar.update(len(codes))
 
-            iterator = iter(tf.data.TFRecordDataset(path).batch(_BATCH).prefetch(2))
+            iterator = protos.record_batches(path, _BATCH)
             first = True
             while True:
                 try:
                     batch = next(iterator)
                 except StopIteration:
                     break
-                except tf.errors.OpError as error:
+                except (protos.RecordError, tf.errors.OpError) as error:
                     while pending:  # an earlier bad record is named first
                         take(pending.popleft())
-                    if isinstance(error, tf.errors.InvalidArgumentError):
-                        _raise_unparseable(path, state["index"])
                     raise TfpackError(
                         "Every input file must be a readable TFRecord file. Received: "
                         f"file={path!r} after record {state['index']} ({type(error).__name__}: "
                         f"{str(error).splitlines()[0]})") from None
                 if first:
-                    state["widths"] = validation.google_widths(batch[0].numpy())
+                    state["widths"] = validation.google_widths(batch[0])
                     first = False
                 pending.append(pool.submit(_check_batch, check, batch, state["widths"]))
                 if len(pending) > 2:
@@ -254,17 +252,18 @@ def scan_google_records(files: list[str], *, progress: bool = False, keep=None
     return np.concatenate(lengths), np.concatenate(predictions)
 
 
-def _check_batch(check, batch: tf.Tensor, widths):
+def _check_batch(check, batch: list[bytes], widths):
     """``((codes, lengths, predictions, kept values), widths)`` of a batch, as numpy.
 
     Compiled (`validation.google_scan`), or with TensorFlow (``check``, a
     `_google_check`, through `validation.dense_first`) for a batch with a
     record the compiled scan leaves to it.
     """
-    fast = validation.google_scan(batch.numpy().tolist())
+    fast = validation.google_scan(batch)
     if fast is not None:
         return fast, widths
-    (codes, tokens, preds, *values), widths = validation.dense_first(check, batch, widths)
+    (codes, tokens, preds, *values), widths = validation.dense_first(
+        check, tf.constant(batch, tf.string), widths)
     return (codes.numpy(), tokens.numpy(), preds.numpy(), [v.numpy() for v in values]), widths
 
 
