@@ -56,8 +56,10 @@ from tfpack.packing.flow import offline_packs
 
 __all__ = ["LocalEngine", "pack_records"]
 
-# Packs per call of the encoder: about this many tokens (bounds its memory).
-_CHUNK_TOKENS = 1 << 21
+# Packs per call of the encoder: about this many tokens (bounds its memory), and
+# chunks encoded ahead of the writer (memory: about this many chunks).
+_CHUNK_TOKENS = 1 << 19
+_AHEAD = 4
 
 
 def pack_records(
@@ -190,39 +192,44 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
     num_packs = len(splits) - 1
     packs_per_shard = job.packs_per_shard
     chunk = max(1, _CHUNK_TOKENS // job.max_length)
+    # Every chunk of packs, shard after shard: encoded ahead of the writer,
+    # across shard ends, so both threads stay busy.
+    chunks = [(start, min(start + chunk, (s + 1) * packs_per_shard, num_packs))
+              for s in range(num_shards)
+              for start in range(s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs),
+                                 chunk)]
+    values = spill.values()  # memory-mapped: pages are read as chunks need them
     shards, columns_of = [], {}
     bar = tqdm(total=num_packs, desc="pass 2: build", unit=" packs", disable=not progress)
+
+    def encoded(bounds):
+        start, end = bounds
+        local = splits[start:end + 1] - splits[start]
+        columns = pack_columns(values, counts, members=order[splits[start]:splits[end]],
+                               splits=local, sizes=sizes)
+        columns_of.update((c.name, c) for c in columns)
+        return encode(local, columns, framed=True)
+
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        pending = collections.deque(pool.submit(encoded, c) for c in chunks[:_AHEAD])
+        ahead = iter(chunks[_AHEAD:])
         for s in range(num_shards):
-            first, last = s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs)
-            values = spill.values()  # mapped for this shard only
-
-            def encoded(start, values=values, last=last):
-                end = min(start + chunk, last)
-                local = splits[start:end + 1] - splits[start]
-                columns = pack_columns(values, counts, members=order[splits[start]:splits[end]],
-                                       splits=local, sizes=sizes)
-                columns_of.update((c.name, c) for c in columns)
-                return encode(local, columns, framed=True)
-
             path = os.path.join(output_dir, job.shard_name(s, num_shards))
+            shard_end = min((s + 1) * packs_per_shard, num_packs)
             with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
-                pending = collections.deque()
-                for start in range(first, last, chunk):
-                    pending.append(pool.submit(encoded, start))
-                    if len(pending) > 2:  # at most three chunks in memory
-                        _write(writer, *pending.popleft().result(), bar)
-                while pending:
-                    _write(writer, *pending.popleft().result(), bar)
+                done = s * packs_per_shard
+                while done < shard_end:
+                    data, record_sizes = pending.popleft().result()
+                    following = next(ahead, None)
+                    if following is not None:
+                        pending.append(pool.submit(encoded, following))
+                    writer.write_framed(data, record_sizes)
+                    bar.update(len(record_sizes))
+                    done += len(record_sizes)
             shards.append(writer.shard_info(path))
-            del values
+    del values
     bar.close()
     features = {name: ("float32" if columns_of[name].is_float else "int64",
                        [columns_of[name].width])
                 for name in packed_feature_names(FeatureRoles.bert())} if columns_of else None
     return shards, features
-
-
-def _write(writer, data, sizes, bar) -> None:
-    writer.write_framed(data, sizes)
-    bar.update(len(sizes))
