@@ -21,6 +21,11 @@ setuptools.setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["tfpack", "tfpack.*"]),
+    # tf.train.Example serialization and TFRecord framing in C (the packer's
+    # serialization was about its whole time budget in numpy); plain C API,
+    # no numpy headers, so it builds with only a C compiler and Python's headers.
+    ext_modules=[setuptools.Extension("tfpack.formats._wire", ["tfpack/formats/_wire.c"],
+                                      extra_compile_args=["-O3", "-std=c99"])],
     package_data={"tfpack.datasets": ["data/*.txt", "vocab/*.txt"]},
     install_requires=[
         # TensorFlow 2.21 era: it ships Keras 3 and tensorflow-text matches it.

@@ -135,6 +135,28 @@ def _reset_peak() -> None:
         pass
 
 
+def interleaved(jobs: dict, rounds: int, out: str) -> dict:
+    """Run ``jobs`` (name -> function of an output folder) in interleaved rounds.
+
+    The machine is shared: each round runs every job once, in turn, so a
+    burst of load hits all of them. Returns name -> ``seconds``, ``cpu``
+    (process CPU seconds, all threads) and ``peak_mb`` (peak RSS) per round,
+    and ``result``, the last round's return value; outputs of the last round
+    stay in ``out/<name>``.
+    """
+    runs = {job: {"seconds": [], "cpu": [], "peak_mb": [], "result": None} for job in jobs}
+    for _ in range(rounds):
+        for job, run in jobs.items():
+            shutil.rmtree(os.path.join(out, job), ignore_errors=True)
+            _reset_peak()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            runs[job]["result"] = run(os.path.join(out, job))
+            runs[job]["seconds"].append(time.perf_counter() - start)
+            runs[job]["cpu"].append(time.process_time() - start_cpu)
+            runs[job]["peak_mb"].append(pipeline._status_kb("VmHWM") / 1024)
+    return runs
+
+
 def throughput(name: str, count: int, rounds: int, seed: int, beam: bool) -> dict:
     from tfpack.engines.local import pack_records
 
@@ -147,26 +169,17 @@ def throughput(name: str, count: int, rounds: int, seed: int, beam: bool) -> dic
         from tfpack.beam import pack_tfrecords
 
         jobs["beam"] = lambda d: pack_tfrecords(pattern, d, **args)
-    seconds = {job: [] for job in jobs}
-    peak_mb = {job: [] for job in jobs}
-    identical, packs = None, None
-    for _ in range(rounds):
-        for job, run in jobs.items():  # interleaved: the machine is shared
-            shutil.rmtree(os.path.join(out, job), ignore_errors=True)
-            _reset_peak()
-            start = time.perf_counter()
-            result = run(os.path.join(out, job))
-            seconds[job].append(time.perf_counter() - start)
-            peak_mb[job].append(pipeline._status_kb("VmHWM") / 1024)
-            if job == "local":
-                packs = result["packs"]
-        if beam:
-            local, other = os.path.join(out, "local"), os.path.join(out, "beam")
-            shards = sorted(n for n in os.listdir(local) if n.startswith("part-"))
-            identical = shards == sorted(
-                n for n in os.listdir(other) if n.startswith("part-")) and all(
-                filecmp.cmp(os.path.join(local, n), os.path.join(other, n), shallow=False)
-                for n in shards)
+    runs = interleaved(jobs, rounds, out)
+    seconds = {job: r["seconds"] for job, r in runs.items()}
+    peak_mb = {job: r["peak_mb"] for job, r in runs.items()}
+    packs, identical = runs["local"]["result"]["packs"], None
+    if beam:  # the last round's outputs: same shards, byte for byte
+        local, other = os.path.join(out, "local"), os.path.join(out, "beam")
+        shards = sorted(n for n in os.listdir(local) if n.startswith("part-"))
+        identical = shards == sorted(
+            n for n in os.listdir(other) if n.startswith("part-")) and all(
+            filecmp.cmp(os.path.join(local, n), os.path.join(other, n), shallow=False)
+            for n in shards)
     shutil.rmtree(out, ignore_errors=True)
     from tfpack.formats.records import list_files, scan_google_records
 

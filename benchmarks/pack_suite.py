@@ -104,10 +104,11 @@ def write_records(folder: str, lengths: np.ndarray, seed: int, padded: bool) -> 
                 writer.write(record)
 
 
-def case_input(family: str, layout: str, count: int, seed: int) -> tuple[str, float]:
+def case_input(family: str, layout: str, count: int, seed: int,
+               workdir: str = os.path.join(HERE, "output")) -> tuple[str, float]:
     """The glob of one case's records (written once, cached) and their mean length."""
     lengths = lengths_of(family, count, seed)
-    folder = os.path.join(HERE, "output", f"pack-suite-{family}-{layout}-{count}-{seed}")
+    folder = os.path.join(workdir, f"pack-suite-{family}-{layout}-{count}-{seed}")
     if not os.path.exists(os.path.join(folder, "done")):
         shutil.rmtree(folder, ignore_errors=True)
         write_records(folder, lengths, seed, padded=layout == "padded")
@@ -115,31 +116,27 @@ def case_input(family: str, layout: str, count: int, seed: int) -> tuple[str, fl
     return os.path.join(folder, "*.tfrecord"), float(lengths.mean())
 
 
-def run_case(pattern: str, rounds: int, seed: int, dense: bool) -> dict:
+def run_case(pattern: str, rounds: int, seed: int, dense: bool,
+             workdir: str = os.path.join(HERE, "output")) -> dict:
     """Interleaved rounds of the floor and the local engine; seconds and ratios."""
     from tfpack.engines.local import pack_records
 
-    out = os.path.join(HERE, "output", "pack-suite-out")
+    out = os.path.join(workdir, "pack-suite-out")
     args = dict(max_length=L, max_sequences_per_pack=K, algorithm="optimal",
                 max_predictions_per_pack=M_PACK, packs_per_shard=4096, seed=seed)
-    floor_s, job_s, floor_cpu, job_cpu = [], [], [], []
     engines.floor(pattern, os.path.join(out, "warm"), dense=dense)  # traces its graphs once
-    for _ in range(rounds):
-        for job, times, cpu in (("floor", floor_s, floor_cpu), ("local", job_s, job_cpu)):
-            shutil.rmtree(out, ignore_errors=True)
-            start, start_cpu = time.perf_counter(), time.process_time()
-            if job == "floor":
-                engines.floor(pattern, os.path.join(out, "floor"), dense=dense)
-            else:
-                pack_records(pattern, os.path.join(out, "local"), **args)
-            times.append(time.perf_counter() - start)
-            cpu.append(time.process_time() - start_cpu)
+    runs = engines.interleaved({"floor": lambda d: engines.floor(pattern, d, dense=dense),
+                                "local": lambda d: pack_records(pattern, d, **args)},
+                               rounds, out)
     shutil.rmtree(out, ignore_errors=True)
-    ratios = np.array(floor_s) / np.array(job_s)
+    floor_s, job_s = np.array(runs["floor"]["seconds"]), np.array(runs["local"]["seconds"])
+    ratios = floor_s / job_s
     return {"floor": float(np.median(floor_s)), "local": float(np.median(job_s)),
             "ratio": float(np.median(ratios)), "low": float(ratios.min()),
             "high": float(ratios.max()),
-            "cpu": float(np.median(np.array(floor_cpu) / np.array(job_cpu)))}
+            "cpu": float(np.median(np.array(runs["floor"]["cpu"]) /
+                                   np.array(runs["local"]["cpu"]))),
+            "peak_mb": float(max(runs["local"]["peak_mb"]))}
 
 
 def report(rows: list[dict], args, load: tuple) -> str:
@@ -152,17 +149,21 @@ def report(rows: list[dict], args, load: tuple) -> str:
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, shared (load average "
         f"{load[0]:.1f} at the start, {load[1]:.1f} at the end). Ratios come from interleaved "
         "rounds of one process: floor seconds / job seconds, median (min-max); the CPU column "
-        "is the same ratio of process CPU seconds (all threads), less sensitive to the load.", "",
+        "is the same ratio of process CPU seconds (all threads), less sensitive to the load; "
+        "peak RSS: the process's high-water mark over the local engine's rounds (memory "
+        "stays bounded: it holds a few chunks of packs, not the dataset).", "",
         f"**Worst case: {worst['ratio']:.2f}x** ({worst['family']}, {worst['layout']}, seed "
         f"{worst['seed']}); median over the suite {np.median(ratios):.2f}x; target >= {TARGET}x "
         f"{'met' if worst['ratio'] >= TARGET else 'NOT met'} on every case.", "",
-        "| family | layout | seed | mean length | floor s | local s | local vs floor | CPU |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| family | layout | seed | mean length | floor s | local s | local vs floor | CPU | "
+        "peak RSS MB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(f"| {r['family']} | {r['layout']} | {r['seed']} | {r['mean']:.0f} | "
                      f"{r['floor']:.2f} | {r['local']:.2f} | {r['ratio']:.2f}x "
-                     f"({r['low']:.2f}-{r['high']:.2f}) | {r['cpu']:.2f}x |")
+                     f"({r['low']:.2f}-{r['high']:.2f}) | {r['cpu']:.2f}x | "
+                     f"{r['peak_mb']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -174,14 +175,17 @@ def main(argv=None) -> int:
     parser.add_argument("--families", type=lambda s: s.split(","), default=list(FAMILIES))
     parser.add_argument("--layouts", type=lambda s: s.split(","), default=["padded", "unpadded"])
     parser.add_argument("--output", default=os.path.join(HERE, "results", "pack_suite.md"))
+    parser.add_argument("--workdir", default=os.path.join(HERE, "output"),
+                        help="where the generated inputs (cached) and outputs go")
     args = parser.parse_args(argv)
     start_load = os.getloadavg()[0]
     rows = []
     for seed in range(args.seeds):
         for family in args.families:
             for layout in args.layouts:
-                pattern, mean = case_input(family, layout, args.records, seed)
-                result = run_case(pattern, args.rounds, seed, dense=layout == "padded")
+                pattern, mean = case_input(family, layout, args.records, seed, args.workdir)
+                result = run_case(pattern, args.rounds, seed, dense=layout == "padded",
+                                  workdir=args.workdir)
                 rows.append({"family": family, "layout": layout, "seed": seed, "mean": mean,
                              **result})
                 print(f"{family:10s} {layout:9s} seed {seed}: {result['ratio']:.2f}x "

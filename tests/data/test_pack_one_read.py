@@ -87,6 +87,40 @@ def test_kept_examples_are_the_parsed_ones_and_the_shard_the_same_bytes(
     assert once[1] == twice[1]
 
 
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**16), layout=st.sampled_from(["padded", "unpadded", "mixed"]),
+       count=st.integers(1, 40))
+def test_columns_from_the_spill_write_the_bytes_assemble_writes(tmp_path_factory, seed, layout,
+                                                                count):
+    """The local engine's pass 2 (`pack_columns` + the compiled encoder) against
+    `assemble` + `encode_examples` (`ShardBuilder`), packs of 0 to K examples."""
+    from tfpack.engines.columns import pack_columns
+    from tfpack.formats.protos import encode
+
+    tmp_path = tmp_path_factory.mktemp("columns")
+    records = _records(count, seed, layout)
+    spill, counts, offsets = _scan(tmp_path, records)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(count)
+    sizes = []  # examples a pack, K at most, empty packs too
+    while sum(sizes) < count:
+        sizes.append(min(int(rng.integers(0, K + 1)), count - sum(sizes)))
+    splits = np.r_[0, np.cumsum(sizes)]
+    builder = ShardBuilder(L * K, K, K * PRED)
+    kept = spill.gather(np.arange(count), counts, offsets)
+    info, features = builder.write_examples(str(tmp_path / "assemble.tfrecord"), kept, order,
+                                            splits)
+    lengths = counts["input_ids"]
+    columns = pack_columns(spill.values(), {"tokens": lengths,
+                                            "predictions": counts["masked_lm_ids"]},
+                           members=order, splits=splits, sizes={"L": L * K, "K": K, "M": K * PRED})
+    data, record_sizes = encode(splits, columns, framed=True)
+    assert data == (tmp_path / "assemble.tfrecord").read_bytes()
+    assert len(record_sizes) == len(sizes) == info.records
+    assert {c.name: ("float32" if c.is_float else "int64", [c.width])
+            for c in columns} == features
+
+
 def test_block_digests_do_not_depend_on_how_records_are_handed_over(tmp_path):
     records = [bytes([i]) * (10 + i % 7) for i in range(23)]
     whole = blocks.ShardWriter(str(tmp_path / "a"), block_records=5)

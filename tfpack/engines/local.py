@@ -14,10 +14,11 @@ memory; examples themselves are held one shard at a time:
   take ``plan=``), assign examples to packs, shuffle whole packs with
   ``seed``; output shard ``s`` holds packs
   ``[s * packs_per_shard, (s + 1) * packs_per_shard)``.
-- pass 2, build: for each shard, take its examples back from the spill
-  files, assemble its packs and write the output shard
-  (`tfpack.engines.shards.ShardBuilder`, the builder the Beam engine uses
-  too, so both engines write the same bytes).
+- pass 2, build: for each shard, serialize its packs straight from the
+  spill files (`tfpack.engines.columns`, compiled, two chunks at a time) and
+  write the output shard with its block digests. The bytes are those the
+  Beam engine writes through `tfpack.data.assemble`
+  (`tfpack.engines.shards.ShardBuilder`): both engines write the same shards.
 
 Outputs in ``output_dir``: ``part-00000-of-000NN.tfrecord`` ...,
 ``plan.json`` (`PackingPlan.to_json`), ``stats.json`` and, written last,
@@ -37,6 +38,8 @@ Example:
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import os
 import shutil
 import tempfile
@@ -53,9 +56,10 @@ from tfpack.packing.flow import offline_packs
 
 __all__ = ["LocalEngine", "pack_records"]
 
-# The features the spill holds ragged (one value per token or per prediction).
-_RAGGED = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids",
-           "masked_lm_weights")
+# Packs per call of the encoder: about this many tokens (bounds its memory), and
+# chunks encoded ahead of the writer (memory: about this many chunks).
+_CHUNK_TOKENS = 1 << 19
+_AHEAD = 4
 
 
 def pack_records(
@@ -148,16 +152,10 @@ class LocalEngine(base.Engine):
         num_packs = len(splits) - 1
         planned = time.perf_counter()
 
-        pps = job.packs_per_shard
-        num_shards = -(-num_packs // pps)
-        # Shard of each example: one int per example, like `lengths`.
-        pack_of = np.empty(len(lengths), np.int64)
-        pack_of[order] = np.repeat(np.arange(num_packs), np.diff(splits))
-        shard_of = (pack_of // pps).astype(np.int32)
-        del pack_of
+        num_shards = -(-num_packs // job.packs_per_shard)
         try:
             shards, features = _build_shards(
-                job, spill, staging, order, splits, shard_of, num_shards, K, M, self.progress,
+                job, spill, staging, order, splits, num_shards, K, M, self.progress,
                 {"tokens": lengths, "predictions": predictions})
         finally:
             shutil.rmtree(spill.folder, ignore_errors=True)
@@ -175,37 +173,63 @@ def _check_unchanged(files, stamps) -> None:
         base.check_unchanged(path, stamp)
 
 
-def _build_shards(job, spill, output_dir, order, splits, shard_of, num_shards, K, M, progress,
-                  counts):
-    """Pass 2: turn each shard's examples into one output shard of packs (`ShardBuilder`)."""
+def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progress, counts):
+    """Pass 2: serialize each shard's packs straight from the spill files.
+
+    The packs' features are described from the examples' values
+    (`tfpack.engines.columns`) and written by the compiled encoder, two
+    chunks at a time (it runs without the GIL): no dense pack is built.
+    """
     from tqdm import tqdm
 
-    from tfpack.engines.shards import ShardBuilder
+    from tfpack.data.features import FeatureRoles, packed_feature_names
+    from tfpack.engines.columns import pack_columns
+    from tfpack.formats import manifest
+    from tfpack.formats.blocks import ShardWriter
+    from tfpack.formats.protos import encode
 
-    # Examples of each shard in input order.
-    by_shard = np.argsort(shard_of, kind="stable")
-    shard_starts = np.searchsorted(shard_of[by_shard], np.arange(num_shards + 1))
-    # Two int64 arrays per example (token and prediction offsets), shared by the features.
-    starts = {kind: np.cumsum(n) - n for kind, n in counts.items()}
-    kind = {name: "predictions" if name.startswith("masked_lm") else "tokens" for name in _RAGGED}
-    lengths = {name: counts[kind[name]] for name in _RAGGED}
-    offsets = {name: starts[kind[name]] for name in _RAGGED}
+    sizes = {"L": job.max_length, "K": K, "M": M}
     num_packs = len(splits) - 1
     packs_per_shard = job.packs_per_shard
-    builder = ShardBuilder(job.max_length, K, M)
-    shards, features = [], None
+    chunk = max(1, _CHUNK_TOKENS // job.max_length)
+    # Every chunk of packs, shard after shard: encoded ahead of the writer,
+    # across shard ends, so both threads stay busy.
+    chunks = [(start, min(start + chunk, (s + 1) * packs_per_shard, num_packs))
+              for s in range(num_shards)
+              for start in range(s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs),
+                                 chunk)]
+    values = spill.values()  # memory-mapped: pages are read as chunks need them
+    shards, columns_of = [], {}
     bar = tqdm(total=num_packs, desc="pass 2: build", unit=" packs", disable=not progress)
-    for s in range(num_shards):
-        members = by_shard[shard_starts[s]:shard_starts[s + 1]]  # global ids, ascending
-        first, last = s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs)
-        local_splits = splits[first:last + 1] - splits[first]
-        local_order = np.searchsorted(members, order[splits[first]:splits[last]])
-        examples = spill.gather(members, lengths, offsets)
-        name = job.shard_name(s, num_shards)
-        info, found = builder.write_examples(os.path.join(output_dir, name), examples,
-                                             local_order, local_splits, example_ids=members,
-                                             progress=bar.update)
-        features = features or found
-        shards.append(info)
+
+    def encoded(bounds):
+        start, end = bounds
+        local = splits[start:end + 1] - splits[start]
+        columns = pack_columns(values, counts, members=order[splits[start]:splits[end]],
+                               splits=local, sizes=sizes)
+        columns_of.update((c.name, c) for c in columns)
+        return encode(local, columns, framed=True)
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        pending = collections.deque(pool.submit(encoded, c) for c in chunks[:_AHEAD])
+        ahead = iter(chunks[_AHEAD:])
+        for s in range(num_shards):
+            path = os.path.join(output_dir, job.shard_name(s, num_shards))
+            shard_end = min((s + 1) * packs_per_shard, num_packs)
+            with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
+                done = s * packs_per_shard
+                while done < shard_end:
+                    data, record_sizes = pending.popleft().result()
+                    following = next(ahead, None)
+                    if following is not None:
+                        pending.append(pool.submit(encoded, following))
+                    writer.write_framed(data, record_sizes)
+                    bar.update(len(record_sizes))
+                    done += len(record_sizes)
+            shards.append(writer.shard_info(path))
+    del values
     bar.close()
+    features = {name: ("float32" if columns_of[name].is_float else "int64",
+                       [columns_of[name].width])
+                for name in packed_feature_names(FeatureRoles.bert())} if columns_of else None
     return shards, features

@@ -38,7 +38,8 @@ from tfpack.data.features import FeatureRoles
 from tfpack.errors import TfpackError
 from tfpack.formats import manifest
 from tfpack.formats.blocks import ShardWriter
-from tfpack.formats.records import packed_features, parse_google_batch, serialize_packs
+from tfpack.formats.protos import dense_columns, encode
+from tfpack.formats.records import packed_features, parse_google_batch
 from tfpack.formats.validation import dense_first, google_widths
 
 __all__ = ["ShardBuilder"]
@@ -176,7 +177,7 @@ def _write(path: str, chunks, progress) -> tuple[manifest.ShardInfo, dict | None
     with manifest.atomic_path(path) as partial, ShardWriter(partial) as writer:
         for packs in chunks:
             features = features or packed_features(packs)
-            writer.write_many(serialize_packs(packs))
+            writer.write_framed(*encode(*dense_columns(packs), framed=True))
             if progress is not None:
                 progress(len(packs["input_ids"]))
     return writer.shard_info(path), features

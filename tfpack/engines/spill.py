@@ -56,6 +56,11 @@ class Spill:
         for file in self._files.values():
             file.close()
 
+    def values(self) -> dict[str, np.ndarray]:
+        """Every feature's values, memory-mapped read-only (``del`` them to unmap)."""
+        return {name: np.memmap(self._path(name), dtype, "r") if os.path.getsize(self._path(name))
+                else np.zeros(0, dtype) for name, dtype in self._dtypes.items()}
+
     def gather(self, members: np.ndarray, lengths: dict[str, np.ndarray],
                offsets: dict[str, np.ndarray]) -> dict:
         """Examples ``members`` (global indices), as `parse_google_batch` returns them.
@@ -74,9 +79,7 @@ class Spill:
 
         members = np.asarray(members, np.int64)
         examples = {}
-        for name, dtype in self._dtypes.items():
-            values = np.memmap(self._path(name), dtype, "r") if os.path.getsize(
-                self._path(name)) else np.zeros(0, dtype)
+        for name, values in self.values().items():
             if name not in lengths:
                 examples[name] = tf.constant(values[members])
                 continue

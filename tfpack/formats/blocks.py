@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import numpy as np
@@ -40,6 +41,7 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.formats.manifest import ShardInfo, describe_file
+from tfpack.formats.protos import frame
 
 __all__ = ["BLOCK_BYTES", "ShardWriter", "describe_shard", "digest", "digest_hex",
            "digests_from_hex"]
@@ -69,18 +71,21 @@ def digests_from_hex(text: str) -> np.ndarray:
 
 
 class ShardWriter:
-    """A `tf.io.TFRecordWriter` that also records the shard's block digests.
+    """A TFRecord file writer that also records the shard's block digests.
 
-    The first record fixes ``block_records`` (about ``block_bytes`` per
-    block; packs have fixed shapes, so records have similar sizes) unless it
-    is given. After
+    It writes the bytes `tf.io.TFRecordWriter` writes (the framing of
+    `tfpack.formats.protos.frame`). The first record fixes ``block_records``
+    (about ``block_bytes`` per block; packs have fixed shapes, so records
+    have similar sizes) unless it is given. After
     `close` (or the ``with`` block): ``records``, ``block_records`` and
     ``blocks`` (the manifest's hex string).
     """
 
     def __init__(self, path: str, *, block_bytes: int | None = None,
                  block_records: int | None = None):
-        self._writer = tf.io.TFRecordWriter(path)
+        self._file = open(path, "wb")
+        self._sha256 = hashlib.sha256()  # of the bytes written: no second read for the manifest
+        self._size = 0
         self._block_bytes = int(block_bytes or BLOCK_BYTES)
         self._pending: list[np.ndarray] = []  # record fingerprints of the open block
         self._pending_count = 0
@@ -94,13 +99,25 @@ class ShardWriter:
 
     def write_many(self, records: list[bytes]) -> None:
         """Write ``records`` in order; their fingerprints are taken in one call."""
-        if not records:
+        if records:
+            self._add(records, frame(records))
+
+    def write_framed(self, data: bytes, sizes: np.ndarray) -> None:
+        """Write records already framed back to back in ``data`` (`tfpack.formats.protos.encode`
+        with ``framed=True``), ``sizes`` their unframed sizes."""
+        if not len(sizes):
             return
+        starts = np.cumsum(np.asarray(sizes, np.int64) + _FRAMING) - sizes - 4
+        self._add([data[start:start + size] for start, size in zip(starts.tolist(),
+                                                                   sizes.tolist())], data)
+
+    def _add(self, records: list[bytes], framed: bytes) -> None:
         if self.block_records is None:
             self.block_records = max(1, self._block_bytes // (len(records[0]) + _FRAMING))
         each = tf.fingerprint(tf.constant(records, tf.string)).numpy()  # [n, 8] uint8
-        for record in records:
-            self._writer.write(record)
+        self._file.write(framed)
+        self._sha256.update(framed)
+        self._size += len(framed)
         self.records += len(records)
         start = 0
         while start < len(records):
@@ -120,16 +137,22 @@ class ShardWriter:
 
     def close(self) -> None:
         self._flush()
-        self._writer.close()
+        self._file.close()
         self.blocks = "".join(self._digests)
         if self.block_records is None:  # an empty shard: no blocks
             self.block_records = 1
 
     def shard_info(self, path: str) -> ShardInfo:
-        """The manifest entry of the closed shard, now complete at ``path``."""
-        size, sha256 = describe_file(path)
-        return ShardInfo(os.path.basename(path), self.records, size, sha256,
-                         self.block_records, self.blocks)
+        """The manifest entry of the closed shard, now complete at ``path``.
+
+        Its size and sha256 are those of the bytes written; a file at ``path``
+        of another size (not this writer's) raises `TfpackError`.
+        """
+        if os.path.getsize(path) != self._size:
+            raise TfpackError(f"A shard must be the file its writer wrote. Received: {path!r} "
+                              f"has {os.path.getsize(path)} bytes, the writer wrote {self._size}")
+        return ShardInfo(os.path.basename(path), self.records, self._size,
+                         self._sha256.hexdigest(), self.block_records, self.blocks)
 
     def __enter__(self) -> "ShardWriter":
         return self
@@ -138,7 +161,7 @@ class ShardWriter:
         if kind is None:
             self.close()
         else:
-            self._writer.close()
+            self._file.close()
 
 
 def describe_shard(path: str, records: int, *, block_bytes: int | None = None) -> ShardInfo:

@@ -24,6 +24,8 @@ Example:
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import functools
 import os
 from typing import Iterable
@@ -32,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
-from tfpack.formats import blocks, manifest, outputs, validation
+from tfpack.formats import blocks, manifest, outputs, protos, validation
 from tfpack.formats.packed import PackedOutput, packed_output, read_packed
 from tfpack.formats.packed_values import check_packs
 from tfpack.formats.protos import encode_examples
@@ -193,44 +195,76 @@ def scan_google_records(files: list[str], *, progress: bool = False, keep=None
     from tqdm import tqdm
 
     lengths, predictions = [], []
-    with tqdm(desc="pass 1: scan", unit=" examples", disable=not progress) as bar:
+    check = functools.partial(_google_check, values=keep is not None)
+    # Two batches are checked at once (TensorFlow runs them without the GIL);
+    # their results are taken in input order, so the first bad record is named.
+    with tqdm(desc="pass 1: scan", unit=" examples", disable=not progress) as bar, \
+            concurrent.futures.ThreadPoolExecutor(2) as pool:
         # One file at a time, so that a bad record names its file.
         for path in files:
-            index, widths = 0, None
-            iterator = iter(tf.data.TFRecordDataset(path).batch(_BATCH).prefetch(2))
-            while True:
+            state = {"index": 0, "widths": None}
+            pending: collections.deque = collections.deque()
+
+            def take(future, path=path, state=state):
                 try:
-                    batch = next(iterator)
-                    if index == 0:
-                        widths = validation.google_widths(batch[0].numpy())
-                    (codes, tokens, preds, *values), widths = validation.dense_first(
-                        functools.partial(_google_check, values=keep is not None), batch,
-                        widths)
-                except StopIteration:
-                    break
+                    (codes, tokens, preds, values), widths = future.result()
                 except tf.errors.InvalidArgumentError:
-                    _raise_unparseable(path, index)
-                except tf.errors.OpError as error:
-                    raise TfpackError(
-                        "Every input file must be a readable TFRecord file. Received: "
-                        f"file={path!r} after record {index} ({type(error).__name__}: "
-                        f"{str(error).splitlines()[0]})") from None
-                codes = codes.numpy()
+                    _raise_unparseable(path, state["index"])
+                if widths is None:
+                    state["widths"] = None  # unpadded records: the rest variable-length
                 bad = np.flatnonzero(codes)
                 if bad.size:
-                    i = index + int(bad[0])
+                    i = state["index"] + int(bad[0])
                     where = f"file={path!r}, record {i}"
                     raise TfpackError(validation.describe(
                         int(codes[bad[0]]), where, _record_values(_record(path, i), where)))
-                lengths.append(tokens.numpy())
-                predictions.append(preds.numpy())
+                lengths.append(tokens)
+                predictions.append(preds)
                 if keep is not None:
-                    keep(dict(zip(_KEPT, (v.numpy() for v in values))))
-                index += len(codes)
+                    keep(dict(zip(_KEPT, values)))
+                state["index"] += len(codes)
                 bar.update(len(codes))
+
+            iterator = protos.record_batches(path, _BATCH)
+            first = True
+            while True:
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    break
+                except (protos.RecordError, tf.errors.OpError) as error:
+                    while pending:  # an earlier bad record is named first
+                        take(pending.popleft())
+                    raise TfpackError(
+                        "Every input file must be a readable TFRecord file. Received: "
+                        f"file={path!r} after record {state['index']} ({type(error).__name__}: "
+                        f"{str(error).splitlines()[0]})") from None
+                if first:
+                    state["widths"] = validation.google_widths(batch[0])
+                    first = False
+                pending.append(pool.submit(_check_batch, check, batch, state["widths"]))
+                if len(pending) > 2:
+                    take(pending.popleft())
+            while pending:
+                take(pending.popleft())
     if not lengths:
         raise TfpackError(f"The input files must hold at least one example. Received: {files}")
     return np.concatenate(lengths), np.concatenate(predictions)
+
+
+def _check_batch(check, batch: list[bytes], widths):
+    """``((codes, lengths, predictions, kept values), widths)`` of a batch, as numpy.
+
+    Compiled (`validation.google_scan`), or with TensorFlow (``check``, a
+    `_google_check`, through `validation.dense_first`) for a batch with a
+    record the compiled scan leaves to it.
+    """
+    fast = validation.google_scan(batch)
+    if fast is not None:
+        return fast, widths
+    (codes, tokens, preds, *values), widths = validation.dense_first(
+        check, tf.constant(batch, tf.string), widths)
+    return (codes.numpy(), tokens.numpy(), preds.numpy(), [v.numpy() for v in values]), widths
 
 
 # What `scan_google_records` hands to ``keep``, in this order.

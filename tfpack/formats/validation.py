@@ -4,7 +4,9 @@ Two kinds of records enter tfpack:
 
 - Google ``create_pretraining_data`` records (`tfpack pack`,
   `tfpack.data.read_google_records`), padded to ``max_seq_length`` and
-  ``max_predictions_per_seq``: `google_problems` checks a batch of them.
+  ``max_predictions_per_seq``: `google_problems` checks a batch of them
+  (TensorFlow); `google_scan` checks the same rules on the records' bytes,
+  compiled, for the scan of `tfpack pack` (tested equal).
 - unpacked examples of a `tf.data.Dataset` (`tfpack.data.pack`, offline and
   streaming): `example_problems` checks a batch of them under their
   `FeatureRoles`.
@@ -47,9 +49,10 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
+from tfpack.formats.compiled import wire
 
 __all__ = ["GOOGLE_FEATURES", "Rule", "RULES", "CODE", "INT32_MAX", "MAX_LENGTH",
-           "google_widths", "google_rows", "dense_first", "google_problems",
+           "google_widths", "google_rows", "dense_first", "google_scan", "google_problems",
            "example_problems", "describe", "check_sizes", "check_example_codes"]
 
 GOOGLE_FEATURES = {
@@ -238,6 +241,41 @@ def dense_first(parser_for, batch: tf.Tensor, widths: dict[str, int] | None):
         except tf.errors.InvalidArgumentError:
             pass  # some record has other widths: parse them as variable-length
     return parser_for(None)(batch), None
+
+
+def google_scan(records: list[bytes]) -> tuple | None:
+    """`google_problems` of serialized records, compiled: parse and checks in one pass.
+
+    The rules of `google_problems`, checked by `tfpack.formats._wire` on the
+    records' bytes (tested equal on generated and damaged records), several
+    times faster than parsing with TensorFlow. Records it does not decide
+    (malformed, values not packed, a feature repeated or of another kind)
+    are left to `google_problems`.
+
+    Returns:
+        ``None`` when some record is left to `google_problems`; else
+        ``(codes, lengths, predictions, kept)`` as numpy, ``kept`` the
+        values `tfpack.formats.records.scan_google_records` keeps (when
+        every record is valid, else ``None``): ``input_ids``,
+        ``segment_ids`` (int32, ``lengths`` each), ``masked_lm_positions``,
+        ``masked_lm_ids`` (int32), ``masked_lm_weights`` (float32,
+        ``predictions`` each), ``next_sentence_labels`` (int32, one each).
+
+    >>> from tfpack.formats.records import google_example
+    >>> record = google_example([101, 7, 102], [0, 0, 0], [1], [8], 0,
+    ...                         max_seq_length=8, max_predictions_per_seq=2)
+    >>> codes, lengths, predictions, kept = google_scan([record])
+    >>> codes.tolist(), lengths.tolist(), kept[0].tolist()
+    ([0], [3], [101, 7, 102])
+    """
+    codes, lengths, predictions, kept, counts = wire.scan_google(records)
+    codes = np.frombuffer(codes, np.int32)
+    if (codes < 0).any():
+        return None
+    if kept is not None:
+        kept = tuple(np.frombuffer(k, np.float32 if i == 4 else np.int32, count=n)
+                     for i, (k, n) in enumerate(zip(kept, counts)))
+    return codes, np.frombuffer(lengths, np.int64), np.frombuffer(predictions, np.int64), kept
 
 
 def google_problems(serialized: tf.Tensor | None = None, widths: dict[str, int] | None = None,
