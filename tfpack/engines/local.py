@@ -182,7 +182,7 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
     """
     from tqdm import tqdm
 
-    from tfpack.data.features import FeatureRoles, packed_feature_names
+    from tfpack.data.features import FeatureRoles, packed_feature_spec
     from tfpack.engines.columns import pack_columns
     from tfpack.formats import manifest
     from tfpack.formats.blocks import ShardWriter
@@ -199,16 +199,14 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
               for start in range(s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs),
                                  chunk)]
     values = spill.values()  # memory-mapped: pages are read as chunks need them
-    shards, columns_of = [], {}
+    shards = []
     bar = tqdm(total=num_packs, desc="pass 2: build", unit=" packs", disable=not progress)
 
     def encoded(bounds):
         start, end = bounds
         local = splits[start:end + 1] - splits[start]
-        columns = pack_columns(values, counts, members=order[splits[start]:splits[end]],
-                               splits=local, sizes=sizes)
-        columns_of.update((c.name, c) for c in columns)
-        return encode(local, columns, framed=True)
+        return encode(local, pack_columns(values, counts, members=order[splits[start]:splits[end]],
+                                          splits=local, sizes=sizes), framed=True)
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         pending = collections.deque(pool.submit(encoded, c) for c in chunks[:_AHEAD])
@@ -229,7 +227,8 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
             shards.append(writer.shard_info(path))
     del values
     bar.close()
-    features = {name: ("float32" if columns_of[name].is_float else "int64",
-                       [columns_of[name].width])
-                for name in packed_feature_names(FeatureRoles.bert())} if columns_of else None
+    # The manifest's features, as `packed_features` gives them for dense packs.
+    spec = packed_feature_spec(FeatureRoles.bert(), job.max_length, K, M)
+    features = {n: ("float32" if s.dtype.is_floating else "int64", s.shape.as_list())
+                for n, s in spec.items()} if num_packs else None
     return shards, features

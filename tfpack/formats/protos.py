@@ -21,7 +21,7 @@ Two ways in: `encode_examples` takes dense ``[P, ...]`` arrays, one row per
 record. `encode` takes `Column` s, which build each record's row from
 *members* (runs of values taken from flat arrays, shifted, counted, padded):
 the local packer serializes packs straight from the examples it spilled,
-without building the dense pack arrays first (`tfpack.engines.packwire`).
+without building the dense pack arrays first (`tfpack.engines.columns`).
 
 Example:
 
