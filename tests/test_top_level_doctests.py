@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["tfpack", "tfpack.datasets", "tfpack.errors", "tfpack.features", "tfpack.plots", "tfpack.demo",
-           "tfpack.cli", "tfpack.cli.types", "tfpack._fds"]
+           "tfpack.cli", "tfpack.cli.types", "tfpack._fds", "tfpack.atomic"]
 
 
 @pytest.mark.parametrize("name", MODULES)

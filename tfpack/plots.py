@@ -13,10 +13,12 @@ True
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from tfpack import atomic
 from tfpack.errors import TfpackError
 
 __all__ = ["length_histogram", "loss_curves", "theoretical_speedup"]
@@ -36,11 +38,17 @@ def _figure(path: str, name: str, figsize=(8, 4)) -> Iterator:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if os.path.lexists(path) and not _is_png(path):
+        raise TfpackError(
+            f"`{name}` must be a new file or an earlier PNG, which is replaced; it holds "
+            f"another file, kept as it is. Received: {name}={path}"
+        )
     figure, axes = plt.subplots(figsize=figsize)
     try:
         yield axes
         figure.tight_layout()
-        figure.savefig(path, format="png")
+        with atomic.atomic_path(path) as partial:
+            figure.savefig(partial, format="png")
     except OSError as error:
         raise TfpackError(
             f"`{name}` must be a writable file path. Received: {name}={path} ({error})"
@@ -88,3 +96,12 @@ def loss_curves(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], p
             axes.set_title(title)
         axes.legend()
         axes.grid(alpha=0.3)
+
+
+def _is_png(path: str) -> bool:
+    """Whether ``path`` is a file that starts with PNG's signature."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(8) == b"\x89PNG\r\n\x1a\n"
+    except OSError:
+        return False

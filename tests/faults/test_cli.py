@@ -95,6 +95,21 @@ def test_known_failures_are_one_line(inputs, tmp_path, argv, match):
     assert os.listdir(root) == []
 
 
+@pytest.mark.parametrize("command", [
+    ("plan", "--max-sequences-per-pack", 3, "--algorithm", "ffd", "--output"),
+    ("analyze", "--algorithms", "ffd", "--plot"),
+], ids=["plan-output", "analyze-plot"])
+def test_an_output_onto_the_users_histogram_is_refused_and_the_histogram_kept(tmp_path, command):
+    histogram = tmp_path / "lengths.txt"
+    histogram.write_text("0\n2\n1\n" * 10)
+    before = outcomes.snapshot(tmp_path)
+    result = run_cli_here(command[0], histogram, "--max-length", 30, *command[1:], histogram)
+    verdict = outcomes.judge_cli(result, refuse=True, match="kept as it is",
+                                 user_files=(tmp_path, before))
+    assert verdict.outcome == outcomes.HELD, verdict
+    assert outcomes.snapshot(tmp_path) == before  # no temporary file either
+
+
 @pytest.mark.parametrize("config", [
     {}, {"element_spec": 5}, {"element_spec": {"input_ids": [[8], "int32"]}},
     {"element_spec": {"input_ids": "x"}, "layers": 1}, [1, 2],

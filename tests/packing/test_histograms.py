@@ -4,6 +4,7 @@ import pytest
 from tfpack import datasets
 from tfpack.errors import TfpackError
 from tfpack.packing import histogram, read_histogram
+from tfpack.packing.histograms import MAX_LENGTH_LIMIT, validate_max_length
 
 
 def test_histogram_counts_each_length():
@@ -35,6 +36,13 @@ def test_histogram_rejects_bad_lengths(lengths, pattern):
 def test_histogram_rejects_bad_max_length(max_length):
     with pytest.raises(TfpackError, match=r"`max_length` must be a positive integer. Received: max_length="):
         histogram([1], max_length=max_length)
+
+
+@pytest.mark.parametrize("max_length", [MAX_LENGTH_LIMIT + 1, 2**40, 99999999999999999999])
+def test_a_max_length_no_histogram_can_hold_is_refused(max_length):
+    with pytest.raises(TfpackError, match=r"`max_length` must be at most 16,777,216 tokens"):
+        histogram([1], max_length=max_length)
+    assert validate_max_length(MAX_LENGTH_LIMIT) == MAX_LENGTH_LIMIT
 
 
 def test_read_text_histogram_skips_comments_and_blank_lines(tmp_path):

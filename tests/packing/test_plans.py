@@ -59,6 +59,41 @@ def test_json_round_trip(tmp_path):
     assert PackingPlan.load(path).to_json() == p.to_json()
 
 
+def test_save_replaces_an_earlier_plan_and_keeps_any_other_file(tmp_path):
+    first, second = plan(HISTOGRAM, 8, 3, algorithm="spfhp"), plan(HISTOGRAM, 8, 2, algorithm="ffd")
+    path = tmp_path / "plan.json"
+    first.save(path)
+    second.save(path)  # a second run into the same place replaces its plan
+    assert PackingPlan.load(path).to_json() == second.to_json()
+    histogram = tmp_path / "lengths.txt"
+    histogram.write_text("0\n2\n1\n")
+    for other in (histogram, tmp_path / "notes.json"):
+        if other.suffix == ".json":
+            other.write_text('{"format": "something-else"}')
+        before = other.read_bytes()
+        with pytest.raises(TfpackError, match="holds another file, kept as it is"):
+            second.save(other)
+        assert other.read_bytes() == before
+    with pytest.raises(TfpackError, match="must not be a directory"):
+        second.save(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lengths.txt", "notes.json", "plan.json"]
+
+
+def test_a_save_that_fails_before_its_rename_leaves_the_earlier_plan(tmp_path, monkeypatch):
+    path = tmp_path / "plan.json"
+    plan(HISTOGRAM, 8, 3, algorithm="spfhp").save(path)
+    before = path.read_bytes()
+
+    def killed(*args):
+        raise OSError("killed before the rename")
+
+    monkeypatch.setattr("os.replace", killed)
+    with pytest.raises(OSError, match="killed"):
+        plan(HISTOGRAM, 8, 2, algorithm="ffd").save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]  # no temporary file left
+
+
 def test_json_round_trip_without_depth_limit():
     p = plan(HISTOGRAM, 8, None, algorithm="ffd")
     assert json.loads(p.to_json())["max_sequences_per_pack"] is None

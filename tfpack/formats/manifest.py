@@ -56,7 +56,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -64,9 +63,10 @@ import math
 import os
 import re
 import secrets
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from tfpack import features as contract
+from tfpack.atomic import TEMP_PREFIX, atomic_path, fsync_directory, write_atomic
 from tfpack.errors import TfpackError
 from tfpack.version import __version__
 
@@ -79,9 +79,6 @@ __all__ = [
 FORMAT = "tfpack-packed"
 VERSION = 1
 MANIFEST = "manifest.json"
-# Every temporary file or folder tfpack creates starts with this; readers skip
-# such entries and the next write into the directory removes them.
-TEMP_PREFIX = ".tfpack-"
 _REQUIRED = ("format", "version", "shards", "packs", "sequences", "max_length",
              "max_sequences_per_pack", "max_predictions_per_pack", "features")
 _DTYPES = ("int64", "float32")
@@ -114,44 +111,6 @@ class ShardInfo:
     def to_json(self) -> dict:
         return {k: v for k, v in dataclasses.asdict(self).items()
                 if v is not None or k not in ("block_records", "blocks")}
-
-
-def fsync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def atomic_path(path: str) -> Iterator[str]:
-    """Yield a hidden temporary path; on success fsync it and rename it to ``path``.
-
-    On an exception the temporary file is removed and ``path`` is untouched.
-    """
-    directory, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(directory, f"{TEMP_PREFIX}tmp-{os.getpid()}-{secrets.token_hex(4)}-{name}")
-    try:
-        yield tmp
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
-    fsync_directory(directory)
-
-
-def write_atomic(path: str, data: str | bytes) -> None:
-    """Write a whole small file (JSON) atomically."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
 
 
 def describe_file(path: str) -> tuple[int, str]:

@@ -27,7 +27,12 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 
+# The longest pack tfpack plans: histograms are dense arrays of one count per
+# length (128 MiB of int64 at this limit), far past any trained context.
+MAX_LENGTH_LIMIT = 1 << 24
+
 __all__ = [
+    "MAX_LENGTH_LIMIT",
     "histogram",
     "length_range_error",
     "read_histogram",
@@ -44,6 +49,11 @@ def validate_max_length(max_length) -> int:
     if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or max_length < 1:
         raise TfpackError(
             f"`max_length` must be a positive integer. Received: max_length={max_length!r}"
+        )
+    if max_length > MAX_LENGTH_LIMIT:
+        raise TfpackError(
+            f"`max_length` must be at most {MAX_LENGTH_LIMIT:,} tokens (a histogram holds one "
+            f"count per length). Received: max_length={max_length!r}"
         )
     return int(max_length)
 
@@ -190,8 +200,10 @@ def read_histogram(path: str | os.PathLike) -> np.ndarray:
     [0, 2, 1]
     """
     name = os.fspath(path)
-    if not os.path.isfile(name):
+    if not os.path.exists(name):
         raise TfpackError(f"The histogram file must exist. Received: path={name!r}")
+    if not os.path.isfile(name):
+        raise TfpackError(f"The histogram file must be a regular file (not a directory or a device). Received: path={name!r}")
     if name.endswith(".npy"):
         try:
             counts = np.load(name, allow_pickle=False)
@@ -217,8 +229,13 @@ def read_histogram(path: str | os.PathLike) -> np.ndarray:
         except ValueError:
             raise TfpackError(
                 "Each line of a histogram file must hold one integer count. "
-                f"Received: line {number} of {name!r} = {line.strip()!r}"
+                f"Received: line {number} of {name!r} = {_excerpt(line.strip())!r}"
             ) from None
     if not counts:
         raise TfpackError(f"A histogram file must hold at least one count. Received: path={name!r}")
     return validate_histogram(counts)
+
+
+def _excerpt(text: str, most: int = 60) -> str:
+    """``text``, cut to ``most`` characters with an ellipsis, for an error message."""
+    return text if len(text) <= most else text[:most] + "..."

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from tfpack import atomic
 from tfpack.errors import TfpackError
 from tfpack.packing import algorithms
 from tfpack.packing.algorithms import _bounds, base
@@ -160,9 +161,23 @@ class PackingPlan:
         return cls(max_length, max_sequences_per_pack, str(data["algorithm"]), histogram, strategies, counts, metrics)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the plan file (`to_json`) to ``path``."""
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(self.to_json())
+        """Write the plan file (`to_json`) to ``path``, complete or not at all.
+
+        The file is written under a hidden temporary name and renamed, so a
+        reader (or a killed run) never leaves half a plan. ``path`` may be new
+        or an earlier plan file, which is replaced; any other file there is
+        kept and the call raises `TfpackError` (a plan never overwrites the
+        histogram it came from, or anything else of the user's).
+        """
+        name = os.fspath(path)
+        if os.path.isdir(name):
+            raise TfpackError(f"A plan file's path must not be a directory. Received: path={name!r}")
+        if os.path.lexists(name) and not _is_plan_file(name):
+            raise TfpackError(
+                "A plan file's path must be new or hold an earlier plan file, which is replaced; "
+                f"it holds another file, kept as it is. Received: path={name!r}"
+            )
+        atomic.write_atomic(name, self.to_json())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "PackingPlan":
@@ -280,3 +295,13 @@ def plan(
         lower_bound_kind=result.lower_bound_kind,
     )
     return PackingPlan(max_length, max_sequences_per_pack, algorithm, histogram, strategies, counts, metrics)
+
+
+def _is_plan_file(path: str) -> bool:
+    """Whether ``path`` holds a plan file's JSON (any version): one `save` may replace."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT

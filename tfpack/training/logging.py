@@ -30,6 +30,8 @@ import math
 import os
 from typing import IO
 
+from tfpack import atomic
+
 __all__ = ["JsonLinesLogger", "ProgressBar", "truncate_log"]
 
 
@@ -52,9 +54,7 @@ def truncate_log(path: str | os.PathLike, step: int) -> None:
                 continue
             if line.endswith("\n") and isinstance(record, dict) and record.get("step", 0) <= step:
                 kept.append(line)
-    from tfpack.formats.manifest import write_atomic
-
-    write_atomic(path, "".join(kept))  # a random temporary name, never a user's file
+    atomic.write_atomic(path, "".join(kept))  # a random temporary name, never a user's file
 
 
 class JsonLinesLogger:
