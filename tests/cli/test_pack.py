@@ -208,7 +208,7 @@ def test_a_plan_deeper_than_max_sequences_per_pack_fails_before_anything_is_writ
 
 
 @pytest.mark.parametrize("flag, value, match", [
-    ("--max-length", "2000000000", r"`max_length` must be at most 1048576 tokens"),
+    ("--max-length", "2000000000", r"`max_length` must be at most 1,048,576 tokens"),
     ("--max-predictions", "10000", r"`max_predictions_per_pack` must be at most max_length=64"),
 ])
 def test_absurd_sizes_fail_fast(small, tmp_path, capsys, flag, value, match):

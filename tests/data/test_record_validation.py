@@ -155,7 +155,7 @@ def test_ids_outside_int32_are_refused_not_wrapped():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"max_length": 2_000_000_000}, r"`max_length` must be at most 1048576 tokens"),
+    ({"max_length": 2_000_000_000}, r"`max_length` must be at most 1,048,576 tokens"),
     ({"max_sequences_per_pack": 10**12}, r"`max_sequences_per_pack` must be at most max_length=8"),
     ({"max_predictions_per_pack": 9}, r"`max_predictions_per_pack` must be at most max_length=8"),
 ])

@@ -40,7 +40,7 @@ def test_histogram_rejects_bad_max_length(max_length):
 
 @pytest.mark.parametrize("max_length", [MAX_LENGTH_LIMIT + 1, 2**40, 99999999999999999999])
 def test_a_max_length_no_histogram_can_hold_is_refused(max_length):
-    with pytest.raises(TfpackError, match=r"`max_length` must be at most 16,777,216 tokens"):
+    with pytest.raises(TfpackError, match=r"`max_length` must be at most 1,048,576 tokens"):
         histogram([1], max_length=max_length)
     assert validate_max_length(MAX_LENGTH_LIMIT) == MAX_LENGTH_LIMIT
 

@@ -49,6 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
+from tfpack.packing.histograms import MAX_LENGTH_LIMIT, validate_max_length
 from tfpack.formats.compiled import wire
 
 __all__ = ["GOOGLE_FEATURES", "Rule", "RULES", "CODE", "INT32_MAX", "MAX_LENGTH",
@@ -61,9 +62,7 @@ GOOGLE_FEATURES = {
     "masked_lm_weights": tf.float32, "next_sentence_labels": tf.int64,
 }
 INT32_MAX = 2**31 - 1
-# Largest `max_length` (L) tfpack accepts: planners and packs cost O(L) memory
-# each, so larger values fail fast instead of exhausting memory.
-MAX_LENGTH = 1 << 20
+MAX_LENGTH = MAX_LENGTH_LIMIT  # the largest `max_length` (L): one definition, in tfpack.packing
 
 
 
@@ -404,11 +403,9 @@ def check_sizes(max_length: int, max_sequences_per_pack: int | None = None,
     >>> check_sizes(2_000_000_000)
     Traceback (most recent call last):
     ...
-    tfpack.errors.TfpackError: `max_length` must be at most 1048576 tokens. Received: max_length=2000000000
+    tfpack.errors.TfpackError: `max_length` must be at most 1,048,576 tokens (a histogram holds one count per length). Received: max_length=2000000000
     """
-    if max_length > MAX_LENGTH:
-        raise TfpackError(f"`max_length` must be at most {MAX_LENGTH} tokens. "
-                          f"Received: max_length={max_length}")
+    validate_max_length(max_length)
     for name, value in (("max_sequences_per_pack", max_sequences_per_pack),
                         ("max_predictions_per_pack", max_predictions_per_pack)):
         if value is not None and value > max_length:

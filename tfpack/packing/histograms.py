@@ -27,9 +27,9 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 
-# The longest pack tfpack plans: histograms are dense arrays of one count per
-# length (128 MiB of int64 at this limit), far past any trained context.
-MAX_LENGTH_LIMIT = 1 << 24
+# The longest pack (L) tfpack accepts: histograms, plans and packs cost O(L)
+# memory each, so larger values fail fast instead of exhausting memory.
+MAX_LENGTH_LIMIT = 1 << 20
 
 __all__ = [
     "MAX_LENGTH_LIMIT",
