@@ -110,6 +110,17 @@ def test_greedy_is_next_fit_in_shuffled_order():
     assert packs(a) == packs(b)
 
 
+def test_greedy_refuses_more_sequences_than_it_can_hold_before_allocating():
+    from tfpack.errors import TfpackError
+    from tfpack.packing.algorithms.greedy import MAX_SEQUENCES
+
+    histogram = np.array([0, MAX_SEQUENCES + 1, 10**15, 0, 0, 0, 0, 0], dtype=np.int64)  # 1.8 PiB
+    with pytest.raises(TfpackError, match=r"plans at most 33,554,432 sequences.*Received: "
+                                          r"1,000,000,033,554,433 sequences"):
+        plan(histogram, 8, 3, algorithm="greedy")
+    assert plan(histogram, 8, 3, algorithm="bfd").metrics["sequences"] == 10**15 + MAX_SEQUENCES + 1
+
+
 def reference_fit_decreasing(lengths, max_length, max_sequences_per_pack, best_fit):
     """Per-sequence first/best fit decreasing, the textbook way."""
     depth = max_sequences_per_pack or max_length

@@ -27,7 +27,12 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.csgraph
 
+from tfpack.errors import TfpackError
 from tfpack.packing.algorithms import base
+
+# Sequences `greedy` takes: it holds each one (~70 bytes with the walk), so
+# 2^25 is about 2.3 GB and half a minute; Wikipedia-512 has 16.3 million.
+MAX_SEQUENCES = 1 << 25
 
 
 def pack_boundaries(lengths: np.ndarray, max_length: int, max_sequences_per_pack: int | None) -> np.ndarray:
@@ -71,6 +76,13 @@ def strategies_of_packs(lengths: np.ndarray, boundaries: np.ndarray, max_length:
 @base.register("greedy")
 def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *, seed: int) -> base.AlgorithmResult:
     """Next fit over the sequences in an order shuffled with ``seed``."""
+    sequences = int(histogram.sum())
+    if sequences > MAX_SEQUENCES:
+        raise TfpackError(
+            f"`greedy` shuffles and walks every sequence (about 70 bytes each), so it plans at most "
+            f"{MAX_SEQUENCES:,} sequences; plan larger histograms with bfd or optimal, which work on "
+            f"the counts. Received: {sequences:,} sequences"
+        )
     dtype = np.int16 if max_length < 2**15 else np.int64
     lengths = np.repeat(np.arange(1, max_length + 1, dtype=dtype), histogram)
     np.random.default_rng(seed).shuffle(lengths)
