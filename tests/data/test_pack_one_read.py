@@ -87,7 +87,7 @@ def test_columns_from_the_spill_write_the_bytes_assemble_writes(tmp_path_factory
     """The local engine's pass 2 (`pack_columns` + the compiled encoder, from the
     spill) against the Beam engine's (`ShardBuilder.write`: the records parsed
     again, `assemble`, `encode_examples`), packs of 0 to K examples."""
-    from tfpack.engines.columns import pack_columns
+    from tfpack.engines.columns import pack_columns, starts_of
     from tfpack.formats.protos import encode
 
     tmp_path = tmp_path_factory.mktemp("columns")
@@ -101,15 +101,24 @@ def test_columns_from_the_spill_write_the_bytes_assemble_writes(tmp_path_factory
     splits = np.r_[0, np.cumsum(sizes)]
     builder = ShardBuilder(L * K, K, K * PRED)  # the Beam engine's: records parsed again
     info, features = builder.write(str(tmp_path / "assemble.tfrecord"), records, order, splits)
-    lengths = counts["input_ids"]
-    columns = pack_columns(spill.values(), {"tokens": lengths,
-                                            "predictions": counts["masked_lm_ids"]},
-                           members=order, splits=splits, sizes={"L": L * K, "K": K, "M": K * PRED})
+    per_example = {"tokens": counts["input_ids"], "predictions": counts["masked_lm_ids"]}
+    shape = {"L": L * K, "K": K, "M": K * PRED}
+    columns = pack_columns(spill.values(), per_example, members=order, splits=splits,
+                           sizes=shape)
     data, record_sizes = encode(splits, columns, framed=True)
     assert data == (tmp_path / "assemble.tfrecord").read_bytes()
     assert len(record_sizes) == len(sizes) == info.records
     assert {c.name: ("float32" if c.is_float else "int64", [c.width])
             for c in columns} == features
+    # As the engine calls it: chunks of packs, the starts computed once for all.
+    starts, cut = starts_of(per_example), int(rng.integers(0, len(sizes) + 1))
+    chunks = b""
+    for first, last in ((0, cut), (cut, len(sizes))):
+        local = splits[first:last + 1] - splits[first]
+        chunks += encode(local, pack_columns(
+            spill.values(), per_example, members=order[splits[first]:splits[last]],
+            splits=local, sizes=shape, starts=starts), framed=True)[0]
+    assert chunks == data
 
 
 def test_block_digests_do_not_depend_on_how_records_are_handed_over(tmp_path):
