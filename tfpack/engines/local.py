@@ -2,8 +2,9 @@
 
 `pack_records` (``tfpack pack``, ``--engine local``) runs the stages of
 `tfpack.engines.base` in two passes, so that only per-example integer arrays
-(lengths, prediction counts, pack of each example) scale with the dataset in
-memory; examples themselves are held one shard at a time:
+(lengths, prediction counts, pack order, where each example's values start)
+scale with the dataset in memory; examples themselves stay on disk and are
+read a chunk of packs at a time (docs/data.md, "Memory"):
 
 - pass 1, scan: read, parse and check every record once
   (`tfpack.formats.validation`; a bad one fails naming its file and index
@@ -88,8 +89,7 @@ def pack_records(
             swapped in whole (`tfpack.formats.outputs`).
         max_length, max_sequences_per_pack, algorithm, plan,
             max_predictions_per_pack, packs_per_shard, seed, shuffle: the
-            `tfpack.engines.base.Job` (``packs_per_shard`` bounds the memory
-            of pass 2).
+            `tfpack.engines.base.Job`.
         overwrite: replace a previous tfpack output in ``output_dir``
             (recognised by its manifest; nothing else is ever replaced).
         progress: show tqdm progress bars on stderr.
