@@ -11,8 +11,8 @@ threads (`tfpack.engines.local`). Off their path:
   input is untouched; a file cut at a record boundary is a shorter valid file
   and packs exactly its records;
 - records the compiled scan cannot decide (valid protobuf it does not read:
-  unpacked repeated values) are left to TensorFlow and give the same shards,
-  byte for byte, as the same examples in the usual encoding;
+  unpacked repeated values, an unknown field) are left to TensorFlow and give
+  the same shards, byte for byte, as the same examples in the usual encoding;
 - ``kill -9`` while pass 2's encoder threads run leaves no shard under its
   final name and no manifest: a new output is absent, an old one is exactly as
   it was; the next run packs and leaves nothing of the killed one.
@@ -20,6 +20,7 @@ threads (`tfpack.engines.local`). Off their path:
 (A second run into the same place, refused or replacing: tests/faults/test_ownership.py.)
 """
 
+import json
 import os
 import signal
 import struct
@@ -145,19 +146,26 @@ def _unpacked(record):
     return _delimited(1, entries)
 
 
+def _unknown_field(record):
+    """The same example with a field `tf.train.Example` does not have (number 2, a varint)."""
+    return record + b"\x10\x01"
+
+
 @campaign(4)
-@given(seed=st.integers(0, 2**16), share=st.floats(0.05, 1.0))
+@given(seed=st.integers(0, 2**16), share=st.floats(0.05, 1.0),
+       change=st.sampled_from([_unpacked, _unknown_field]))
 def test_records_the_compiled_scan_leaves_to_tensorflow_pack_to_the_same_bytes(
-        tmp_path_factory, seed, share):
+        tmp_path_factory, seed, share, change):
     root = tmp_path_factory.mktemp("deferred")
     records = _records(40, seed)
     rng = np.random.default_rng(seed)
     chosen = rng.random(len(records)) < share
     chosen[rng.integers(len(records))] = True
-    other = [_unpacked(r) if c else r for r, c in zip(records, chosen)]
-    for record, changed in zip(other, chosen):  # the same example, which the scan defers
-        assert tf.train.Example.FromString(record) == tf.train.Example.FromString(
-            records[other.index(record)])
+    other = [change(r) if c else r for r, c in zip(records, chosen)]
+    for record, original, changed in zip(other, records, chosen):
+        # The same example, which the compiled scan leaves to TensorFlow.
+        assert tf.train.Example.FromString(record).features == tf.train.Example.FromString(
+            original).features
         assert (validation.google_scan([record]) is None) == changed
     usual = run_cli_here(*_pack_args(_write(root / "usual.tfrecord", records), root / "usual"))
     assert usual.returncode == 0, usual.stderr
@@ -237,3 +245,30 @@ def test_kill_9_in_pass_2_leaves_no_shard_under_its_name_and_no_manifest(tmp_pat
         and sorted(os.listdir(tmp_path)) == sorted(["NOTES.md", "in.tfrecord", "out"] + (
             ["old.tfrecord"] if target == "old" else [])))
     assert verdict.outcome == outcomes.HELD, (verdict, os.listdir(tmp_path))
+
+
+@pytest.mark.slow  # two processes that import TensorFlow, at once
+def test_two_runs_into_one_place_at_once_leave_one_whole_output(tmp_path):
+    """Both runs' encoders write at the same time; whichever swaps in last wins whole, the
+    other succeeds first or is refused in one line: the output is one run's, never a mix."""
+    sources = {300: _write(tmp_path / "a.tfrecord", _records(300, seed=7)),
+               200: _write(tmp_path / "b.tfrecord", _records(200, seed=8))}
+    out = tmp_path / "out"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    children = [subprocess.Popen(
+        [sys.executable, "-c", _CHILD.format(length=L),
+         *map(str, _pack_args(source, out, "--packs-per-shard", 16, "--overwrite"))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for source in sources.values()]
+    results = []
+    for child in children:
+        stdout, stderr = child.communicate(timeout=300)
+        results.append(subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr))
+    for result in results:
+        verdict = outcomes.judge_cli(result, refuse=result.returncode != 0)
+        assert verdict.outcome == outcomes.HELD, verdict
+    assert any(r.returncode == 0 for r in results), [r.stderr for r in results]
+    ids = _example_ids(out)
+    assert ids in (list(range(300)), list(range(200))), len(ids)
+    assert json.loads((out / "stats.json").read_text())["sequences"] == len(ids)
+    assert sorted(os.listdir(tmp_path)) == ["a.tfrecord", "b.tfrecord", "out"]
