@@ -4,8 +4,10 @@ Pass 1 of the local engine (`tfpack.engines.local`) parses and checks every
 record once (`tfpack.formats.records.scan_google_records`); `Spill` appends
 what it parsed, without padding, to one flat file per feature (int32 or
 float32 values back to back, in input order). Pass 2 reads them through
-memory maps (`Spill.values`), each chunk of packs only its own examples'
-pages (`tfpack.engines.columns`), so no record is read or parsed twice.
+memory maps (`Spill.values`, read by `tfpack.engines.columns`), so no record
+is read or parsed twice. Packs read the files in random order: the maps come
+to hold about all of their pages, clean page cache the kernel can drop, not
+memory the job allocates (docs/data.md, "Memory").
 
 Example:
 
