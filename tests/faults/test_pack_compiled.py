@@ -10,6 +10,8 @@ threads (`tfpack.engines.local`). Off their path:
   before the bad one and the byte where it starts; nothing is written and the
   input is untouched; a file cut at a record boundary is a shorter valid file
   and packs exactly its records;
+- a record whose Example is damaged in a sound file (CRCs right) is one line
+  naming it, or, still a valid example, packed with the others;
 - records the compiled scan cannot decide (valid protobuf it does not read:
   unpacked repeated values, an unknown field) are left to TensorFlow and give
   the same shards, byte for byte, as the same examples in the usual encoding;
@@ -112,6 +114,35 @@ def test_a_damaged_input_file_is_one_line_naming_where(tmp_path_factory, damage,
                 before == 0 or r.stderr.rstrip().endswith(f" at byte {starts[before]})"))
             and sorted(os.listdir(root)) == ["good.tfrecord", "in"])
     assert verdict.outcome == outcomes.HELD, (damage, at, verdict)
+
+
+@campaign(10)
+@given(data=st.data())
+def test_a_damaged_record_in_a_sound_file_is_one_line_naming_it_or_packs(tmp_path_factory, data):
+    """Bytes of one record's Example damaged, its frame's CRCs right: the compiled scan decides
+    it or leaves it to TensorFlow; either way one line naming the record, or its examples
+    packed, all of them."""
+    root = tmp_path_factory.mktemp("damaged-record")
+    records = list(RECORDS)
+    i = data.draw(st.integers(1, len(records) - 1))  # record 0 is opened first, by TensorFlow
+    record = bytearray(records[i])
+    for _ in range(data.draw(st.integers(1, 3))):
+        how = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        at = data.draw(st.integers(0, max(len(record) - 1, 0)))
+        if how == "flip" and record:
+            record[at] ^= 1 << data.draw(st.integers(0, 7))
+        elif how == "cut":
+            del record[at:]
+        else:
+            record[at:at] = bytes([data.draw(st.integers(0, 255))])
+    records[i] = bytes(record)
+    source = _write(root / "in.tfrecord", records)
+    result = run_cli_here(*_pack_args(source, root / "out"))
+    verdict = outcomes.judge_cli(
+        result, refuse=result.returncode != 0,
+        check=lambda r: (f"record {i}" in r.stderr or "records 0 to" in r.stderr)
+        if r.returncode else _example_ids(root / "out") == list(range(len(records))))
+    assert verdict.outcome == outcomes.HELD, (i, verdict)
 
 
 # --- records the compiled scan leaves to TensorFlow -------------------------------------------
