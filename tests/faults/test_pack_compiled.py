@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 import tfpack
 from tests.faults import outcomes
 from tests.faults.campaign import KILL_SEED, campaign, kill_rounds
+from tests.faults.damage import damaged
 from tests.faults.inprocess import run_cli_here
 from tfpack.formats import validation
 
@@ -125,17 +126,7 @@ def test_a_damaged_record_in_a_sound_file_is_one_line_naming_it_or_packs(tmp_pat
     root = tmp_path_factory.mktemp("damaged-record")
     records = list(RECORDS)
     i = data.draw(st.integers(1, len(records) - 1))  # record 0 is opened first, by TensorFlow
-    record = bytearray(records[i])
-    for _ in range(data.draw(st.integers(1, 3))):
-        how = data.draw(st.sampled_from(["flip", "cut", "insert"]))
-        at = data.draw(st.integers(0, max(len(record) - 1, 0)))
-        if how == "flip" and record:
-            record[at] ^= 1 << data.draw(st.integers(0, 7))
-        elif how == "cut":
-            del record[at:]
-        else:
-            record[at:at] = bytes([data.draw(st.integers(0, 255))])
-    records[i] = bytes(record)
+    records[i] = data.draw(damaged(records[i]))
     source = _write(root / "in.tfrecord", records)
     result = run_cli_here(*_pack_args(source, root / "out"))
     verdict = outcomes.judge_cli(
