@@ -8,6 +8,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.faults.damage import damaged
 from tfpack.formats import validation
 from tfpack.formats.records import _google_check, google_example
 
@@ -104,17 +105,7 @@ def test_compiled_scan_decides_records_as_tensorflow(drawn):
 @settings(max_examples=200, deadline=None)
 @given(google_features(), st.data())
 def test_compiled_scan_on_damaged_bytes_decides_as_tensorflow_or_defers(drawn, data):
-    record = bytearray(_record(drawn[0]))
-    for _ in range(data.draw(st.integers(1, 3))):
-        how = data.draw(st.sampled_from(["flip", "cut", "insert"]))
-        at = data.draw(st.integers(0, max(len(record) - 1, 0)))
-        if how == "flip" and record:
-            record[at] ^= 1 << data.draw(st.integers(0, 7))
-        elif how == "cut":
-            del record[at:]
-        else:
-            record[at:at] = bytes([data.draw(st.integers(0, 255))])
-    _compare(bytes(record))
+    _compare(data.draw(damaged(_record(drawn[0]))))
 
 
 def test_real_records_are_decided_and_a_batch_with_a_deferred_one_is_left_whole():

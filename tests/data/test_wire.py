@@ -162,5 +162,7 @@ def test_record_batches_read_what_tfrecordwriter_wrote_and_refuse_damage(
             for batch in protos.record_batches(str(path), batch_size):
                 got += batch
         assert got == records[:len(got)] and error.value.records == len(got)
+        # Named by where the bad record starts in the file, whatever chunk it was read in.
+        assert str(error.value).endswith(f" at byte {ends[len(got)]}"), (error.value, ends)
     finally:
         protos._READ = read

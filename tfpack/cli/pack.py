@@ -46,7 +46,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-predictions", type=int, default=None,
                         help="M: masked-LM predictions per pack (default: the most any pack needs)")
     parser.add_argument("--packs-per-shard", type=int, default=16384,
-                        help="packs per output shard; bounds memory (default 16384)")
+                        help="packs per output shard; bounds a Beam worker's memory "
+                             "(default 16384)")
     parser.add_argument("--seed", type=types.seed, default=0, help="assignment and shuffle seed")
     parser.add_argument("--no-shuffle", action="store_true", help="keep packs in plan order")
     parser.add_argument("--batch-size", type=int, default=None,

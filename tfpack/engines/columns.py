@@ -44,12 +44,13 @@ from tfpack import features as contract
 from tfpack.data.features import FeatureRoles, packed_feature_names
 from tfpack.formats.protos import Column
 
-__all__ = ["pack_columns"]
+__all__ = ["pack_columns", "starts_of"]
 
 
 def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *,
                  members: np.ndarray, splits: np.ndarray, sizes: dict[str, int],
-                 roles: FeatureRoles | None = None) -> list[Column]:
+                 roles: FeatureRoles | None = None,
+                 starts: dict[str, np.ndarray] | None = None) -> list[Column]:
     """The `Column` s of packs, for `tfpack.formats.protos.encode` with ``splits``.
 
     Args:
@@ -63,6 +64,10 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
         splits: int ``[P + 1]``, pack ``p`` holds ``members[splits[p]:splits[p + 1]]``.
         sizes: ``{"L": ..., "K": ..., "M": ...}``.
         roles: default `FeatureRoles.bert` (the roles of Google's records).
+        starts: ``counts``' exclusive cumulative sums (where each example's
+            values start in ``values``; `starts_of`), computed when not
+            given: pass them when packing a dataset in many calls, which
+            then cost their own packs' size, not the dataset's.
 
     Returns:
         One `Column` per feature of `packed_feature_names` (``roles``).
@@ -76,9 +81,9 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
     splits = np.asarray(splits, np.int64)
     per_pack = np.diff(splits)
     k = np.arange(len(members), dtype=np.int64) - np.repeat(splits[:-1], per_pack)
-    tokens = np.asarray(counts["tokens"], np.int64)
-    token_runs = tokens[members]
-    token_starts = (np.cumsum(tokens) - tokens)[members]
+    starts = starts or starts_of(counts)
+    token_runs = np.asarray(counts["tokens"], np.int64)[members]
+    token_starts = starts["tokens"][members]
     ends = np.concatenate([[0], np.cumsum(token_runs)])
     offset = ends[:-1] - np.repeat(ends[splits[:-1]], per_pack)  # first token in its pack
     columns: list[Column] = []
@@ -93,13 +98,12 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
     add("sequence_ids", base=k + 1, runs=token_runs)
     add("position_ids", ramp=True, runs=token_runs)
     if roles.predictions:
-        predictions = np.asarray(counts["predictions"], np.int64)
-        runs = predictions[members]
-        starts = (np.cumsum(predictions) - predictions)[members]
+        runs = np.asarray(counts["predictions"], np.int64)[members]
+        first = starts["predictions"][members]
         for name in roles.predictions:
             shift = offset if name in roles.shifted else None
             if name in values:
-                add(name, values=values[name], starts=starts, runs=runs, base=shift)
+                add(name, values=values[name], starts=first, runs=runs, base=shift)
             else:  # an absent optional prediction feature is 1.0 (`source="ones"`)
                 add(name, constant=1.0, runs=runs)
     add("cls_positions", base=offset)
@@ -119,3 +123,11 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
                          f"{sorted(packed_feature_names(roles))}")
     return columns
 
+
+def starts_of(counts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Where each example's values start in the flat values: ``counts``' exclusive cumsums.
+
+    >>> starts_of({"tokens": np.array([3, 1, 2])})["tokens"].tolist()
+    [0, 3, 4]
+    """
+    return {name: np.cumsum(c, dtype=np.int64) - c for name, c in counts.items()}

@@ -2,8 +2,9 @@
 
 `pack_records` (``tfpack pack``, ``--engine local``) runs the stages of
 `tfpack.engines.base` in two passes, so that only per-example integer arrays
-(lengths, prediction counts, pack of each example) scale with the dataset in
-memory; examples themselves are held one shard at a time:
+(lengths, prediction counts, pack order, where each example's values start)
+scale with the dataset in memory; examples themselves stay on disk and are
+read a chunk of packs at a time (docs/data.md, "Memory"):
 
 - pass 1, scan: read, parse and check every record once
   (`tfpack.formats.validation`; a bad one fails naming its file and index
@@ -88,8 +89,7 @@ def pack_records(
             swapped in whole (`tfpack.formats.outputs`).
         max_length, max_sequences_per_pack, algorithm, plan,
             max_predictions_per_pack, packs_per_shard, seed, shuffle: the
-            `tfpack.engines.base.Job` (``packs_per_shard`` bounds the memory
-            of pass 2).
+            `tfpack.engines.base.Job`.
         overwrite: replace a previous tfpack output in ``output_dir``
             (recognised by its manifest; nothing else is ever replaced).
         progress: show tqdm progress bars on stderr.
@@ -183,7 +183,7 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
     from tqdm import tqdm
 
     from tfpack.data.features import FeatureRoles, packed_feature_spec
-    from tfpack.engines.columns import pack_columns
+    from tfpack.engines.columns import pack_columns, starts_of
     from tfpack.formats import manifest
     from tfpack.formats.blocks import ShardWriter
     from tfpack.formats.protos import encode
@@ -199,6 +199,7 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
               for start in range(s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs),
                                  chunk)]
     values = spill.values()  # memory-mapped: pages are read as chunks need them
+    starts = starts_of(counts)  # once: per chunk it would cost the dataset's size
     shards = []
     bar = tqdm(total=num_packs, desc="pass 2: build", unit=" packs", disable=not progress)
 
@@ -206,7 +207,7 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
         start, end = bounds
         local = splits[start:end + 1] - splits[start]
         return encode(local, pack_columns(values, counts, members=order[splits[start]:splits[end]],
-                                          splits=local, sizes=sizes), framed=True)
+                                          splits=local, sizes=sizes, starts=starts), framed=True)
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         pending = collections.deque(pool.submit(encoded, c) for c in chunks[:_AHEAD])

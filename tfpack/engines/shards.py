@@ -1,14 +1,12 @@
 """Build the packs of one output shard from its Google-format records.
 
-The one builder behind both engines of ``tfpack pack``: the Beam engine
-(`tfpack.beam`) hands it the records a worker grouped for that shard, parsed
-with `parse_google_batch` (`ShardBuilder.write`); the local engine
-(`tfpack.engines.local`) the shard's examples its scan already parsed
-(`ShardBuilder.write_examples`, the same examples). Either way they are
+The Beam engine's builder (`tfpack.beam`): it hands `ShardBuilder.write` the
+records a worker grouped for that shard, parsed with `parse_google_batch`,
 assembled with `tfpack.data.assemble` in chunks of packs and serialized with
-`serialize_packs`, so the same examples in the same packs give the same bytes,
-written as one complete shard (atomic, with the block digests of
-`tfpack.formats.blocks`), whose manifest entry is returned.
+`serialize_packs`, written as one complete shard (atomic, with the block
+digests of `tfpack.formats.blocks`), whose manifest entry is returned. The
+local engine (`tfpack.engines.local`) writes the same bytes from the examples
+its scan kept, without dense packs (`tfpack.engines.columns`, tested equal).
 
 Example:
 
@@ -149,12 +147,6 @@ class ShardBuilder:
         """
         return _write(path, self.packs(records, order, splits, example_ids=example_ids,
                                        lengths=lengths), progress)
-
-    def write_examples(self, path: str, examples: dict, order: np.ndarray, splits: np.ndarray,
-                       example_ids: np.ndarray | None = None, *, progress=None
-                       ) -> tuple[manifest.ShardInfo, dict | None]:
-        """`write` for examples already parsed (`assembled`): the same shard, byte for byte."""
-        return _write(path, self.assembled(examples, order, splits, example_ids), progress)
 
     def _parser(self, widths: tuple | None):
         """`parse_google_batch` at ``widths`` (``None``: any)."""

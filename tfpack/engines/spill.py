@@ -3,10 +3,11 @@
 Pass 1 of the local engine (`tfpack.engines.local`) parses and checks every
 record once (`tfpack.formats.records.scan_google_records`); `Spill` appends
 what it parsed, without padding, to one flat file per feature (int32 or
-float32 values back to back, in input order). Pass 2 takes one shard's
-examples back (`Spill.gather`) through a memory map opened for that shard
-only, so memory holds one shard's examples, never the dataset's, and no
-record is read or parsed twice.
+float32 values back to back, in input order). Pass 2 reads them through
+memory maps (`Spill.values`, read by `tfpack.engines.columns`), so no record
+is read or parsed twice. Packs read the files in random order: the maps come
+to hold about all of their pages, clean page cache the kernel can drop, not
+memory the job allocates (docs/data.md, "Memory").
 
 Example:
 
@@ -15,10 +16,9 @@ Example:
 >>> spill.append({"input_ids": np.array([5, 6, 7, 8], np.int32),
 ...               "next_sentence_labels": np.array([0, 1], np.int32)})
 >>> spill.close()
->>> examples = spill.gather(np.array([1]), {"input_ids": np.array([3, 1])},
-...                         {"input_ids": np.array([0, 3])})
->>> examples["input_ids"].to_list(), examples["next_sentence_labels"].numpy().tolist()
-([[8]], [1])
+>>> values = spill.values()
+>>> values["input_ids"][3:4].tolist(), values["next_sentence_labels"].tolist()
+([8], [0, 1])
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Spill:
 
     `append` takes batches of features as `scan_google_records` hands them
     to ``keep``: a ragged feature's flat values, or one value per example;
-    `close`, then `gather` any examples back.
+    `close`, then read them (`values`).
     """
 
     def __init__(self, folder: str):
@@ -60,38 +60,6 @@ class Spill:
         """Every feature's values, memory-mapped read-only (``del`` them to unmap)."""
         return {name: np.memmap(self._path(name), dtype, "r") if os.path.getsize(self._path(name))
                 else np.zeros(0, dtype) for name, dtype in self._dtypes.items()}
-
-    def gather(self, members: np.ndarray, lengths: dict[str, np.ndarray],
-               offsets: dict[str, np.ndarray]) -> dict:
-        """Examples ``members`` (global indices), as `parse_google_batch` returns them.
-
-        Args:
-            members: int ``[n]``, the examples to take, in the order wanted.
-            lengths: feature -> int ``[N]`` values of every example (ragged
-                features only; the others have one value per example).
-            offsets: feature -> int ``[N]`` where each example's values start
-                in its file (the exclusive cumulative sum of ``lengths``).
-
-        Returns:
-            feature -> `tf.RaggedTensor` ``[n, None]`` or `tf.Tensor` ``[n]``.
-        """
-        import tensorflow as tf
-
-        members = np.asarray(members, np.int64)
-        examples = {}
-        for name, values in self.values().items():
-            if name not in lengths:
-                examples[name] = tf.constant(values[members])
-                continue
-            counts = lengths[name][members]
-            starts = offsets[name][members]
-            # Index of every value taken: each example's start, then +1 along it.
-            index = np.arange(int(counts.sum()), dtype=np.int64)
-            index += np.repeat(starts - (np.cumsum(counts) - counts), counts)
-            examples[name] = tf.RaggedTensor.from_row_lengths(
-                np.asarray(values[index]), counts.astype(np.int64), validate=False)
-            del values  # unmapped: only this shard's pages were touched
-        return examples
 
     def _path(self, name: str) -> str:
         return os.path.join(self.folder, f"{name}.values")

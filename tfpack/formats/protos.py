@@ -171,15 +171,15 @@ def record_batches(path: str, batch_size: int):
     compiled.
 
     Raises:
-        RecordError: a corrupted or truncated record (after the records
-            before it were yielded).
+        RecordError: a corrupted or truncated record, named by the byte of
+            the file where it starts (after the records before it were yielded).
     """
     import tensorflow as tf
 
     batch: list[bytes] = []
     count = 0
     with tf.io.gfile.GFile(path, "rb") as file:
-        pending = b""
+        pending, base = b"", 0  # base: where ``data`` starts in the file
         while True:
             chunk = file.read(_READ)
             data = pending + chunk if pending else chunk
@@ -193,7 +193,11 @@ def record_batches(path: str, batch_size: int):
             if problem is not None:
                 if batch:
                     yield batch
-                raise RecordError(problem, count + len(batch))
+                # The compiled reader counts bytes from the start of ``data``
+                # (the bad record's, ``used``); the file's are ``base`` more.
+                raise RecordError(f"{problem.rsplit(' at byte ', 1)[0]} at byte {base + used}",
+                                  count + len(batch))
+            base += used
             if not chunk:
                 break
     if batch:

@@ -208,7 +208,9 @@ def scan_google_records(files: list[str], *, progress: bool = False, keep=None
             def take(future, path=path, state=state):
                 try:
                     (codes, tokens, preds, values), widths = future.result()
-                except tf.errors.InvalidArgumentError:
+                except (tf.errors.InvalidArgumentError, UnicodeDecodeError):
+                    # UnicodeDecodeError: TensorFlow's message about a record that
+                    # does not parse can quote its bytes, which it then fails to decode.
                     _raise_unparseable(path, state["index"])
                 if widths is None:
                     state["widths"] = None  # unpadded records: the rest variable-length
