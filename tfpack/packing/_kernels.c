@@ -1,0 +1,445 @@
+/* tfpack.packing._kernels: the `optimal` planner's pricing knapsack, compiled.
+ *
+ * Python API (see tfpack/packing/compiled.py; the only caller is
+ * tfpack/packing/algorithms/_knapsack.py, which documents the algorithm):
+ *
+ *   price(lengths, usable, priced, skip, max_length, depth, single, threshold,
+ *         max_candidates, expired) -> (corner, anchor_value, rows, counts, offsets) or None
+ *     lengths: int64 [n] ascending; usable: int64 [n] copies of each that one pack
+ *     holds; priced: float64 [n] values (already rounded up to float32 where
+ *     `single`); skip: uint8 [n] lengths no best pack needs (still anchors);
+ *     depth: sequences per pack, or -1 for no limit; single: the table is float32
+ *     (else float64). The dynamic program over (sequences, tokens), lengths in
+ *     ascending order, each split into 0/1 items of 1, 2, 4, ... copies; the table
+ *     just before a length gives its anchor value (that length the longest in the
+ *     pack); columns past `most * length` are filled only when a longer length
+ *     reaches them. `expired` (a callable or None) is called every 32 lengths, and
+ *     when it returns true the result is None.
+ *     corner: the table's value at (all sequences, all tokens) as a double;
+ *     anchor_value: bytes of float64 [n] (-inf where a length is no anchor);
+ *     the anchors worth more than `threshold`, best first (ties: shorter first),
+ *     at most `max_candidates`, are backtracked into packs: pack j is rows
+ *     rows[offsets[j]:offsets[j + 1]] (ascending) with counts[...] copies; rows,
+ *     counts and offsets are bytes of int64.
+ *
+ *   dominated(copies, values, k) -> bytes of uint8 [n]
+ *     Length r is skipped when the k most valuable copies of shorter lengths
+ *     (within `copies`) are each worth at least values[r].
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ pricing */
+
+typedef struct {
+    int64_t row, tokens, shift, filled, width; /* width: source columns (bits a mask row) */
+    size_t mask; /* offset of its bit mask (height rows of `stride(width)` bytes) */
+} Item;
+
+static size_t stride_of(int64_t width) { return (size_t)((width + 7) / 8); }
+
+/* A growing byte buffer for the items' masks and a growing array of items. */
+typedef struct {
+    uint8_t *bits;
+    size_t used, size;
+    Item *items;
+    size_t count, capacity;
+} Trace;
+
+static int trace_reserve(Trace *trace, size_t bytes) {
+    if (trace->used + bytes > trace->size) {
+        size_t size = trace->size ? trace->size : 1 << 16;
+        while (size < trace->used + bytes) size *= 2;
+        uint8_t *bits = realloc(trace->bits, size);
+        if (!bits) return -1;
+        trace->bits = bits, trace->size = size;
+    }
+    if (trace->count == trace->capacity) {
+        size_t capacity = trace->capacity ? 2 * trace->capacity : 256;
+        Item *items = realloc(trace->items, capacity * sizeof(Item));
+        if (!items) return -1;
+        trace->items = items, trace->capacity = capacity;
+    }
+    return 0;
+}
+
+/* One 0/1 item into the table (in place), its improvements recorded bit by bit:
+ * cell (k + shift, c + tokens) takes (k, c) + gain where that is larger. */
+#define APPLY_ITEM(NAME, T)                                                                   \
+    static void NAME(T *table, int64_t cols, int64_t height, int64_t shift, int64_t tokens,     \
+                     int64_t width, T gain, uint8_t *mask) {                                   \
+        size_t stride = stride_of(width);                                                     \
+        for (int64_t k = height - 1; k >= 0; k--) {                                           \
+            T *src = table + k * cols;                                                        \
+            T *dst = table + (k + shift) * cols + tokens;                                     \
+            uint8_t *bits = mask + (size_t)k * stride;                                        \
+            if (shift == 0) { /* same row: from the right, so sources are read first */       \
+                memset(bits, 0, stride);                                                      \
+                for (int64_t c = width - 1; c >= 0; c--) {                                    \
+                    T v = src[c] + gain;                                                      \
+                    if (v > dst[c]) {                                                         \
+                        dst[c] = v;                                                           \
+                        bits[c >> 3] |= (uint8_t)(1u << (c & 7));                             \
+                    }                                                                         \
+                }                                                                             \
+                continue;                                                                     \
+            }                                                                                 \
+            int64_t c0 = VECTOR(src, dst, width, gain, bits);                                 \
+            for (; c0 + 8 <= width; c0 += 8) {                                                \
+                unsigned byte = 0;                                                            \
+                for (int j = 0; j < 8; j++) {                                                 \
+                    T v = src[c0 + j] + gain, d = dst[c0 + j];                                \
+                    unsigned better = v > d;                                                  \
+                    dst[c0 + j] = better ? v : d;                                             \
+                    byte |= better << j;                                                      \
+                }                                                                             \
+                bits[c0 >> 3] = (uint8_t)byte;                                                \
+            }                                                                                 \
+            if (c0 < width) {                                                                 \
+                unsigned byte = 0;                                                            \
+                for (int j = 0; c0 + j < width; j++) {                                        \
+                    T v = src[c0 + j] + gain, d = dst[c0 + j];                                \
+                    unsigned better = v > d;                                                  \
+                    dst[c0 + j] = better ? v : d;                                             \
+                    byte |= better << j;                                                      \
+                }                                                                             \
+                bits[c0 >> 3] = (uint8_t)byte;                                                \
+            }                                                                                 \
+        }                                                                                     \
+    }
+/* The vector part of a row (SSE2, in every x86-64): blocks of 8 cells, a byte of bits each;
+ * returns the cells done. The same sums and comparisons as the scalar loop. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+static int64_t vector_f32(const float *src, float *dst, int64_t width, float gain,
+                          uint8_t *bits) {
+    __m128 g = _mm_set1_ps(gain);
+    int64_t c0 = 0;
+    for (; c0 + 8 <= width; c0 += 8) {
+        __m128 s0 = _mm_add_ps(_mm_loadu_ps(src + c0), g), d0 = _mm_loadu_ps(dst + c0);
+        __m128 s1 = _mm_add_ps(_mm_loadu_ps(src + c0 + 4), g), d1 = _mm_loadu_ps(dst + c0 + 4);
+        int low = _mm_movemask_ps(_mm_cmpgt_ps(s0, d0));
+        int high = _mm_movemask_ps(_mm_cmpgt_ps(s1, d1));
+        _mm_storeu_ps(dst + c0, _mm_max_ps(s0, d0));
+        _mm_storeu_ps(dst + c0 + 4, _mm_max_ps(s1, d1));
+        bits[c0 >> 3] = (uint8_t)(low | high << 4);
+    }
+    return c0;
+}
+static int64_t vector_f64(const double *src, double *dst, int64_t width, double gain,
+                          uint8_t *bits) {
+    __m128d g = _mm_set1_pd(gain);
+    int64_t c0 = 0;
+    for (; c0 + 8 <= width; c0 += 8) {
+        int byte = 0;
+        for (int j = 0; j < 8; j += 2) {
+            __m128d v = _mm_add_pd(_mm_loadu_pd(src + c0 + j), g), d = _mm_loadu_pd(dst + c0 + j);
+            byte |= _mm_movemask_pd(_mm_cmpgt_pd(v, d)) << j;
+            _mm_storeu_pd(dst + c0 + j, _mm_max_pd(v, d));
+        }
+        bits[c0 >> 3] = (uint8_t)byte;
+    }
+    return c0;
+}
+#else
+static int64_t vector_f32(const float *src, float *dst, int64_t width, float gain,
+                          uint8_t *bits) {
+    (void)src, (void)dst, (void)width, (void)gain, (void)bits;
+    return 0;
+}
+static int64_t vector_f64(const double *src, double *dst, int64_t width, double gain,
+                          uint8_t *bits) {
+    (void)src, (void)dst, (void)width, (void)gain, (void)bits;
+    return 0;
+}
+#endif
+
+#define VECTOR vector_f32
+APPLY_ITEM(apply_f32, float)
+#undef VECTOR
+#define VECTOR vector_f64
+APPLY_ITEM(apply_f64, double)
+#undef VECTOR
+
+typedef struct {
+    double value;
+    int64_t row;
+} Candidate;
+
+static int by_value(const void *a, const void *b) {
+    const Candidate *x = a, *y = b;
+    if (x->value != y->value) return x->value > y->value ? -1 : 1; /* best first */
+    return x->row < y->row ? -1 : (x->row > y->row); /* ties: the shorter (stable) */
+}
+
+/* The forward pass: fills `anchor_value`, `anchor_copies`, `anchor_item`; returns the
+ * corner value, or NAN when `expired` said so (or -INFINITY with an exception set). */
+#define FORWARD(NAME, T, APPLY)                                                               \
+    static double NAME(const int64_t *lengths, const int64_t *usable, const double *priced,   \
+                       const uint8_t *skip, int64_t n, int64_t max_length, int64_t depth,       \
+                       int64_t most, PyObject *expired, Trace *trace, double *anchor_value,     \
+                       int64_t *anchor_copies, int64_t *anchor_item) {                          \
+        int64_t rows = depth < 0 ? 1 : depth + 1, cols = max_length + 1;                       \
+        T *table = calloc((size_t)(rows * cols), sizeof(T));                                   \
+        if (!table) {                                                                         \
+            PyErr_NoMemory();                                                                 \
+            return -INFINITY;                                                                 \
+        }                                                                                     \
+        int64_t filled = 1;                                                                   \
+        for (int64_t r = 0; r < n; r++) {                                                     \
+            anchor_value[r] = -INFINITY, anchor_copies[r] = 0, anchor_item[r] = 0;            \
+            if (expired != Py_None && r % 32 == 31) {                                         \
+                PyObject *out = PyObject_CallNoArgs(expired);                                 \
+                int stop = out ? PyObject_IsTrue(out) : -1;                                   \
+                Py_XDECREF(out);                                                              \
+                if (stop) {                                                                   \
+                    free(table);                                                              \
+                    return stop < 0 ? -INFINITY : NAN;                                        \
+                }                                                                             \
+            }                                                                                 \
+            int64_t length = lengths[r], copies = usable[r];                                  \
+            double value = priced[r];                                                         \
+            if (value <= 0.0 || copies <= 0) continue;                                        \
+            int64_t reach = most * length + 1 < cols ? most * length + 1 : cols;              \
+            if (reach > filled) {                                                             \
+                for (int64_t k = 0; k < rows; k++) {                                          \
+                    T *row = table + k * cols;                                                \
+                    for (int64_t c = filled; c < reach; c++) row[c] = row[filled - 1];        \
+                }                                                                             \
+                filled = reach;                                                               \
+            }                                                                                 \
+            double best = -INFINITY;                                                          \
+            int64_t best_m = 0;                                                               \
+            for (int64_t m = 1; m <= copies; m++) {                                           \
+                int64_t k = depth < 0 ? 0 : depth - m, c = max_length - m * length;           \
+                if (c > filled - 1) c = filled - 1;                                           \
+                double total = (double)m * value + (double)table[k * cols + c];               \
+                if (total > best) best = total, best_m = m;                                   \
+            }                                                                                 \
+            anchor_value[r] = best, anchor_copies[r] = best_m;                                \
+            anchor_item[r] = (int64_t)trace->count;                                           \
+            if (skip[r]) continue;                                                            \
+            for (int64_t part_power = 1, left = copies; left > 0; part_power *= 2) {          \
+                int64_t part = left < part_power ? left : part_power;                         \
+                left -= part;                                                                 \
+                int64_t tokens = part * length, shift = depth < 0 ? 0 : part;                 \
+                double exact = (double)part * value;                                          \
+                T gain = (T)exact;                                                            \
+                if ((double)gain < exact)                                                     \
+                    gain = (T)(sizeof(T) == 4 ? (double)nextafterf((float)gain, INFINITY)     \
+                                              : nextafter((double)gain, INFINITY));           \
+                int64_t height = rows - shift, width = filled - tokens;                       \
+                size_t bytes = (size_t)(height > 0 ? height : 0) * stride_of(width);          \
+                if (trace_reserve(trace, bytes) < 0) {                                        \
+                    free(table);                                                              \
+                    PyErr_NoMemory();                                                         \
+                    return -INFINITY;                                                         \
+                }                                                                             \
+                Item *item = &trace->items[trace->count++];                                   \
+                item->row = r, item->tokens = tokens, item->shift = shift;                    \
+                item->filled = filled, item->width = width, item->mask = trace->used;         \
+                if (height > 0 && width > 0)                                                  \
+                    APPLY(table, cols, height, shift, tokens, width, gain,                    \
+                          trace->bits + trace->used);                                         \
+                trace->used += bytes;                                                         \
+            }                                                                                 \
+        }                                                                                     \
+        int64_t corner_col = max_length < filled - 1 ? max_length : filled - 1;               \
+        double corner = (double)table[(rows - 1) * cols + corner_col];                        \
+        free(table);                                                                          \
+        return corner;                                                                        \
+    }
+FORWARD(forward_f32, float, apply_f32)
+FORWARD(forward_f64, double, apply_f64)
+
+static int bit(const Trace *trace, const Item *item, int64_t k, int64_t c) {
+    const uint8_t *bits = trace->bits + item->mask + (size_t)k * stride_of(item->width);
+    return (bits[c >> 3] >> (c & 7)) & 1;
+}
+
+static PyObject *as_bytes(const void *data, size_t bytes) {
+    return PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)bytes);
+}
+
+static int check_buffer(Py_buffer *view, Py_ssize_t n, Py_ssize_t itemsize, const char *name) {
+    if (view->len != n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s must hold %zd items of %zd bytes", name, n, itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *price(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer lengths_view, usable_view, priced_view, skip_view;
+    long long max_length, depth, max_candidates;
+    int single;
+    double threshold;
+    PyObject *expired;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*LLpdLO", &lengths_view, &usable_view, &priced_view,
+                          &skip_view, &max_length, &depth, &single, &threshold,
+                          &max_candidates, &expired))
+        return NULL;
+    PyObject *result = NULL;
+    Trace trace = {0};
+    Py_ssize_t n = lengths_view.len / 8;
+    double *anchor_value = NULL;
+    int64_t *anchor_copies = NULL, *anchor_item = NULL, *out_rows = NULL, *out_counts = NULL,
+            *offsets = NULL;
+    Candidate *candidates = NULL;
+    if (check_buffer(&lengths_view, n, 8, "lengths") || check_buffer(&usable_view, n, 8, "usable") ||
+        check_buffer(&priced_view, n, 8, "priced") || check_buffer(&skip_view, n, 1, "skip"))
+        goto done;
+    if (n < 1 || max_length < 1) {
+        PyErr_SetString(PyExc_ValueError, "price needs lengths and max_length >= 1");
+        goto done;
+    }
+    const int64_t *lengths = lengths_view.buf, *usable = usable_view.buf;
+    int64_t most = depth < 0 ? max_length / lengths[0] : depth;
+    anchor_value = malloc((size_t)n * sizeof(double));
+    anchor_copies = malloc((size_t)n * sizeof(int64_t));
+    anchor_item = malloc((size_t)n * sizeof(int64_t));
+    candidates = malloc((size_t)n * sizeof(Candidate));
+    if (!anchor_value || !anchor_copies || !anchor_item || !candidates) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    double corner = (single ? forward_f32 : forward_f64)(
+        lengths, usable, priced_view.buf, skip_view.buf, n, max_length, depth, most, expired,
+        &trace, anchor_value, anchor_copies, anchor_item);
+    if (isnan(corner)) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (corner == -INFINITY && PyErr_Occurred()) goto done;
+
+    Py_ssize_t chosen = 0;
+    for (Py_ssize_t r = 0; r < n; r++)
+        if (anchor_value[r] > threshold) candidates[chosen].value = anchor_value[r],
+                                         candidates[chosen++].row = r;
+    qsort(candidates, (size_t)chosen, sizeof(Candidate), by_value);
+    if (chosen > max_candidates) chosen = max_candidates < 0 ? 0 : (Py_ssize_t)max_candidates;
+    /* Backtracking: each pack holds at most `most` sequences, so at most `most + 1` entries. */
+    size_t per = (size_t)(most < (int64_t)n ? most : (int64_t)n) + 1;
+    out_rows = malloc(((size_t)chosen * per + 1) * sizeof(int64_t));
+    out_counts = malloc(((size_t)chosen * per + 1) * sizeof(int64_t));
+    offsets = malloc(((size_t)chosen + 1) * sizeof(int64_t));
+    if (!out_rows || !out_counts || !offsets) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t used = 0;
+    offsets[0] = 0;
+    for (Py_ssize_t j = 0; j < chosen; j++) {
+        int64_t anchor = candidates[j].row, copies = anchor_copies[anchor];
+        int64_t k = depth < 0 ? 0 : depth - copies, c = max_length - copies * lengths[anchor];
+        size_t start = used;
+        out_rows[used] = anchor, out_counts[used++] = copies; /* rows descend from here */
+        for (int64_t t = anchor_item[anchor] - 1; t >= 0; t--) {
+            const Item *item = &trace.items[t];
+            if (c > item->filled - 1) c = item->filled - 1;
+            if (c >= item->tokens && k >= item->shift &&
+                bit(&trace, item, k - item->shift, c - item->tokens)) {
+                int64_t part = item->tokens / lengths[item->row];
+                if (out_rows[used - 1] == item->row)
+                    out_counts[used - 1] += part; /* binary parts of one length add up */
+                else
+                    out_rows[used] = item->row, out_counts[used++] = part;
+                c -= item->tokens, k -= item->shift;
+            }
+        }
+        for (size_t a = start, b = used - 1; a < b; a++, b--) { /* rows ascending */
+            int64_t row = out_rows[a], count = out_counts[a];
+            out_rows[a] = out_rows[b], out_counts[a] = out_counts[b];
+            out_rows[b] = row, out_counts[b] = count;
+        }
+        offsets[j + 1] = (int64_t)used;
+    }
+    result = Py_BuildValue("(dNNNN)", corner, as_bytes(anchor_value, (size_t)n * sizeof(double)),
+                           as_bytes(out_rows, used * sizeof(int64_t)),
+                           as_bytes(out_counts, used * sizeof(int64_t)),
+                           as_bytes(offsets, ((size_t)chosen + 1) * sizeof(int64_t)));
+done:
+    free(trace.bits), free(trace.items), free(anchor_value), free(anchor_copies);
+    free(anchor_item), free(candidates), free(out_rows), free(out_counts), free(offsets);
+    PyBuffer_Release(&lengths_view), PyBuffer_Release(&usable_view);
+    PyBuffer_Release(&priced_view), PyBuffer_Release(&skip_view);
+    return result;
+}
+
+/* A binary min-heap of doubles (the k most valuable copies so far). */
+static void sift_down(double *heap, int64_t size, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < size && heap[l] < heap[m]) m = l;
+        if (r < size && heap[r] < heap[m]) m = r;
+        if (m == i) return;
+        double t = heap[i];
+        heap[i] = heap[m], heap[m] = t, i = m;
+    }
+}
+
+static void sift_up(double *heap, int64_t i) {
+    while (i > 0 && heap[(i - 1) / 2] > heap[i]) {
+        double t = heap[i];
+        heap[i] = heap[(i - 1) / 2], heap[(i - 1) / 2] = t, i = (i - 1) / 2;
+    }
+}
+
+static PyObject *dominated(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer copies_view, values_view;
+    long long k;
+    if (!PyArg_ParseTuple(args, "y*y*L", &copies_view, &values_view, &k)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = copies_view.len / 8;
+    uint8_t *skip = NULL;
+    double *heap = NULL;
+    if (check_buffer(&copies_view, n, 8, "copies") || check_buffer(&values_view, n, 8, "values"))
+        goto done;
+    skip = calloc((size_t)n + 1, 1);
+    heap = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(double));
+    if (!skip || !heap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *copies = copies_view.buf;
+    const double *values = values_view.buf;
+    int64_t size = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        double value = values[r];
+        skip[r] = size == k && size > 0 && heap[0] >= value;
+        for (int64_t i = 0; i < copies[r]; i++) {
+            if (size < k) {
+                heap[size] = value;
+                sift_up(heap, size++);
+            } else if (size > 0 && value > heap[0]) {
+                heap[0] = value;
+                sift_down(heap, size, 0);
+            } else {
+                break;
+            }
+        }
+    }
+    result = as_bytes(skip, (size_t)n);
+done:
+    free(skip), free(heap);
+    PyBuffer_Release(&copies_view), PyBuffer_Release(&values_view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
+    {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
+                                    "The `optimal` planner's compiled kernels.", -1, methods};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
