@@ -91,3 +91,52 @@ def test_dominated_equals_the_reference(data):
     depth = data.draw(st.one_of(st.none(), st.integers(1, 8)))
     assert _knapsack._dominated(lengths, copies, values, 60, depth).tolist() == \
         knapsack_reference.dominated(lengths, copies, values, 60, depth).tolist()
+
+
+def per_sequence_best_fit(histogram, max_length, depth):
+    """Best fit decreasing one sequence at a time, the textbook way: packs in opening order."""
+    bins = []  # [free space, lengths]
+    for length in range(max_length, 0, -1):
+        for _ in range(int(histogram[length - 1])):
+            fits = [i for i, (space, items) in enumerate(bins)
+                    if space >= length and len(items) < depth]
+            if not fits:
+                bins.append([max_length, []])
+                fits = [len(bins) - 1]
+            i = min(fits, key=lambda i: (bins[i][0], i))
+            bins[i][0] -= length
+            bins[i][1].append(length)
+    return [tuple(items) for _, items in bins]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_best_fit_decreasing_equals_per_sequence_best_fit_pack_by_pack(data):
+    """The compiled groups, expanded, are the per-sequence packs in their opening order:
+    every sequence in exactly one pack, tokens and depth within the limits."""
+    from tfpack.packing.algorithms import _fit_decreasing
+
+    max_length = data.draw(st.integers(1, 40), label="max_length")
+    histogram = np.array(data.draw(st.lists(st.integers(0, 12), min_size=max_length,
+                                            max_size=max_length)), dtype=np.int64)
+    spike = data.draw(st.integers(0, max_length - 1))
+    histogram[spike] += data.draw(st.integers(0, 60))  # many copies: groups split
+    depth = data.draw(st.one_of(st.none(), st.integers(1, 8)), label="depth")
+    result = _fit_decreasing.fit_decreasing(histogram, max_length, depth, best_fit=True)
+    expanded = [s for s, c in zip(result.strategies, result.counts.tolist()) for _ in range(c)]
+    assert expanded == per_sequence_best_fit(histogram, max_length, depth or max_length)
+    assert all(sum(s) <= max_length and len(s) <= (depth or max_length) for s in expanded)
+    assert np.bincount([x for s in expanded for x in s], minlength=max_length + 1)[1:].tolist() \
+        == histogram.tolist()
+
+
+def test_best_fit_decreasing_counts_in_the_billions():
+    """Counts, not sequences: 3e9 sequences of two lengths plan at once, as the algorithm says."""
+    from tfpack.packing.algorithms import _fit_decreasing
+
+    histogram = np.zeros(10, dtype=np.int64)
+    histogram[[6, 2]] = [3_000_000_001, 4_000_000_000]  # lengths 7 and 3
+    result = _fit_decreasing.fit_decreasing(histogram, 10, None, best_fit=True)
+    # Each 7 opens a pack (space 3), a 3 fills each; 999,999,999 3s left: three a pack.
+    assert result.strategies == [(7, 3), (3, 3, 3)]
+    assert result.counts.tolist() == [3_000_000_001, 333_333_333]

@@ -25,6 +25,13 @@
  *   dominated(copies, values, k) -> bytes of uint8 [n]
  *     Length r is skipped when the k most valuable copies of shorter lengths
  *     (within `copies`) are each worth at least values[r].
+ *
+ *   best_fit_decreasing(histogram, max_length, depth_limit) -> (strategies, counts)
+ *     Best fit decreasing on groups of identical packs: the algorithm, and the
+ *     plans, of tfpack/packing/algorithms/_fit_decreasing.py's module notes.
+ *     histogram: int64 [max_length]; strategies: a list of tuples of lengths
+ *     (longest first), one per group of packs in the opening order of its first
+ *     pack; counts: bytes of int64, the packs of each.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -433,9 +440,249 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------- best fit decreasing */
+
+typedef struct {
+    int64_t key;   /* the index of its first pack among all packs opened */
+    int64_t count; /* identical packs */
+    int64_t space, depth;
+    int64_t node; /* its contents: the last node of a chain (-1: empty) */
+} Group;
+
+typedef struct {
+    int64_t parent, length, copies;
+} Node;
+
+typedef struct {
+    int64_t *ids; /* group ids; in the zone sorted by key, descending (earliest last) */
+    int64_t size, capacity;
+} Bucket;
+
+typedef struct {
+    Group *groups;
+    int64_t n_groups, groups_capacity;
+    Node *nodes;
+    int64_t n_nodes, nodes_capacity;
+    Bucket *buckets; /* by free space, 0..max_length */
+    int64_t *zone;   /* spaces of the zone's non-empty buckets, descending (least last) */
+    int64_t zone_size;
+    int64_t active, depth_limit;
+} Fit;
+
+static int grow(void **array, int64_t *capacity, int64_t need, size_t item) {
+    if (need <= *capacity) return 0;
+    int64_t capacity2 = *capacity ? *capacity : 64;
+    while (capacity2 < need) capacity2 *= 2;
+    void *bigger = realloc(*array, (size_t)capacity2 * item);
+    if (!bigger) return -1;
+    *array = bigger, *capacity = capacity2;
+    return 0;
+}
+
+static int64_t new_node(Fit *fit, int64_t parent, int64_t length, int64_t copies) {
+    if (copies == 0) return parent;
+    if (grow((void **)&fit->nodes, &fit->nodes_capacity, fit->n_nodes + 1, sizeof(Node)) < 0)
+        return -2;
+    fit->nodes[fit->n_nodes] = (Node){parent, length, copies};
+    return fit->n_nodes++;
+}
+
+static int bucket_push(Bucket *bucket, int64_t id) {
+    if (grow((void **)&bucket->ids, &bucket->capacity, bucket->size + 1, sizeof(int64_t)) < 0)
+        return -1;
+    bucket->ids[bucket->size++] = id;
+    return 0;
+}
+
+/* Into its sorted place: keys descending, so the earliest opened is last. */
+static int bucket_insort(Fit *fit, Bucket *bucket, int64_t id) {
+    if (bucket_push(bucket, id) < 0) return -1;
+    int64_t key = fit->groups[id].key, lo = 0, hi = bucket->size - 1;
+    while (lo < hi) { /* the first position whose key is below `key` */
+        int64_t mid = (lo + hi) / 2;
+        if (fit->groups[bucket->ids[mid]].key < key) hi = mid;
+        else lo = mid + 1;
+    }
+    memmove(bucket->ids + lo + 1, bucket->ids + lo,
+            (size_t)(bucket->size - 1 - lo) * sizeof(int64_t));
+    bucket->ids[lo] = id;
+    return 0;
+}
+
+static Fit *sort_fit; /* qsort has no context argument; set around each call */
+static int by_key_descending(const void *a, const void *b) {
+    int64_t x = sort_fit->groups[*(const int64_t *)a].key;
+    int64_t y = sort_fit->groups[*(const int64_t *)b].key;
+    return x > y ? -1 : (x < y);
+}
+
+/* Record group `id` (in its bucket if it can take more): `place` of the Python notes. */
+static int place(Fit *fit, int64_t id) {
+    Group *group = &fit->groups[id];
+    if (group->space <= 0 || group->depth >= fit->depth_limit) return 0;
+    Bucket *bucket = &fit->buckets[group->space];
+    if (group->space < fit->active) return bucket_push(bucket, id); /* sorted later */
+    if (bucket->size == 0) { /* a new non-empty bucket in the zone: keep spaces descending */
+        int64_t space = group->space, lo = 0, hi = fit->zone_size;
+        while (lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (fit->zone[mid] < space) hi = mid;
+            else lo = mid + 1;
+        }
+        memmove(fit->zone + lo + 1, fit->zone + lo, (size_t)(fit->zone_size - lo) * sizeof(int64_t));
+        fit->zone[lo] = space, fit->zone_size++;
+    }
+    return bucket_insort(fit, bucket, id);
+}
+
+static int64_t add_group(Fit *fit, int64_t key, int64_t count, int64_t space, int64_t depth,
+                         int64_t node) {
+    if (grow((void **)&fit->groups, &fit->groups_capacity, fit->n_groups + 1, sizeof(Group)) < 0)
+        return -1;
+    fit->groups[fit->n_groups] = (Group){key, count, space, depth, node};
+    return fit->n_groups++;
+}
+
+static PyObject *best_fit_decreasing(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    long long max_length, depth_limit;
+    if (!PyArg_ParseTuple(args, "y*LL", &view, &max_length, &depth_limit)) return NULL;
+    PyObject *result = NULL, *strategies = NULL;
+    Fit fit = {0};
+    int64_t *order = NULL, *counts = NULL, *chain = NULL;
+    if (max_length < 1 || depth_limit < 1 || check_buffer(&view, (Py_ssize_t)max_length, 8,
+                                                          "histogram"))
+        goto invalid;
+    const int64_t *histogram = view.buf;
+    fit.buckets = calloc((size_t)max_length + 1, sizeof(Bucket));
+    fit.zone = malloc(((size_t)max_length + 1) * sizeof(int64_t));
+    if (!fit.buckets || !fit.zone) goto memory;
+    fit.active = max_length + 1, fit.depth_limit = depth_limit;
+    int64_t opened = 0;
+    for (int64_t length = max_length; length >= 1; length--) {
+        int64_t left = histogram[length - 1];
+        if (left == 0) continue;
+        if (left < 0) {
+            PyErr_SetString(PyExc_ValueError, "histogram counts must be >= 0");
+            goto invalid;
+        }
+        for (int64_t space = fit.active - 1; space >= length; space--) { /* the zone grows */
+            Bucket *bucket = &fit.buckets[space];
+            if (bucket->size) {
+                sort_fit = &fit;
+                qsort(bucket->ids, (size_t)bucket->size, sizeof(int64_t), by_key_descending);
+                fit.zone[fit.zone_size++] = space;
+            }
+        }
+        fit.active = length;
+        while (left && fit.zone_size) {
+            int64_t space = fit.zone[fit.zone_size - 1]; /* the tightest fit */
+            Bucket *bucket = &fit.buckets[space];
+            int64_t id = bucket->ids[--bucket->size]; /* and in it the earliest opened */
+            if (!bucket->size) fit.zone_size--;
+            Group group = fit.groups[id];
+            int64_t k = space / length;
+            if (depth_limit - group.depth < k) k = depth_limit - group.depth;
+            if (group.count * k <= left) { /* every pack takes k: below the zone now */
+                left -= group.count * k;
+                int64_t node = new_node(&fit, group.node, length, k);
+                if (node == -2) goto memory;
+                Group *g = &fit.groups[id];
+                g->space = space - k * length, g->depth = group.depth + k, g->node = node;
+                if (place(&fit, id) < 0) goto memory;
+                continue;
+            }
+            int64_t packs = left / k, rest = left % k; /* split: full / partial / untouched */
+            int64_t numbers[3] = {packs, rest > 0, group.count - packs - (rest > 0)};
+            int64_t taken[3] = {k, rest, 0};
+            int64_t key = group.key, reuse = id;
+            for (int piece = 0; piece < 3; piece++) {
+                if (!numbers[piece]) continue;
+                int64_t node = new_node(&fit, group.node, length, taken[piece]);
+                if (node == -2) goto memory;
+                int64_t space2 = space - taken[piece] * length, depth2 = group.depth + taken[piece];
+                int64_t at = reuse;
+                if (at >= 0) {
+                    fit.groups[at] = (Group){key, numbers[piece], space2, depth2, node};
+                    reuse = -1;
+                } else if ((at = add_group(&fit, key, numbers[piece], space2, depth2, node)) < 0) {
+                    goto memory;
+                }
+                if (place(&fit, at) < 0) goto memory;
+                key += numbers[piece];
+            }
+            left = 0;
+        }
+        if (left) { /* fits nowhere: new packs, each with as many copies as fit */
+            int64_t k = max_length / length < depth_limit ? max_length / length : depth_limit;
+            int64_t numbers[2] = {left / k, left % k > 0}, taken[2] = {k, left % k};
+            for (int piece = 0; piece < 2; piece++) {
+                if (!numbers[piece]) continue;
+                int64_t node = new_node(&fit, -1, length, taken[piece]);
+                if (node == -2) goto memory;
+                int64_t at = add_group(&fit, opened, numbers[piece],
+                                       max_length - taken[piece] * length, taken[piece], node);
+                if (at < 0 || place(&fit, at) < 0) goto memory;
+                opened += numbers[piece];
+            }
+        }
+    }
+    /* Groups in opening order of their first pack; contents from their chains. */
+    order = malloc(((size_t)fit.n_groups + 1) * sizeof(int64_t));
+    counts = malloc(((size_t)fit.n_groups + 1) * sizeof(int64_t));
+    /* A chain has a node per length in its packs: at most min(depth, max_length) nodes. */
+    chain = malloc(((size_t)(depth_limit < max_length ? depth_limit : max_length) + 1) *
+                   sizeof(int64_t));
+    if (!order || !counts || !chain) goto memory;
+    for (int64_t i = 0; i < fit.n_groups; i++) order[i] = i;
+    sort_fit = &fit;
+    qsort(order, (size_t)fit.n_groups, sizeof(int64_t), by_key_descending);
+    strategies = PyList_New((Py_ssize_t)fit.n_groups);
+    if (!strategies) goto done;
+    for (int64_t i = 0; i < fit.n_groups; i++) {
+        const Group *group = &fit.groups[order[fit.n_groups - 1 - i]]; /* keys ascending */
+        counts[i] = group->count;
+        int64_t links = 0, size = 0;
+        for (int64_t node = group->node; node >= 0; node = fit.nodes[node].parent)
+            chain[links++] = node, size += fit.nodes[node].copies;
+        PyObject *strategy = PyTuple_New((Py_ssize_t)size);
+        if (!strategy) goto done;
+        PyList_SET_ITEM(strategies, (Py_ssize_t)i, strategy);
+        Py_ssize_t at = 0;
+        for (int64_t link = links - 1; link >= 0; link--) { /* the first lengths first */
+            const Node *node = &fit.nodes[chain[link]];
+            PyObject *length = PyLong_FromLongLong(node->length);
+            if (!length) goto done;
+            for (int64_t c = 0; c < node->copies; c++) {
+                Py_INCREF(length);
+                PyTuple_SET_ITEM(strategy, at++, length);
+            }
+            Py_DECREF(length);
+        }
+    }
+    result = Py_BuildValue("(ON)", strategies, as_bytes(counts, (size_t)fit.n_groups * 8));
+    goto done;
+memory:
+    PyErr_NoMemory();
+    goto done;
+invalid:
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "best_fit_decreasing: bad input");
+done:
+    Py_XDECREF(strategies);
+    if (fit.buckets)
+        for (int64_t s = 0; s <= max_length; s++) free(fit.buckets[s].ids);
+    free(fit.buckets), free(fit.zone), free(fit.groups), free(fit.nodes);
+    free(order), free(counts), free(chain);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
+    {"best_fit_decreasing", best_fit_decreasing, METH_VARARGS,
+     "Best fit decreasing on groups of packs (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 
