@@ -317,6 +317,34 @@ def test_exact_fill_packs_are_full_and_hold_every_sequence_once(max_length, dept
     assert_full_packs_and_rest(np.array(counts, dtype=np.int64), max_length, depth)
 
 
+@settings(max_examples=80)
+@given(st.sampled_from([8, 16, 64]), st.one_of(st.none(), st.integers(1, 6)), st.data())
+def test_exact_fill_gives_up_only_on_what_would_be_left_anyway(max_length, depth, data):
+    """`most_left=(tokens, lengths)`: the fill gives up (TooMuchLeft) only when its rest
+    holds more tokens or lengths than that, and otherwise returns what it returns without."""
+    histogram = np.array(data.draw(st.lists(st.integers(0, 9), min_size=max_length,
+                                            max_size=max_length)), dtype=np.int64)
+    packs, rest = _exact_fill.fill(histogram, max_length, depth)
+    tokens, lengths = int(rest @ np.arange(1, max_length + 1)), int(np.count_nonzero(rest))
+    most = (data.draw(st.integers(0, tokens + 2)), data.draw(st.integers(0, lengths + 1)))
+    try:
+        again = _exact_fill.fill(histogram, max_length, depth, most_left=most)
+    except _exact_fill.TooMuchLeft:
+        assert tokens > most[0] or lengths > most[1]
+    else:
+        assert again[0] == packs and again[1].tolist() == rest.tolist()
+    if tokens <= most[0] and lengths <= most[1]:  # within: never gives up
+        assert _exact_fill.fill(histogram, max_length, depth, most_left=most)[0] == packs
+
+
+def test_exact_fill_gives_up_as_soon_as_an_opener_is_left():
+    # Packs of 8, depth 2: the 7 finds no 1 (left: 7 tokens), so with at most 6 it stops there.
+    histogram = make_histogram(8, {7: 1, 5: 1, 3: 1})
+    with pytest.raises(_exact_fill.TooMuchLeft):
+        _exact_fill.fill(histogram, 8, 2, most_left=(6, 10))
+    assert _exact_fill.fill(histogram, 8, 2, most_left=(7, 10))[0] == {(5, 3): 1}
+
+
 def lognormal_histogram(sequences, max_length, seed):
     rng = np.random.default_rng(seed)
     lengths = np.minimum(np.exp(rng.normal(6.3, 1.2, sequences)).astype(np.int64) + 1, max_length)

@@ -107,6 +107,9 @@ Notes:
     a heuristic: it leaves ~2% of the tokens on the lognormal and document
     histograms of the benchmarks, but 9-23% on narrower lognormals (sigma
     0.8, or L=4,096), which then cost the LP over all lengths as before.
+    It gives up as soon as the lengths it could not pack pass those limits
+    (`_exact_fill.TooMuchLeft`; spikes L=32,768 depth 16: after 0.03 s
+    instead of its whole 0.4 s share, the same plans where it succeeds).
 
     *Length groups.* With thousands of lengths (the LP's first solve alone
     takes seconds) and a depth limit that binds (more packs for the
@@ -119,27 +122,33 @@ Notes:
     with all lengths. They get ``_GROUPED_SHARE`` (85%) of the budget, so
     the bound's LP ends within it (Zipf at L=2,048, depth 32: 0.3 s of CPU;
     at 60% it was cut, and the bound fell back to the depth bound, 6.6%
-    below). Where the tokens bind, the order is reversed: the plan first,
-    with ``_PLAN_FIRST_SHARE`` (80%) of that time, on ``_BALANCED_ROWS``
-    (768) groups whose widths follow the sequences (`_groups.balanced`: a group's width goes as one
-    over the square root of the sequences per length, which minimizes what
-    rounding up loses; at L=8,192 log-normal depth 3, 0.55% -> 0.25% above
-    the bound in 1 s), then the rounded-down LP only if the plan is more than
-    ``_PROVE_GAP`` (0.1%) above the simple bounds, on the time left: there
-    its bound was never above them on the suite, and it took half the time.
-    A rounded-up histogram whose token bound is not below the best plan is
-    not planned (its time goes to the LP over all lengths); below
-    ``_MANY_LENGTHS`` neither is one more than ``_PROVE_GAP`` above the
-    bound, nor the rounded-down LP run: the LP over all lengths follows
-    within the budget and does better there (L=2,048 log-normal depth 32).
+    below). Where the tokens bind, only the plan runs, on ``_BALANCED_ROWS``
+    (768) groups whose widths follow the sequences (`_groups.balanced`: a
+    group's width goes as one over the square root of the sequences per
+    length, which minimizes what rounding up loses; at L=8,192 log-normal
+    depth 3, 0.55% -> 0.25% above the bound in 1 s): the rounded-down LP's
+    bound was never above the simple ones there on the suite. From
+    ``_MANY_LENGTHS`` lengths it gets ``_TOKENS_GROUPED_SHARE`` (97%) of the
+    time: the LP over all lengths cannot converge in what is left, and the
+    plan gains from it (log-normal L=8,192 depth 3: 124,200 -> 124,162 packs,
+    spikes L=8,192: 2,635 -> 2,634, spikes L=32,768: 14,987 -> 14,973; with
+    80% of 85% and the rounded-down LP after it before). A rounded-up
+    histogram whose token bound is not below the best plan is not planned
+    (its time goes to the LP over all lengths); below ``_MANY_LENGTHS`` neither
+    is one more than ``_PROVE_GAP`` above the bound: the LP over all lengths
+    follows within the budget and does better there (L=2,048 log-normal
+    depth 32).
 
     *Quick bound.* With fewer lengths (``_QUICK_PLAN_ROWS`` to
     ``_GROUPED_LENGTHS``) where the tokens bind and pricing's table is large
     (``_SLOW_TABLE``), the LP over all lengths may take seconds to prove
     anything above the token bound: `_quick` first proves an LP bound on
     ``_QUICK_ROWS`` balanced groups rounded down, then plans on
-    ``_QUICK_PLAN_ROWS`` rounded up (bimodal L=2,048 depth 16: 5.9% -> 0.7%
-    above the bound in 1 s).
+    ``_QUICK_PLAN_ROWS`` rounded up. Since pricing is compiled
+    (``tfpack/packing/_kernels.c``), only on tables above 2**27 cells: below,
+    the LP over all lengths converges within the budget (bimodal L=2,048
+    depth 16, 25.7 million cells: 8,926 packs on an LP bound of 8,925 in
+    0.7 s; through `_quick` 8,948 on 8,884).
 
     *Rounding.* Flooring ``x`` leaves at most (basic columns) x (depth)
     sequences without a slot. Packs are then rounded up, most fractional
@@ -227,10 +236,12 @@ _FFD_LENGTHS = 2048  # first fit decreasing competes up to this many lengths (O(
 _FULL_FIRST_SHARE = 0.4  # of the time limit, for full packs first
 _GROUPED_LENGTHS = 1024  # from this many lengths, length groups (`_grouped`) first
 _GROUPED_SHARE = 0.85  # of the time left, for them
-_PLAN_FIRST_SHARE = 0.8  # of that, for the plan, where the tokens bind (it goes first there)
+# Of the time left, for them where the tokens bind and there are _MANY_LENGTHS or more
+# (the plan alone runs there): 0.85 x 0.8 before (with the rounded-down LP after it).
+_TOKENS_GROUPED_SHARE = 0.97
 _BALANCED_ROWS = 768  # groups of the plan where the tokens bind (its LP goes first there)
 _BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
-_PROVE_GAP = 1e-3  # there, the bound's LP runs only if the plan is further above the bound
+_PROVE_GAP = 1e-3  # below _MANY_LENGTHS, no grouped plan this far above the bound
 _GROUP_ROWS = 512  # lengths (groups) of their LPs at most
 _TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
 _UNIT_ROWS = 1024  # rows in units of tokens (`_in_units`): pricing stays cheap
@@ -309,8 +320,11 @@ def _search(search: _Search, histogram, lengths, demand, max_length, max_sequenc
         if search.within(_slack(search.bound)):
             return
     if len(lengths) >= _GROUPED_LENGTHS:  # plan on length groups: a bound and a plan
-        _grouped(search, histogram, max_length, max_sequences_per_pack,
-                 budget.share(_GROUPED_SHARE))
+        # Where the tokens bind among thousands of lengths, the grouped plan is the
+        # plan (the LP over all lengths cannot converge in the time): nearly all of it.
+        share = _TOKENS_GROUPED_SHARE if len(lengths) >= _MANY_LENGTHS and \
+            tokens_bound >= search.bounds.get("sequences", 0) else _GROUPED_SHARE
+        _grouped(search, histogram, max_length, max_sequences_per_pack, budget.share(share))
         if search.within(_slack(search.bound)):
             return
     if budget.expired() or budget.left() < _LAST_LP_SECONDS and len(lengths) > _LAST_LP_LENGTHS:
@@ -469,14 +483,16 @@ def _full_packs_first(histogram, max_length, max_sequences_per_pack, simple,
                                    {}, max_length, max_sequences_per_pack)
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
         return heuristic  # as `_plan` does
+    tokens = np.arange(1, max_length + 1)
+    most_left = (int(_REST_SHARE * (tokens @ histogram)), _MANY_LENGTHS // 2)
     try:
-        packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack, budget)
-    except _budget.OutOfTime:
+        packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack, budget,
+                                       most_left=most_left)
+    except (_budget.OutOfTime, _exact_fill.TooMuchLeft):
         return None
     lengths = np.flatnonzero(rest) + 1
-    tokens = np.arange(1, max_length + 1)
-    if len(lengths) > _MANY_LENGTHS // 2 or tokens @ rest > _REST_SHARE * (tokens @ histogram):
-        return None
+    if len(lengths) > most_left[1] or tokens @ rest > most_left[0]:
+        return None  # what the greedy leaves at the end (shortest lengths) counts too
     if len(lengths):
         starts = _groups.groups(max_length, ends=0, width=-(-len(lengths) // _REST_ROWS))
         rounded = _groups.rounded(rest, starts, up=True)
@@ -533,17 +549,11 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
             ends = min(_BALANCED_ENDS, plan_rows // 4)
             starts = _groups.balanced(histogram, plan_rows - 2 * ends, ends=ends)
     # Where the depth binds, the bound first: the rest of the search is measured
-    # against it. Where the tokens bind, the plan first: its bound is rarely
-    # above the simple ones there (never on the suite), so it runs only when
-    # the plan is not within `_PROVE_GAP` of them, and only on the time left.
-    order = ((True, _PLAN_FIRST_SHARE), (False, 1.0)) if tokens_bind else \
-        ((False, 0.5), (True, 1.0))
+    # against it. Where the tokens bind, only the plan: the rounded-down LP's
+    # bound was never above the simple ones there (on the suite, branches
+    # planner2-planner3), and the plan gains from its time (module notes).
+    order = ((True, 1.0),) if tokens_bind else ((False, 0.5), (True, 1.0))
     for up, share in order:
-        if not up and tokens_bind and (few_lengths or
-                                       search.packs <= search.bound * (1 + _PROVE_GAP)):
-            # The plan is close enough to the simple bounds: no LP bound needed (or
-            # the LP over all lengths, which follows, proves one at least as good).
-            continue
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
             rounded, length = _in_units(rounded, unit, up=up), max_length // unit
