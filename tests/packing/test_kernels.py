@@ -140,3 +140,27 @@ def test_best_fit_decreasing_counts_in_the_billions():
     # Each 7 opens a pack (space 3), a 3 fills each; 999,999,999 3s left: three a pack.
     assert result.strategies == [(7, 3), (3, 3, 3)]
     assert result.counts.tolist() == [3_000_000_001, 333_333_333]
+
+
+def test_backtracking_stops_when_the_budget_ends():
+    """Backtracking many packs asks the budget too (every 32 packs): 100 lengths ask it
+    3 times forward (after lengths 32, 64, 96), the 4th time after 32 packs."""
+    asked = []
+
+    def ends_on(call):
+        class Ends(_budget.Budget):
+            def expired(self):
+                asked.append(1)
+                return len(asked) >= call
+
+        return Ends(None)
+
+    lengths = np.arange(1, 101)
+    args = (lengths, np.ones(100, dtype=np.int64), lengths / 100.0, 100, 4)
+    whole = _knapsack.price(*args, min_value=0.0, max_patterns=100, exact=True,
+                            budget=ends_on(10 ** 6))
+    assert len(whole.patterns) == 100 and len(asked) == 3 + 3  # packs 32, 64, 96
+    asked.clear()
+    with pytest.raises(_budget.OutOfTime):
+        _knapsack.price(*args, min_value=0.0, max_patterns=100, exact=True, budget=ends_on(4))
+    assert len(asked) == 4

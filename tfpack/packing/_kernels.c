@@ -13,8 +13,8 @@
  *     ascending order, each split into 0/1 items of 1, 2, 4, ... copies; the table
  *     just before a length gives its anchor value (that length the longest in the
  *     pack); columns past `most * length` are filled only when a longer length
- *     reaches them. `expired` (a callable or None) is called every 32 lengths, and
- *     when it returns true the result is None.
+ *     reaches them. `expired` (a callable or None) is called every 32 lengths and
+ *     every 32 packs backtracked, and when it returns true the result is None.
  *     corner: the table's value at (all sequences, all tokens) as a double;
  *     anchor_value: bytes of float64 [n] (-inf where a length is no anchor);
  *     the anchors worth more than `threshold`, best first (ties: shorter first),
@@ -184,6 +184,16 @@ static int by_value(const void *a, const void *b) {
     return x->row < y->row ? -1 : (x->row > y->row); /* ties: the shorter (stable) */
 }
 
+/* 1 when `expired` (a callable, or None: never) says the budget has ended, 0 when
+ * not, -1 with an exception set when it raised. */
+static int budget_ended(PyObject *expired) {
+    if (expired == Py_None) return 0;
+    PyObject *out = PyObject_CallNoArgs(expired);
+    int stop = out ? PyObject_IsTrue(out) : -1;
+    Py_XDECREF(out);
+    return stop;
+}
+
 /* The forward pass: fills `anchor_value`, `anchor_copies`, `anchor_item`; returns the
  * corner value, or NAN when `expired` said so (or -INFINITY with an exception set). */
 #define FORWARD(NAME, T, APPLY)                                                               \
@@ -200,10 +210,8 @@ static int by_value(const void *a, const void *b) {
         int64_t filled = 1;                                                                   \
         for (int64_t r = 0; r < n; r++) {                                                     \
             anchor_value[r] = -INFINITY, anchor_copies[r] = 0, anchor_item[r] = 0;            \
-            if (expired != Py_None && r % 32 == 31) {                                         \
-                PyObject *out = PyObject_CallNoArgs(expired);                                 \
-                int stop = out ? PyObject_IsTrue(out) : -1;                                   \
-                Py_XDECREF(out);                                                              \
+            if (r % 32 == 31) {                                                               \
+                int stop = budget_ended(expired);                                             \
                 if (stop) {                                                                   \
                     free(table);                                                              \
                     return stop < 0 ? -INFINITY : NAN;                                        \
@@ -343,6 +351,16 @@ static PyObject *price(PyObject *self, PyObject *args) {
     size_t used = 0;
     offsets[0] = 0;
     for (Py_ssize_t j = 0; j < chosen; j++) {
+        /* Each pack walks back over the items (up to ~10**5 with 30,000 lengths), so the
+         * budget is asked every 32 packs here too. */
+        if (j % 32 == 31) {
+            int stop = budget_ended(expired);
+            if (stop < 0) goto done;
+            if (stop) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+        }
         int64_t anchor = candidates[j].row, copies = anchor_copies[anchor];
         int64_t k = depth < 0 ? 0 : depth - copies, c = max_length - copies * lengths[anchor];
         size_t start = used;
