@@ -253,7 +253,11 @@ _UNITS_FROM = 16384  # max lengths from which groups are in units (or where the 
 # first solve ran to their end past the budget (L=65,536 log-normal depth 4: started
 # 0.01 s before the end of 1 s, ended at 2.0 s with no better plan; 0.07 s before: 1.7
 # s). With fewer (log-normal L=2,048, 1,995 lengths) it improves the plan in that time.
-_LAST_LP_SECONDS = 0.25
+# Once the other paths were compiled and faster, it started with 0.3-0.7 s left on the
+# nine suite cases above 8,192 lengths and never improved a plan there (it is stopped by
+# the budget now): 1 s, so the default budget never starts it (uniform L=32,768 depth 2:
+# 1.02 -> 0.25 s CPU, windows L=32,768: 1.06 -> 0.43 s, same plans).
+_LAST_LP_SECONDS = 1.0
 _LAST_LP_LENGTHS = 4 * _MANY_LENGTHS
 
 
