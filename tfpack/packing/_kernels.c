@@ -602,7 +602,7 @@ static PyObject *best_fit_decreasing(PyObject *self, PyObject *args) {
             Group group = fit.groups[id];
             int64_t k = space / length;
             if (depth_limit - group.depth < k) k = depth_limit - group.depth;
-            if (group.count * k <= left) { /* every pack takes k: below the zone now */
+            if (group.count <= left / k) { /* every pack takes k (no int64 overflow) */
                 left -= group.count * k;
                 int64_t node = new_node(&fit, group.node, length, k);
                 if (node == -2) goto memory;
