@@ -164,3 +164,44 @@ def test_backtracking_stops_when_the_budget_ends():
     with pytest.raises(_budget.OutOfTime):
         _knapsack.price(*args, min_value=0.0, max_patterns=100, exact=True, budget=ends_on(4))
     assert len(asked) == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_real_packs_equal_the_reference(data):
+    """The real lengths in the slots of a plan for the rounded-up histogram: the same
+    packs, in the same order, as the Python loops; spare slots dropped; every sequence
+    in exactly one slot (counts up to 10**11: runs change inside groups of packs)."""
+    import groups_reference
+    from tfpack.packing.algorithms import _fit_decreasing, _groups
+
+    max_length = data.draw(st.integers(1, 40), label="max_length")
+    histogram = np.array(data.draw(st.lists(st.integers(0, 5), min_size=max_length,
+                                            max_size=max_length)), dtype=np.int64)
+    histogram[data.draw(st.integers(0, max_length - 1))] += data.draw(
+        st.sampled_from([0, 7, 10 ** 4, 10 ** 11]))
+    if not histogram.any():
+        histogram[-1] = 1
+    starts = np.unique(np.array([1] + data.draw(st.lists(st.integers(1, max_length),
+                                                         max_size=max_length)), dtype=np.int64))
+    depth = data.draw(st.one_of(st.none(), st.integers(1, 6)))
+    up = _groups.rounded(histogram, starts, up=True)
+    plan = _fit_decreasing.fit_decreasing(up, max_length, depth,
+                                          best_fit=data.draw(st.booleans()))
+    counts = plan.counts.copy()
+    counts[0] += data.draw(st.integers(0, 3))  # spare slots
+    got = _groups.real_packs(plan.strategies, counts, histogram, starts)
+    want = groups_reference.real_packs(plan.strategies, counts, histogram, starts)
+    assert list(got.items()) == list(want.items())
+    slots = np.zeros(max_length + 1, dtype=np.int64)
+    for pack, number in got.items():
+        assert sum(pack) <= max_length and len(pack) <= (depth or max_length)
+        np.add.at(slots, list(pack), number)
+    assert slots[1:].tolist() == histogram.tolist()
+
+
+def test_real_packs_refuse_a_plan_that_misses_sequences():
+    from tfpack.packing.algorithms import _groups
+
+    with pytest.raises(AssertionError, match="misses sequences"):
+        _groups.real_packs([(6,)], np.array([1]), np.array([0, 2, 0, 1, 1, 1]), np.array([1, 3]))

@@ -32,6 +32,14 @@
  *     histogram: int64 [max_length]; strategies: a list of tuples of lengths
  *     (longest first), one per group of packs in the opening order of its first
  *     pack; counts: bytes of int64, the packs of each.
+ *
+ *   real_packs(strategies, counts, histogram, starts) -> dict
+ *     The real lengths of `histogram` (int64 [max_length]) in the slots of a plan
+ *     for its histogram rounded up within the groups that begin at `starts`
+ *     (int64, ascending, starts[0] == 1): strategies, a list of tuples of
+ *     lengths (each a group's longest), counts int64. The algorithm, and the
+ *     packs, of tfpack/packing/algorithms/_groups.py's `real_packs` notes: packs
+ *     (tuples, longest first) -> how many, in order of first appearance.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -696,9 +704,203 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------- real packs */
+
+/* The first index in sorted `values[0:n]` whose value is > `x` (bisect_right). */
+static int64_t after(const int64_t *values, int64_t n, int64_t x) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (values[mid] <= x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static int descending(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : (x < y);
+}
+
+static int ascending(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : (x > y);
+}
+
+static PyObject *real_packs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *strategies, *packs = NULL, *result = NULL;
+    Py_buffer counts_view, histogram_view, starts_view;
+    if (!PyArg_ParseTuple(args, "O!y*y*y*", &PyList_Type, &strategies, &counts_view,
+                          &histogram_view, &starts_view))
+        return NULL;
+    Py_ssize_t n_strategies = PyList_GET_SIZE(strategies);
+    int64_t max_length = histogram_view.len / 8, groups = starts_view.len / 8;
+    const int64_t *counts = counts_view.buf, *histogram = histogram_view.buf;
+    const int64_t *starts = starts_view.buf;
+    int64_t *group_of = NULL, *run_start = NULL, *run_length = NULL, *cum = NULL, *position = NULL;
+    int64_t *run = NULL, *slot_group = NULL, *slot_count = NULL, *slot_of = NULL, *cuts = NULL;
+    int64_t *pack = NULL;
+    int64_t cuts_capacity = 0;
+    if (check_buffer(&counts_view, n_strategies, 8, "counts")) goto done;
+    if (groups < 1 || starts[0] != 1 || max_length < 1) {
+        PyErr_SetString(PyExc_ValueError, "real_packs needs starts[0] == 1 and a histogram");
+        goto done;
+    }
+    for (int64_t g = 1; g < groups; g++)
+        if (starts[g] <= starts[g - 1] || starts[g] > max_length) {
+            PyErr_SetString(PyExc_ValueError, "starts must ascend within 1..max_length");
+            goto done;
+        }
+    group_of = malloc((size_t)max_length * sizeof(int64_t));
+    run_start = malloc(((size_t)groups + 1) * sizeof(int64_t));
+    run_length = malloc(((size_t)max_length + (size_t)groups) * sizeof(int64_t));
+    cum = malloc(((size_t)max_length + 1) * sizeof(int64_t));
+    position = calloc((size_t)groups, sizeof(int64_t));
+    run = calloc((size_t)groups, sizeof(int64_t));
+    slot_group = malloc((size_t)max_length * sizeof(int64_t));
+    slot_count = malloc((size_t)max_length * sizeof(int64_t));
+    slot_of = malloc((size_t)groups * sizeof(int64_t));
+    pack = malloc((size_t)max_length * sizeof(int64_t));
+    if (!group_of || !run_start || !run_length || !cum || !position || !run || !slot_group ||
+        !slot_count || !slot_of || !pack)
+        goto memory;
+    /* Each group's stream: its lengths longest first (a run each, `cum` where each ends),
+     * then 0s (slots nobody needs): group g's runs are [run_start[g], run_start[g + 1]),
+     * and run_length holds one more entry a group, its 0. */
+    int64_t runs = 0;
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t first = starts[g], last = g + 1 < groups ? starts[g + 1] - 1 : max_length;
+        run_start[g] = runs;
+        int64_t total = 0;
+        for (int64_t length = last; length >= first; length--) {
+            group_of[length - 1] = g;
+            if (histogram[length - 1] > 0) {
+                total += histogram[length - 1];
+                run_length[runs + g] = length, cum[runs++] = total;
+            }
+        }
+        run_length[runs + g] = 0;
+        slot_of[g] = -1;
+    }
+    run_start[groups] = runs;
+    packs = PyDict_New();
+    if (!packs) goto done;
+    for (Py_ssize_t j = 0; j < n_strategies; j++) {
+        PyObject *strategy = PyList_GET_ITEM(strategies, j);
+        if (!PyTuple_Check(strategy)) {
+            PyErr_SetString(PyExc_TypeError, "strategies must be tuples");
+            goto done;
+        }
+        int64_t count = counts[j], n_slots = 0, size = PyTuple_GET_SIZE(strategy);
+        if (size > max_length) {
+            PyErr_SetString(PyExc_ValueError, "a strategy holds more slots than max_length");
+            goto done;
+        }
+        for (int64_t i = 0; i < size; i++) { /* slots by group, in order of appearance */
+            long long length = PyLong_AsLongLong(PyTuple_GET_ITEM(strategy, i));
+            if (length == -1 && PyErr_Occurred()) goto done;
+            if (length < 1 || length > max_length) {
+                PyErr_SetString(PyExc_ValueError, "a strategy length is outside 1..max_length");
+                goto done;
+            }
+            int64_t g = group_of[length - 1];
+            if (slot_of[g] < 0) slot_of[g] = n_slots, slot_group[n_slots] = g,
+                                slot_count[n_slots++] = 0;
+            slot_count[slot_of[g]]++;
+        }
+        for (int64_t k = 0; k < n_slots; k++) slot_of[slot_group[k]] = -1;
+        /* Cuts: where some stream changes run inside this strategy's part of it. */
+        int64_t n_cuts = 0;
+        if (grow((void **)&cuts, &cuts_capacity, 2, sizeof(int64_t)) < 0) goto memory;
+        cuts[n_cuts++] = 0, cuts[n_cuts++] = count;
+        for (int64_t k = 0; k < n_slots; k++) {
+            int64_t g = slot_group[k], m = slot_count[k], begin = position[g], end;
+            if (__builtin_mul_overflow(count, m, &end) || __builtin_add_overflow(end, begin, &end)) {
+                PyErr_SetString(PyExc_OverflowError, "slots past int64");
+                goto done;
+            }
+            const int64_t *c = cum + run_start[g];
+            int64_t n_runs = run_start[g + 1] - run_start[g];
+            for (int64_t r = after(c, n_runs, begin); r < n_runs && c[r] < end; r++) {
+                if (grow((void **)&cuts, &cuts_capacity, n_cuts + 2, sizeof(int64_t)) < 0)
+                    goto memory;
+                int64_t q = (c[r] - begin) / m;
+                cuts[n_cuts++] = q, cuts[n_cuts++] = q + 1;
+            }
+        }
+        qsort(cuts, (size_t)n_cuts, sizeof(int64_t), ascending);
+        int64_t kept = 0;
+        for (int64_t i = 0; i < n_cuts; i++)
+            if (cuts[i] <= count && (kept == 0 || cuts[i] != cuts[kept - 1])) cuts[kept++] = cuts[i];
+        for (int64_t i = 0; i + 1 < kept; i++) {
+            int64_t a = cuts[i], b = cuts[i + 1], size2 = 0;
+            for (int64_t k = 0; k < n_slots; k++) {
+                int64_t g = slot_group[k], m = slot_count[k], at = position[g] + a * m;
+                const int64_t *c = cum + run_start[g], *lengths = run_length + run_start[g] + g;
+                int64_t n_runs = run_start[g + 1] - run_start[g], first = run[g];
+                while (first < n_runs && c[first] <= at) first++; /* `at` only grows */
+                run[g] = first;
+                if (m == 1 || first == n_runs || c[first] > at + m - 1) {
+                    for (int64_t x = 0; x < m; x++) pack[size2++] = lengths[first];
+                } else {
+                    for (int64_t x = 0; x < m; x++) pack[size2++] = lengths[after(c, n_runs, at + x)];
+                }
+            }
+            qsort(pack, (size_t)size2, sizeof(int64_t), descending);
+            while (size2 && !pack[size2 - 1]) size2--; /* slots nobody needs */
+            if (!size2) continue;
+            PyObject *key = PyTuple_New((Py_ssize_t)size2);
+            if (!key) goto done;
+            for (int64_t x = 0; x < size2; x++) {
+                PyObject *length = PyLong_FromLongLong(pack[x]);
+                if (!length) {
+                    Py_DECREF(key);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(key, (Py_ssize_t)x, length);
+            }
+            PyObject *old = PyDict_GetItemWithError(packs, key);
+            long long before = 0;
+            if (old) before = PyLong_AsLongLong(old);
+            if ((old == NULL && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
+                Py_DECREF(key);
+                goto done;
+            }
+            PyObject *value = PyLong_FromLongLong(before + (b - a));
+            int failed = !value || PyDict_SetItem(packs, key, value) < 0;
+            Py_XDECREF(value);
+            Py_DECREF(key);
+            if (failed) goto done;
+        }
+        for (int64_t k = 0; k < n_slots; k++) position[slot_group[k]] += count * slot_count[k];
+    }
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t need = run_start[g + 1] > run_start[g] ? cum[run_start[g + 1] - 1] : 0;
+        if (position[g] < need) {
+            PyErr_SetString(PyExc_AssertionError,
+                            "a plan for the rounded-up histogram misses sequences");
+            goto done;
+        }
+    }
+    result = Py_NewRef(packs);
+    goto done;
+memory:
+    PyErr_NoMemory();
+done:
+    Py_XDECREF(packs);
+    free(group_of), free(run_start), free(run_length), free(cum), free(position), free(run);
+    free(slot_group), free(slot_count), free(slot_of), free(cuts), free(pack);
+    PyBuffer_Release(&counts_view), PyBuffer_Release(&histogram_view);
+    PyBuffer_Release(&starts_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
+    {"real_packs", real_packs, METH_VARARGS,
+     "Real lengths in the slots of a plan on groups rounded up (see the source)."},
     {"best_fit_decreasing", best_fit_decreasing, METH_VARARGS,
      "Best fit decreasing on groups of packs (see the source)."},
     {NULL, NULL, 0, NULL},

@@ -1,8 +1,9 @@
 """The planner's compiled kernels (`tfpack/packing/_kernels.c`), or one clear error when not built.
 
-`tfpack.packing.algorithms._knapsack` (pricing, dominated lengths) and
-`tfpack.packing.algorithms._fit_decreasing` (best fit decreasing) call it;
-nothing else imports ``_kernels`` directly.
+`tfpack.packing.algorithms._knapsack` (pricing, dominated lengths),
+`tfpack.packing.algorithms._fit_decreasing` (best fit decreasing) and
+`tfpack.packing.algorithms._groups` (`real_packs`) call it; nothing else
+imports ``_kernels`` directly.
 """
 
 from tfpack.errors import TfpackError
