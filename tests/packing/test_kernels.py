@@ -14,9 +14,9 @@ def same_pricing(lengths, bounds, values, max_length, depth, *, min_value, max_p
     """`_knapsack.price` (compiled) equals the numpy reference bit for bit."""
     got = _knapsack.price(lengths, bounds, values, max_length, depth, min_value=min_value,
                           max_patterns=max_patterns, exact=exact)
-    best, patterns, worth = knapsack_reference.price(
-        lengths, bounds, values, max_length, depth, min_value=min_value,
-        max_patterns=max_patterns, exact=exact)
+    want = knapsack_reference.price(lengths, bounds, values, max_length, depth,
+                                    min_value=min_value, max_patterns=max_patterns, exact=exact)
+    best, patterns, worth = want.best_value, want.patterns, want.pattern_values
     assert got.best_value == best
     assert [(r.tolist(), c.tolist()) for r, c in got.patterns] == \
         [(r.tolist(), c.tolist()) for r, c in patterns]
@@ -25,7 +25,7 @@ def same_pricing(lengths, bounds, values, max_length, depth, *, min_value, max_p
 
 
 def test_pricing_by_hand():
-    """The module example of `_knapsack`: best .95 by [5, 3]; anchors 3 -> [3, 3, 2], 2 -> [2, 2]."""
+    """`_knapsack`'s module example: best .95 by [5, 3]; anchors 3 -> [3, 3, 2], 2 -> [2, 2]."""
     lengths, bounds = np.array([2, 3, 5]), np.array([2, 2, 1])
     got = same_pricing(lengths, bounds, np.array([.2, .35, .6]), 8, 3, min_value=0.0,
                        max_patterns=3, exact=True)
@@ -205,3 +205,18 @@ def test_real_packs_refuse_a_plan_that_misses_sequences():
 
     with pytest.raises(AssertionError, match="misses sequences"):
         _groups.real_packs([(6,)], np.array([1]), np.array([0, 2, 0, 1, 1, 1]), np.array([1, 3]))
+
+
+@pytest.mark.parametrize("max_length, depth", [(4096, 8), (4096, None), (1000, 3)])
+def test_best_fit_decreasing_equals_the_python_groups_on_wide_histograms(max_length, depth):
+    """Thousands of lengths and counts in the millions: the same groups, in the same
+    order, as the Python loop the kernel replaced."""
+    import fit_reference
+    from tfpack.packing.algorithms import _fit_decreasing
+
+    rng = np.random.default_rng(max_length + (depth or 0))
+    histogram = rng.multinomial(2_000_000, rng.dirichlet(np.full(max_length, 0.3)))
+    got = _fit_decreasing.fit_decreasing(histogram, max_length, depth, best_fit=True)
+    want = fit_reference.best_fit_decreasing(histogram, max_length, depth or max_length)
+    assert got.strategies == want.strategies
+    assert got.counts.tolist() == want.counts.tolist()

@@ -26,9 +26,10 @@ once, when the zone reaches it, and the zone's non-empty buckets stay a stack
 (smallest last). That loop runs compiled (`tfpack.packing.compiled`,
 ``tfpack/packing/_kernels.c``; a pack's contents a chain of (length, copies)
 links shared by the pieces of a split, made tuples at the end): the same
-plans as the Python loop it replaced on the 30 generated cases of
-benchmarks/planners_suite.py, 5-10x less CPU (every length of L=65,536:
-0.05-0.08 s instead of 0.29-0.49 s). A group's opening order is the
+plans as the Python loop it replaced (tests/packing/fit_reference.py) on
+the 30 generated cases of benchmarks/planners_suite.py, 6-11x less CPU
+(benchmarks/results/planner_kernels.md; every length of L=65,536: 0.07 s
+instead of 0.43-0.57 s). A group's opening order is the
 index of its first pack among all packs opened: a split group's pieces start
 at its first, first + full packs, and so on.
 """

@@ -121,8 +121,9 @@ def real_packs(strategies: list[tuple[int, ...]], counts: np.ndarray, histogram:
     they are identical between the places where some stream changes run, and
     each stretch of identical packs is one entry. Compiled
     (``tfpack/packing/_kernels.c``): the packs of the Python loops it replaced,
-    in the same order (tests/packing/test_kernels.py), 5-10x less CPU (0.1-0.23 s
-    on the suite's L=65,536 plans in Python).
+    in the same order (tests/packing/groups_reference.py), 4-12x less CPU
+    (benchmarks/results/planner_kernels.md; L=65,536: 0.05-0.06 s, 0.23 s in
+    Python).
 
     Raises:
         AssertionError: the plan has fewer slots of a group than its sequences.

@@ -47,8 +47,9 @@ that adds, compares, keeps the larger and records the bit, SSE2 on 8 cells at
 a time), and so does `_dominated`'s heap; this module prepares their inputs
 (copies, values rounded up, the candidates' threshold) and checks the packs'
 values in float64. The kernel makes the same sums and comparisons as the numpy
-steps it replaced (tests/packing/knapsack_reference.py, equal bit for bit):
-3-15x faster a call at L=2,048 depth 16 (0.5-1.7 ms instead of 3.6-58 ms).
+steps it replaced (tests/packing/knapsack_reference.py, equal bit for bit),
+3.5-8x faster on the calls of the suite's plans
+(benchmarks/results/planner_kernels.md).
 """
 
 from __future__ import annotations
