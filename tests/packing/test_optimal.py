@@ -253,6 +253,31 @@ def test_master_lp_backends_agree(incremental, ipm_rows, monkeypatch):
     np.testing.assert_allclose(x, [0.5, 0.0, 2.0])
 
 
+def test_highs_time_limit_counts_from_its_run_clock_now():
+    """HiGHS's `time_limit` is read against a run clock that adds up over every solve of
+    one object: a budget's time left is added to that clock, not set alone (a master
+    that had run 0.6 s in all stopped at once with 0.57 s left)."""
+    from tfpack.packing.algorithms import _budget
+
+    rng = np.random.default_rng(0)
+    demand = rng.integers(1, 50, 100).astype(np.float64)
+    master = _lp.Master(demand)
+    if not master.incremental:
+        pytest.skip("no HiGHS object in this SciPy")
+    for _ in range(2):  # columns of up to three rows: some run time accumulates
+        rows = [np.unique(rng.integers(0, 100, 3)) for _ in range(100)]
+        master.add([(r, np.ones(len(r), dtype=np.int64)) for r in rows]
+                   + [(np.array([r]), np.array([1])) for r in range(100)])
+        master.solve()
+    before = master._highs.getRunTime()
+    assert before > 0.0
+    master.add([(np.array([0, 1]), np.array([1, 1]))])
+    master.solve(_budget.Budget(0.5, clock=lambda: 0.0))  # a frozen clock: 0.5 s, wall too
+    limit = master._highs.getOptionValue("time_limit")
+    limit = limit[1] if isinstance(limit, tuple) else limit  # (status, value) in highspy
+    assert limit == pytest.approx(before + 0.5, abs=1e-9)
+
+
 def test_without_the_highs_object_linprog_gives_the_same_plan(monkeypatch):
     rng = np.random.default_rng(3)
     histogram = rng.integers(0, 40, size=96)
