@@ -86,10 +86,14 @@ def test_fractional_lp_bound_beats_the_token_bound():
 
 
 def test_depth_limit_is_respected_and_bound_is_tight():
-    # Lengths 2, 2, 2, 3, 5, 6, 6 in packs of 8, at most 2 per pack.
+    # Lengths 2, 2, 2, 3, 5, 6, 6 in packs of 8, at most 3 per pack (the LP's plan), and
+    # at most 2 (the pairing greedy's: the longest with the shortest that fits).
     histogram = make_histogram(8, {2: 3, 3: 1, 5: 1, 6: 2})
-    result = optimal.pack(histogram, 8, 2, seed=0)
+    result = optimal.pack(histogram, 8, 3, seed=0)
     assert as_counter(result) == {(6, 2): 2, (5, 3): 1, (2,): 1}
+    assert result.lower_bound_packs == 4
+    result = optimal.pack(histogram, 8, 2, seed=0)
+    assert as_counter(result) == {(6, 2): 2, (5, 2): 1, (3,): 1}
     assert result.lower_bound_packs == 4
 
 
@@ -144,6 +148,28 @@ def test_bound_never_exceeds_the_true_optimum(instance):
     assert_valid(result, histogram, max_length, max_sequences_per_pack)
     best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
     assert result.lower_bound_packs <= best <= result.counts.sum()
+
+
+@settings(max_examples=150)
+@given(tiny_instances())
+def test_two_a_pack_is_planned_exactly(instance):
+    """Depth 2 is a matching: the greedy's plan (`_pairs`) has the fewest packs there
+    are (brute force), every sequence in one slot, and is its own bound ("pairs")."""
+    histogram, max_length, _ = instance
+    result = optimal.pack(histogram, max_length, 2, seed=0)
+    assert_valid(result, histogram, max_length, 2)
+    best = brute_force_packs(histogram, max_length, 2)
+    assert result.counts.sum() == best == result.lower_bound_packs
+    assert result.lower_bound_kind in ("tokens", "sequences", "long", "pairs")
+
+
+def test_two_a_pack_by_hand_where_the_simple_bounds_are_far():
+    # Four 80s and eight 25s in packs of 100, two a pack: no 80 takes a 25, so 4 + 4
+    # packs, while tokens (520 / 100), sequences (12 / 2) and the long bound all say 6.
+    histogram = make_histogram(100, {80: 4, 25: 8})
+    result = optimal.pack(histogram, 100, 2, seed=0)
+    assert as_counter(result) == {(80,): 4, (25, 25): 4}
+    assert (result.lower_bound_packs, result.lower_bound_kind) == (8, "pairs")
 
 
 @st.composite

@@ -30,6 +30,7 @@ MODULES = [
     "tfpack.packing.algorithms._groups",
     "tfpack.packing.algorithms._rounding",
     "tfpack.packing.algorithms.optimal",
+    "tfpack.packing.algorithms._pairs",
 ]
 
 

@@ -16,9 +16,10 @@ Definitions (``L`` = max length, ``n`` = sequences, ``T`` = their real tokens,
   when it gives one and `simple_lower_bound`.
 - ``lower_bound_kind``: what proves it: ``"tokens"`` (``ceil(T / L)``),
   ``"sequences"`` (``ceil(n / K)``), ``"long"`` (sequences longer than
-  ``L / 2``, one a pack, and what cannot share their packs) or ``"lp"`` (an
-  LP relaxation: ``optimal``'s column generation, possibly on lengths rounded
-  down).
+  ``L / 2``, one a pack, and what cannot share their packs), ``"pairs"`` (at
+  most two sequences a pack: the optimum itself, which a greedy finds) or
+  ``"lp"`` (an LP relaxation: ``optimal``'s column generation, possibly on
+  lengths rounded down).
 
 Example:
 
