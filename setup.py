@@ -24,7 +24,11 @@ setuptools.setup(
     # tf.train.Example serialization and TFRecord framing in C (the packer's
     # serialization was about its whole time budget in numpy); plain C API,
     # no numpy headers, so it builds with only a C compiler and Python's headers.
+    # The `optimal` planner's pricing knapsack and best fit decreasing in C too
+    # (tfpack/packing/_kernels.c: their Python loops were most of its 1 s budget).
     ext_modules=[setuptools.Extension("tfpack.formats._wire", ["tfpack/formats/_wire.c"],
+                                      extra_compile_args=["-O3", "-std=c99"]),
+                 setuptools.Extension("tfpack.packing._kernels", ["tfpack/packing/_kernels.c"],
                                       extra_compile_args=["-O3", "-std=c99"])],
     package_data={"tfpack.datasets": ["data/*.txt", "vocab/*.txt"]},
     install_requires=[

@@ -171,8 +171,8 @@ def test_balanced_groups_are_valid_starts(counts, rows, ends):
 
 @pytest.mark.parametrize("tokens_bind", [True, False])
 def test_the_grouped_plan_goes_first_where_the_tokens_bind(tokens_bind, monkeypatch):
-    """Tokens bind: the plan on balanced groups first, the rounded-down LP only if the
-    plan is not within `_PROVE_GAP` of the simple bounds. Depth binds: the bound first."""
+    """Tokens bind: the plan on balanced groups, and no LP on the rounded-down histogram
+    (its bound never rose above the simple ones there). Depth binds: the bound first."""
     monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
     monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)  # not "few lengths": both may run
     max_length = 512
@@ -195,8 +195,10 @@ def test_the_grouped_plan_goes_first_where_the_tokens_bind(tokens_bind, monkeypa
     assert (bounds["tokens"] >= bounds["sequences"]) == tokens_bind
     assert calls[0] is tokens_bind  # dives: the plan on the rounded-up histogram
     assert bool(balanced) == tokens_bind
-    if tokens_bind and result.counts.sum() <= max(bounds.values()) * (1 + optimal._PROVE_GAP):
-        assert False not in calls[:2]  # no LP on the rounded-down histogram
+    if tokens_bind:
+        assert False not in calls  # no LP on the rounded-down histogram
+    else:
+        assert calls[:2] == [False, True]  # the bound's LP, then the plan's
 
 
 def test_quick_bound_on_balanced_groups_sees_what_tokens_miss():
@@ -242,11 +244,11 @@ def test_quick_bounds_never_exceed_the_true_optimum(instance):
 def test_grouped_paths_bound_and_plan_tiny_histograms_correctly(instance, time_limit):
     """Length groups on every histogram (balanced where the tokens bind), with or without
     a time limit: plans valid and never behind best fit, bounds never above the optimum.
-    The search goes on even at its bound, and both LPs run (the path, not the shortcut)."""
+    The search goes on even at its bound, and the grouped LPs run (the path, not the
+    shortcut)."""
     histogram, max_length, max_sequences_per_pack = instance
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(optimal._Search, "done", lambda self: False)
-        patch.setattr(optimal, "_PROVE_GAP", -1.0)
         patch.setattr(optimal, "_GROUPED_LENGTHS", 1)
         patch.setattr(optimal, "_MANY_LENGTHS", 2)
         patch.setattr(optimal, "_GROUP_ROWS", 4)
@@ -258,3 +260,35 @@ def test_grouped_paths_bound_and_plan_tiny_histograms_correctly(instance, time_l
     assert result.lower_bound_packs <= best <= result.counts.sum()
     bfd = base.get("bfd")(histogram, max_length, max_sequences_per_pack, seed=0)
     assert result.counts.sum() <= bfd.counts.sum()
+
+
+def test_where_the_tokens_bind_groups_are_split_while_time_is_left(monkeypatch):
+    """`_refine`: after the plan on balanced groups, plans on twice the groups (balanced
+    again) while the plan is not within `_slack` of the bound and time is left; each is a
+    candidate, so the plan only improves, and it stops below one group a length."""
+    monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
+    monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)
+    monkeypatch.setattr(optimal, "_BALANCED_ROWS", 16)
+    monkeypatch.setattr(optimal, "_BALANCED_ENDS", 2)
+    monkeypatch.setattr(optimal, "_REFINE_LEFT", 0.0)
+    monkeypatch.setattr(optimal, "_LP_GAP", 0.0)  # "within" only at the bound itself
+    monkeypatch.setattr(optimal, "_ROUNDING_PACKS", 0)
+    rng = np.random.default_rng(4)
+    histogram = np.bincount(rng.integers(60, 400, 3000) - 1, minlength=512)
+    rows, made, offered = [], [], []
+    balanced, offer = _groups.balanced, optimal._Search.offer
+
+    def spy(h, r, *a, **k):
+        rows.append(r)
+        made.append(len(balanced(h, r, *a, **k)))
+        return balanced(h, r, *a, **k)
+
+    monkeypatch.setattr(_groups, "balanced", spy)
+    monkeypatch.setattr(optimal._Search, "offer", lambda self, packs, **k: (
+        offered.append(sum(packs.values()) if packs else None), offer(self, packs, **k))[1])
+    result = optimal.pack(histogram, 512, 8, seed=0, time_limit=None)
+    assert_valid(result, histogram, 512, 8)
+    assert rows[0] == 60  # 64 groups at least (2 exact ends a side), then twice as many
+    assert all(r == 2 * m - 4 for r, m in zip(rows[1:], made))
+    assert len(rows) >= 3 and 2 * made[-1] >= np.count_nonzero(histogram) > 2 * made[-2]
+    assert result.counts.sum() == min(p for p in offered if p is not None)

@@ -86,10 +86,14 @@ def test_fractional_lp_bound_beats_the_token_bound():
 
 
 def test_depth_limit_is_respected_and_bound_is_tight():
-    # Lengths 2, 2, 2, 3, 5, 6, 6 in packs of 8, at most 2 per pack.
+    # Lengths 2, 2, 2, 3, 5, 6, 6 in packs of 8, at most 3 per pack (the LP's plan), and
+    # at most 2 (the pairing greedy's: the longest with the shortest that fits).
     histogram = make_histogram(8, {2: 3, 3: 1, 5: 1, 6: 2})
-    result = optimal.pack(histogram, 8, 2, seed=0)
+    result = optimal.pack(histogram, 8, 3, seed=0)
     assert as_counter(result) == {(6, 2): 2, (5, 3): 1, (2,): 1}
+    assert result.lower_bound_packs == 4
+    result = optimal.pack(histogram, 8, 2, seed=0)
+    assert as_counter(result) == {(6, 2): 2, (5, 2): 1, (3,): 1}
     assert result.lower_bound_packs == 4
 
 
@@ -144,6 +148,28 @@ def test_bound_never_exceeds_the_true_optimum(instance):
     assert_valid(result, histogram, max_length, max_sequences_per_pack)
     best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
     assert result.lower_bound_packs <= best <= result.counts.sum()
+
+
+@settings(max_examples=150)
+@given(tiny_instances())
+def test_two_a_pack_is_planned_exactly(instance):
+    """Depth 2 is a matching: the greedy's plan (`_pairs`) has the fewest packs there
+    are (brute force), every sequence in one slot, and is its own bound ("pairs")."""
+    histogram, max_length, _ = instance
+    result = optimal.pack(histogram, max_length, 2, seed=0)
+    assert_valid(result, histogram, max_length, 2)
+    best = brute_force_packs(histogram, max_length, 2)
+    assert result.counts.sum() == best == result.lower_bound_packs
+    assert result.lower_bound_kind in ("tokens", "sequences", "long", "pairs")
+
+
+def test_two_a_pack_by_hand_where_the_simple_bounds_are_far():
+    # Four 80s and eight 25s in packs of 100, two a pack: no 80 takes a 25, so 4 + 4
+    # packs, while tokens (520 / 100), sequences (12 / 2) and the long bound all say 6.
+    histogram = make_histogram(100, {80: 4, 25: 8})
+    result = optimal.pack(histogram, 100, 2, seed=0)
+    assert as_counter(result) == {(80,): 4, (25, 25): 4}
+    assert (result.lower_bound_packs, result.lower_bound_kind) == (8, "pairs")
 
 
 @st.composite
@@ -253,6 +279,31 @@ def test_master_lp_backends_agree(incremental, ipm_rows, monkeypatch):
     np.testing.assert_allclose(x, [0.5, 0.0, 2.0])
 
 
+def test_highs_time_limit_counts_from_its_run_clock_now():
+    """HiGHS's `time_limit` is read against a run clock that adds up over every solve of
+    one object: a budget's time left is added to that clock, not set alone (a master
+    that had run 0.6 s in all stopped at once with 0.57 s left)."""
+    from tfpack.packing.algorithms import _budget
+
+    rng = np.random.default_rng(0)
+    demand = rng.integers(1, 50, 100).astype(np.float64)
+    master = _lp.Master(demand)
+    if not master.incremental:
+        pytest.skip("no HiGHS object in this SciPy")
+    for _ in range(2):  # columns of up to three rows: some run time accumulates
+        rows = [np.unique(rng.integers(0, 100, 3)) for _ in range(100)]
+        master.add([(r, np.ones(len(r), dtype=np.int64)) for r in rows]
+                   + [(np.array([r]), np.array([1])) for r in range(100)])
+        master.solve()
+    before = master._highs.getRunTime()
+    assert before > 0.0
+    master.add([(np.array([0, 1]), np.array([1, 1]))])
+    master.solve(_budget.Budget(0.5, clock=lambda: 0.0))  # a frozen clock: 0.5 s, wall too
+    limit = master._highs.getOptionValue("time_limit")
+    limit = limit[1] if isinstance(limit, tuple) else limit  # (status, value) in highspy
+    assert limit == pytest.approx(before + 0.5, abs=1e-9)
+
+
 def test_without_the_highs_object_linprog_gives_the_same_plan(monkeypatch):
     rng = np.random.default_rng(3)
     histogram = rng.integers(0, 40, size=96)
@@ -315,6 +366,34 @@ def test_exact_fill_completes_groups_of_packs():
 def test_exact_fill_packs_are_full_and_hold_every_sequence_once(max_length, depth, data):
     counts = data.draw(st.lists(st.integers(0, 12), min_size=max_length, max_size=max_length))
     assert_full_packs_and_rest(np.array(counts, dtype=np.int64), max_length, depth)
+
+
+@settings(max_examples=80)
+@given(st.sampled_from([8, 16, 64]), st.one_of(st.none(), st.integers(1, 6)), st.data())
+def test_exact_fill_gives_up_only_on_what_would_be_left_anyway(max_length, depth, data):
+    """`most_left=(tokens, lengths)`: the fill gives up (TooMuchLeft) only when its rest
+    holds more tokens or lengths than that, and otherwise returns what it returns without."""
+    histogram = np.array(data.draw(st.lists(st.integers(0, 9), min_size=max_length,
+                                            max_size=max_length)), dtype=np.int64)
+    packs, rest = _exact_fill.fill(histogram, max_length, depth)
+    tokens, lengths = int(rest @ np.arange(1, max_length + 1)), int(np.count_nonzero(rest))
+    most = (data.draw(st.integers(0, tokens + 2)), data.draw(st.integers(0, lengths + 1)))
+    try:
+        again = _exact_fill.fill(histogram, max_length, depth, most_left=most)
+    except _exact_fill.TooMuchLeft:
+        assert tokens > most[0] or lengths > most[1]
+    else:
+        assert again[0] == packs and again[1].tolist() == rest.tolist()
+    if tokens <= most[0] and lengths <= most[1]:  # within: never gives up
+        assert _exact_fill.fill(histogram, max_length, depth, most_left=most)[0] == packs
+
+
+def test_exact_fill_gives_up_as_soon_as_an_opener_is_left():
+    # Packs of 8, depth 2: the 7 finds no 1 (left: 7 tokens), so with at most 6 it stops there.
+    histogram = make_histogram(8, {7: 1, 5: 1, 3: 1})
+    with pytest.raises(_exact_fill.TooMuchLeft):
+        _exact_fill.fill(histogram, 8, 2, most_left=(6, 10))
+    assert _exact_fill.fill(histogram, 8, 2, most_left=(7, 10))[0] == {(5, 3): 1}
 
 
 def lognormal_histogram(sequences, max_length, seed):

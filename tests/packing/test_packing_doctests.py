@@ -29,6 +29,8 @@ MODULES = [
     "tfpack.packing.algorithms.ennlshp",
     "tfpack.packing.algorithms._groups",
     "tfpack.packing.algorithms._rounding",
+    "tfpack.packing.algorithms.optimal",
+    "tfpack.packing.algorithms._pairs",
 ]
 
 

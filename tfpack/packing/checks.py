@@ -42,7 +42,12 @@ def slot_counts(strategies, counts: np.ndarray, max_length: int) -> np.ndarray:
     """int64 ``[max_length]``: slots of each length over all packs of the plan."""
     flat, offsets = flatten(strategies)
     weights = np.repeat(np.asarray(counts, dtype=np.int64), np.diff(offsets))
-    return np.bincount(flat, weights=weights, minlength=max_length + 1)[1:].round().astype(np.int64)
+    # Summed in int64, not by `np.bincount`'s float64 weights: counts past 2**53 (a
+    # histogram may count up to ~2**62 sequences) lost their last units there, and a
+    # correct plan was refused for "sequences without a slot".
+    slots = np.zeros(max_length + 1, dtype=np.int64)
+    np.add.at(slots, flat, weights)
+    return slots[1:]
 
 
 def check_plan(

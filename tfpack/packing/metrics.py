@@ -16,9 +16,10 @@ Definitions (``L`` = max length, ``n`` = sequences, ``T`` = their real tokens,
   when it gives one and `simple_lower_bound`.
 - ``lower_bound_kind``: what proves it: ``"tokens"`` (``ceil(T / L)``),
   ``"sequences"`` (``ceil(n / K)``), ``"long"`` (sequences longer than
-  ``L / 2``, one a pack, and what cannot share their packs) or ``"lp"`` (an
-  LP relaxation: ``optimal``'s column generation, possibly on lengths rounded
-  down).
+  ``L / 2``, one a pack, and what cannot share their packs), ``"pairs"`` (at
+  most two sequences a pack: the optimum itself, which a greedy finds) or
+  ``"lp"`` (an LP relaxation: ``optimal``'s column generation, possibly on
+  lengths rounded down).
 
 Example:
 
@@ -30,8 +31,6 @@ Example:
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -64,11 +63,11 @@ def simple_lower_bound(histogram: np.ndarray, max_length: int, max_sequences_per
     tokens = int(histogram @ lengths)
     sequences = int(histogram.sum())
     bounds = [
-        math.ceil(tokens / max_length),
+        -(-tokens // max_length),  # integers: a float quotient is off past 2**53
         int(histogram[lengths * 2 > max_length].sum()),
     ]
     if max_sequences_per_pack is not None:
-        bounds.append(math.ceil(sequences / max_sequences_per_pack))
+        bounds.append(-(-sequences // max_sequences_per_pack))
     return max(bounds)
 
 
@@ -116,9 +115,9 @@ def compute_metrics(
 def _simple_kind(histogram, max_length, max_sequences_per_pack, simple: int) -> str:
     """Which bound of `simple_lower_bound` is ``simple`` (the first that is, in its order)."""
     lengths = np.arange(1, max_length + 1)
-    if math.ceil(int(histogram @ lengths) / max_length) == simple:
+    if -(-int(histogram @ lengths) // max_length) == simple:
         return "tokens"
     if max_sequences_per_pack is not None and \
-            math.ceil(int(histogram.sum()) / max_sequences_per_pack) == simple:
+            -(-int(histogram.sum()) // max_sequences_per_pack) == simple:
         return "sequences"
     return "long"

@@ -15,7 +15,8 @@ The `optimal` planner reports the strongest bound it proves and its kind
   them never share a pack).
 
 ``lp`` (the LP relaxation, `optimal`'s column generation, possibly on lengths
-rounded down) is computed by the planner. Each is valid on its own, so is
+rounded down) is computed by the planner, and so is ``pairs``: with at most two
+sequences a pack, the fewest packs, which a greedy finds (`_pairs`). Each is valid on its own, so is
 their maximum.
 
 >>> import numpy as np
@@ -37,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 # Preference among equal bounds: the simplest explanation first.
-KINDS = ("tokens", "sequences", "long", "lp")
+KINDS = ("tokens", "sequences", "long", "pairs", "lp")
 
 
 def simple(histogram: np.ndarray, max_length: int,

@@ -23,20 +23,23 @@ than that length afterwards (or is full). Spaces below the current length
 only receive groups, spaces at or above it (the zone) only give them, apart
 from the one group a length splits; so a bucket is sorted by opening order
 once, when the zone reaches it, and the zone's non-empty buckets stay a stack
-(smallest last). A histogram with every length of L=65,536 takes ~0.5 s (the
-array scan above costs O(L x groups) there; a sorted list of (space, order)
-in blocks took 1.0-1.3x as long, with the same plans). A group's opening order is the
+(smallest last). That loop runs compiled (`tfpack.packing.compiled`,
+``tfpack/packing/_kernels.c``; a pack's contents a chain of (length, copies)
+links shared by the pieces of a split, made tuples at the end): the same
+plans as the Python loop it replaced (tests/packing/fit_reference.py) on
+the 30 generated cases of benchmarks/planners_suite.py, 6-11x less CPU
+(benchmarks/results/planner_kernels.md; every length of L=65,536: 0.07 s
+instead of 0.43-0.57 s). A group's opening order is the
 index of its first pack among all packs opened: a split group's pieces start
 at its first, first + full packs, and so on.
 """
 
 from __future__ import annotations
 
-import bisect
-
 import numpy as np
 
 from tfpack.packing.algorithms import base
+from tfpack.packing.compiled import kernels
 
 
 def fit_decreasing(
@@ -93,75 +96,10 @@ def fit_decreasing(
 
 def _best_fit_decreasing(histogram: np.ndarray, max_length: int,
                          depth_limit: int) -> base.AlgorithmResult:
-    """Best fit decreasing on groups in buckets by free space; module notes."""
-    groups: dict[int, list] = {}  # first pack's index -> [count, space, depth, contents]
-    # Groups that can take more, by free space: -(first pack's index), ascending (so the
-    # earliest opened is last), kept sorted only in the active zone (spaces >= `active`).
-    buckets: dict[int, list[int]] = {}
-    zone: list[int] = []  # -(space) of the zone's non-empty buckets, ascending
-    active = max_length + 1  # the zone's least space
-    opened = 0  # packs opened so far
-
-    def place(key: int, count: int, space: int, depth: int, contents: tuple) -> None:
-        """Record a group (in its bucket if it can take more)."""
-        groups[key] = [count, space, depth, contents]
-        if space > 0 and depth < depth_limit:
-            bucket = buckets.get(space)
-            if bucket is None:
-                bucket = buckets[space] = []
-            if space < active:  # sorted when the zone reaches it
-                bucket.append(-key)
-                return
-            if not bucket:
-                bisect.insort(zone, -space)
-            bisect.insort(bucket, -key)
-
-    lengths = np.flatnonzero(histogram)[::-1] + 1
-    for length, left in zip(lengths.tolist(), np.asarray(histogram)[lengths - 1].tolist()):
-        for space in range(active - 1, length - 1, -1):  # the zone grows down to `length`
-            bucket = buckets.get(space)
-            if bucket:
-                bucket.sort()
-                zone.append(-space)
-        active = length
-        while left and zone:
-            space = -zone[-1]  # the tightest fit, and in it the earliest opened
-            bucket = buckets[space]
-            key = -bucket.pop()
-            if not bucket:
-                zone.pop()
-            count, _, depth, contents = groups.pop(key)
-            k = min(space // length, depth_limit - depth)
-            if count * k <= left:  # every pack of the group takes k: below the zone now
-                left -= count * k
-                space -= k * length
-                depth += k
-                groups[key] = [count, space, depth, contents + (length,) * k]
-                if space > 0 and depth < depth_limit:  # `place`, inlined: space < active
-                    bucket = buckets.get(space)
-                    if bucket is None:
-                        buckets[space] = [-key]
-                    else:
-                        bucket.append(-key)
-                continue
-            packs, rest = divmod(left, k)  # split: full / partial / untouched
-            pieces = [(packs, k), (int(rest > 0), rest), (count - packs - int(rest > 0), 0)]
-            for number, taken in pieces:
-                if number:
-                    place(key, number, space - taken * length, depth + taken,
-                          contents + (length,) * taken)
-                    key += number
-            left = 0
-        if left:  # fits nowhere: new packs, each with as many copies as fit
-            k = min(max_length // length, depth_limit)
-            packs, rest = divmod(left, k)
-            for number, taken in ((packs, k), (int(rest > 0), rest)):
-                if number:
-                    place(opened, number, max_length - taken * length, taken, (length,) * taken)
-                    opened += number
-    order = sorted(groups)
-    return base.AlgorithmResult([groups[key][3] for key in order],
-                                np.array([groups[key][0] for key in order], dtype=np.int64))
+    """Best fit decreasing on groups in buckets by free space (module notes), compiled."""
+    strategies, counts = kernels.best_fit_decreasing(
+        np.ascontiguousarray(histogram, dtype=np.int64), int(max_length), int(depth_limit))
+    return base.AlgorithmResult(strategies, np.frombuffer(counts, dtype=np.int64).copy())
 
 
 def packs(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *,

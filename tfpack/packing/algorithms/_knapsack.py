@@ -40,16 +40,26 @@ Two more savings leave the result exact or bounded from above:
   packs worth more than ``min_value`` by that count are returned. ``exact=True``
   runs float64 throughout (the reported best is then exact up to rounding of
   at most ``k`` double additions).
+
+The table, the anchors and the backtracking run compiled
+(`tfpack.packing.compiled`, ``tfpack/packing/_kernels.c``: one pass per item
+that adds, compares, keeps the larger and records the bit, SSE2 on 8 cells at
+a time), and so does `_dominated`'s heap; this module prepares their inputs
+(copies, values rounded up, the candidates' threshold) and checks the packs'
+values in float64. The kernel makes the same sums and comparisons as the numpy
+steps it replaced (tests/packing/knapsack_reference.py, equal bit for bit),
+3.5-8x faster on the calls of the suite's plans
+(benchmarks/results/planner_kernels.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import heapq
 
 import numpy as np
 
 from tfpack.packing.algorithms._budget import Budget, OutOfTime
+from tfpack.packing.compiled import kernels
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,16 +92,6 @@ def effective_depth(lengths: np.ndarray, bounds: np.ndarray, max_length: int,
     return None if most <= max_sequences_per_pack else int(max_sequences_per_pack)
 
 
-def _binary_split(bound: int) -> list[int]:
-    parts, power = [], 1
-    while bound > 0:
-        take = min(power, bound)
-        parts.append(take)
-        bound -= take
-        power *= 2
-    return parts
-
-
 def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_length: int,
           depth: int | None, *, min_value: float, max_patterns: int,
           exact: bool = False, budget: Budget | None = None) -> Pricing:
@@ -114,70 +114,31 @@ def price(lengths: np.ndarray, bounds: np.ndarray, values: np.ndarray, max_lengt
     Raises:
         OutOfTime: ``budget`` ended first (there is then no result).
     """
-    n = len(lengths)
-    rows = 1 if depth is None else depth + 1
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
     most = int(max_length // lengths[0]) if depth is None else depth  # sequences in a pack
     single = not exact and 2 * (most + 2) * _F32_EPS <= OVERSTATES
-    table = np.zeros((rows, max_length + 1), dtype=np.float32 if single else np.float64)
-    scratch, better = np.empty_like(table), np.empty(table.shape, dtype=bool)
-    items = []  # (row, tokens, sequences, bit-packed mask of the states it improved)
-    anchor_value = np.full(n, -np.inf)
-    anchor_copies = np.zeros(n, dtype=np.int64)
-    anchor_item = np.zeros(n, dtype=np.int64)  # items before the anchor's own
-    usable = _copies(lengths, bounds, max_length, depth)
+    usable = np.ascontiguousarray(_copies(lengths, bounds, max_length, depth), dtype=np.int64)
     # float32: every value (and every multiple of one) rounded up, so the table
     # only overstates; each of its sums of at most `most` terms is then within
     # (most + 1) * 2**-24 (relative) below the exact sum of those terms.
-    priced = _round_up(values, table.dtype)
+    priced = _round_up(values, np.float32 if single else np.float64).astype(np.float64)
     skip = _dominated(lengths, usable, priced, max_length, depth)
-    # Columns from `filled` on repeat column `filled - 1`: with lengths up to
-    # l so far, no pack of at most `most` sequences holds more than most * l tokens.
-    filled = 1
-    for r in range(n):
-        if budget is not None and r % 32 == 31 and budget.expired():
-            raise OutOfTime
-        length, value = int(lengths[r]), float(priced[r])
-        copies = int(usable[r])
-        if value <= 0.0 or copies <= 0:
-            continue
-        reach = min(max_length + 1, most * length + 1)
-        if reach > filled:
-            table[:, filled:reach] = table[:, filled - 1: filled]
-            filled = reach
-        # Anchor: m copies of this length, the rest from shorter lengths.
-        best, best_m = -np.inf, 0
-        for m in range(1, copies + 1):
-            total = m * value + float(table[0 if depth is None else depth - m,
-                                            min(max_length - m * length, filled - 1)])
-            if total > best:
-                best, best_m = total, m
-        anchor_value[r], anchor_copies[r], anchor_item[r] = best, best_m, len(items)
-        if skip[r]:
-            continue  # still an anchor (more columns), but no better pack holds it
-        for part in _binary_split(copies):
-            tokens, gain = part * length, table.dtype.type(part * value)
-            if float(gain) < part * value:  # exact in float64: value has 24 bits, part < 2**29
-                gain = np.nextafter(gain, table.dtype.type(np.inf))
-            shift = 0 if depth is None else part
-            height, width = rows - shift, filled - tokens  # tokens <= most * length < filled
-            # Into preallocated buffers: no temporaries of the table's size per item.
-            source = np.add(table[:height, :width], gain, out=scratch[:height, :width])
-            target = table[shift:, tokens:filled]
-            improved = np.greater(source, target, out=better[:height, :width])
-            np.copyto(target, source, where=improved)
-            items.append((r, tokens, shift, filled, _pack_mask(improved)))
-    best_value = max(float(table[-1, min(max_length, filled - 1)]),
-                     float(anchor_value.max(initial=0.0)))
+    slack = 0.0 if not single else 2 * (most + 2) * _F32_EPS * max(1.0, abs(min_value))
+    out = kernels.price(lengths, usable, priced, skip.view(np.uint8), int(max_length),
+                        -1 if depth is None else int(depth), single, float(min_value - slack),
+                        max_patterns if not single else 2 * max_patterns,
+                        None if budget is None else budget.expired)
+    if out is None:
+        raise OutOfTime
+    corner, anchor_value, rows, copies, offsets = out
+    best_value = max(corner, float(np.frombuffer(anchor_value).max(initial=0.0)))
     if single:
         best_value *= 1 + 2 * (most + 2) * _F32_EPS
-
-    slack = 0.0 if not single else 2 * (most + 2) * _F32_EPS * max(1.0, abs(min_value))
-    candidates = np.flatnonzero(anchor_value > min_value - slack)
-    candidates = candidates[np.argsort(-anchor_value[candidates], kind="stable")]
-    candidates = candidates[: max_patterns if not single else 2 * max_patterns]
-    patterns = _backtrack(items, candidates, anchor_copies, anchor_item, lengths, max_length,
-                          depth) if len(candidates) else []
-    worth = np.array([copies @ values[rows] for rows, copies in patterns], dtype=np.float64)
+    rows, copies = np.frombuffer(rows, dtype=np.int64), np.frombuffer(copies, dtype=np.int64)
+    offsets = np.frombuffer(offsets, dtype=np.int64).tolist()
+    patterns = [(rows[a:b].copy(), copies[a:b].copy()) for a, b in zip(offsets[:-1], offsets[1:])]
+    values = np.asarray(values, dtype=np.float64)
+    worth = np.array([c @ values[r] for r, c in patterns], dtype=np.float64)
     keep = np.flatnonzero(worth > min_value)
     keep = keep[np.argsort(-worth[keep], kind="stable")][:max_patterns]
     return Pricing(best_value, [patterns[j] for j in keep], worth[keep])
@@ -215,58 +176,6 @@ def _dominated(lengths, copies, values, max_length, depth) -> np.ndarray:
     k = int(max_length // lengths[0]) if n else 0
     if depth is not None:
         k = min(k, depth)
-    skip = np.zeros(n, dtype=bool)
-    best: list[float] = []  # min-heap: the k most valuable copies of shorter lengths
-    for r in range(n):
-        value = float(values[r])
-        skip[r] = len(best) == k and best[0] >= value
-        for _ in range(int(copies[r])):
-            if len(best) < k:
-                heapq.heappush(best, value)
-            elif value > best[0]:
-                heapq.heapreplace(best, value)
-            else:
-                break
-    return skip
-
-
-def _backtrack(items, anchors, anchor_copies, anchor_item, lengths, max_length,
-               depth) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The packs of the anchors: each anchor's copies plus its best completion."""
-    copies = anchor_copies[anchors]
-    k = np.zeros_like(copies) if depth is None else depth - copies
-    c = max_length - copies * lengths[anchors]
-    end = anchor_item[anchors]
-    which = np.arange(len(anchors))
-    taken = [(which, anchors, copies)]  # (pattern, row, copies)
-    for t in range(int(end.max()) - 1, -1, -1):
-        r, tokens, shift, filled, improved = items[t]
-        np.minimum(c, filled - 1, out=c)  # the table repeats its last filled column
-        live = (end > t) & (c >= tokens) & (k >= shift)
-        if not live.any():
-            continue
-        idx = which[live]
-        idx = idx[_lookup(improved, k[idx] - shift, c[idx] - tokens)]
-        if len(idx):
-            part = tokens // int(lengths[r])
-            taken.append((idx, np.full(len(idx), r), np.full(len(idx), part)))
-            c[idx] -= tokens
-            k[idx] -= shift
-    pattern, row, count = (np.concatenate(v) for v in zip(*taken))
-    order = np.lexsort((row, pattern))
-    pattern, row, count = pattern[order], row[order], count[order]
-    # Binary parts of one length add up: merge equal (pattern, row) entries.
-    first = np.ones(len(row), dtype=bool)
-    first[1:] = (pattern[1:] != pattern[:-1]) | (row[1:] != row[:-1])
-    starts = np.flatnonzero(first)
-    row, count, pattern = row[starts], np.add.reduceat(count, starts), pattern[starts]
-    bounds = np.searchsorted(pattern, np.arange(len(anchors) + 1))
-    return [(row[a:b], count[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def _pack_mask(improved: np.ndarray) -> np.ndarray:
-    return np.packbits(improved, axis=-1)
-
-
-def _lookup(packed: np.ndarray, k: np.ndarray, c: np.ndarray) -> np.ndarray:
-    return ((packed[k, c >> 3] >> (7 - (c & 7))) & 1).astype(bool)
+    skip = kernels.dominated(np.ascontiguousarray(copies, dtype=np.int64),
+                             np.ascontiguousarray(values, dtype=np.float64), k)
+    return np.frombuffer(skip, dtype=np.bool_).copy()

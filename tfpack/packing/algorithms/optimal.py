@@ -22,11 +22,17 @@ Example:
 >>> from tfpack.packing.algorithms.optimal import pack
 >>> histogram = np.zeros(8, dtype=np.int64)
 >>> histogram[[1, 2, 4, 5]] = [3, 1, 1, 2]  # lengths 2, 2, 2, 3, 5, 6, 6
->>> result = pack(histogram, 8, 2, seed=0)
+>>> result = pack(histogram, 8, 3, seed=0)
 >>> result.strategies, result.counts.tolist(), result.lower_bound_packs
 ([(6, 2), (5, 3), (2,)], [2, 1, 1], 4)
 
 Notes:
+    *Depth 1 and 2.* One sequence a pack is the only plan; with at most two a
+    pack, packing is a matching that a greedy solves exactly (`_pairs`: the
+    longest with the shortest that fits): its plan is returned, with its
+    count as the bound (kind ``"pairs"``), without an LP. (Spikes at L=8,192,
+    depth 2: 14,307,799 packs, all the other bounds 12,096,392, 18% below.)
+
     *Time limit and candidates.* `pack` runs best fit decreasing first (and
     first fit, up to 2,048 lengths): their plans are candidates, so no plan is
     worse. ``time_limit`` (CPU seconds, `_budget`) counts from the call, best
@@ -107,6 +113,9 @@ Notes:
     a heuristic: it leaves ~2% of the tokens on the lognormal and document
     histograms of the benchmarks, but 9-23% on narrower lognormals (sigma
     0.8, or L=4,096), which then cost the LP over all lengths as before.
+    It gives up as soon as the lengths it could not pack pass those limits
+    (`_exact_fill.TooMuchLeft`; spikes L=32,768 depth 16: after 0.03 s
+    instead of its whole 0.4 s share, the same plans where it succeeds).
 
     *Length groups.* With thousands of lengths (the LP's first solve alone
     takes seconds) and a depth limit that binds (more packs for the
@@ -119,27 +128,34 @@ Notes:
     with all lengths. They get ``_GROUPED_SHARE`` (85%) of the budget, so
     the bound's LP ends within it (Zipf at L=2,048, depth 32: 0.3 s of CPU;
     at 60% it was cut, and the bound fell back to the depth bound, 6.6%
-    below). Where the tokens bind, the order is reversed: the plan first,
-    with ``_PLAN_FIRST_SHARE`` (80%) of that time, on ``_BALANCED_ROWS``
-    (768) groups whose widths follow the sequences (`_groups.balanced`: a group's width goes as one
-    over the square root of the sequences per length, which minimizes what
-    rounding up loses; at L=8,192 log-normal depth 3, 0.55% -> 0.25% above
-    the bound in 1 s), then the rounded-down LP only if the plan is more than
-    ``_PROVE_GAP`` (0.1%) above the simple bounds, on the time left: there
-    its bound was never above them on the suite, and it took half the time.
-    A rounded-up histogram whose token bound is not below the best plan is
-    not planned (its time goes to the LP over all lengths); below
-    ``_MANY_LENGTHS`` neither is one more than ``_PROVE_GAP`` above the
-    bound, nor the rounded-down LP run: the LP over all lengths follows
-    within the budget and does better there (L=2,048 log-normal depth 32).
+    below). Where the tokens bind, only the plan runs, on ``_BALANCED_ROWS``
+    (896) groups whose widths follow the sequences (`_groups.balanced`: a
+    group's width goes as one over the square root of the sequences per
+    length, which minimizes what rounding up loses; at L=8,192 log-normal
+    depth 3, 0.55% -> 0.25% above the bound in 1 s): the rounded-down LP's
+    bound was never above the simple ones there on the suite. From
+    ``_MANY_LENGTHS`` lengths it gets ``_TOKENS_GROUPED_SHARE`` (97%) of the
+    time: the LP over all lengths cannot converge in what is left, and the
+    plan gains from it (log-normal L=8,192 depth 3: 124,200 -> 124,114 packs,
+    with 896 groups instead of 768; spikes L=8,192: 2,635 -> 2,634, spikes
+    L=32,768: 14,987 -> 14,973; with 80% of 85% and the rounded-down LP after
+    it before). A rounded-up
+    histogram whose token bound is not below the best plan is not planned
+    (its time goes to the LP over all lengths); below ``_MANY_LENGTHS`` neither
+    is one more than ``_PROVE_GAP`` above the bound: the LP over all lengths
+    follows within the budget and does better there (L=2,048 log-normal
+    depth 32).
 
     *Quick bound.* With fewer lengths (``_QUICK_PLAN_ROWS`` to
     ``_GROUPED_LENGTHS``) where the tokens bind and pricing's table is large
     (``_SLOW_TABLE``), the LP over all lengths may take seconds to prove
     anything above the token bound: `_quick` first proves an LP bound on
     ``_QUICK_ROWS`` balanced groups rounded down, then plans on
-    ``_QUICK_PLAN_ROWS`` rounded up (bimodal L=2,048 depth 16: 5.9% -> 0.7%
-    above the bound in 1 s).
+    ``_QUICK_PLAN_ROWS`` rounded up. Since pricing is compiled
+    (``tfpack/packing/_kernels.c``), only on tables above 2**27 cells: below,
+    the LP over all lengths converges within the budget (bimodal L=2,048
+    depth 16, 25.7 million cells: 8,926 packs on an LP bound of 8,925 in
+    0.7 s; through `_quick` 8,948 on 8,884).
 
     *Rounding.* Flooring ``x`` leaves at most (basic columns) x (depth)
     sequences without a slot. Packs are then rounded up, most fractional
@@ -171,13 +187,15 @@ References:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
 import scipy.sparse
 
 from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _diving, _exact_fill,
-                                       _fit_decreasing, _groups, _knapsack, _lp, _rounding, base)
+                                       _fit_decreasing, _groups, _knapsack, _lp, _pairs,
+                                       _rounding, base)
 
 __all__ = ["pack"]
 
@@ -218,7 +236,7 @@ _DIVE_GAP = 2
 # _QUICK_PLAN_SHARE of the budget, an LP bound on _QUICK_ROWS balanced groups
 # rounded down (_QUICK_SHARE of that), then a plan on _QUICK_PLAN_ROWS rounded up.
 _QUICK_ROWS = 128
-_SLOW_TABLE = 2 ** 24
+_SLOW_TABLE = 2 ** 27  # cells (lengths x (depth + 1) x (L + 1)); 2**24 before the compiled pricing
 _QUICK_SHARE = 0.5
 _QUICK_PLAN_ROWS = 200
 _QUICK_PLAN_SHARE = 0.9
@@ -226,10 +244,15 @@ _FFD_LENGTHS = 2048  # first fit decreasing competes up to this many lengths (O(
 _FULL_FIRST_SHARE = 0.4  # of the time limit, for full packs first
 _GROUPED_LENGTHS = 1024  # from this many lengths, length groups (`_grouped`) first
 _GROUPED_SHARE = 0.85  # of the time left, for them
-_PLAN_FIRST_SHARE = 0.8  # of that, for the plan, where the tokens bind (it goes first there)
-_BALANCED_ROWS = 768  # groups of the plan where the tokens bind (its LP goes first there)
+# Of the time left, for them where the tokens bind and there are _MANY_LENGTHS or more
+# (the plan alone runs there): 0.85 x 0.8 before (with the rounded-down LP after it).
+_TOKENS_GROUPED_SHARE = 0.97
+_REFINE_LEFT = 0.2  # seconds left, at least, for a plan on twice the groups (`_refine`)
+# Groups of the plan where the tokens bind: 896 did better than 768 on every such suite case
+# once pricing was compiled (log-normal L=8,192 depth 3: 124,162 -> 124,140; 640: 124,176).
+_BALANCED_ROWS = 896
 _BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
-_PROVE_GAP = 1e-3  # there, the bound's LP runs only if the plan is further above the bound
+_PROVE_GAP = 1e-3  # below _MANY_LENGTHS, no grouped plan this far above the bound
 _GROUP_ROWS = 512  # lengths (groups) of their LPs at most
 _TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
 _UNIT_ROWS = 1024  # rows in units of tokens (`_in_units`): pricing stays cheap
@@ -239,7 +262,11 @@ _UNITS_FROM = 16384  # max lengths from which groups are in units (or where the 
 # first solve ran to their end past the budget (L=65,536 log-normal depth 4: started
 # 0.01 s before the end of 1 s, ended at 2.0 s with no better plan; 0.07 s before: 1.7
 # s). With fewer (log-normal L=2,048, 1,995 lengths) it improves the plan in that time.
-_LAST_LP_SECONDS = 0.25
+# Once the other paths were compiled and faster, it started with 0.3-0.7 s left on the
+# nine suite cases above 8,192 lengths and never improved a plan there (it is stopped by
+# the budget now): 1 s, so the default budget never starts it (uniform L=32,768 depth 2:
+# 1.02 -> 0.25 s CPU, windows L=32,768: 1.06 -> 0.43 s, same plans).
+_LAST_LP_SECONDS = 1.0
 _LAST_LP_LENGTHS = 4 * _MANY_LENGTHS
 
 
@@ -271,6 +298,11 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     search = _Search(_bounds.simple(histogram, max_length, max_sequences_per_pack))
     if max_sequences_per_pack == 1:
         search.offer({(int(n),): int(c) for n, c in zip(lengths, demand)})
+        return search.result()
+    if max_sequences_per_pack == 2:  # a matching: the greedy's plan is the optimum
+        plan = _pairs.pairs(histogram, max_length)
+        search.offer(plan)
+        search.prove(search.packs, "pairs")
         return search.result()
     # Best fit decreasing (and first fit, where it is cheap) first: never worse than them.
     search.bfd = _fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
@@ -308,8 +340,11 @@ def _search(search: _Search, histogram, lengths, demand, max_length, max_sequenc
         if search.within(_slack(search.bound)):
             return
     if len(lengths) >= _GROUPED_LENGTHS:  # plan on length groups: a bound and a plan
-        _grouped(search, histogram, max_length, max_sequences_per_pack,
-                 budget.share(_GROUPED_SHARE))
+        # Where the tokens bind among thousands of lengths, the grouped plan is the
+        # plan (the LP over all lengths cannot converge in the time): nearly all of it.
+        share = _TOKENS_GROUPED_SHARE if len(lengths) >= _MANY_LENGTHS and \
+            tokens_bound >= search.bounds.get("sequences", 0) else _GROUPED_SHARE
+        _grouped(search, histogram, max_length, max_sequences_per_pack, budget.share(share))
         if search.within(_slack(search.bound)):
             return
     if budget.expired() or budget.left() < _LAST_LP_SECONDS and len(lengths) > _LAST_LP_LENGTHS:
@@ -468,14 +503,16 @@ def _full_packs_first(histogram, max_length, max_sequences_per_pack, simple,
                                    {}, max_length, max_sequences_per_pack)
     if sum(heuristic.values()) <= simple * (1 + _GOOD_ENOUGH):
         return heuristic  # as `_plan` does
+    tokens = np.arange(1, max_length + 1)
+    most_left = (int(_REST_SHARE * (tokens @ histogram)), _MANY_LENGTHS // 2)
     try:
-        packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack, budget)
-    except _budget.OutOfTime:
+        packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack, budget,
+                                       most_left=most_left)
+    except (_budget.OutOfTime, _exact_fill.TooMuchLeft):
         return None
     lengths = np.flatnonzero(rest) + 1
-    tokens = np.arange(1, max_length + 1)
-    if len(lengths) > _MANY_LENGTHS // 2 or tokens @ rest > _REST_SHARE * (tokens @ histogram):
-        return None
+    if len(lengths) > most_left[1] or tokens @ rest > most_left[0]:
+        return None  # what the greedy leaves at the end (shortest lengths) counts too
     if len(lengths):
         starts = _groups.groups(max_length, ends=0, width=-(-len(lengths) // _REST_ROWS))
         rounded = _groups.rounded(rest, starts, up=True)
@@ -532,17 +569,11 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
             ends = min(_BALANCED_ENDS, plan_rows // 4)
             starts = _groups.balanced(histogram, plan_rows - 2 * ends, ends=ends)
     # Where the depth binds, the bound first: the rest of the search is measured
-    # against it. Where the tokens bind, the plan first: its bound is rarely
-    # above the simple ones there (never on the suite), so it runs only when
-    # the plan is not within `_PROVE_GAP` of them, and only on the time left.
-    order = ((True, _PLAN_FIRST_SHARE), (False, 1.0)) if tokens_bind else \
-        ((False, 0.5), (True, 1.0))
+    # against it. Where the tokens bind, only the plan: the rounded-down LP's
+    # bound was never above the simple ones there (on the suite, branches
+    # planner2-planner3), and the plan gains from its time (module notes).
+    order = ((True, 1.0),) if tokens_bind else ((False, 0.5), (True, 1.0))
     for up, share in order:
-        if not up and tokens_bind and (few_lengths or
-                                       search.packs <= search.bound * (1 + _PROVE_GAP)):
-            # The plan is close enough to the simple bounds: no LP bound needed (or
-            # the LP over all lengths, which follows, proves one at least as good).
-            continue
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
             rounded, length = _in_units(rounded, unit, up=up), max_length // unit
@@ -563,6 +594,49 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
         if not up:
             search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
             continue
+        if packs:
+            plan = _result(packs, 0)
+            strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
+            search.offer(_groups.real_packs(strategies, plan.counts, histogram, starts))
+    if tokens_bind and not few_lengths:
+        _refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
+
+
+def _refine(search: _Search, histogram, max_length, max_sequences_per_pack, starts, unit,
+            budget: _budget.Budget) -> None:
+    """Plans on twice the groups while the last one converged with time left.
+
+    Where the tokens bind, what rounding up within groups loses is most of
+    the gap, and a plan on a few hundred groups often converges in a
+    fraction of the budget (bimodal L=8,192 depth 32, 496 groups: 0.24 s,
+    5,610 packs; 1,792 groups: 5,604, within 0.2%). So while more than
+    `_REFINE_LEFT` of the budget is left and the plan is not within
+    ``_slack``, the groups are split in two (balanced again, or half the
+    unit of tokens) and planned again on the time left; each plan is one
+    more candidate.
+    """
+    ends = min(_BALANCED_ENDS, len(starts) // 4)
+    while budget.left() > _REFINE_LEFT and not search.within(_slack(search.bound)):
+        if unit > 1:
+            if unit % 2:
+                return
+            unit //= 2
+            starts = np.arange(1, max_length + 1, unit)
+        else:
+            rows = 2 * len(starts)
+            if rows >= np.count_nonzero(histogram):
+                return
+            starts = _groups.balanced(histogram, rows - 2 * ends, ends=ends)
+        rounded = _groups.rounded(histogram, starts, up=True)
+        length = max_length
+        if unit > 1:
+            rounded, length = _in_units(rounded, unit, up=True), max_length // unit
+        lengths = np.flatnonzero(rounded) + 1
+        simple = max(_bounds.simple(rounded, length, max_sequences_per_pack).values())
+        if simple >= search.packs:
+            return  # rounding up costs more packs than the best plan has
+        packs, _ = _plan(lengths, rounded[lengths - 1], length, max_sequences_per_pack, simple,
+                         budget=budget, first_round=False)
         if packs:
             plan = _result(packs, 0)
             strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
@@ -660,7 +734,6 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
     if max_sequences_per_pack is not None:
         bounds = np.minimum(bounds, max_sequences_per_pack)
     depth = _knapsack.effective_depth(lengths, bounds, max_length, max_sequences_per_pack)
-    row_of = {int(v): r for r, v in enumerate(lengths)}
 
     # Dual-optimal inequalities: supply of length r + 1 may serve length r.
     shift = scipy.sparse.diags_array([np.ones(n - 1), -np.ones(n - 1)], offsets=[0, -1],
@@ -679,8 +752,7 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
         return len(fresh)
 
     # First columns: the best fit plan's packs and `_seed_patterns`.
-    add([np.unique([row_of[length] for length in strategy], return_counts=True)
-         for strategy in seed_packs])
+    add(_columns(seed_packs, lengths))
     add(_seed_patterns(lengths, bounds, max_length, depth, budget))
     covered = np.zeros(n, dtype=bool)
     for rows, _ in master.columns:
@@ -755,6 +827,34 @@ def _column_generation(lengths, demand, max_length, max_sequences_per_pack, seed
                                         min_value=math.inf, max_patterns=0, exact=True)
                 lower_bound = max(lower_bound, _ceil(farley(best_y, exact.best_value)))
             return _LP(master.columns, x, value, lower_bound, rounds, plan, master, near)
+
+
+def _columns(packs, lengths: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Packs (tuples of lengths, each in ``lengths``) as LP columns ``(rows, copies)``, rows ascending.
+
+    One sort over all their sequences (a best fit plan has up to ~90,000 packs
+    at L=65,536; `np.unique` a pack took ~0.8 s there).
+
+    >>> [(r.tolist(), c.tolist()) for r, c in _columns([(5, 2, 2), (2,)], np.array([2, 5]))]
+    [([0, 1], [2, 1]), ([0], [1])]
+    """
+    packs = list(packs)
+    if not packs:
+        return []
+    sizes = np.fromiter(map(len, packs), dtype=np.int64, count=len(packs))
+    flat = np.fromiter(itertools.chain.from_iterable(packs), dtype=np.int64,
+                       count=int(sizes.sum()))
+    rows = np.searchsorted(lengths, flat)
+    pack = np.repeat(np.arange(len(packs)), sizes)
+    order = np.lexsort((rows, pack))
+    rows, pack = rows[order], pack[order]
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = (rows[1:] != rows[:-1]) | (pack[1:] != pack[:-1])
+    starts = np.flatnonzero(first)
+    copies = np.diff(np.append(starts, len(rows)))
+    rows, pack = rows[starts], pack[starts]
+    bounds = np.searchsorted(pack, np.arange(len(packs) + 1)).tolist()
+    return [(rows[a:b], copies[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _small(n: int, max_sequences_per_pack: int | None, max_length: int) -> bool:

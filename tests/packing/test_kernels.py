@@ -1,0 +1,222 @@
+"""The planner's compiled kernels (tfpack/packing/_kernels.c) against plain references."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import knapsack_reference
+from tfpack.packing.algorithms import _budget, _knapsack
+
+
+def same_pricing(lengths, bounds, values, max_length, depth, *, min_value, max_patterns,
+                 exact=False):
+    """`_knapsack.price` (compiled) equals the numpy reference bit for bit."""
+    got = _knapsack.price(lengths, bounds, values, max_length, depth, min_value=min_value,
+                          max_patterns=max_patterns, exact=exact)
+    want = knapsack_reference.price(lengths, bounds, values, max_length, depth,
+                                    min_value=min_value, max_patterns=max_patterns, exact=exact)
+    best, patterns, worth = want.best_value, want.patterns, want.pattern_values
+    assert got.best_value == best
+    assert [(r.tolist(), c.tolist()) for r, c in got.patterns] == \
+        [(r.tolist(), c.tolist()) for r, c in patterns]
+    assert got.pattern_values.tolist() == worth.tolist()
+    return got
+
+
+def test_pricing_by_hand():
+    """`_knapsack`'s module example: best .95 by [5, 3]; anchors 3 -> [3, 3, 2], 2 -> [2, 2]."""
+    lengths, bounds = np.array([2, 3, 5]), np.array([2, 2, 1])
+    got = same_pricing(lengths, bounds, np.array([.2, .35, .6]), 8, 3, min_value=0.0,
+                       max_patterns=3, exact=True)
+    assert got.best_value == pytest.approx(.95)
+    assert [(r.tolist(), c.tolist()) for r, c in got.patterns] == [
+        ([1, 2], [1, 1]), ([0, 1], [1, 2]), ([0], [2])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_pricing_equals_the_reference(data):
+    """Small and wide tables (the vector path runs on rows of 8 cells and more),
+    float32 and float64, with and without a depth, values in plateaus or not."""
+    max_length = data.draw(st.integers(1, 300), label="max_length")
+    n = data.draw(st.integers(1, min(max_length, 24)), label="n")
+    lengths = np.sort(np.array(data.draw(st.lists(st.integers(1, max_length), min_size=n,
+                                                  max_size=n)), dtype=np.int64))
+    bounds = np.array(data.draw(st.lists(st.integers(1, 40), min_size=n, max_size=n)))
+    plateaus = data.draw(st.booleans())
+    raw = data.draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
+    values = np.sort(np.array(raw) / 8.0) if plateaus else \
+        np.array(raw) / 8.0 * lengths / max_length + 1e-3 * np.arange(n)
+    depth = data.draw(st.one_of(st.none(), st.integers(1, 12)), label="depth")
+    same_pricing(lengths, bounds, values, max_length, depth,
+                 min_value=data.draw(st.sampled_from([-1.0, 0.0, 0.5, 1.0])),
+                 max_patterns=data.draw(st.integers(0, 8)), exact=data.draw(st.booleans()))
+
+
+def test_pricing_equals_the_reference_on_a_planner_sized_table():
+    """A table of the size column generation prices (L=2,048, depth 16, hundreds of lengths)."""
+    rng = np.random.default_rng(3)
+    lengths = np.unique(rng.integers(1, 2049, 300))
+    bounds = rng.integers(1, 17, len(lengths))
+    values = np.sort(rng.random(len(lengths))) * lengths / 2048 + 0.02
+    got = same_pricing(lengths, bounds, values, 2048, 16, min_value=1.0, max_patterns=64)
+    assert len(got.patterns) > 10
+
+
+def test_pricing_stops_when_the_budget_ends():
+    """The kernel asks the budget every 32 lengths and gives up when it has ended."""
+    asked = []
+
+    class Ends(_budget.Budget):
+        def expired(self):
+            asked.append(1)
+            return len(asked) >= 2
+
+    lengths = np.arange(1, 101)
+    with pytest.raises(_budget.OutOfTime):
+        _knapsack.price(lengths, np.ones(100, dtype=np.int64), lengths / 100.0, 100, 4,
+                        min_value=0.0, max_patterns=4, budget=Ends(None))
+    assert len(asked) == 2  # after lengths 32 and 64
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_dominated_equals_the_reference(data):
+    n = data.draw(st.integers(1, 30))
+    lengths = np.sort(np.array(data.draw(st.lists(st.integers(1, 50), min_size=n, max_size=n))))
+    copies = np.array(data.draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)))
+    values = np.sort(np.array(data.draw(st.lists(st.integers(0, 4), min_size=n,
+                                                 max_size=n)))) / 4.0
+    depth = data.draw(st.one_of(st.none(), st.integers(1, 8)))
+    assert _knapsack._dominated(lengths, copies, values, 60, depth).tolist() == \
+        knapsack_reference.dominated(lengths, copies, values, 60, depth).tolist()
+
+
+def per_sequence_best_fit(histogram, max_length, depth):
+    """Best fit decreasing one sequence at a time, the textbook way: packs in opening order."""
+    bins = []  # [free space, lengths]
+    for length in range(max_length, 0, -1):
+        for _ in range(int(histogram[length - 1])):
+            fits = [i for i, (space, items) in enumerate(bins)
+                    if space >= length and len(items) < depth]
+            if not fits:
+                bins.append([max_length, []])
+                fits = [len(bins) - 1]
+            i = min(fits, key=lambda i: (bins[i][0], i))
+            bins[i][0] -= length
+            bins[i][1].append(length)
+    return [tuple(items) for _, items in bins]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_best_fit_decreasing_equals_per_sequence_best_fit_pack_by_pack(data):
+    """The compiled groups, expanded, are the per-sequence packs in their opening order:
+    every sequence in exactly one pack, tokens and depth within the limits."""
+    from tfpack.packing.algorithms import _fit_decreasing
+
+    max_length = data.draw(st.integers(1, 40), label="max_length")
+    histogram = np.array(data.draw(st.lists(st.integers(0, 12), min_size=max_length,
+                                            max_size=max_length)), dtype=np.int64)
+    spike = data.draw(st.integers(0, max_length - 1))
+    histogram[spike] += data.draw(st.integers(0, 60))  # many copies: groups split
+    depth = data.draw(st.one_of(st.none(), st.integers(1, 8)), label="depth")
+    result = _fit_decreasing.fit_decreasing(histogram, max_length, depth, best_fit=True)
+    expanded = [s for s, c in zip(result.strategies, result.counts.tolist()) for _ in range(c)]
+    assert expanded == per_sequence_best_fit(histogram, max_length, depth or max_length)
+    assert all(sum(s) <= max_length and len(s) <= (depth or max_length) for s in expanded)
+    assert np.bincount([x for s in expanded for x in s], minlength=max_length + 1)[1:].tolist() \
+        == histogram.tolist()
+
+
+def test_best_fit_decreasing_counts_in_the_billions():
+    """Counts, not sequences: 3e9 sequences of two lengths plan at once, as the algorithm says."""
+    from tfpack.packing.algorithms import _fit_decreasing
+
+    histogram = np.zeros(10, dtype=np.int64)
+    histogram[[6, 2]] = [3_000_000_001, 4_000_000_000]  # lengths 7 and 3
+    result = _fit_decreasing.fit_decreasing(histogram, 10, None, best_fit=True)
+    # Each 7 opens a pack (space 3), a 3 fills each; 999,999,999 3s left: three a pack.
+    assert result.strategies == [(7, 3), (3, 3, 3)]
+    assert result.counts.tolist() == [3_000_000_001, 333_333_333]
+
+
+def test_backtracking_stops_when_the_budget_ends():
+    """Backtracking many packs asks the budget too (every 32 packs): 100 lengths ask it
+    3 times forward (after lengths 32, 64, 96), the 4th time after 32 packs."""
+    asked = []
+
+    def ends_on(call):
+        class Ends(_budget.Budget):
+            def expired(self):
+                asked.append(1)
+                return len(asked) >= call
+
+        return Ends(None)
+
+    lengths = np.arange(1, 101)
+    args = (lengths, np.ones(100, dtype=np.int64), lengths / 100.0, 100, 4)
+    whole = _knapsack.price(*args, min_value=0.0, max_patterns=100, exact=True,
+                            budget=ends_on(10 ** 6))
+    assert len(whole.patterns) == 100 and len(asked) == 3 + 3  # packs 32, 64, 96
+    asked.clear()
+    with pytest.raises(_budget.OutOfTime):
+        _knapsack.price(*args, min_value=0.0, max_patterns=100, exact=True, budget=ends_on(4))
+    assert len(asked) == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_real_packs_equal_the_reference(data):
+    """The real lengths in the slots of a plan for the rounded-up histogram: the same
+    packs, in the same order, as the Python loops; spare slots dropped; every sequence
+    in exactly one slot (counts up to 10**11: runs change inside groups of packs)."""
+    import groups_reference
+    from tfpack.packing.algorithms import _fit_decreasing, _groups
+
+    max_length = data.draw(st.integers(1, 40), label="max_length")
+    histogram = np.array(data.draw(st.lists(st.integers(0, 5), min_size=max_length,
+                                            max_size=max_length)), dtype=np.int64)
+    histogram[data.draw(st.integers(0, max_length - 1))] += data.draw(
+        st.sampled_from([0, 7, 10 ** 4, 10 ** 11]))
+    if not histogram.any():
+        histogram[-1] = 1
+    starts = np.unique(np.array([1] + data.draw(st.lists(st.integers(1, max_length),
+                                                         max_size=max_length)), dtype=np.int64))
+    depth = data.draw(st.one_of(st.none(), st.integers(1, 6)))
+    up = _groups.rounded(histogram, starts, up=True)
+    plan = _fit_decreasing.fit_decreasing(up, max_length, depth,
+                                          best_fit=data.draw(st.booleans()))
+    counts = plan.counts.copy()
+    counts[0] += data.draw(st.integers(0, 3))  # spare slots
+    got = _groups.real_packs(plan.strategies, counts, histogram, starts)
+    want = groups_reference.real_packs(plan.strategies, counts, histogram, starts)
+    assert list(got.items()) == list(want.items())
+    slots = np.zeros(max_length + 1, dtype=np.int64)
+    for pack, number in got.items():
+        assert sum(pack) <= max_length and len(pack) <= (depth or max_length)
+        np.add.at(slots, list(pack), number)
+    assert slots[1:].tolist() == histogram.tolist()
+
+
+def test_real_packs_refuse_a_plan_that_misses_sequences():
+    from tfpack.packing.algorithms import _groups
+
+    with pytest.raises(AssertionError, match="misses sequences"):
+        _groups.real_packs([(6,)], np.array([1]), np.array([0, 2, 0, 1, 1, 1]), np.array([1, 3]))
+
+
+@pytest.mark.parametrize("max_length, depth", [(4096, 8), (4096, None), (1000, 3)])
+def test_best_fit_decreasing_equals_the_python_groups_on_wide_histograms(max_length, depth):
+    """Thousands of lengths and counts in the millions: the same groups, in the same
+    order, as the Python loop the kernel replaced."""
+    import fit_reference
+    from tfpack.packing.algorithms import _fit_decreasing
+
+    rng = np.random.default_rng(max_length + (depth or 0))
+    histogram = rng.multinomial(2_000_000, rng.dirichlet(np.full(max_length, 0.3)))
+    got = _fit_decreasing.fit_decreasing(histogram, max_length, depth, best_fit=True)
+    want = fit_reference.best_fit_decreasing(histogram, max_length, depth or max_length)
+    assert got.strategies == want.strategies
+    assert got.counts.tolist() == want.counts.tolist()

@@ -1,0 +1,912 @@
+/* tfpack.packing._kernels: the `optimal` planner's pricing knapsack, compiled.
+ *
+ * Python API (see tfpack/packing/compiled.py; the only caller is
+ * tfpack/packing/algorithms/_knapsack.py, which documents the algorithm):
+ *
+ *   price(lengths, usable, priced, skip, max_length, depth, single, threshold,
+ *         max_candidates, expired) -> (corner, anchor_value, rows, counts, offsets) or None
+ *     lengths: int64 [n] ascending; usable: int64 [n] copies of each that one pack
+ *     holds; priced: float64 [n] values (already rounded up to float32 where
+ *     `single`); skip: uint8 [n] lengths no best pack needs (still anchors);
+ *     depth: sequences per pack, or -1 for no limit; single: the table is float32
+ *     (else float64). The dynamic program over (sequences, tokens), lengths in
+ *     ascending order, each split into 0/1 items of 1, 2, 4, ... copies; the table
+ *     just before a length gives its anchor value (that length the longest in the
+ *     pack); columns past `most * length` are filled only when a longer length
+ *     reaches them. `expired` (a callable or None) is called every 32 lengths and
+ *     every 32 packs backtracked, and when it returns true the result is None.
+ *     corner: the table's value at (all sequences, all tokens) as a double;
+ *     anchor_value: bytes of float64 [n] (-inf where a length is no anchor);
+ *     the anchors worth more than `threshold`, best first (ties: shorter first),
+ *     at most `max_candidates`, are backtracked into packs: pack j is rows
+ *     rows[offsets[j]:offsets[j + 1]] (ascending) with counts[...] copies; rows,
+ *     counts and offsets are bytes of int64.
+ *
+ *   dominated(copies, values, k) -> bytes of uint8 [n]
+ *     Length r is skipped when the k most valuable copies of shorter lengths
+ *     (within `copies`) are each worth at least values[r].
+ *
+ *   best_fit_decreasing(histogram, max_length, depth_limit) -> (strategies, counts)
+ *     Best fit decreasing on groups of identical packs: the algorithm, and the
+ *     plans, of tfpack/packing/algorithms/_fit_decreasing.py's module notes.
+ *     histogram: int64 [max_length]; strategies: a list of tuples of lengths
+ *     (longest first), one per group of packs in the opening order of its first
+ *     pack; counts: bytes of int64, the packs of each.
+ *
+ *   real_packs(strategies, counts, histogram, starts) -> dict
+ *     The real lengths of `histogram` (int64 [max_length]) in the slots of a plan
+ *     for its histogram rounded up within the groups that begin at `starts`
+ *     (int64, ascending, starts[0] == 1): strategies, a list of tuples of
+ *     lengths (each a group's longest), counts int64. The algorithm, and the
+ *     packs, of tfpack/packing/algorithms/_groups.py's `real_packs` notes: packs
+ *     (tuples, longest first) -> how many, in order of first appearance.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ pricing */
+
+typedef struct {
+    int64_t row, tokens, shift, filled, width; /* width: source columns (bits a mask row) */
+    size_t mask; /* offset of its bit mask (height rows of `stride(width)` bytes) */
+} Item;
+
+static size_t stride_of(int64_t width) { return (size_t)((width + 7) / 8); }
+
+/* A growing byte buffer for the items' masks and a growing array of items. */
+typedef struct {
+    uint8_t *bits;
+    size_t used, size;
+    Item *items;
+    size_t count, capacity;
+} Trace;
+
+static int trace_reserve(Trace *trace, size_t bytes) {
+    if (trace->used + bytes > trace->size) {
+        size_t size = trace->size ? trace->size : 1 << 16;
+        while (size < trace->used + bytes) size *= 2;
+        uint8_t *bits = realloc(trace->bits, size);
+        if (!bits) return -1;
+        trace->bits = bits, trace->size = size;
+    }
+    if (trace->count == trace->capacity) {
+        size_t capacity = trace->capacity ? 2 * trace->capacity : 256;
+        Item *items = realloc(trace->items, capacity * sizeof(Item));
+        if (!items) return -1;
+        trace->items = items, trace->capacity = capacity;
+    }
+    return 0;
+}
+
+/* One 0/1 item into the table (in place), its improvements recorded bit by bit:
+ * cell (k + shift, c + tokens) takes (k, c) + gain where that is larger. */
+#define APPLY_ITEM(NAME, T)                                                                   \
+    static void NAME(T *table, int64_t cols, int64_t height, int64_t shift, int64_t tokens,     \
+                     int64_t width, T gain, uint8_t *mask) {                                   \
+        size_t stride = stride_of(width);                                                     \
+        for (int64_t k = height - 1; k >= 0; k--) {                                           \
+            T *src = table + k * cols;                                                        \
+            T *dst = table + (k + shift) * cols + tokens;                                     \
+            uint8_t *bits = mask + (size_t)k * stride;                                        \
+            if (shift == 0) { /* same row: from the right, so sources are read first */       \
+                memset(bits, 0, stride);                                                      \
+                for (int64_t c = width - 1; c >= 0; c--) {                                    \
+                    T v = src[c] + gain;                                                      \
+                    if (v > dst[c]) {                                                         \
+                        dst[c] = v;                                                           \
+                        bits[c >> 3] |= (uint8_t)(1u << (c & 7));                             \
+                    }                                                                         \
+                }                                                                             \
+                continue;                                                                     \
+            }                                                                                 \
+            int64_t c0 = VECTOR(src, dst, width, gain, bits);                                 \
+            for (; c0 + 8 <= width; c0 += 8) {                                                \
+                unsigned byte = 0;                                                            \
+                for (int j = 0; j < 8; j++) {                                                 \
+                    T v = src[c0 + j] + gain, d = dst[c0 + j];                                \
+                    unsigned better = v > d;                                                  \
+                    dst[c0 + j] = better ? v : d;                                             \
+                    byte |= better << j;                                                      \
+                }                                                                             \
+                bits[c0 >> 3] = (uint8_t)byte;                                                \
+            }                                                                                 \
+            if (c0 < width) {                                                                 \
+                unsigned byte = 0;                                                            \
+                for (int j = 0; c0 + j < width; j++) {                                        \
+                    T v = src[c0 + j] + gain, d = dst[c0 + j];                                \
+                    unsigned better = v > d;                                                  \
+                    dst[c0 + j] = better ? v : d;                                             \
+                    byte |= better << j;                                                      \
+                }                                                                             \
+                bits[c0 >> 3] = (uint8_t)byte;                                                \
+            }                                                                                 \
+        }                                                                                     \
+    }
+/* The vector part of a row (SSE2, in every x86-64): blocks of 8 cells, a byte of bits each;
+ * returns the cells done. The same sums and comparisons as the scalar loop. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+static int64_t vector_f32(const float *src, float *dst, int64_t width, float gain,
+                          uint8_t *bits) {
+    __m128 g = _mm_set1_ps(gain);
+    int64_t c0 = 0;
+    for (; c0 + 8 <= width; c0 += 8) {
+        __m128 s0 = _mm_add_ps(_mm_loadu_ps(src + c0), g), d0 = _mm_loadu_ps(dst + c0);
+        __m128 s1 = _mm_add_ps(_mm_loadu_ps(src + c0 + 4), g), d1 = _mm_loadu_ps(dst + c0 + 4);
+        int low = _mm_movemask_ps(_mm_cmpgt_ps(s0, d0));
+        int high = _mm_movemask_ps(_mm_cmpgt_ps(s1, d1));
+        _mm_storeu_ps(dst + c0, _mm_max_ps(s0, d0));
+        _mm_storeu_ps(dst + c0 + 4, _mm_max_ps(s1, d1));
+        bits[c0 >> 3] = (uint8_t)(low | high << 4);
+    }
+    return c0;
+}
+static int64_t vector_f64(const double *src, double *dst, int64_t width, double gain,
+                          uint8_t *bits) {
+    __m128d g = _mm_set1_pd(gain);
+    int64_t c0 = 0;
+    for (; c0 + 8 <= width; c0 += 8) {
+        int byte = 0;
+        for (int j = 0; j < 8; j += 2) {
+            __m128d v = _mm_add_pd(_mm_loadu_pd(src + c0 + j), g), d = _mm_loadu_pd(dst + c0 + j);
+            byte |= _mm_movemask_pd(_mm_cmpgt_pd(v, d)) << j;
+            _mm_storeu_pd(dst + c0 + j, _mm_max_pd(v, d));
+        }
+        bits[c0 >> 3] = (uint8_t)byte;
+    }
+    return c0;
+}
+#else
+static int64_t vector_f32(const float *src, float *dst, int64_t width, float gain,
+                          uint8_t *bits) {
+    (void)src, (void)dst, (void)width, (void)gain, (void)bits;
+    return 0;
+}
+static int64_t vector_f64(const double *src, double *dst, int64_t width, double gain,
+                          uint8_t *bits) {
+    (void)src, (void)dst, (void)width, (void)gain, (void)bits;
+    return 0;
+}
+#endif
+
+#define VECTOR vector_f32
+APPLY_ITEM(apply_f32, float)
+#undef VECTOR
+#define VECTOR vector_f64
+APPLY_ITEM(apply_f64, double)
+#undef VECTOR
+
+typedef struct {
+    double value;
+    int64_t row;
+} Candidate;
+
+static int by_value(const void *a, const void *b) {
+    const Candidate *x = a, *y = b;
+    if (x->value != y->value) return x->value > y->value ? -1 : 1; /* best first */
+    return x->row < y->row ? -1 : (x->row > y->row); /* ties: the shorter (stable) */
+}
+
+/* 1 when `expired` (a callable, or None: never) says the budget has ended, 0 when
+ * not, -1 with an exception set when it raised. */
+static int budget_ended(PyObject *expired) {
+    if (expired == Py_None) return 0;
+    PyObject *out = PyObject_CallNoArgs(expired);
+    int stop = out ? PyObject_IsTrue(out) : -1;
+    Py_XDECREF(out);
+    return stop;
+}
+
+/* The forward pass: fills `anchor_value`, `anchor_copies`, `anchor_item`; returns the
+ * corner value, or NAN when `expired` said so (or -INFINITY with an exception set). */
+#define FORWARD(NAME, T, APPLY)                                                               \
+    static double NAME(const int64_t *lengths, const int64_t *usable, const double *priced,   \
+                       const uint8_t *skip, int64_t n, int64_t max_length, int64_t depth,       \
+                       int64_t most, PyObject *expired, Trace *trace, double *anchor_value,     \
+                       int64_t *anchor_copies, int64_t *anchor_item) {                          \
+        int64_t rows = depth < 0 ? 1 : depth + 1, cols = max_length + 1;                       \
+        T *table = calloc((size_t)(rows * cols), sizeof(T));                                   \
+        if (!table) {                                                                         \
+            PyErr_NoMemory();                                                                 \
+            return -INFINITY;                                                                 \
+        }                                                                                     \
+        int64_t filled = 1;                                                                   \
+        for (int64_t r = 0; r < n; r++) {                                                     \
+            anchor_value[r] = -INFINITY, anchor_copies[r] = 0, anchor_item[r] = 0;            \
+            if (r % 32 == 31) {                                                               \
+                int stop = budget_ended(expired);                                             \
+                if (stop) {                                                                   \
+                    free(table);                                                              \
+                    return stop < 0 ? -INFINITY : NAN;                                        \
+                }                                                                             \
+            }                                                                                 \
+            int64_t length = lengths[r], copies = usable[r];                                  \
+            double value = priced[r];                                                         \
+            if (value <= 0.0 || copies <= 0) continue;                                        \
+            int64_t reach = most * length + 1 < cols ? most * length + 1 : cols;              \
+            if (reach > filled) {                                                             \
+                for (int64_t k = 0; k < rows; k++) {                                          \
+                    T *row = table + k * cols;                                                \
+                    for (int64_t c = filled; c < reach; c++) row[c] = row[filled - 1];        \
+                }                                                                             \
+                filled = reach;                                                               \
+            }                                                                                 \
+            double best = -INFINITY;                                                          \
+            int64_t best_m = 0;                                                               \
+            for (int64_t m = 1; m <= copies; m++) {                                           \
+                int64_t k = depth < 0 ? 0 : depth - m, c = max_length - m * length;           \
+                if (c > filled - 1) c = filled - 1;                                           \
+                double total = (double)m * value + (double)table[k * cols + c];               \
+                if (total > best) best = total, best_m = m;                                   \
+            }                                                                                 \
+            anchor_value[r] = best, anchor_copies[r] = best_m;                                \
+            anchor_item[r] = (int64_t)trace->count;                                           \
+            if (skip[r]) continue;                                                            \
+            for (int64_t part_power = 1, left = copies; left > 0; part_power *= 2) {          \
+                int64_t part = left < part_power ? left : part_power;                         \
+                left -= part;                                                                 \
+                int64_t tokens = part * length, shift = depth < 0 ? 0 : part;                 \
+                double exact = (double)part * value;                                          \
+                T gain = (T)exact;                                                            \
+                if ((double)gain < exact)                                                     \
+                    gain = (T)(sizeof(T) == 4 ? (double)nextafterf((float)gain, INFINITY)     \
+                                              : nextafter((double)gain, INFINITY));           \
+                int64_t height = rows - shift, width = filled - tokens;                       \
+                size_t bytes = (size_t)(height > 0 ? height : 0) * stride_of(width);          \
+                if (trace_reserve(trace, bytes) < 0) {                                        \
+                    free(table);                                                              \
+                    PyErr_NoMemory();                                                         \
+                    return -INFINITY;                                                         \
+                }                                                                             \
+                Item *item = &trace->items[trace->count++];                                   \
+                item->row = r, item->tokens = tokens, item->shift = shift;                    \
+                item->filled = filled, item->width = width, item->mask = trace->used;         \
+                if (height > 0 && width > 0)                                                  \
+                    APPLY(table, cols, height, shift, tokens, width, gain,                    \
+                          trace->bits + trace->used);                                         \
+                trace->used += bytes;                                                         \
+            }                                                                                 \
+        }                                                                                     \
+        int64_t corner_col = max_length < filled - 1 ? max_length : filled - 1;               \
+        double corner = (double)table[(rows - 1) * cols + corner_col];                        \
+        free(table);                                                                          \
+        return corner;                                                                        \
+    }
+FORWARD(forward_f32, float, apply_f32)
+FORWARD(forward_f64, double, apply_f64)
+
+static int bit(const Trace *trace, const Item *item, int64_t k, int64_t c) {
+    const uint8_t *bits = trace->bits + item->mask + (size_t)k * stride_of(item->width);
+    return (bits[c >> 3] >> (c & 7)) & 1;
+}
+
+static PyObject *as_bytes(const void *data, size_t bytes) {
+    return PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)bytes);
+}
+
+static int check_buffer(Py_buffer *view, Py_ssize_t n, Py_ssize_t itemsize, const char *name) {
+    if (view->len != n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s must hold %zd items of %zd bytes", name, n, itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *price(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer lengths_view, usable_view, priced_view, skip_view;
+    long long max_length, depth, max_candidates;
+    int single;
+    double threshold;
+    PyObject *expired;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*LLpdLO", &lengths_view, &usable_view, &priced_view,
+                          &skip_view, &max_length, &depth, &single, &threshold,
+                          &max_candidates, &expired))
+        return NULL;
+    PyObject *result = NULL;
+    Trace trace = {0};
+    Py_ssize_t n = lengths_view.len / 8;
+    double *anchor_value = NULL;
+    int64_t *anchor_copies = NULL, *anchor_item = NULL, *out_rows = NULL, *out_counts = NULL,
+            *offsets = NULL;
+    Candidate *candidates = NULL;
+    if (check_buffer(&lengths_view, n, 8, "lengths") || check_buffer(&usable_view, n, 8, "usable") ||
+        check_buffer(&priced_view, n, 8, "priced") || check_buffer(&skip_view, n, 1, "skip"))
+        goto done;
+    if (n < 1 || max_length < 1) {
+        PyErr_SetString(PyExc_ValueError, "price needs lengths and max_length >= 1");
+        goto done;
+    }
+    const int64_t *lengths = lengths_view.buf, *usable = usable_view.buf;
+    int64_t most = depth < 0 ? max_length / lengths[0] : depth;
+    anchor_value = malloc((size_t)n * sizeof(double));
+    anchor_copies = malloc((size_t)n * sizeof(int64_t));
+    anchor_item = malloc((size_t)n * sizeof(int64_t));
+    candidates = malloc((size_t)n * sizeof(Candidate));
+    if (!anchor_value || !anchor_copies || !anchor_item || !candidates) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    double corner = (single ? forward_f32 : forward_f64)(
+        lengths, usable, priced_view.buf, skip_view.buf, n, max_length, depth, most, expired,
+        &trace, anchor_value, anchor_copies, anchor_item);
+    if (isnan(corner)) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (corner == -INFINITY && PyErr_Occurred()) goto done;
+
+    Py_ssize_t chosen = 0;
+    for (Py_ssize_t r = 0; r < n; r++)
+        if (anchor_value[r] > threshold) candidates[chosen].value = anchor_value[r],
+                                         candidates[chosen++].row = r;
+    qsort(candidates, (size_t)chosen, sizeof(Candidate), by_value);
+    if (chosen > max_candidates) chosen = max_candidates < 0 ? 0 : (Py_ssize_t)max_candidates;
+    /* Backtracking: each pack holds at most `most` sequences, so at most `most + 1` entries. */
+    size_t per = (size_t)(most < (int64_t)n ? most : (int64_t)n) + 1;
+    out_rows = malloc(((size_t)chosen * per + 1) * sizeof(int64_t));
+    out_counts = malloc(((size_t)chosen * per + 1) * sizeof(int64_t));
+    offsets = malloc(((size_t)chosen + 1) * sizeof(int64_t));
+    if (!out_rows || !out_counts || !offsets) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t used = 0;
+    offsets[0] = 0;
+    for (Py_ssize_t j = 0; j < chosen; j++) {
+        /* Each pack walks back over the items (up to ~10**5 with 30,000 lengths), so the
+         * budget is asked every 32 packs here too. */
+        if (j % 32 == 31) {
+            int stop = budget_ended(expired);
+            if (stop < 0) goto done;
+            if (stop) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+        }
+        int64_t anchor = candidates[j].row, copies = anchor_copies[anchor];
+        int64_t k = depth < 0 ? 0 : depth - copies, c = max_length - copies * lengths[anchor];
+        size_t start = used;
+        out_rows[used] = anchor, out_counts[used++] = copies; /* rows descend from here */
+        for (int64_t t = anchor_item[anchor] - 1; t >= 0; t--) {
+            const Item *item = &trace.items[t];
+            if (c > item->filled - 1) c = item->filled - 1;
+            if (c >= item->tokens && k >= item->shift &&
+                bit(&trace, item, k - item->shift, c - item->tokens)) {
+                int64_t part = item->tokens / lengths[item->row];
+                if (out_rows[used - 1] == item->row)
+                    out_counts[used - 1] += part; /* binary parts of one length add up */
+                else
+                    out_rows[used] = item->row, out_counts[used++] = part;
+                c -= item->tokens, k -= item->shift;
+            }
+        }
+        for (size_t a = start, b = used - 1; a < b; a++, b--) { /* rows ascending */
+            int64_t row = out_rows[a], count = out_counts[a];
+            out_rows[a] = out_rows[b], out_counts[a] = out_counts[b];
+            out_rows[b] = row, out_counts[b] = count;
+        }
+        offsets[j + 1] = (int64_t)used;
+    }
+    result = Py_BuildValue("(dNNNN)", corner, as_bytes(anchor_value, (size_t)n * sizeof(double)),
+                           as_bytes(out_rows, used * sizeof(int64_t)),
+                           as_bytes(out_counts, used * sizeof(int64_t)),
+                           as_bytes(offsets, ((size_t)chosen + 1) * sizeof(int64_t)));
+done:
+    free(trace.bits), free(trace.items), free(anchor_value), free(anchor_copies);
+    free(anchor_item), free(candidates), free(out_rows), free(out_counts), free(offsets);
+    PyBuffer_Release(&lengths_view), PyBuffer_Release(&usable_view);
+    PyBuffer_Release(&priced_view), PyBuffer_Release(&skip_view);
+    return result;
+}
+
+/* A binary min-heap of doubles (the k most valuable copies so far). */
+static void sift_down(double *heap, int64_t size, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < size && heap[l] < heap[m]) m = l;
+        if (r < size && heap[r] < heap[m]) m = r;
+        if (m == i) return;
+        double t = heap[i];
+        heap[i] = heap[m], heap[m] = t, i = m;
+    }
+}
+
+static void sift_up(double *heap, int64_t i) {
+    while (i > 0 && heap[(i - 1) / 2] > heap[i]) {
+        double t = heap[i];
+        heap[i] = heap[(i - 1) / 2], heap[(i - 1) / 2] = t, i = (i - 1) / 2;
+    }
+}
+
+static PyObject *dominated(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer copies_view, values_view;
+    long long k;
+    if (!PyArg_ParseTuple(args, "y*y*L", &copies_view, &values_view, &k)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = copies_view.len / 8;
+    uint8_t *skip = NULL;
+    double *heap = NULL;
+    if (check_buffer(&copies_view, n, 8, "copies") || check_buffer(&values_view, n, 8, "values"))
+        goto done;
+    skip = calloc((size_t)n + 1, 1);
+    heap = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(double));
+    if (!skip || !heap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *copies = copies_view.buf;
+    const double *values = values_view.buf;
+    int64_t size = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        double value = values[r];
+        skip[r] = size == k && size > 0 && heap[0] >= value;
+        for (int64_t i = 0; i < copies[r]; i++) {
+            if (size < k) {
+                heap[size] = value;
+                sift_up(heap, size++);
+            } else if (size > 0 && value > heap[0]) {
+                heap[0] = value;
+                sift_down(heap, size, 0);
+            } else {
+                break;
+            }
+        }
+    }
+    result = as_bytes(skip, (size_t)n);
+done:
+    free(skip), free(heap);
+    PyBuffer_Release(&copies_view), PyBuffer_Release(&values_view);
+    return result;
+}
+
+/* ------------------------------------------------------- best fit decreasing */
+
+typedef struct {
+    int64_t key;   /* the index of its first pack among all packs opened */
+    int64_t count; /* identical packs */
+    int64_t space, depth;
+    int64_t node; /* its contents: the last node of a chain (-1: empty) */
+} Group;
+
+typedef struct {
+    int64_t parent, length, copies;
+} Node;
+
+typedef struct {
+    int64_t *ids; /* group ids; in the zone sorted by key, descending (earliest last) */
+    int64_t size, capacity;
+} Bucket;
+
+typedef struct {
+    Group *groups;
+    int64_t n_groups, groups_capacity;
+    Node *nodes;
+    int64_t n_nodes, nodes_capacity;
+    Bucket *buckets; /* by free space, 0..max_length */
+    int64_t *zone;   /* spaces of the zone's non-empty buckets, descending (least last) */
+    int64_t zone_size;
+    int64_t active, depth_limit;
+} Fit;
+
+static int grow(void **array, int64_t *capacity, int64_t need, size_t item) {
+    if (need <= *capacity) return 0;
+    int64_t capacity2 = *capacity ? *capacity : 64;
+    while (capacity2 < need) capacity2 *= 2;
+    void *bigger = realloc(*array, (size_t)capacity2 * item);
+    if (!bigger) return -1;
+    *array = bigger, *capacity = capacity2;
+    return 0;
+}
+
+static int64_t new_node(Fit *fit, int64_t parent, int64_t length, int64_t copies) {
+    if (copies == 0) return parent;
+    if (grow((void **)&fit->nodes, &fit->nodes_capacity, fit->n_nodes + 1, sizeof(Node)) < 0)
+        return -2;
+    fit->nodes[fit->n_nodes] = (Node){parent, length, copies};
+    return fit->n_nodes++;
+}
+
+static int bucket_push(Bucket *bucket, int64_t id) {
+    if (grow((void **)&bucket->ids, &bucket->capacity, bucket->size + 1, sizeof(int64_t)) < 0)
+        return -1;
+    bucket->ids[bucket->size++] = id;
+    return 0;
+}
+
+/* Into its sorted place: keys descending, so the earliest opened is last. */
+static int bucket_insort(Fit *fit, Bucket *bucket, int64_t id) {
+    if (bucket_push(bucket, id) < 0) return -1;
+    int64_t key = fit->groups[id].key, lo = 0, hi = bucket->size - 1;
+    while (lo < hi) { /* the first position whose key is below `key` */
+        int64_t mid = (lo + hi) / 2;
+        if (fit->groups[bucket->ids[mid]].key < key) hi = mid;
+        else lo = mid + 1;
+    }
+    memmove(bucket->ids + lo + 1, bucket->ids + lo,
+            (size_t)(bucket->size - 1 - lo) * sizeof(int64_t));
+    bucket->ids[lo] = id;
+    return 0;
+}
+
+static Fit *sort_fit; /* qsort has no context argument; set around each call */
+static int by_key_descending(const void *a, const void *b) {
+    int64_t x = sort_fit->groups[*(const int64_t *)a].key;
+    int64_t y = sort_fit->groups[*(const int64_t *)b].key;
+    return x > y ? -1 : (x < y);
+}
+
+/* Record group `id` (in its bucket if it can take more): `place` of the Python notes. */
+static int place(Fit *fit, int64_t id) {
+    Group *group = &fit->groups[id];
+    if (group->space <= 0 || group->depth >= fit->depth_limit) return 0;
+    Bucket *bucket = &fit->buckets[group->space];
+    if (group->space < fit->active) return bucket_push(bucket, id); /* sorted later */
+    if (bucket->size == 0) { /* a new non-empty bucket in the zone: keep spaces descending */
+        int64_t space = group->space, lo = 0, hi = fit->zone_size;
+        while (lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (fit->zone[mid] < space) hi = mid;
+            else lo = mid + 1;
+        }
+        memmove(fit->zone + lo + 1, fit->zone + lo, (size_t)(fit->zone_size - lo) * sizeof(int64_t));
+        fit->zone[lo] = space, fit->zone_size++;
+    }
+    return bucket_insort(fit, bucket, id);
+}
+
+static int64_t add_group(Fit *fit, int64_t key, int64_t count, int64_t space, int64_t depth,
+                         int64_t node) {
+    if (grow((void **)&fit->groups, &fit->groups_capacity, fit->n_groups + 1, sizeof(Group)) < 0)
+        return -1;
+    fit->groups[fit->n_groups] = (Group){key, count, space, depth, node};
+    return fit->n_groups++;
+}
+
+static PyObject *best_fit_decreasing(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    long long max_length, depth_limit;
+    if (!PyArg_ParseTuple(args, "y*LL", &view, &max_length, &depth_limit)) return NULL;
+    PyObject *result = NULL, *strategies = NULL;
+    Fit fit = {0};
+    int64_t *order = NULL, *counts = NULL, *chain = NULL;
+    if (max_length < 1 || depth_limit < 1 || check_buffer(&view, (Py_ssize_t)max_length, 8,
+                                                          "histogram"))
+        goto invalid;
+    const int64_t *histogram = view.buf;
+    fit.buckets = calloc((size_t)max_length + 1, sizeof(Bucket));
+    fit.zone = malloc(((size_t)max_length + 1) * sizeof(int64_t));
+    if (!fit.buckets || !fit.zone) goto memory;
+    fit.active = max_length + 1, fit.depth_limit = depth_limit;
+    int64_t opened = 0;
+    for (int64_t length = max_length; length >= 1; length--) {
+        int64_t left = histogram[length - 1];
+        if (left == 0) continue;
+        if (left < 0) {
+            PyErr_SetString(PyExc_ValueError, "histogram counts must be >= 0");
+            goto invalid;
+        }
+        for (int64_t space = fit.active - 1; space >= length; space--) { /* the zone grows */
+            Bucket *bucket = &fit.buckets[space];
+            if (bucket->size) {
+                sort_fit = &fit;
+                qsort(bucket->ids, (size_t)bucket->size, sizeof(int64_t), by_key_descending);
+                fit.zone[fit.zone_size++] = space;
+            }
+        }
+        fit.active = length;
+        while (left && fit.zone_size) {
+            int64_t space = fit.zone[fit.zone_size - 1]; /* the tightest fit */
+            Bucket *bucket = &fit.buckets[space];
+            int64_t id = bucket->ids[--bucket->size]; /* and in it the earliest opened */
+            if (!bucket->size) fit.zone_size--;
+            Group group = fit.groups[id];
+            int64_t k = space / length;
+            if (depth_limit - group.depth < k) k = depth_limit - group.depth;
+            if (group.count <= left / k) { /* every pack takes k (no int64 overflow) */
+                left -= group.count * k;
+                int64_t node = new_node(&fit, group.node, length, k);
+                if (node == -2) goto memory;
+                Group *g = &fit.groups[id];
+                g->space = space - k * length, g->depth = group.depth + k, g->node = node;
+                if (place(&fit, id) < 0) goto memory;
+                continue;
+            }
+            int64_t packs = left / k, rest = left % k; /* split: full / partial / untouched */
+            int64_t numbers[3] = {packs, rest > 0, group.count - packs - (rest > 0)};
+            int64_t taken[3] = {k, rest, 0};
+            int64_t key = group.key, reuse = id;
+            for (int piece = 0; piece < 3; piece++) {
+                if (!numbers[piece]) continue;
+                int64_t node = new_node(&fit, group.node, length, taken[piece]);
+                if (node == -2) goto memory;
+                int64_t space2 = space - taken[piece] * length, depth2 = group.depth + taken[piece];
+                int64_t at = reuse;
+                if (at >= 0) {
+                    fit.groups[at] = (Group){key, numbers[piece], space2, depth2, node};
+                    reuse = -1;
+                } else if ((at = add_group(&fit, key, numbers[piece], space2, depth2, node)) < 0) {
+                    goto memory;
+                }
+                if (place(&fit, at) < 0) goto memory;
+                key += numbers[piece];
+            }
+            left = 0;
+        }
+        if (left) { /* fits nowhere: new packs, each with as many copies as fit */
+            int64_t k = max_length / length < depth_limit ? max_length / length : depth_limit;
+            int64_t numbers[2] = {left / k, left % k > 0}, taken[2] = {k, left % k};
+            for (int piece = 0; piece < 2; piece++) {
+                if (!numbers[piece]) continue;
+                int64_t node = new_node(&fit, -1, length, taken[piece]);
+                if (node == -2) goto memory;
+                int64_t at = add_group(&fit, opened, numbers[piece],
+                                       max_length - taken[piece] * length, taken[piece], node);
+                if (at < 0 || place(&fit, at) < 0) goto memory;
+                opened += numbers[piece];
+            }
+        }
+    }
+    /* Groups in opening order of their first pack; contents from their chains. */
+    order = malloc(((size_t)fit.n_groups + 1) * sizeof(int64_t));
+    counts = malloc(((size_t)fit.n_groups + 1) * sizeof(int64_t));
+    /* A chain has a node per length in its packs: at most min(depth, max_length) nodes. */
+    chain = malloc(((size_t)(depth_limit < max_length ? depth_limit : max_length) + 1) *
+                   sizeof(int64_t));
+    if (!order || !counts || !chain) goto memory;
+    for (int64_t i = 0; i < fit.n_groups; i++) order[i] = i;
+    sort_fit = &fit;
+    qsort(order, (size_t)fit.n_groups, sizeof(int64_t), by_key_descending);
+    strategies = PyList_New((Py_ssize_t)fit.n_groups);
+    if (!strategies) goto done;
+    for (int64_t i = 0; i < fit.n_groups; i++) {
+        const Group *group = &fit.groups[order[fit.n_groups - 1 - i]]; /* keys ascending */
+        counts[i] = group->count;
+        int64_t links = 0, size = 0;
+        for (int64_t node = group->node; node >= 0; node = fit.nodes[node].parent)
+            chain[links++] = node, size += fit.nodes[node].copies;
+        PyObject *strategy = PyTuple_New((Py_ssize_t)size);
+        if (!strategy) goto done;
+        PyList_SET_ITEM(strategies, (Py_ssize_t)i, strategy);
+        Py_ssize_t at = 0;
+        for (int64_t link = links - 1; link >= 0; link--) { /* the first lengths first */
+            const Node *node = &fit.nodes[chain[link]];
+            PyObject *length = PyLong_FromLongLong(node->length);
+            if (!length) goto done;
+            for (int64_t c = 0; c < node->copies; c++) {
+                Py_INCREF(length);
+                PyTuple_SET_ITEM(strategy, at++, length);
+            }
+            Py_DECREF(length);
+        }
+    }
+    result = Py_BuildValue("(ON)", strategies, as_bytes(counts, (size_t)fit.n_groups * 8));
+    goto done;
+memory:
+    PyErr_NoMemory();
+    goto done;
+invalid:
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "best_fit_decreasing: bad input");
+done:
+    Py_XDECREF(strategies);
+    if (fit.buckets)
+        for (int64_t s = 0; s <= max_length; s++) free(fit.buckets[s].ids);
+    free(fit.buckets), free(fit.zone), free(fit.groups), free(fit.nodes);
+    free(order), free(counts), free(chain);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ---------------------------------------------------------------- real packs */
+
+/* The first index in sorted `values[0:n]` whose value is > `x` (bisect_right). */
+static int64_t after(const int64_t *values, int64_t n, int64_t x) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (values[mid] <= x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static int descending(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : (x < y);
+}
+
+static int ascending(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : (x > y);
+}
+
+static PyObject *real_packs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *strategies, *packs = NULL, *result = NULL;
+    Py_buffer counts_view, histogram_view, starts_view;
+    if (!PyArg_ParseTuple(args, "O!y*y*y*", &PyList_Type, &strategies, &counts_view,
+                          &histogram_view, &starts_view))
+        return NULL;
+    Py_ssize_t n_strategies = PyList_GET_SIZE(strategies);
+    int64_t max_length = histogram_view.len / 8, groups = starts_view.len / 8;
+    const int64_t *counts = counts_view.buf, *histogram = histogram_view.buf;
+    const int64_t *starts = starts_view.buf;
+    int64_t *group_of = NULL, *run_start = NULL, *run_length = NULL, *cum = NULL, *position = NULL;
+    int64_t *run = NULL, *slot_group = NULL, *slot_count = NULL, *slot_of = NULL, *cuts = NULL;
+    int64_t *pack = NULL;
+    int64_t cuts_capacity = 0;
+    if (check_buffer(&counts_view, n_strategies, 8, "counts")) goto done;
+    if (groups < 1 || starts[0] != 1 || max_length < 1) {
+        PyErr_SetString(PyExc_ValueError, "real_packs needs starts[0] == 1 and a histogram");
+        goto done;
+    }
+    for (int64_t g = 1; g < groups; g++)
+        if (starts[g] <= starts[g - 1] || starts[g] > max_length) {
+            PyErr_SetString(PyExc_ValueError, "starts must ascend within 1..max_length");
+            goto done;
+        }
+    group_of = malloc((size_t)max_length * sizeof(int64_t));
+    run_start = malloc(((size_t)groups + 1) * sizeof(int64_t));
+    run_length = malloc(((size_t)max_length + (size_t)groups) * sizeof(int64_t));
+    cum = malloc(((size_t)max_length + 1) * sizeof(int64_t));
+    position = calloc((size_t)groups, sizeof(int64_t));
+    run = calloc((size_t)groups, sizeof(int64_t));
+    slot_group = malloc((size_t)max_length * sizeof(int64_t));
+    slot_count = malloc((size_t)max_length * sizeof(int64_t));
+    slot_of = malloc((size_t)groups * sizeof(int64_t));
+    pack = malloc((size_t)max_length * sizeof(int64_t));
+    if (!group_of || !run_start || !run_length || !cum || !position || !run || !slot_group ||
+        !slot_count || !slot_of || !pack)
+        goto memory;
+    /* Each group's stream: its lengths longest first (a run each, `cum` where each ends),
+     * then 0s (slots nobody needs): group g's runs are [run_start[g], run_start[g + 1]),
+     * and run_length holds one more entry a group, its 0. */
+    int64_t runs = 0;
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t first = starts[g], last = g + 1 < groups ? starts[g + 1] - 1 : max_length;
+        run_start[g] = runs;
+        int64_t total = 0;
+        for (int64_t length = last; length >= first; length--) {
+            group_of[length - 1] = g;
+            if (histogram[length - 1] > 0) {
+                total += histogram[length - 1];
+                run_length[runs + g] = length, cum[runs++] = total;
+            }
+        }
+        run_length[runs + g] = 0;
+        slot_of[g] = -1;
+    }
+    run_start[groups] = runs;
+    packs = PyDict_New();
+    if (!packs) goto done;
+    for (Py_ssize_t j = 0; j < n_strategies; j++) {
+        PyObject *strategy = PyList_GET_ITEM(strategies, j);
+        if (!PyTuple_Check(strategy)) {
+            PyErr_SetString(PyExc_TypeError, "strategies must be tuples");
+            goto done;
+        }
+        int64_t count = counts[j], n_slots = 0, size = PyTuple_GET_SIZE(strategy);
+        if (size > max_length) {
+            PyErr_SetString(PyExc_ValueError, "a strategy holds more slots than max_length");
+            goto done;
+        }
+        for (int64_t i = 0; i < size; i++) { /* slots by group, in order of appearance */
+            long long length = PyLong_AsLongLong(PyTuple_GET_ITEM(strategy, i));
+            if (length == -1 && PyErr_Occurred()) goto done;
+            if (length < 1 || length > max_length) {
+                PyErr_SetString(PyExc_ValueError, "a strategy length is outside 1..max_length");
+                goto done;
+            }
+            int64_t g = group_of[length - 1];
+            if (slot_of[g] < 0) slot_of[g] = n_slots, slot_group[n_slots] = g,
+                                slot_count[n_slots++] = 0;
+            slot_count[slot_of[g]]++;
+        }
+        for (int64_t k = 0; k < n_slots; k++) slot_of[slot_group[k]] = -1;
+        /* Cuts: where some stream changes run inside this strategy's part of it. */
+        int64_t n_cuts = 0;
+        if (grow((void **)&cuts, &cuts_capacity, 2, sizeof(int64_t)) < 0) goto memory;
+        cuts[n_cuts++] = 0, cuts[n_cuts++] = count;
+        for (int64_t k = 0; k < n_slots; k++) {
+            int64_t g = slot_group[k], m = slot_count[k], begin = position[g], end;
+            if (__builtin_mul_overflow(count, m, &end) || __builtin_add_overflow(end, begin, &end)) {
+                PyErr_SetString(PyExc_OverflowError, "slots past int64");
+                goto done;
+            }
+            const int64_t *c = cum + run_start[g];
+            int64_t n_runs = run_start[g + 1] - run_start[g];
+            for (int64_t r = after(c, n_runs, begin); r < n_runs && c[r] < end; r++) {
+                if (grow((void **)&cuts, &cuts_capacity, n_cuts + 2, sizeof(int64_t)) < 0)
+                    goto memory;
+                int64_t q = (c[r] - begin) / m;
+                cuts[n_cuts++] = q, cuts[n_cuts++] = q + 1;
+            }
+        }
+        qsort(cuts, (size_t)n_cuts, sizeof(int64_t), ascending);
+        int64_t kept = 0;
+        for (int64_t i = 0; i < n_cuts; i++)
+            if (cuts[i] <= count && (kept == 0 || cuts[i] != cuts[kept - 1])) cuts[kept++] = cuts[i];
+        for (int64_t i = 0; i + 1 < kept; i++) {
+            int64_t a = cuts[i], b = cuts[i + 1], size2 = 0;
+            for (int64_t k = 0; k < n_slots; k++) {
+                int64_t g = slot_group[k], m = slot_count[k], at = position[g] + a * m;
+                const int64_t *c = cum + run_start[g], *lengths = run_length + run_start[g] + g;
+                int64_t n_runs = run_start[g + 1] - run_start[g], first = run[g];
+                while (first < n_runs && c[first] <= at) first++; /* `at` only grows */
+                run[g] = first;
+                if (m == 1 || first == n_runs || c[first] > at + m - 1) {
+                    for (int64_t x = 0; x < m; x++) pack[size2++] = lengths[first];
+                } else {
+                    for (int64_t x = 0; x < m; x++) pack[size2++] = lengths[after(c, n_runs, at + x)];
+                }
+            }
+            qsort(pack, (size_t)size2, sizeof(int64_t), descending);
+            while (size2 && !pack[size2 - 1]) size2--; /* slots nobody needs */
+            if (!size2) continue;
+            PyObject *key = PyTuple_New((Py_ssize_t)size2);
+            if (!key) goto done;
+            for (int64_t x = 0; x < size2; x++) {
+                PyObject *length = PyLong_FromLongLong(pack[x]);
+                if (!length) {
+                    Py_DECREF(key);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(key, (Py_ssize_t)x, length);
+            }
+            PyObject *old = PyDict_GetItemWithError(packs, key);
+            long long before = 0;
+            if (old) before = PyLong_AsLongLong(old);
+            if ((old == NULL && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
+                Py_DECREF(key);
+                goto done;
+            }
+            PyObject *value = PyLong_FromLongLong(before + (b - a));
+            int failed = !value || PyDict_SetItem(packs, key, value) < 0;
+            Py_XDECREF(value);
+            Py_DECREF(key);
+            if (failed) goto done;
+        }
+        for (int64_t k = 0; k < n_slots; k++) position[slot_group[k]] += count * slot_count[k];
+    }
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t need = run_start[g + 1] > run_start[g] ? cum[run_start[g + 1] - 1] : 0;
+        if (position[g] < need) {
+            PyErr_SetString(PyExc_AssertionError,
+                            "a plan for the rounded-up histogram misses sequences");
+            goto done;
+        }
+    }
+    result = Py_NewRef(packs);
+    goto done;
+memory:
+    PyErr_NoMemory();
+done:
+    Py_XDECREF(packs);
+    free(group_of), free(run_start), free(run_length), free(cum), free(position), free(run);
+    free(slot_group), free(slot_count), free(slot_of), free(cuts), free(pack);
+    PyBuffer_Release(&counts_view), PyBuffer_Release(&histogram_view);
+    PyBuffer_Release(&starts_view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
+    {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
+    {"real_packs", real_packs, METH_VARARGS,
+     "Real lengths in the slots of a plan on groups rounded up (see the source)."},
+    {"best_fit_decreasing", best_fit_decreasing, METH_VARARGS,
+     "Best fit decreasing on groups of packs (see the source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
+                                    "The `optimal` planner's compiled kernels.", -1, methods};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
