@@ -279,6 +279,30 @@ def test_master_lp_backends_agree(incremental, ipm_rows, monkeypatch):
     np.testing.assert_allclose(x, [0.5, 0.0, 2.0])
 
 
+@pytest.mark.parametrize("incremental", [True, False])
+def test_master_lp_solves_demands_past_2_to_the_32_scaled(incremental):
+    # The same LP as above at 2^40 times the demand: x and the value scale, duals do not.
+    big = 2.0 ** 40
+    master = _lp.Master(np.array([3.0, 2.0]) * big, incremental=incremental)
+    assert master.scale == 2.0 ** 12
+    master.add([(np.array([0]), np.array([2])), (np.array([1]), np.array([1]))])
+    value, x, duals = master.solve()
+    assert value == pytest.approx(3.5 * big)
+    np.testing.assert_allclose(x, [1.5 * big, 2.0 * big])
+    np.testing.assert_allclose(duals, [0.5, 1.0])
+
+
+def test_optimal_plans_counts_past_2_to_the_32_of_a_length():
+    # Odd lengths 1..31, 2^36 / 16 sequences each: HiGHS called the unscaled LP unbounded.
+    histogram = np.zeros(31, dtype=np.int64)
+    histogram[::2] = 2**36 // 16
+    result = plan(histogram, 31, None, algorithm="optimal", time_limit=0.5)
+    check_plan(result.strategies, result.counts, histogram, max_length=31,
+               max_sequences_per_pack=None)
+    packs, bound = result.metrics["packs"], result.metrics["lower_bound_packs"]
+    assert bound <= packs <= bound * 1.002
+
+
 def test_highs_time_limit_counts_from_its_run_clock_now():
     """HiGHS's `time_limit` is read against a run clock that adds up over every solve of
     one object: a budget's time left is added to that clock, not set alone (a master

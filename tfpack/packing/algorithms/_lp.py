@@ -21,6 +21,8 @@ simplex iterations. A `_budget.Budget` given to `solve` becomes HiGHS's own
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.optimize
 import scipy.sparse
@@ -48,6 +50,7 @@ _HIGHS = _highs_class()
 
 
 _IPM_ROWS = 256  # first solve by interior point from this many rows on
+_LARGEST_DEMAND = 30  # log2 of the most sequences of a length HiGHS is handed
 
 
 class Master:
@@ -63,6 +66,11 @@ class Master:
     def __init__(self, demand: np.ndarray, fixed=None, incremental: bool | None = None):
         self.demand = np.asarray(demand, dtype=np.float64)
         self.n = len(self.demand)
+        # HiGHS's tolerances are absolute: past ~2^32 sequences of a length it
+        # called the packing LP unbounded. The LP is solved for demand / scale
+        # (a power of two: exact) and its solution scaled back; duals are the same.
+        largest = float(np.abs(self.demand).max(initial=0.0))
+        self.scale = 2.0 ** max(0, math.ceil(math.log2(largest)) - _LARGEST_DEMAND) if largest else 1.0
         self.fixed = scipy.sparse.csc_array((self.n, 0)) if fixed is None else fixed.tocsc()
         self.columns: list[np.ndarray] = []
         use = _HIGHS is not None if incremental is None else incremental and _HIGHS is not None
@@ -77,7 +85,7 @@ class Master:
             # Added columns keep the basis primal feasible: primal simplex goes on from it.
             highs.setOptionValue("simplex_strategy", 4)
             inf = highs.getInfinity()
-            highs.addRows(self.n, self.demand, np.full(self.n, inf), 0,
+            highs.addRows(self.n, self.demand / self.scale, np.full(self.n, inf), 0,
                           np.zeros(self.n, dtype=np.int32), np.zeros(0, dtype=np.int32),
                           np.zeros(0))
             self._highs = highs
@@ -110,7 +118,7 @@ class Master:
         dual feasible, so solves go on with dual simplex from it.
         """
         self.demand = np.asarray(demand, dtype=np.float64)
-        self._highs.changeRowsBounds(self.n, np.arange(self.n, dtype=np.int32), self.demand,
+        self._highs.changeRowsBounds(self.n, np.arange(self.n, dtype=np.int32), self.demand / self.scale,
                                      np.full(self.n, self._highs.getInfinity()))
         self._highs.setOptionValue("simplex_strategy", 1)
 
@@ -165,17 +173,18 @@ class Master:
             duals = np.asarray(solution.row_dual)
             value = float(self._highs.getInfo().objective_function_value)
             offset = self.fixed.shape[1]
-            return value, x[offset: offset + k], np.maximum(duals, 0.0)
+            return value * self.scale, x[offset: offset + k] * self.scale, np.maximum(duals, 0.0)
         matrix = scipy.sparse.hstack([_sparse(self.columns, self.n), self.fixed], format="csc")
         cost = np.concatenate([np.ones(k), np.zeros(self.fixed.shape[1])])
-        res = scipy.optimize.linprog(cost, A_ub=-matrix, b_ub=-self.demand, bounds=(0, None),
+        res = scipy.optimize.linprog(cost, A_ub=-matrix, b_ub=-self.demand / self.scale, bounds=(0, None),
                                      method="highs",
                                      options={} if limit == np.inf else {"time_limit": limit})
         if res.status == 1:  # iteration or time limit
             raise OutOfTime
         if res.status != 0:  # pragma: no cover - always feasible
             raise RuntimeError(f"HiGHS failed on the packing LP: {res.message}")
-        return float(res.fun), res.x[:k], np.maximum(-res.ineqlin.marginals, 0.0)
+        return (float(res.fun) * self.scale, res.x[:k] * self.scale,
+                np.maximum(-res.ineqlin.marginals, 0.0))
 
 
 def _sparse(patterns: list[tuple[np.ndarray, np.ndarray]], n: int) -> scipy.sparse.csc_array:
