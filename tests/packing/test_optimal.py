@@ -284,7 +284,7 @@ def test_master_lp_solves_demands_past_2_to_the_32_scaled(incremental):
     # The same LP as above at 2^40 times the demand: x and the value scale, duals do not.
     big = 2.0 ** 40
     master = _lp.Master(np.array([3.0, 2.0]) * big, incremental=incremental)
-    assert master.scale == 2.0 ** 12
+    assert master.scale == 2.0 ** 16
     master.add([(np.array([0]), np.array([2])), (np.array([1]), np.array([1]))])
     value, x, duals = master.solve()
     assert value == pytest.approx(3.5 * big)

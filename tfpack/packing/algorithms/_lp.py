@@ -50,7 +50,7 @@ _HIGHS = _highs_class()
 
 
 _IPM_ROWS = 256  # first solve by interior point from this many rows on
-_LARGEST_DEMAND = 30  # log2 of the most sequences of a length HiGHS is handed
+_LARGEST_DEMAND = 26  # log2 of the most sequences of a length HiGHS is handed
 
 
 class Master:
@@ -66,9 +66,10 @@ class Master:
     def __init__(self, demand: np.ndarray, fixed=None, incremental: bool | None = None):
         self.demand = np.asarray(demand, dtype=np.float64)
         self.n = len(self.demand)
-        # HiGHS's tolerances are absolute: past ~2^32 sequences of a length it
-        # called the packing LP unbounded. The LP is solved for demand / scale
-        # (a power of two: exact) and its solution scaled back; duals are the same.
+        # HiGHS called the packing LP unbounded from 2^29-2^30 sequences of a
+        # length on (L = 7 and 63, depth none). The LP is solved for demand / scale
+        # (a power of two: exact; at most 2^26 a length) and its solution scaled
+        # back; duals are the same. The 6 suite cases past 2^26 plan the same.
         largest = float(np.abs(self.demand).max(initial=0.0))
         self.scale = 2.0 ** max(0, math.ceil(math.log2(largest)) - _LARGEST_DEMAND) if largest else 1.0
         self.fixed = scipy.sparse.csc_array((self.n, 0)) if fixed is None else fixed.tocsc()
