@@ -31,7 +31,7 @@ def dense_attention(mha, x, mask, training):
     (its projections and query scale, its masked softmax and its dropout
     layer on the probabilities), but keras's score equation
     (`aecd,abcd->acbe`, key first) compiles under XLA on CPU to a batched
-    matmul with a transposed operand that ran 1.3-1.6x slower per step at
+    matmul with a transposed operand: the whole step ran 1.6-1.7x slower at
     L=2,048 than the query-first `bquh,bkuh->buqk` of the other families
     (benchmarks/keras_hub_attention.py, issue 23: the segmented path looked
     up to 2.2x faster than dense where it did no less work). Without
