@@ -9,6 +9,7 @@ layers in groups, called in keras-hub's order). Packing changes two things
 the block-diagonal mask of `sequence_ids` instead of a padding mask.
 """
 
+import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
@@ -35,12 +36,14 @@ def dense_attention(mha, x, mask, training):
     L=2,048 than the query-first `bquh,bkuh->buqk` of the other families
     (benchmarks/keras_hub_attention.py, issue 23: the segmented path looked
     up to 2.2x faster than dense where it did no less work). Without
-    dropout keras takes its `dot_product_attention` path, already
-    query-first; that, and layers with other attention axes, run keras's
-    own call.
+    dropout (ALBERT) keras calls `ops.dot_product_attention`, whose
+    TensorFlow version made the step 2.75x slower at L=4,096; on other
+    backends it keeps that call (fused kernels where they exist), as do
+    layers with other attention axes.
     """
-    if (not mha._dropout > 0.0 or tuple(mha._attention_axes) != (1,)
-            or len(x.shape) != 3):
+    fused = (not mha._dropout > 0.0
+             and keras.backend.backend() != "tensorflow")
+    if fused or tuple(mha._attention_axes) != (1,) or len(x.shape) != 3:
         return mha(query=x, value=x, attention_mask=mask, training=training)
     query = mha._query_dense(x)
     query = query * ops.cast(mha._inverse_sqrt_key_dim, query.dtype)
