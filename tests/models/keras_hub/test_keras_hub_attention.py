@@ -33,22 +33,34 @@ def test_adapter_config_keeps_the_implementation_and_checks_it():
 
 def _same_seed(layer):
     """Restores the state of `layer`'s dropout seed generator on exit, so two
-    calls draw the same dropout mask."""
+    calls draw the same dropout mask (a rate of 0 has none)."""
+    if getattr(layer, "seed_generator", None) is None:
+        return lambda: None
     state = layer.seed_generator.state
     saved = state.numpy()
     return lambda: state.assign(saved)
 
 
+@pytest.mark.parametrize("dropout", [0.0, 0.5])
 @pytest.mark.parametrize("training", [False, True])
-def test_dense_attention_is_keras_hubs_with_scores_query_first(training):
+def test_dense_attention_is_keras_hubs_with_scores_query_first(training,
+                                                               dropout):
     # The dense path of the BERT family, GPT-2 and OPT (keras
     # MultiHeadAttention with dropout) and of GPT-NeoX computes keras's /
     # keras-hub's own attention, dropout draws included, without calling
-    # their key-first score einsum (1.6x slower under XLA on CPU).
+    # their key-first score einsum (1.6x slower under XLA on CPU); without
+    # dropout (ALBERT) on TensorFlow, nor keras's dot_product_attention.
     from unittest import mock
 
+    import keras
     import keras_hub
     import numpy as np
+    from keras import ops
+
+    from tfpack.models.keras_hub import roformer
+
+    if dropout == 0 and keras.backend.backend() != "tensorflow":
+        pytest.skip("keras's own fused call is kept off TensorFlow")
 
     from tfpack.models.keras_hub import encoders
     from tfpack.models.keras_hub import gpt_neo_x
@@ -59,7 +71,7 @@ def test_dense_attention_is_keras_hubs_with_scores_query_first(training):
     mask[:, np.arange(6), np.arange(6)] = True
     bert = keras_hub.models.BertBackbone(
         vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-        intermediate_dim=16, max_sequence_length=16, dropout=0.5)
+        intermediate_dim=16, max_sequence_length=16, dropout=dropout)
     mha = bert.transformer_layers[0]._self_attention_layer
     restore = _same_seed(mha._dropout_layer)
     want = mha(query=x, value=x, attention_mask=mask, training=training)
@@ -75,7 +87,7 @@ def test_dense_attention_is_keras_hubs_with_scores_query_first(training):
 
     neox = keras_hub.models.GPTNeoXBackbone(
         vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-        intermediate_dim=16, dropout=0.5)
+        intermediate_dim=16, dropout=dropout)
     attention = neox.transformer_layers[0]._self_attention_layer
     q, k, v = (rng.normal(size=(2, 6, 2, 4)).astype("float32")
                for _ in range(3))
@@ -85,4 +97,11 @@ def test_dense_attention_is_keras_hubs_with_scores_query_first(training):
     with mock.patch.object(type(attention), "_compute_attention",
                            side_effect=AssertionError("key-first einsum")):
         got = gpt_neo_x.dense_attention(attention, q, k, v, mask, training)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+    # RoFormer-v2 and ESM: keras's dot_product_attention, written out.
+    want = ops.dot_product_attention(q, k, v, mask=mask[:, None])
+    with mock.patch.object(ops, "dot_product_attention",
+                           side_effect=AssertionError("keras's TF kernel")):
+        got = roformer.dense_attention(q, k, v, mask)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
