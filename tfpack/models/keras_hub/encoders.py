@@ -33,13 +33,12 @@ def dense_attention(mha, x, mask, training):
     layer on the probabilities), but keras's score equation
     (`aecd,abcd->acbe`, key first) compiles under XLA on CPU to a batched
     matmul with a transposed operand: the whole step ran 1.6-1.7x slower at
-    L=2,048 than the query-first `bquh,bkuh->buqk` of the other families
-    (benchmarks/keras_hub_attention.py, issue 23: the segmented path looked
-    up to 2.2x faster than dense where it did no less work). Without
-    dropout (ALBERT) keras calls `ops.dot_product_attention`, whose
-    TensorFlow version made the step 2.75x slower at L=4,096; on other
-    backends it keeps that call (fused kernels where they exist), as do
-    layers with other attention axes.
+    L=2,048 and 2.5x at 4,096 than with the query-first `bquh,bkuh->buqk`
+    (benchmarks/keras_hub_dense.py; issue 23: the segmented path looked up
+    to 2.2x faster than dense where it did no less work). Without dropout
+    (ALBERT) keras calls `ops.dot_product_attention`, whose TensorFlow
+    version was 1.1-1.2x slower; on other backends that call stays (fused
+    kernels where they exist), as it does for other attention axes.
     """
     fused = (not mha._dropout > 0.0
              and keras.backend.backend() != "tensorflow")

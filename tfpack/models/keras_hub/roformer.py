@@ -41,8 +41,9 @@ def dense_attention(query, key, value, mask):
 
     On TensorFlow the same steps written out (query-first scores, scaled,
     masked with `where`, softmax in float32): keras's TensorFlow
-    `dot_product_attention` made the whole step of ALBERT 2.75x slower at
-    L=4,096 under XLA on CPU (issue 23; `benchmarks/keras_hub_dense.py`).
+    `dot_product_attention` made the whole step 1.6x slower at L=4,096
+    (1.0-1.2x at 2,048) under XLA on CPU (issue 23;
+    `benchmarks/keras_hub_dense.py`).
     Other backends keep keras's (fused kernels where they have them).
     """
     if keras.backend.backend() != "tensorflow":
