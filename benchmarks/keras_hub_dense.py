@@ -8,8 +8,8 @@ compute dense attention with query-first scores (`bquh,bkuh->buqk`,
 of calling the layer's own attention: keras's key-first `aecd,abcd->acbe`
 (with dropout) compiles under XLA on CPU to a slower batched matmul, and
 keras's TensorFlow `dot_product_attention` (ALBERT without dropout,
-RoFormer-v2, ESM) was slower still at L=4,096 (issue 23). This script times both in one
-process: the same backbone wrapped by `from_keras_hub(...,
+RoFormer-v2, ESM) was slower too, most at L=4,096 (issue 23). This script
+times both in one process: the same backbone wrapped by `from_keras_hub(...,
 attention_implementation="dense")`, once as shipped and once with the
 layer's own call patched back in (`keras` below), each a jit-compiled
 forward+backward step of `keras_hub_attention.compiled_step`, interleaved,
