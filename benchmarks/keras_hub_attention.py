@@ -393,6 +393,22 @@ EARLIER_COMMANDS = (
     "--append` for all seven")
 
 
+# Rows removed from the raw file and measured again (said in the report).
+SUPERSEDED = (
+    "The rows of BERT, ELECTRA, RoBERTa, XLM-R, DistilBERT, GPT-2, OPT and "
+    "GPT-NeoX are measured after their adapters' dense attention took "
+    "query-first scores, and those of ALBERT, ESM and RoFormer-v2 after "
+    "theirs stopped calling keras's TensorFlow `dot_product_attention` "
+    "(issue 23; `benchmarks/keras_hub_dense.py`: the dense step 1.0-1.7x "
+    "faster at L=2,048, 1.2-2.5x at 4,096); the 48 rows measured before, "
+    "against the slower dense steps, were removed (they are in git "
+    "history: commits 2e331ab and 9896e00). With them, segmented looked "
+    "1.46-2.24x faster at work ratio 0.98 (lognormal, K=8, S=1,024) for "
+    "the first 8, where `\"auto\"` keeps dense (now 0.81-0.99x; "
+    "RoFormer-v2's 1.19x there, spread 0.95-1.45x at load 11, was 0.92x "
+    "alone), and 12-22x at L=4,096 for the last 3.")
+
+
 def _median_speedup(result):
     return statistics.median(_speedups(result))
 
@@ -514,7 +530,7 @@ def report(results):
         f"{len(results)} cases, {len(families)} families. Commands (one raw "
         "file, `results/keras_hub_attention.jsonl`, each run added with "
         "`--append`; `--report` rewrites this file from it):", "",
-        *_commands(results), "",
+        *_commands(results), "", SUPERSEDED, "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores shared "
         f"with other jobs (load average {load:.1f} when this was written; "
         "2-11 during the runs); tensorflow "

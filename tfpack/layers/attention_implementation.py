@@ -41,6 +41,7 @@ IMPLEMENTATIONS = ("auto", "dense", "segmented")
 # The keras-hub suite's threshold probes (TensorFlow, L=2048, K=16, 7
 # families: documents cut into windows of L/N, S = L/N, issue 23):
 #   ratio 0.89-0.98 (S=L/2, L=2048 and 4096): 0.81-1.08x
+#   (all 28 keras-hub families, L=2048, K=8, S=1024, ratio 0.98: 0.77-1.07x)
 #   ratio 1.16 (S=819):  1.02-1.77x   ratio 1.41 (S=682): 1.18-3.07x
 #   ratio 1.77 (S=512):  1.43-2.64x
 # so on TensorFlow break-even lies between 0.98 and 1.16: 1.1 (it was 1.5,

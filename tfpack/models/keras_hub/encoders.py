@@ -9,6 +9,9 @@ layers in groups, called in keras-hub's order). Packing changes two things
 the block-diagonal mask of `sequence_ids` instead of a padding mask.
 """
 
+import keras
+from keras import ops
+
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
 from tfpack.models.keras_hub.base import backbone_classes
@@ -21,6 +24,35 @@ _SEGMENTED = ("AlbertBackbone", "BertBackbone", "ElectraBackbone")
 _UNSEGMENTED = ("RobertaBackbone", "XLMRobertaBackbone", "DistilBertBackbone")
 
 
+def dense_attention(mha, x, mask, training):
+    """keras `MultiHeadAttention`'s self-attention of `x` under `mask`, with
+    its scores laid out query-first.
+
+    The same computation as `mha(query=x, value=x, attention_mask=mask)`
+    (its projections and query scale, its masked softmax and its dropout
+    layer on the probabilities), but keras's score equation
+    (`aecd,abcd->acbe`, key first) compiles under XLA on CPU to a batched
+    matmul with a transposed operand: the whole step ran 1.6-1.7x slower at
+    L=2,048 and 2.5x at 4,096 than with the query-first `bquh,bkuh->buqk`
+    (benchmarks/keras_hub_dense.py; issue 23: the segmented path looked up
+    to 2.2x faster than dense where it did no less work). Without dropout
+    (ALBERT) keras calls `ops.dot_product_attention`, whose TensorFlow
+    version was 1.1-1.2x slower; on other backends that call stays (fused
+    kernels where they exist), as it does for other attention axes.
+    """
+    fused = (not mha._dropout > 0.0
+             and keras.backend.backend() != "tensorflow")
+    if fused or tuple(mha._attention_axes) != (1,) or len(x.shape) != 3:
+        return mha(query=x, value=x, attention_mask=mask, training=training)
+    query = mha._query_dense(x)
+    query = query * ops.cast(mha._inverse_sqrt_key_dim, query.dtype)
+    scores = ops.einsum("bquh,bkuh->buqk", query, mha._key_dense(x))
+    probabilities = mha._dropout_layer(mha._masked_softmax(scores, mask),
+                                       training=training)
+    context = ops.einsum("buqk,bkuh->bquh", probabilities, mha._value_dense(x))
+    return mha._output_dense(context)
+
+
 def attend(layer, x, mask, training, segmented=None):
     """Self-attention of one keras-hub `TransformerEncoder` under `mask`.
 
@@ -31,7 +63,7 @@ def attend(layer, x, mask, training, segmented=None):
     """
     mha = layer._self_attention_layer
     if segmented is None:
-        return mha(query=x, value=x, attention_mask=mask, training=training)
+        return dense_attention(mha, x, mask, training)
     context = attend_segmented(
         mha._query_dense(x), mha._key_dense(x), mha._value_dense(x),
         segmented, scale=mha._inverse_sqrt_key_dim,

@@ -19,6 +19,30 @@ from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
+def dense_attention(attention, query, key, value, mask, training):
+    """keras-hub's `GPTNeoXAttention._compute_attention` with its scores
+    laid out query-first.
+
+    The same steps (scores scaled after the product, its masked softmax,
+    its dropout layer), but keras-hub's key-first `aecd,abcd->acbe`
+    compiles under XLA on CPU to a slower batched matmul (see
+    `tfpack.models.keras_hub.encoders.dense_attention`). Where keras-hub
+    takes its fused kernel instead (JAX, torch, no dropout), it runs that.
+    """
+    from keras_hub.src.utils.keras_utils import fused_attention_op_available
+
+    if fused_attention_op_available() and attention.dropout == 0:
+        return attention._compute_attention(query, key, value, mask,
+                                            training=training)
+    scores = ops.einsum("bquh,bkuh->buqk", query, key)
+    scores = ops.multiply(scores, ops.cast(attention._inv_norm_factor,
+                                           attention.compute_dtype))
+    probabilities = attention._masked_softmax(scores, mask)
+    probabilities = attention._attn_dropout_layer(probabilities,
+                                                  training=training)
+    return ops.einsum("buqk,bkuh->bquh", probabilities, value)
+
+
 def self_attention(attention, x, position_ids, mask, training,
                    segmented=None):
     """keras-hub's `GPTNeoXAttention.call` with per-token positions."""
@@ -33,8 +57,7 @@ def self_attention(attention, x, position_ids, mask, training,
     query, key = (rotate_partial(x, attention.rotary_dim, turn)
                   for x in (query, key))
     if segmented is None:
-        context = attention._compute_attention(query, key, value, mask,
-                                               training=training)
+        context = dense_attention(attention, query, key, value, mask, training)
     else:
         context = attend_segmented(
             query, key, value, segmented, scale=attention._inv_norm_factor,

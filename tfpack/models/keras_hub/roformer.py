@@ -35,6 +35,28 @@ def rotate(rotary, tensors, position_ids):
     return [turn(x, cos, sin, interleaved=True) for x in tensors]
 
 
+def dense_attention(query, key, value, mask):
+    """`ops.dot_product_attention(query, key, value, mask=mask[:, None])`
+    (scale `1 / sqrt(head_size)`, the boolean `[B, L, L]` packed `mask`).
+
+    On TensorFlow the same steps written out (query-first scores, scaled,
+    masked with `where`, softmax in float32): keras's TensorFlow
+    `dot_product_attention` made the whole step 1.6x slower at L=4,096
+    (1.0-1.2x at 2,048) under XLA on CPU (issue 23;
+    `benchmarks/keras_hub_dense.py`).
+    Other backends keep keras's (fused kernels where they have them).
+    """
+    if keras.backend.backend() != "tensorflow":
+        return ops.dot_product_attention(
+            query, key, value, mask=ops.expand_dims(mask, 1),
+            flash_attention=keras.config.is_flash_attention_enabled())
+    scores = ops.cast(ops.einsum("bquh,bkuh->buqk", query, key), "float32")
+    scores = scores * (1.0 / np.sqrt(query.shape[-1]))
+    scores = ops.where(ops.expand_dims(mask, 1), scores, -1e9)
+    probabilities = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
+    return ops.einsum("buqk,bkuh->bquh", probabilities, value)
+
+
 def self_attention(attention, x, mask, rotary=None, segmented=None):
     """keras-hub's `RoformerAttention.call` (and ESM's) under the boolean
     `[B, L, L]` packed `mask` (or segmented attention): `rotary(query,
@@ -47,9 +69,7 @@ def self_attention(attention, x, mask, rotary=None, segmented=None):
     if rotary is not None:
         query, key = rotary(query, key)
     if segmented is None:
-        context = ops.dot_product_attention(
-            query, key, value, mask=ops.expand_dims(mask, 1),
-            flash_attention=keras.config.is_flash_attention_enabled())
+        context = dense_attention(query, key, value, mask)
     else:
         context = attend_segmented(query, key, value, segmented,
                                    scale=1 / np.sqrt(attention.head_size))
