@@ -35,12 +35,15 @@ def contents(out):
 def written_since(folder, since):
     """Names of the entries a run started at ``since`` wrote under ``folder`` so far."""
     names = []
-    for path in folder.rglob("*"):
-        try:
-            if path.stat().st_mtime >= since:
-                names.append(path.name)
-        except FileNotFoundError:  # removed by the run meanwhile
-            pass
+    try:
+        for path in folder.rglob("*"):
+            try:
+                if path.stat().st_mtime >= since:
+                    names.append(path.name)
+            except FileNotFoundError:  # removed by the run meanwhile
+                pass
+    except FileNotFoundError:  # a directory renamed while listed: fewer names, poll again
+        pass
     return names
 
 

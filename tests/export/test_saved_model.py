@@ -4,6 +4,7 @@ on every signature. Packed features give the Keras model's outputs; unpacked seq
 packed in the graph and give each sequence the outputs of the Keras model on that sequence
 alone, in the caller's order; empty rows give zeros with a mask saying so."""
 
+import functools
 import json
 import os
 import subprocess
@@ -276,6 +277,19 @@ def test_untrained_model_needs_stated_sizes(tmp_path):
 def test_bad_sizes_are_refused(tmp_path, kwargs, message):
     with pytest.raises(TfpackError, match=message):
         export_saved_model(_tiny_classifier(), tmp_path / "m", **kwargs)
+
+
+def test_export_traces_each_signature_once(tmp_path, monkeypatch):
+    """The served functions reach the SavedModel as its signatures only: as attributes of
+    the exported object, `tf.saved_model.save` would trace each again and write it twice."""
+    model = _tiny_classifier()
+    model(_classifier_data(8))  # Built: only the export's traces call the model now.
+    traced, call = [], type(model).call
+    monkeypatch.setattr(type(model), "call", functools.wraps(call)(
+        lambda self, *args, **kwargs: traced.append(1) or call(self, *args, **kwargs)))
+    path = export_saved_model(model, tmp_path / "m", max_length=L, max_sequences_per_pack=K,
+                              padding_id=0)
+    assert len(traced) == len(tf.saved_model.load(path).signatures) == 4
 
 
 def test_default_directory_is_saved_models(tmp_path, monkeypatch):

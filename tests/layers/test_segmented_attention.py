@@ -7,6 +7,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jax_env import jax_env
 from tfpack.errors import TfpackError
 from tfpack.layers import PackedSelfAttention
 from tfpack.layers import PackedTransformerBlock
@@ -307,12 +308,11 @@ def test_segmented_equals_dense_on_jax_under_jit():
     # The JAX backend's path (jax.nn.dot_product_attention with sequence
     # lengths) in a subprocess: the backend is fixed when Keras loads.
     pytest.importorskip("jax")
-    import os
     import subprocess
     import sys
 
     done = subprocess.run([sys.executable, "-c", _JAX_CHECK],
-                          env=dict(os.environ, KERAS_BACKEND="jax"),
+                          env=jax_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok"), done.stdout

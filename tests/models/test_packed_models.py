@@ -13,6 +13,7 @@ from tfpack.testing import assert_no_cross_contamination
 from tfpack.testing import assert_packed_equals_unpacked
 from tfpack.testing import pack_examples
 
+from jax_env import jax_env
 from model_helpers import MAX_LENGTH, VOCAB, bert_examples, causal_examples, tiny_encoder
 
 
@@ -208,7 +209,6 @@ def test_constructor_errors():
 
 def test_jax_backend_smoke():
     pytest.importorskip("jax")
-    import os
     import subprocess
     import sys
 
@@ -235,7 +235,7 @@ def test_jax_backend_smoke():
         "testing.assert_no_cross_contamination(bert, testing.pack_examples("
         "bert_examples, max_length=12, max_sequences_per_pack=3))\n"
         "print('ok')\n")
-    env = dict(os.environ, KERAS_BACKEND="jax")
+    env = jax_env()
     done = subprocess.run([sys.executable, "-c", code], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -83,7 +83,7 @@ def _output_kinds(model, specs) -> dict:
 
 
 def _serving_module(model, specs, kinds, sizes, padding_id):
-    """``(module, signatures)``: the served functions and the variables they read."""
+    """``(module, signatures)``: the variables the served functions read, and the functions."""
     module = tf.__internal__.tracking.AutoTrackable()
     # The model stays out of the tracked attributes (see the module docstring).
     call = model.__call__
@@ -149,19 +149,22 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
         return tf.TensorSpec([None, None], tf.int32, name="input_ids")
 
     row_lengthsspec = tf.TensorSpec([None], tf.int32, name="lengths")
-    module.serve_packed = tf.function(packed, input_signature=list(specs.values()))
-    module.serve_sequences = tf.function(
+    # The functions reach the SavedModel as its signatures only. As attributes of
+    # the module, `tf.saved_model.save` would trace each again (its save context is
+    # part of a function's cache key) and write every graph twice.
+    serve_sequences = tf.function(
         lambda input_ids, lengths: sequences(input_ids, tf.zeros_like(input_ids), lengths),
         input_signature=[ids_spec(), row_lengthsspec])
-    module.serve_sequences_with_token_types = tf.function(
+    serve_sequences_with_token_types = tf.function(
         sequences, input_signature=[
             ids_spec(), tf.TensorSpec([None, None], tf.int32, name="token_type_ids"),
             row_lengthsspec])
     signatures = {
-        "serving_default": module.serve_packed.get_concrete_function(),
-        "serve_sequences": module.serve_sequences.get_concrete_function(),
+        "serving_default": tf.function(
+            packed, input_signature=list(specs.values())).get_concrete_function(),
+        "serve_sequences": serve_sequences.get_concrete_function(),
         "serve_sequences_with_token_types":
-            module.serve_sequences_with_token_types.get_concrete_function(),
+            serve_sequences_with_token_types.get_concrete_function(),
     }
     if padding_id is not None:
         def padded(input_ids):
@@ -172,9 +175,8 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
                              tf.reduce_max(tf.concat([last, tf.zeros_like(last[:, :1])],
                                                      1), axis=1))
 
-        module.serve_padded_sequences = tf.function(padded, input_signature=[ids_spec()])
-        signatures["serve_padded_sequences"] = (
-            module.serve_padded_sequences.get_concrete_function())
+        signatures["serve_padded_sequences"] = tf.function(
+            padded, input_signature=[ids_spec()]).get_concrete_function()
     # Track exactly the variables the graphs read (their own tf.Variables).
     seen, variables = set(), []
     for function in signatures.values():

@@ -9,6 +9,7 @@ import tensorflow as tf
 from tfpack.models import from_keras_hub
 from tfpack.testing import pack_examples
 
+from jax_env import jax_env
 from keras_hub_helpers import MAX_LENGTH, examples, make_backbone
 
 # Segmented == dense == keras-hub on each sequence alone, for every family:
@@ -147,8 +148,7 @@ def test_segmented_decoders_equal_dense_on_jax_under_jit():
     path = os.pathsep.join([here] + [p for p in (
         os.environ.get("PYTHONPATH"),) if p])
     done = subprocess.run([sys.executable, "-c", _JAX_CHECK],
-                          env=dict(os.environ, KERAS_BACKEND="jax",
-                                   PYTHONPATH=path),
+                          env=jax_env(PYTHONPATH=path),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok"), done.stdout

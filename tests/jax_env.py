@@ -1,0 +1,21 @@
+"""The environment of the tests' JAX subprocesses (Keras on JAX, CPU).
+
+XLA's CPU backend runs LLVM at optimization level 0 there: these checks compile
+many small programs (every op of an eager Keras call on JAX is compiled on its
+own) and run each a few times on tiny models, so compiling is nearly all their
+time. The level changes how fast XLA's code runs, not what it computes (no fast
+math at any level); the flags are appended to any ``XLA_FLAGS`` already set.
+"""
+
+import os
+
+FAST_COMPILE_XLA_FLAGS = ("--xla_backend_optimization_level=0 "
+                          "--xla_llvm_disable_expensive_passes=true")
+
+
+def jax_env(**extra) -> dict:
+    """``os.environ`` with ``KERAS_BACKEND=jax``, fast-compiling XLA, and ``extra``."""
+    env = dict(os.environ, KERAS_BACKEND="jax", **extra)
+    env["XLA_FLAGS"] = " ".join(f for f in (os.environ.get("XLA_FLAGS"),
+                                            FAST_COMPILE_XLA_FLAGS) if f)
+    return env
