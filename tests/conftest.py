@@ -54,6 +54,7 @@ HEAVY_FILES_FIRST = (
     "tests/training/test_kill.py",
     "tests/export/test_export_kill.py",
     "tests/models/keras_hub/test_keras_hub_decoder_attention.py",
+    "tests/faults/test_pack_compiled.py",
 )
 
 
