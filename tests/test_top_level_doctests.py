@@ -6,7 +6,8 @@ import importlib
 import pytest
 
 MODULES = ["tfpack", "tfpack.datasets", "tfpack.errors", "tfpack.features", "tfpack.plots", "tfpack.demo",
-           "tfpack.cli", "tfpack.cli.types", "tfpack._fds", "tfpack.atomic"]
+           "tfpack.cli", "tfpack.cli.types", "tfpack._fds", "tfpack.atomic",
+           "tfpack._extension"]
 
 
 @pytest.mark.parametrize("name", MODULES)

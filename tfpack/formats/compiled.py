@@ -5,13 +5,8 @@
 else imports ``_wire`` directly.
 """
 
-from tfpack.errors import TfpackError
+from tfpack import _extension
 
-try:
-    from tfpack.formats import _wire as wire
-except ImportError as error:  # a source tree whose C extension was never built
-    raise TfpackError("tfpack's compiled part (tfpack/formats/_wire.c) is not built: install "
-                      "tfpack with `pip install -e .` (or run `python setup.py build_ext "
-                      f"--inplace`). Received: {error}") from None
+wire = _extension.load("tfpack.formats._wire", "tfpack/formats/_wire.c", "record serialization and scan")
 
 __all__ = ["wire"]

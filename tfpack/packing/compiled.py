@@ -6,13 +6,8 @@
 imports ``_kernels`` directly.
 """
 
-from tfpack.errors import TfpackError
+from tfpack import _extension
 
-try:
-    from tfpack.packing import _kernels as kernels
-except ImportError as error:  # a source tree whose C extension was never built
-    raise TfpackError("tfpack's compiled planner kernels (tfpack/packing/_kernels.c) are not "
-                      "built: install tfpack with `pip install -e .` (or run `python setup.py "
-                      f"build_ext --inplace`). Received: {error}") from None
+kernels = _extension.load("tfpack.packing._kernels", "tfpack/packing/_kernels.c", "the planner kernels")
 
 __all__ = ["kernels"]
