@@ -104,20 +104,11 @@ static int trace_reserve(Trace *trace, size_t bytes) {
                 }                                                                             \
                 continue;                                                                     \
             }                                                                                 \
-            int64_t c0 = VECTOR(src, dst, width, gain, bits);                                 \
-            for (; c0 + 8 <= width; c0 += 8) {                                                \
+            /* What the vector part left, 8 cells (the last block fewer) a byte of bits. */   \
+            for (int64_t c0 = VECTOR(src, dst, width, gain, bits); c0 < width; c0 += 8) {     \
+                int n = width - c0 < 8 ? (int)(width - c0) : 8;                               \
                 unsigned byte = 0;                                                            \
-                for (int j = 0; j < 8; j++) {                                                 \
-                    T v = src[c0 + j] + gain, d = dst[c0 + j];                                \
-                    unsigned better = v > d;                                                  \
-                    dst[c0 + j] = better ? v : d;                                             \
-                    byte |= better << j;                                                      \
-                }                                                                             \
-                bits[c0 >> 3] = (uint8_t)byte;                                                \
-            }                                                                                 \
-            if (c0 < width) {                                                                 \
-                unsigned byte = 0;                                                            \
-                for (int j = 0; c0 + j < width; j++) {                                        \
+                for (int j = 0; j < n; j++) {                                                 \
                     T v = src[c0 + j] + gain, d = dst[c0 + j];                                \
                     unsigned better = v > d;                                                  \
                     dst[c0 + j] = better ? v : d;                                             \
