@@ -12,17 +12,21 @@ real length histograms, and reports real (non-padding) tokens per second:
 
 Models: BERT-base (12 layers, width 768, 12 heads) at L=512 on the
 Wikipedia histogram (K=3, `spfhp`), and a ~100M-parameter decoder
-(12 layers, width 768, 12 heads, vocabulary 32,000, rotary, causal) at
-L=4,096 on Python standard library definitions split into windows of
-S=L/8 tokens (K=32, `bfd`). `--toy` shrinks both (width 32,
-L=64 and 256, one layer) so the script runs in CI on a CPU; the figures of a toy run
-say nothing about speed. Timings interleave the three variants, median of
+(12 layers, width 768, 12 heads, vocabulary 32,000, rotary, causal) on
+Python standard library definitions split into windows of S=512 tokens
+(`bfd`), at L=4,096 (K=32, 4 rows a batch) and L=8,192 (K=64, 1 row: dense
+attention over 2 rows of 8,192 needs 114 GiB). The decoders' padded baseline
+has as many rows as their packed batch (padding each window to L), since
+matching the packed batch's tokens would need 19x the rows. `--toy` shrinks
+all three (width 32, L=64, 256 and 512, one layer) so the script runs in CI
+on a CPU; the figures of a toy run say nothing about speed. Timings interleave the three variants, median of
 the rounds with the min-max spread; the output records the device and the
 versions. This script must never import TensorFlow (checked at the end):
 it is what runs where only JAX is installed.
 
 Usage:
     python benchmarks/accelerator.py [--toy] [--rounds N]
+        [--models BERT-base,decoder-100M,decoder-100M-8k]
         [--output benchmarks/results/accelerator.md]
 """
 
@@ -50,14 +54,20 @@ from tfpack.datasets import histogram  # noqa: E402
 from tfpack.layers import PackedTransformerBlock  # noqa: E402
 from tfpack.packing import plan  # noqa: E402
 
-# name: (layers, width, heads, vocabulary, L, K, S, decoder, packed batch)
+# name: (layers, width, heads, vocabulary, L, K, S, decoder, packed batch,
+#        padded batch: None = as many rows as the packed batch holds sequences)
+# The decoders' padded batch is their packed batch's rows: matching the tokens
+# of 4 packs of 4,096 would take 75 rows, whose dense attention scores alone
+# are ~30 GB a layer in bfloat16. Tokens/s compares the two either way.
 MODELS = {
-    "BERT-base": (12, 768, 12, 30522, 512, 3, None, False, 32),
-    "decoder-100M": (12, 768, 12, 32000, 4096, 32, 512, True, 4),
+    "BERT-base": (12, 768, 12, 30522, 512, 3, None, False, 32, None),
+    "decoder-100M": (12, 768, 12, 32000, 4096, 32, 512, True, 4, 4),
+    "decoder-100M-8k": (12, 768, 12, 32000, 8192, 64, 512, True, 1, 1),
 }
 TOY = {
-    "BERT-base": (1, 32, 2, 100, 64, 3, None, False, 4),
-    "decoder-100M": (1, 32, 2, 100, 256, 8, 32, True, 2),
+    "BERT-base": (1, 32, 2, 100, 64, 3, None, False, 4, None),
+    "decoder-100M": (1, 32, 2, 100, 256, 8, 32, True, 2, 2),
+    "decoder-100M-8k": (1, 32, 2, 100, 512, 16, 32, True, 2, 2),
 }
 
 
@@ -74,7 +84,7 @@ def _lengths(name, length, window):
 
 
 def build(config, implementation, policy):
-    layers, width, heads, vocabulary, length, k, s, decoder, _ = config
+    layers, width, heads, vocabulary, length, k, s, decoder, _, _ = config
     inputs = {name: keras.Input((length,), dtype="int32", name=name)
               for name in ("input_ids", "sequence_ids", "position_ids")}
     x = keras.layers.Embedding(vocabulary, width, dtype=policy)(
@@ -105,13 +115,14 @@ def step_fn(model):
 
 def batches(name, config, rng, count):
     """Packed and padded batches of the same real-length distribution."""
-    _, _, _, vocabulary, length, k, s, _, packed_batch = config
+    _, _, _, vocabulary, length, k, s, _, packed_batch, padded_rows = config
     counts = _lengths(name, length, s)
     packing = plan(counts, length, k, algorithm="spfhp" if k <= 3 else "bfd")
     # Padded rows hold one sequence each; as many rows as the packed batch
-    # holds sequences on average, so both steps see similar token counts.
+    # holds sequences on average, so both steps see similar token counts,
+    # unless the model names its padded rows (see MODELS).
     per_pack = packing.metrics["packing_factor"]
-    padded_batch = max(1, round(packed_batch * per_pack))
+    padded_batch = padded_rows or max(1, round(packed_batch * per_pack))
     sizes = np.repeat(np.arange(1, length + 1), counts)
 
     def features(sequence_ids):
@@ -161,7 +172,8 @@ def run(name, config, rounds, policy, seed=0):
     baseline = statistics.median(t / s for s, t in seconds["padded"])
     for key, values in seconds.items():
         rates = [tokens / s for s, tokens in values]
-        rows.append((name, parameters, config[4], key, rates,
+        rows.append((name, parameters, config[4], key,
+                     data[key][0]["sequence_ids"].shape[0], rates,
                      statistics.median(rates) / baseline))
     return rows
 
@@ -187,11 +199,11 @@ def report(rows, command, toy):
     if device.platform == "cpu":
         lines += ["GPU figures: pending (no accelerator was available when "
                   "this file was written; run the command above on one).", ""]
-    lines += ["| model | parameters | L | variant | tokens/s | speed-up |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    for name, parameters, length, key, rates, speedup in rows:
+    lines += ["| model | parameters | L | variant | rows a batch | tokens/s | speed-up |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, parameters, length, key, batch, rates, speedup in rows:
         lines.append(
-            f"| {name} | {parameters:,} | {length} | {key} | "
+            f"| {name} | {parameters:,} | {length} | {key} | {batch} | "
             f"{statistics.median(rates):,.0f} ({min(rates):,.0f}-"
             f"{max(rates):,.0f}) | {speedup:.2f}x |")
     return "\n".join(lines) + "\n"
@@ -202,9 +214,16 @@ def main(argv=None):
     parser.add_argument("--toy", action="store_true",
                         help="tiny models: a CPU smoke run for CI")
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="comma-separated subset of: " + ", ".join(MODELS))
     parser.add_argument("--output", default="benchmarks/results/accelerator.md")
     args = parser.parse_args(argv)
-    configs = TOY if args.toy else MODELS
+    names = args.models.split(",")
+    unknown = sorted(set(names) - set(MODELS))
+    if unknown:
+        parser.error(f"--models must name models of {sorted(MODELS)}. "
+                     f"Received: {','.join(unknown)}")
+    configs = {name: (TOY if args.toy else MODELS)[name] for name in names}
     rounds = args.rounds or (2 if args.toy else 10)
     rows = []
     for name, config in configs.items():

@@ -18,8 +18,9 @@ def test_accelerator_benchmark_toy_runs_on_jax_without_tensorflow(tmp_path):
     # KERAS_BACKEND=tensorflow in the environment must not win: the script
     # sets the JAX backend itself and exits non-zero if TF gets imported.
     done = subprocess.run(
+        # Two of the three models: decoder-100M runs decoder-100M-8k's code.
         [sys.executable, str(ROOT / "benchmarks" / "accelerator.py"), "--toy",
-         "--output", str(output)],
+         "--models", "BERT-base,decoder-100M-8k", "--output", str(output)],
         env=dict(os.environ, KERAS_BACKEND="tensorflow"), cwd=tmp_path,
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -27,7 +28,7 @@ def test_accelerator_benchmark_toy_runs_on_jax_without_tensorflow(tmp_path):
     assert "TensorFlow not imported" in text
     assert re.search(r"Device: cpu .*jax \d", text)
     assert "GPU figures: pending" in text
-    rows = re.findall(r"^\| (BERT-base|decoder-100M) \| [\d,]+ \| (\d+) \| "
-                      r"(padded|packed, dense|packed, segmented) \| [\d,]+ "
+    rows = re.findall(r"^\| (BERT-base|decoder-100M-8k) \| [\d,]+ \| (\d+) \| "
+                      r"(padded|packed, dense|packed, segmented) \| \d+ \| [\d,]+ "
                       r"\([\d,]+-[\d,]+\) \| \d+\.\d\dx \|$", text, re.M)
     assert len(rows) == 6, text

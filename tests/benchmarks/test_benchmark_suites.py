@@ -102,6 +102,7 @@ def test_attention_suite_segmented_equals_dense(attention_cases, family):
     import keras
 
     from tfpack.layers.attention_implementation import choose_implementation
+    from tfpack.layers.attention_implementation import default_device
     from tfpack.models import from_keras_hub
 
     keras.utils.set_random_seed(0)
@@ -125,7 +126,8 @@ def test_attention_suite_segmented_equals_dense(attention_cases, family):
                                    err_msg=f"{family} {shape} L={length} K={k} S={s}")
         assert auto.implementation(length) == choose_implementation(
             "auto", backend=keras.backend.backend(), length=length,
-            max_sequences_per_pack=k, segment_length=s)
+            max_sequences_per_pack=k, segment_length=s,
+            device=default_device(keras.backend.backend()))
 
 
 def test_auto_is_never_the_slower_path_on_the_measured_cases():

@@ -14,14 +14,18 @@ segmented interleaved in one process) and, on TensorFlow,
 BENCHMARKS.md):
 
     segmented  when  K is known  and  L >= MIN_LENGTH[backend] (TF 512, JAX 1,024)
-                     and  L^2 >= MIN_WORK_RATIO[backend] * segment_work(L, K, S)
-                          (TF 1.1, JAX 1.5)
+                     and  L^2 >= threshold * segment_work(L, K, S)
+                          (CPU: MIN_WORK_RATIO[backend], TF 1.1, JAX 1.5;
+                           GPU: GPU_MIN_WORK_RATIO, 4.0)
     dense      otherwise
 
 `L^2 / segment_work` is the most the segmented path can save in attention
 scores; below the threshold the gathers and the smaller, less efficient
-matrix products eat the saving. Backends without measurements (torch) get
-dense.
+matrix products eat the saving. A GPU runs dense attention's large matrix
+products so much faster than the gathers that the saving pays only at
+a work ratio of about 4 instead of 1.1-1.5 (`benchmarks/accelerator.py` on an
+H200). Backends without measurements (torch) and devices without them (TPU)
+get dense.
 """
 
 from tfpack.errors import TfpackError
@@ -30,7 +34,7 @@ from tfpack.layers.segmented_attention import segment_work
 IMPLEMENTATIONS = ("auto", "dense", "segmented")
 
 # Measured on 2 CPU cores (see the module docstring and BENCHMARKS.md);
-# GPU figures are pending, so the same thresholds serve every device.
+# the GPU's threshold is below.
 # Speed-up of a whole step against the work ratio L^2 / segment_work:
 #   ratio 0.53 (L=2048, S=L):   0.55-0.75x   ratio 0.67 (L=512, S=L): 0.75-0.8x
 #   ratio 1.77 (L=2048, S=512): 1.4-1.6x     ratio 3.4 (L=8192): 2.1-2.8x
@@ -50,6 +54,13 @@ IMPLEMENTATIONS = ("auto", "dense", "segmented")
 # (JAX, not measured at 512) "auto" stays dense (unmeasured).
 MIN_LENGTH = {"tensorflow": 512, "jax": 1024}
 MIN_WORK_RATIO = {"tensorflow": 1.1, "jax": 1.5}
+# GPU (JAX, bfloat16, one NVIDIA H200; `benchmarks/accelerator.py`: a
+# 134M-parameter decoder, 12 layers, forward+backward, packs of stdlib
+# windows of S=512): work ratio 0.67 (BERT-base, L=512, K=3): segmented
+# 0.54x of dense; ratio 3.36 (L=4,096, K=32): 0.98x; ratio 6.55 (L=8,192,
+# K=64): 1.28x. Break-even by interpolation near 3.6, so 4.0. TensorFlow on
+# a GPU is not measured and gets the same rule (the cost is the device's).
+GPU_MIN_WORK_RATIO = 4.0
 
 
 def validate_implementation(attention_implementation, max_sequences_per_pack,
@@ -72,8 +83,30 @@ def validate_implementation(attention_implementation, max_sequences_per_pack,
             "Received: max_sequences_per_pack=None")
 
 
+def default_device(backend):
+    """`"gpu"`, `"tpu"` or `"cpu"`: where `backend` runs its computations by default.
+
+    Example:
+
+    >>> default_device("torch")
+    'cpu'
+    """
+    if backend == "jax":
+        import jax
+
+        return jax.default_backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        for kind in ("GPU", "TPU"):
+            if tf.config.list_logical_devices(kind):
+                return kind.lower()
+    return "cpu"
+
+
 def choose_implementation(attention_implementation, *, backend, length,
-                          max_sequences_per_pack, segment_length):
+                          max_sequences_per_pack, segment_length,
+                          device="cpu"):
     """`"dense"` or `"segmented"` for a layer traced at row length `length`.
 
     Example:
@@ -84,6 +117,10 @@ def choose_implementation(attention_implementation, *, backend, length,
     >>> choose_implementation("auto", backend="tensorflow", length=512,
     ...                       max_sequences_per_pack=3, segment_length=None)
     'dense'
+    >>> choose_implementation("auto", backend="jax", length=4096,
+    ...                       max_sequences_per_pack=32, segment_length=512,
+    ...                       device="gpu")
+    'dense'
 
     Args:
         attention_implementation: `"auto"`, `"dense"` or `"segmented"`.
@@ -91,12 +128,16 @@ def choose_implementation(attention_implementation, *, backend, length,
         length: static row length `L`, or None when unknown (gives dense).
         max_sequences_per_pack: `K`, or None (gives dense under `"auto"`).
         segment_length: `S`, or None for `L`.
+        device: `"cpu"`, `"gpu"` or `"tpu"` (`default_device(backend)` in
+            the layers): a GPU has its own threshold, a TPU gets dense.
     """
     if attention_implementation != "auto":
         return attention_implementation
     if (max_sequences_per_pack is None or length is None
-            or backend not in MIN_LENGTH or length < MIN_LENGTH[backend]):
+            or backend not in MIN_LENGTH or length < MIN_LENGTH[backend]
+            or device not in ("cpu", "gpu")):
         return "dense"
+    threshold = GPU_MIN_WORK_RATIO if device == "gpu" else MIN_WORK_RATIO[backend]
     work_ratio = length ** 2 / segment_work(length, max_sequences_per_pack,
                                             segment_length)
-    return "segmented" if work_ratio >= MIN_WORK_RATIO[backend] else "dense"
+    return "segmented" if work_ratio >= threshold else "dense"

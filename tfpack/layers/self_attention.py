@@ -5,6 +5,7 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
+from tfpack.layers.attention_implementation import default_device
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.packed_attention import packed_attention
@@ -135,7 +136,8 @@ class PackedSelfAttention(keras.layers.Layer):
         return choose_implementation(
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
-            segment_length=self.segment_length)
+            segment_length=self.segment_length,
+            device=default_device(keras.backend.backend()))
 
     def call(self, inputs, attention_mask=None, position_ids=None,
              sequence_ids=None, training=None):

@@ -13,6 +13,7 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
+from tfpack.layers.attention_implementation import default_device
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.attention_mask import isolate_tokens
@@ -296,7 +297,8 @@ class KerasHubBackbone(Backbone):
         return choose_implementation(
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
-            segment_length=self.segment_length)
+            segment_length=self.segment_length,
+            device=default_device(keras.backend.backend()))
 
     def segmented_options(self, sequence_ids, window=None):
         """`attend_segmented` options of one layer's segmented attention.
