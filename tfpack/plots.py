@@ -21,7 +21,7 @@ import numpy as np
 from tfpack import atomic
 from tfpack.errors import TfpackError
 
-__all__ = ["length_histogram", "loss_curves", "theoretical_speedup"]
+__all__ = ["check_target", "length_histogram", "loss_curves", "theoretical_speedup"]
 
 
 def theoretical_speedup(counts: np.ndarray) -> float:
@@ -31,6 +31,25 @@ def theoretical_speedup(counts: np.ndarray) -> float:
     return float(counts.sum() * counts.size / (counts @ lengths))
 
 
+def check_target(path: str, name: str = "path") -> None:
+    """Refuse, before any work, a plot path that holds another file or has no folder.
+
+    Example:
+
+    >>> check_target("/nonexistent-folder/plot.png", name="--plot")
+    Traceback (most recent call last):
+    ...
+    tfpack.errors.TfpackError: `--plot` must be a file in an existing folder. Received: --plot=/nonexistent-folder/plot.png
+    """
+    if os.path.lexists(path) and not _is_png(path):
+        raise TfpackError(
+            f"`{name}` must be a new file or an earlier PNG, which is replaced; it holds "
+            f"another file, kept as it is. Received: {name}={path}"
+        )
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise TfpackError(f"`{name}` must be a file in an existing folder. Received: {name}={path}")
+
+
 @contextlib.contextmanager
 def _figure(path: str, name: str, figsize=(8, 4)) -> Iterator:
     import matplotlib
@@ -38,11 +57,7 @@ def _figure(path: str, name: str, figsize=(8, 4)) -> Iterator:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if os.path.lexists(path) and not _is_png(path):
-        raise TfpackError(
-            f"`{name}` must be a new file or an earlier PNG, which is replaced; it holds "
-            f"another file, kept as it is. Received: {name}={path}"
-        )
+    check_target(path, name)
     figure, axes = plt.subplots(figsize=figsize)
     try:
         yield axes

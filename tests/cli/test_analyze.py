@@ -48,6 +48,22 @@ def test_analyze_plot_writes_png(histogram_file, tmp_path, capsys):
     assert str(png) in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("target", ["a-text-file", "no-such-folder/h.png"])
+def test_analyze_refuses_a_plot_path_before_planning(histogram_file, tmp_path, capsys,
+                                                      monkeypatch, target):
+    from tfpack import packing
+
+    (tmp_path / "a-text-file").write_text("keep me\n")
+    planned = []
+    monkeypatch.setattr(packing, "plan", lambda *a, **k: planned.append(a))
+    assert tfpack("analyze", histogram_file, "--max-length", 8, "--algorithms", "spfhp",
+                  "--plot", tmp_path / target) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--plot={tmp_path / target}" in err, err
+    assert planned == []  # refused up front, not after the planning
+    assert (tmp_path / "a-text-file").read_text() == "keep me\n"
+
+
 def test_plot_title_has_the_theoretical_speedup(tmp_path, monkeypatch):
     import matplotlib.figure
     import numpy as np

@@ -126,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
         raise TfpackError(
             f"--algorithms must list some of {packing.algorithm_names()}. Received: --algorithms={args.algorithms}"
         )
+    if args.plot:
+        from tfpack import plots
+
+        plots.check_target(args.plot, name="--plot")  # before minutes of planning, not after
     counts = load_histogram(args.histogram, args.max_length)
     if not counts.any():
         raise TfpackError(
