@@ -51,6 +51,13 @@ def test_read_text_histogram_skips_comments_and_blank_lines(tmp_path):
     assert read_histogram(path).tolist() == [0, 2, 1]
 
 
+def test_read_text_histogram_from_a_windows_editor(tmp_path):
+    # A UTF-8 byte-order mark first, CRLF line ends, a no-break space after a count.
+    path = tmp_path / "lengths.txt"
+    path.write_bytes(b"\xef\xbb\xbf0\r\n2\xc2\xa0\r\n1\r\n")
+    assert read_histogram(path).tolist() == [0, 2, 1]
+
+
 def test_read_npy_histogram(tmp_path):
     path = tmp_path / "h.npy"
     np.save(path, np.array([4, 0, 1]))

@@ -213,7 +213,8 @@ def read_histogram(path: str | os.PathLike) -> np.ndarray:
             ) from None
         return validate_histogram(counts)
     try:
-        with open(name, encoding="utf-8") as file:
+        # utf-8-sig: a byte-order mark that Windows editors put first is not a count's text.
+        with open(name, encoding="utf-8-sig") as file:
             lines = file.readlines()
     except (OSError, UnicodeDecodeError) as error:
         raise TfpackError(
