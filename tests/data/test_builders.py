@@ -132,3 +132,14 @@ def test_flatten_keeps_batches_in_order_with_fixed_budget():
     assert [e["input_ids"] for r in rows for e in unpack(r)] == [e["input_ids"] for e in examples]
     with pytest.raises(TfpackError, match="token_budget"):
         tfpack.data.flatten(batch_size=2)
+
+
+def test_load_vocab_reads_a_byte_order_mark_and_refuses_unreadable_files(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(b"\xef\xbb\xbf[PAD]\r\n[UNK]\r\nhello\r\n")
+    assert load_vocab(vocab) == ["[PAD]", "[UNK]", "hello"]
+    (tmp_path / "utf16.txt").write_bytes(b"\xff\xfe[\x00P\x00")
+    for path in (tmp_path / "missing.txt", tmp_path, tmp_path / "utf16.txt"):
+        with pytest.raises(TfpackError, match=r"`vocab_path` must be a readable UTF-8 text file"
+                                              r".*Received: vocab_path="):
+            load_vocab(path)

@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 
 import numpy as np
@@ -71,8 +72,15 @@ def load_vocab(vocab_path: str | None = None) -> list[str]:
         from tfpack.datasets import bert_vocab_path
 
         vocab_path = bert_vocab_path()
-    with open(vocab_path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+    try:
+        # utf-8-sig: a byte-order mark first is not part of the first token.
+        with open(vocab_path, encoding="utf-8-sig") as f:
+            return [line.rstrip("\n") for line in f]
+    except (OSError, UnicodeDecodeError) as error:
+        raise TfpackError(
+            "`vocab_path` must be a readable UTF-8 text file, one token a line. "
+            f"Received: vocab_path={os.fspath(vocab_path)!r} ({error})"
+        ) from None
 
 
 def tokenize_documents(documents: list[list[str]], vocab_path: str | None = None,
