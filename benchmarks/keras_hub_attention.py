@@ -568,10 +568,11 @@ def report(results):
         + (" (" + "; ".join(f"{_case(r)}: {_median_speedup(r):.2f}x, "
                             f"{r['auto']}" for r in slower) + ")"
            if slower else "")
-        + f"; its speed-up over dense, worst {min(auto_all):.2f}x; where it "
-        "keeps dense, segmented was at best "
-        f"{max(_median_speedup(r) for r in kept_dense):.2f}x"
-        f" (closest to 1: {_case(closest)}, {_median_speedup(closest):.2f}x)"
+        + f"; its speed-up over dense, worst {min(auto_all):.2f}x; "
+        + (f"where it keeps dense, segmented was at best "
+           f"{max(_median_speedup(r) for r in kept_dense):.2f}x"
+           if kept_dense else "it keeps dense on no case")
+        + f" (closest to 1: {_case(closest)}, {_median_speedup(closest):.2f}x)"
         ".",
         f"- {_gaps(results, families, lengths)}", "",
         "## Per family: median / worst case of the speed-up", "",
