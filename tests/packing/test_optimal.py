@@ -503,6 +503,20 @@ def test_a_grouped_plan_leaves_time_for_what_follows_its_lp_and_learns_how_much(
     assert _budget.Budget(1.0, clock=lambda: now[0]).less(0.3).left() == pytest.approx(0.7)
 
 
+def test_the_search_leaves_best_fits_time_for_the_result_and_its_checks(monkeypatch):
+    """Building the result and `plan`'s checks of it pass over the packs after the budget,
+    as best fit does before it: the search's budget ends best fit's time earlier."""
+    seen = []
+    monkeypatch.setattr(optimal, "_search", lambda search, *args: seen.append((search.reserve,
+                                                                               args[-1])))
+    histogram = lognormal_histogram(40_000, 4096, seed=5)
+    result = optimal.pack(histogram, 4096, 8, seed=0, time_limit=100.0)
+    assert_valid(result, histogram, 4096, 8)  # best fit's plan
+    (reserve, budget), = seen
+    assert reserve > 0
+    assert budget.end == pytest.approx(budget._started[0] + 100.0 - reserve, abs=1e-3)
+
+
 def test_full_packs_first_gives_up_when_much_is_left():
     # Two sequences of 1,500..2,000 tokens never fill 4,096: nothing is full, all is left.
     histogram = make_histogram(4096, {length: 5 for length in range(1500, 2001)})

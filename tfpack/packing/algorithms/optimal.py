@@ -319,7 +319,10 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
     try:
-        _search(search, histogram, lengths, demand, max_length, max_sequences_per_pack, budget)
+        # The result (strategies sorted, counts) and the caller's checks of it come after
+        # the budget, each a pass over the plan's packs like best fit: their time is kept.
+        _search(search, histogram, lengths, demand, max_length, max_sequences_per_pack,
+                budget.less(search.reserve))
     except _budget.OutOfTime:
         pass  # the best plan and bound so far stand
     return search.result()
