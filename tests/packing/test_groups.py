@@ -342,6 +342,18 @@ def test_a_finer_grid_is_not_taken_where_its_table_is_too_large(monkeypatch):
     assert optimal._fine_grid(histogram, 32, starts, bound, 16)[0] == 32
 
 
+def test_the_grid_loss_is_counted_past_int64():
+    """2**59 sequences of one token lose 31 * 2**59 > 2**63 tokens in units of 32: counted
+    in int64 that wraps negative, and the coarse grid would look free."""
+    histogram = np.zeros(4096, dtype=np.int64)
+    histogram[0] = 2 ** 59
+    bound = -(-(2 ** 59) // 4096)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(optimal, "_FINE_ROWS", 1024)  # a grid of 4
+        unit, starts = optimal._fine_grid(histogram, 32, np.arange(1, 4097, 32), bound, 1)
+    assert unit == 4 and np.all((starts - 1) % 4 == 0)
+
+
 def test_a_grid_plan_is_refined_on_twice_the_groups_of_the_same_grid(monkeypatch):
     """`_refine` after a plan on a finer grid: twice the balanced groups, on the same grid,
     until they would be one a grid length; each plan a candidate."""

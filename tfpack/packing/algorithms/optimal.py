@@ -707,7 +707,8 @@ def _fine_grid(histogram, unit, starts, tokens_bound, depth):
     max_length = len(histogram)
     fine = _unit(max_length, max_length // _FINE_ROWS)
     cells = _UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
-    loss = int((-np.arange(1, max_length + 1) % unit) @ histogram)
+    # float64: tokens lost may pass 2**63 where the tokens do not (2**59 ones, units of 32)
+    loss = (-np.arange(1, max_length + 1) % unit).astype(np.float64) @ histogram
     if fine >= unit or cells > _TABLE_CELLS or loss <= _GRID_LOSS * tokens_bound * max_length:
         return unit, starts
     return fine, _on_grid(histogram, fine, _UNIT_ROWS)
