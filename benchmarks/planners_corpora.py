@@ -9,7 +9,12 @@ from text on this machine; nothing is downloaded at run time:
 - ``fortunes``: every fortune of Debian's ``fortunes`` (``%``-separated);
 - ``wordnet``: every WordNet 3.0 gloss (Debian ``wordnet-base``, ``data.*``);
 - ``stdlib``: every module of the Python standard library (``Lib/**/*.py``),
-  whole files (source text), and every docstring in them.
+  whole files (source text), and every docstring in them;
+- never tuned on (`planners_suite.py --unseen`, branch planner5): ``c_headers``,
+  every C header under ``/usr/include``; ``man_pages``, every file under
+  ``/usr/share/man`` (roff source, gzip undone; a page linked twice counts
+  twice); ``site_packages``, every ``.py`` file of the running Python's
+  installed packages (``purelib``: TensorFlow, Keras, SciPy, ... here).
 
 Lengths are cached in ``benchmarks/data/corpus_<name>.txt`` (a header says
 where they came from); delete a file to count again. A corpus whose source
@@ -23,11 +28,13 @@ number of them each), and the runs cut into windows of at most ``L``.
 from __future__ import annotations
 
 import ast
+import gzip
 import pathlib
 import re
 import shutil
 import subprocess
 import sysconfig
+import zlib
 
 import numpy as np
 
@@ -110,6 +117,22 @@ def _stdlib(unit: str) -> list[str]:
     return documents
 
 
+def _files(root: pathlib.Path, pattern: str) -> list[str] | None:
+    """The text of every file under ``root`` matching ``pattern`` (``.gz`` ones unpacked)."""
+    documents = []
+    for path in sorted(root.rglob(pattern)):
+        try:
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):  # a directory, a broken link, bad gzip
+            continue
+        text = data.decode("utf-8", errors="replace")
+        if text:
+            documents.append(text)
+    return documents or None
+
+
 SOURCES = {
     "kjv_chapters": lambda: _kjv("chapter"),
     "kjv_verses": lambda: _kjv("verse"),
@@ -117,6 +140,9 @@ SOURCES = {
     "wordnet": _wordnet,
     "stdlib_files": lambda: _stdlib("files"),
     "stdlib_docstrings": lambda: _stdlib("docstrings"),
+    "c_headers": lambda: _files(pathlib.Path("/usr/include"), "*.h"),
+    "man_pages": lambda: _files(pathlib.Path("/usr/share/man"), "*"),
+    "site_packages": lambda: _files(pathlib.Path(sysconfig.get_paths()["purelib"]), "*.py"),
 }
 
 

@@ -32,6 +32,8 @@ Run:
     .venv/bin/python benchmarks/planners_suite.py --seeds 3 --rounds 3
     .venv/bin/python benchmarks/planners_suite.py --isolate 60     # each plan in a child,
                                                                     # killed after 60 s
+    .venv/bin/python benchmarks/planners_suite.py --unseen --isolate 60 \
+        --output benchmarks/results/planners_unseen.md              # corpora never tuned on
 
 Writes ``benchmarks/results/planners_suite.md`` (``--output``).
 """
@@ -135,9 +137,18 @@ REAL = [
 ]
 
 
-def real_cases() -> list[dict]:
+# Corpora `optimal` was never tuned on (branch planner5; `--unseen` runs these alone): C
+# headers, man pages, installed Python packages, as they are (windows of L) at L=8,192 and
+# in runs of 4 and 16 documents at L=16,384 and 32,768, each at a shallow and a deep depth.
+UNSEEN = [(corpus, max_length, depth, runs)
+          for corpus in ("c_headers", "man_pages", "site_packages")
+          for max_length, depth, runs in ((8192, 4, None), (8192, 16, None), (16384, 8, 4),
+                                          (16384, 24, 4), (32768, 12, 16), (32768, 32, 16))]
+
+
+def real_cases(table=REAL) -> list[dict]:
     cases = []
-    for corpus, max_length, depth, runs in REAL:
+    for corpus, max_length, depth, runs in table:
         name = corpus if runs is None else f"{corpus}x{runs}"
         cases.append(dict(name=name, family="real", corpus=corpus, runs=runs,
                           max_length=max_length, depth=depth, seed=0))
@@ -208,6 +219,8 @@ def main(argv=None) -> int:
                         help="optimal with time_limit=None (bound the run with --isolate)")
     parser.add_argument("--isolate", type=float, default=0.0,
                         help="plan in a child process killed after this many seconds")
+    parser.add_argument("--unseen", action="store_true",
+                        help="only the corpora it was never tuned on (UNSEEN)")
     parser.add_argument("--label", default="", help="a title note (e.g. the commit)")
     parser.add_argument("--output", default=str(HERE / "results" / "planners_suite.md"))
     args = parser.parse_args(argv)
@@ -215,6 +228,8 @@ def main(argv=None) -> int:
     if args.no_time_limit:
         time_limit = None
     cases = generated_cases(args.seeds) + ([] if args.no_real else real_cases())
+    if args.unseen:
+        cases = real_cases(UNSEEN)
     if args.only:
         keep = set(args.only.split(","))
         cases = [c for c in cases if c["name"] in keep or c["family"] in keep

@@ -1,6 +1,7 @@
 """Length groups (`_groups`): plans from the rounded-up histogram, bounds from the rounded-down one."""
 
 import collections
+import math
 
 import numpy as np
 import pytest
@@ -292,3 +293,94 @@ def test_where_the_tokens_bind_groups_are_split_while_time_is_left(monkeypatch):
     assert all(r == 2 * m - 4 for r, m in zip(rows[1:], made))
     assert len(rows) >= 3 and 2 * made[-1] >= np.count_nonzero(histogram) > 2 * made[-2]
     assert result.counts.sum() == min(p for p in offered if p is not None)
+
+
+def _units_case(monkeypatch, lossy, less=(8, 16, 24)):
+    """L=1,024 in units of 32 (`_UNITS_FROM`, `_UNIT_ROWS`), a finer grid of 4 (`_FINE_ROWS`).
+
+    1,000 sequences of 3, 5, 7, 11 or 13 units of 32, less 8, 16 or 24 tokens
+    (``lossy``: rounding up to 32 loses 16 tokens a sequence, 7% of the tokens; or any of
+    ``less``) or not (nothing lost); depth 16: the tokens bind, and best fit is 3-6 packs above them."""
+    for name, value in (("_UNITS_FROM", 1024), ("_UNIT_ROWS", 32), ("_FINE_ROWS", 256),
+                        ("_GROUPED_LENGTHS", 4), ("_MANY_LENGTHS", 4),
+                        ("_FULL_FIRST_BELOW", 1024)):
+        monkeypatch.setattr(optimal, name, value)
+    rng = np.random.default_rng(0)
+    units = np.array([3, 5, 7, 11, 13])[rng.integers(0, 5, 1000)]
+    lengths = units * 32 - (rng.choice(less, 1000) if lossy else 0)
+    return np.bincount(lengths - 1, minlength=1024)
+
+
+@pytest.mark.parametrize("lossy", [True, False])
+def test_the_plan_moves_to_a_finer_grid_where_rounding_up_to_units_loses_too_much(lossy,
+                                                                                 monkeypatch):
+    """`_fine_grid`: the plan in units of 32 tokens, unless rounding every length up to
+    them loses more than `_GRID_LOSS` of the token bound's tokens: then on balanced
+    groups whose first lengths are 4 k + 1, in units of 4."""
+    histogram = _units_case(monkeypatch, lossy)
+    monkeypatch.setattr(optimal, "_REFINE_LEFT", math.inf)  # the first grouped plan only
+    units, grids = [], []
+    plan_up, on_grid = optimal._plan_up, optimal._on_grid
+    monkeypatch.setattr(optimal, "_plan_up", lambda *a, **k: (units.append(a[8]), plan_up(*a, **k)))
+    monkeypatch.setattr(optimal, "_on_grid", lambda h, unit, rows: (
+        grids.append((unit, rows)), on_grid(h, unit, rows))[1])
+    result = optimal.pack(histogram, 1024, 16, seed=0, time_limit=None)
+    assert_valid(result, histogram, 1024, 16)
+    assert units == [4 if lossy else 32]  # the grouped plan's unit
+    assert grids == ([(4, 32)] if lossy else [])
+    bfd = base.get("bfd")(histogram, 1024, 16, seed=0)
+    assert result.counts.sum() <= bfd.counts.sum()
+
+
+def test_a_finer_grid_is_not_taken_where_its_table_is_too_large(monkeypatch):
+    histogram = _units_case(monkeypatch, lossy=True)
+    cells = optimal._UNIT_ROWS * 17 * (1024 // 4 + 1)  # the finer plan's table at depth 16
+    starts = np.arange(1, 1025, 32)
+    bound = _bounds.simple(histogram, 1024, 16)["tokens"]
+    assert optimal._fine_grid(histogram, 32, starts, bound, 16)[0] == 4
+    monkeypatch.setattr(optimal, "_TABLE_CELLS", cells - 1)
+    assert optimal._fine_grid(histogram, 32, starts, bound, 16)[0] == 32
+
+
+def test_the_grid_loss_is_counted_past_int64():
+    """2**59 sequences of one token lose 31 * 2**59 > 2**63 tokens in units of 32: counted
+    in int64 that wraps negative, and the coarse grid would look free."""
+    histogram = np.zeros(4096, dtype=np.int64)
+    histogram[0] = 2 ** 59
+    bound = -(-(2 ** 59) // 4096)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(optimal, "_FINE_ROWS", 1024)  # a grid of 4
+        unit, starts = optimal._fine_grid(histogram, 32, np.arange(1, 4097, 32), bound, 1)
+    assert unit == 4 and np.all((starts - 1) % 4 == 0)
+
+
+def test_a_grid_plan_is_refined_on_twice_the_groups_of_the_same_grid(monkeypatch):
+    """`_refine` after a plan on a finer grid: twice the balanced groups, on the same grid,
+    until they would be one a grid length; each plan a candidate."""
+    histogram = _units_case(monkeypatch, lossy=True, less=np.arange(1, 31))  # 150 lengths
+    monkeypatch.setattr(optimal, "_REFINE_LEFT", 0.0)
+    monkeypatch.setattr(optimal, "_LP_GAP", 0.0)  # "within" only at the bound itself
+    monkeypatch.setattr(optimal, "_ROUNDING_PACKS", 0)
+    grids, offered = [], []
+    on_grid, offer = optimal._on_grid, optimal._Search.offer
+    monkeypatch.setattr(optimal, "_on_grid", lambda h, unit, rows: (
+        grids.append((unit, rows, len(on_grid(h, unit, rows)))), on_grid(h, unit, rows))[1])
+    monkeypatch.setattr(optimal._Search, "offer", lambda self, packs, **k: (
+        offered.append(sum(packs.values()) if packs else None), offer(self, packs, **k))[1])
+    result = optimal.pack(histogram, 1024, 16, seed=0, time_limit=None)
+    assert_valid(result, histogram, 1024, 16)
+    assert grids[0][:2] == (4, 32) and {unit for unit, _, _ in grids} == {4}
+    assert all(rows == 2 * made for (_, _, made), (_, rows, _) in zip(grids, grids[1:]))
+    assert len(grids) >= 3 and grids[-1][2] <= grids[-2][2]  # until no more groups come
+    assert result.counts.sum() == min(p for p in offered if p is not None)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=64, max_size=64), st.sampled_from([2, 4, 8]),
+       st.integers(1, 20))
+def test_groups_on_a_grid_start_on_it_and_round_up_to_multiples_of_it(counts, unit, rows):
+    histogram = np.array(counts, dtype=np.int64)
+    starts = optimal._on_grid(histogram, unit, rows)
+    assert starts[0] == 1 and np.all(np.diff(starts) > 0) and np.all((starts - 1) % unit == 0)
+    up = _groups.rounded(histogram, starts, up=True)
+    assert up.sum() == histogram.sum() and not up[np.arange(64) % unit != unit - 1].any()

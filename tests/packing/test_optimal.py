@@ -462,6 +462,61 @@ def test_full_packs_first_returns_best_fit_when_it_meets_the_token_bound(monkeyp
     assert result.lower_bound_packs == 2048 == result.counts.sum()
 
 
+def test_full_packs_first_runs_only_below_its_max_length(monkeypatch):
+    """From `_FULL_FIRST_BELOW` tokens a pack the greedy is not started: at L=32,768-65,536
+    it ran 0.65-1.8 s to give up on every suite case, time the grouped plan lost."""
+    histogram = lognormal_histogram(40_000, 4096, seed=5)
+    calls = []
+    fill = _exact_fill.fill
+    monkeypatch.setattr(_exact_fill, "fill", lambda *a, **k: calls.append(1) or fill(*a, **k))
+    optimal.pack(histogram, 4096, 8, seed=0, time_limit=0.2)
+    assert calls  # below: as before
+    calls.clear()
+    monkeypatch.setattr(optimal, "_FULL_FIRST_BELOW", 4096)
+    result = optimal.pack(histogram, 4096, 8, seed=0, time_limit=0.2)
+    assert not calls
+    assert_valid(result, histogram, 4096, 8)
+
+
+def test_a_grouped_plan_leaves_time_for_what_follows_its_lp_and_learns_how_much(monkeypatch):
+    """`_plan_up`: the LP's budget ends ``search.reserve`` before the plan's; the reserve
+    grows to the most a plan ran past its own budget (its rounding, `real_packs`)."""
+    from tfpack.packing.algorithms import _budget
+
+    now, ends = [0.0], []
+
+    def plan(lengths, demand, length, depth, simple, *, budget, first_round):
+        ends.append(budget.end)
+        now[0] = budget.end + overrun  # its last rounding runs past the LP's budget
+        return {(2,): 1}, 1
+
+    monkeypatch.setattr(optimal, "_plan", plan)
+    search = optimal._Search({"tokens": 1})
+    args = (np.array([0, 1]), np.array([2]), np.array([1]), 2, None, 1, np.array([1]), 1)
+    for overrun, reserve in ((0.05, 0.0), (0.02, 0.05), (0.2, 0.05)):
+        assert search.reserve == pytest.approx(reserve)
+        start = now[0]
+        optimal._plan_up(search, *args, _budget.Budget(1.0, clock=lambda: now[0]))
+        assert ends[-1] == pytest.approx(start + 1.0 - reserve)
+        assert search.plan == {(2,): 1}
+    assert search.reserve == pytest.approx(0.2)
+    assert _budget.Budget(1.0, clock=lambda: now[0]).less(0.3).left() == pytest.approx(0.7)
+
+
+def test_the_search_leaves_best_fits_time_for_the_result_and_its_checks(monkeypatch):
+    """Building the result and `plan`'s checks of it pass over the packs after the budget,
+    as best fit does before it: the search's budget ends best fit's time earlier."""
+    seen = []
+    monkeypatch.setattr(optimal, "_search", lambda search, *args: seen.append((search.reserve,
+                                                                               args[-1])))
+    histogram = lognormal_histogram(40_000, 4096, seed=5)
+    result = optimal.pack(histogram, 4096, 8, seed=0, time_limit=100.0)
+    assert_valid(result, histogram, 4096, 8)  # best fit's plan
+    (reserve, budget), = seen
+    assert reserve > 0
+    assert budget.end == pytest.approx(budget._started[0] + 100.0 - reserve, abs=1e-3)
+
+
 def test_full_packs_first_gives_up_when_much_is_left():
     # Two sequences of 1,500..2,000 tokens never fill 4,096: nothing is full, all is left.
     histogram = make_histogram(4096, {length: 5 for length in range(1500, 2001)})

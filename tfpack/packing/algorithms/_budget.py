@@ -63,6 +63,25 @@ class Budget:
     def expired(self) -> bool:
         return self.limited and self._clock() >= self.end
 
+    def spent(self) -> float:
+        """Seconds since the first budget of this plan started (shares count from it too)."""
+        return self._clock() - self._started[0]
+
+    def past(self) -> float:
+        """Seconds since this budget ended (0 while it runs, or without a limit)."""
+        return 0.0 if not self.limited else max(0.0, self._clock() - self.end)
+
+    def less(self, seconds: float) -> "Budget":
+        """A budget ending ``seconds`` before this one, for work that must follow it.
+
+        >>> Budget(1.0).less(1.0).expired()
+        True
+        """
+        child = self.share(1.0)
+        if child.limited:
+            child.end = self.end - seconds
+        return child
+
     def share(self, fraction: float) -> "Budget":
         """A budget ending after ``fraction`` of the time left (no limit stays none)."""
         child = Budget(None, self._clock)

@@ -38,7 +38,13 @@ Notes:
     worse. ``time_limit`` (CPU seconds, `_budget`) counts from the call, best
     fit included; the paths below run under it: every LP solve, pricing,
     dive, the exact fill and the group paths check it, and when it ends the
-    best plan and the best bound so far are returned (`_Search`). Column
+    best plan and the best bound so far are returned (`_Search`). What must
+    follow a phase is kept out of its time: the search ends best fit's time
+    early (the result is built and checked after it, a pass over the packs
+    like best fit), and a grouped plan's LP ends that much, or the most a
+    plan ran past its budget, before the plan must (`_plan_up`: its last
+    rounding and `real_packs`), so that a plan call with ``time_limit=1``
+    takes about a second of CPU at L=65,536 too (1.24 s before). Column
     generation's first round runs to its end where its size is bounded
     (`_small`), except on LPs that only give a bound (`_grouped`, `_quick`),
     whose first round stops with the budget too. The bound reported is the largest of
@@ -92,7 +98,10 @@ Notes:
 
     *Many lengths.* With thousands of distinct lengths (``_MANY_LENGTHS``) the
     LP over all of them takes seconds a solve. When the token bound is the
-    simple bound (the sequences do not need more packs), `_exact_fill` first
+    simple bound (the sequences do not need more packs) and packs hold fewer
+    than ``_FULL_FIRST_BELOW`` tokens (its greedy scans up to L lengths a
+    join in Python: from L=32,768 it gave up after 0.65-1.8 s on every suite
+    case, so it is not started there), `_exact_fill` first
     builds packs of exactly ``max_length`` tokens, greedily, a group of
     identical packs at a time. When it leaves little (``_REST_SHARE`` of the
     tokens, at most 1,024 lengths), the rest goes through the column
@@ -139,7 +148,11 @@ Notes:
     plan gains from it (log-normal L=8,192 depth 3: 124,200 -> 124,114 packs,
     with 896 groups instead of 768; spikes L=8,192: 2,635 -> 2,634, spikes
     L=32,768: 14,987 -> 14,973; with 80% of 85% and the rounded-down LP after
-    it before). A rounded-up
+    it before). From L=16,384 those groups are multiples of a unit (32 tokens
+    at L=32,768, `_grouped`); where rounding up to the unit alone loses more
+    than `_GRID_LOSS` (0.2%) of the token bound's tokens, the plan is made on
+    balanced groups on a finer grid instead (`_fine_grid`: log-normal
+    L=32,768 depth 16, 0.351% -> 0.154% above the bound). A rounded-up
     histogram whose token bound is not below the best plan is not planned
     (its time goes to the LP over all lengths); below ``_MANY_LENGTHS`` neither
     is one more than ``_PROVE_GAP`` above the bound: the LP over all lengths
@@ -242,6 +255,10 @@ _QUICK_PLAN_ROWS = 200
 _QUICK_PLAN_SHARE = 0.9
 _FFD_LENGTHS = 2048  # first fit decreasing competes up to this many lengths (O(L x groups))
 _FULL_FIRST_SHARE = 0.4  # of the time limit, for full packs first
+# and only below this max_length: from L=32,768 its greedy (Python, a scan of up to L
+# lengths a join) ran 0.65-1.8 s to give up on the 5 suite cases there (seeds 0-1), and
+# never succeeded; with its 0.4 s share cut off, it only took that time from the plan.
+_FULL_FIRST_BELOW = 16384
 _GROUPED_LENGTHS = 1024  # from this many lengths, length groups (`_grouped`) first
 _GROUPED_SHARE = 0.85  # of the time left, for them
 # Of the time left, for them where the tokens bind and there are _MANY_LENGTHS or more
@@ -257,6 +274,8 @@ _GROUP_ROWS = 512  # lengths (groups) of their LPs at most
 _TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
 _UNIT_ROWS = 1024  # rows in units of tokens (`_in_units`): pricing stays cheap
 _UNITS_FROM = 16384  # max lengths from which groups are in units (or where the table is too big)
+_GRID_LOSS = 2e-3  # rounding up to the unit loses more (of the token bound's tokens): `_fine_grid`
+_FINE_ROWS = 4096  # the finer grid's unit: max_length / this tokens
 # The LP over all lengths, after the other paths, is skipped with less time left than
 # _LAST_LP_SECONDS where there are more than _LAST_LP_LENGTHS lengths: its seeds and
 # first solve ran to their end past the budget (L=65,536 log-normal depth 4: started
@@ -307,12 +326,16 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     # Best fit decreasing (and first fit, where it is cheap) first: never worse than them.
     search.bfd = _fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                        best_fit=True)
+    search.reserve = budget.spent()  # what follows a grouped plan costs about a best fit
     search.offer(search.bfd)
     if len(lengths) <= _FFD_LENGTHS:
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
     try:
-        _search(search, histogram, lengths, demand, max_length, max_sequences_per_pack, budget)
+        # The result (strategies sorted, counts) and the caller's checks of it come after
+        # the budget, each a pass over the plan's packs like best fit: their time is kept.
+        _search(search, histogram, lengths, demand, max_length, max_sequences_per_pack,
+                budget.less(search.reserve))
     except _budget.OutOfTime:
         pass  # the best plan and bound so far stand
     return search.result()
@@ -325,7 +348,8 @@ def _search(search: _Search, histogram, lengths, demand, max_length, max_sequenc
         return
     simple = search.bound
     tokens_bound = search.bounds["tokens"]
-    if len(lengths) >= _MANY_LENGTHS and simple == tokens_bound:
+    if len(lengths) >= _MANY_LENGTHS and simple == tokens_bound and \
+            max_length < _FULL_FIRST_BELOW:
         full_first = _full_packs_first(histogram, max_length, max_sequences_per_pack, simple,
                                        budget.share(_FULL_FIRST_SHARE), heuristic=search.bfd)
         if full_first is not None:
@@ -395,6 +419,8 @@ class _Search:
         self.plan: dict[tuple[int, ...], int] = {}
         self.packs = math.inf
         self.bfd: dict[tuple[int, ...], int] | None = None  # best fit decreasing's plan
+        # CPU seconds a grouped plan leaves for what follows its LP (`_plan_up`).
+        self.reserve = 0.0
 
     @property
     def bound(self) -> int:
@@ -556,6 +582,8 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
         if max_length >= _UNITS_FROM or rows < _GROUP_ROWS else 1
     if unit > 1:
         starts = down_starts = np.arange(1, max_length + 1, unit)
+        if tokens_bind:
+            unit, starts = _fine_grid(histogram, unit, starts, search.bounds["tokens"], depth)
     else:
         rows = max(64, min(_GROUP_ROWS, rows))
         ends = min(_groups.EXACT_ENDS, rows // 4)
@@ -588,16 +616,13 @@ def _grouped(search: _Search, histogram, max_length, max_sequences_per_pack,
             continue  # rounding up costs more packs than the best plan has: no better plan
         if up and few_lengths and simple > search.bound * (1 + _PROVE_GAP):
             continue  # rounding up costs more than the LP over all lengths tends to lose
-        packs, bound = _plan(lengths, demand, length, max_sequences_per_pack, simple,
-                             dives=up, budget=budget.share(share),
-                             first_round=up or not tokens_bind)
-        if not up:
-            search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
+        if up:
+            _plan_up(search, histogram, lengths, demand, length, max_sequences_per_pack, simple,
+                     starts, unit, budget.share(share))
             continue
-        if packs:
-            plan = _result(packs, 0)
-            strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
-            search.offer(_groups.real_packs(strategies, plan.counts, histogram, starts))
+        _, bound = _plan(lengths, demand, length, max_sequences_per_pack, simple, dives=False,
+                         budget=budget.share(share), first_round=not tokens_bind)
+        search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
     if tokens_bind and not few_lengths:
         _refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
 
@@ -617,7 +642,12 @@ def _refine(search: _Search, histogram, max_length, max_sequences_per_pack, star
     """
     ends = min(_BALANCED_ENDS, len(starts) // 4)
     while budget.left() > _REFINE_LEFT and not search.within(_slack(search.bound)):
-        if unit > 1:
+        if unit > 1 and len(starts) < max_length // unit:  # balanced on a grid: twice the rows
+            finer = _on_grid(histogram, unit, 2 * len(starts))
+            if len(finer) <= len(starts):
+                return  # a group for each length of the grid already
+            starts = finer
+        elif unit > 1:
             if unit % 2:
                 return
             unit //= 2
@@ -635,12 +665,69 @@ def _refine(search: _Search, histogram, max_length, max_sequences_per_pack, star
         simple = max(_bounds.simple(rounded, length, max_sequences_per_pack).values())
         if simple >= search.packs:
             return  # rounding up costs more packs than the best plan has
-        packs, _ = _plan(lengths, rounded[lengths - 1], length, max_sequences_per_pack, simple,
-                         budget=budget, first_round=False)
-        if packs:
-            plan = _result(packs, 0)
-            strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
-            search.offer(_groups.real_packs(strategies, plan.counts, histogram, starts))
+        _plan_up(search, histogram, lengths, rounded[lengths - 1], length, max_sequences_per_pack,
+                 simple, starts, unit, budget, first_round=False)
+
+
+def _plan_up(search: _Search, histogram, lengths, demand, length, max_sequences_per_pack, simple,
+             starts, unit, budget: _budget.Budget, first_round=True) -> None:
+    """The plan on rounded-up groups (in ``unit`` tokens), its real packs offered to ``search``.
+
+    What follows the LP (its last rounding, `_groups.real_packs`: 0.05 s at
+    L=65,536) runs after the budget ends; the LP gets ``budget`` less
+    ``search.reserve`` seconds for it, best fit's time at first, then the
+    most a plan ran past its own budget (spikes L=65,536 depth 24 ended at
+    1.13 s of a second without it).
+    """
+    inner = budget.less(search.reserve)
+    packs, _ = _plan(lengths, demand, length, max_sequences_per_pack, simple, budget=inner,
+                     first_round=first_round)
+    if packs:
+        plan = _result(packs, 0)
+        strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
+        search.offer(_groups.real_packs(strategies, plan.counts, histogram, starts))
+    search.reserve = max(search.reserve, inner.past())
+
+
+def _fine_grid(histogram, unit, starts, tokens_bound, depth):
+    """The unit and groups of the plan where the tokens bind: ``unit`` unless it loses too much.
+
+    Rounding every length up to a multiple of ``unit`` costs tokens that no
+    plan on it gets back. Past `_GRID_LOSS` of the token bound's tokens
+    (log-normal L=32,768 depth 16: 0.35% in units of 32, so no plan within
+    0.2%), the plan is made on `_UNIT_ROWS` balanced groups (`_on_grid`) on
+    a grid of ``max_length / _FINE_ROWS`` tokens (8 there: 0.13%; 61,422 ->
+    61,301 packs on a bound of 61,207), where pricing's table stays within
+    `_TABLE_CELLS`. Elsewhere ``unit`` stays: the finer table is slower, and
+    with the 4x wider table at depth 32 (bimodal L=8,192, suite seed 1:
+    5,604 packs in units of 8 then 4 by `_refine`, 5,606-5,608 on grids of 2
+    or 4), or on a grid that loses little already (spikes L=32,768: 14,973
+    in units of 32, 15,040 on the finer grid), it did worse.
+    """
+    max_length = len(histogram)
+    fine = _unit(max_length, max_length // _FINE_ROWS)
+    cells = _UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
+    # float64: tokens lost may pass 2**63 where the tokens do not (2**59 ones, units of 32)
+    loss = (-np.arange(1, max_length + 1) % unit).astype(np.float64) @ histogram
+    if fine >= unit or cells > _TABLE_CELLS or loss <= _GRID_LOSS * tokens_bound * max_length:
+        return unit, starts
+    return fine, _on_grid(histogram, fine, _UNIT_ROWS)
+
+
+def _on_grid(histogram, unit, rows):
+    """About ``rows`` balanced groups (`_groups.balanced`) whose first lengths are ``k unit + 1``.
+
+    Each group ends at a multiple of ``unit``, so rounding up within groups
+    gives lengths in units (`_in_units`). Nine 4s and a 12, in units of 4:
+    groups 1-4 and 5-12, both keep their lengths.
+
+    >>> _on_grid(np.array([0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1]), 4, 2).tolist()
+    [1, 5]
+    """
+    grid = np.arange(1, len(histogram) + 1, unit)
+    in_units = _in_units(_groups.rounded(histogram, grid, up=True), unit, up=True)
+    ends = min(_BALANCED_ENDS, rows // 4)
+    return (_groups.balanced(in_units, rows - 2 * ends, ends=ends) - 1) * unit + 1
 
 
 def _unit(max_length: int, most: int) -> int:
