@@ -42,12 +42,13 @@ import numpy as np
 
 from tfpack import features as contract
 from tfpack.data.features import FeatureRoles, packed_feature_names
+from tfpack.engines.spill import SpillReader
 from tfpack.formats.protos import Column
 
 __all__ = ["pack_columns", "starts_of"]
 
 
-def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *,
+def pack_columns(values: dict[str, np.ndarray] | SpillReader, counts: dict[str, np.ndarray], *,
                  members: np.ndarray, splits: np.ndarray, sizes: dict[str, int],
                  roles: FeatureRoles | None = None,
                  starts: dict[str, np.ndarray] | None = None) -> list[Column]:
@@ -56,7 +57,9 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
     Args:
         values: feature -> its flat values, every example's back to back in
             input order (ragged features) or one per example (sequence
-            features): the spill's files (`tfpack.engines.spill`).
+            features); or a `tfpack.engines.spill.SpillReader` of them, from
+            which only the members' runs are read (pass 2 of the local
+            engine: memory bounded by the packs, not the dataset).
         counts: ``"tokens"`` (and ``"predictions"`` when ``roles`` has
             predictions) -> int ``[N]`` per example.
         members: int ``[n]``, the examples (input indices) of the packs,
@@ -93,8 +96,14 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
         columns.append(Column(name, sizes[entry.dimension], is_float=entry.dtype == "float32",
                               padding=entry.padding, **how))
 
+    def runs_of(name, first, runs=None):  # the members' values: `values=`, `starts=`
+        if not isinstance(values, SpillReader):
+            return {"values": values[name], "starts": first}
+        return {"values": values.take(name, first, runs),
+                "starts": np.arange(len(first)) if runs is None else np.cumsum(runs) - runs}
+
     for name in roles.tokens:
-        add(name, values=values[name], starts=token_starts, runs=token_runs)
+        add(name, runs=token_runs, **runs_of(name, token_starts, token_runs))
     add("sequence_ids", base=k + 1, runs=token_runs)
     add("position_ids", ramp=True, runs=token_runs)
     if roles.predictions:
@@ -103,15 +112,14 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
         for name in roles.predictions:
             shift = offset if name in roles.shifted else None
             if name in values:
-                add(name, values=values[name], starts=first, runs=runs, base=shift)
+                add(name, runs=runs, base=shift, **runs_of(name, first, runs))
             else:  # an absent optional prediction feature is 1.0 (`source="ones"`)
                 add(name, constant=1.0, runs=runs)
     add("cls_positions", base=offset)
     add("sequence_mask", constant=1.0)
     add("example_ids", base=members)
     for name in roles.sequence:
-        add(name, values=values[name], starts=members,
-            base=offset if name in roles.shifted else None)
+        add(name, base=offset if name in roles.shifted else None, **runs_of(name, members))
     for name in roles.derived:
         if contract.feature(name, roles.task).packing != "prediction":
             raise ValueError(f"`pack_columns` makes no {name!r} (derived per "

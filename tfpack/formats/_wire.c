@@ -48,6 +48,15 @@
  *   crc32c(data, software=False) -> int
  *     CRC-32C (SSE 4.2's instruction where the CPU has it, else tables).
  *
+ *   read_runs(fd, itemsize, starts, runs, out) -> int
+ *     Positioned reads (pread) of the file `fd`, an array of `itemsize`-byte
+ *     items: run m is items [starts[m], starts[m] + runs[m]) (one item without
+ *     `runs`: None), written to `out` (a writable buffer) back to back, run after
+ *     run; runs that continue each other in the file are read in one call.
+ *     Returns the bytes read: fewer than the runs hold when the file ends
+ *     before them. OSError for a failed read, ValueError for runs that do not
+ *     fit `out`. Nothing is mapped: the process keeps no page of the file.
+ *
  * The GIL is released while bytes are computed, so callers may encode in
  * several threads at once.
  */
@@ -56,6 +65,8 @@
 #include <stdint.h>
 #include <math.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- CRC-32C */
 
@@ -885,6 +896,76 @@ static PyObject *split_records(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* read_runs(fd, itemsize, starts, runs, out) -> bytes read: see the top. */
+static PyObject *read_runs(PyObject *self, PyObject *args) {
+    int fd;
+    Py_ssize_t itemsize;
+    PyObject *starts_obj, *runs_obj;
+    Py_buffer out, starts_view, runs_view;
+    if (!PyArg_ParseTuple(args, "inOOw*", &fd, &itemsize, &starts_obj, &runs_obj, &out))
+        return NULL;
+    const int64_t *starts, *runs;
+    if (PyObject_GetBuffer(starts_obj, &starts_view, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    Py_ssize_t n = starts_view.len / 8;
+    starts = (const int64_t *)starts_view.buf;
+    if (int64_view(runs_obj, &runs_view, &runs, n, "runs") < 0 || starts_view.itemsize != 8 ||
+        itemsize <= 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "starts must be int64, itemsize > 0");
+        if (runs_view.obj) PyBuffer_Release(&runs_view);
+        PyBuffer_Release(&starts_view);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    /* Every run must be whole and fit `out`, checked before anything is read. */
+    int64_t need = 0;
+    for (Py_ssize_t m = 0; m < n; m++) {
+        int64_t run = runs ? runs[m] : 1;
+        if (starts[m] < 0 || run < 0 || run > (INT64_MAX / itemsize - need)) need = -1;
+        if (need < 0) break;
+        need += run;
+    }
+    if (need < 0 || need * itemsize > out.len) {
+        PyErr_SetString(PyExc_ValueError, "read_runs: a negative run, or runs that do not fit out");
+        if (runs_view.obj) PyBuffer_Release(&runs_view);
+        PyBuffer_Release(&starts_view);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    uint8_t *to = out.buf;
+    int64_t done = 0; /* bytes read into out */
+    int error = 0;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t m = 0;
+    while (m < n) {
+        /* One pread for the runs that continue each other in the file. */
+        int64_t first = starts[m], items = runs ? runs[m] : 1;
+        for (m++; m < n && starts[m] == first + items; m++) items += runs ? runs[m] : 1;
+        int64_t want = items * itemsize, got = 0;
+        off_t at = (off_t)(first * itemsize);
+        while (got < want) {
+            ssize_t r = pread(fd, to + done + got, (size_t)(want - got), at + got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) error = errno;
+            if (r <= 0) break;
+            got += r;
+        }
+        done += got;
+        if (got < want) break;
+    }
+    Py_END_ALLOW_THREADS
+    if (runs_view.obj) PyBuffer_Release(&runs_view);
+    PyBuffer_Release(&starts_view);
+    PyBuffer_Release(&out);
+    if (error) {
+        errno = error;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromLongLong(done);
+}
+
 /* crc32c(data, software=False): the (unmasked) CRC-32C of data, for tests of both paths. */
 static PyObject *crc(PyObject *self, PyObject *args) {
     Py_buffer data;
@@ -906,6 +987,7 @@ static PyMethodDef methods[] = {
     {"crc32c", crc, METH_VARARGS, "CRC-32C of bytes (software=True: the table-driven path)."},
     {"encode", encode, METH_VARARGS, "Serialize tf.train.Example records (see the source)."},
     {"frame", frame, METH_VARARGS, "TFRecord framing of serialized records."},
+    {"read_runs", read_runs, METH_VARARGS, "Runs of items of a file by pread (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 
