@@ -5,13 +5,14 @@
 order. It used to read them through memory maps of the whole files, which
 left every touched page mapped (file-backed RSS about the spill's size); it
 now reads each chunk's runs with ``pread`` into the chunk's own arrays
-(`SpillReader.take`). This measures what that costs: for each case of
+(`SpillReader.read`). This measures what that costs: for each case of
 `pack_suite`'s generated suite, the spill is written once (the real scan),
 the plan made once (``optimal``, K=3, M=80), then pass 2's work on every
 chunk (`pack_columns` + the compiled encoder, as `tfpack.engines.local`
 runs it, one thread, nothing written) timed in interleaved rounds with both
-reads: memory maps of the spill files (the old read, as the previous
-`Spill.values` made them) and the reader. Reported: the median ratio maps
+reads: memory maps of one flat file per feature (the old spill and its read,
+`_FeatureFiles`) and the reader of today's spill (one file, each example's
+features together, one ``pread`` an example). Reported: the median ratio maps
 seconds / reads seconds (>= 1: positioned reads as fast or faster) with its
 spread, and each read's file-backed RSS growth at the end of a round
 (``/proc/self/status``; the maps are still open there, as in the old pass 2).
@@ -47,6 +48,28 @@ def _rss_file_kb() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("RssFile:"))
 
 
+class _FeatureFiles:
+    """The old spill (before issue 23 item 3): one flat file per feature, read through maps."""
+
+    def __init__(self, folder: str):
+        self.folder, self.files, self.dtypes = folder, {}, {}
+
+    def append(self, features: dict, runs=None) -> None:
+        for name, values in features.items():
+            if name not in self.files:
+                self.files[name] = open(os.path.join(self.folder, f"{name}.values"), "wb")
+                self.dtypes[name] = values.dtype
+            self.files[name].write(np.ascontiguousarray(values).data)
+
+    def close(self) -> None:
+        for file in self.files.values():
+            file.close()
+
+    def maps(self) -> dict:
+        return {n: np.memmap(os.path.join(self.folder, f"{n}.values"), d, "r")
+                for n, d in self.dtypes.items()}
+
+
 def pass_2(values, chunks, order, splits, counts, starts, sizes) -> int:
     """Every chunk's packs encoded from ``values`` (maps or a reader); bytes encoded."""
     from tfpack.engines.columns import pack_columns
@@ -71,10 +94,13 @@ def run_case(pattern: str, rounds: int, seed: int) -> dict:
 
     folder = tempfile.mkdtemp(prefix="spill-reads-")
     try:
-        spill = Spill(folder)
+        os.makedirs(os.path.join(folder, "old"))
+        spill, old = Spill(folder), _FeatureFiles(os.path.join(folder, "old"))
         lengths, predictions = scan_google_records(
-            list_files(pattern, required=GOOGLE_FEATURES), keep=spill.append)
+            list_files(pattern, required=GOOGLE_FEATURES),
+            keep=lambda values, runs: (spill.append(values, runs), old.append(values)))
         spill.close()
+        old.close()
         packs = offline_packs(lengths, predictions, max_length=pack_suite.L,
                               max_sequences_per_pack=pack_suite.K,
                               max_predictions_per_pack=pack_suite.M_PACK, algorithm="optimal",
@@ -86,10 +112,7 @@ def run_case(pattern: str, rounds: int, seed: int) -> dict:
                  "M": packs.max_predictions_per_pack}
         chunk = max(1, local._CHUNK_TOKENS // pack_suite.L)
         chunks = [(s, min(s + chunk, len(splits) - 1)) for s in range(0, len(splits) - 1, chunk)]
-        spill_mb = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)) / 2**20
-
-        def maps():  # the old pass 2's read: a map of every spill file
-            return {n: np.memmap(spill._path(n), d, "r") for n, d in spill._dtypes.items()}
+        spill_mb = os.path.getsize(os.path.join(folder, "examples.values")) / 2**20
 
         seconds = {"maps": [], "reads": []}
         growth = {"maps": [], "reads": []}
@@ -97,7 +120,7 @@ def run_case(pattern: str, rounds: int, seed: int) -> dict:
         for r in range(rounds):
             for kind in (("maps", "reads") if r % 2 == 0 else ("reads", "maps")):
                 before = _rss_file_kb()
-                values = maps() if kind == "maps" else spill.reader()
+                values = old.maps() if kind == "maps" else spill.reader()
                 started = time.perf_counter()
                 encoded.add(pass_2(values, chunks, order, splits, counts, starts, sizes))
                 seconds[kind].append(time.perf_counter() - started)
@@ -126,8 +149,9 @@ def report(rows: list[dict], args, load: tuple) -> str:
         f"{load[0]:.1f} at the start, {load[1]:.1f} at the end). Per case: the spill written "
         "once by the real scan, the plan made once (optimal, K=3, M=80), then pass 2's work on "
         "every chunk (`pack_columns` + the compiled encoder, one thread, nothing written) in "
-        "interleaved rounds, reading the spill through memory maps of its files (the old "
-        "read) or with positioned reads (`SpillReader.take`, now). Ratio: maps seconds / reads "
+        "interleaved rounds, reading the examples through memory maps of one file per feature "
+        "(the old spill and read) or from today's spill, each example's features together, "
+        "with one positioned read an example (`SpillReader.read`). Ratio: maps seconds / reads "
         "seconds, median (min-max); >= 1.00x: positioned reads as fast or faster. File MB: "
         "growth of the process's file-backed RSS over a round (largest of the rounds).", "",
         f"**Worst case: {worst['ratio']:.2f}x** ({worst['family']}, {worst['layout']}); median "

@@ -52,17 +52,23 @@ def _scan(tmp_path, records):
     return spill, counts, {n: np.cumsum(c) - c for n, c in counts.items()}
 
 
-def _values_of(reader, names, counts, offsets, members):
-    """Each member's values, read from the spill's flat files: what pass 2 reads."""
-    return {name: [reader.take(name, [offsets[name][i]], [counts[name][i]]).tolist()
-                   if name in counts else reader.take(name, [i]).item() for i in members]
-            for name in names}
+def _values_of(reader, counts, offsets, members):
+    """Each member's values, read from the spill: what pass 2 reads."""
+    members = np.asarray(members, np.int64)
+    read = reader.read({n: offsets[n][members] if n in counts else members for n in SPILLED},
+                       {n: counts[n][members] for n in counts})
+    return {name: [flat[where[j]:where[j] + counts[name][i]].tolist() if name in counts
+                   else flat[where[j]].item() for j, i in enumerate(members)]
+            for name, (flat, where) in read.items()}
 
 
-def _whole(reader, counts, count):
-    """Every feature's flat values, the spill read whole (in memory)."""
-    return {name: reader.take(name, [0], [counts[name].sum() if name in counts else count])
-            for name in SPILLED}
+def _whole(reader, counts, offsets, count):
+    """Every feature's flat values, the whole spill read back (in memory)."""
+    kept = _values_of(reader, counts, offsets, np.arange(count))
+    dtypes = {n: flat.dtype for n, (flat, _) in reader.read(
+        {n: np.zeros(0, np.int64) for n in SPILLED}, {}).items()}
+    return {name: np.array(sum(v, []) if name in counts else v, dtypes[name])
+            for name, v in kept.items()}
 
 
 SPILLED = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids",
@@ -82,8 +88,9 @@ def test_kept_examples_are_the_parsed_ones(tmp_path_factory, seed, layout, count
     parsed = parse_google_batch(tf.constant([records[i] for i in members]))
     assert set(SPILLED) == set(parsed)
     with spill.reader() as reader:
-        kept = _values_of(reader, SPILLED, counts, offsets, members)
-        dtypes = {name: reader.take(name, [0], [0]).dtype for name in SPILLED}
+        kept = _values_of(reader, counts, offsets, members)
+        dtypes = {n: flat.dtype for n, (flat, _) in reader.read(
+            {n: np.zeros(0, np.int64) for n in SPILLED}, {}).items()}
     for name, value in parsed.items():
         assert dtypes[name] == value.dtype.as_numpy_dtype, name
         expected = value.to_list() if isinstance(value, tf.RaggedTensor) else value.numpy().tolist()
@@ -116,7 +123,7 @@ def test_columns_from_the_spill_write_the_bytes_assemble_writes(tmp_path_factory
     shape = {"L": L * K, "K": K, "M": K * PRED}
     with spill.reader() as reader:  # as pass 2 reads it: only the members' runs
         columns = pack_columns(reader, per_example, members=order, splits=splits, sizes=shape)
-        whole = _whole(reader, counts, count)
+        whole = _whole(reader, counts, offsets, count)
     data, record_sizes = encode(splits, columns, framed=True)
     assert data == (tmp_path / "assemble.tfrecord").read_bytes()
     assert encode(splits, pack_columns(whole, per_example, members=order, splits=splits,

@@ -48,6 +48,13 @@
  *   crc32c(data, software=False) -> int
  *     CRC-32C (SSE 4.2's instruction where the CPU has it, else tables).
  *
+ *   interleave(sources, runs, out) -> None
+ *     Record-major copy of 4-byte items: for each record i, for each source f
+ *     in order, runs[f][i] items of sources[f] (1 item where runs[f] is None),
+ *     taken from the front of each source in turn, written to `out` back to
+ *     back. `sources` and `runs` are lists of one length, each source must
+ *     hold exactly its runs' items and `out` their total (ValueError).
+ *
  *   read_runs(fd, itemsize, starts, runs, out) -> int
  *     Positioned reads (pread) of the file `fd`, an array of `itemsize`-byte
  *     items: run m is items [starts[m], starts[m] + runs[m]) (one item without
@@ -896,6 +903,84 @@ static PyObject *split_records(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* interleave(sources, runs, out): see the top. */
+static PyObject *interleave(PyObject *self, PyObject *args) {
+    PyObject *sources, *runs_list;
+    Py_buffer out;
+    if (!PyArg_ParseTuple(args, "O!O!w*", &PyList_Type, &sources, &PyList_Type, &runs_list, &out))
+        return NULL;
+    Py_ssize_t F = PyList_GET_SIZE(sources);
+    Py_buffer *views = PyMem_Calloc(2 * (size_t)(F ? F : 1), sizeof(Py_buffer));
+    const int64_t **runs = PyMem_Calloc((size_t)(F ? F : 1), sizeof(int64_t *));
+    const uint8_t **from = PyMem_Calloc((size_t)(F ? F : 1), sizeof(uint8_t *));
+    PyObject *result = NULL;
+    Py_ssize_t B = -1, got = 0; /* records; sources taken so far */
+    if (!views || !runs || !from) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (PyList_GET_SIZE(runs_list) != F) {
+        PyErr_SetString(PyExc_ValueError, "interleave: one runs entry per source");
+        goto done;
+    }
+    int64_t total = 0;
+    for (; got < F; got++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(sources, got), &views[2 * got], PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        from[got] = views[2 * got].buf;
+        PyObject *r = PyList_GET_ITEM(runs_list, got);
+        int64_t items = views[2 * got].len / 4, sum = 0;
+        if (r != Py_None) {
+            if (PyObject_GetBuffer(r, &views[2 * got + 1], PyBUF_C_CONTIGUOUS) < 0) goto done;
+            if (views[2 * got + 1].itemsize != 8) {
+                PyErr_SetString(PyExc_ValueError, "interleave: runs must be int64");
+                goto done;
+            }
+            runs[got] = views[2 * got + 1].buf;
+        }
+        Py_ssize_t n = r == Py_None ? (Py_ssize_t)items : views[2 * got + 1].len / 8;
+        if (B < 0) B = n;
+        for (Py_ssize_t i = 0; runs[got] && i < n; i++) {
+            if (runs[got][i] < 0) sum = -1;
+            if (sum < 0) break;
+            sum += runs[got][i];
+        }
+        if (!runs[got]) sum = n;
+        if (n != B || sum != items || views[2 * got].len % 4) {
+            PyErr_Format(PyExc_ValueError, "interleave: source %zd holds %lld items for runs of "
+                         "%lld over %zd records (expected %zd records)", got, (long long)items,
+                         (long long)sum, n, B);
+            goto done;
+        }
+        total += items;
+    }
+    if (4 * total != out.len) {
+        PyErr_SetString(PyExc_ValueError, "interleave: out must hold the sources' items exactly");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    uint8_t *to = out.buf;
+    for (Py_ssize_t i = 0; i < B; i++) {
+        for (Py_ssize_t f = 0; f < F; f++) {
+            size_t size = 4 * (size_t)(runs[f] ? runs[f][i] : 1);
+            memcpy(to, from[f], size);
+            to += size;
+            from[f] += size;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (Py_ssize_t k = 0; views && k < 2 * F; k++) /* calloc'd: unused views have no obj */
+        if (views[k].obj) PyBuffer_Release(&views[k]);
+    PyMem_Free(views);
+    PyMem_Free(runs);
+    PyMem_Free(from);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 /* read_runs(fd, itemsize, starts, runs, out) -> bytes read: see the top. */
 static PyObject *read_runs(PyObject *self, PyObject *args) {
     int fd;
@@ -988,6 +1073,7 @@ static PyMethodDef methods[] = {
     {"encode", encode, METH_VARARGS, "Serialize tf.train.Example records (see the source)."},
     {"frame", frame, METH_VARARGS, "TFRecord framing of serialized records."},
     {"read_runs", read_runs, METH_VARARGS, "Runs of items of a file by pread (see the source)."},
+    {"interleave", interleave, METH_VARARGS, "Record-major copy of 4-byte items (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 
