@@ -108,7 +108,7 @@ def pack_columns(values: dict[str, np.ndarray] | SpillReader, counts: dict[str, 
         read = values.read({n: w[0] for n, w in wanted.items()},
                            {n: w[1] for n, w in wanted.items() if w[1] is not None})
     else:
-        read = {name: (values[name], first) for name, (first, _) in wanted.items()}
+        read = {name: (values[name], at) for name, (at, _) in wanted.items()}
 
     def runs_of(name):  # the members' values: `values=`, `starts=`
         return dict(zip(("values", "starts"), read[name]))
