@@ -59,6 +59,8 @@ class Spill:
         self.folder = folder
         self._file = None
         self._dtypes: dict[str, np.dtype] = {}  # the features, in the order of each example
+        # Reused from batch to batch: a new array a batch costs a page fault every 4 kB.
+        self._block = np.empty(0, np.int32)
 
     def append(self, features: dict[str, np.ndarray],
                runs: dict[str, np.ndarray] | None = None) -> None:
@@ -82,7 +84,10 @@ class Spill:
         sources = [np.ascontiguousarray(features[name], dtype) for name, dtype in self._dtypes.items()]
         counts = [None if runs.get(name) is None else np.ascontiguousarray(runs[name], np.int64)
                   for name in self._dtypes]
-        block = np.empty(sum(s.size for s in sources), np.int32)
+        size = sum(s.size for s in sources)
+        if size > self._block.size:
+            self._block = np.empty(size, np.int32)
+        block = self._block[:size]
         wire.interleave(sources, counts, block)
         # file.write, not ndarray.tofile: a full disk then raises the
         # OSError naming its cause (ENOSPC, EFBIG), not a short-write count.
