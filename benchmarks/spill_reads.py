@@ -78,8 +78,9 @@ def pass_2(values, chunks, order, splits, counts, starts, sizes) -> int:
     total = 0
     for start, end in chunks:
         local = splits[start:end + 1] - splits[start]
-        data, _ = encode(local, pack_columns(values, counts, members=order[splits[start]:splits[end]],
-                                             splits=local, sizes=sizes, starts=starts), framed=True)
+        members = order[splits[start]:splits[end]]
+        data, _ = encode(local, pack_columns(values, counts, members=members, splits=local,
+                                             sizes=sizes, starts=starts), framed=True)
         total += len(data)
     return total
 
@@ -135,7 +136,8 @@ def run_case(pattern: str, rounds: int, seed: int) -> dict:
     return {"spill_mb": spill_mb, "maps_s": float(np.median(seconds["maps"])),
             "reads_s": float(np.median(seconds["reads"])), "ratio": float(np.median(ratios)),
             "low": float(ratios.min()), "high": float(ratios.max()),
-            "maps_file_mb": float(max(growth["maps"])), "reads_file_mb": float(max(growth["reads"]))}
+            "maps_file_mb": float(max(growth["maps"])),
+            "reads_file_mb": float(max(growth["reads"]))}
 
 
 def report(rows: list[dict], args, load: tuple) -> str:

@@ -4,7 +4,8 @@ Exact against the examples appended (any batches, ragged features of any
 runs, empty ones included, int32 and float32, examples asked in any order,
 repeated, adjacent ones that the compiled reader merges into one read); a
 spill file cut short is one `TfpackError` naming it, never values read past
-its end; the compiled helpers refuse what does not fit.
+its end; a full disk is the OSError naming it; the compiled helpers refuse
+what does not fit.
 """
 
 import os
@@ -112,10 +113,24 @@ def test_compiled_helpers_refuse_what_does_not_fit(tmp_path):
     finally:
         os.close(fd)
     ids, labels = np.arange(3, dtype=np.int32), np.arange(2, dtype=np.int32)
-    for runs, size in (([1, 1], 5), ([2, 2], 5), ([1, -1], 5), ([2, 1], 4), ([2, 1, 0], 5)):
-        with pytest.raises(ValueError, match="interleave"):
-            wire.interleave([ids, labels], [np.array(runs, np.int64), None],
-                            np.empty(size, np.int32))
-    out = np.empty(5, np.int32)
-    wire.interleave([ids, labels], [np.array([2, 1], np.int64), None], out)
-    assert out.tolist() == [0, 1, 0, 2, 1]
+    fd = os.open(tmp_path / "g", os.O_WRONLY | os.O_CREAT)
+    try:
+        for runs in ([1, 1], [2, 2], [1, -1], [2, 1, 0]):
+            with pytest.raises(ValueError, match="write_interleaved"):
+                wire.write_interleaved(fd, [ids, labels], [np.array(runs, np.int64), None])
+        assert wire.write_interleaved(fd, [ids, labels], [np.array([2, 1], np.int64), None]) == 20
+    finally:
+        os.close(fd)
+    assert np.fromfile(tmp_path / "g", np.int32).tolist() == [0, 1, 0, 2, 1]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_disk_is_the_oserror_naming_it(tmp_path):
+    spill = Spill(str(tmp_path))
+    spill.append({"ids": np.arange(3, dtype=np.int32)})  # opens the file, then: a full disk
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, spill._fd)
+    os.close(full)
+    with pytest.raises(OSError, match="No space left"):
+        spill.append({"ids": np.arange(3, dtype=np.int32)})
+    spill.close()
