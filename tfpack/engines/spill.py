@@ -16,8 +16,8 @@ maps: a map of the file would keep every page a pack touched resident in the
 process (file-backed RSS growing to the spill's size, which a container's
 memory limit counts), while a positioned read leaves nothing mapped: what
 pass 2 holds is its chunks, whatever the spill's size (docs/data.md,
-"Memory"), at the memory maps' speed (`benchmarks/spill_reads.py`; one read
-per feature instead cost 1.5-2.4x in pass 2).
+"Memory"), at 0.80x-0.99x the memory maps' speed (`benchmarks/spill_reads.py`;
+one read per feature instead of per example was 0.41x-0.66x).
 
 Example:
 
