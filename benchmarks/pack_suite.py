@@ -176,7 +176,7 @@ def report(rows: list[dict], args, load: tuple) -> str:
         "rounds of one process: floor seconds / job seconds, median (min-max); the CPU column "
         "is the same ratio of process CPU seconds (all threads), less sensitive to the load; "
         "peak RSS: the process's high-water mark over the local engine's rounds (TensorFlow "
-        "and the spill's mapped pages included: how it grows with the input is the section "
+        "included: how it grows with the input is the section "
         "\"Memory against input size\").", "",
         f"**Worst case: {worst['ratio']:.2f}x** ({worst['family']}, {worst['layout']}, seed "
         f"{worst['seed']}); median over the suite {np.median(ratios):.2f}x; target >= {TARGET}x "
@@ -233,7 +233,7 @@ def measure_memory(pattern: str, seed: int, workdir: str, every: float = 0.005) 
 
     The parent reads the child's ``/proc/<pid>/status`` every ``every``
     seconds: anonymous (heap, numpy arrays, TensorFlow's buffers) and
-    file-backed (mapped files: the spill's memory maps, libraries) resident
+    file-backed (mapped files: libraries; the spill is read, not mapped) resident
     memory, each as its peak over a phase (``scan``, ``plan``, ``build`` from
     the job's stats; ``finish`` after) less the baseline (after importing
     TensorFlow, before the job). ``VmHWM``: the kernel's exact peak of the
@@ -291,12 +291,10 @@ def memory_report(rows: list[dict], args, load: tuple) -> str:
         "Reading it: anonymous memory is the job's own (heap, numpy arrays, TensorFlow's "
         "buffers); above a constant it grows only with the plan's per-example integers "
         "(lengths, prediction counts, pack order, where each example's values start in the "
-        "spill: int64), the last column. File-backed memory in pass 2 is the spill "
-        "(`tfpack.engines.spill`) read through memory maps: packs read it in random order and "
-        "the kernel maps whole folios of page cache, so the maps come to hold about the whole "
-        "spill (its size on disk). Those are clean pages of a file, the page cache pass 1's "
-        "writes filled: the kernel can drop them under memory pressure with nothing to write "
-        "back. Peak RSS is the sum.", "",
+        "spill: int64), the last column. File-backed memory is the mapped libraries: pass 2 "
+        "reads the spill (`tfpack.engines.spill`) with positioned reads (`pread`) into each "
+        "chunk's own arrays, so no page of it stays mapped in the process (its page cache is "
+        "the kernel's, unmapped, dropped first under memory pressure). Peak RSS is the sum.", "",
         "| family | layout | records | input MB | packs | s | scan anon | plan anon | "
         "build anon | build file | peak RSS | peak anon added per record |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",

@@ -2,7 +2,7 @@
 
 `tfpack pack --engine local` parses every record once (`scan_google_records`
 with ``keep=``, into `tfpack.engines.spill.Spill`) and builds each shard from
-what the scan kept (`Spill.values`, `tfpack.engines.columns`); the Beam engine
+what the scan kept (`Spill.reader`, `tfpack.engines.columns`); the Beam engine
 parses each shard's records again (`ShardBuilder.write`). The kept values must
 be the parsed ones, and both must write the same shard, byte for byte, on
 padded (Google's layout), unpadded (one width per record) and mixed files.
@@ -52,11 +52,27 @@ def _scan(tmp_path, records):
     return spill, counts, {n: np.cumsum(c) - c for n, c in counts.items()}
 
 
-def _values_of(values, counts, offsets, members):
-    """Each member's values, sliced from the spill's flat files: what pass 2 reads."""
-    return {name: [flat[offsets[name][i]:offsets[name][i] + counts[name][i]].tolist()
-                   if name in counts else flat[i].item() for i in members]
-            for name, flat in values.items()}
+def _values_of(reader, counts, offsets, members):
+    """Each member's values, read from the spill: what pass 2 reads."""
+    members = np.asarray(members, np.int64)
+    read = reader.read({n: offsets[n][members] if n in counts else members for n in SPILLED},
+                       {n: counts[n][members] for n in counts})
+    return {name: [flat[where[j]:where[j] + counts[name][i]].tolist() if name in counts
+                   else flat[where[j]].item() for j, i in enumerate(members)]
+            for name, (flat, where) in read.items()}
+
+
+def _whole(reader, counts, offsets, count):
+    """Every feature's flat values, the whole spill read back (in memory)."""
+    kept = _values_of(reader, counts, offsets, np.arange(count))
+    dtypes = {n: flat.dtype for n, (flat, _) in reader.read(
+        {n: np.zeros(0, np.int64) for n in SPILLED}, {}).items()}
+    return {name: np.array(sum(v, []) if name in counts else v, dtypes[name])
+            for name, v in kept.items()}
+
+
+SPILLED = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids",
+           "masked_lm_weights", "next_sentence_labels")
 
 
 @settings(max_examples=6, deadline=None)
@@ -69,12 +85,14 @@ def test_kept_examples_are_the_parsed_ones(tmp_path_factory, seed, layout, count
     spill, counts, offsets = _scan(tmp_path, records)
     rng = np.random.default_rng(seed)
     members = rng.permutation(count)[:int(rng.integers(1, count + 1))]
-    values = spill.values()
-    kept = _values_of(values, counts, offsets, members)
     parsed = parse_google_batch(tf.constant([records[i] for i in members]))
-    assert set(kept) == set(parsed)
+    assert set(SPILLED) == set(parsed)
+    with spill.reader() as reader:
+        kept = _values_of(reader, counts, offsets, members)
+        dtypes = {n: flat.dtype for n, (flat, _) in reader.read(
+            {n: np.zeros(0, np.int64) for n in SPILLED}, {}).items()}
     for name, value in parsed.items():
-        assert values[name].dtype == value.dtype.as_numpy_dtype, name
+        assert dtypes[name] == value.dtype.as_numpy_dtype, name
         expected = value.to_list() if isinstance(value, tf.RaggedTensor) else value.numpy().tolist()
         assert kept[name] == expected, name
 
@@ -103,21 +121,25 @@ def test_columns_from_the_spill_write_the_bytes_assemble_writes(tmp_path_factory
     info, features = builder.write(str(tmp_path / "assemble.tfrecord"), records, order, splits)
     per_example = {"tokens": counts["input_ids"], "predictions": counts["masked_lm_ids"]}
     shape = {"L": L * K, "K": K, "M": K * PRED}
-    columns = pack_columns(spill.values(), per_example, members=order, splits=splits,
-                           sizes=shape)
+    with spill.reader() as reader:  # as pass 2 reads it: only the members' runs
+        columns = pack_columns(reader, per_example, members=order, splits=splits, sizes=shape)
+        whole = _whole(reader, counts, offsets, count)
     data, record_sizes = encode(splits, columns, framed=True)
     assert data == (tmp_path / "assemble.tfrecord").read_bytes()
+    assert encode(splits, pack_columns(whole, per_example, members=order, splits=splits,
+                                       sizes=shape), framed=True)[0] == data
     assert len(record_sizes) == len(sizes) == info.records
     assert {c.name: ("float32" if c.is_float else "int64", [c.width])
             for c in columns} == features
     # As the engine calls it: chunks of packs, the starts computed once for all.
     starts, cut = starts_of(per_example), int(rng.integers(0, len(sizes) + 1))
     chunks = b""
-    for first, last in ((0, cut), (cut, len(sizes))):
-        local = splits[first:last + 1] - splits[first]
-        chunks += encode(local, pack_columns(
-            spill.values(), per_example, members=order[splits[first]:splits[last]],
-            splits=local, sizes=shape, starts=starts), framed=True)[0]
+    with spill.reader() as reader:
+        for first, last in ((0, cut), (cut, len(sizes))):
+            local = splits[first:last + 1] - splits[first]
+            chunks += encode(local, pack_columns(
+                reader, per_example, members=order[splits[first]:splits[last]],
+                splits=local, sizes=shape, starts=starts), framed=True)[0]
     assert chunks == data
 
 

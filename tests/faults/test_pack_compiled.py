@@ -10,6 +10,8 @@ threads (`tfpack.engines.local`). Off their path:
   before the bad one and the byte where it starts; nothing is written and the
   input is untouched; a file cut at a record boundary is a shorter valid file
   and packs exactly its records;
+- pass 1's spill cut short before pass 2 reads it (positioned reads,
+  `tfpack.engines.spill`) is one line naming the spill file, and no output;
 - a record whose Example is damaged in a sound file (CRCs right) is one line
   naming it, or, still a valid example, packed with the others;
 - records the compiled scan cannot decide (valid protobuf it does not read:
@@ -201,6 +203,37 @@ def test_records_the_compiled_scan_leaves_to_tensorflow_pack_to_the_same_bytes(
 
     verdict = outcomes.judge_cli(result, refuse=False, check=same_shards)
     assert verdict.outcome == outcomes.HELD, verdict
+
+
+# --- a spill cut short between the passes ------------------------------------------------------
+
+@campaign(6)
+@given(kept=st.floats(0.0, 0.999))
+def test_a_spill_cut_short_before_pass_2_is_one_line_and_no_output(tmp_path_factory, kept):
+    """Pass 1's spill (`tfpack.engines.spill`, in the staging folder) cut short, as a full
+    disk or a careless cleanup would, before pass 2 reads it back: one line naming the spill
+    file, no output, nothing left in the staging folder, the input untouched."""
+    from unittest import mock
+
+    from tfpack.engines.spill import Spill
+
+    root = tmp_path_factory.mktemp("cut-spill")
+    (root / "in").mkdir()
+    source = _write(root / "in" / "in.tfrecord", RECORDS)
+    users = outcomes.snapshot(root / "in")
+    reader = Spill.reader
+
+    def cut_then_read(spill):
+        path = os.path.join(spill.folder, "examples.values")
+        os.truncate(path, int(os.path.getsize(path) * kept))
+        return reader(spill)
+
+    with mock.patch.object(Spill, "reader", cut_then_read):
+        result = run_cli_here(*_pack_args(source, root / "out"))
+    verdict = outcomes.judge_cli(
+        result, refuse=True, match="examples.values", user_files=(root / "in", users),
+        check=lambda r: sorted(os.listdir(root)) == ["in"])
+    assert verdict.outcome == outcomes.HELD, (kept, verdict)
 
 
 # --- kill -9 while pass 2's encoder threads run -----------------------------------------------

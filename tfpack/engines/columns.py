@@ -42,12 +42,13 @@ import numpy as np
 
 from tfpack import features as contract
 from tfpack.data.features import FeatureRoles, packed_feature_names
+from tfpack.engines.spill import SpillReader
 from tfpack.formats.protos import Column
 
 __all__ = ["pack_columns", "starts_of"]
 
 
-def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *,
+def pack_columns(values: dict[str, np.ndarray] | SpillReader, counts: dict[str, np.ndarray], *,
                  members: np.ndarray, splits: np.ndarray, sizes: dict[str, int],
                  roles: FeatureRoles | None = None,
                  starts: dict[str, np.ndarray] | None = None) -> list[Column]:
@@ -56,7 +57,10 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
     Args:
         values: feature -> its flat values, every example's back to back in
             input order (ragged features) or one per example (sequence
-            features): the spill's files (`tfpack.engines.spill`).
+            features); or a `tfpack.engines.spill.SpillReader` of them, from
+            which only the members are read, one positioned read each (pass
+            2 of the local engine: memory bounded by the packs, not the
+            dataset).
         counts: ``"tokens"`` (and ``"predictions"`` when ``roles`` has
             predictions) -> int ``[N]`` per example.
         members: int ``[n]``, the examples (input indices) of the packs,
@@ -93,25 +97,37 @@ def pack_columns(values: dict[str, np.ndarray], counts: dict[str, np.ndarray], *
         columns.append(Column(name, sizes[entry.dimension], is_float=entry.dtype == "float32",
                               padding=entry.padding, **how))
 
-    for name in roles.tokens:
-        add(name, values=values[name], starts=token_starts, runs=token_runs)
-    add("sequence_ids", base=k + 1, runs=token_runs)
-    add("position_ids", ramp=True, runs=token_runs)
+    # Each spilled feature's members: where their values start, how many each has.
+    wanted = {name: (token_starts, token_runs) for name in roles.tokens}
     if roles.predictions:
         runs = np.asarray(counts["predictions"], np.int64)[members]
         first = starts["predictions"][members]
-        for name in roles.predictions:
-            shift = offset if name in roles.shifted else None
-            if name in values:
-                add(name, values=values[name], starts=first, runs=runs, base=shift)
-            else:  # an absent optional prediction feature is 1.0 (`source="ones"`)
-                add(name, constant=1.0, runs=runs)
+        wanted.update({name: (first, runs) for name in roles.predictions if name in values})
+    wanted.update({name: (members, None) for name in roles.sequence})
+    if isinstance(values, SpillReader):  # the members' values, read now: one read a member
+        read = values.read({n: w[0] for n, w in wanted.items()},
+                           {n: w[1] for n, w in wanted.items() if w[1] is not None})
+    else:
+        read = {name: (values[name], at) for name, (at, _) in wanted.items()}
+
+    def runs_of(name):  # the members' values: `values=`, `starts=`
+        return dict(zip(("values", "starts"), read[name]))
+
+    for name in roles.tokens:
+        add(name, runs=token_runs, **runs_of(name))
+    add("sequence_ids", base=k + 1, runs=token_runs)
+    add("position_ids", ramp=True, runs=token_runs)
+    for name in roles.predictions:
+        shift = offset if name in roles.shifted else None
+        if name in values:
+            add(name, runs=runs, base=shift, **runs_of(name))
+        else:  # an absent optional prediction feature is 1.0 (`source="ones"`)
+            add(name, constant=1.0, runs=runs)
     add("cls_positions", base=offset)
     add("sequence_mask", constant=1.0)
     add("example_ids", base=members)
     for name in roles.sequence:
-        add(name, values=values[name], starts=members,
-            base=offset if name in roles.shifted else None)
+        add(name, base=offset if name in roles.shifted else None, **runs_of(name))
     for name in roles.derived:
         if contract.feature(name, roles.task).packing != "prediction":
             raise ValueError(f"`pack_columns` makes no {name!r} (derived per "

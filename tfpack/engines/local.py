@@ -9,14 +9,15 @@ read a chunk of packs at a time (docs/data.md, "Memory"):
 - pass 1, scan: read, parse and check every record once
   (`tfpack.formats.validation`; a bad one fails naming its file and index
   before anything is written) and keep its lengths; what it parsed goes,
-  without padding, to flat files on disk (`tfpack.engines.spill`). Every
+  without padding, to a flat file on disk (`tfpack.engines.spill`). Every
   input file must still have the size and modification time it had before
   the scan (else one `TfpackError` naming it). Then plan the histogram (or
   take ``plan=``), assign examples to packs, shuffle whole packs with
   ``seed``; output shard ``s`` holds packs
   ``[s * packs_per_shard, (s + 1) * packs_per_shard)``.
 - pass 2, build: for each shard, serialize its packs straight from the
-  spill files (`tfpack.engines.columns`, compiled, two chunks at a time) and
+  spill (`tfpack.engines.columns`, compiled, two chunks at a time; each
+  chunk reads only its examples, one positioned read each, nothing mapped) and
   write the output shard with its block digests. The bytes are those the
   Beam engine writes through `tfpack.data.assemble`
   (`tfpack.engines.shards.ShardBuilder`): both engines write the same shards.
@@ -174,7 +175,7 @@ def _check_unchanged(files, stamps) -> None:
 
 
 def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progress, counts):
-    """Pass 2: serialize each shard's packs straight from the spill files.
+    """Pass 2: serialize each shard's packs straight from the spill.
 
     The packs' features are described from the examples' values
     (`tfpack.engines.columns`) and written by the compiled encoder, two
@@ -198,7 +199,7 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
               for s in range(num_shards)
               for start in range(s * packs_per_shard, min((s + 1) * packs_per_shard, num_packs),
                                  chunk)]
-    values = spill.values()  # memory-mapped: pages are read as chunks need them
+    values = spill.reader()  # each chunk reads its examples (pread), nothing mapped
     starts = starts_of(counts)  # once: per chunk it would cost the dataset's size
     shards = []
     bar = tqdm(total=num_packs, desc="pass 2: build", unit=" packs", disable=not progress)
@@ -209,7 +210,7 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
         return encode(local, pack_columns(values, counts, members=order[splits[start]:splits[end]],
                                           splits=local, sizes=sizes, starts=starts), framed=True)
 
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    with values, concurrent.futures.ThreadPoolExecutor(2) as pool:
         pending = collections.deque(pool.submit(encoded, c) for c in chunks[:_AHEAD])
         ahead = iter(chunks[_AHEAD:])
         for s in range(num_shards):
@@ -226,7 +227,6 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
                     bar.update(len(record_sizes))
                     done += len(record_sizes)
             shards.append(writer.shard_info(path))
-    del values
     bar.close()
     # The manifest's features, as `packed_features` gives them for dense packs.
     spec = packed_feature_spec(FeatureRoles.bert(), job.max_length, K, M)

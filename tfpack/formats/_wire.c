@@ -48,6 +48,23 @@
  *   crc32c(data, software=False) -> int
  *     CRC-32C (SSE 4.2's instruction where the CPU has it, else tables).
  *
+ *   write_interleaved(fd, sources, runs) -> int
+ *     Appends 4-byte items to the file `fd`, record-major, with writev (no
+ *     copy in between): for each record i, for each source f in order,
+ *     runs[f][i] items of sources[f] (1 item where runs[f] is None), taken
+ *     from the front of each source in turn. `sources` and `runs` are lists of
+ *     one length; each source must hold exactly its runs' items (ValueError).
+ *     Returns the bytes written; OSError (ENOSPC, ...) for a failed write.
+ *
+ *   read_runs(fd, itemsize, starts, runs, out) -> int
+ *     Positioned reads (pread) of the file `fd`, an array of `itemsize`-byte
+ *     items: run m is items [starts[m], starts[m] + runs[m]) (one item without
+ *     `runs`: None), written to `out` (a writable buffer) back to back, run after
+ *     run; runs that continue each other in the file are read in one call.
+ *     Returns the bytes read: fewer than the runs hold when the file ends
+ *     before them. OSError for a failed read, ValueError for runs that do not
+ *     fit `out`. Nothing is mapped: the process keeps no page of the file.
+ *
  * The GIL is released while bytes are computed, so callers may encode in
  * several threads at once.
  */
@@ -56,6 +73,9 @@
 #include <stdint.h>
 #include <math.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
+#include <sys/uio.h>
 
 /* ---------------------------------------------------------------- CRC-32C */
 
@@ -885,6 +905,177 @@ static PyObject *split_records(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* Write the iovecs [0, n) whole to fd (writev, partial writes resumed); 0 or an errno. */
+static int write_all(int fd, struct iovec *iov, int n) {
+    while (n > 0) {
+        ssize_t r = writev(fd, iov, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return errno;
+        while (n > 0 && (size_t)r >= iov->iov_len) {
+            r -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (uint8_t *)iov->iov_base + r;
+            iov->iov_len -= (size_t)r;
+        }
+    }
+    return 0;
+}
+
+/* write_interleaved(fd, sources, runs) -> bytes written: see the top. */
+static PyObject *write_interleaved(PyObject *self, PyObject *args) {
+    int fd;
+    PyObject *sources, *runs_list;
+    if (!PyArg_ParseTuple(args, "iO!O!", &fd, &PyList_Type, &sources, &PyList_Type, &runs_list))
+        return NULL;
+    Py_ssize_t F = PyList_GET_SIZE(sources);
+    Py_buffer *views = PyMem_Calloc(2 * (size_t)(F ? F : 1), sizeof(Py_buffer));
+    const int64_t **runs = PyMem_Calloc((size_t)(F ? F : 1), sizeof(int64_t *));
+    const uint8_t **from = PyMem_Calloc((size_t)(F ? F : 1), sizeof(uint8_t *));
+    PyObject *result = NULL;
+    Py_ssize_t B = -1; /* records */
+    int64_t total = 0;
+    if (!views || !runs || !from) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (PyList_GET_SIZE(runs_list) != F) {
+        PyErr_SetString(PyExc_ValueError, "write_interleaved: one runs entry per source");
+        goto done;
+    }
+    for (Py_ssize_t f = 0; f < F; f++) {
+        PyObject *source = PyList_GET_ITEM(sources, f), *r = PyList_GET_ITEM(runs_list, f);
+        if (PyObject_GetBuffer(source, &views[2 * f], PyBUF_C_CONTIGUOUS) < 0) goto done;
+        from[f] = views[2 * f].buf;
+        int64_t items = views[2 * f].len / 4, sum = 0;
+        if (r != Py_None) {
+            if (PyObject_GetBuffer(r, &views[2 * f + 1], PyBUF_C_CONTIGUOUS) < 0) goto done;
+            if (views[2 * f + 1].itemsize != 8) {
+                PyErr_SetString(PyExc_ValueError, "write_interleaved: runs must be int64");
+                goto done;
+            }
+            runs[f] = views[2 * f + 1].buf;
+        }
+        Py_ssize_t n = runs[f] ? views[2 * f + 1].len / 8 : (Py_ssize_t)items;
+        if (B < 0) B = n;
+        for (Py_ssize_t i = 0; runs[f] && i < n && sum >= 0; i++)
+            sum = runs[f][i] < 0 ? -1 : sum + runs[f][i];
+        if (!runs[f]) sum = n;
+        if (n != B || sum != items || views[2 * f].len % 4) {
+            PyErr_Format(PyExc_ValueError, "write_interleaved: source %zd holds %lld items for "
+                         "runs of %lld over %zd records (expected %zd records)", f,
+                         (long long)items, (long long)sum, n, B);
+            goto done;
+        }
+        total += items;
+    }
+    int error = 0;
+    Py_BEGIN_ALLOW_THREADS
+    struct iovec iov[1024]; /* IOV_MAX on Linux */
+    int k = 0;
+    for (Py_ssize_t i = 0; i < B && !error; i++) {
+        for (Py_ssize_t f = 0; f < F && !error; f++) {
+            size_t size = 4 * (size_t)(runs[f] ? runs[f][i] : 1);
+            if (!size) continue;
+            iov[k].iov_base = (void *)from[f];
+            iov[k].iov_len = size;
+            from[f] += size;
+            if (++k == 1024) {
+                error = write_all(fd, iov, k);
+                k = 0;
+            }
+        }
+    }
+    if (!error && k) error = write_all(fd, iov, k);
+    Py_END_ALLOW_THREADS
+    if (error) {
+        errno = error;
+        PyErr_SetFromErrno(PyExc_OSError);
+        goto done;
+    }
+    result = PyLong_FromLongLong(4 * total);
+done:
+    for (Py_ssize_t k = 0; views && k < 2 * F; k++) /* calloc'd: unused views have no obj */
+        if (views[k].obj) PyBuffer_Release(&views[k]);
+    PyMem_Free(views);
+    PyMem_Free(runs);
+    PyMem_Free(from);
+    return result;
+}
+
+/* read_runs(fd, itemsize, starts, runs, out) -> bytes read: see the top. */
+static PyObject *read_runs(PyObject *self, PyObject *args) {
+    int fd;
+    Py_ssize_t itemsize;
+    PyObject *starts_obj, *runs_obj;
+    Py_buffer out, starts_view, runs_view;
+    if (!PyArg_ParseTuple(args, "inOOw*", &fd, &itemsize, &starts_obj, &runs_obj, &out))
+        return NULL;
+    const int64_t *starts, *runs;
+    if (PyObject_GetBuffer(starts_obj, &starts_view, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    Py_ssize_t n = starts_view.len / 8;
+    starts = (const int64_t *)starts_view.buf;
+    if (int64_view(runs_obj, &runs_view, &runs, n, "runs") < 0 || starts_view.itemsize != 8 ||
+        itemsize <= 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "starts must be int64, itemsize > 0");
+        if (runs_view.obj) PyBuffer_Release(&runs_view);
+        PyBuffer_Release(&starts_view);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    /* Every run must be whole and fit `out`, checked before anything is read. */
+    int64_t need = 0;
+    for (Py_ssize_t m = 0; m < n; m++) {
+        int64_t run = runs ? runs[m] : 1;
+        if (starts[m] < 0 || run < 0 || run > (INT64_MAX / itemsize - need)) need = -1;
+        if (need < 0) break;
+        need += run;
+    }
+    if (need < 0 || need * itemsize > out.len) {
+        PyErr_SetString(PyExc_ValueError, "read_runs: a negative run, or runs that do not fit out");
+        if (runs_view.obj) PyBuffer_Release(&runs_view);
+        PyBuffer_Release(&starts_view);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    uint8_t *to = out.buf;
+    int64_t done = 0; /* bytes read into out */
+    int error = 0;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t m = 0;
+    while (m < n) {
+        /* One pread for the runs that continue each other in the file. */
+        int64_t first = starts[m], items = runs ? runs[m] : 1;
+        for (m++; m < n && starts[m] == first + items; m++) items += runs ? runs[m] : 1;
+        int64_t want = items * itemsize, got = 0;
+        off_t at = (off_t)(first * itemsize);
+        while (got < want) {
+            ssize_t r = pread(fd, to + done + got, (size_t)(want - got), at + got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) error = errno;
+            if (r <= 0) break;
+            got += r;
+        }
+        done += got;
+        if (got < want) break;
+    }
+    Py_END_ALLOW_THREADS
+    if (runs_view.obj) PyBuffer_Release(&runs_view);
+    PyBuffer_Release(&starts_view);
+    PyBuffer_Release(&out);
+    if (error) {
+        errno = error;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromLongLong(done);
+}
+
 /* crc32c(data, software=False): the (unmasked) CRC-32C of data, for tests of both paths. */
 static PyObject *crc(PyObject *self, PyObject *args) {
     Py_buffer data;
@@ -906,6 +1097,9 @@ static PyMethodDef methods[] = {
     {"crc32c", crc, METH_VARARGS, "CRC-32C of bytes (software=True: the table-driven path)."},
     {"encode", encode, METH_VARARGS, "Serialize tf.train.Example records (see the source)."},
     {"frame", frame, METH_VARARGS, "TFRecord framing of serialized records."},
+    {"read_runs", read_runs, METH_VARARGS, "Runs of items of a file by pread (see the source)."},
+    {"write_interleaved", write_interleaved, METH_VARARGS,
+     "Append 4-byte items to a file, record-major (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -186,7 +186,9 @@ def scan_google_records(files: list[str], *, progress: bool = False, keep=None
         keep: called with each checked batch's examples, parsed in the same
             pass (`parse_google_batch` without the padding, as numpy: each
             ragged feature's flat ``values``, ``next_sentence_labels``
-            ``[B]``), in input order; so a caller needs no second read.
+            ``[B]``), in input order, and with their runs (ragged feature
+            -> int ``[B]``, each example's values); so a caller needs no
+            second read (`tfpack.engines.spill.Spill.append`).
 
     Returns:
         ``(lengths, predictions)``: int64 ``[N]`` tokens and real masked-LM
@@ -223,7 +225,9 @@ def scan_google_records(files: list[str], *, progress: bool = False, keep=None
                 lengths.append(tokens)
                 predictions.append(preds)
                 if keep is not None:
-                    keep(dict(zip(_KEPT, values)))
+                    per = {"tokens": tokens, "predictions": preds}
+                    keep(dict(zip(_KEPT, values)),
+                         {name: per[count] for name, count in _KEPT.items() if count})
                 state["index"] += len(codes)
                 bar.update(len(codes))
 
@@ -269,9 +273,11 @@ def _check_batch(check, batch: list[bytes], widths):
     return (codes.numpy(), tokens.numpy(), preds.numpy(), [v.numpy() for v in values]), widths
 
 
-# What `scan_google_records` hands to ``keep``, in this order.
-_KEPT = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids",
-         "masked_lm_weights", "next_sentence_labels")
+# What `scan_google_records` hands to ``keep``, in this order, and how many values of each an
+# example has (one where None).
+_KEPT = {"input_ids": "tokens", "token_type_ids": "tokens", "masked_lm_positions": "predictions",
+         "masked_lm_ids": "predictions", "masked_lm_weights": "predictions",
+         "next_sentence_labels": None}
 
 
 @functools.lru_cache(maxsize=None)
