@@ -269,6 +269,11 @@ _REFINE_LEFT = 0.2  # seconds left, at least, for a plan on twice the groups (`_
 # once pricing was compiled (log-normal L=8,192 depth 3: 124,162 -> 124,140; 640: 124,176).
 _BALANCED_ROWS = 896
 _REPAIR_SHARE = 0.15  # of a grouped plan's time (`_plan_up`), kept for `_repair`
+# where it has fewer packs than this a row: rounding's loss (C headers, L=8,192 depth 4:
+# 12 packs on 840 rows, a pack for every 70) is then a visible share of the plan; with
+# more (log-normal L=8,192 depth 3: 138 a row), the LP's time counts more (124,103 packs
+# without a repair, 124,122 with it).
+_REPAIR_PACKS_PER_ROW = 64
 _BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
 _PROVE_GAP = 1e-3  # below _MANY_LENGTHS, no grouped plan this far above the bound
 _GROUP_ROWS = 512  # lengths (groups) of their LPs at most
@@ -714,8 +719,9 @@ def _plan_up(search: _Search, histogram, lengths, demand, length, max_sequences_
     1.13 s of a second without it).
     """
     inner = budget.less(search.reserve)
+    repair = _REPAIR_SHARE if simple < _REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     packs, _ = _plan(lengths, demand, length, max_sequences_per_pack, simple, budget=inner,
-                     first_round=first_round, repair=_REPAIR_SHARE)
+                     first_round=first_round, repair=repair)
     if packs:
         plan = _result(packs, 0)
         strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
