@@ -722,6 +722,20 @@ def dataclasses_replace(lp, **changes):
     return dataclasses.replace(lp, **changes)
 
 
+def test_grouped_plans_repair_only_where_they_have_few_packs_a_row(monkeypatch):
+    from tfpack.packing.algorithms import _budget
+
+    asked = []
+    monkeypatch.setattr(optimal, "_plan", lambda *args, repair, **kwargs: (asked.append(repair)
+                                                                          or ({(2,): 1}, 1)))
+    rows = 2
+    for simple in (1, optimal._REPAIR_PACKS_PER_ROW * rows - 1,
+                   optimal._REPAIR_PACKS_PER_ROW * rows):
+        optimal._plan_up(optimal._Search({"tokens": 1}), np.array([0, 1]), np.array([1, 2]),
+                         np.array([1, 1]), 2, None, simple, np.array([1]), 1, _budget.Budget(1.0))
+    assert asked == [optimal._REPAIR_SHARE, optimal._REPAIR_SHARE, 0.0]
+
+
 def test_plan_keeps_a_share_of_its_budget_for_repair_and_offers_its_plan(monkeypatch):
     from tfpack.packing.algorithms import _budget
 
