@@ -188,6 +188,24 @@ Notes:
     +0.03-0.2 s). Only plans change: the bound and the LP are those of column
     generation.
 
+    *Repair.* Rounding puts what the LP's whole packs leave into free space
+    by best fit, in packs no LP priced. Where the tokens bind there is little
+    free space, and in a plan of a few thousand packs on hundreds of rows that
+    loss is a visible share: C headers at L=8,192 depth 4 (2,696 full windows
+    beside 7,295 remainders over 3,006 lengths), 840 groups: the LP at 4,787.6
+    when the time ends, its rounding 4,800 on the token bound 4,784 (0.2%
+    allows 4,793). So a grouped plan where the tokens bind (`_plan_up`) with
+    fewer than `_REPAIR_PACKS_PER_ROW` packs a row keeps `_REPAIR_SHARE` of
+    its time from column generation for `_repair`: the LP's whole packs
+    (`_rounding.cover`: spare slots serve shorter sequences, as in
+    rounding), and a plan of their own (`_plan`: column generation and
+    rounding on the histogram of what is left; best fit if the time ends
+    first) for the ~600 sequences they leave: 4,789 there. It is one more
+    candidate, so no plan is worse for it; the LP's shorter time is the cost,
+    and with more packs a row (log-normal L=32,768 depth 16, 60; L=8,192
+    depth 3, 138) that cost outweighed it (61,303 -> 61,307-61,316 packs;
+    124,103 -> 124,122), so no repair there.
+
 References:
     P. C. Gilmore, R. E. Gomory, "A linear programming approach to the
     cutting-stock problem", Operations Research 9 (1961).
@@ -269,11 +287,12 @@ _REFINE_LEFT = 0.2  # seconds left, at least, for a plan on twice the groups (`_
 # once pricing was compiled (log-normal L=8,192 depth 3: 124,162 -> 124,140; 640: 124,176).
 _BALANCED_ROWS = 896
 _REPAIR_SHARE = 0.15  # of a grouped plan's time (`_plan_up`), kept for `_repair`
-# where it has fewer packs than this a row: rounding's loss (C headers, L=8,192 depth 4:
-# 12 packs on 840 rows, a pack for every 70) is then a visible share of the plan; with
-# more (log-normal L=8,192 depth 3: 138 a row), the LP's time counts more (124,103 packs
-# without a repair, 124,122 with it).
-_REPAIR_PACKS_PER_ROW = 64
+# where it has fewer packs than this a row. Rounding loses about a pack per 70 rows (C
+# headers, L=8,192 depth 4: 12 on 840), so below 32 packs a row more than a quarter of
+# the 0.2% target: there the repair pays for the LP's shorter time. With more, the LP's
+# time counts more (log-normal L=32,768 depth 16, 60 a row: 61,303 packs without a
+# repair, 61,307-61,316 with it; L=8,192 depth 3, 138 a row: 124,103 and 124,122).
+_REPAIR_PACKS_PER_ROW = 32
 _BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
 _PROVE_GAP = 1e-3  # below _MANY_LENGTHS, no grouped plan this far above the bound
 _GROUP_ROWS = 512  # lengths (groups) of their LPs at most
