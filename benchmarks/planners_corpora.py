@@ -14,7 +14,13 @@ from text on this machine; nothing is downloaded at run time:
   every C header under ``/usr/include``; ``man_pages``, every file under
   ``/usr/share/man`` (roff source, gzip undone; a page linked twice counts
   twice); ``site_packages``, every ``.py`` file of the running Python's
-  installed packages (``purelib``: TensorFlow, Keras, SciPy, ... here).
+  installed packages (``purelib``: TensorFlow, Keras, SciPy, ... here);
+- never tuned on either (`planners_suite.py --unseen`, branch planner6): ``debian_docs``,
+  every Debian package's ``copyright`` file and ``changelog.Debian.gz`` under
+  ``/usr/share/doc`` (the whole folder is 260 MB of text with PostScript and tar
+  files in it: too slow to count); ``venv_docs``, every ``.pyi``, ``.md``, ``.rst``,
+  ``.txt`` and ``.json`` file of the running Python's installed packages (type
+  stubs, READMEs, licenses, configs).
 
 Lengths are cached in ``benchmarks/data/corpus_<name>.txt`` (a header says
 where they came from); delete a file to count again. A corpus whose source
@@ -117,10 +123,10 @@ def _stdlib(unit: str) -> list[str]:
     return documents
 
 
-def _files(root: pathlib.Path, pattern: str) -> list[str] | None:
-    """The text of every file under ``root`` matching ``pattern`` (``.gz`` ones unpacked)."""
+def _files(root: pathlib.Path, *patterns: str) -> list[str] | None:
+    """The text of every file under ``root`` matching one of ``patterns`` (``.gz`` ones unpacked)."""
     documents = []
-    for path in sorted(root.rglob(pattern)):
+    for path in sorted({path for pattern in patterns for path in root.rglob(pattern)}):
         try:
             data = path.read_bytes()
             if path.suffix == ".gz":
@@ -143,6 +149,10 @@ SOURCES = {
     "c_headers": lambda: _files(pathlib.Path("/usr/include"), "*.h"),
     "man_pages": lambda: _files(pathlib.Path("/usr/share/man"), "*"),
     "site_packages": lambda: _files(pathlib.Path(sysconfig.get_paths()["purelib"]), "*.py"),
+    "debian_docs": lambda: _files(pathlib.Path("/usr/share/doc"), "copyright",
+                                  "changelog.Debian.gz"),
+    "venv_docs": lambda: _files(pathlib.Path(sysconfig.get_paths()["purelib"]), "*.pyi", "*.md",
+                                "*.rst", "*.txt", "*.json"),
 }
 
 

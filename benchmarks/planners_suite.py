@@ -144,6 +144,12 @@ UNSEEN = [(corpus, max_length, depth, runs)
           for corpus in ("c_headers", "man_pages", "site_packages")
           for max_length, depth, runs in ((8192, 4, None), (8192, 16, None), (16384, 8, 4),
                                           (16384, 24, 4), (32768, 12, 16), (32768, 32, 16))]
+# Two more (branch planner6), on another mix of L and depth (L=4,096 and 65,536 too): Debian's
+# package docs and the venv's stubs, READMEs, licenses and configs.
+UNSEEN += [(corpus, max_length, depth, runs)
+           for corpus in ("debian_docs", "venv_docs")
+           for max_length, depth, runs in ((4096, 3, None), (8192, 6, None), (16384, 12, 4),
+                                           (65536, 32, 32))]
 
 
 def real_cases(table=REAL) -> list[dict]:

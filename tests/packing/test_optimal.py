@@ -485,7 +485,8 @@ def test_a_grouped_plan_leaves_time_for_what_follows_its_lp_and_learns_how_much(
 
     now, ends = [0.0], []
 
-    def plan(lengths, demand, length, depth, simple, *, budget, first_round):
+    def plan(lengths, demand, length, depth, simple, *, budget, first_round, repair):
+        assert repair == optimal._REPAIR_SHARE  # a grouped plan keeps time for `_repair`
         ends.append(budget.end)
         now[0] = budget.end + overrun  # its last rounding runs past the LP's budget
         return {(2,): 1}, 1
@@ -667,3 +668,126 @@ def test_column_generation_stops_when_a_rounded_lp_meets_the_bound():
     result = optimal.pack(histogram, 512, 8, seed=0)
     assert_valid(result, histogram, 512, 8)
     assert result.counts.sum() == result.lower_bound_packs == 19
+
+
+# --- repair: what the LP's whole packs leave gets a plan of its own ---------------
+
+
+def _repair_instance():
+    # 84 sequences, packs of 128 tokens and 3 sequences: the LP is 28.0, the bound.
+    lengths = np.array([5, 14, 16, 19, 22, 29, 32, 44, 53, 68, 69, 79, 103])
+    demand = np.array([10, 10, 6, 7, 4, 2, 8, 5, 6, 3, 11, 7, 5])
+    heuristic = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, 128, 3)
+    lp = optimal._column_generation(lengths, demand, 128, 3, heuristic,
+                                    optimal._simple_bound(lengths, demand, 128, 3))
+    return lengths, demand, lp
+
+
+def test_repair_plans_what_rounding_down_leaves_where_rounding_loses_a_pack():
+    from tfpack.packing.algorithms import _budget, _rounding
+
+    lengths, demand, lp = _repair_instance()
+    assert lp.lower_bound == 28
+    whole = np.floor(lp.x + 1e-6).astype(np.int64)
+    # The rest into free space by best fit, after rounding up or not: 29 packs.
+    assert sum(_rounding.settle(lp.patterns, whole, lengths, demand, 128, 3).values()) == 29
+    for fill in optimal._ROUND_UP_FILLS:
+        assert sum(_rounding.round_lp(lp.patterns, lp.x, lengths, demand, 128, 3,
+                                      fill).values()) == 29
+    repaired = optimal._repair(lp, lengths, demand, 128, 3, _budget.Budget(None))
+    assert sum(repaired.values()) == 28  # the bound: optimal
+    histogram = make_histogram(128, dict(zip(lengths.tolist(), demand.tolist())))
+    strategies = sorted(repaired, reverse=True)
+    check_plan(strategies, np.array([repaired[s] for s in strategies]), histogram,
+               max_length=128, max_sequences_per_pack=3)
+
+
+def test_repair_of_whole_packs_keeps_them_and_of_none_plans_everything():
+    from tfpack.packing.algorithms import _budget, _rounding
+
+    lengths, demand, lp = _repair_instance()
+    everything = optimal._plan(lengths, demand, 128, 3, 1)[0]
+    nothing = dataclasses_replace(lp, x=np.zeros_like(lp.x))
+    assert optimal._repair(nothing, lengths, demand, 128, 3, _budget.Budget(None)) == everything
+    up = np.ceil(lp.x - 1e-6)  # whole packs that hold every sequence: nothing left to plan
+    packs, missing = _rounding.cover(lp.patterns, up.astype(np.int64), lengths, demand)
+    assert not missing
+    assert optimal._repair(dataclasses_replace(lp, x=up), lengths, demand, 128, 3,
+                           _budget.Budget(None)) == packs
+
+
+def dataclasses_replace(lp, **changes):
+    import dataclasses
+
+    return dataclasses.replace(lp, **changes)
+
+
+def test_grouped_plans_repair_only_where_they_have_few_packs_a_row(monkeypatch):
+    from tfpack.packing.algorithms import _budget
+
+    asked = []
+    monkeypatch.setattr(optimal, "_plan", lambda *args, repair, **kwargs: (asked.append(repair)
+                                                                          or ({(2,): 1}, 1)))
+    rows = 2
+    for simple in (1, optimal._REPAIR_PACKS_PER_ROW * rows - 1,
+                   optimal._REPAIR_PACKS_PER_ROW * rows):
+        optimal._plan_up(optimal._Search({"tokens": 1}), np.array([0, 1]), np.array([1, 2]),
+                         np.array([1, 1]), 2, None, simple, np.array([1]), 1, _budget.Budget(1.0))
+    assert asked == [optimal._REPAIR_SHARE, optimal._REPAIR_SHARE, 0.0]
+
+
+def test_plan_keeps_a_share_of_its_budget_for_repair_and_offers_its_plan(monkeypatch):
+    from tfpack.packing.algorithms import _budget
+
+    lengths, demand, _ = _repair_instance()
+    now = [0.0]
+    budget = _budget.Budget(1.0, clock=lambda: now[0])
+    seen = {}
+    real = optimal._column_generation
+
+    def column_generation(*args, budget, **kwargs):
+        seen["end"] = budget.end
+        return real(*args, budget=None, **kwargs)
+
+    def repair(lp, lengths, demand, max_length, depth, budget):
+        seen["repair"] = budget.end
+        return {(103,): 5, (79,): 7}  # a marker, fewer packs than any plan
+
+    monkeypatch.setattr(optimal, "_column_generation", column_generation)
+    monkeypatch.setattr(optimal, "_repair", repair)
+    # simple=1: best fit is not within `_GOOD_ENOUGH` of it, so the LP runs
+    packs, bound = optimal._plan(lengths, demand, 128, 3, 1, repair=0.25, budget=budget)
+    assert seen == {"end": pytest.approx(0.75), "repair": pytest.approx(1.0)}
+    assert packs == {(103,): 5, (79,): 7} and bound == 28
+    seen.clear()
+    optimal._plan(lengths, demand, 128, 3, 1, budget=_budget.Budget(1.0, clock=lambda: now[0]))
+    assert seen == {"end": pytest.approx(1.0)}  # no repair unless asked
+
+
+@settings(max_examples=40)
+@given(instances(), st.integers(0, 2 ** 16))
+def test_repair_gives_every_sequence_a_slot_from_any_lp_solution(instance, seed):
+    """From any x >= 0 (whole, fractional, short of the demand), `_rounding.cover` and
+    the repair give a valid plan."""
+    from tfpack.packing.algorithms import _budget, _rounding
+
+    histogram, max_length, depth = instance
+    lengths = np.flatnonzero(histogram) + 1
+    demand = histogram[lengths - 1]
+    heuristic = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, max_length, depth)
+    lp = optimal._column_generation(lengths, demand, max_length, depth, heuristic,
+                                    optimal._simple_bound(lengths, demand, max_length, depth))
+    x = lp.x * np.random.default_rng(seed).uniform(0.0, 1.5, len(lp.x))
+    packs, missing = _rounding.cover(lp.patterns, np.floor(x).astype(np.int64), lengths, demand)
+    slots = collections.Counter()
+    for pack, number in packs.items():
+        for length in pack:
+            slots[length] += number
+    for length, need in zip(lengths.tolist(), demand.tolist()):
+        assert slots[length] + missing.get(length, 0) >= need  # cover leaves no one out
+        assert missing.get(length, 0) <= need
+    plan = optimal._repair(dataclasses_replace(lp, x=x), lengths, demand, max_length, depth,
+                           _budget.Budget(None))
+    strategies = sorted(plan, reverse=True)
+    check_plan(strategies, np.array([plan[s] for s in strategies], dtype=np.int64), histogram,
+               max_length=max_length, max_sequences_per_pack=depth)

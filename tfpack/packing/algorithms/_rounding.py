@@ -60,9 +60,28 @@ def settle(patterns, whole, lengths, demand, max_length,
     """``whole[j]`` packs ``patterns[j]``, with every sequence given a slot.
 
     Slots the packs hold beyond the histogram serve shorter sequences
+    still without one (`cover`); the sequences still left go into free space
+    with best fit.
+    """
+    packs, missing = cover(patterns, whole, lengths, demand)
+    filled = _best_fit.fill(missing, packs, max_length, max_sequences_per_pack)
+    return {p: c for p, c in filled.items() if p and c}
+
+
+def cover(patterns, whole, lengths, demand) -> tuple[dict[tuple[int, ...], int], dict[int, int]]:
+    """``whole[j]`` packs ``patterns[j]``, and the sequences they leave without a slot.
+
+    Slots the packs hold beyond the histogram serve shorter sequences
     still without one (longest first, each taking the shortest such slot that
-    fits, as the LP's substitution columns do); slots nobody needs are dropped;
-    the sequences still left go into free space with best fit.
+    fits, as the LP's substitution columns do); slots nobody needs are
+    dropped. Returns the packs and the sequences left, by length.
+
+    Two packs [3, 2] for four 2s and a 3: the spare 3 serves one 2, the
+    other is left.
+
+    >>> cover([(np.array([0, 1]), np.array([1, 1]))], np.array([2]), np.array([2, 3]),
+    ...       np.array([4, 1]))
+    ({(3, 2): 1, (2, 2): 1}, {2: 1})
     """
     extra = -demand.copy()  # slots minus sequences, by length
     for j in np.flatnonzero(whole):
@@ -86,8 +105,7 @@ def settle(patterns, whole, lengths, demand, max_length,
     for s in spare:
         packs.replace(int(lengths[s]), None, int(extra[s]))
     missing = {int(lengths[r]): int(-extra[r]) for r in np.flatnonzero(extra < 0)}
-    filled = _best_fit.fill(missing, packs.counts, max_length, max_sequences_per_pack)
-    return {p: c for p, c in filled.items() if p and c}
+    return {p: c for p, c in packs.counts.items() if p and c}, missing
 
 
 class _Packs:

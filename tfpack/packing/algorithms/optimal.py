@@ -188,6 +188,24 @@ Notes:
     +0.03-0.2 s). Only plans change: the bound and the LP are those of column
     generation.
 
+    *Repair.* Rounding puts what the LP's whole packs leave into free space
+    by best fit, in packs no LP priced. Where the tokens bind there is little
+    free space, and in a plan of a few thousand packs on hundreds of rows that
+    loss is a visible share: C headers at L=8,192 depth 4 (2,696 full windows
+    beside 7,295 remainders over 3,006 lengths), 840 groups: the LP at 4,787.6
+    when the time ends, its rounding 4,800 on the token bound 4,784 (0.2%
+    allows 4,793). So a grouped plan where the tokens bind (`_plan_up`) with
+    fewer than `_REPAIR_PACKS_PER_ROW` packs a row keeps `_REPAIR_SHARE` of
+    its time from column generation for `_repair`: the LP's whole packs
+    (`_rounding.cover`: spare slots serve shorter sequences, as in
+    rounding), and a plan of their own (`_plan`: column generation and
+    rounding on the histogram of what is left; best fit if the time ends
+    first) for the ~600 sequences they leave: 4,789 there. It is one more
+    candidate, so no plan is worse for it; the LP's shorter time is the cost,
+    and with more packs a row (log-normal L=32,768 depth 16, 60; L=8,192
+    depth 3, 138) that cost outweighed it (61,303 -> 61,307-61,316 packs;
+    124,103 -> 124,122), so no repair there.
+
 References:
     P. C. Gilmore, R. E. Gomory, "A linear programming approach to the
     cutting-stock problem", Operations Research 9 (1961).
@@ -268,6 +286,13 @@ _REFINE_LEFT = 0.2  # seconds left, at least, for a plan on twice the groups (`_
 # Groups of the plan where the tokens bind: 896 did better than 768 on every such suite case
 # once pricing was compiled (log-normal L=8,192 depth 3: 124,162 -> 124,140; 640: 124,176).
 _BALANCED_ROWS = 896
+_REPAIR_SHARE = 0.15  # of a grouped plan's time (`_plan_up`), kept for `_repair`
+# where it has fewer packs than this a row. Rounding loses about a pack per 70 rows (C
+# headers, L=8,192 depth 4: 12 on 840), so below 32 packs a row more than a quarter of
+# the 0.2% target: there the repair pays for the LP's shorter time. With more, the LP's
+# time counts more (log-normal L=32,768 depth 16, 60 a row: 61,303 packs without a
+# repair, 61,307-61,316 with it; L=8,192 depth 3, 138 a row: 124,103 and 124,122).
+_REPAIR_PACKS_PER_ROW = 32
 _BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
 _PROVE_GAP = 1e-3  # below _MANY_LENGTHS, no grouped plan this far above the bound
 _GROUP_ROWS = 512  # lengths (groups) of their LPs at most
@@ -462,6 +487,7 @@ def _slack(simple: int) -> float:
 
 def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at=0.0,
           smooth=_SMOOTHING, others=(), dives=True, heuristic=None, first_round=True,
+          repair=0.0,
           budget: _budget.Budget | None = None) -> tuple[dict[tuple[int, ...], int], int]:
     """Column generation and rounding: the best plan found and the proven bound.
 
@@ -472,6 +498,8 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
     ``heuristic``: a best fit plan (computed here if not given), to seed the LP.
     ``first_round``: column generation's first round may run past ``budget``
     (`_column_generation`); ``False``: it stops there too.
+    ``repair``: column generation gets this share less of ``budget``, kept
+    for `_repair` (the LP rounded down, what that leaves planned on its own).
     ``budget``: column generation stops when it ends, with its last LP (or,
     before the first LP is solved, the best fit plan and ``simple``); one
     rounding is always made, the others only within the budget.
@@ -484,7 +512,8 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
         return heuristic, simple  # no LP can say much more
     try:
         lp = _column_generation(lengths, demand, max_length, max_sequences_per_pack, heuristic,
-                                simple, stop_at=stop_at, smooth=smooth, budget=budget,
+                                simple, stop_at=stop_at, smooth=smooth,
+                                budget=budget.share(1.0 - repair) if repair else budget,
                                 first_round=first_round)
     except _budget.OutOfTime:  # before the first LP: no columns to round
         return _fewest([heuristic, *[o for o in others if o]]), simple
@@ -496,6 +525,8 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
     # Column generation may have rounded this LP at _EARLY_FILL already.
     plans = ([] if lp.rounded else [rounding(_EARLY_FILL)]) + \
         [heuristic, *[o for o in others if o]] + ([lp.plan] if lp.plan else [])
+    if repair and not budget.expired():
+        plans.append(_repair(lp, lengths, demand, max_length, max_sequences_per_pack, budget))
     best = _fewest(plans)
     if dives and len(lengths) <= _EARLY_ROWS and lp.master is not None and \
             lp.master.incremental and not budget.expired():
@@ -506,6 +537,33 @@ def _plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_a
     rest = [rounding(fill) for fill in _ROUND_UP_FILLS
             if fill != _EARLY_FILL and not budget.expired()]
     return _fewest(rest + [best]), lp.lower_bound
+
+
+def _repair(lp: _LP, lengths, demand, max_length, max_sequences_per_pack,
+            budget: _budget.Budget) -> dict[tuple[int, ...], int]:
+    """The LP's whole packs, and a plan of their own for the sequences they leave.
+
+    Rounding (`_rounding.round_lp`) puts what the LP's packs rounded down
+    leave into free space by best fit, packs the LP never priced: where the
+    tokens bind there is little free space, and those few hundred sequences
+    cost packs (C headers, L=8,192 depth 4, 840 groups: the LP 4,787.6, its
+    rounding 4,800). Here they get a plan of their own (`_plan`: column
+    generation and rounding on their histogram, its first round within
+    ``budget`` too; best fit when it ends first): 600 sequences, 164 packs'
+    tokens, 165-168 packs in 0.05-0.13 s, so 4,789-4,792 in all.
+    """
+    whole = np.floor(lp.x + 1e-6).astype(np.int64)
+    packs, missing = _rounding.cover(lp.patterns, whole, lengths, demand)
+    if not missing:
+        return packs
+    rest = np.array(sorted(missing), dtype=np.int64)
+    need = np.array([missing[v] for v in rest.tolist()], dtype=np.int64)
+    simple = _simple_bound(rest, need, max_length, max_sequences_per_pack)
+    plan, _ = _plan(rest, need, max_length, max_sequences_per_pack, simple, first_round=False,
+                    budget=budget)
+    for pack, number in plan.items():
+        packs[pack] = packs.get(pack, 0) + number
+    return packs
 
 
 def _full_packs_first(histogram, max_length, max_sequences_per_pack, simple,
@@ -680,8 +738,9 @@ def _plan_up(search: _Search, histogram, lengths, demand, length, max_sequences_
     1.13 s of a second without it).
     """
     inner = budget.less(search.reserve)
+    repair = _REPAIR_SHARE if simple < _REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     packs, _ = _plan(lengths, demand, length, max_sequences_per_pack, simple, budget=inner,
-                     first_round=first_round)
+                     first_round=first_round, repair=repair)
     if packs:
         plan = _result(packs, 0)
         strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
