@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import json
 import os
 import re
@@ -279,19 +280,35 @@ def swap_in(new: str, path: str, *, aside: str) -> None:
     manifest.fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
+# What a file system says when it has no room (or no quota, or no file that large) left.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
 def _write_failure(error: BaseException, shown: str) -> TfpackError | None:
-    """One line for a failure to write the output (a full disk, ...); None if it is not one."""
+    """One line for a system failure while the output is built; None if it is not one.
+
+    A full disk (ENOSPC, a quota, TensorFlow's ResourceExhaustedError) says so;
+    any other (an input removed mid-run, memory, permissions, I/O) names its
+    own cause and file, not a full disk.
+    """
     import sys
 
     tf = sys.modules.get("tensorflow")
     if isinstance(error, OSError):
         why = f"{type(error).__name__}: {error.strerror or error}"
+        no_room = error.errno in _NO_ROOM
+        if error.filename and not no_room:
+            why += f": {error.filename}"
     elif tf is not None and isinstance(error, tf.errors.OpError):
         why = f"{type(error).__name__}: {' '.join(str(error.message).split())[:300]}"
+        no_room = isinstance(error, tf.errors.ResourceExhaustedError)
     else:
         return None
-    return TfpackError("`output` must be on a file system with room for the whole output. "
-                       f"Received: output={shown!r} ({why})")
+    if no_room:
+        return TfpackError("`output` must be on a file system with room for the whole output. "
+                           f"Received: output={shown!r} ({why})")
+    return TfpackError(f"`output` was not written (nothing was left there): the job failed with {why}. "
+                       f"Received: output={shown!r}")
 
 
 def _missing_ancestors(path: str) -> list[str]:
