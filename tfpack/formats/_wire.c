@@ -62,8 +62,8 @@
  *     `runs`: None), written to `out` (a writable buffer) back to back, run after
  *     run; runs that continue each other in the file are read in one call.
  *     Returns the bytes read: fewer than the runs hold when the file ends
- *     before them. OSError for a failed read, ValueError for runs that do not
- *     fit `out`. Nothing is mapped: the process keeps no page of the file.
+ *     before them. OSError for a failed read, ValueError for a negative start
+ *     or run, a run ending past 2**63 - 1 bytes, or runs that do not fit `out`. Nothing is mapped: the process keeps no page of the file.
  *
  * The GIL is released while bytes are computed, so callers may encode in
  * several threads at once.
@@ -1033,12 +1033,17 @@ static PyObject *read_runs(PyObject *self, PyObject *args) {
     int64_t need = 0;
     for (Py_ssize_t m = 0; m < n; m++) {
         int64_t run = runs ? runs[m] : 1;
-        if (starts[m] < 0 || run < 0 || run > (INT64_MAX / itemsize - need)) need = -1;
+        /* ... and end within a file offset: (starts[m] + run) * itemsize would wrap otherwise,
+         * a start past 2**63 / itemsize read from the file's front. */
+        if (starts[m] < 0 || run < 0 || run > (INT64_MAX / itemsize - need) ||
+            starts[m] > INT64_MAX / itemsize - run)
+            need = -1;
         if (need < 0) break;
         need += run;
     }
     if (need < 0 || need * itemsize > out.len) {
-        PyErr_SetString(PyExc_ValueError, "read_runs: a negative run, or runs that do not fit out");
+        PyErr_SetString(PyExc_ValueError, "read_runs: a negative start or run, a run ending past a "
+                        "file offset (2**63 - 1 bytes), or runs that do not fit out");
         if (runs_view.obj) PyBuffer_Release(&runs_view);
         PyBuffer_Release(&starts_view);
         PyBuffer_Release(&out);
