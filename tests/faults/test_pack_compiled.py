@@ -388,3 +388,30 @@ def test_kill_9_while_pass_1_spills_leaves_no_output_and_the_next_run_clean(tmp_
         and sorted(os.listdir(tmp_path)) == sorted(["NOTES.md", "in.tfrecord", "out"] + (
             ["old.tfrecord"] if target == "old" else [])))
     assert verdict.outcome == outcomes.HELD, (verdict, os.listdir(tmp_path))
+
+
+# --- the spill on a full disk -----------------------------------------------------------------
+
+def test_a_spill_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
+    """Pass 1's spill file on a full disk (its name bound to /dev/full: every write is
+    ENOSPC, while the staging folder itself is writable): one line saying the output needs a
+    file system with room, exit 2, no output and no staging folder; /dev/full untouched."""
+    from unittest import mock
+
+    from tfpack.engines.spill import Spill
+
+    (tmp_path / "in").mkdir()
+    source = _write(tmp_path / "in" / "in.tfrecord", RECORDS)
+    users = outcomes.snapshot(tmp_path / "in")
+    init = Spill.__init__
+
+    def on_a_full_disk(spill, folder):
+        init(spill, folder)
+        os.symlink("/dev/full", os.path.join(folder, "examples.values"))
+
+    with mock.patch.object(Spill, "__init__", on_a_full_disk):
+        result = run_cli_here(*_pack_args(source, tmp_path / "out"))
+    verdict = outcomes.judge_cli(
+        result, refuse=True, match="file system with room", user_files=(tmp_path / "in", users),
+        check=lambda r: sorted(os.listdir(tmp_path)) == ["in"] and os.path.exists("/dev/full"))
+    assert verdict.outcome == outcomes.HELD, verdict
