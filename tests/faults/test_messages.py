@@ -43,3 +43,63 @@ def test_a_vocab_path_that_is_not_a_path_is_one_line_and_touches_no_descriptor(t
         assert os.read(fd, 5) == b"[PAD]"  # the descriptor still open, still at its start
     finally:
         os.close(fd)
+
+
+# --- tfpack analyze --plot --------------------------------------------------------------------
+
+def _histogram(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_text("3\n0\n2\n0\n1\n0\n0\n4\n")
+    return path
+
+
+def test_a_plot_onto_a_fifo_is_refused_at_once_not_a_hang(tmp_path):
+    """``--plot`` naming a FIFO (a named pipe): the check of an earlier PNG opened it to read
+    its first bytes and waited for a writer forever. A watchdog writer unblocks a hang
+    after 3 s, so a regression fails on time instead of hanging the suite."""
+    import threading
+    import time
+
+    from tests.faults.inprocess import run_cli_here
+    from tests.faults.outcomes import judge_cli
+
+    fifo = tmp_path / "plot.png"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+
+    def watchdog():
+        if stop.wait(3.0):
+            return
+        while not stop.is_set():
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader yet
+                time.sleep(0.05)
+
+    thread = threading.Thread(target=watchdog, daemon=True)
+    thread.start()
+    start = time.monotonic()
+    try:
+        result = run_cli_here("analyze", _histogram(tmp_path), "--max-length", 8,
+                              "--algorithms", "spfhp", "--plot", fifo)
+    finally:
+        stop.set()
+        thread.join()
+    elapsed = time.monotonic() - start
+    verdict = judge_cli(result, refuse=True, match=f"Received: --plot={fifo}")
+    assert verdict.outcome == HELD, verdict
+    assert elapsed < 2.5, f"--plot on a FIFO waited {elapsed:.1f} s for a writer"
+    assert fifo.is_fifo()
+
+
+def test_an_empty_plot_path_is_refused_not_skipped(tmp_path, monkeypatch):
+    """``--plot ""`` (an unset shell variable): the run ended 0 with no plot and no word."""
+    from tests.faults.inprocess import run_cli_here
+    from tests.faults.outcomes import judge_cli
+
+    monkeypatch.chdir(tmp_path)
+    result = run_cli_here("analyze", _histogram(tmp_path), "--max-length", 8,
+                          "--algorithms", "spfhp", "--plot", "")
+    verdict = judge_cli(result, refuse=True, match="Received: --plot=",
+                        check=lambda r: sorted(os.listdir(tmp_path)) == ["h.txt"])
+    assert verdict.outcome == HELD, verdict
