@@ -304,6 +304,8 @@ def _write_failure(error: BaseException, shown: str) -> TfpackError | None:
         no_room = isinstance(error, tf.errors.ResourceExhaustedError)
     else:
         return None
+    # One line whatever the error holds: a file name may hold a newline, a library's text several.
+    why = re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], why)
     if no_room:
         return TfpackError("`output` must be on a file system with room for the whole output. "
                            f"Received: output={shown!r} ({why})")
