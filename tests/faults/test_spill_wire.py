@@ -137,3 +137,22 @@ def test_write_interleaved_refuses_bad_runs_and_names_a_failed_write(tmp_path):
             wire.write_interleaved(full, [np.arange(5000, dtype=np.int32)], [None])
     finally:
         os.close(full)
+
+
+def test_spill_reader_refuses_starts_whose_sum_wraps(tmp_path):
+    """`SpillReader.read` adds every feature's start to find an example: starts of 2**62
+    for four features summed to 2**64, wrapped in int64 to 0, and read example 0's values
+    for an example that is not in the spill."""
+    from tfpack.engines.spill import Spill
+
+    spill = Spill(str(tmp_path))
+    names = ["a", "b", "c", "d"]
+    spill.append({name: np.arange(3, dtype=np.int32) + 10 * i for i, name in enumerate(names)})
+    spill.close()
+    with spill.reader() as reader:
+        exact = reader.read({name: np.array([2]) for name in names}, {})
+        assert [exact[name][0].tolist() for name in names][0] == [2, 12, 22, 32]
+        with pytest.raises(ValueError, match="starts"):
+            reader.read({name: np.array([2 ** 62]) for name in names}, {})
+        with pytest.raises(ValueError, match="starts"):
+            reader.read({name: np.array([-1, 0][i % 2:][:1]) for i, name in enumerate(names)}, {})
