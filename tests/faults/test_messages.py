@@ -103,3 +103,17 @@ def test_an_empty_plot_path_is_refused_not_skipped(tmp_path, monkeypatch):
     verdict = judge_cli(result, refuse=True, match="Received: --plot=",
                         check=lambda r: sorted(os.listdir(tmp_path)) == ["h.txt"])
     assert verdict.outcome == HELD, verdict
+
+
+def test_a_count_past_int64_in_a_histogram_file_names_its_line(tmp_path):
+    """A count of 23 digits in a histogram file was refused as "histogram of dtype object",
+    naming neither the line nor the value."""
+    from tests.faults.inprocess import run_cli_here
+    from tests.faults.outcomes import judge_cli
+
+    path = tmp_path / "h.txt"
+    path.write_text("3\n0\n99999999999999999999999\n")
+    result = run_cli_here("analyze", path, "--max-length", 8, "--algorithms", "spfhp")
+    verdict = judge_cli(result, refuse=True, match="line 3 of")
+    assert verdict.outcome == HELD, verdict
+    assert "99999999999999999999999" in result.stderr, result.stderr
