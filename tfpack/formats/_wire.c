@@ -961,7 +961,7 @@ static PyObject *write_interleaved(PyObject *self, PyObject *args) {
         Py_ssize_t n = runs[f] ? views[2 * f + 1].len / 8 : (Py_ssize_t)items;
         if (B < 0) B = n;
         for (Py_ssize_t i = 0; runs[f] && i < n && sum >= 0; i++)
-            sum = runs[f][i] < 0 ? -1 : sum + runs[f][i];
+            sum = runs[f][i] < 0 || runs[f][i] > INT64_MAX - sum ? -1 : sum + runs[f][i];
         if (!runs[f]) sum = n;
         if (n != B || sum != items || views[2 * f].len % 4) {
             PyErr_Format(PyExc_ValueError, "write_interleaved: source %zd holds %lld items for "
