@@ -117,3 +117,25 @@ def test_a_count_past_int64_in_a_histogram_file_names_its_line(tmp_path):
     verdict = judge_cli(result, refuse=True, match="line 3 of")
     assert verdict.outcome == HELD, verdict
     assert "99999999999999999999999" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("length", [200, 255], ids=["200", "NAME_MAX"])
+def test_a_long_file_name_the_system_takes_is_written(tmp_path, length):
+    """A plot (or any atomic write) named with up to NAME_MAX bytes: the temporary name put
+    ~30 bytes of its own before the user's name, so a name of 226-255 bytes, which the file
+    system takes, failed with "File name too long" after the planning."""
+    from tests.faults.inprocess import run_cli_here
+    from tests.faults.outcomes import judge_cli
+    from tfpack import atomic
+
+    name = "p" * (length - 4) + ".png"
+    result = run_cli_here("analyze", _histogram(tmp_path), "--max-length", 8,
+                          "--algorithms", "spfhp", "--plot", tmp_path / name)
+    verdict = judge_cli(result, refuse=False, check=lambda r: sorted(os.listdir(tmp_path)) == [
+        "h.txt", name] and (tmp_path / name).read_bytes()[:4] == b"\x89PNG")
+    assert verdict.outcome == HELD, verdict
+    keras_like = tmp_path / ("k" * (length - 6) + ".keras")
+    with atomic.atomic_path(str(keras_like)) as partial:
+        assert partial.endswith(".keras")  # writers that check an extension still see it
+        open(partial, "w").write("x")
+    assert keras_like.read_text() == "x"
