@@ -139,3 +139,43 @@ def test_a_long_file_name_the_system_takes_is_written(tmp_path, length):
         assert partial.endswith(".keras")  # writers that check an extension still see it
         open(partial, "w").write("x")
     assert keras_like.read_text() == "x"
+
+
+def test_an_output_named_near_name_max_packs_and_its_leftovers_go(tmp_path):
+    """``tfpack pack --output`` a 240-byte name: the staging sibling put the whole name between
+    ~50 bytes of its own, past 255, and the run was refused as "The folder of `output` must
+    be writable". Now it packs; a killed run's staging sibling of that name is removed by the
+    next run (the sibling's key is the same for the same name)."""
+    import json
+
+    import tensorflow as tf
+
+    import tfpack
+    from tests.faults.inprocess import run_cli_here
+    from tests.faults.outcomes import judge_cli
+    from tfpack.formats import outputs
+
+    source = tmp_path / "in.tfrecord"
+    with tf.io.TFRecordWriter(str(source)) as writer:
+        for i in range(20):
+            ids = list(range(1000 + i, 1010 + i))
+            writer.write(tfpack.data.google_example(ids, [0] * 10, [1], [ids[1]], 0,
+                                                    max_seq_length=32, max_predictions_per_seq=4))
+    out = tmp_path / ("o" * 240)
+    args = ("pack", "--input", source, "--output", out, "--max-length", 32,
+            "--max-sequences-per-pack", 3, "--algorithm", "ffd")
+    verdict = judge_cli(run_cli_here(*args), refuse=False, check=lambda r: sorted(
+        i for p in tfpack.data.read_packed(str(out)).as_numpy_iterator()
+        for i in p["example_ids"].tolist() if i >= 0) == list(range(20)))
+    assert verdict.outcome == HELD, verdict
+    assert all(len(n) <= 255 for n in (os.path.basename(outputs.sibling(str(out), kind))
+                                       for kind in ("new", "old", "export-partial", "export-old")))
+    token = "0123456789abcdef"
+    dead = os.path.join(tmp_path, os.path.basename(outputs.sibling(str(out), "new")).rsplit(
+        "-", 2)[0] + f"-999999999-{token}")  # a killed run's staging folder
+    os.mkdir(dead)
+    with open(os.path.join(dead, outputs.OWNER), "w") as f:
+        json.dump({"pid": 999999999, "token": token}, f)
+    verdict = judge_cli(run_cli_here(*args, "--overwrite"), refuse=False,
+                        check=lambda r: sorted(os.listdir(tmp_path)) == ["in.tfrecord", out.name])
+    assert verdict.outcome == HELD, verdict
