@@ -156,3 +156,22 @@ def test_spill_reader_refuses_starts_whose_sum_wraps(tmp_path):
             reader.read({name: np.array([2 ** 62]) for name in names}, {})
         with pytest.raises(ValueError, match="starts"):
             reader.read({name: np.array([-1, 0][i % 2:][:1]) for i, name in enumerate(names)}, {})
+
+
+def test_float_starts_and_runs_are_refused_not_read_as_their_bits(spill_file, tmp_path):
+    """float64 has int64's itemsize: [0.0] read item 0, [5e-324] (bits 1) item 1, silently."""
+    out = np.zeros(8, np.int32)
+    for starts, runs in [(np.array([0.0]), None), (np.array([5e-324]), None),
+                         (np.array([0]), np.array([1.0]))]:
+        with pytest.raises(ValueError, match="int64"):
+            wire.read_runs(spill_file, 4, starts, runs, out)
+    assert not out.any()
+    fd = os.open(tmp_path / "w", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        with pytest.raises(ValueError, match="int64"):
+            wire.write_interleaved(fd, [np.arange(1, dtype=np.int32)], [np.array([5e-324])])
+        assert os.fstat(fd).st_size == 0
+    finally:
+        os.close(fd)
+    for ints in (np.array([1], np.int64), np.array([1], np.longlong), np.array([1], np.uint64)):
+        assert wire.read_runs(spill_file, 4, ints, None, out) == 4  # every 8-byte integer
