@@ -47,7 +47,13 @@ def atomic_path(path: str) -> Iterator[str]:
     On an exception the temporary file is removed and ``path`` is untouched.
     """
     directory, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(directory, f"{TEMP_PREFIX}tmp-{os.getpid()}-{secrets.token_hex(4)}-{name}")
+    stem = f"{TEMP_PREFIX}tmp-{os.getpid()}-{secrets.token_hex(4)}-"
+    # The name's end (its extension: np.save, Keras check it) as much as the file system
+    # takes after the stem: a name near NAME_MAX is the user's right, not one too long.
+    room = _name_max(directory) - len(os.fsencode(stem))
+    while name and len(os.fsencode(name)) > room:
+        name = name[1:]
+    tmp = os.path.join(directory, stem + name)
     try:
         yield tmp
         fd = os.open(tmp, os.O_RDONLY)
@@ -61,6 +67,14 @@ def atomic_path(path: str) -> Iterator[str]:
             os.remove(tmp)
         raise
     fsync_directory(directory)
+
+
+def _name_max(directory: str) -> int:
+    """The most bytes a file name may have in ``directory`` (255 where it cannot be asked)."""
+    try:
+        return os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
 
 
 def write_atomic(path: str, data: str | bytes) -> None:

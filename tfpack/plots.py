@@ -41,6 +41,8 @@ def check_target(path: str, name: str = "path") -> None:
     ...
     tfpack.errors.TfpackError: `--plot` must be a file in an existing folder. Received: --plot=/nonexistent-folder/plot.png
     """
+    if not path:
+        raise TfpackError(f"`{name}` must be a file path. Received: {name}={path!r}")
     if os.path.lexists(path) and not _is_png(path):
         raise TfpackError(
             f"`{name}` must be a new file or an earlier PNG, which is replaced; it holds "
@@ -115,6 +117,8 @@ def loss_curves(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], p
 
 def _is_png(path: str) -> bool:
     """Whether ``path`` is a file that starts with PNG's signature."""
+    if not os.path.isfile(path):  # a FIFO's open would wait for a writer forever
+        return False
     try:
         with open(path, "rb") as file:
             return file.read(8) == b"\x89PNG\r\n\x1a\n"

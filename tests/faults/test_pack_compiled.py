@@ -20,6 +20,8 @@ threads (`tfpack.engines.local`). Off their path:
 - ``kill -9`` while pass 2's encoder threads run leaves no shard under its
   final name and no manifest: a new output is absent, an old one is exactly as
   it was; the next run packs and leaves nothing of the killed one.
+- ``kill -9`` while pass 1 writes its spill (a batch half written) leaves the same:
+  no output (or the old one exactly), and the next run removes the spill with its staging.
 
 (A second run into the same place, refused or replacing: tests/faults/test_ownership.py.)
 """
@@ -330,3 +332,86 @@ def test_two_runs_into_one_place_at_once_leave_one_whole_output(tmp_path):
     assert sorted(os.listdir(out)) == sorted(shards + ["manifest.json", "plan.json",
                                                        "stats.json"])  # no file of the other
     assert sorted(os.listdir(tmp_path)) == ["a.tfrecord", "b.tfrecord", "out"]
+
+
+# --- kill -9 while pass 1 writes its spill ----------------------------------------------------
+
+# The child: batches of 64 records, so pass 1 spills in ten writes; at write {kill_at} it lands
+# {prefix} bytes of the batch (what a writev cut by the kill leaves) and dies by SIGKILL.
+_CHILD_PASS_1 = """
+import os, signal, sys
+import tfpack.formats.records as records
+from tfpack.formats.compiled import wire
+records._BATCH = 64
+write, calls = wire.write_interleaved, [0]
+def dying(fd, sources, runs):
+    calls[0] += 1
+    if calls[0] == {kill_at}:
+        os.write(fd, b"".join(bytes(memoryview(s)) for s in sources)[:{prefix}])
+        os.kill(os.getpid(), signal.SIGKILL)
+    return write(fd, sources, runs)
+wire.write_interleaved = dying
+from tfpack.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow  # each case starts a process that imports TensorFlow (~5-10 s)
+@pytest.mark.parametrize("target", ["new", "old"])
+def test_kill_9_while_pass_1_spills_leaves_no_output_and_the_next_run_clean(tmp_path, target):
+    """A kill while the spill is written (a batch half on disk, in the staging folder): no
+    output under its name (or the old one exactly), the user's files kept; the next run packs
+    everything and leaves no staging folder or spill behind."""
+    rng = np.random.default_rng(KILL_SEED)
+    source = _write(tmp_path / "in.tfrecord", _records(600, seed=5))
+    out = tmp_path / "out"
+    if target == "old":
+        old = run_cli_here(*_pack_args(_write(tmp_path / "old.tfrecord", _records(50, seed=6)),
+                                       out, "--packs-per-shard", 8))
+        assert old.returncode == 0, old.stderr
+    (tmp_path / "NOTES.md").write_text("mine")
+    users = outcomes.snapshot(tmp_path, skip=lambda rel: rel.startswith(".tfpack"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD_PASS_1.format(kill_at=int(rng.integers(1, 10)),
+                                                   prefix=int(rng.integers(0, 4000)))]
+        + list(map(str, _pack_args(source, out, "--overwrite"))),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=240)
+    assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+    staging = [d for d in os.listdir(tmp_path) if d.startswith(".tfpack")]
+    assert staging, "the kill must land while the spill is in its staging folder"
+    assert not outcomes.changed_files(tmp_path, users)
+    assert target == "old" or not out.exists()
+    last = run_cli_here(*_pack_args(source, out, "--overwrite"))
+    verdict = outcomes.judge_cli(
+        last, refuse=False, check=lambda r: _example_ids(out) == list(range(600))
+        and sorted(os.listdir(tmp_path)) == sorted(["NOTES.md", "in.tfrecord", "out"] + (
+            ["old.tfrecord"] if target == "old" else [])))
+    assert verdict.outcome == outcomes.HELD, (verdict, os.listdir(tmp_path))
+
+
+# --- the spill on a full disk -----------------------------------------------------------------
+
+def test_a_spill_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
+    """Pass 1's spill file on a full disk (its name bound to /dev/full: every write is
+    ENOSPC, while the staging folder itself is writable): one line saying the output needs a
+    file system with room, exit 2, no output and no staging folder; /dev/full untouched."""
+    from unittest import mock
+
+    from tfpack.engines.spill import Spill
+
+    (tmp_path / "in").mkdir()
+    source = _write(tmp_path / "in" / "in.tfrecord", RECORDS)
+    users = outcomes.snapshot(tmp_path / "in")
+    init = Spill.__init__
+
+    def on_a_full_disk(spill, folder):
+        init(spill, folder)
+        os.symlink("/dev/full", os.path.join(folder, "examples.values"))
+
+    with mock.patch.object(Spill, "__init__", on_a_full_disk):
+        result = run_cli_here(*_pack_args(source, tmp_path / "out"))
+    verdict = outcomes.judge_cli(
+        result, refuse=True, match="file system with room", user_files=(tmp_path / "in", users),
+        check=lambda r: sorted(os.listdir(tmp_path)) == ["in"] and os.path.exists("/dev/full"))
+    assert verdict.outcome == outcomes.HELD, verdict

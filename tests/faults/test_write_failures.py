@@ -43,3 +43,19 @@ def test_tensorflows_resource_exhausted_is_a_full_disk_and_other_op_errors_are_n
             with replacing_output(str(tmp_path / "packed")):
                 raise error
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("error, says", [
+    (FileNotFoundError(errno.ENOENT, "No such file or directory", "/data/a\nb.tfrecord"),
+     "/data/a\\nb.tfrecord"),
+    (OSError("the store said:\nconnection reset\r\nretry later"), "the store said:\\nconnection"),
+    (OSError(errno.ENOSPC, "No space left on device", "/data/x\ty"), "with room"),
+], ids=["newline-in-a-file-name", "a-library's-multi-line-OSError", "tab-in-a-full-disk's-name"])
+def test_a_failure_whose_text_holds_line_breaks_is_still_one_line(tmp_path, error, says):
+    """A file name with a newline (legal on Linux), or a library's OSError of several lines:
+    the API's TfpackError must still be one line (the CLI joins lines; an API caller does not)."""
+    with pytest.raises(TfpackError) as raised:
+        with replacing_output(str(tmp_path / "packed")):
+            raise error
+    message = str(raised.value)
+    assert says in message and "\n" not in message and "\r" not in message, message

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         raise TfpackError(
             f"--algorithms must list some of {packing.algorithm_names()}. Received: --algorithms={args.algorithms}"
         )
-    if args.plot:
+    if args.plot is not None:  # "" too: refused, not skipped
         from tfpack import plots
 
         plots.check_target(args.plot, name="--plot")  # before minutes of planning, not after
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
             results.append({"algorithm": name, "max_sequences_per_pack": depth, "metrics": plan.metrics})
     if not results:
         raise TfpackError(f"No algorithm could plan this histogram. Received: --algorithms={','.join(names)}")
-    if args.plot:
+    if args.plot is not None:
         from tfpack import plots
 
         plots.length_histogram(counts, args.plot, title=str(args.histogram), name="--plot")
@@ -176,6 +176,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.histogram}: {first['sequences']:,} sequences, {first['tokens']:,} tokens, "
           f"max length {args.max_length}, theoretical speed-up {first['speedup_upper_bound']:.4f}")
     print(format_table(results))
-    if args.plot:
+    if args.plot is not None:
         print(f"wrote {args.plot}")
     return 0

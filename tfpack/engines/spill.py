@@ -48,6 +48,7 @@ from tfpack.errors import TfpackError
 __all__ = ["Spill", "SpillReader"]
 
 _NAME = "examples.values"
+_MOST_ITEMS = (2 ** 63 - 1) // 4  # 4-byte values a file offset can address
 
 
 class Spill:
@@ -150,8 +151,15 @@ class SpillReader:
         count = len(next(iter(starts.values()), ()))
         sizes = {name: np.ones(count, np.int64) if runs.get(name) is None
                  else np.asarray(runs[name], np.int64) for name in self._dtypes}
+        starts = {name: np.asarray(starts[name], np.int64) for name in self._dtypes}
+        if count:  # the sums below must not wrap in int64 (a wrapped start reads other bytes)
+            lowest = min(int(v.min(initial=0)) for v in (*starts.values(), *sizes.values()))
+            end = sum(int(v.max(initial=0)) for v in (*starts.values(), *sizes.values()))
+            if lowest < 0 or end > _MOST_ITEMS:
+                raise ValueError("`starts` and `runs` must be at least 0 and address the spill "
+                                 f"within 2**63 bytes. Received: values {lowest} to {end}")
         # An example's values follow those of every earlier example, of every feature.
-        first = sum(np.asarray(starts[name], np.int64) for name in self._dtypes)
+        first = sum(starts[name] for name in self._dtypes)
         size = sum(sizes.values()) if sizes else np.zeros(0, np.int64)
         block = np.empty(int(size.sum()), np.int32)
         if count:

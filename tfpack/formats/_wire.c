@@ -62,8 +62,8 @@
  *     `runs`: None), written to `out` (a writable buffer) back to back, run after
  *     run; runs that continue each other in the file are read in one call.
  *     Returns the bytes read: fewer than the runs hold when the file ends
- *     before them. OSError for a failed read, ValueError for runs that do not
- *     fit `out`. Nothing is mapped: the process keeps no page of the file.
+ *     before them. OSError for a failed read, ValueError for a negative start
+ *     or run, a run ending past 2**63 - 1 bytes, or runs that do not fit `out`. Nothing is mapped: the process keeps no page of the file.
  *
  * The GIL is released while bytes are computed, so callers may encode in
  * several threads at once.
@@ -303,13 +303,23 @@ static void release(Feature *features, Py_ssize_t count) {
 }
 
 /* An int64 buffer of at least `need` items (or NULL for None); 0 on success. */
+/* Whether a buffer (got with PyBUF_FORMAT) holds 8-byte integers: a float64 array has the
+ * same itemsize, and its bits would be read as offsets and counts. */
+static int is_int64(const Py_buffer *view) {
+    const char *f = view->format;
+    if (view->itemsize != 8) return 0;
+    if (!f) return 1; /* plain bytes of a producer that names no format */
+    if (*f == '@' || *f == '=' || *f == '<') f++;
+    return f[0] && strchr("qlQLnN", f[0]) && f[1] == '\0';
+}
+
 static int int64_view(PyObject *obj, Py_buffer *view, const int64_t **out, Py_ssize_t need,
                       const char *what) {
     *out = NULL;
     view->obj = NULL;
     if (obj == Py_None) return 0;
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
-    if (view->len / 8 < need || view->itemsize != 8) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (view->len / 8 < need || !is_int64(view)) {
         PyErr_Format(PyExc_ValueError, "%s must hold %zd int64 values", what, need);
         return -1;
     }
@@ -951,8 +961,9 @@ static PyObject *write_interleaved(PyObject *self, PyObject *args) {
         from[f] = views[2 * f].buf;
         int64_t items = views[2 * f].len / 4, sum = 0;
         if (r != Py_None) {
-            if (PyObject_GetBuffer(r, &views[2 * f + 1], PyBUF_C_CONTIGUOUS) < 0) goto done;
-            if (views[2 * f + 1].itemsize != 8) {
+            if (PyObject_GetBuffer(r, &views[2 * f + 1], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+                goto done;
+            if (!is_int64(&views[2 * f + 1])) {
                 PyErr_SetString(PyExc_ValueError, "write_interleaved: runs must be int64");
                 goto done;
             }
@@ -961,7 +972,7 @@ static PyObject *write_interleaved(PyObject *self, PyObject *args) {
         Py_ssize_t n = runs[f] ? views[2 * f + 1].len / 8 : (Py_ssize_t)items;
         if (B < 0) B = n;
         for (Py_ssize_t i = 0; runs[f] && i < n && sum >= 0; i++)
-            sum = runs[f][i] < 0 ? -1 : sum + runs[f][i];
+            sum = runs[f][i] < 0 || runs[f][i] > INT64_MAX - sum ? -1 : sum + runs[f][i];
         if (!runs[f]) sum = n;
         if (n != B || sum != items || views[2 * f].len % 4) {
             PyErr_Format(PyExc_ValueError, "write_interleaved: source %zd holds %lld items for "
@@ -1014,13 +1025,13 @@ static PyObject *read_runs(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "inOOw*", &fd, &itemsize, &starts_obj, &runs_obj, &out))
         return NULL;
     const int64_t *starts, *runs;
-    if (PyObject_GetBuffer(starts_obj, &starts_view, PyBUF_C_CONTIGUOUS) < 0) {
+    if (PyObject_GetBuffer(starts_obj, &starts_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&out);
         return NULL;
     }
     Py_ssize_t n = starts_view.len / 8;
     starts = (const int64_t *)starts_view.buf;
-    if (int64_view(runs_obj, &runs_view, &runs, n, "runs") < 0 || starts_view.itemsize != 8 ||
+    if (int64_view(runs_obj, &runs_view, &runs, n, "runs") < 0 || !is_int64(&starts_view) ||
         itemsize <= 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "starts must be int64, itemsize > 0");
@@ -1033,12 +1044,17 @@ static PyObject *read_runs(PyObject *self, PyObject *args) {
     int64_t need = 0;
     for (Py_ssize_t m = 0; m < n; m++) {
         int64_t run = runs ? runs[m] : 1;
-        if (starts[m] < 0 || run < 0 || run > (INT64_MAX / itemsize - need)) need = -1;
+        /* ... and end within a file offset: (starts[m] + run) * itemsize would wrap otherwise,
+         * a start past 2**63 / itemsize read from the file's front. */
+        if (starts[m] < 0 || run < 0 || run > (INT64_MAX / itemsize - need) ||
+            starts[m] > INT64_MAX / itemsize - run)
+            need = -1;
         if (need < 0) break;
         need += run;
     }
     if (need < 0 || need * itemsize > out.len) {
-        PyErr_SetString(PyExc_ValueError, "read_runs: a negative run, or runs that do not fit out");
+        PyErr_SetString(PyExc_ValueError, "read_runs: a negative start or run, a run ending past a "
+                        "file offset (2**63 - 1 bytes), or runs that do not fit out");
         if (runs_view.obj) PyBuffer_Release(&runs_view);
         PyBuffer_Release(&starts_view);
         PyBuffer_Release(&out);

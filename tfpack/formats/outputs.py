@@ -85,9 +85,33 @@ def _alive(pid: int) -> bool:
 
 
 def sibling(target: str, kind: str) -> str:
-    """A fresh hidden name beside ``target``: ``.tfpack-<kind>-<name>-<pid>-<random token>``."""
+    """A fresh hidden name beside ``target``: ``.tfpack-<kind>-<name>-<pid>-<random token>``.
+
+    ``<name>`` is `_sibling_key` of the target's name: the name itself, or for a
+    long one (which the file system takes, but not with the rest around it) its
+    start and a hash of the whole.
+    """
     parent, name = os.path.split(target)
-    return os.path.join(parent, f".tfpack-{kind}-{name}-{os.getpid()}-{secrets.token_hex(8)}")
+    return os.path.join(parent, f".tfpack-{kind}-{_sibling_key(name)}-{os.getpid()}-"
+                                f"{secrets.token_hex(8)}")
+
+
+# The longest sibling name around its key: ".tfpack-export-partial-" + "-<10-digit pid>-<16 hex>".
+_SIBLING_ROOM = 255 - len(".tfpack-export-partial-") - len("-0123456789-") - 16
+
+
+def _sibling_key(name: str) -> str:
+    """``name``, or where a sibling name would pass 255 bytes, its start, "~" and 12 hex
+    digits of its SHA-256 (the same for the same name: `remove_leftovers` finds it)."""
+    if len(os.fsencode(name)) <= _SIBLING_ROOM:
+        return name
+    import hashlib
+
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:12]
+    start = name
+    while len(os.fsencode(start)) > _SIBLING_ROOM - 13:
+        start = start[:-1]
+    return f"{start}~{digest}"
 
 
 def make_owned(path: str) -> str:
@@ -140,7 +164,7 @@ def remove_leftovers(target: str, *, kinds=("new", "old"),
         return
     for entry in entries:
         match = _SIBLING.fullmatch(entry)
-        if not match or match["name"] != name or match["kind"] not in kinds:
+        if not match or match["name"] != _sibling_key(name) or match["kind"] not in kinds:
             continue
         path = os.path.join(parent, entry)
         if (_alive(int(match["pid"])) or os.path.islink(path) or not os.path.isdir(path)):
@@ -304,6 +328,8 @@ def _write_failure(error: BaseException, shown: str) -> TfpackError | None:
         no_room = isinstance(error, tf.errors.ResourceExhaustedError)
     else:
         return None
+    # One line whatever the error holds: a file name may hold a newline, a library's text several.
+    why = re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], why)
     if no_room:
         return TfpackError("`output` must be on a file system with room for the whole output. "
                            f"Received: output={shown!r} ({why})")

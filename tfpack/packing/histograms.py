@@ -232,6 +232,10 @@ def read_histogram(path: str | os.PathLike) -> np.ndarray:
                 "Each line of a histogram file must hold one integer count. "
                 f"Received: line {number} of {name!r} = {_excerpt(line.strip())!r}"
             ) from None
+        if not -2 ** 63 <= counts[-1] < 2 ** 63:  # else "dtype object", naming no line
+            raise TfpackError(
+                "Each count of a histogram file must fit int64 (at most 2**63 - 1). "
+                f"Received: line {number} of {name!r} = {_excerpt(text)!r}")
     if not counts:
         raise TfpackError(f"A histogram file must hold at least one count. Received: path={name!r}")
     return validate_histogram(counts)
