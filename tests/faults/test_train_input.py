@@ -1,5 +1,9 @@
 """Fault injection, `tfpack train --input`: every spelling of a packed output reads its
-stats.json, and no part of a comma-separated input is silently left out (issue 22)."""
+stats.json, and no part of a comma-separated input is silently left out (issue 22).
+
+The commands run in this process (`inprocess.run_cli_here`: the exit status and both
+streams, judged as a separate process's; none of these can crash), not a fresh one that
+imports TensorFlow again."""
 
 import json
 import os
@@ -8,6 +12,7 @@ import sys
 import pytest
 
 from tests.faults import outcomes
+from tests.faults.inprocess import run_cli_here
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "training"))
 
@@ -35,8 +40,8 @@ def _factor_is_four(result):
 
 
 def test_directory_without_trailing_slash_reads_stats_json(packed, tmp_path):
-    result = outcomes.run_cli("train", "--input", packed, "--output", tmp_path / "run",
-                              "--steps", "1", *TINY)
+    result = run_cli_here("train", "--input", packed, "--output", tmp_path / "run",
+                          "--steps", "1", *TINY)
     verdict = outcomes.judge_cli(result, refuse=False, check=_factor_is_four)
     assert verdict.outcome == outcomes.HELD, verdict
 
@@ -54,8 +59,8 @@ def test_every_spelling_reads_the_packing_factor(packed, spelling):
 @pytest.mark.parametrize("extra", ["{d}/nothing-*.tfrecord", "/nonexistent/part-*", ""])
 def test_a_comma_separated_part_matching_nothing_is_refused(packed, tmp_path, extra):
     pattern = f"{packed}/part-*,{extra.format(d=packed)}"
-    result = outcomes.run_cli("train", "--input", pattern, "--output", tmp_path / "run",
-                              "--steps", "1", *TINY)
+    result = run_cli_here("train", "--input", pattern, "--output", tmp_path / "run",
+                          "--steps", "1", *TINY)
     verdict = outcomes.judge_cli(result, refuse=True, match="matches nothing",
                                  check=lambda r: not (tmp_path / "run").exists())
     assert verdict.outcome == outcomes.HELD, verdict

@@ -17,6 +17,8 @@ import sys
 import numpy as np
 import pytest
 
+from jax_env import jax_env
+
 pytest.importorskip("jax")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,8 +65,10 @@ def _command(packed, *args, trace=None):
 
 
 def _env():
-    return dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
-                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    # Fast-compiling XLA (tests/jax_env.py): the three runs share the flags, so the
+    # two processes and the reference still compute the same program.
+    return jax_env(JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
+                   PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
 
 
 def _last_json(stdout: str) -> dict:
