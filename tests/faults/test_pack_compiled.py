@@ -261,10 +261,9 @@ def _in_pass_2(root):
     return any("part-" in n for n in names) and not any("manifest" in n for n in names)
 
 
-@pytest.mark.slow  # each round starts a process that imports TensorFlow (~5-10 s)
-@pytest.mark.parametrize("target", ["new", "old"])
-def test_kill_9_in_pass_2_leaves_no_shard_under_its_name_and_no_manifest(tmp_path, target):
-    rng = np.random.default_rng(KILL_SEED)
+def _kill_setup(tmp_path, target):
+    """The kill scenarios' start: an input, an output place (empty, or an earlier run's
+    output), a user's file beside it; their random source, the user's files, the child's env."""
     source = _write(tmp_path / "in.tfrecord", _records(600, seed=5))
     out = tmp_path / "out"
     if target == "old":
@@ -273,7 +272,14 @@ def test_kill_9_in_pass_2_leaves_no_shard_under_its_name_and_no_manifest(tmp_pat
         assert old.returncode == 0, old.stderr
     (tmp_path / "NOTES.md").write_text("mine")
     users = outcomes.snapshot(tmp_path, skip=lambda rel: rel.startswith(".tfpack"))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return (np.random.default_rng(KILL_SEED), source, out, users,
+            dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+
+@pytest.mark.slow  # each round starts a process that imports TensorFlow (~5-10 s)
+@pytest.mark.parametrize("target", ["new", "old"])
+def test_kill_9_in_pass_2_leaves_no_shard_under_its_name_and_no_manifest(tmp_path, target):
+    rng, source, out, users, env = _kill_setup(tmp_path, target)
     for round_ in range(kill_rounds(2)):
         child = subprocess.Popen(
             [sys.executable, "-c", _CHILD.format(length=L),
@@ -362,16 +368,7 @@ def test_kill_9_while_pass_1_spills_leaves_no_output_and_the_next_run_clean(tmp_
     """A kill while the spill is written (a batch half on disk, in the staging folder): no
     output under its name (or the old one exactly), the user's files kept; the next run packs
     everything and leaves no staging folder or spill behind."""
-    rng = np.random.default_rng(KILL_SEED)
-    source = _write(tmp_path / "in.tfrecord", _records(600, seed=5))
-    out = tmp_path / "out"
-    if target == "old":
-        old = run_cli_here(*_pack_args(_write(tmp_path / "old.tfrecord", _records(50, seed=6)),
-                                       out, "--packs-per-shard", 8))
-        assert old.returncode == 0, old.stderr
-    (tmp_path / "NOTES.md").write_text("mine")
-    users = outcomes.snapshot(tmp_path, skip=lambda rel: rel.startswith(".tfpack"))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    rng, source, out, users, env = _kill_setup(tmp_path, target)
     child = subprocess.run(
         [sys.executable, "-c", _CHILD_PASS_1.format(kill_at=int(rng.integers(1, 10)),
                                                    prefix=int(rng.integers(0, 4000)))]

@@ -11,16 +11,14 @@ give every sequence a slot within the limits, never have more packs than
 what follows it (a generous margin: the point is never minutes, not a timing).
 """
 
-import time
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.faults.campaign import campaign
-from tests.faults.outcomes import HELD, judge_call
-from tfpack.packing import plan
-from tfpack.packing.checks import slot_counts
+from tests.faults.outcomes import HELD
+from tests.faults.planner_checks import optimal_within_budget
 
 
 def _histogram(shape: str, max_length: int, rng) -> np.ndarray:
@@ -34,12 +32,6 @@ def _histogram(shape: str, max_length: int, rng) -> np.ndarray:
     return histogram
 
 
-def _held(result, histogram, max_length, depth, bfd_packs) -> bool:
-    counts = result.counts
-    return (bool(np.all(counts > 0))
-            and all(sum(s) <= max_length and len(s) <= depth for s in result.strategies)
-            and bool(np.all(slot_counts(result.strategies, counts, max_length) >= histogram))
-            and result.metrics["lower_bound_packs"] <= result.metrics["packs"] <= bfd_packs)
 
 
 @campaign(8)
@@ -49,13 +41,6 @@ def _held(result, histogram, max_length, depth, bfd_packs) -> bool:
 def test_shallow_plans_where_tokens_bind_hold_every_sequence_within_their_budget(
         max_length, depth, shape, time_limit, seed):
     histogram = _histogram(shape, max_length, np.random.default_rng(seed))
-    start = time.process_time()
-    bfd = plan(histogram, max_length, depth, algorithm="bfd")
-    bfd_seconds = time.process_time() - start
-    start = time.process_time()
-    verdict = judge_call(
-        lambda: plan(histogram, max_length, depth, algorithm="optimal", time_limit=time_limit),
-        check=lambda r: _held(r, histogram, max_length, depth, bfd.metrics["packs"]))
-    elapsed = time.process_time() - start
+    verdict, elapsed, bfd_seconds = optimal_within_budget(histogram, max_length, depth, time_limit)
     assert verdict.outcome == HELD, (max_length, depth, shape, time_limit, verdict)
     assert elapsed < time_limit + 2.0 + 10 * bfd_seconds, (max_length, depth, shape, elapsed)

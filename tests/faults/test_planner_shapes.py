@@ -19,18 +19,10 @@ from hypothesis import strategies as st
 
 from tests.faults.campaign import campaign
 from tests.faults.outcomes import HELD, judge_call
+from tests.faults.planner_checks import held
 from tfpack.packing import plan
-from tfpack.packing.checks import slot_counts
 
 
-def _held(result, histogram, max_length, depth, bfd_packs, optimum=None) -> bool:
-    counts = result.counts
-    return (bool(np.all(counts > 0))
-            and all(sum(s) <= max_length and len(s) <= (depth or max_length)
-                    for s in result.strategies)
-            and bool(np.all(slot_counts(result.strategies, counts, max_length) >= histogram))
-            and result.metrics["lower_bound_packs"] <= result.metrics["packs"] <= bfd_packs
-            and optimum in (None, result.metrics["packs"]))
 
 
 @campaign(40)
@@ -53,7 +45,7 @@ def test_one_length_only_plans_its_exact_optimum(max_length, depth, length, coun
     start = time.process_time()
     verdict = judge_call(
         lambda: plan(histogram, max_length, depth, algorithm="optimal", time_limit=time_limit),
-        check=lambda r: _held(r, histogram, max_length, depth, bfd, optimum))
+        check=lambda r: held(r, histogram, max_length, depth, bfd, optimum))
     elapsed = time.process_time() - start
     assert verdict.outcome == HELD, (max_length, depth, k, count, time_limit, verdict)
     assert elapsed < time_limit + 2.0, elapsed
@@ -70,7 +62,7 @@ def test_the_smallest_contexts_plan_every_sequence(max_length, depth, counts, sc
     bfd = plan(histogram, max_length, depth, algorithm="bfd").metrics["packs"]
     verdict = judge_call(
         lambda: plan(histogram, max_length, depth, algorithm="optimal", time_limit=time_limit),
-        check=lambda r: _held(r, histogram, max_length, depth, bfd))
+        check=lambda r: held(r, histogram, max_length, depth, bfd))
     assert verdict.outcome == HELD, (max_length, depth, histogram, verdict)
 
 
@@ -87,6 +79,6 @@ def test_every_length_at_65536_under_a_zero_budget(depth, copies):
     start = time.process_time()
     verdict = judge_call(
         lambda: plan(histogram, max_length, depth, algorithm="optimal", time_limit=0.0),
-        check=lambda r: _held(r, histogram, max_length, depth, optimum, optimum))
+        check=lambda r: held(r, histogram, max_length, depth, optimum, optimum))
     assert verdict.outcome == HELD, verdict
     assert time.process_time() - start < 2.0
