@@ -9,25 +9,13 @@ other, directly or around a loop.
 """
 
 import ast
-import pathlib
 import re
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "tfpack"
+from package_tree import ROOT, package_modules
+
 DESIGN = ROOT / "docs" / "DESIGN.md"
-
-
-def module_files():
-    """`{"tfpack.x.y": path}` of every module of the package."""
-    modules = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        modules[".".join(parts)] = path
-    return modules
 
 
 def _resolve(name, modules):
@@ -62,7 +50,7 @@ def imports_of(module, path, modules):
 
 @pytest.fixture(scope="module")
 def graph():
-    modules = module_files()
+    modules = package_modules()
     return {m: imports_of(m, p, modules) for m, p in modules.items()}
 
 
@@ -89,7 +77,7 @@ def owner(module, packages):
 
 def test_every_module_has_a_row():
     packages = [p for row, _ in layer_table() for p in row]
-    orphans = sorted(m for m in module_files() if owner(m, packages) is None)
+    orphans = sorted(m for m in package_modules() if owner(m, packages) is None)
     assert not orphans, f"modules in no row of DESIGN.md's layer table: {orphans}"
 
 
