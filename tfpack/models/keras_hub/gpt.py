@@ -11,7 +11,6 @@ same steps as a `TransformerEncoder`, so the blocks are the encoders'
 """
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.encoders import encoder_block
 
@@ -54,21 +53,21 @@ class KerasHubGPT(KerasHubCausalBackbone):
 
     backbone_names = ("GPT2Backbone", "OPTBackbone")
 
-    def embed(self, input_ids, position_ids, training):
+    family = "gpt"
+
+    def embed(self, context):
         """keras-hub's token plus learned position embeddings, per token."""
         b = self.backbone
+        input_ids, position_ids = context.input_ids, context.position_ids
         if hasattr(b, "embeddings"):  # OPT: one TokenAndPositionEmbedding.
             return b.embeddings(input_ids, positions=position_ids)
         tokens = b.token_embedding(input_ids)
         x = b.embeddings_add(
             (tokens, b.position_embedding(tokens, positions=position_ids)))
-        return b.embeddings_dropout(x, training=training)
+        return b.embeddings_dropout(x, training=context.training)
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.embed(input_ids, position_ids, training)
-        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
-        for layer in self.backbone.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(encoder_block(layer, x, mask, training, segmented))
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def block(self, layer, x, context):
+        return encoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

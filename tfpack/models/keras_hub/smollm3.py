@@ -14,7 +14,6 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotary_angles
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
 
@@ -30,7 +29,7 @@ def rotate(attention, x, position_ids):
     return turn(x, cos, sin)
 
 
-def self_attention(attention, x, position_ids, mask, segmented=None):
+def self_attention(attention, x, context):
     """keras-hub's `SmolLM3Attention.call` with per-token positions."""
     heads = (attention.num_attention_heads, attention.head_dim)
     kv_heads = (attention.num_key_value_heads, attention.head_dim)
@@ -39,16 +38,14 @@ def self_attention(attention, x, position_ids, mask, segmented=None):
     key = ops.reshape(attention.k_proj(x), shape + kv_heads)
     value = ops.reshape(attention.v_proj(x), shape + kv_heads)
     if attention.use_rope:
-        query = rotate(attention, query, position_ids)
-        key = rotate(attention, key, position_ids)
-    return attention.o_proj(attend(attention, query, key, value, mask,
-                                   segmented))
+        query = rotate(attention, query, context.position_ids)
+        key = rotate(attention, key, context.position_ids)
+    return attention.o_proj(attend(attention, query, key, value, context))
 
 
-def decoder_block(layer, x, position_ids, mask, segmented=None):
+def decoder_block(layer, x, context):
     """keras-hub's `SmolLM3DecoderLayer.call`."""
-    x = x + self_attention(layer.self_attn, layer.input_layernorm(x),
-                           position_ids, mask, segmented)
+    x = x + self_attention(layer.self_attn, layer.input_layernorm(x), context)
     return x + layer.mlp(layer.post_attention_layernorm(x))
 
 
@@ -91,13 +88,10 @@ class KerasHubSmolLM3(KerasHubCausalBackbone):
 
     backbone_names = ("SmolLM3Backbone",)
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        segmented = self.implementation(x.shape[1]) == "segmented"
-        mask = None if segmented else self.attention_mask(sequence_ids)
-        options = self.segmented_options(sequence_ids) if segmented else None
-        for layer in self.backbone.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(decoder_block(layer, x, position_ids, mask, options))
-        return {"sequence_output": self.backbone.norm(x)}
+    family = "smollm3"
+
+    def block(self, layer, x, context):
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.norm(x)
