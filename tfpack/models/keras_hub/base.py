@@ -10,6 +10,7 @@ import dataclasses
 import warnings
 
 import keras
+import numpy as np
 from keras import ops
 
 from tfpack.errors import TfpackError
@@ -168,6 +169,18 @@ def attend(context, project, dense, *, scale=1.0, dropout_layer=None,
                             training=context.training, **extras)
 
 
+def example_pack():
+    """A pack of two sequences of 2 tokens and one padding token, for the
+    adapters' examples.
+
+    >>> example_pack()["sequence_ids"].tolist()
+    [[1, 1, 2, 2, 0]]
+    """
+    return {"input_ids": np.array([[5, 6, 7, 8, 0]]),
+            "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+            "position_ids": np.array([[0, 1, 0, 1, 0]])}
+
+
 def isolated(x, mask):
     """`(clean_x, show)` around one dense layer of an adapter (`isolate_tokens`).
 
@@ -251,6 +264,16 @@ class KerasHubBackbone(Backbone):
             same; otherwise it is refused.
         **kwargs: passed on to `tfpack.models.Backbone` (the dtype policy
             defaults to the backbone's).
+
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` (and
+            `token_type_ids` where `input_features` lists them).
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}`, what the
+        keras-hub backbone returns for each sequence alone (after its final
+        norm where it has one).
 
     Attributes:
         backbone: the wrapped keras-hub backbone.

@@ -152,15 +152,13 @@ class KerasHubDeberta(KerasHubBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.DebertaV3Backbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16, max_sequence_length=16, bucket_size=4)
     >>> encoder = KerasHubDeberta(backbone)
-    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> encoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -169,12 +167,7 @@ class KerasHubDeberta(KerasHubBackbone):
             `attention_implementation` (`"segmented"` computes the relative
             scores per row), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("DebertaV3Backbone",)

@@ -128,29 +128,20 @@ class KerasHubEncoder(KerasHubBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.RobertaBackbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16, max_sequence_length=16)
     >>> encoder = KerasHubEncoder(backbone)
-    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> encoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
         backbone: one of the six keras-hub backbones above.
         **kwargs: passed on to `KerasHubBackbone`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and,
-            for BERT, ELECTRA and ALBERT, optional `token_type_ids`
-            (default 0).
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone` (with optional `token_type_ids`, default 0).
     """
 
     backbone_names = _SEGMENTED + _UNSEGMENTED

@@ -152,17 +152,14 @@ class KerasHubGemma4(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.Gemma4Backbone(
     ...     vocabulary_size=30, image_size=16, num_layers=2,
     ...     num_query_heads=2, num_key_value_heads=1, hidden_dim=8,
     ...     intermediate_dim=16, head_dim=4, sliding_window_size=2,
     ...     sliding_window_pattern=2)
-    >>> KerasHubGemma4(backbone)(
-    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ... )["sequence_output"].shape
+    >>> KerasHubGemma4(backbone)(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -173,12 +170,7 @@ class KerasHubGemma4(KerasHubCausalBackbone):
             the local layers' windows inside each sequence),
             `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("Gemma4Backbone",)

@@ -24,15 +24,13 @@ class KerasHubGPT(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.GPT2Backbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16, max_sequence_length=16)
     >>> decoder = KerasHubGPT(backbone)
-    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> decoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -41,18 +39,10 @@ class KerasHubGPT(KerasHubCausalBackbone):
             `attention_implementation` (`"segmented"` stays causal inside
             each sequence), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`
-            (below the backbone's `max_sequence_length`).
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
-        layer norm, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("GPT2Backbone", "OPTBackbone")
-
     family = "gpt"
 
     def embed(self, context):

@@ -90,15 +90,13 @@ class KerasHubGPTNeoX(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.GPTNeoXBackbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=16,
     ...     intermediate_dim=16)
     >>> decoder = KerasHubGPTNeoX(backbone)
-    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> decoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 16])
 
     Args:
@@ -107,24 +105,17 @@ class KerasHubGPTNeoX(KerasHubCausalBackbone):
             `attention_implementation` (`"segmented"` stays causal inside
             each sequence), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
-        layer norm, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("GPTNeoXBackbone",)
+    family = "gpt_neo_x"
 
     @property
     def max_sequence_length(self):
         """None: rotary positions have no table (keras-hub's
         `max_sequence_length` of GPT-NeoX sizes nothing)."""
         return None
-
-    family = "gpt_neo_x"
 
     def embed(self, context):
         x = self.backbone.token_embedding(context.input_ids)

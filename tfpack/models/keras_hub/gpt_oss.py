@@ -55,16 +55,13 @@ class KerasHubGptOss(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.GptOssBackbone(
     ...     vocabulary_size=30, num_layers=2, num_query_heads=2,
     ...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16,
     ...     num_experts=2, sliding_window=2)
-    >>> KerasHubGptOss(backbone)(
-    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ... )["sequence_output"].shape
+    >>> KerasHubGptOss(backbone)(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -74,16 +71,10 @@ class KerasHubGptOss(KerasHubCausalBackbone):
             the windows inside each sequence), `max_sequences_per_pack` and
             `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("GptOssBackbone",)
-
     family = "gpt_oss"
 
     def window(self, layer):

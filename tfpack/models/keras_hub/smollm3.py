@@ -58,7 +58,8 @@ class KerasHubSmolLM3(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.SmolLM3Backbone(
     ...     vocabulary_size=30, hidden_dim=8, intermediate_dim=16,
     ...     num_layers=2, num_attention_heads=2, num_key_value_heads=1,
@@ -67,27 +68,17 @@ class KerasHubSmolLM3(KerasHubCausalBackbone):
     ...     layer_types=["attention"] * 2, mlp_bias=False,
     ...     layer_norm_epsilon=1e-6, max_position_embeddings=32,
     ...     rope_theta=10000.0, partial_rotary_factor=1.0)
-    >>> KerasHubSmolLM3(backbone)(
-    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ... )["sequence_output"].shape
+    >>> KerasHubSmolLM3(backbone)(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
         backbone: a keras-hub `SmolLM3Backbone`.
         **kwargs: passed on to `KerasHubBackbone`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: unused (SmolLM3 has no active dropout).
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("SmolLM3Backbone",)
-
     family = "smollm3"
 
     def block(self, layer, x, context):

@@ -112,15 +112,13 @@ class KerasHubXLNet(KerasHubBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.XLNetBackbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16)
     >>> encoder = KerasHubXLNet(backbone)
-    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> encoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -129,14 +127,7 @@ class KerasHubXLNet(KerasHubBackbone):
             `attention_implementation` (`"segmented"` scores each sequence
             in its own row), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and
-            optional `token_type_ids` (default 0).
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (the content
-        stream, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone` (with optional `token_type_ids`, default 0).
     """
 
     backbone_names = ("XLNetBackbone",)
