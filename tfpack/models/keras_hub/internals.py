@@ -20,13 +20,12 @@ Example:
 
 >>> import keras_hub
 >>> from tfpack.models import from_keras_hub
->>> backbone = keras_hub.models.LlamaBackbone(
-...     vocabulary_size=30, num_layers=1, num_query_heads=2,
-...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
->>> adapter = from_keras_hub(backbone)  # checked: every name is there
->>> attention = backbone.transformer_layers[0]._self_attention_layer
->>> private(attention, "_inv_norm_factor") == 0.5
-True
+>>> adapter = from_keras_hub(keras_hub.models.DistilBertBackbone(
+...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+...     intermediate_dim=16, max_sequence_length=16))  # checked here
+>>> block = adapter.layers()[0]
+>>> type(private(block, "_self_attention_layer")).__name__
+'MultiHeadAttention'
 """
 
 import importlib
