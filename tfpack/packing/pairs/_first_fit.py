@@ -48,6 +48,8 @@ class Groups:
         self.room = np.zeros((3, capacity), dtype=np.int64)
         self.room[:, :self.size] = (e, d, k)
         self.members: list[np.ndarray] = list(members or [])
+        self.count = np.zeros(capacity, dtype=np.int64)  # packs in each group
+        self.count[:self.size] = [m.size for m in self.members]
         self.packs = int(sum(m.size for m in self.members))
         self.placed: list[tuple[np.ndarray, int, int, int]] = []  # (pack ids, a, b, copies)
 
@@ -70,7 +72,9 @@ class Groups:
     def add(self, room, members: np.ndarray) -> int:
         if self.size == self.room.shape[1]:
             self.room = np.concatenate([self.room, np.zeros_like(self.room)], axis=1)
+            self.count = np.concatenate([self.count, np.zeros_like(self.count)])
         self.room[:, self.size] = room
+        self.count[self.size] = members.size
         self.members.append(members)
         self.size += 1
         return self.size - 1
@@ -85,6 +89,7 @@ class Groups:
         members, room = self.members[group], self.room[:, group].copy()
         full, rest = divmod(pairs, copies)
         self.members[group] = members[:full]
+        self.count[group] = full
         self.put(group, a, b, copies)
         if rest:
             self.put(self.add(room, members[full:full + 1]), a, b, rest)
@@ -117,21 +122,17 @@ def first_fit(a: np.ndarray, b: np.ndarray, n: np.ndarray, limits, groups: Group
     limits = (max_input, max_target, depth if depth is not None else max_input)  # a pair holds a token
     groups = groups if groups is not None else Groups(limits)
     groups.limits = limits
-    # Smallest input and target length still to come: groups with less room are closed.
-    low_a = np.minimum.accumulate(a[::-1])[::-1]
-    low_b = np.minimum.accumulate(b[::-1])[::-1]
     active = np.arange(groups.size)
     for step, (x, y, pairs) in enumerate(zip(a.tolist(), b.tolist(), n.tolist())):
         if step % _PRUNE_EVERY == 0:
-            room = groups.room[:, :groups.size]
-            active = np.flatnonzero((room[0] >= low_a[step]) & (room[1] >= low_b[step]) & (room[2] > 0))
+            active = _open(groups, a[step:], b[step:], max_input)
         before = groups.size
         room = groups.room[:, active]
         fits = active[(room[0] >= x) & (room[1] >= y) & (room[2] > 0)]
         if fits.size:
             room = groups.room[:, fits]
             copies = np.minimum(np.minimum(room[0] // x, room[1] // y), room[2])
-            sizes = np.fromiter((groups.members[g].size for g in fits.tolist()), np.int64, fits.size)
+            sizes = groups.count[fits]
             total = np.cumsum(copies * sizes)
             whole = int(np.searchsorted(total, pairs))  # groups before it take all they can
             for g, c in zip(fits[:whole].tolist(), copies[:whole].tolist()):
@@ -145,6 +146,17 @@ def first_fit(a: np.ndarray, b: np.ndarray, n: np.ndarray, limits, groups: Group
         if groups.size > before:  # the parts of split groups and new packs join the scan
             active = np.concatenate([active, np.arange(before, groups.size)])
     return groups.result()
+
+
+def _open(groups: Groups, a: np.ndarray, b: np.ndarray, max_input: int) -> np.ndarray:
+    """Groups some cell still to come fits: room for its input, its target and a place."""
+    # fewest[r]: the shortest target among cells to come with an input of at most r tokens.
+    fewest = np.full(max_input + 1, np.iinfo(np.int64).max)
+    np.minimum.at(fewest, a, b)
+    fewest = np.minimum.accumulate(fewest)
+    room = groups.room[:, :groups.size]
+    return np.flatnonzero((room[2] > 0) & (groups.count[:groups.size] > 0)
+                          & (fewest[np.minimum(room[0], max_input)] <= room[1]))
 
 
 def decreasing(a: np.ndarray, b: np.ndarray, limits) -> np.ndarray:

@@ -10,10 +10,12 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   its places. Holds every pair in memory (at most 2^25).
 - ``ffd``: first fit decreasing, pairs with the larger share of a limit
   first (`_first_fit`).
-- ``optimal``: templates planned on each side by the one-length ``optimal``,
-  the other side fitted into them and repaired (`_templates`); the better of
-  the two and ``ffd``, with the strongest of `bounds` and both one-length
-  LP bounds.
+- ``optimal``: candidates in turn, until one is within 0.1% of the bound or
+  the time is up: templates planned by the one-length ``optimal`` on the side
+  whose tokens bind first, the other side fitted into them and repaired
+  (`_templates`); the same from the other side; templates on a blend of both
+  lengths (`_blend`); ``ffd`` on small histograms. The best plan, with the
+  strongest of `bounds` and both one-length LP bounds.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 5), dtype=np.int64)
@@ -25,13 +27,16 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.packing.algorithms._budget import Budget
 from tfpack.packing.algorithms.greedy import MAX_SEQUENCES, walk
 from tfpack.packing.pairs import bounds
+from tfpack.packing.pairs._blend import blend
 from tfpack.packing.pairs._first_fit import Placed, decreasing, first_fit
 from tfpack.packing.pairs._packs import cells, pairs_of
 from tfpack.packing.pairs._templates import fill, swapped
@@ -39,8 +44,12 @@ from tfpack.packing.pairs._templates import fill, swapped
 __all__ = ["get", "names", "register"]
 
 _REGISTRY: dict[str, Callable] = {}
-# Share of `time_limit` each one-length plan (inputs, then targets) of `optimal` gets.
-_TEMPLATE_SHARE = 0.4
+# Share of `time_limit` each one-length plan (inputs, targets, blend) of `optimal` gets.
+_TEMPLATE_SHARE = 0.3
+# `optimal` stops trying candidates at a plan within this factor of its bound.
+_CLOSE = 1.001
+# `optimal` tries `ffd` up to this many non-empty cells (20,000 cells took 10 s).
+_FFD_CELLS = 4096
 
 
 def register(name: str):
@@ -91,13 +100,27 @@ def ffd(counts: np.ndarray, limits, *, seed: int, time_limit=None):
 
 @register("optimal")
 def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
-    """The best of the template plans and ``ffd``, with the strongest bound proven."""
+    """The best of the candidates (module notes) tried in turn, with the strongest bound proven."""
+    budget = Budget(time_limit)
     share = None if time_limit is None else _TEMPLATE_SHARE * time_limit
     found = bounds.simple(counts, limits)
-    candidates = []
-    for kind, make in (("input_lp", fill), ("target_lp", swapped)):
+    sides = [("input_lp", fill), ("target_lp", swapped)]
+    if found["target_tokens"] > found["input_tokens"]:
+        sides.reverse()  # the side that binds first: its templates are the likeliest to be best
+    best = None
+    for kind, make in sides:
         placed, found[kind] = make(counts, limits, share)
-        candidates.append(placed)
-    candidates.append(ffd(counts, limits, seed=seed)[0])
-    best = min(candidates, key=lambda placed: placed.packs)
+        best = placed if best is None or placed.packs < best.packs else best
+        if best.packs <= _CLOSE * max(found.values()) or budget.expired():
+            return (best, *bounds.strongest(found))
+    for make in (functools.partial(blend, time_limit=share), _ffd_if_small):
+        placed = make(counts, limits)
+        best = placed if placed is not None and placed.packs < best.packs else best
+        if best.packs <= _CLOSE * max(found.values()) or budget.expired():
+            break
     return (best, *bounds.strongest(found))
+
+
+def _ffd_if_small(counts: np.ndarray, limits) -> Placed | None:
+    """``ffd``'s plan where the histogram has few cells (its cost grows with cells times packs)."""
+    return ffd(counts, limits, seed=0)[0] if np.count_nonzero(counts) <= _FFD_CELLS else None
