@@ -13,7 +13,7 @@ overflow one row give back pairs, which first fit places (`_first_fit`).
 >>> import numpy as np
 >>> counts = np.zeros((8, 4), dtype=np.int64)
 >>> counts[5, 0] = 2; counts[1, 2] = 2  # (6, 1) and (2, 3) fill (8, 4) together
->>> placed = blend(counts, (8, 4, None), time_limit=None)
+>>> placed, _ = blend(counts, (8, 4, None), time_limit=None)
 >>> placed.packs
 2
 """
@@ -28,8 +28,8 @@ from tfpack.packing.pairs._packs import cells
 SCALE = 2048  # S: the blend's resolution; rounding up costs at most depth / S of a pack
 
 
-def blend(counts: np.ndarray, limits, time_limit: float | None) -> Placed:
-    """Pairs placed from blended-size templates (module notes)."""
+def blend(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed, None]:
+    """Pairs placed from blended-size templates (module notes); no bound."""
     from tfpack.packing.plans import plan  # noqa: PLC0415  (plans imports this package)
     from tfpack.packing.pairs._templates import _drop_empty, _slots  # noqa: PLC0415
 
@@ -50,7 +50,7 @@ def blend(counts: np.ndarray, limits, time_limit: float | None) -> Placed:
     order = decreasing(la, lb, limits)
     extra = first_fit(la[order], lb[order], ln[order], limits, groups)
     return _drop_empty(Placed(np.concatenate([pack, extra.pack]), np.concatenate([pa, extra.a]),
-                              np.concatenate([pb, extra.b]), extra.packs))
+                              np.concatenate([pb, extra.b]), extra.packs)), None
 
 
 def _assign(a, b, n, size, slot_pack, slot_size, limits, packs):

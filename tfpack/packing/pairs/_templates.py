@@ -34,11 +34,16 @@ from tfpack.packing.pairs._first_fit import Groups, Placed, decreasing, first_fi
 from tfpack.packing.pairs._packs import cells
 
 
-def fill(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed, int]:
-    """Pairs placed from input-length templates, and the one-length bound (module notes)."""
+def fill(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, int | None]:
+    """Pairs placed from input-length templates, and the one-length bound (module notes).
+
+    ``depth``: the most pairs a template holds (by default the limit's); the
+    bound is returned for templates at the limit only (None otherwise).
+    """
     from tfpack.packing.plans import plan  # noqa: PLC0415  (plans imports this package)
 
-    max_input, max_target, depth = limits
+    max_input, max_target, limit = limits
+    depth = limit if depth == "limit" else depth
     templates = plan(counts.sum(axis=1), max_input, depth, "optimal", time_limit=time_limit)
     slot_pack, slot_length = _slots(templates.strategies, templates.counts)
     pack, a, b = _assign(counts, slot_pack, slot_length)
@@ -47,19 +52,21 @@ def fill(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed, 
     left = np.zeros_like(counts)
     np.add.at(left, (a[~keep] - 1, b[~keep] - 1), 1)
     pack, a, b = pack[keep], a[keep], b[keep]
-    groups = Groups.of_packs((max_input, max_target, depth or max_input), pack, a, b, packs)
+    groups = Groups.of_packs((max_input, max_target, limit or max_input), pack, a, b, packs)
     la, lb, ln = cells(left)
     order = decreasing(la, lb, limits)
     extra = first_fit(la[order], lb[order], ln[order], limits, groups)
     placed = Placed(np.concatenate([pack, extra.pack]), np.concatenate([a, extra.a]),
                     np.concatenate([b, extra.b]), extra.packs)
     bound = templates.metrics["lower_bound_packs"]
+    if depth != limit:
+        return _drop_empty(placed), None
     return _drop_empty(placed), math.ceil(bound - 1e-6 * max(1.0, bound))
 
 
-def swapped(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed, int]:
+def swapped(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, int | None]:
     """`fill` with target-length templates: the roles of inputs and targets swapped."""
-    placed, bound = fill(counts.T, (limits[1], limits[0], limits[2]), time_limit)
+    placed, bound = fill(counts.T, (limits[1], limits[0], limits[2]), time_limit, depth)
     return Placed(placed.pack, placed.b, placed.a, placed.packs), bound
 
 

@@ -12,9 +12,10 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   first (`_first_fit`).
 - ``optimal``: candidates in turn, until one is within 0.1% of the bound or
   the time is up: templates planned by the one-length ``optimal`` on the side
-  whose tokens bind first, the other side fitted into them and repaired
-  (`_templates`); the same from the other side; templates on a blend of both
-  lengths (`_blend`); ``ffd`` on small histograms. The best plan, with the
+  whose tokens bind first, at a few depths (`_template_depths`), the other
+  side fitted into them and repaired (`_templates`); the same from the other
+  side; templates on a blend of both lengths (`_blend`); ``ffd`` on small
+  histograms. The best plan, with the
   strongest of `bounds` and both one-length LP bounds.
 
 >>> import numpy as np
@@ -44,7 +45,7 @@ from tfpack.packing.pairs._templates import fill, swapped
 __all__ = ["get", "names", "register"]
 
 _REGISTRY: dict[str, Callable] = {}
-# Share of `time_limit` each one-length plan (inputs, targets, blend) of `optimal` gets.
+# Share of the time left that each one-length plan of `optimal` (one template) gets.
 _TEMPLATE_SHARE = 0.3
 # `optimal` stops trying candidates at a plan within this factor of its bound.
 _CLOSE = 1.001
@@ -102,25 +103,42 @@ def ffd(counts: np.ndarray, limits, *, seed: int, time_limit=None):
 def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     """The best of the candidates (module notes) tried in turn, with the strongest bound proven."""
     budget = Budget(time_limit)
-    share = None if time_limit is None else _TEMPLATE_SHARE * time_limit
     found = bounds.simple(counts, limits)
     sides = [("input_lp", fill), ("target_lp", swapped)]
     if found["target_tokens"] > found["input_tokens"]:
         sides.reverse()  # the side that binds first: its templates are the likeliest to be best
+    tries = [(kind, functools.partial(make, depth=depth)) for kind, make in sides
+             for depth in _template_depths(counts, limits, max(found.values()))]
+    tries += [(None, blend), (None, _ffd_if_small)]
     best = None
-    for kind, make in sides:
-        placed, found[kind] = make(counts, limits, share)
-        best = placed if best is None or placed.packs < best.packs else best
-        if best.packs <= _CLOSE * max(found.values()) or budget.expired():
-            return (best, *bounds.strongest(found))
-    for make in (functools.partial(blend, time_limit=share), _ffd_if_small):
-        placed = make(counts, limits)
-        best = placed if placed is not None and placed.packs < best.packs else best
+    for kind, make in tries:
+        share = None if time_limit is None else _TEMPLATE_SHARE * budget.left()
+        placed, bound = make(counts, limits, time_limit=share)
+        if kind is not None and bound is not None:
+            found[kind] = max(found.get(kind, 0), bound)
+        if placed is not None and (best is None or placed.packs < best.packs):
+            best = placed
         if best.packs <= _CLOSE * max(found.values()) or budget.expired():
             break
     return (best, *bounds.strongest(found))
 
 
-def _ffd_if_small(counts: np.ndarray, limits) -> Placed | None:
+def _template_depths(counts: np.ndarray, limits, bound: int) -> list[int | None]:
+    """Depths to plan templates at: a little over the pairs a pack must hold, then the limit.
+
+    The one-length plan of one side, free to fill a pack with many short
+    inputs, gives the other side many targets there: limiting templates to
+    about the pairs a pack holds on average (``ceil(n / bound)``) plus one
+    spreads them (stdlib docstrings, K=16: 16.1% -> 0.4% above the bound).
+    Only the plan at the limit itself gives a bound.
+    """
+    depth = limits[2]
+    least = -(-int(counts.sum()) // bound)
+    depths = [least + 1, least, least + 2, depth]
+    depths = [d if depth is None or d is None else min(d, depth) for d in depths]
+    return list(dict.fromkeys(depths))
+
+
+def _ffd_if_small(counts: np.ndarray, limits, time_limit=None) -> tuple[Placed | None, None]:
     """``ffd``'s plan where the histogram has few cells (its cost grows with cells times packs)."""
-    return ffd(counts, limits, seed=0)[0] if np.count_nonzero(counts) <= _FFD_CELLS else None
+    return (ffd(counts, limits, seed=0)[0] if np.count_nonzero(counts) <= _FFD_CELLS else None), None
