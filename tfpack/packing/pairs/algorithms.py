@@ -12,10 +12,11 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   first (`_first_fit`).
 - ``optimal``: candidates in turn, until one is within 0.1% of the bound or
   the time is up: templates planned by the one-length ``optimal`` on the side
-  whose tokens bind first, at a few depths (`_template_depths`), the other
-  side fitted into them and repaired (`_templates`); the same from the other
-  side; templates on a blend of both lengths (`_blend`); ``ffd`` on small
-  histograms. The best plan, with the
+  whose tokens bind first, a little deeper than the pairs a pack must hold
+  (`_template_depths`), the other side fitted into them and repaired
+  (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
+  of both lengths (`_blend`); the other side's templates; both sides at the
+  other depths. The best plan, with the
   strongest of `bounds` and both one-length LP bounds.
 
 >>> import numpy as np
@@ -49,8 +50,8 @@ _REGISTRY: dict[str, Callable] = {}
 _TEMPLATE_SHARE = 0.3
 # `optimal` stops trying candidates at a plan within this factor of its bound.
 _CLOSE = 1.001
-# `optimal` tries `ffd` up to this many non-empty cells (20,000 cells took 10 s).
-_FFD_CELLS = 4096
+# `optimal` tries `ffd` up to this many non-empty cells (its scan costs cells x 4,096).
+_FFD_CELLS = 50_000
 
 
 def register(name: str):
@@ -107,9 +108,11 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     sides = [("input_lp", fill), ("target_lp", swapped)]
     if found["target_tokens"] > found["input_tokens"]:
         sides.reverse()  # the side that binds first: its templates are the likeliest to be best
-    tries = [(kind, functools.partial(make, depth=depth)) for kind, make in sides
-             for depth in _template_depths(counts, limits, max(found.values()))]
-    tries += [(None, blend), (None, _ffd_if_small)]
+    depths = _template_depths(counts, limits, max(found.values()))
+    # Most often best first: the binding side near its depth; then what wins where both bind.
+    tries = [(sides[0][0], functools.partial(sides[0][1], depth=depths[0])), (None, _ffd_if_small),
+             (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
+    tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]]
     best = None
     for kind, make in tries:
         share = None if time_limit is None else _TEMPLATE_SHARE * budget.left()
