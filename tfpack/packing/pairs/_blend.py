@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfpack.packing.pairs._first_fit import Groups, Placed, decreasing, first_fit
+from tfpack.packing.pairs._first_fit import Placed, refit
 from tfpack.packing.pairs._packs import cells
 
 SCALE = 2048  # S: the blend's resolution; rounding up costs at most depth / S of a pack
@@ -31,7 +31,7 @@ SCALE = 2048  # S: the blend's resolution; rounding up costs at most depth / S o
 def blend(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed, None]:
     """Pairs placed from blended-size templates (module notes); no bound."""
     from tfpack.packing.plans import plan  # noqa: PLC0415  (plans imports this package)
-    from tfpack.packing.pairs._templates import _drop_empty, _slots  # noqa: PLC0415
+    from tfpack.packing.pairs._templates import _slots  # noqa: PLC0415
 
     max_input, max_target, depth = limits
     a, b, n = cells(counts)
@@ -42,15 +42,7 @@ def blend(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed,
     packs = int(templates.counts.sum())
     pack, pa, pb = _assign(a, b, n, size, slot_pack, slot_size, limits, packs)
     keep = _fitting(pack, pa, pb, limits, packs)
-    left = np.zeros_like(counts)
-    np.add.at(left, (pa[~keep] - 1, pb[~keep] - 1), 1)
-    pack, pa, pb = pack[keep], pa[keep], pb[keep]
-    groups = Groups.of_packs((max_input, max_target, depth or max_input), pack, pa, pb, packs)
-    la, lb, ln = cells(left)
-    order = decreasing(la, lb, limits)
-    extra = first_fit(la[order], lb[order], ln[order], limits, groups)
-    return _drop_empty(Placed(np.concatenate([pack, extra.pack]), np.concatenate([pa, extra.a]),
-                              np.concatenate([pb, extra.b]), extra.packs)), None
+    return refit(Placed(pack, pa, pb, packs), keep, limits, counts.shape), None
 
 
 def _assign(a, b, n, size, slot_pack, slot_size, limits, packs):

@@ -26,6 +26,8 @@ import dataclasses
 
 import numpy as np
 
+from tfpack.packing.pairs._packs import cells
+
 _PRUNE_EVERY = 32  # cells between two removals of closed groups from the scan
 # Open groups a cell is tried in, first ones first: a scan costs O(groups) per cell, and
 # 20,000 cells x 100,000 groups took 10-40 s; the first 4,096 are where first fit looks first.
@@ -162,6 +164,23 @@ def _open(groups: Groups, a: np.ndarray, b: np.ndarray, max_input: int) -> np.nd
     room = groups.room[:, :groups.size]
     return np.flatnonzero((room[2] > 0) & (groups.count[:groups.size] > 0)
                           & (fewest[np.minimum(room[0], max_input)] <= room[1]))
+
+
+def refit(placed: Placed, keep: np.ndarray, limits, shape) -> Placed:
+    """The pairs not kept, first fit decreasing into the room the kept ones leave, then new packs.
+
+    Pack ids are renumbered ``0..P-1`` over the packs that hold a pair.
+    """
+    left = np.zeros(shape, dtype=np.int64)
+    np.add.at(left, (placed.a[~keep] - 1, placed.b[~keep] - 1), 1)
+    pack, a, b = placed.pack[keep], placed.a[keep], placed.b[keep]
+    groups = Groups.of_packs((limits[0], limits[1], limits[2] or limits[0]), pack, a, b, placed.packs)
+    la, lb, ln = cells(left)
+    order = decreasing(la, lb, limits)
+    extra = first_fit(la[order], lb[order], ln[order], limits, groups)
+    used, pack = np.unique(np.concatenate([pack, extra.pack]), return_inverse=True)
+    return Placed(pack.reshape(-1).astype(np.int64), np.concatenate([a, extra.a]),
+                  np.concatenate([b, extra.b]), int(used.size))
 
 
 def decreasing(a: np.ndarray, b: np.ndarray, limits) -> np.ndarray:

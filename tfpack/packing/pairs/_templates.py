@@ -30,8 +30,7 @@ import math
 
 import numpy as np
 
-from tfpack.packing.pairs._first_fit import Groups, Placed, decreasing, first_fit
-from tfpack.packing.pairs._packs import cells
+from tfpack.packing.pairs._first_fit import Placed, refit
 
 
 def fill(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, int | None]:
@@ -49,19 +48,11 @@ def fill(counts: np.ndarray, limits, time_limit: float | None, depth="limit") ->
     pack, a, b = _assign(counts, slot_pack, slot_length)
     packs = int(templates.counts.sum())
     keep = _fitting(pack, b, max_target, packs)
-    left = np.zeros_like(counts)
-    np.add.at(left, (a[~keep] - 1, b[~keep] - 1), 1)
-    pack, a, b = pack[keep], a[keep], b[keep]
-    groups = Groups.of_packs((max_input, max_target, limit or max_input), pack, a, b, packs)
-    la, lb, ln = cells(left)
-    order = decreasing(la, lb, limits)
-    extra = first_fit(la[order], lb[order], ln[order], limits, groups)
-    placed = Placed(np.concatenate([pack, extra.pack]), np.concatenate([a, extra.a]),
-                    np.concatenate([b, extra.b]), extra.packs)
+    placed = refit(Placed(pack, a, b, packs), keep, limits, counts.shape)
     bound = templates.metrics["lower_bound_packs"]
     if depth != limit:
-        return _drop_empty(placed), None
-    return _drop_empty(placed), math.ceil(bound - 1e-6 * max(1.0, bound))
+        return placed, None
+    return placed, math.ceil(bound - 1e-6 * max(1.0, bound))
 
 
 def swapped(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, int | None]:
@@ -135,9 +126,3 @@ def _fitting(pack: np.ndarray, b: np.ndarray, max_target: int, packs: int) -> np
         inside = (at < rows.size)
         inside[inside] = pack[rows[at[inside]]] == owners[inside]
         keep[rows[np.where(inside, at, last)]] = False
-
-
-def _drop_empty(placed: Placed) -> Placed:
-    """Pack ids renumbered 0..P-1 over the packs that hold a pair."""
-    used, pack = np.unique(placed.pack, return_inverse=True)
-    return Placed(pack.reshape(-1).astype(np.int64), placed.a, placed.b, int(used.size))
