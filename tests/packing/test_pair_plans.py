@@ -162,3 +162,37 @@ def test_json_round_trip_and_refusals():
         PairPackingPlan.from_json(json.dumps(data))
     with pytest.raises(TfpackError, match=r"format='tfpack-pair-plan'.*Received: format='tfpack-plan'"):
         PairPackingPlan.from_json(json.dumps({**json.loads(p.to_json()), "format": "tfpack-plan"}))
+
+
+def test_either_row_closes_a_pack():
+    # (1, 3) pairs, Le=8, Ld=4: the inputs would take 8 a pack, the targets allow one.
+    for algorithm in ALGORITHMS:
+        p = plan(counts_of([(1, 3)] * 3, (8, 4)), max_length=(8, 4), max_sequences_per_pack=None,
+                 algorithm=algorithm, time_limit=None)
+        assert p.strategies == [((1, 3),)] and p.counts.tolist() == [3]
+
+
+def test_assign_places_every_example_in_a_pack_of_its_plan():
+    rng = np.random.default_rng(1)
+    inputs, targets = rng.integers(1, 40, 2_000), rng.integers(1, 12, 2_000)
+    counts = np.zeros((64, 16), dtype=np.int64)
+    np.add.at(counts, (inputs - 1, targets - 1), 1)
+    p = plan(counts, max_length=(64, 16), max_sequences_per_pack=4, algorithm="optimal", time_limit=None)
+    a = p.assign(inputs, targets, seed=5)
+    assert sorted(a.order.tolist()) == list(range(2_000)) and a.num_packs == p.metrics["packs"]
+    packs = {}
+    for k in range(a.num_packs):
+        pairs = tuple(zip(inputs[a.pack(k)].tolist(), targets[a.pack(k)].tolist()))
+        assert pairs == tuple(sorted(pairs, reverse=True))  # largest pair first, as the strategy
+        packs[pairs] = packs.get(pairs, 0) + 1
+    assert packs == dict(zip(p.strategies, p.counts.tolist()))
+    assert not np.array_equal(a.order, p.assign(inputs, targets, seed=6).order)
+    np.testing.assert_array_equal(a.order, p.assign(inputs, targets, seed=5).order)
+
+
+def test_assign_refuses_pairs_the_plan_has_no_slot_for():
+    p = plan(counts_of([(6, 1), (2, 3)], (8, 4)), max_length=(8, 4), max_sequences_per_pack=2)
+    with pytest.raises(TfpackError, match=r"Received: 2 pairs of input length 6 and target length 1, for 1 slots"):
+        p.assign(np.array([6, 6]), np.array([1, 1]))
+    with pytest.raises(TfpackError, match=r"Received: pair 0 = \(9, 1\)"):
+        p.assign(np.array([9]), np.array([1]))

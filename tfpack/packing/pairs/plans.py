@@ -36,6 +36,7 @@ from tfpack.packing.histograms import (
 )
 from tfpack.packing.pairs import algorithms
 from tfpack.packing.pairs._packs import strategies_of
+from tfpack.packing.pairs.assignment import assign_pairs
 from tfpack.packing.pairs.checks import check_pair_plan
 from tfpack.packing.pairs.metrics import compute_pair_metrics
 
@@ -129,6 +130,10 @@ class PairPackingPlan:
                                        lower_bound_packs=stored.get("lower_bound_packs"),
                                        lower_bound_kind=stored.get("lower_bound_kind"))
         return cls(max_length, depth, str(data["algorithm"]), histogram, strategies, counts, metrics)
+
+    def assign(self, input_lengths, target_lengths, seed: int = 0):
+        """Map concrete pairs to packs; see `tfpack.packing.pairs.assignment`."""
+        return assign_pairs(self, input_lengths, target_lengths, seed=seed)
 
     def summary(self) -> str:
         """Two readable lines: the limits and the packs against the bound."""
