@@ -12,8 +12,8 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   first (`_first_fit`).
 - ``optimal``: candidates in turn, until one is within 0.1% of the bound or
   the time is up: templates planned by the one-length ``optimal`` on the side
-  whose tokens bind first, a little deeper than the pairs a pack must hold
-  (`_template_depths`), the other side fitted into them and repaired
+  whose tokens bind first, one deeper than the pairs a pack must hold and
+  at that (`_template_depths`), the other side fitted into them and repaired
   (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
   of both lengths (`_blend`); the other side's templates; both sides at the
   other depths. The best plan, with the
@@ -110,9 +110,10 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
         sides.reverse()  # the side that binds first: its templates are the likeliest to be best
     depths = _template_depths(counts, limits, max(found.values()))
     # Most often best first: the binding side near its depth; then what wins where both bind.
-    tries = [(sides[0][0], functools.partial(sides[0][1], depth=depths[0])), (None, _ffd_if_small),
-             (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
-    tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]]
+    tries = [(sides[0][0], functools.partial(sides[0][1], depth=depth)) for depth in depths[:2]]
+    tries += [(None, _ffd_if_small), (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
+    tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
+              if (kind, depth) != (sides[0][0], depths[1])]
     best = None
     for kind, make in tries:
         share = None if time_limit is None else _TEMPLATE_SHARE * budget.left()
