@@ -196,3 +196,17 @@ def test_assign_refuses_pairs_the_plan_has_no_slot_for():
         p.assign(np.array([6, 6]), np.array([1, 1]))
     with pytest.raises(TfpackError, match=r"Received: pair 0 = \(9, 1\)"):
         p.assign(np.array([9]), np.array([1]))
+
+
+@pytest.mark.parametrize("name", [
+    "tfpack.packing.pairs", "tfpack.packing.pairs.plans", "tfpack.packing.pairs.assignment",
+    "tfpack.packing.pairs.metrics", "tfpack.packing.pairs.bounds", "tfpack.packing.pairs.checks",
+    "tfpack.packing.pairs.algorithms", "tfpack.packing.pairs._packs", "tfpack.packing.pairs._first_fit",
+    "tfpack.packing.pairs._templates", "tfpack.packing.pairs._blend",
+])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted and not result.failed
