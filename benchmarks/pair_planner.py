@@ -21,7 +21,7 @@ fit decreasing; skipped past 20,000 non-empty cells, where it takes over 10 s),
 CPU seconds (`time.process_time`) of each. Then the worst case.
 
 Run:
-    cd benchmarks && python pair_planner.py [--quick]
+    cd benchmarks && python pair_planner.py [--quick] [--time-limit none] [--only docstrings,debian]
 """
 
 from __future__ import annotations
@@ -70,20 +70,20 @@ def joint(pairs: np.ndarray, limits, repeat: int = 1) -> np.ndarray:
     return counts * repeat
 
 
-def timed(counts, limits, depth, algorithm):
+def timed(counts, limits, depth, algorithm, time_limit=1.0):
     start = time.process_time()
-    p = plan(counts, max_length=limits, max_sequences_per_pack=depth, algorithm=algorithm)
+    p = plan(counts, max_length=limits, max_sequences_per_pack=depth, algorithm=algorithm, time_limit=time_limit)
     return p, time.process_time() - start
 
 
-def run_case(name, counts, limits, depth):
+def run_case(name, counts, limits, depth, time_limit):
     row = {"case": name, "Le/Ld": f"{limits[0]}/{limits[1]}", "K": depth, "pairs": int(counts.sum()),
            "cells": int(np.count_nonzero(counts))}
     greedy, row["greedy s"] = timed(counts, limits, depth, "greedy")
     if row["cells"] <= FFD_CELLS:
         ffd, row["ffd s"] = timed(counts, limits, depth, "ffd")
         row["ffd"] = ffd.metrics["packs"]
-    optimal, row["optimal s"] = timed(counts, limits, depth, "optimal")
+    optimal, row["optimal s"] = timed(counts, limits, depth, "optimal", time_limit)
     m = optimal.metrics
     row.update(greedy=greedy.metrics["packs"], optimal=m["packs"], bound=m["lower_bound_packs"],
                kind=m["lower_bound_kind"], gap=m["packs"] / m["lower_bound_packs"] - 1,
@@ -92,14 +92,18 @@ def run_case(name, counts, limits, depth):
     return row
 
 
-def cases(quick: bool):
+def cases(quick: bool, only: list[str]):
     n = 100_000 if quick else 1_000_000
     for limits in LIMITS[:1] if quick else LIMITS:
         for family in FAMILIES:
+            if only and family not in only:
+                continue
             counts = joint(generated(family, limits, n, seed=sum(limits)), limits)
             for depth in DEPTHS:
                 yield family, counts, limits, depth
     for corpus in ("debian", "docstrings", "squad_like"):
+        if only and corpus not in only:
+            continue
         pairs = pair_corpora.pairs(corpus)
         if pairs is None:
             print(f"{corpus}: source missing, skipped", file=sys.stderr)
@@ -129,10 +133,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1e5 pairs, 512/128 only")
     parser.add_argument("--output", default=str(RESULTS))
+    parser.add_argument("--time-limit", default="1", help="optimal's time_limit in CPU seconds, or 'none'")
+    parser.add_argument("--only", default="", help="comma-separated families/corpora (default: all)")
     args = parser.parse_args()
+    time_limit = None if args.time_limit == "none" else float(args.time_limit)
     rows = []
-    for name, counts, limits, depth in cases(args.quick):
-        rows.append(run_case(name, counts, limits, depth))
+    for name, counts, limits, depth in cases(args.quick, [x for x in args.only.split(",") if x]):
+        rows.append(run_case(name, counts, limits, depth, time_limit))
         r = rows[-1]
         print(f"{name:18} {r['Le/Ld']:9} K={depth:<3} greedy {r['greedy']:>9,} ffd {r.get('ffd', 0):>9,} "
               f"optimal {r['optimal']:>9,} bound {r['bound']:>9,} gap {100 * r['gap']:6.3f}% "
@@ -143,8 +150,9 @@ def main() -> None:
     text = [
         "# Two-length planner (`plan(counts, max_length=(Le, Ld), ...)`) vs its bound and seqio's greedy",
         "",
-        f"`cd benchmarks && python pair_planner.py{' --quick' if args.quick else ''}` "
-        f"({time.strftime('%Y-%m-%d')}, CPU seconds by `time.process_time`, default `time_limit=1`).",
+        f"`cd benchmarks && python {' '.join(sys.argv)}` "
+        f"({time.strftime('%Y-%m-%d')}, CPU seconds by `time.process_time`, `optimal` with "
+        f"`time_limit={time_limit}`).",
         "",
         table(rows),
         "",
