@@ -30,6 +30,10 @@ MODULES = [
     "tfpack.packing.algorithms._groups",
     "tfpack.packing.algorithms._rounding",
     "tfpack.packing.algorithms.optimal",
+    "tfpack.packing.algorithms._tuning",
+    "tfpack.packing.algorithms._column_generation",
+    "tfpack.packing.algorithms._lp_plan",
+    "tfpack.packing.algorithms._paths",
     "tfpack.packing.algorithms._pairs",
 ]
 
