@@ -193,7 +193,12 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # against it. Where the tokens bind, only the plan: the rounded-down LP's
     # bound was never above the simple ones there (on the suite, branches
     # planner2-planner3), and the plan gains from its time (docs/packing.md).
-    order = ((True, 1.0),) if tokens_bind else ((False, 0.5), (True, 1.0))
+    # Where the best plan is far above the simple bounds (`Tuning.PROVE_ABOVE`), they may be
+    # what is loose (lengths just over L / 3 pair at most, which no simple bound sees): the
+    # bound first there too (issue 35: the worst gap of benchmarks/planners_long_context.py
+    # from 17.8% to 0.91%).
+    prove = not tokens_bind or search.packs > search.bound * (1 + Tuning.PROVE_ABOVE)
+    order = ((False, 0.5), (True, 1.0)) if prove else ((True, 1.0),)
     for up, share in order:
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:

@@ -94,6 +94,13 @@ class Tuning:
     BALANCED_ROWS = 896
     BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
     PROVE_GAP = 1e-3  # below MANY_LENGTHS, no grouped plan this far above the bound
+    # Where the tokens bind, the rounded-down grouped LP (a bound) runs first only when the
+    # best plan so far is this far above the simple bounds: below, it was never above them
+    # on the suite; above, they can be loose (stretched documents of about 0.45 L at
+    # L=16,384 depth 16: the token bound 10.4% below the plan, this LP's 0.008%). Where it
+    # proves nothing, the plan loses its time: +4 to +85 packs (at most 0.04%) on
+    # benchmarks/planners_long_context.py and the stored plans of test_optimal_plans.
+    PROVE_ABOVE = 0.01
     GROUP_ROWS = 512  # lengths (groups) of their LPs at most
     TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
     UNIT_ROWS = 1024  # rows in units of tokens (`in_units`): pricing stays cheap
