@@ -36,7 +36,7 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import planners_corpora  # noqa: E402  (benchmarks/planners_corpora.py)
-import planners_suite  # noqa: E402  (benchmarks/planners_suite.py: run_plan)
+import planners_suite  # noqa: E402  (benchmarks/planners_suite.py: run_plan, write)
 
 MAX_LENGTHS = (12288, 16384)
 DEPTHS = (4, 6, 8, 12, 16)
@@ -91,16 +91,13 @@ def main(argv=None) -> int:
             print(index, L, depth, row["sequences"], metrics["packs"],
                   metrics["lower_bound_packs"], metrics.get("lower_bound_kind"), f"{gap:.4%}",
                   f"{metrics['cpu_seconds']:.2f}", flush=True)
-    text = report(rows, args)
-    pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(args.output).write_text(text)
-    print(text)
+    planners_suite.write(report(rows, args), args.output)
     return 0
 
 
 def report(rows, args) -> str:
     command = " ".join([".venv/bin/python", "benchmarks/planners_long_context.py", *sys.argv[1:]])
-    lines = [f"# `optimal`'s bound on long contexts (`benchmarks/planners_long_context.py`)", "",
+    lines = ["# `optimal`'s bound on long contexts (`benchmarks/planners_long_context.py`)", "",
              f"Command: `{command}`",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, shared with other jobs "
              f"(load average {os.getloadavg()[0]:.1f} at the end). Time limit "

@@ -241,6 +241,15 @@ def test_quick_bounds_never_exceed_the_true_optimum(instance):
         assert result.lower_bound_packs <= best <= result.counts.sum()
 
 
+def groups_everywhere(patch) -> None:
+    """Length groups (a few lengths each) on every histogram, the search going on at its bound."""
+    patch.setattr(_paths.Search, "done", lambda self: False)
+    patch.setattr(Tuning, "GROUPED_LENGTHS", 1)
+    patch.setattr(Tuning, "MANY_LENGTHS", 2)
+    patch.setattr(Tuning, "GROUP_ROWS", 4)
+    patch.setattr(Tuning, "BALANCED_ROWS", 3)
+
+
 @settings(max_examples=60, deadline=None)
 @given(tiny_instances(), st.sampled_from([None, 0.0]))
 def test_grouped_paths_bound_and_plan_tiny_histograms_correctly(instance, time_limit):
@@ -250,11 +259,7 @@ def test_grouped_paths_bound_and_plan_tiny_histograms_correctly(instance, time_l
     shortcut)."""
     histogram, max_length, max_sequences_per_pack = instance
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_paths.Search, "done", lambda self: False)
-        patch.setattr(Tuning, "GROUPED_LENGTHS", 1)
-        patch.setattr(Tuning, "MANY_LENGTHS", 2)
-        patch.setattr(Tuning, "GROUP_ROWS", 4)
-        patch.setattr(Tuning, "BALANCED_ROWS", 3)
+        groups_everywhere(patch)
         result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0,
                               time_limit=time_limit)
     assert_valid(result, histogram, max_length, max_sequences_per_pack)

@@ -16,6 +16,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from test_groups import groups_everywhere
 from test_optimal import assert_valid, brute_force_packs, make_histogram
 from tfpack.packing.algorithms import _bounds, _paths, optimal
 from tfpack.packing.algorithms._tuning import Tuning
@@ -60,12 +61,8 @@ def test_grouped_lp_bound_where_the_tokens_bind_never_exceeds_the_optimum(instan
     of a few lengths): its bound is never above the exact optimum."""
     histogram, max_length, depth = instance
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_paths.Search, "done", lambda self: False)
+        groups_everywhere(patch)
         patch.setattr(Tuning, "PROVE_ABOVE", 0.0)
-        patch.setattr(Tuning, "GROUPED_LENGTHS", 1)
-        patch.setattr(Tuning, "MANY_LENGTHS", 2)
-        patch.setattr(Tuning, "GROUP_ROWS", 4)
-        patch.setattr(Tuning, "BALANCED_ROWS", 3)
         result = optimal.pack(histogram, max_length, depth, seed=0, time_limit=None)
     assert_valid(result, histogram, max_length, depth)
     best = brute_force_packs(histogram, max_length, depth)
