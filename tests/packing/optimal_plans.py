@@ -8,10 +8,11 @@ number of strategies, its bound and the bound's kind (readable in a diff); the
 plans themselves come back by running this file on 6f424c4 (with
 ``PYTHONPATH=.``, so that it imports this tree's tfpack). Three were written
 again on purpose when the rounded-down grouped LP started to run first where
-best fit is over 1% above the simple bounds (issue 35, `Tuning.PROVE_ABOVE`):
-lognormal-2048-d16 274,980 -> 274,984 packs, zipf-2048-d32 224,848 -> 224,859,
-spikes-8192-d8 401,280 -> 401,291 (that LP proved nothing above the token bound
-there and took time from the plan); the others are still 6f424c4's.
+best fit is over 1% above the simple bounds (issue 35, `Tuning.PROVE_ABOVE`,
+with `Tuning.PROVE_SHARE` of the time): lognormal-2048-d16 274,980 packs as
+before (another plan), zipf-2048-d32 224,848 -> 224,857, spikes-8192-d8
+401,280 -> 401,290 (that LP proved nothing above the token bound there and took
+time from the plan); the others are still 6f424c4's.
 
 `optimal` is budget-driven by CPU time, so a plan under ``time_limit=1`` depends
 on how fast the machine ran. Two kinds of case make it deterministic:

@@ -195,10 +195,14 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # planner2-planner3), and the plan gains from its time (docs/packing.md).
     # Where the best plan is far above the simple bounds (`Tuning.PROVE_ABOVE`), they may be
     # what is loose (lengths just over L / 3 pair at most, which no simple bound sees): the
-    # bound first there too (issue 35: the worst gap of benchmarks/planners_long_context.py
-    # from 17.8% to 0.91%).
-    prove = not tokens_bind or search.packs > search.bound * (1 + Tuning.PROVE_ABOVE)
-    order = ((False, 0.5), (True, 1.0)) if prove else ((True, 1.0),)
+    # bound first there too, with less of the time (issue 35: the worst gap of
+    # benchmarks/planners_long_context.py from 17.8% to under 1%).
+    if not tokens_bind:
+        order = ((False, 0.5), (True, 1.0))
+    elif search.packs > search.bound * (1 + Tuning.PROVE_ABOVE):
+        order = ((False, Tuning.PROVE_SHARE), (True, 1.0))
+    else:
+        order = ((True, 1.0),)
     for up, share in order:
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
