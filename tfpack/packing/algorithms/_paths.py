@@ -222,9 +222,11 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
             plan_up(search, histogram, lengths, demand, length, max_sequences_per_pack, simple,
                     starts, unit, budget.share(share))
             continue
+        # Its first round runs to its end where its size is bounded (`_column_generation.small`):
+        # cut by the budget, it proved nothing above the simple bounds on long contexts
+        # (stretched L=16,384 depth 4: 5.69% below the plan, 0.13% with its first round).
         _, bound = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
-                                 dives=False, budget=budget.share(share),
-                                 first_round=not tokens_bind)
+                                 dives=False, budget=budget.share(share))
         search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
     if tokens_bind and not few_lengths:
         refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
