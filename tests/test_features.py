@@ -180,7 +180,7 @@ def test_validation_reads_dimensions_from_the_contract():
 
 def test_design_doc_table_matches_the_contract():
     design = (ROOT.parent / "docs" / "DESIGN.md").read_text()
-    rows = re.findall(r"^\| `(\w+)` \| (\w+) \[(\w)\] \| (\w+)(?: \((\w+)\))? \| ([-\d.]+) \|",
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \[(\w+)\] \| (\w+)(?: \((\w+)\))? \| ([-\d.]+) \|",
                       design, re.M)
     documented = {(name, task or None): (dtype, dim, role, float(pad))
                   for name, dtype, dim, role, task, pad in rows}

@@ -38,6 +38,7 @@ An adapter is one module here whose class is decorated with
 | GPT-2 and OPT | `GPT2Backbone`, `OPTBackbone` | `KerasHubGPT` |
 | GPT-NeoX | `GPTNeoXBackbone` | `KerasHubGPTNeoX` |
 | ALiBi decoders (ALiBi from positions inside each sequence) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
+| T5 encoder-decoders (pair packs; relative buckets per sequence) | `T5Backbone` | `KerasHubT5` |
 
 Backbones whose computation crosses sequence boundaries in a way a mask
 cannot stop (recurrent state, Fourier mixing), encoder-decoders and
@@ -73,7 +74,9 @@ from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
 from tfpack.models.keras_hub.phi3 import KerasHubPhi3
 from tfpack.models.keras_hub.refusals import refusal
 from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
+from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
+from tfpack.models.keras_hub.t5 import KerasHubT5
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 
 
@@ -163,7 +166,9 @@ __all__ = [
     "KerasHubGptOss",
     "KerasHubPhi3",
     "KerasHubRoformerV2",
+    "KerasHubSeq2SeqBackbone",
     "KerasHubSmolLM3",
+    "KerasHubT5",
     "KerasHubXLNet",
     "adapters",
     "from_keras_hub",

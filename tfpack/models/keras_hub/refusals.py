@@ -39,7 +39,6 @@ REASONS = {
                     "pack, and a per-sequence transform would need "
                     "sequence-sized FFTs inside each row",
     "BartBackbone": f"BART {_SEQ2SEQ}",
-    "T5Backbone": f"T5 {_SEQ2SEQ}",
     "T5GemmaBackbone": f"T5Gemma {_SEQ2SEQ}",
     "T5Gemma2Backbone": f"T5Gemma 2 {_SEQ2SEQ}",
     "EdRecBackbone": f"EdRec {_SEQ2SEQ}",
@@ -61,10 +60,10 @@ REASONS = {
 def refusal(backbone):
     """The `TfpackError` for a refused `backbone`, or None.
 
-    >>> class T5Backbone:  # Stands in for keras_hub.models.T5Backbone.
+    >>> class EdRecBackbone:  # Stands in for keras_hub.models.EdRecBackbone.
     ...     pass
-    >>> print(refusal(T5Backbone()))  # doctest: +ELLIPSIS
-    tfpack cannot pack T5Backbone: T5 is an encoder-decoder: ...
+    >>> print(refusal(EdRecBackbone()))  # doctest: +ELLIPSIS
+    tfpack cannot pack EdRecBackbone: EdRec is an encoder-decoder: ...
     >>> refusal(object()) is None
     True
     """
