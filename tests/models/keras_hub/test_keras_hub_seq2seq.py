@@ -28,6 +28,9 @@ FAMILIES = {
         vocabulary_size=VOCAB, num_layers=1, num_heads=2, hidden_dim=8,
         intermediate_dim=16, dropout=0.0, use_gated_activation=False,
         tie_embedding_weights=False),
+    "bart": lambda: keras_hub.models.BartBackbone(
+        vocabulary_size=VOCAB, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, dropout=0.0, max_sequence_length=LE),
 }
 
 

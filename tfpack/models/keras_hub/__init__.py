@@ -39,6 +39,7 @@ An adapter is one module here whose class is decorated with
 | GPT-NeoX | `GPTNeoXBackbone` | `KerasHubGPTNeoX` |
 | ALiBi decoders (ALiBi from positions inside each sequence) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
 | T5 encoder-decoders (pair packs; relative buckets per sequence) | `T5Backbone` | `KerasHubT5` |
+| BART (pair packs; learned positions per sequence) | `BartBackbone` | `KerasHubBart` |
 
 Backbones whose computation crosses sequence boundaries in a way a mask
 cannot stop (recurrent state, Fourier mixing), encoder-decoders and
@@ -61,6 +62,7 @@ from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.alibi import KerasHubAlibiDecoder
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.bart import KerasHubBart
 from tfpack.models.keras_hub.base import adapters
 from tfpack.models.keras_hub.deberta import KerasHubDeberta
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
@@ -154,6 +156,7 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
 __all__ = [
     "KerasHubAlibiDecoder",
     "KerasHubBackbone",
+    "KerasHubBart",
     "KerasHubCausalBackbone",
     "KerasHubDeberta",
     "KerasHubESM",
