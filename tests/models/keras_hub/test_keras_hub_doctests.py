@@ -16,7 +16,8 @@ MODULES = ["tfpack.models.keras_hub", "tfpack.models.keras_hub.base",
            "tfpack.models.keras_hub.deberta", "tfpack.models.keras_hub.roformer",
            "tfpack.models.keras_hub.esm", "tfpack.models.keras_hub.xlnet",
            "tfpack.models.keras_hub.refusals", "tfpack.models.keras_hub.seq2seq",
-           "tfpack.models.keras_hub.t5", "tfpack.models.keras_hub.bart"]
+           "tfpack.models.keras_hub.t5", "tfpack.models.keras_hub.bart",
+           "tfpack.models.keras_hub.t5gemma"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -31,6 +31,16 @@ FAMILIES = {
     "bart": lambda: keras_hub.models.BartBackbone(
         vocabulary_size=VOCAB, num_layers=2, num_heads=2, hidden_dim=8,
         intermediate_dim=16, dropout=0.0, max_sequence_length=LE),
+    # Sliding windows (2) shorter than the targets, grouped queries, soft caps.
+    "t5gemma": lambda: keras_hub.models.T5GemmaBackbone(
+        vocabulary_size=VOCAB, encoder_hidden_dim=8, encoder_intermediate_dim=16,
+        encoder_num_layers=2, encoder_num_attention_heads=2, encoder_num_key_value_heads=1,
+        encoder_head_dim=4, encoder_layer_types=["sliding_attention", "full_attention"],
+        decoder_hidden_dim=8, decoder_intermediate_dim=16, decoder_num_layers=2,
+        decoder_num_attention_heads=2, decoder_num_key_value_heads=1, decoder_head_dim=4,
+        decoder_layer_types=["sliding_attention", "full_attention"], sliding_window=2,
+        dropout_rate=0.0, attention_dropout=0.0, attn_logit_softcapping=5.0,
+        final_logit_softcapping=3.0),
 }
 
 
@@ -61,22 +71,29 @@ def _weights(seed, length, width):
     return tf.constant(np.random.default_rng(seed).normal(size=(length, width)), tf.float32)
 
 
+def _loss(outputs, row, tokens, pair):
+    """A fixed random linear function of one pair's outputs (`tokens`: per
+    output, the pair's token indices in `row`)."""
+    total = 0.0
+    for seed, (name, index) in enumerate(sorted(tokens.items())):
+        values = outputs[name][row]
+        values = values[index] if isinstance(index, slice) else tf.gather(values, index)
+        total += tf.reduce_sum(values * _weights(100 * seed + pair, *values.shape))
+    return total
+
+
 def check_pairs_alone(backbone, adapter, pairs=PAIRS, le=LE, ld=LD):
     """Outputs and gradients of the packed adapter == the backbone per pair."""
     packs = pack_pairs(pairs, max_encoder_length=le, max_decoder_length=ld)
     assert packs["sequence_mask"].sum() == len(pairs) and len(packs["example_ids"]) < len(pairs)
     where = _where(packs)
     inputs = {k: tf.constant(v) for k, v in packs.items() if k in adapter.input_features}
-    width = adapter.hidden_dim
     variables = backbone.trainable_variables
     with tf.GradientTape() as tape:
         out = adapter(inputs)
-        packed_loss = 0.0
-        for i, (row, enc, dec) in where.items():
-            packed_loss += tf.reduce_sum(tf.gather(out["encoder_sequence_output"][row], enc)
-                                         * _weights(i, len(enc), width))
-            packed_loss += tf.reduce_sum(tf.gather(out["decoder_sequence_output"][row], dec)
-                                         * _weights(100 + i, len(dec), width))
+        packed_loss = sum(
+            _loss(out, row, {"encoder_sequence_output": enc, "decoder_sequence_output": dec}, i)
+            for i, (row, enc, dec) in where.items())
     packed_grads = tape.gradient(packed_loss, variables)
     alone_grads = [tf.zeros_like(v) for v in variables]
     scale = 0.0
@@ -84,9 +101,8 @@ def check_pairs_alone(backbone, adapter, pairs=PAIRS, le=LE, ld=LD):
         row, enc, dec = where[i]
         with tf.GradientTape() as tape:
             ref = _alone(backbone, encoder_ids, decoder_ids)
-            loss = (tf.reduce_sum(ref["encoder_sequence_output"][0] * _weights(i, len(enc), width))
-                    + tf.reduce_sum(ref["decoder_sequence_output"][0]
-                                    * _weights(100 + i, len(dec), width)))
+            loss = _loss(ref, 0, {"encoder_sequence_output": slice(None),
+                                  "decoder_sequence_output": slice(None)}, i)
         grads = tape.gradient(loss, variables)
         alone_grads = [a if g is None else a + tf.convert_to_tensor(g)
                        for a, g in zip(alone_grads, grads)]

@@ -40,6 +40,7 @@ An adapter is one module here whose class is decorated with
 | ALiBi decoders (ALiBi from positions inside each sequence) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
 | T5 encoder-decoders (pair packs; relative buckets per sequence) | `T5Backbone` | `KerasHubT5` |
 | BART (pair packs; learned positions per sequence) | `BartBackbone` | `KerasHubBart` |
+| T5Gemma (pair packs; rotary angles and the decoder's sliding windows per sequence) | `T5GemmaBackbone` | `KerasHubT5Gemma` |
 
 Backbones whose computation crosses sequence boundaries in a way a mask
 cannot stop (recurrent state, Fourier mixing), encoder-decoders and
@@ -79,6 +80,7 @@ from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
 from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 from tfpack.models.keras_hub.t5 import KerasHubT5
+from tfpack.models.keras_hub.t5gemma import KerasHubT5Gemma
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 
 
@@ -172,6 +174,7 @@ __all__ = [
     "KerasHubSeq2SeqBackbone",
     "KerasHubSmolLM3",
     "KerasHubT5",
+    "KerasHubT5Gemma",
     "KerasHubXLNet",
     "adapters",
     "from_keras_hub",

@@ -38,7 +38,6 @@ REASONS = {
                     "whole row: every output depends on every token of the "
                     "pack, and a per-sequence transform would need "
                     "sequence-sized FFTs inside each row",
-    "T5GemmaBackbone": f"T5Gemma {_SEQ2SEQ}",
     "T5Gemma2Backbone": f"T5Gemma 2 {_SEQ2SEQ}",
     "EdRecBackbone": f"EdRec {_SEQ2SEQ}",
     "WhisperBackbone": "Whisper reads audio features, not token packs, and "
