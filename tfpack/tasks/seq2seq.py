@@ -70,6 +70,6 @@ SEQ2SEQ_LM = register(TaskSpec(
                 "weight of each decoder token's target (1.0 where it has one)",
                 source="ones"),
     ),
-    outputs={"logits": "decoder_token"},
+    outputs={"logits": "decoder_token", "log_likelihood": "sequence"},
     detect=None,  # Pair packs come from `tfpack.builders.seq2seq_examples`.
 ))

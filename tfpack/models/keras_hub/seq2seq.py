@@ -117,8 +117,8 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
     def logits(self, decoder_sequence_output):
         """Next-token logits `[B, Ld, vocabulary_size]`, float32: the keras-hub
         ``Seq2SeqLM``'s head (tied to the token embedding)."""
-        return ops.cast(self.backbone.token_embedding(decoder_sequence_output,
-                                                      reverse=True), "float32")
+        return ops.cast(self.token_embedding(decoder_sequence_output, reverse=True),
+                        "float32")
 
 
 def relative_positions(query_position_ids, key_position_ids):
