@@ -28,6 +28,8 @@ NOT_FEATURES = {
     "reset_positions": "a constructor flag",
     "tie_weights": "keras-hub ReversibleEmbedding attribute",
     "next_token_labels": "a function name",
+    "pair_attention_mask": "a function name",
+    "relative_positions": "a function name",
     "token_mask": "an output of the serve_sequences signatures",
     "start_ids": "a tokenizer argument (special tokens before a text)",
     "end_ids": "a tokenizer argument (special tokens after a text)",
