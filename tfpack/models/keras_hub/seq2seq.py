@@ -80,7 +80,7 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
                          **kwargs)
         self.decoder_mask = PackedAttentionMask(
             causal=True, mask_type="boolean", dtype=self.dtype_policy,
-            name="decoder_mask")
+            name="causal_pair_attention")
 
     def side(self, inputs, names):
         """`(ids, sequence_ids, position_ids)` of one row, int32, checked."""
