@@ -105,3 +105,21 @@ def test_generate_runs_on_weights_trained_packed():
                            "decoder_token_ids": d, "decoder_padding_mask": np.arange(8)[None] < 1},
                           stop_token_ids=None)
         assert out["decoder_token_ids"][0, :len(decoder_ids)].tolist() == decoder_ids
+
+
+def test_predict_scores_each_pair_in_input_order():
+    import tfpack
+
+    backbone = _backbone("bart")
+    model = Seq2SeqLM(from_keras_hub(backbone))
+    lm = keras_hub.models.BartSeq2SeqLM(backbone=backbone, preprocessor=None)
+    scores = tfpack.predict(model, [{"inputs": e, "targets": d} for e, d in PAIRS],
+                            max_length=(12, 10), max_sequences_per_pack=3, batch_size=1)
+    assert [len(x) for x in scores["logits"]] == [len(d) for _, d in PAIRS]
+    for i, pair in enumerate(PAIRS):  # batch_size=1: the pairs come back across batches.
+        _, total = _keras_hub_batch_loss(lm, [pair])
+        np.testing.assert_allclose(scores["log_likelihood"][i], -float(total), rtol=1e-5)
+    hidden = tfpack.predict(model.backbone, PAIRS, max_length=(12, 10), max_sequences_per_pack=3)
+    assert [h.shape for h in hidden["encoder_sequence_output"]] == [(len(e), 8) for e, _ in PAIRS]
+    with pytest.raises(TfpackError, match=r"Received: pair 0='ab'"):
+        tfpack.predict(model, ["ab"], max_length=(12, 10), max_sequences_per_pack=3)
