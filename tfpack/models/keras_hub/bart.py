@@ -45,6 +45,11 @@ class KerasHubBart(KerasHubSeq2SeqBackbone):
     """
 
     backbone_names = ("BartBackbone",)
+    family = "bart"
+
+    def layers(self):
+        return [*self.backbone.encoder_transformer_layers,
+                *self.backbone.decoder_transformer_layers]
 
     def _embed(self, ids, positions, side, training):
         b = self.backbone

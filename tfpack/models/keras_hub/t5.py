@@ -13,6 +13,7 @@ gets the pair mask.
 
 from keras import ops
 
+from tfpack.models.keras_hub import internals
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 from tfpack.models.keras_hub.seq2seq import additive
@@ -23,7 +24,7 @@ def relative_bias(attention, position_ids, allowed):
     """T5's position bias `[B, H, L, L]` from per-sequence positions, with the
     packed mask `allowed` folded in, for the stack whose first layer's
     self-attention is `attention` (a keras-hub `T5MultiHeadAttention`)."""
-    buckets = type(attention)._relative_position_bucket(
+    buckets = internals.private(type(attention), "_relative_position_bucket")(
         relative_positions(position_ids, position_ids),
         bidirectional=not attention.is_decoder,
         num_buckets=attention.relative_attention_buckets,
@@ -60,6 +61,11 @@ class KerasHubT5(KerasHubSeq2SeqBackbone):
     """
 
     backbone_names = ("T5Backbone",)
+    family = "t5"
+
+    def layers(self):
+        return [*self.backbone.encoder_transformer_layers,
+                *self.backbone.decoder_transformer_layers]
 
     def encode(self, encoder, masks, training):
         b = self.backbone

@@ -12,19 +12,18 @@ sequence and windowed by position distance in the decoder) and the pair
 mask for cross-attention, all as keras-hub's additive -1e9 masks.
 """
 
-import importlib
-
 from keras import ops
 
+from tfpack.models.keras_hub import internals
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 from tfpack.models.keras_hub.seq2seq import relative_positions
 
 
 def _repeat_kv(attention, states):
-    """keras-hub's grouped-query `repeat_kv` of `attention`'s module."""
-    module = importlib.import_module(type(attention).__module__)
-    return module.repeat_kv(states, attention.num_key_value_groups)
+    """keras-hub's grouped-query `repeat_kv` (T5Gemma's attention module)."""
+    repeat = internals.function(type(attention).__module__, "repeat_kv")
+    return repeat(states, attention.num_key_value_groups)
 
 
 def additive_mask(allowed, dtype):
@@ -38,8 +37,9 @@ def self_attention(attention, x, position_ids, mask, training):
     query = attention.rotary_embedding(attention.query_dense(x), positions=position_ids)
     key = attention.rotary_embedding(attention.key_dense(x), positions=position_ids)
     value = attention.value_dense(x)
-    output = attention._compute_attention(query, _repeat_kv(attention, key),
-                                          _repeat_kv(attention, value), mask, training)
+    compute = internals.private(attention, "_compute_attention")
+    output = compute(query, _repeat_kv(attention, key), _repeat_kv(attention, value), mask,
+                     training=training)
     return attention.output_dense(output)
 
 
@@ -83,6 +83,10 @@ class KerasHubT5Gemma(KerasHubSeq2SeqBackbone):
     """
 
     backbone_names = ("T5GemmaBackbone",)
+    family = "t5gemma"
+
+    def layers(self):
+        return [*self.backbone.encoder_layers, *self.backbone.decoder_layers]
 
     @property
     def hidden_dim(self):
