@@ -15,9 +15,9 @@ _STATE = ("carries a recurrent state along the whole row, so a sequence "
           "would start from the state its predecessor in the pack left; "
           "exact packing needs the state reset at every sequence start inside "
           "the recurrence, which tfpack does not have")
-_SEQ2SEQ = ("is an encoder-decoder: packing it needs encoder and decoder "
-            "packs paired sequence by sequence and a cross-attention mask "
-            "between them, which tfpack's packed features do not carry")
+_SEQ2SEQ = ("is an encoder-decoder without a pair adapter: tfpack packs "
+            "T5, BART and T5Gemma in pair packs (tfpack.tasks.seq2seq), and "
+            "this family would need its own adapter of them")
 _IMAGES = ("reads images (or video) with its text: packing it needs each "
            "packed sequence paired with its own image features, which "
            "tfpack's packed features do not carry")
@@ -61,7 +61,7 @@ def refusal(backbone):
     >>> class EdRecBackbone:  # Stands in for keras_hub.models.EdRecBackbone.
     ...     pass
     >>> print(refusal(EdRecBackbone()))  # doctest: +ELLIPSIS
-    tfpack cannot pack EdRecBackbone: EdRec is an encoder-decoder: ...
+    tfpack cannot pack EdRecBackbone: EdRec is an encoder-decoder without a pair adapter: ...
     >>> refusal(object()) is None
     True
     """
