@@ -19,7 +19,12 @@ the packed-trained weights.
 No pretrained T5 or tokenizer ships offline, so the model starts from random
 weights and its SentencePiece vocabulary is trained on the pairs; with a
 preset, use ``T5Seq2SeqLMPreprocessor.from_preset(...)`` and
-``T5Backbone.from_preset(...)``.
+``T5Backbone.from_preset(...)``. Measured here (1,099 docstrings: 999 trained,
+100 held out; ``Le=128``, ``Ld=48``, a 2,000-piece vocabulary; 600 updates of
+8 packs, 2 minutes on 2 shared CPU cores): first fit puts 2.2 pairs in a
+pack (encoder rows 95% full, decoder rows 70%), the held-out loss per target
+token falls from 7.89 (uniform over 2,000 pieces: 7.60) to 6.30, and
+keras-hub's greedy `generate()` starts its first lines with "Return the".
 
     python examples/seq2seq_t5.py [--steps 600]
 """

@@ -150,3 +150,46 @@ def test_segmented_attention_is_refused():
     with pytest.raises(TfpackError, match=r"Received: attention_implementation='segmented'"):
         from_keras_hub(FAMILIES["t5"](), attention_implementation="segmented",
                        max_sequences_per_pack=3, segment_length=8)
+
+
+_JAX_CHECK = """
+import keras, numpy as np
+assert keras.backend.backend() == "jax"
+import test_keras_hub_seq2seq as t
+from tfpack.builders import pack_pairs
+from tfpack.models import from_keras_hub
+pairs = t.PAIRS[:2]  # One pack of two pairs: every op compiles once per shape on JAX.
+for name in sorted(t.FAMILIES):
+    keras.utils.set_random_seed(0)
+    backbone = t.FAMILIES[name]()
+    packs = pack_pairs(pairs, max_encoder_length=t.LE, max_decoder_length=t.LD)
+    adapter = from_keras_hub(backbone)
+    out = adapter({k: packs[k] for k in adapter.input_features})
+    for i, (row, enc, dec) in t._where(packs).items():
+        ref = t._alone(backbone, *pairs[i])
+        for key, index in (("encoder_sequence_output", enc), ("decoder_sequence_output", dec)):
+            want = np.asarray(ref[key][0])
+            np.testing.assert_allclose(np.asarray(out[key][row])[index], want,
+                                       atol=t._tolerance(want), rtol=0, err_msg=name)
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_packed_pairs_equal_each_pair_alone_on_jax():
+    """The forward pass of every family, on Keras's JAX backend (a subprocess;
+    300 s on 2 loaded cores with all five pairs, so two of them)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    from jax_env import jax_env
+
+    here = pathlib.Path(__file__).parent
+    path = os.pathsep.join([str(here), str(here.parents[1]), str(here.parents[2])] + [
+        p for p in (os.environ.get("PYTHONPATH"),) if p])
+    done = subprocess.run([sys.executable, "-c", _JAX_CHECK], env=jax_env(PYTHONPATH=path),
+                          capture_output=True, text=True, timeout=600, cwd=here.parents[2])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout
