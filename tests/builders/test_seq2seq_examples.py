@@ -114,3 +114,11 @@ def test_framing_is_the_keras_hub_preprocessors(model):
     assert ours.tolist() == decoder.tolist()
     assert packs["decoder_labels"][0][:labels.size].tolist() == labels.tolist()
     assert packs["decoder_loss_weights"][0].sum() == labels.size
+
+
+def test_one_row_packing_refuses_the_pair_task():
+    import tfpack
+
+    with pytest.raises(TfpackError, match=r"use `tfpack.builders.seq2seq_examples`. "
+                                          r"Received: task='seq2seq_lm'"):
+        tfpack.data.FeatureRoles.get("seq2seq_lm")
