@@ -123,3 +123,17 @@ def test_predict_scores_each_pair_in_input_order():
     assert [h.shape for h in hidden["encoder_sequence_output"]] == [(len(e), 8) for e, _ in PAIRS]
     with pytest.raises(TfpackError, match=r"Received: pair 0='ab'"):
         tfpack.predict(model, ["ab"], max_length=(12, 10), max_sequences_per_pack=3)
+
+
+def test_keras_file_round_trip(tmp_path):
+    backbone = _backbone("t5")
+    model = Seq2SeqLM(from_keras_hub(backbone), lm_averaging="sequence")
+    packs = pack_pairs(PAIRS, max_encoder_length=12, max_decoder_length=10)
+    inputs = {k: packs[k] for k in model.input_features}
+    before = model(inputs)
+    model.save(tmp_path / "s2s.keras")
+    loaded = keras.saving.load_model(tmp_path / "s2s.keras")
+    assert type(loaded.backbone).__name__ == "KerasHubT5" and loaded.lm_averaging == "sequence"
+    after = loaded(inputs)
+    for name in before:
+        np.testing.assert_allclose(after[name], before[name], atol=1e-6)
