@@ -11,8 +11,9 @@ trainer's shape validation, the export signatures and the numpy packer of
 Keras.
 
 Dimensions: ``L`` = tokens per pack (max length), ``K`` = sequences per pack,
-``M`` = prediction slots per pack (masked LM); a batch adds a leading batch
-dimension.
+``M`` = prediction slots per pack (masked LM), ``Le`` and ``Ld`` = encoder
+and decoder tokens per pair pack (`tfpack.tasks.seq2seq`); a batch adds a
+leading batch dimension.
 
 Roles: ``"input"`` features are read by the model's forward pass (and are the
 export signature); ``"label"`` features are read only by a task's loss;
@@ -72,7 +73,8 @@ __all__ = [
 
 # Dimension symbol -> the packing option that sets it.
 DIMENSIONS = {"L": "max_length", "K": "max_sequences_per_pack",
-              "M": "max_predictions_per_pack"}
+              "M": "max_predictions_per_pack", "Le": "max_encoder_length",
+              "Ld": "max_decoder_length"}
 
 
 def table() -> tuple[Feature, ...]:
@@ -120,7 +122,7 @@ def dtype_of(name: str) -> str:
 
 
 def dimension_of(name: str, task: str | None = None) -> str | None:
-    """``"L"``, ``"K"``, ``"M"`` or ``None``; ``None`` also when ``name`` is
+    """``"L"``, ``"K"``, ``"M"``, ``"Le"``, ``"Ld"`` or ``None``; ``None`` also when ``name`` is
     shared by tasks with different dimensions and ``task`` does not say.
 
     >>> dimension_of("masked_lm_ids"), dimension_of("labels")

@@ -93,6 +93,11 @@ class FeatureRoles:
         ('labels',)
         """
         spec = tasks.get(task) if isinstance(task, str) else task
+        if any(f.packing in ("encoder_token", "decoder_token") for f in spec.features):
+            raise TfpackError(
+                f"Task {spec.name!r} packs pairs into two rows (encoder and decoder), which "
+                "tf.data packing of one row does not make; use "
+                "`tfpack.builders.seq2seq_examples`. Received: task=" + repr(spec.name))
         chosen = tasks.preset(preset or spec.name)[1]
         features = tuple(f for f in spec.features if f.name not in chosen.omit)
         core = {f.name: f for f in tasks.CORE_FEATURES}
