@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 from tfpack import features as contract
 from tfpack.data.boundary import raising_tfpack_errors
-from tfpack.data.features import FeatureRoles
+from tfpack.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
 from tfpack.formats.packed_values import INT32_MAX, INT32_MIN
