@@ -87,13 +87,13 @@ def main(argv=None) -> int:
         assert (lengths == baseline).all()
 
     out = os.path.join(folder, "packed")
-    stats = tfpack.data.pack_records(os.path.join(folder, "*.tfrecord"), out,
+    stats = tfpack.engines.local.pack_records(os.path.join(folder, "*.tfrecord"), out,
                                      max_length=pipeline.L, max_sequences_per_pack=pipeline.K,
                                      algorithm="lpfhp", packs_per_shard=8192)
     packed_mb = sum(os.path.getsize(os.path.join(out, n)) for n in stats["output_files"]) / 1e6
     verify, read = [], []
     for _ in range(args.rounds):
-        seconds, dataset = timed(lambda: tfpack.data.read_packed(out))
+        seconds, dataset = timed(lambda: tfpack.formats.read_packed(out))
         verify.append(seconds)
         seconds, packs = timed(lambda: sum(1 for _ in dataset))
         read.append(seconds)

@@ -83,7 +83,7 @@ def measure(directory: str) -> dict:
 
     first_bytes = rchar()
     started = time.perf_counter()
-    dataset = tfpack.data.read_packed(directory)
+    dataset = tfpack.formats.read_packed(directory)
     iterator = iter(dataset)
     next(iterator)
     startup = time.perf_counter() - started

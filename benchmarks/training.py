@@ -49,15 +49,15 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfpack import data, datasets, models, packing, training  # noqa: E402
+from tfpack import builders, data, datasets, models, packing, training  # noqa: E402
 from tfpack.training.speed import SpeedupResult  # noqa: E402
 
 
 def examples(documents: int, L: int, M: int, seed: int):
     """BERT examples with a compacted vocabulary, and their lengths."""
     docs = datasets.stdlib_documents(max_documents=documents)
-    tokenized, vocab = data.compact_vocabulary(data.tokenize_documents(docs), data.load_vocab())
-    raw = data.examples_to_dataset(data.create_bert_examples(
+    tokenized, vocab = builders.compact_vocabulary(builders.tokenize_documents(docs), builders.load_vocab())
+    raw = builders.examples_to_dataset(builders.create_bert_examples(
         tokenized, vocab, max_seq_length=L, max_predictions_per_seq=M, seed=seed)).cache()
     lengths = [len(row["input_ids"]) for row in raw.as_numpy_iterator()]
     return raw, np.array(lengths), len(vocab)

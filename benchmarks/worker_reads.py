@@ -142,7 +142,7 @@ def trainer(micro: int, strategy=None):
 
 def bytes_read(directory: str, workers: int, micro: int, mode: str) -> list[int]:
     """Bytes each of ``workers`` workers reads for one epoch of updates (before or after)."""
-    from tfpack.data import read_packed
+    from tfpack.formats import read_packed
 
     found = []
     for w in range(workers):
@@ -162,7 +162,7 @@ def bytes_read(directory: str, workers: int, micro: int, mode: str) -> list[int]
 
 
 def throughput(directory: str, micro: int, steps: int, how: str) -> float:
-    from tfpack.data import read_packed
+    from tfpack.formats import read_packed
 
     t = trainer(micro)
     source = read_packed(directory).repeat() if how == "before" else directory

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 import tfpack
-from tfpack import data, models, packing, training
+from tfpack import builders, data, models, packing, training
 
 
 def main() -> None:
@@ -25,7 +25,7 @@ def main() -> None:
     args = parser.parse_args()
     documents, steps, L, K = (None, 2000, 512, 8) if args.full else (150, 40, 256, 8)
 
-    pieces = data.causal_lm_examples(
+    pieces = builders.causal_lm_examples(
         tfpack.datasets.stdlib_documents(max_documents=documents), max_length=L,
         min_length=2).cache()
     lengths = np.concatenate(list(pieces.map(lambda x: tf.shape(x["input_ids"])[0])

@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 import tfpack
-from tfpack import data, models, packing
+from tfpack import builders, data, models, packing
 
 
 def sentence_pairs(num_pairs: int, seed: int):
@@ -84,7 +84,7 @@ def main() -> None:
 
     keras.utils.set_random_seed(0)
     texts, pairs, labels = sentence_pairs(num_pairs, seed=0)
-    examples = data.classification_examples(texts, labels, pairs=pairs, max_length=L).cache()
+    examples = builders.classification_examples(texts, labels, pairs=pairs, max_length=L).cache()
     lengths = np.array([len(x["input_ids"]) for x in examples.as_numpy_iterator()])
     plan = packing.plan(packing.histogram(lengths, L), max_length=L,
                         max_sequences_per_pack=K, algorithm="optimal")

@@ -25,7 +25,7 @@ import numpy as np
 
 import tfpack
 from pretrained import minilm_or_small_bert
-from tfpack import data, models
+from tfpack import builders, data, models
 
 L, K = 64, 6
 
@@ -43,7 +43,7 @@ def grouped_sentences(documents: int, seed: int):
 
 
 def packed(texts, groups, seed):
-    examples = data.embedding_examples(texts, groups, max_length=L)
+    examples = builders.embedding_examples(texts, groups, max_length=L)
     return examples.apply(data.pack(max_length=L, max_sequences_per_pack=K, algorithm="ffd",
                                     roles="embedding", seed=seed)).cache()
 
@@ -65,7 +65,7 @@ def main():
     texts, groups = grouped_sentences(args.documents + args.held_out, args.seed)
     cut = groups.index(args.documents)
     train = packed(texts[:cut], groups[:cut], args.seed)
-    test = data.embedding_examples(texts[cut:], max_length=L)
+    test = builders.embedding_examples(texts[cut:], max_length=L)
     held_out_groups = groups[cut:]
     model = models.TextEmbedder(minilm_or_small_bert(L), pooling="mean", normalize=True)
     def embed():

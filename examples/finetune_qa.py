@@ -29,7 +29,7 @@ import numpy as np
 
 import tfpack
 from pretrained import minilm_or_small_bert
-from tfpack import data, evaluation, models
+from tfpack import builders, data, evaluation, models
 
 L, K, WINDOW, STRIDE = 128, 4, 96, 32
 
@@ -59,7 +59,7 @@ def cloze_questions(count: int, seed: int):
 
 
 def windows(questions, contexts, answers, seed):
-    built = data.question_answering_examples(questions, contexts, answers,
+    built = builders.question_answering_examples(questions, contexts, answers,
                                              max_length=WINDOW, stride=STRIDE)
     packs = built.dataset.apply(data.pack(max_length=L, max_sequences_per_pack=K,
                                           algorithm="ffd", seed=seed)).cache()
@@ -86,7 +86,7 @@ def main():
     logits = tfpack.predict(model, test.dataset, max_length=L, max_sequences_per_pack=K,
                             batch_size=16)   # per window, in window order
     start, end = logits["start_logits"], logits["end_logits"]
-    predicted = data.best_answers(start, end, test.windows, c[n:])
+    predicted = builders.best_answers(start, end, test.windows, c[n:])
     scores = evaluation.squad_scores(predicted, [[text] for text, _ in a[n:]])
     print(f"{len(q) - n} held-out questions, {len(test.windows)} windows "
           f"({np.mean([w.end - w.start for w in test.windows]):.0f} context tokens each)")

@@ -4,7 +4,7 @@ Task (real text, offline): in sentences of the Python standard library's
 docstrings, tag the names of Python builtins (``list``, ``len``, ``print``,
 ...) as ``B-BUILTIN`` and numbers as ``B-NUM``/``I-NUM`` spans ("3 4" is one
 span). Words are WordPiece-tokenized; only each word's first sub-token is
-labelled (`tfpack.data.token_classification_examples`). Short sentences pack
+labelled (`tfpack.builders.token_classification_examples`). Short sentences pack
 several per 64-token row. Held-out sentences are evaluated packed, with
 entity-level F1 per word (`entity_f1`, seqeval's counting) and word accuracy.
 
@@ -27,7 +27,7 @@ import keras
 
 import tfpack
 from pretrained import minilm_or_small_bert
-from tfpack import data, models
+from tfpack import builders, data, models
 
 TAGS = ["O", "B-BUILTIN", "B-NUM", "I-NUM"]
 BUILTINS = {n for n in dir(builtins) if n.islower() and not n.startswith("_") and len(n) > 2}
@@ -61,7 +61,7 @@ def tagged_sentences(count: int, seed: int):
 
 
 def packed(words, tags, seed):
-    built = data.token_classification_examples(words, tags, max_length=L)
+    built = builders.token_classification_examples(words, tags, max_length=L)
     return built.dataset.apply(data.pack(max_length=L, max_sequences_per_pack=K,
                                          algorithm="ffd", seed=seed)).cache()
 

@@ -8,7 +8,7 @@ answer with the first sentence of its docstring::
 
 Pairs are read from the Python standard library's source with `ast` (never
 imported) and tokenized with the model's own tokenizer, a keras-hub
-`LlamaTokenizer` (`tfpack.data.sft_examples(..., tokenizer=)`): each becomes
+`LlamaTokenizer` (`tfpack.builders.sft_examples(..., tokenizer=)`): each becomes
 ``<s> prompt response </s>``, the ids keras-hub's preprocessors give, with
 per-token ``loss_weights`` 0.0 on prompt targets and 1.0 on response targets
 (the "assistant-only loss"). Several pairs share each packed row;
@@ -47,7 +47,7 @@ import numpy as np
 import tensorflow as tf
 
 import tfpack
-from tfpack import data, models, packing, training
+from tfpack import builders, data, models, packing, training
 
 # Modules without prose worth learning, or whose parsing is slow.
 _SKIP = {"this", "antigravity", "test", "idlelib", "lib2to3", "tkinter", "turtledemo"}
@@ -118,7 +118,7 @@ def choice_accuracy(model: models.CausalLM, tokenizer, held_out, L: int, K: int)
     """
     rng = random.Random(1)
     shuffled = [(p, " ".join(rng.sample(r.split(), len(r.split())))) for p, r in held_out]
-    examples = data.sft_examples(held_out + shuffled, max_length=L, tokenizer=tokenizer)
+    examples = builders.sft_examples(held_out + shuffled, max_length=L, tokenizer=tokenizer)
     scores = tfpack.predict(models.CausalLMScorer(model), examples, max_length=L,
                             max_sequences_per_pack=K, batch_size=8, roles="sft")
     own, other = np.split(scores["log_likelihood"], 2)
@@ -137,7 +137,7 @@ def main() -> None:
     pairs = docstring_pairs(num_pairs or 10**9, seed=0)
     held_out, pairs = pairs[:100], pairs[100:]
     tokenizer = train_tokenizer(pairs, vocabulary)
-    examples = data.sft_examples(pairs, max_length=L, tokenizer=tokenizer).cache()
+    examples = builders.sft_examples(pairs, max_length=L, tokenizer=tokenizer).cache()
     lengths = np.array([len(x["input_ids"]) for x in examples.as_numpy_iterator()])
     plan = packing.plan(packing.histogram(lengths, L), max_length=L,
                         max_sequences_per_pack=K, algorithm="optimal")
@@ -145,7 +145,7 @@ def main() -> None:
     print(plan.summary())
     packs = examples.apply(data.pack(max_length=L, max_sequences_per_pack=K, plan=plan,
                                      seed=0))
-    test = data.sft_examples(held_out, max_length=L, tokenizer=tokenizer).apply(
+    test = builders.sft_examples(held_out, max_length=L, tokenizer=tokenizer).apply(
         data.pack(max_length=L, max_sequences_per_pack=K, algorithm="optimal",
                   shuffle=False))
 

@@ -5,7 +5,7 @@ joined by `jax.distributed`, one global batch split over every device by
 `keras.distribution.DataParallel`. tfpack gives each process a contiguous
 range of the output's packs (`tfpack.packing.workers.split_packs`, from the
 manifest's counts alone), and the process opens and reads only the shards
-that range overlaps (`tfpack.data.read_packed(..., packs=(start, stop))`).
+that range overlaps (`tfpack.formats.read_packed(..., packs=(start, stop))`).
 Every process runs the same number of updates: the last one is padded with
 empty packs, which carry no loss target (tfpack's losses divide by the
 global count of targets, so they change nothing).
@@ -18,7 +18,7 @@ Launch one process per host (here: two on this machine, CPU only):
         --coordinator localhost:12355 --num-processes 2 --process-id 1
 
 ``packed/`` is what ``tfpack pack`` (BERT pre-training packs) or
-``tfpack.data.write_packed`` (causal-LM packs) wrote. On a TPU pod or a GPU
+``tfpack.formats.write_packed`` (causal-LM packs) wrote. On a TPU pod or a GPU
 cluster, drop ``JAX_PLATFORMS=cpu`` and point ``--coordinator`` at process
 0's host. The last stdout line is JSON: ``weights_sha256`` (the same on every
 process), ``updates``, and what this process read.

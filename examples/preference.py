@@ -12,7 +12,7 @@ order (rejected)::
 Steps: a byte-level BPE vocabulary is trained on the pairs (`tokenizers`,
 offline) and loaded into keras-hub's `Llama3Tokenizer`; a small random
 `Llama3Backbone` runs on packs through `tfpack.models.from_keras_hub`;
-supervised fine-tuning on ``(prompt, chosen)`` (`tfpack.data.sft_examples`);
+supervised fine-tuning on ``(prompt, chosen)`` (`tfpack.builders.sft_examples`);
 then the SFT model's log-likelihoods of every pair are computed once
 (`tfpack.inference.reference_log_likelihoods`, through `tfpack.predict`) and
 carried in the packs (`tfpack.builders.preference_examples(reference=)`),
@@ -51,7 +51,7 @@ import numpy as np
 import tensorflow as tf
 
 import tfpack
-from tfpack import data, inference, models, training
+from tfpack import builders, data, inference, models, training
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from keras_hub_sft import docstring_pairs  # noqa: E402  (the same real pairs)
@@ -129,11 +129,11 @@ def main() -> None:
         num_key_value_heads=2, hidden_dim=hidden, intermediate_dim=4 * hidden,
         tie_word_embeddings=True)
     lm = models.CausalLM(models.from_keras_hub(llama))
-    test = data.preference_examples(held_out, max_length=L, tokenizer=tokenizer).cache()
+    test = builders.preference_examples(held_out, max_length=L, tokenizer=tokenizer).cache()
     initial = likelihood_accuracy(log_likelihoods(lm, test, L, K))
 
     # 1. Supervised fine-tuning on (prompt, chosen).
-    sft = data.sft_examples([(p["prompt"], p["chosen"]) for p in pairs], max_length=L,
+    sft = builders.sft_examples([(p["prompt"], p["chosen"]) for p in pairs], max_length=L,
                             tokenizer=tokenizer)
     sft_packs = sft.apply(data.pack(max_length=L, max_sequences_per_pack=2 * K, seed=0))
     training.Trainer(lm, keras.optimizers.AdamW(2e-3), micro_batch_size=batch, log_every=10,
@@ -143,12 +143,12 @@ def main() -> None:
     after_sft = likelihood_accuracy(test_reference)
 
     # 2. DPO against the SFT model, its log-likelihoods computed once and carried in the packs.
-    train = data.preference_examples(pairs, max_length=L, tokenizer=tokenizer)
+    train = builders.preference_examples(pairs, max_length=L, tokenizer=tokenizer)
     reference = log_likelihoods(lm, train, L, K)
     packer = data.pack(max_length=L, max_sequences_per_pack=K, seed=0)
-    dpo_packs = data.preference_examples(pairs, max_length=L, tokenizer=tokenizer,
+    dpo_packs = builders.preference_examples(pairs, max_length=L, tokenizer=tokenizer,
                                          reference=reference).apply(packer)
-    test_packs = data.preference_examples(
+    test_packs = builders.preference_examples(
         held_out, max_length=L, tokenizer=tokenizer, reference=test_reference).apply(
         data.pack(max_length=L, max_sequences_per_pack=K, shuffle=False)).batch(batch)
     dpo = models.PreferenceModel(lm, loss="sigmoid", beta=0.1)

@@ -28,7 +28,7 @@ def google_examples(count, seed=0, max_seq_length=32, max_predictions=5):
 def write_google(path, examples, max_seq_length=32, max_predictions=5):
     with tf.io.TFRecordWriter(str(path)) as writer:
         for e in examples:
-            writer.write(tfpack.data.google_example(
+            writer.write(tfpack.formats.google_example(
                 e["input_ids"], e["token_type_ids"], e["masked_lm_positions"],
                 e["masked_lm_ids"], e["next_sentence_labels"], max_seq_length=max_seq_length,
                 max_predictions_per_seq=max_predictions))

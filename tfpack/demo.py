@@ -242,20 +242,20 @@ def _corpus_examples(documents: list, config: DemoConfig):
     """BERT examples over the corpus's own vocabulary: ``(dataset, lengths, size)``.
 
     The text is tokenized with the bundled bert-base-uncased WordPiece
-    vocabulary, then `tfpack.data.compact_vocabulary` renumbers the ids to the
+    vocabulary, then `tfpack.builders.compact_vocabulary` renumbers the ids to the
     tokens the corpus uses: a small model with a 30,522-way output layer would
     spend as much time in the masked-LM head as in the encoder, unlike BERT at
     real sizes, where the head is a few percent of a step.
     """
-    from tfpack import data
+    from tfpack import builders
 
-    documents, vocab = data.compact_vocabulary(data.tokenize_documents(documents),
-                                               data.load_vocab())
-    examples = data.create_bert_examples(
+    documents, vocab = builders.compact_vocabulary(builders.tokenize_documents(documents),
+                                                   builders.load_vocab())
+    examples = builders.create_bert_examples(
         documents, vocab, max_seq_length=config.max_length,
         max_predictions_per_seq=config.max_predictions_per_sequence, seed=config.seed)
     lengths = np.array([len(e.input_ids) for e in examples], dtype=np.int64)
-    return data.examples_to_dataset(examples).cache(), lengths, len(vocab)
+    return builders.examples_to_dataset(examples).cache(), lengths, len(vocab)
 
 
 def _twin_models(config: DemoConfig, vocabulary_size: int, packed_spec: dict,

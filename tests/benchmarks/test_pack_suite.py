@@ -40,7 +40,7 @@ def test_pack_suite_runs_and_packs_every_example_once(tmp_path):
     pattern, _ = pack_suite.case_input("spikes", "unpadded", 600, 0, str(tmp_path))
     pack_records(pattern, str(tmp_path / "packed"), max_length=pack_suite.L,
                  max_sequences_per_pack=pack_suite.K, max_predictions_per_pack=pack_suite.M_PACK)
-    ids = [i for pack in tfpack.data.read_packed(str(tmp_path / "packed")).as_numpy_iterator()
+    ids = [i for pack in tfpack.formats.read_packed(str(tmp_path / "packed")).as_numpy_iterator()
            for i in pack["example_ids"].tolist() if i >= 0]
     assert sorted(ids) == list(range(600))
 

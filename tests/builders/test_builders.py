@@ -84,7 +84,7 @@ def _contains(stream, piece):
 
 
 def test_bert_dataset_packs_without_loss(documents):
-    ds = tfpack.data.bert_pretraining_examples(documents[:4], max_seq_length=64, seed=0)
+    ds = tfpack.builders.bert_pretraining_examples(documents[:4], max_seq_length=64, seed=0)
     examples = [{k: v.tolist() for k, v in x.items()} for x in ds.as_numpy_iterator()]
     packs = list(ds.apply(tfpack.data.pack(max_length=128, max_sequences_per_pack=3,
                                            max_predictions_per_pack=30)).as_numpy_iterator())
@@ -96,19 +96,19 @@ def test_causal_lm_pieces_and_labels_never_cross_sequences():
     docs = tf.data.Dataset.from_generator(
         lambda: iter([{"input_ids": [1, 2, 3, 4, 5, 6]}, {"input_ids": [7, 8, 9]}]),
         output_signature={"input_ids": tf.TensorSpec([None], tf.int32)})
-    pieces = tfpack.data.causal_lm_examples(docs, max_length=4)
+    pieces = tfpack.builders.causal_lm_examples(docs, max_length=4)
     assert [p["input_ids"].tolist() for p in pieces.as_numpy_iterator()] == [
         [1, 2, 3, 4], [5, 6], [7, 8, 9]]
     packs = list(pieces.apply(tfpack.data.pack(max_length=8, max_sequences_per_pack=3,
                                                algorithm="ffd")).as_numpy_iterator())
     for p in packs:
         unpack(p)  # asserts labels = next token of the same sequence, -100 elsewhere
-    text = tfpack.data.causal_lm_examples(["One two three four five."], max_length=3)
+    text = tfpack.builders.causal_lm_examples(["One two three four five."], max_length=3)
     assert [len(p["input_ids"]) for p in text.as_numpy_iterator()] == [3, 3]
 
 
 def test_classification_examples_and_pairs():
-    ds = tfpack.data.classification_examples(["a fine film", "dull"], [1, 0],
+    ds = tfpack.builders.classification_examples(["a fine film", "dull"], [1, 0],
                                              pairs=["yes", "no it was not"], max_length=6)
     rows = list(ds.as_numpy_iterator())
     # "a fine film" + "yes" is 7 tokens: the longer segment loses its end.
@@ -116,7 +116,7 @@ def test_classification_examples_and_pairs():
     assert rows[1]["token_type_ids"].tolist() == [0, 0, 0, 1, 1, 1]
     assert [int(r["labels"]) for r in rows] == [1, 0]
     with pytest.raises(TfpackError, match="same length"):
-        tfpack.data.classification_examples(["a"], [1, 0])
+        tfpack.builders.classification_examples(["a"], [1, 0])
 
 
 def test_flatten_keeps_batches_in_order_with_fixed_budget():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tfpack import data
+from tfpack import builders
 from tfpack.errors import TfpackError
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "mat"]
@@ -11,7 +11,7 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "mat
 
 def test_keeps_special_tokens_first_and_renumbers_in_order():
     docs = [[np.array([8, 6]), np.array([6, 5])], [np.array([8])]]
-    compact, vocab = data.compact_vocabulary(docs, VOCAB)
+    compact, vocab = builders.compact_vocabulary(docs, VOCAB)
     assert vocab == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "mat"]
     assert [[s.tolist() for s in d] for d in compact] == [[[7, 6], [6, 5]], [[7]]]
     # Every token maps back to the same string.
@@ -21,15 +21,15 @@ def test_keeps_special_tokens_first_and_renumbers_in_order():
 
 
 def test_real_text_round_trips_through_the_bundled_vocabulary():
-    full = data.load_vocab()
-    docs = data.tokenize_documents([["Packing removes padding.", "Nothing is lost."]])
-    compact, vocab = data.compact_vocabulary(docs, full)
+    full = builders.load_vocab()
+    docs = builders.tokenize_documents([["Packing removes padding.", "Nothing is lost."]])
+    compact, vocab = builders.compact_vocabulary(docs, full)
     assert len(vocab) < 20
     assert [[vocab[i] for i in s] for s in compact[0]] == [[full[i] for i in s] for s in docs[0]]
-    examples = data.create_bert_examples(compact, vocab, max_seq_length=16, seed=0)
+    examples = builders.create_bert_examples(compact, vocab, max_seq_length=16, seed=0)
     assert max(max(e.input_ids) for e in examples) < len(vocab)
 
 
 def test_vocabulary_without_special_tokens_is_a_clear_error():
     with pytest.raises(TfpackError, match=r"Received: a vocabulary without \['\[MASK\]'\]"):
-        data.compact_vocabulary([[np.array([1])]], VOCAB[:4] + VOCAB[5:])
+        builders.compact_vocabulary([[np.array([1])]], VOCAB[:4] + VOCAB[5:])

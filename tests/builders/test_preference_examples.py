@@ -18,13 +18,13 @@ def _lists(dataset):
 def test_hand_computed_items():
     pairs = [{"prompt": [1, 2], "chosen": [7], "rejected": [8, 9]},
              {"prompt": [3], "chosen": [4, 5], "rejected": [6]}]
-    assert _lists(tfpack.data.preference_examples(pairs, max_length=8)) == [
+    assert _lists(tfpack.builders.preference_examples(pairs, max_length=8)) == [
         {"input_ids": [1, 2, 7, 1, 2, 8, 9], "branch_ids": [1, 1, 1, 2, 2, 2, 2],
          "response_mask": [0, 0, 1, 0, 0, 1, 1]},
         {"input_ids": [3, 4, 5, 3, 6], "branch_ids": [1, 1, 1, 2, 2],
          "response_mask": [0, 1, 1, 0, 1]},
     ]
-    shared = tfpack.data.preference_examples(pairs, max_length=8, share_prompt=True)
+    shared = tfpack.builders.preference_examples(pairs, max_length=8, share_prompt=True)
     assert _lists(shared) == [
         {"input_ids": [1, 2, 7, 2, 8, 9], "branch_ids": [0, 1, 1, 2, 2, 2],
          "response_mask": [0, 0, 1, 0, 1, 1]},
@@ -38,7 +38,7 @@ def test_hand_computed_packs():
     pairs = [{"prompt": [1, 2], "chosen": [7], "rejected": [8, 9]},   # 7 tokens
              {"prompt": [3], "chosen": [4, 5], "rejected": [6]},      # 5 tokens
              {"prompt": [10], "chosen": [11], "rejected": [12]}]      # 4 tokens
-    dataset = tfpack.data.preference_examples(
+    dataset = tfpack.builders.preference_examples(
         pairs, max_length=12, reference={"chosen_log_likelihood": [-1.0, -2.0, -3.0],
                                          "rejected_log_likelihood": [-4.0, -5.0, -6.0]})
     assert tfpack.data.FeatureRoles.infer(dataset.element_spec).name == "preference"
@@ -63,17 +63,17 @@ def test_hand_computed_packs():
 def test_a_long_pair_loses_its_prompt_start_and_keeps_its_responses():
     pair = {"prompt": [1, 2, 3, 4, 5], "chosen": [7, 8], "rejected": [9]}
     # 2 * 5 + 2 + 1 = 13 > 9: the prompt keeps its last (9 - 3) // 2 = 3 tokens.
-    (item,) = _lists(tfpack.data.preference_examples([pair], max_length=9))
+    (item,) = _lists(tfpack.builders.preference_examples([pair], max_length=9))
     assert item["input_ids"] == [3, 4, 5, 7, 8, 3, 4, 5, 9]
     # Shared: 5 + 1 + 3 = 9 fits; at 8 the prompt keeps 4.
-    (item,) = _lists(tfpack.data.preference_examples([pair], max_length=8, share_prompt=True))
+    (item,) = _lists(tfpack.builders.preference_examples([pair], max_length=8, share_prompt=True))
     assert item["input_ids"] == [2, 3, 4, 5, 7, 8, 5, 9]
     with pytest.raises(TfpackError, match=r"Every pair must fit in max_length=9\. "
                                           r"Received: pair 0 of 13 tokens"):
-        tfpack.data.preference_examples([pair], max_length=9, truncation="error")
+        tfpack.builders.preference_examples([pair], max_length=9, truncation="error")
     # Responses of 2 + 1 with at least one prompt token twice: 5 tokens at least.
     with pytest.raises(TfpackError, match="with its responses whole. Received: pair 1"):
-        tfpack.data.preference_examples([pair, dict(pair, chosen=[7] * 3)], max_length=5)
+        tfpack.builders.preference_examples([pair, dict(pair, chosen=[7] * 3)], max_length=5)
 
 
 def test_tokenizer_frames_prompt_and_responses_and_the_cut_keeps_the_start_ids():
@@ -81,18 +81,18 @@ def test_tokenizer_frames_prompt_and_responses_and_the_cut_keeps_the_start_ids()
     tokenizer = tfpack.builders.text_tokenizer(
         lambda s: [words[w] for w in s.split()], start_ids=1, end_ids=2)
     pair = {"prompt": "a b c", "chosen": "d", "rejected": "a a"}
-    (item,) = _lists(tfpack.data.preference_examples([pair], max_length=32, tokenizer=tokenizer))
+    (item,) = _lists(tfpack.builders.preference_examples([pair], max_length=32, tokenizer=tokenizer))
     assert item["input_ids"] == [1, 5, 6, 7, 8, 2, 1, 5, 6, 7, 5, 5, 2]
     assert item["response_mask"] == [0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1]
     # max_length 11: the prompt keeps (11 - 5) // 2 = 3 tokens, <bos> first.
-    (item,) = _lists(tfpack.data.preference_examples([pair], max_length=11, tokenizer=tokenizer))
+    (item,) = _lists(tfpack.builders.preference_examples([pair], max_length=11, tokenizer=tokenizer))
     assert item["input_ids"] == [1, 6, 7, 8, 2, 1, 6, 7, 5, 5, 2]
 
 
 def test_a_dataset_of_pairs_is_read_like_a_list():
     pairs = tf.data.Dataset.from_tensor_slices(
         {"prompt": [[1, 2]], "chosen": [[3, 4]], "rejected": [[5, 6]]})
-    (item,) = _lists(tfpack.data.preference_examples(pairs, max_length=8))
+    (item,) = _lists(tfpack.builders.preference_examples(pairs, max_length=8))
     assert item["input_ids"] == [1, 2, 3, 4, 1, 2, 5, 6]
 
 
@@ -114,7 +114,7 @@ def test_a_dataset_of_pairs_is_read_like_a_list():
 def test_bad_input_gets_one_clear_error(pairs, kwargs, message):
     kwargs = {"max_length": 8, **kwargs}
     with pytest.raises(TfpackError, match=message):
-        tfpack.data.preference_examples(pairs, **kwargs)
+        tfpack.builders.preference_examples(pairs, **kwargs)
 
 
 def _check_packs(packs, pairs, share_prompt):
@@ -154,7 +154,7 @@ def test_every_pair_lands_whole_in_exactly_one_pack(lengths, share_prompt, algor
     pairs = [{k: [next(counter) for _ in range(n)] for k, n in
               zip(("prompt", "chosen", "rejected"), sizes)} for sizes in lengths]
     L = 24
-    dataset = tfpack.data.preference_examples(pairs, max_length=L, share_prompt=share_prompt)
+    dataset = tfpack.builders.preference_examples(pairs, max_length=L, share_prompt=share_prompt)
     packs = _lists(dataset.apply(tfpack.data.pack(
         max_length=L, max_sequences_per_pack=3, algorithm=algorithm, window=window, seed=1)))
     _check_packs(packs, pairs, share_prompt)

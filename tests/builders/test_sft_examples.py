@@ -14,7 +14,7 @@ def _lists(dataset):
 
 def test_weights_train_response_targets_only():
     pairs = [([1, 2, 3], [7, 8]), ([4], [5, 6, 9]), ([10, 11], [12, 13, 14, 15, 16])]
-    examples = _lists(tfpack.data.sft_examples(pairs, max_length=5))
+    examples = _lists(tfpack.builders.sft_examples(pairs, max_length=5))
     assert examples == [
         {"input_ids": [1, 2, 3, 7, 8], "loss_weights": [0.0, 0.0, 1.0, 1.0, 0.0]},
         {"input_ids": [4, 5, 6, 9], "loss_weights": [1.0, 1.0, 1.0, 0.0]},
@@ -25,7 +25,7 @@ def test_weights_train_response_targets_only():
 
 def test_hand_computed_packs():
     pairs = [([1, 2, 3], [7, 8]), ([4], [5, 6, 9]), ([10, 11], [12])]
-    dataset = tfpack.data.sft_examples(pairs, max_length=8)
+    dataset = tfpack.builders.sft_examples(pairs, max_length=8)
     assert tfpack.data.FeatureRoles.infer(dataset.element_spec).name == "sft"
     packs = _lists(dataset.apply(tfpack.data.pack(max_length=8, max_sequences_per_pack=2,
                                                   algorithm="ffd")))
@@ -48,9 +48,9 @@ def test_hand_computed_packs():
 
 
 def test_text_pairs_are_wordpiece_tokenized():
-    (example,) = _lists(tfpack.data.sft_examples([("what is a cat", "an animal")],
+    (example,) = _lists(tfpack.builders.sft_examples([("what is a cat", "an animal")],
                                                  max_length=16))
-    vocab = tfpack.data.load_vocab()
+    vocab = tfpack.builders.load_vocab()
     tokens = [vocab[i] for i in example["input_ids"]]
     assert tokens == ["[CLS]", "what", "is", "a", "cat", "[SEP]", "an", "animal", "[SEP]"]
     # Trained: the targets "an", "animal", "[SEP]" (predicted at positions 5..7).
@@ -60,13 +60,13 @@ def test_text_pairs_are_wordpiece_tokenized():
 def test_errors_name_the_pair():
     with pytest.raises(TfpackError, match=r"leave room for its response in max_length=3. "
                                           r"Received: pair 1 with a prompt of 3 tokens"):
-        tfpack.data.sft_examples([([1], [2]), ([1, 2, 3], [4])], max_length=3)
+        tfpack.builders.sft_examples([([1], [2]), ([1, 2, 3], [4])], max_length=3)
     with pytest.raises(TfpackError, match=r"Received: pair 0 with an empty response"):
-        tfpack.data.sft_examples([([1], [])], max_length=3)
+        tfpack.builders.sft_examples([([1], [])], max_length=3)
     with pytest.raises(TfpackError, match=r"Received: max_length=1"):
-        tfpack.data.sft_examples([([1], [2])], max_length=1)
+        tfpack.builders.sft_examples([([1], [2])], max_length=1)
     with pytest.raises(TfpackError, match=r"list of \(prompt, response\)"):
-        tfpack.data.sft_examples([([1], [2], [3])], max_length=4)
+        tfpack.builders.sft_examples([([1], [2], [3])], max_length=4)
     ds = tf.data.Dataset.from_tensor_slices(
         {"input_ids": [[1, 2]], "loss_weights": [[1, 0]]})
     with pytest.raises(TfpackError, match=r"'loss_weights' must be a float tensor"):

@@ -85,7 +85,7 @@ def test_offsets_cover_the_tokens_text(tokenizer):
 
 def test_embedding_examples_wrap_the_tokenizers_ids(tokenizer):
     texts = [" ".join(w) for w in WORDS]
-    rows = [x["input_ids"].tolist() for x in tfpack.data.embedding_examples(
+    rows = [x["input_ids"].tolist() for x in tfpack.builders.embedding_examples(
         texts, tokenizer=tokenizer, max_length=512).as_numpy_iterator()]
     assert rows == [list(tokenizer.start_ids) + ids + list(tokenizer.end_ids)
                     for ids in tokenizer(texts)]
@@ -146,7 +146,7 @@ def test_the_bundled_path_equals_keras_hubs_bert_tokenizer_on_ordinary_text():
     path = th.minilm_vocabulary_path()
     bert = th.bert_tokenizer()
     words = [WORDS[0], WORDS[2]]
-    for build in (lambda **k: tfpack.data.embedding_examples([" ".join(w) for w in words], **k),
+    for build in (lambda **k: tfpack.builders.embedding_examples([" ".join(w) for w in words], **k),
                   lambda **k: token_classification_examples(words, **k).dataset):
         bundled = [x["input_ids"].tolist() for x in build(vocab_path=path).as_numpy_iterator()]
         own = [x["input_ids"].tolist() for x in build(tokenizer=bert).as_numpy_iterator()]
@@ -184,11 +184,11 @@ def test_task_inputs_are_checked():
 def test_tokenizer_ids_are_checked_against_int32_and_the_vocabulary():
     huge = text_tokenizer(lambda s: [5, 2**31 + 5])
     with pytest.raises(TfpackError, match=r"fit int32.*2147483653"):
-        tfpack.data.embedding_examples(["a b"], tokenizer=huge)
+        tfpack.builders.embedding_examples(["a b"], tokenizer=huge)
     small = text_tokenizer(lambda s: [5, 70], start_ids=1, end_ids=2, separator_ids=3,
                            mask_id=4, vocabulary_size=64)
     with pytest.raises(TfpackError, match="below the vocabulary size 64. Received: id 70"):
-        tfpack.data.bert_pretraining_examples([["a b", "c d"], ["e f", "g h"]],
+        tfpack.builders.bert_pretraining_examples([["a b", "c d"], ["e f", "g h"]],
                                               tokenizer=small)
     with pytest.raises(TfpackError, match="needs character offsets"):
         question_answering_examples(["q"], ["a b"], tokenizer=small)

@@ -67,7 +67,7 @@ def test_causal_lm_examples_are_keras_hub_causal_lm_preprocessor_ids(family):
     assert expected[0][0] == start + np.asarray(tokenizer(TEXTS[0])).tolist() + [
         tokenizer.end_token_id]
     for given in (tokenizer, preprocessor):
-        examples = tfpack.data.causal_lm_examples(TEXTS, max_length=L, tokenizer=given)
+        examples = tfpack.builders.causal_lm_examples(TEXTS, max_length=L, tokenizer=given)
         assert [r["input_ids"] for r in _rows(examples)] == [ids for ids, _, _ in expected]
     packed = _packed_sequences(examples)
     for ids, y, weight in expected:
@@ -82,7 +82,7 @@ def test_causal_lm_special_tokens_are_configurable():
     tokenizer = th.llama3_tokenizer()
     ids = np.asarray(tokenizer(TEXTS[0])).tolist()
     bos, eos = tokenizer.start_token_id, tokenizer.end_token_id
-    first = lambda t: _rows(tfpack.data.causal_lm_examples(TEXTS[:1], max_length=L,
+    first = lambda t: _rows(tfpack.builders.causal_lm_examples(TEXTS[:1], max_length=L,
                                                            tokenizer=t))[0]["input_ids"]
     assert first(text_tokenizer(tokenizer, start_ids=[])) == ids + [eos]
     assert first(text_tokenizer(tokenizer, end_ids=[eos, eos])) == [bos] + ids + [eos, eos]
@@ -97,7 +97,7 @@ def test_sft_examples_are_keras_hub_prompt_response_ids_and_weights():
     preprocessor = keras_hub.models.Gemma3CausalLMPreprocessor(tokenizer)
     prompts, responses = TEXTS[:3], TEXTS[1:]
     expected = _keras_hub_causal(preprocessor, {"prompts": prompts, "responses": responses})
-    examples = tfpack.data.sft_examples(list(zip(prompts, responses)), max_length=L,
+    examples = tfpack.builders.sft_examples(list(zip(prompts, responses)), max_length=L,
                                         tokenizer=tokenizer)
     rows = _rows(examples)
     assert [r["input_ids"] for r in rows] == [ids for ids, _, _ in expected]
@@ -130,7 +130,7 @@ def test_classification_examples_are_keras_hub_text_classifier_ids(truncated):
     explicit = text_tokenizer(bare, start_ids=tokenizer.cls_token_id,
                               end_ids=tokenizer.sep_token_id)
     for given in (tokenizer, preprocessor, explicit):
-        rows = _rows(tfpack.data.classification_examples(
+        rows = _rows(tfpack.builders.classification_examples(
             firsts, [0, 1, 2], pairs=seconds, max_length=length, tokenizer=given))
         assert [(r["input_ids"], r["token_type_ids"]) for r in rows] == expected
     if truncated:
@@ -145,7 +145,7 @@ def test_classification_roberta_separator_comes_from_the_preprocessor():
     x, _ = preprocessor((tf.constant(TEXTS[:2]), tf.constant(TEXTS[2:])), tf.constant([0, 1]))
     mask = np.asarray(x["padding_mask"]).astype(bool)
     expected = [np.asarray(x["token_ids"])[i][mask[i]].tolist() for i in range(2)]
-    rows = _rows(tfpack.data.classification_examples(
+    rows = _rows(tfpack.builders.classification_examples(
         TEXTS[:2], [0, 1], pairs=TEXTS[2:], max_length=L, tokenizer=preprocessor))
     assert [r["input_ids"] for r in rows] == expected
     end = tokenizer.end_token_id
@@ -156,13 +156,13 @@ def test_classification_roberta_separator_comes_from_the_preprocessor():
 def test_bert_pretraining_with_minilm_tokenizer_equals_the_vocabulary_path():
     docs = tfpack.datasets.stdlib_documents(max_documents=6)
     options = dict(max_seq_length=48, max_predictions_per_seq=6, seed=2)
-    by_vocab = _rows(tfpack.data.bert_pretraining_examples(
+    by_vocab = _rows(tfpack.builders.bert_pretraining_examples(
         docs, vocab_path=th.minilm_vocabulary_path(), **options))
-    by_tokenizer = _rows(tfpack.data.bert_pretraining_examples(
+    by_tokenizer = _rows(tfpack.builders.bert_pretraining_examples(
         docs, tokenizer=th.bert_tokenizer(), **options))
     assert by_tokenizer == by_vocab and len(by_vocab) > 5
     with pytest.raises(TfpackError, match=r"without \['mask_id', 'vocabulary_size'\]"):
-        tfpack.data.bert_pretraining_examples(
+        tfpack.builders.bert_pretraining_examples(
             docs, tokenizer=text_tokenizer(lambda s: [5], start_ids=1, end_ids=2))
 
 
@@ -178,4 +178,4 @@ def test_tokenizer_errors_name_what_was_wrong():
     with pytest.raises(TfpackError, match="flat list of int ids"):
         text_tokenizer(lambda s: [[1, 2]])(["a"])
     with pytest.raises(TfpackError, match="not both"):
-        tfpack.data.causal_lm_examples(["a"], max_length=4, tokenizer=len, vocab_path="v")
+        tfpack.builders.causal_lm_examples(["a"], max_length=4, tokenizer=len, vocab_path="v")

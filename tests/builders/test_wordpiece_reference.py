@@ -103,7 +103,7 @@ def test_embeddings_qa_windows_and_word_starts_follow_the_reference():
 
     reference = _reference()
     texts = [t for t in CASES if t.strip()]
-    rows = [x["input_ids"].tolist() for x in tfpack.data.embedding_examples(
+    rows = [x["input_ids"].tolist() for x in tfpack.builders.embedding_examples(
         texts, max_length=512).as_numpy_iterator()]
     assert rows == [[101] + e.ids + [102] for e in
                     reference.encode_batch(texts, add_special_tokens=False)]

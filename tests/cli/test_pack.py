@@ -53,7 +53,7 @@ def test_pack_writes_shards_plan_and_stats_and_loses_nothing(shards, tmp_path, c
     assert stats["efficiency"] == pytest.approx(lengths.sum() / (64 * stats["packs"]))
     plan = tfpack.packing.PackingPlan.load(out / "plan.json")
     assert plan.metrics["packs"] == stats["packs"]
-    packs = list(tfpack.data.read_packed(str(out)).as_numpy_iterator())
+    packs = list(tfpack.formats.read_packed(str(out)).as_numpy_iterator())
     assert len(packs) == stats["packs"]
     assert packs[0]["masked_lm_positions"].shape == (stats["max_predictions_per_pack"],)
     assert_same_examples(examples, packs)
@@ -131,7 +131,7 @@ def test_rerun_into_one_output_is_refused_and_overwrite_replaces_it_whole(small,
                                        "plan.json", "stats.json"]
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]
     for source in (out, out / "part-*.tfrecord"):
-        assert_same_examples(examples, tfpack.data.read_packed(str(source)).as_numpy_iterator())
+        assert_same_examples(examples, tfpack.formats.read_packed(str(source)).as_numpy_iterator())
 
 
 def test_overwrite_replaces_only_a_tfpack_output(small, tmp_path, capsys):
@@ -151,7 +151,7 @@ def test_overwrite_replaces_only_a_tfpack_output(small, tmp_path, capsys):
     assert status == 2 and re.search(r"also holding 'notes.txt', not written by tfpack", lines[0])
     assert (mine / "notes.txt").read_text() == "keep me"
     assert (out / "notes.txt").read_text() == "keep me too"
-    tfpack.data.read_packed(str(out))  # still complete
+    tfpack.formats.read_packed(str(out))  # still complete
 
 
 def test_leftovers_of_killed_runs_are_removed_by_the_next_run(small, tmp_path, capsys):
@@ -176,7 +176,7 @@ def test_leftovers_of_killed_runs_are_removed_by_the_next_run(small, tmp_path, c
     assert not staging.exists() and other.exists()
     assert (unproven / "mine.txt").read_text() == "mine"
     assert not [n for n in os.listdir(out) if n.startswith(".")]
-    assert_same_examples(examples, tfpack.data.read_packed(str(out)).as_numpy_iterator())
+    assert_same_examples(examples, tfpack.formats.read_packed(str(out)).as_numpy_iterator())
 
 
 def test_hidden_tfpack_named_files_inside_the_output_are_the_users(small, tmp_path, capsys):
@@ -236,7 +236,7 @@ def test_balance_flags_order_packs_into_even_batches(shards, tmp_path, capsys):
     assert balance["by"] == "sequences" and balance["batch_size"] == 4
     assert f"balanced sequences: {balance['low']}-{balance['high']} per batch of 4" in summary
     assert json.loads((out / "manifest.json").read_text())["batch_size"] == 4
-    batches = list(tfpack.data.read_packed(str(out), batched=True).as_numpy_iterator())
+    batches = list(tfpack.formats.read_packed(str(out), batched=True).as_numpy_iterator())
     sequences = [int(b["sequence_mask"].sum()) for b in batches][:balance["batches"]]
     assert max(sequences) - min(sequences) <= 1 and balance["within_tolerance"]
     assert_same_examples(examples, [{k: v[i] for k, v in b.items()} for b in batches
@@ -245,7 +245,7 @@ def test_balance_flags_order_packs_into_even_batches(shards, tmp_path, capsys):
     assert main(["pack", "--input", pattern, "--output", str(plain), *map(str, flags[4:])]) == 0
     with pytest.raises(TfpackError, match=r"`batched=True` needs an output packed for one "
                                           r"batch size"):
-        tfpack.data.read_packed(str(plain), batched=True)
+        tfpack.formats.read_packed(str(plain), batched=True)
 
 
 def test_a_new_engine_is_one_class_and_a_registration(shards, tmp_path, capsys, monkeypatch):

@@ -21,7 +21,7 @@ TINY = ["--vocab-size", "40", "--layers", "1", "--hidden", "16", "--heads", "2",
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
-    from tfpack.data import google_example
+    from tfpack.formats import google_example
     import tensorflow as tf
 
     path = tmp_path_factory.mktemp("google") / "train.tfrecord"
@@ -42,7 +42,7 @@ def packed(tmp_path_factory):
     """Packed TFRecords as `tfpack pack` writes them, with stats.json (packing factor 2)."""
     import sys
 
-    from tfpack.data import write_packed
+    from tfpack.formats import write_packed
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "training"))
     from tinymodels import packed_examples

@@ -56,8 +56,8 @@ def test_outputs_without_example_ids_still_read(tmp_path):
     packs = {"input_ids": np.array([[5, 6, 7, 0]]), "sequence_ids": np.array([[1, 1, 2, 0]]),
              "position_ids": np.array([[0, 1, 0, 0]]), "cls_positions": np.array([[0, 2]]),
              "sequence_mask": np.array([[1.0, 1.0]], np.float32)}
-    tfpack.data.write_packed([packs], str(tmp_path))
-    read = list(tfpack.data.read_packed(str(tmp_path)).as_numpy_iterator())
+    tfpack.formats.write_packed([packs], str(tmp_path))
+    read = list(tfpack.formats.read_packed(str(tmp_path)).as_numpy_iterator())
     assert "example_ids" not in read[0] and read[0]["sequence_ids"].tolist() == [1, 1, 2, 0]
 
 
@@ -76,7 +76,7 @@ def test_tfpack_pack_ids_are_positions_across_input_files(tmp_path):
 
     pack_records(str(tmp_path / "in-*.tfrecord"), str(tmp_path / "out"), max_length=8,
                  max_sequences_per_pack=2, algorithm="ffd", seed=1, packs_per_shard=1)
-    packs = list(tfpack.data.read_packed(str(tmp_path / "out")).as_numpy_iterator())
+    packs = list(tfpack.formats.read_packed(str(tmp_path / "out")).as_numpy_iterator())
     found, _ = _ids_by_tokens(packs)
     assert found == {tuple(e["input_ids"]): i for i, e in enumerate(examples)}
     assert_example_ids(examples, packs)

@@ -7,7 +7,7 @@ import sys
 
 import tensorflow as tf
 
-from tfpack.data import read_packed
+from tfpack.formats import read_packed
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
 from cli_helpers import tfpack  # noqa: E402

@@ -31,7 +31,7 @@ def bert_files(tmp_path_factory):
     """~2,700 real BERT examples (stdlib text) in 4 uneven input files and an empty one."""
     folder = tmp_path_factory.mktemp("google")
     docs = tfpack.datasets.stdlib_documents(max_documents=400)
-    examples = list(tfpack.data.bert_pretraining_examples(docs, max_seq_length=128, seed=1)
+    examples = list(tfpack.builders.bert_pretraining_examples(docs, max_seq_length=128, seed=1)
                     .as_numpy_iterator())
     cuts = [0, 300, 1100, 1150, len(examples)]
     for f in range(4):
@@ -58,7 +58,7 @@ def test_beam_on_two_worker_processes_writes_the_local_shards(bert_files, tmp_pa
     assert {k: beam[k] for k in ("packs", "sequences", "tokens", "max_predictions_per_pack")} \
         == {k: local[k] for k in ("packs", "sequences", "tokens", "max_predictions_per_pack")}
     # Every example exactly once, read back (manifest checked) in shard order.
-    packs = list(tfpack.data.read_packed(str(tmp_path / "beam")).as_numpy_iterator())
+    packs = list(tfpack.formats.read_packed(str(tmp_path / "beam")).as_numpy_iterator())
     assert sum(int(p["sequence_mask"].sum()) for p in packs) == len(examples)
     assert sum(int((p["sequence_ids"] > 0).sum()) for p in packs) == \
         sum(len(e["input_ids"]) for e in examples)
@@ -80,7 +80,7 @@ def test_beam_follows_a_given_plan_unshuffled_like_local(bert_files, tmp_path):
         assert filecmp.cmp(tmp_path / "local" / name, tmp_path / "beam" / name, shallow=False)
     # Each slot's example_ids is its record's position across the input files, in order.
     ids = {}
-    for p in tfpack.data.read_packed(str(tmp_path / "beam")).as_numpy_iterator():
+    for p in tfpack.formats.read_packed(str(tmp_path / "beam")).as_numpy_iterator():
         for k in np.flatnonzero(p["sequence_mask"]):
             ids[int(p["example_ids"][k])] = p["input_ids"][p["sequence_ids"] == k + 1].tolist()
     assert sorted(ids) == list(range(len(examples)))
@@ -168,7 +168,7 @@ def test_balanced_packs_are_the_same_bytes_on_both_engines(bert_files, tmp_path)
     # Shards of whole batches (500 -> 480 packs), read back batch by batch.
     shards = tfpack.formats.manifest.read_manifest(str(tmp_path / "beam"))["shards"]
     assert [s["records"] for s in shards[:-1]] == [480] * (len(shards) - 1)
-    batches = list(tfpack.data.read_packed(str(tmp_path / "beam"), batched=True)
+    batches = list(tfpack.formats.read_packed(str(tmp_path / "beam"), batched=True)
                    .as_numpy_iterator())
     sequences = [int(b["sequence_mask"].sum()) for b in batches]
     full = sequences[:local["balance"]["batches"]]

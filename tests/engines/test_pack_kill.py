@@ -26,7 +26,7 @@ def pack_command(source, out, *extra):
 def contents(out):
     """The examples in ``out`` as a sorted list, or the `TfpackError` refusing it."""
     try:
-        packs = tfpack.data.read_packed(str(out / "part-*.tfrecord")).as_numpy_iterator()
+        packs = tfpack.formats.read_packed(str(out / "part-*.tfrecord")).as_numpy_iterator()
         return sorted(canonical(e) for e in unpack_all(packs))
     except TfpackError as error:
         return error

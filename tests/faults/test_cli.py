@@ -37,7 +37,7 @@ def _google(path, count=30, seed=0):
         for _ in range(count):
             n = int(rng.integers(5, L - 4))
             ids = rng.integers(1000, 2000, size=n).tolist()
-            writer.write(tfpack.data.google_example(
+            writer.write(tfpack.formats.google_example(
                 ids, [0] * n, [1], [ids[1]], 0, max_seq_length=L, max_predictions_per_seq=4))
 
 
@@ -233,7 +233,7 @@ def test_random_pack_arguments(inputs, tmp_path_factory, flags, overwrite):
     assert verdict.outcome == outcomes.HELD, (argv, verdict)
     assert not [n for n in os.listdir(root) if n.startswith(".")], argv
     if result.returncode == 0:
-        assert len(list(tfpack.data.read_packed(str(root / "out")).as_numpy_iterator())) > 0
+        assert len(list(tfpack.formats.read_packed(str(root / "out")).as_numpy_iterator())) > 0
 
 
 @pytest.mark.slow  # a successful draw exports a SavedModel (~10 s)
@@ -304,7 +304,7 @@ def test_kill_9_at_random_points_of_pack_keeps_the_users_files(inputs, tmp_path)
         child.wait(timeout=60)
         assert not outcomes.changed_files(tmp_path, users)
         assert os.path.islink(tmp_path / "out")
-        tfpack.data.read_packed(str(tmp_path / "out"))  # the old output or the new one
+        tfpack.formats.read_packed(str(tmp_path / "out"))  # the old output or the new one
     last = run_cli_here(*_pack_args(source, tmp_path / "out", "--overwrite"))
     verdict = outcomes.judge_cli(last, refuse=False, user_files=(tmp_path, users),
                                  check=lambda r: not [n for n in os.listdir(tmp_path)

@@ -119,7 +119,7 @@ def test_a_kill_at_every_step_of_deleting_a_replaced_output_leaves_what_the_next
     source = tmp_path / "in.tfrecord"
     with tf.io.TFRecordWriter(str(source)) as writer:
         for n in range(3, 15):
-            writer.write(tfpack.data.google_example(list(range(1, n + 1)), [0] * n, [1], [2], 0,
+            writer.write(tfpack.formats.google_example(list(range(1, n + 1)), [0] * n, [1], [2], 0,
                                                     max_seq_length=16, max_predictions_per_seq=2))
     target = tmp_path / "out"  # an output of 12 shards, stats and plan: 15 files
     assert run_cli_here("pack", "--input", source, "--output", target, "--max-length", 16,

@@ -159,13 +159,13 @@ def test_an_output_named_near_name_max_packs_and_its_leftovers_go(tmp_path):
     with tf.io.TFRecordWriter(str(source)) as writer:
         for i in range(20):
             ids = list(range(1000 + i, 1010 + i))
-            writer.write(tfpack.data.google_example(ids, [0] * 10, [1], [ids[1]], 0,
+            writer.write(tfpack.formats.google_example(ids, [0] * 10, [1], [ids[1]], 0,
                                                     max_seq_length=32, max_predictions_per_seq=4))
     out = tmp_path / ("o" * 240)
     args = ("pack", "--input", source, "--output", out, "--max-length", 32,
             "--max-sequences-per-pack", 3, "--algorithm", "ffd")
     verdict = judge_cli(run_cli_here(*args), refuse=False, check=lambda r: sorted(
-        i for p in tfpack.data.read_packed(str(out)).as_numpy_iterator()
+        i for p in tfpack.formats.read_packed(str(out)).as_numpy_iterator()
         for i in p["example_ids"].tolist() if i >= 0) == list(range(20)))
     assert verdict.outcome == HELD, verdict
     assert all(len(n) <= 255 for n in (os.path.basename(outputs.sibling(str(out), kind))

@@ -36,7 +36,7 @@ def _google(path, count, seed, longer=0):
         for _ in range(count):
             n = int(rng.integers(5, L - 4)) + longer
             ids = rng.integers(1000, 2000, size=n).tolist()
-            writer.write(tfpack.data.google_example(
+            writer.write(tfpack.formats.google_example(
                 ids, [0] * n, [1], [ids[1]], 0, max_seq_length=L, max_predictions_per_seq=4))
 
 
@@ -53,7 +53,7 @@ def _pack(source, out, *extra):
 
 
 def _packs(out):
-    return len(list(tfpack.data.read_packed(str(out)).as_numpy_iterator()))
+    return len(list(tfpack.formats.read_packed(str(out)).as_numpy_iterator()))
 
 
 def _dead_pid():
@@ -92,14 +92,14 @@ def test_write_packed_refuses_a_directory_holding_the_users_shard(tmp_path):
              "sequence_mask": np.array([[1.0, 1.0]], np.float32)}
     before = outcomes.snapshot(tmp_path)
     for path in (tmp_path, tmp_path / "part-00000-of-00001.tfrecord"):
-        verdict = outcomes.judge_call(lambda: tfpack.data.write_packed([packs], str(path)),
+        verdict = outcomes.judge_call(lambda: tfpack.formats.write_packed([packs], str(path)),
                                       refuse=True, user_files=(tmp_path, before))
         assert verdict.outcome == outcomes.HELD, verdict
     assert sorted(os.listdir(tmp_path)) == ["NOTES.md", "part-00000-of-00001.tfrecord"]
     # Into a fresh folder it writes; again into its own output it replaces it whole.
     fresh = tmp_path / "fresh"
-    assert tfpack.data.write_packed([packs], str(fresh / "p.tfrecord")) == 1
-    assert tfpack.data.write_packed([packs, packs], str(fresh / "p.tfrecord")) == 2
+    assert tfpack.formats.write_packed([packs], str(fresh / "p.tfrecord")) == 1
+    assert tfpack.formats.write_packed([packs, packs], str(fresh / "p.tfrecord")) == 2
     assert _packs(fresh) == 2 and _siblings_clean(tmp_path)
 
 

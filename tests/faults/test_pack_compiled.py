@@ -58,7 +58,7 @@ def _records(count, seed, length=L):
         ids = rng.integers(1000, 2000, size=n).tolist()
         m = int(rng.integers(1, 4))
         positions = sorted(rng.choice(np.arange(1, n), m, replace=False).tolist())
-        records.append(tfpack.data.google_example(
+        records.append(tfpack.formats.google_example(
             ids, rng.integers(0, 2, n).tolist(), positions, [ids[p] for p in positions],
             int(rng.integers(0, 2)), max_seq_length=length, max_predictions_per_seq=4))
     return records
@@ -77,7 +77,7 @@ def _pack_args(source, out, *extra):
 
 
 def _example_ids(out):
-    return sorted(i for pack in tfpack.data.read_packed(str(out)).as_numpy_iterator()
+    return sorted(i for pack in tfpack.formats.read_packed(str(out)).as_numpy_iterator()
                   for i in pack["example_ids"].tolist() if i >= 0)
 
 

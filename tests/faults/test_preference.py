@@ -28,7 +28,7 @@ PAIR = {"prompt": [1, 2], "chosen": [3], "rejected": [4, 5]}
 ])
 def test_bad_pairs_are_refused_in_one_line(pairs, kwargs, match):
     kwargs = {"max_length": 16, **kwargs}
-    verdict = judge_call(lambda: tfpack.data.preference_examples(pairs, **kwargs),
+    verdict = judge_call(lambda: tfpack.builders.preference_examples(pairs, **kwargs),
                          refuse=True, match=match)
     assert verdict.outcome == HELD, verdict
 
@@ -37,7 +37,7 @@ def test_predict_without_the_reference_a_loss_needs_is_refused():
     policy = tfpack.models.CausalLM(tfpack.models.DecoderBackbone(
         vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2, intermediate_dim=16))
     model = tfpack.models.PreferenceModel(policy, loss="ipo")
-    examples = tfpack.data.preference_examples([PAIR], max_length=16)
+    examples = tfpack.builders.preference_examples([PAIR], max_length=16)
     verdict = judge_call(lambda: tfpack.predict(model, examples, max_length=16,
                                                 max_sequences_per_pack=2, jit_compile=False),
                          refuse=True, match="reference_chosen_log_likelihood")
@@ -68,7 +68,7 @@ def test_any_pair_fits_whole_or_is_refused_in_one_line(prompt, chosen, rejected,
     possible = prompt and chosen and rejected and (
         fits or (truncation == "prompt_start"
                  and 2 + chosen + rejected <= max_length))  # a one-token prompt costs 2
-    verdict = judge_call(lambda: tfpack.data.preference_examples(
+    verdict = judge_call(lambda: tfpack.builders.preference_examples(
         [pair], max_length=max_length, share_prompt=share, truncation=truncation)
         if max_length >= 3 else None, refuse=not possible, check=check)
     assert verdict.outcome == HELD, verdict

@@ -55,7 +55,7 @@ def copy_output(template, tmp_path):
 
 def consume(source, released, **options):
     """Read everything; record each released pack's index. `TfpackError` on refusal."""
-    for pack in tfpack.data.read_packed(str(source), **options).as_numpy_iterator():
+    for pack in tfpack.formats.read_packed(str(source), **options).as_numpy_iterator():
         released.append(int(pack["input_ids"][0]) - 1)
     return released
 
@@ -288,7 +288,7 @@ def test_a_shard_replaced_mid_read_is_refused_before_its_packs(template, tmp_pat
     released = []
 
     def read():
-        iterator = tfpack.data.read_packed(str(out)).as_numpy_iterator()
+        iterator = tfpack.formats.read_packed(str(out)).as_numpy_iterator()
         for pack in iterator:
             released.append(int(pack["input_ids"][0]) - 1)
             if len(released) == 1 and when == "mid-read":
@@ -305,7 +305,7 @@ def test_a_shard_replaced_mid_read_is_refused_before_its_packs(template, tmp_pat
 def repeat_until_refused(source, between, epochs=4):
     """Read ``source`` with ``.repeat()``; call ``between()`` after the first epoch."""
     released = []
-    iterator = iter(tfpack.data.read_packed(str(source)).repeat())
+    iterator = iter(tfpack.formats.read_packed(str(source)).repeat())
     first = None
     try:
         for i in range(epochs * 400):
@@ -324,11 +324,11 @@ def repeat_until_refused(source, between, epochs=4):
 
 def test_repack_between_epochs_of_repeat_never_mixes_generations(tmp_path):
     # issue 22: 100 old and 202 new packs in one stream.
-    tfpack.data.write_packed([make_packs(6)], str(tmp_path))
+    tfpack.formats.write_packed([make_packs(6)], str(tmp_path))
     old = set(range(1, 7))
 
     def repack():
-        tfpack.data.write_packed([make_packs(6, first=200)], str(tmp_path))
+        tfpack.formats.write_packed([make_packs(6, first=200)], str(tmp_path))
     repack.epoch = 6
 
     released = []
@@ -393,7 +393,7 @@ def test_max_predictions_zero_packs_and_reads_end_to_end(tmp_path):
                               "--max-sequences-per-pack", 3, "--max-predictions", 0)
     assert outcomes.judge_cli(packed, refuse=False).outcome == outcomes.HELD, packed.stderr
     # Read in a fresh process: a segfault is observed, not suffered.
-    code = (f"import tfpack; packs = list(tfpack.data.read_packed({str(out)!r})"
+    code = (f"import tfpack; packs = list(tfpack.formats.read_packed({str(out)!r})"
             ".as_numpy_iterator()); print(len(packs), packs[0]['masked_lm_ids'].shape, "
             "sum(int((p['sequence_ids'] > 0).sum()) for p in packs))")
     read = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

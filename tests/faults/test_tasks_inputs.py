@@ -133,13 +133,13 @@ def test_word_predictions_random_indices_are_read_or_refused(starts):
 def test_tokenizer_ids_beyond_int32_or_the_vocabulary_are_refused():
     for bad in (2**31 + 5, 2**40):
         wrapped = text_tokenizer(lambda s, bad=bad: [5, bad])
-        _held(judge_call(lambda: tfpack.data.embedding_examples(["a"], tokenizer=wrapped),
+        _held(judge_call(lambda: tfpack.builders.embedding_examples(["a"], tokenizer=wrapped),
                          refuse=True, match="int32"))
         _held(judge_call(lambda: token_classification_examples([["a"]], tokenizer=wrapped),
                          refuse=True, match="int32"))
     above = text_tokenizer(lambda s: [7, 64], start_ids=1, end_ids=2, separator_ids=3,
                            mask_id=4, vocabulary_size=64)
-    _held(judge_call(lambda: tfpack.data.bert_pretraining_examples(
+    _held(judge_call(lambda: tfpack.builders.bert_pretraining_examples(
         [["a b", "c d"], ["e f", "g h"]], tokenizer=above), refuse=True,
         match="vocabulary size 64"))
     _held(judge_call(lambda: text_tokenizer(lambda s: [1], start_ids=99, vocabulary_size=64),
@@ -165,7 +165,7 @@ def test_the_bundled_wordpiece_reads_web_text_as_bert():
         return rows == [[101] + e.ids + [102] for e in
                         reference.encode_batch(texts, add_special_tokens=False)]
 
-    _held(judge_call(lambda: tfpack.data.embedding_examples(texts, max_length=512),
+    _held(judge_call(lambda: tfpack.builders.embedding_examples(texts, max_length=512),
                      check=same))
 
 
@@ -208,7 +208,7 @@ def test_the_models_own_tokenizer_is_used_by_every_text_builder():
     texts = ["10\u00a0km", "co\u00adoperation", "zero\u200bwidth", "private \ue000 use"]
     expected = [[101] + e.ids + [102]
                 for e in reference.encode_batch(texts, add_special_tokens=False)]
-    _held(judge_call(lambda: tfpack.data.embedding_examples(texts, tokenizer=model_tokenizer),
+    _held(judge_call(lambda: tfpack.builders.embedding_examples(texts, tokenizer=model_tokenizer),
                      check=lambda d: [x["input_ids"].tolist() for x in d.as_numpy_iterator()]
                      == expected))
     context = "The trip was 10\u00a0km long, said Ada\u200bLovelace."

@@ -24,7 +24,7 @@ TINY = ["--vocab-size", "40", "--layers", "1", "--hidden", "16", "--heads", "2",
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory):
     """A packed output whose stats.json says packing factor 4.0."""
-    from tfpack.data import write_packed
+    from tfpack.formats import write_packed
     from tinymodels import packed_examples
 
     directory = tmp_path_factory.mktemp("packed")

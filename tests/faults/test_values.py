@@ -64,7 +64,7 @@ def test_write_packed_refuses_every_value_the_contract_forbids(tmp_path_factory,
     array[row, column % array.shape[1]] = value
     packs[feature] = array
     shard = str(directory / "out" / "part-00000-of-00001.tfrecord")
-    verdict = judge_call(lambda: tfpack.data.write_packed([packs], shard),
+    verdict = judge_call(lambda: tfpack.formats.write_packed([packs], shard),
                          refuse=True, match=feature, user_files=(directory, before))
     assert verdict.outcome == HELD, verdict
     assert sorted(os.listdir(directory)) == ["NOTES.md"], "a refused write left files behind"
@@ -74,7 +74,7 @@ def test_write_packed_refuses_float_ids_and_object_arrays(tmp_path):
     for feature, value in (("input_ids", np.array([[5.5] * L, [4.0] * L])),
                            ("input_ids", np.array([[2**70] * L, [1] * L], dtype=object))):
         packs = {**_packs(), feature: value}
-        verdict = judge_call(lambda: tfpack.data.write_packed([packs], str(tmp_path)),
+        verdict = judge_call(lambda: tfpack.formats.write_packed([packs], str(tmp_path)),
                              refuse=True, match=feature)
         assert verdict.outcome == HELD, verdict
 
@@ -86,8 +86,8 @@ def test_write_packed_keeps_good_values_exact(tmp_path):
     packs["example_ids"][1, 1] = -1
 
     def write_and_read():
-        tfpack.data.write_packed([packs], str(tmp_path))
-        return list(tfpack.data.read_packed(str(tmp_path)).as_numpy_iterator())
+        tfpack.formats.write_packed([packs], str(tmp_path))
+        return list(tfpack.formats.read_packed(str(tmp_path)).as_numpy_iterator())
 
     verdict = judge_call(write_and_read, check=lambda read: all(
         np.array_equal(read[i][n], packs[n][i]) for i in range(2) for n in packs))

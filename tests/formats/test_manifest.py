@@ -45,7 +45,7 @@ def output(tmp_path):
 
 
 def read_ids(source):
-    return [p["input_ids"].tolist() for p in tfpack.data.read_packed(source).as_numpy_iterator()]
+    return [p["input_ids"].tolist() for p in tfpack.formats.read_packed(source).as_numpy_iterator()]
 
 
 def test_manifest_lists_shards_with_counts_sizes_and_checksums(output):
@@ -81,7 +81,7 @@ def test_damaged_output_is_refused_before_any_data(output, damage, match):
     out, _ = output
     damage(out)
     with pytest.raises(TfpackError, match=match):
-        tfpack.data.read_packed(str(out))
+        tfpack.formats.read_packed(str(out))
 
 
 @pytest.mark.parametrize("damage", ["flip", "replace"])
@@ -101,7 +101,7 @@ def test_a_damaged_shard_is_refused_as_it_is_read_before_its_packs(output, damag
                 w.write(record)
     seen = []
     with pytest.raises(TfpackError, match=r"part-00001-of-00002\.tfrecord"):
-        for pack in tfpack.data.read_packed(str(out)).as_numpy_iterator():
+        for pack in tfpack.formats.read_packed(str(out)).as_numpy_iterator():
             seen.append(pack["input_ids"].tolist())
     assert seen == batches[0]["input_ids"].tolist()
     with pytest.raises(TfpackError, match=r"part-00001-of-00002\.tfrecord' differs"):
@@ -122,10 +122,10 @@ def flip_a_byte(path):
 def test_a_glob_must_match_exactly_the_listed_shards(output):
     out, _ = output
     with pytest.raises(TfpackError, match=r"without \['part-00001-of-00002\.tfrecord'\]"):
-        tfpack.data.read_packed(str(out / "part-00000-*"))
+        tfpack.formats.read_packed(str(out / "part-00000-*"))
     (out / "part-00009-of-00009.tfrecord").write_bytes(b"")
     with pytest.raises(TfpackError, match=r"extra file\(s\) \['part-00009-of-00009"):
-        tfpack.data.read_packed(str(out / "part-*"))
+        tfpack.formats.read_packed(str(out / "part-*"))
 
 
 def test_shards_without_a_manifest_are_refused(tmp_path):
@@ -133,18 +133,18 @@ def test_shards_without_a_manifest_are_refused(tmp_path):
         for record in tfpack.formats.records.serialize_packs(packs(2)):
             writer.write(record)
     with pytest.raises(TfpackError, match=r"complete tfpack output.*has no manifest\.json"):
-        tfpack.data.read_packed(str(tmp_path / "part-*"))
+        tfpack.formats.read_packed(str(tmp_path / "part-*"))
 
 
 def test_write_packed_writes_a_checked_output_and_keeps_other_outputs(tmp_path):
-    assert tfpack.data.write_packed([packs(3), packs(2, seed=1)], str(tmp_path / "a.tfrecord")) == 5
+    assert tfpack.formats.write_packed([packs(3), packs(2, seed=1)], str(tmp_path / "a.tfrecord")) == 5
     assert len(read_ids(str(tmp_path))) == 5
     assert sorted(os.listdir(tmp_path)) == ["a.tfrecord", "manifest.json"]
     with pytest.raises(TfpackError, match=r"listing \['a\.tfrecord'\]"):
-        tfpack.data.write_packed([packs(1)], str(tmp_path / "b.tfrecord"))
+        tfpack.formats.write_packed([packs(1)], str(tmp_path / "b.tfrecord"))
     assert not (tmp_path / "b.tfrecord").exists()
     with pytest.raises(TfpackError, match="same features and shapes"):
-        tfpack.data.write_packed([packs(1), packs(1, L=9)], str(tmp_path / "a.tfrecord"))
+        tfpack.formats.write_packed([packs(1), packs(1, L=9)], str(tmp_path / "a.tfrecord"))
     assert len(read_ids(str(tmp_path))) == 5  # the failed rewrite left the output as it was
 
 

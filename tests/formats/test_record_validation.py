@@ -21,7 +21,7 @@ def example(n, m, seed):
     """A valid Google example: ``n`` tokens, ``m`` of ``PRED`` prediction slots used."""
     ids = [1000 + (seed * 7 + i) % 900 for i in range(n)]
     positions = list(range(1, m + 1))
-    return tfpack.data.google_example(ids, [0] * n, positions, [ids[p] for p in positions],
+    return tfpack.formats.google_example(ids, [0] * n, positions, [ids[p] for p in positions],
                                       seed % 2, max_seq_length=SEQ, max_predictions_per_seq=PRED)
 
 
@@ -118,7 +118,7 @@ def test_google_reader_checks_every_record_when_called(tmp_path):
         writer.write(corrupt(example(6, 2, 1), "masked_lm_position at the length"))
     with pytest.raises(TfpackError, match=rf"0 <= position < length \(rule masked_lm_positions_inside\)\. Received: file='.*x\.tfrecord', "
                                           r"record 1: input_mask=.*masked_lm_positions=\[6, 2, 0, 0\]"):
-        tfpack.data.read_google_records(str(path))
+        tfpack.formats.read_google_records(str(path))
 
 
 BAD_POSITIONS = [

@@ -17,7 +17,7 @@ def test_google_records_strip_padding(tmp_path):
     examples = google_examples(7)
     write_google(tmp_path / "a.tfrecord", examples[:4])
     write_google(tmp_path / "b.tfrecord", examples[4:])
-    ds = tfpack.data.read_google_records(str(tmp_path / "*.tfrecord"))
+    ds = tfpack.formats.read_google_records(str(tmp_path / "*.tfrecord"))
     got = [{k: v.tolist() for k, v in x.items()} for x in ds.as_numpy_iterator()]
     assert got == examples  # files in sorted order, records in order, padding gone
 
@@ -27,19 +27,19 @@ def test_pack_google_records_then_write_and_read_packed(tmp_path):
     write_google(tmp_path / "in.tfrecord", examples)
     packer = tfpack.data.pack(max_length=64, max_sequences_per_pack=3,
                               max_predictions_per_pack=12, algorithm="lpfhp")
-    packs = tfpack.data.read_google_records(str(tmp_path / "in.tfrecord")).apply(packer)
+    packs = tfpack.formats.read_google_records(str(tmp_path / "in.tfrecord")).apply(packer)
     batches = [{k: v.numpy() for k, v in b.items()} for b in packs.batch(8)]
     # Into its own folder: beside the user's input it is refused (issue 22).
-    written = tfpack.data.write_packed(batches, str(tmp_path / "out" / "packed.tfrecord"))
+    written = tfpack.formats.write_packed(batches, str(tmp_path / "out" / "packed.tfrecord"))
     assert written == packer.report.packs
-    read = tfpack.data.read_packed(str(tmp_path / "out" / "packed*.tfrecord"))
+    read = tfpack.formats.read_packed(str(tmp_path / "out" / "packed*.tfrecord"))
     assert read.element_spec == packs.element_spec
     assert_same_examples(examples, read.as_numpy_iterator())
 
 
 def test_no_matching_file_fails_naming_the_pattern(tmp_path):
     with pytest.raises(TfpackError, match=r"Received: input='.*nothing-\*'"):
-        tfpack.data.read_google_records(str(tmp_path / "nothing-*"))
+        tfpack.formats.read_google_records(str(tmp_path / "nothing-*"))
 
 
 def test_unreadable_shard_fails_when_opened_naming_it(tmp_path):
@@ -47,7 +47,7 @@ def test_unreadable_shard_fails_when_opened_naming_it(tmp_path):
     (tmp_path / "b.tfrecord").write_bytes(b"this is not a tfrecord file at all")
     with pytest.raises(TfpackError,
                        match=r"readable TFRecord file. Received: file='.*b\.tfrecord'"):
-        tfpack.data.read_google_records(str(tmp_path / "*.tfrecord"))
+        tfpack.formats.read_google_records(str(tmp_path / "*.tfrecord"))
 
 
 def test_record_missing_a_feature_fails_naming_file_and_feature(tmp_path):
@@ -56,7 +56,7 @@ def test_record_missing_a_feature_fails_naming_file_and_feature(tmp_path):
     with tf.io.TFRecordWriter(str(tmp_path / "x.tfrecord")) as writer:
         writer.write(example.SerializeToString())
     with pytest.raises(TfpackError, match=r"missing \[.*'input_mask'.*x\.tfrecord"):
-        tfpack.data.read_google_records(str(tmp_path / "x.tfrecord"))
+        tfpack.formats.read_google_records(str(tmp_path / "x.tfrecord"))
 
 
 def test_records_of_other_widths_are_packed_whole(tmp_path):
@@ -69,7 +69,7 @@ def test_records_of_other_widths_are_packed_whole(tmp_path):
     with tf.io.TFRecordWriter(str(tmp_path / "in.tfrecord")) as writer:
         for i, e in enumerate(examples):  # widths 32/5 first, then 16/3 or 32/5
             wide = i == 0 or i % 3 == 1
-            writer.write(tfpack.data.google_example(
+            writer.write(tfpack.formats.google_example(
                 e["input_ids"], e["token_type_ids"], e["masked_lm_positions"],
                 e["masked_lm_ids"], e["next_sentence_labels"],
                 max_seq_length=32 if wide else 16, max_predictions_per_seq=5 if wide else 3))
@@ -78,7 +78,7 @@ def test_records_of_other_widths_are_packed_whole(tmp_path):
     assert predictions.tolist() == [len(e["masked_lm_positions"]) for e in examples]
     pack_records(str(tmp_path / "in.tfrecord"), str(tmp_path / "out"), max_length=32,
                  max_sequences_per_pack=3, max_predictions_per_pack=9, packs_per_shard=4)
-    assert_same_examples(examples, tfpack.data.read_packed(str(tmp_path / "out")).as_numpy_iterator())
+    assert_same_examples(examples, tfpack.formats.read_packed(str(tmp_path / "out")).as_numpy_iterator())
 
 
 def test_fast_encoder_writes_the_same_bytes_as_protobuf():
@@ -112,6 +112,6 @@ def test_write_packed_beside_other_files_is_refused_naming_them(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(TfpackError, match=r"`write_packed` writes into a directory that is "
                        r"missing, empty .*holding \['notes.txt'\]"):
-        tfpack.data.write_packed([packs], str(tmp_path / "packed.tfrecord"))
+        tfpack.formats.write_packed([packs], str(tmp_path / "packed.tfrecord"))
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
     assert (tmp_path / "notes.txt").read_text() == "mine"

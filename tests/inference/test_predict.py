@@ -19,7 +19,7 @@ TEXT = ["A man is eating food.", "How are you?",
 
 def wordpiece(sentences):
     """``[CLS] ids [SEP]`` of real sentences (MiniLM's uncased WordPiece vocabulary)."""
-    (document,) = tfpack.data.tokenize_documents([sentences])
+    (document,) = tfpack.builders.tokenize_documents([sentences])
     return [[101, *ids.tolist(), 102] for ids in document]
 
 

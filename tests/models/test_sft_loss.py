@@ -85,7 +85,7 @@ def test_pipeline_packs_train_like_single_examples():
     """sft_examples -> tfpack.data.pack -> CausalLM: the loss of the packs is the
     loss of the examples one per row (prompt targets excluded both ways)."""
     pairs = [([1, 2, 3], [7, 8]), ([4], [5, 6, 9]), ([10, 11], [12]), ([13], [14, 15])]
-    dataset = tfpack.data.sft_examples(pairs, max_length=8)
+    dataset = tfpack.builders.sft_examples(pairs, max_length=8)
     packs = next(iter(dataset.apply(tfpack.data.pack(
         max_length=8, max_sequences_per_pack=3, algorithm="ffd")).batch(8)))
     assert packs["loss_weights"].dtype == tf.float32

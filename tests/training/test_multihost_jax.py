@@ -30,7 +30,7 @@ def packed(tmp_path_factory):
     """BERT packs as `tfpack pack` writes them: 4 shards of 7, 7, 7 and a last short one."""
     import tensorflow as tf
 
-    from tfpack.data import google_example
+    from tfpack.formats import google_example
     from tfpack.engines.local import pack_records
 
     folder = tmp_path_factory.mktemp("multihost")

@@ -24,7 +24,7 @@ Example:
 
 >>> import tfpack
 >>> docs = tfpack.datasets.stdlib_documents(max_documents=20)
->>> ds = tfpack.data.bert_pretraining_examples(docs, max_seq_length=64, seed=1)
+>>> ds = tfpack.builders.bert_pretraining_examples(docs, max_seq_length=64, seed=1)
 >>> sorted(ds.element_spec)  # doctest: +NORMALIZE_WHITESPACE
 ['input_ids', 'masked_lm_ids', 'masked_lm_positions', 'masked_lm_weights',
  'next_sentence_labels', 'token_type_ids']

@@ -19,7 +19,7 @@ Example (``max_length=4``)::
 >>> docs = tf.data.Dataset.from_generator(
 ...     lambda: iter([{"input_ids": [1, 2, 3, 4, 5, 6]}]),
 ...     output_signature={"input_ids": tf.TensorSpec([None], tf.int32)})
->>> pieces = tfpack.data.causal_lm_examples(docs, max_length=4)
+>>> pieces = tfpack.builders.causal_lm_examples(docs, max_length=4)
 >>> [p["input_ids"].numpy().tolist() for p in pieces]
 [[1, 2, 3, 4], [5, 6]]
 """
@@ -55,7 +55,7 @@ def causal_lm_examples(
     >>> words = {"the": 5, "cat": 6, "sat": 7}
     >>> tokenizer = tfpack.builders.text_tokenizer(
     ...     lambda s: [words[w] for w in s.split()], start_ids=1, end_ids=2)
-    >>> pieces = tfpack.data.causal_lm_examples(["the cat sat", "the cat"],
+    >>> pieces = tfpack.builders.causal_lm_examples(["the cat sat", "the cat"],
     ...                                         max_length=4, tokenizer=tokenizer)
     >>> [p["input_ids"].numpy().tolist() for p in pieces]
     [[1, 5, 6, 7], [2], [1, 5, 6, 2]]

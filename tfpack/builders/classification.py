@@ -11,7 +11,7 @@ RoBERTa preprocessor). Packing stacks the labels to ``[K]`` in pack order
 Example:
 
 >>> import tfpack
->>> ds = tfpack.data.classification_examples(["a fine film", "dull"], [1, 0])
+>>> ds = tfpack.builders.classification_examples(["a fine film", "dull"], [1, 0])
 >>> x = next(iter(ds))
 >>> x["input_ids"].numpy().tolist(), int(x["labels"])
 ([101, 1037, 2986, 2143, 102], 1)

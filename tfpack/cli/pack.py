@@ -11,7 +11,7 @@ Writes ``part-*.tfrecord``, ``plan.json``, ``stats.json`` and, last,
 ``manifest.json`` into ``--output``, which must be empty or missing unless
 ``--overwrite`` replaces a previous tfpack output there (see
 `tfpack.engines.local`, `tfpack.formats.outputs`); read the packs back with
-``tfpack.data.read_packed(OUTPUT)``. Prints a summary (or, with ``--json``, the stats)
+``tfpack.formats.read_packed(OUTPUT)``. Prints a summary (or, with ``--json``, the stats)
 on stdout; progress bars go to stderr. ``--engine beam`` runs the same job as an
 Apache Beam pipeline (`tfpack.beam`, docs/beam.md) and writes the same shards.
 """

@@ -217,7 +217,7 @@ def _dataset(config: dict):
     Several outputs and Google records come back as a dataset of unbatched
     packs, which every worker reads.
     """
-    from tfpack import data
+    from tfpack import data, formats
     from tfpack.training import inputs
 
     if config["input_format"] == "packed":
@@ -226,7 +226,7 @@ def _dataset(config: dict):
             dataset = inputs.packed_output(pattern)  # One output: metadata only.
             spec = inputs.empty_packs(dataset, 1).element_spec
         else:
-            dataset = data.read_packed(pattern)
+            dataset = formats.read_packed(pattern)
             spec = dataset.element_spec
         factor = config["packing_factor"]
         if factor is None:
@@ -236,7 +236,7 @@ def _dataset(config: dict):
             except (OSError, ValueError, KeyError, TypeError):
                 factor = 1.0
         return dataset, float(factor), spec
-    examples = data.read_google_records(check_input_patterns(config["input"]))
+    examples = formats.read_google_records(check_input_patterns(config["input"]))
     unpacked = config["pack"] == "none"
     packer = data.pack(
         max_length=config["max_length"],

@@ -274,7 +274,8 @@ def check(manifest, path: str = MANIFEST) -> None:
         value = manifest.get(key)
         if not _is_int(value) and not (key == "tokens" and value is None):
             bad(f"a non-negative integer `{key}`", f"{key}={value!r}")
-    L, K, M = (manifest[k] for k in contract.DIMENSIONS.values())
+    # An output holds one-row packs: [L], [K] and [M] (pair packs' Le, Ld are not stored).
+    L, K, M = (manifest[contract.DIMENSIONS[d]] for d in ("L", "K", "M"))
     if not _is_int(L, 1):
         bad("a positive integer `max_length`", f"max_length={L!r}")
     if not _is_int(K):
@@ -308,7 +309,7 @@ def _check_features(features, sizes: dict, bad) -> None:
         dimension = contract.dimension_of(name)
         if dimension is None:
             continue
-        size = sizes[dimension]
+        size = sizes.get(dimension)
         if size is None or spec["shape"] != [size]:
             bad(f"{name!r} of shape [{dimension}] = [{contract.DIMENSIONS[dimension]}]",
                 f"features[{name!r}].shape={spec['shape']!r}, "

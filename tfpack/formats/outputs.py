@@ -1,7 +1,7 @@
 """Output directories: built beside, swapped in whole; tfpack touches only what it wrote.
 
 `replacing_output` is how every packed output is written (`tfpack pack` on
-either engine, `tfpack.data.write_packed`), so that a crash at any point leaves
+either engine, `tfpack.formats.write_packed`), so that a crash at any point leaves
 the old output or the new one readable under ``OUT``, never a mix, and nothing
 of the user's is ever changed:
 

@@ -26,7 +26,7 @@ Example:
 >>> packs = {"input_ids": np.arange(12).reshape(3, 4), "sequence_ids": np.ones((3, 4), int),
 ...          "position_ids": np.tile(np.arange(4), (3, 1)),
 ...          "sequence_mask": np.ones((3, 1), np.float32)}
->>> tfpack.data.write_packed([packs], folder)
+>>> tfpack.formats.write_packed([packs], folder)
 3
 >>> output = packed_output(folder)
 >>> output.packs, output.max_length, [records for _, records in output.shards]
@@ -186,7 +186,7 @@ def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
 
     Example:
 
-    >>> ds = tfpack.data.read_packed("packed")  # doctest: +SKIP
+    >>> ds = tfpack.formats.read_packed("packed")  # doctest: +SKIP
     >>> ds.element_spec["input_ids"]  # doctest: +SKIP
     TensorSpec(shape=(512,), dtype=tf.int32, name=None)
     """

@@ -17,7 +17,7 @@ pattern matching nothing, an unreadable shard or a missing feature raises
 Example:
 
 >>> import tfpack
->>> ds = tfpack.data.read_google_records("wiki_*.tfrecord")  # doctest: +SKIP
+>>> ds = tfpack.formats.read_google_records("wiki_*.tfrecord")  # doctest: +SKIP
 >>> next(iter(ds))["input_ids"]  # doctest: +SKIP
 <tf.Tensor: shape=(87,), dtype=int32, numpy=...>
 """
@@ -395,9 +395,9 @@ def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
     ...          "position_ids": np.array([[0, 1, 0, 0]]),
     ...          "sequence_mask": np.array([[1.0, 1.0]], np.float32)}
     >>> folder = tempfile.mkdtemp()
-    >>> tfpack.data.write_packed([packs], folder)
+    >>> tfpack.formats.write_packed([packs], folder)
     1
-    >>> [p["sequence_ids"].tolist() for p in tfpack.data.read_packed(folder).as_numpy_iterator()]
+    >>> [p["sequence_ids"].tolist() for p in tfpack.formats.read_packed(folder).as_numpy_iterator()]
     [[1, 1, 2, 0]]
     """
     if os.path.isdir(path):
@@ -449,5 +449,5 @@ def _write_one_shard(packs, directory: str, name: str) -> int:
         directory, [shard], features=features, max_length=shape("input_ids"),
         max_sequences_per_pack=shape("sequence_mask") or 0,
         max_predictions_per_pack=shape("masked_lm_positions"),
-        sequences=sequences, tokens=tokens, created_by="tfpack.data.write_packed")
+        sequences=sequences, tokens=tokens, created_by="tfpack.formats.write_packed")
     return written

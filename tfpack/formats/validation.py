@@ -3,7 +3,7 @@
 Two kinds of records enter tfpack:
 
 - Google ``create_pretraining_data`` records (`tfpack pack`,
-  `tfpack.data.read_google_records`), padded to ``max_seq_length`` and
+  `tfpack.formats.read_google_records`), padded to ``max_seq_length`` and
   ``max_predictions_per_seq``: `google_problems` checks a batch of them
   (TensorFlow); `google_scan` checks the same rules on the records' bytes,
   compiled, for the scan of `tfpack pack` (tested equal).

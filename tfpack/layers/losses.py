@@ -422,7 +422,7 @@ def sequence_log_likelihoods(logits, labels, sequence_ids, num_sequences,
 
     The log-likelihood of sequence ``k`` is the weighted sum of the log
     probabilities of its next-token targets: with ``loss_weights`` 0.0 on the
-    prompt (`tfpack.data.sft_examples`) it is the log-likelihood of the
+    prompt (`tfpack.builders.sft_examples`) it is the log-likelihood of the
     continuation given the prompt.
 
     Args:

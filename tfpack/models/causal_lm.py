@@ -29,7 +29,7 @@ class CausalLM(Task):
     last token of every sequence, so no target crosses a sequence boundary.
     Optional `loss_weights` [B, L] weigh each target: supervised fine-tuning
     gives prompt targets 0.0 so that only responses are trained
-    (`tfpack.data.sft_examples`).
+    (`tfpack.builders.sft_examples`).
 
     For backward compatibility, the `DecoderBackbone` arguments may be given
     instead of a backbone: `CausalLM(vocabulary_size=..., num_layers=...)`

@@ -33,7 +33,7 @@ class CausalLMScorer(keras.Model):
     The log-likelihood of a sequence is the sum of ``log p(token | previous
     tokens of the same sequence)`` over its next-token targets, each weighted
     by ``loss_weights`` when the packs carry them: with
-    `tfpack.data.sft_examples` (``(prompt, continuation)`` pairs: 0.0 on the
+    `tfpack.builders.sft_examples` (``(prompt, continuation)`` pairs: 0.0 on the
     prompt's targets) it is the log-likelihood of the continuation given the
     prompt. ``targets`` is the (weighted) number of targets, so
     ``exp(-log_likelihood / targets)`` is the sequence's perplexity. A

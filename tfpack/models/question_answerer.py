@@ -13,13 +13,13 @@ class QuestionAnswerer(Task):
     """A backbone that finds an answer span in every sequence of a pack.
 
     Each sequence is ``[CLS] question [SEP] context window [SEP]``
-    (`tfpack.data.question_answering_examples`). A dense layer gives every
+    (`tfpack.builders.question_answering_examples`). A dense layer gives every
     token a start and an end logit; the loss classifies the start and the end
     of each sequence over its own tokens only (`span_statistics`), so a pack
     trains exactly like its sequences one per row. ``start_positions`` and
     ``end_positions`` [K] index the pack: packing shifts them by the
     sequence's offset, and a window without the answer points at its own
-    ``[CLS]``. `tfpack.data.best_answers` turns the per-example logits of all
+    ``[CLS]``. `tfpack.builders.best_answers` turns the per-example logits of all
     windows of a question into its answer text.
 
     Example:

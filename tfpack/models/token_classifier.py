@@ -16,7 +16,7 @@ class TokenClassifier(Task):
     """A backbone that tags every token of every sequence of a pack.
 
     ``labels`` [L] hold a class per token and ``IGNORE_LABEL`` (-100) where
-    nothing is trained: `tfpack.data.token_classification_examples` labels
+    nothing is trained: `tfpack.builders.token_classification_examples` labels
     the first sub-token of each word and ignores the rest, so a word is
     predicted at its first sub-token (`word_predictions`). The loss is the
     mean cross-entropy over labelled tokens, with counts summed over the

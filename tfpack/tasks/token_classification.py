@@ -2,7 +2,7 @@
 
 ``labels`` hold one class per token: the first sub-token of each word
 carries the word's class and every other token `IGNORE_LABEL`
-(`tfpack.data.token_classification_examples`).
+(`tfpack.builders.token_classification_examples`).
 
 >>> from tfpack import tasks
 >>> tasks.get("token_classification").feature("labels").dimension

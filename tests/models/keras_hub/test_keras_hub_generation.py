@@ -65,7 +65,7 @@ def test_keras_hub_generates_with_the_packed_trained_backbone(family, tmp_path):
     backbone = make_backbone(tokenizer.vocabulary_size())
     adapter = models.from_keras_hub(backbone)  # Llama 3: a LlamaBackbone subclass
     texts = list(th.sentences()[:48])
-    pieces = tfpack.data.causal_lm_examples(texts, max_length=L, tokenizer=tokenizer,
+    pieces = tfpack.builders.causal_lm_examples(texts, max_length=L, tokenizer=tokenizer,
                                             min_length=2)
     packs = pieces.apply(tfpack.data.pack(max_length=L, max_sequences_per_pack=K,
                                           algorithm="ffd", seed=0))
