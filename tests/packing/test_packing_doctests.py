@@ -14,6 +14,7 @@ MODULES = [
     "tfpack.packing.assignment",
     "tfpack.packing.placement",
     "tfpack.packing.balance",
+    "tfpack.packing.replicas",
     "tfpack.packing.permutation",
     "tfpack.packing.hosts",
     "tfpack.packing.algorithms",
