@@ -42,7 +42,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -53,9 +52,6 @@ from tfpack.packing.histograms import validate_histogram, validate_seed
 from tfpack.packing.balance import BatchBalance, arrange, check_balance
 from tfpack.packing.replicas import split_replicas
 from tfpack.packing.permutation import Permutations
-
-if TYPE_CHECKING:
-    from tfpack.packing.plans import PackingPlan
 
 __all__ = ["Placement", "placement", "length_ranks"]
 
@@ -171,7 +167,7 @@ class Placement:
         return depths
 
 
-def placement(plan: "PackingPlan", histogram, *, seed: int = 0, shuffle: bool = True,
+def placement(plan, histogram, *, seed: int = 0, shuffle: bool = True,
               balance=None, batch_size: int | None = None, replicas: int | None = None,
               token_weight: int = 0) -> Placement:
     """The `Placement` of examples with length ``histogram`` in the packs of ``plan``.
