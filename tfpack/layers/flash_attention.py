@@ -55,7 +55,7 @@ class _Config:
     window: tuple | None
     cap: float | None
     sinks: bool
-    slopes: tuple | None
+    alibi: bool
     interpret: bool
 
 
@@ -95,7 +95,7 @@ def _scores(q, k, qb, kb, qids, kids, h, slopes_ref, config):
         s = tanh * config.cap
     qpos = qb * config.block_q + jnp.arange(config.block_q)[:, None]
     kpos = kb * config.block_k + jnp.arange(config.block_k)[None, :]
-    if config.slopes is not None:
+    if config.alibi:
         # ALiBi as slope * (key - query): the per-query shift of other
         # forms (slope * key position) cancels in the softmax.
         s = s + slopes_ref[h] * (kpos - qpos).astype(jnp.float32)
@@ -231,19 +231,18 @@ def _specs(config, length, head_dim):
     }
 
 
-def _vectors(config, heads, sinks):
-    """The per-head sink logits and ALiBi slopes the kernels read."""
-    sinks = (jnp.zeros((heads,), jnp.float32) if sinks is None
-             else sinks.astype(jnp.float32))
-    slopes = jnp.asarray(config.slopes or (0.0,) * heads, jnp.float32)
-    return sinks, slopes
+def _per_head(values, heads):
+    """A per-head float32 vector the kernels read (zeros for None)."""
+    if values is None:
+        return jnp.zeros((heads,), jnp.float32)
+    return jnp.asarray(values).astype(jnp.float32).reshape(heads)
 
 
-def _forward(q, k, v, sinks, ids, key_ranges, config):
+def _forward(q, k, v, sinks, slopes, ids, key_ranges, config):
     batch, length, heads, head_dim = q.shape
     spec = _specs(config, length, head_dim)
     whole = pl.BlockSpec((heads,), lambda b, h, i: (0,))
-    sinks, slopes = _vectors(config, heads, sinks)
+    sinks, slopes = _per_head(sinks, heads), _per_head(slopes, heads)
     return pl.pallas_call(
         functools.partial(_forward_kernel, config=config),
         grid=(batch, heads, length // config.block_q),
@@ -256,11 +255,11 @@ def _forward(q, k, v, sinks, ids, key_ranges, config):
     )(key_ranges, ids, ids, q, k, v, sinks, slopes)
 
 
-def _backward(q, k, v, ids, ranges, o, lse, do, config):
+def _backward(q, k, v, slopes, ids, ranges, o, lse, do, config):
     batch, length, heads, head_dim = q.shape
     spec = _specs(config, length, head_dim)
     whole = pl.BlockSpec((heads,), lambda b, h, i: (0,))
-    _, slopes = _vectors(config, heads, None)
+    slopes = _per_head(slopes, heads)
     key_ranges, query_ranges = ranges
     delta = jnp.einsum("blhd,blhd->bhl", o.astype(jnp.float32),
                        do.astype(jnp.float32))
@@ -292,26 +291,29 @@ def _backward(q, k, v, ids, ranges, o, lse, do, config):
     return delta, dq.astype(q.dtype), dk.astype(k.dtype), dv.astype(v.dtype)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(6,))
-def _flash(q, k, v, sinks, ids, ranges, config):
-    return _forward(q, k, v, sinks, ids, ranges[0], config)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(7,))
+def _flash(q, k, v, sinks, slopes, ids, ranges, config):
+    return _forward(q, k, v, sinks, slopes, ids, ranges[0], config)[0]
 
 
-def _flash_forward(q, k, v, sinks, ids, ranges, config):
-    o, lse = _forward(q, k, v, sinks, ids, ranges[0], config)
-    return o, (q, k, v, sinks, ids, ranges, o, lse)
+def _flash_forward(q, k, v, sinks, slopes, ids, ranges, config):
+    o, lse = _forward(q, k, v, sinks, slopes, ids, ranges[0], config)
+    return o, (q, k, v, sinks, slopes, ids, ranges, o, lse)
 
 
 def _flash_backward(config, residuals, do):
-    q, k, v, sinks, ids, ranges, o, lse = residuals
-    delta, dq, dk, dv = _backward(q, k, v, ids, ranges, o, lse, do, config)
+    q, k, v, sinks, slopes, ids, ranges, o, lse = residuals
+    delta, dq, dk, dv = _backward(q, k, v, slopes, ids, ranges, o, lse, do,
+                                  config)
     dsinks = None
     if sinks is not None:
         # d/d sink_h = -sum_i p_sink(i) * delta_i, p_sink = exp(sink - lse).
         dsinks = -jnp.sum(jnp.exp(sinks.astype(jnp.float32)[None, :, None]
                                   - lse) * delta, axis=(0, 2))
         dsinks = dsinks.astype(sinks.dtype)
-    return dq, dk, dv, dsinks, None, None
+    # ALiBi slopes are constants of the families (no gradient).
+    dslopes = None if slopes is None else jnp.zeros_like(slopes)
+    return dq, dk, dv, dsinks, dslopes, None, None
 
 
 _flash.defvjp(_flash_forward, _flash_backward)
@@ -345,7 +347,8 @@ def flash_attention(query, key, value, *, sequence_ids, causal=False,
         window: `(before, after)` band of token offsets (`band_mask`).
         logit_soft_cap: `c` of the soft cap `c * tanh(s / c)`, or None.
         sinks: `[heads]` sink logits (probability mass, no value), or None.
-        alibi_slopes: `heads` floats: ALiBi bias `slope * (j - i)`, or None.
+        alibi_slopes: `[heads]` ALiBi slopes: bias `slope * (j - i)`
+            (treated as constants: no gradient), or None.
         block_q, block_k: tokens per query and key block (default
             `block_sizes(L)`: 128, or a quarter of a short row, at least
             16); `L` is padded to a multiple of both.
@@ -359,9 +362,9 @@ def flash_attention(query, key, value, *, sequence_ids, causal=False,
     if heads % key.shape[2]:
         raise TfpackError("query heads must be a multiple of key heads. "
                           f"Received: heads={heads}, kv_heads={key.shape[2]}")
-    if alibi_slopes is not None and len(alibi_slopes) != heads:
+    if alibi_slopes is not None and jnp.size(alibi_slopes) != heads:
         raise TfpackError(f"`alibi_slopes` must have one slope per head "
-                          f"({heads}). Received: alibi_slopes={alibi_slopes!r}")
+                          f"({heads}). Received: {jnp.size(alibi_slopes)} slopes")
     block_q, block_k, padded = block_sizes(length, block_q, block_k)
     if interpret is None:
         interpret = jax.default_backend() == "cpu"
@@ -369,9 +372,7 @@ def flash_attention(query, key, value, *, sequence_ids, causal=False,
         block_q, block_k, heads // key.shape[2], bool(causal),
         None if window is None else tuple(int(w) for w in window),
         None if logit_soft_cap is None else float(logit_soft_cap),
-        sinks is not None,
-        None if alibi_slopes is None else tuple(float(s) for s in alibi_slopes),
-        bool(interpret))
+        sinks is not None, alibi_slopes is not None, bool(interpret))
     ids = jnp.asarray(sequence_ids, jnp.int32)
     if padded != length:
         pad = [(0, 0), (0, padded - length), (0, 0), (0, 0)]
@@ -380,4 +381,6 @@ def flash_attention(query, key, value, *, sequence_ids, causal=False,
     ranges = block_bounds(ids, block_q, block_k, causal=config.causal,
                           window=config.window)
     sinks = None if sinks is None else jnp.asarray(sinks)
-    return _flash(query, key, value, sinks, ids, ranges, config)[:, :length]
+    slopes = None if alibi_slopes is None else jnp.asarray(alibi_slopes)
+    return _flash(query, key, value, sinks, slopes, ids, ranges,
+                  config)[:, :length]
