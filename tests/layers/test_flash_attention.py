@@ -1,10 +1,11 @@
 """The flash kernel (Pallas interpret mode on the CPU) equals dense attention.
 
 Forward and gradients, float32, to 1e-5: packs with sequences straddling
-blocks, one-token sequences and padding; every block size the wrapper
-supports is a power of two or any positive integer, so a spread of them
-(including ones that do not divide `L`) is run. Interpret mode compiles each
-configuration for a few seconds: the cases are few and tiny.
+blocks, one-token sequences and padding. The wrapper takes any positive block
+sizes (padding `L` to a multiple of both): a spread of them runs, from 1 to
+the whole row, powers of two and not (5 x 3), dividing `L` and not.
+Interpret mode compiles each configuration for a few seconds: the cases are
+few and tiny.
 """
 
 import jax

