@@ -5,10 +5,11 @@ interpret mode on the CPU): the adapter with flash equals the same backbone
 with dense attention, outputs (1e-5) and gradients (1e-4, after two layers
 and a sine), under jit; DeBERTa and XLNet (per-row relative-position bias)
 are refused by name. Sliding windows (Mistral, Gemma), soft caps (Gemma),
-sink logits (GPT-OSS) and ALiBi (BLOOM, Falcon) run in the kernel. Qwen2 and
-Qwen3 are checked against segmented attention instead: keras-hub's Qwen
-attention on JAX takes a fused path that drops its sliding window, so its
-dense output there is not the windowed one (segmented and flash keep it).
+sink logits (GPT-OSS) and ALiBi (BLOOM, Falcon) run in the kernel. Qwen2,
+Qwen3 and Qwen3 MoE are checked against segmented attention instead:
+keras-hub's Qwen attention on JAX takes a fused path that drops its sliding
+window, so its dense output there is not the windowed one (segmented and
+flash keep it).
 Gemma 4's gradients get 5e-3: its expert routing amplifies rounding, and its
 segmented gradients differ from dense by as much.
 """
