@@ -9,6 +9,21 @@ import numpy as np
 from tfpack import models
 
 assert keras.backend.backend() == "jax"
+
+# Count the kernel's calls: "flash" must run it, not fall back to a path that
+# gives the same numbers.
+import tfpack.layers.flash_attention as kernel  # noqa: E402
+
+CALLS = []
+_kernel = kernel.flash_attention
+
+
+def _counted(*args, **kwargs):
+    CALLS.append(1)
+    return _kernel(*args, **kwargs)
+
+
+kernel.flash_attention = _counted
 LENGTH = 32
 rng = np.random.default_rng(0)
 ids = np.zeros((2, LENGTH), np.int32)
@@ -47,7 +62,9 @@ def check(make):
     flash.set_weights(dense.get_weights())
     assert flash.transformer_layers[0].attention.implementation_for(LENGTH) == "flash"
     want, want_grads = outputs_and_gradients(dense)
+    CALLS.clear()
     got, got_grads = outputs_and_gradients(flash)
+    assert len(CALLS) == 2, CALLS  # one per layer
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
     assert len(got_grads) == len(want_grads) > 0
     for g, w in zip(got_grads, want_grads):

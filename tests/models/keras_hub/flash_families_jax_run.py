@@ -19,6 +19,21 @@ from tfpack.models import from_keras_hub
 from tfpack.testing import pack_examples
 
 assert keras.backend.backend() == "jax"
+
+# Count the kernel's calls: "flash" must run it, not fall back to a path that
+# gives the same numbers.
+import tfpack.layers.flash_attention as kernel  # noqa: E402
+
+CALLS = []
+_kernel = kernel.flash_attention
+
+
+def _counted(*args, **kwargs):
+    CALLS.append(1)
+    return _kernel(*args, **kwargs)
+
+
+kernel.flash_attention = _counted
 LENGTH = 32
 # keras-hub's Qwen attention on JAX takes its fused path, which drops the
 # sliding window its other paths (TensorFlow, and the adapters' segmented
@@ -61,7 +76,9 @@ for family in sys.argv[1:]:
         from_keras_hub(backbone, **reference), backbone, packed, real)
     flash = from_keras_hub(backbone, attention_implementation="flash")
     assert flash.implementation(LENGTH) == "flash"
+    CALLS.clear()
     got, got_grads = outputs_and_gradients(flash, backbone, packed, real)
+    assert CALLS, family
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5,
                                err_msg=family)
     assert len(got_grads) == len(want_grads) > 0
