@@ -5,29 +5,18 @@ CPU) equal the same weights under dense attention, outputs and gradients."""
 import jax
 import keras
 import numpy as np
+from jax_env import count_flash_calls
 
 from tfpack import models
 
 assert keras.backend.backend() == "jax"
 
-# Count the kernel's calls: "flash" must run it, not fall back to a path that
-# gives the same numbers.
-import tfpack.layers.flash_attention as kernel  # noqa: E402
-
-CALLS = []
-_kernel = kernel.flash_attention
-
-
-def _counted(*args, **kwargs):
-    CALLS.append(1)
-    return _kernel(*args, **kwargs)
-
-
-kernel.flash_attention = _counted
+# "flash" must run the kernel, not a path giving the same numbers.
+CALLS = count_flash_calls()
 LENGTH = 32
 rng = np.random.default_rng(0)
 ids = np.zeros((2, LENGTH), np.int32)
-# Sequences straddling the 8-token blocks, a one-token one, padding.
+# Sequences straddling the 16-token blocks, a one-token one, padding.
 for row, lengths in enumerate([(5, 1, 13, 9), (16, 16)]):
     ids[row, :sum(lengths)] = np.repeat(np.arange(1, len(lengths) + 1), lengths)
 positions = np.zeros_like(ids)

@@ -6,6 +6,7 @@ to 1e-5; the TensorFlow backend refuses "flash" with one error; "auto" never
 picks it without device measurements.
 """
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -49,7 +50,8 @@ def test_flash_models_equal_dense_on_jax():
     root = HERE.parents[1]
     done = subprocess.run(
         [sys.executable, str(HERE / "flash_models_jax_run.py")],
-        env=jax_env(PYTHONPATH=str(root)), cwd=root, capture_output=True,
+        env=jax_env(PYTHONPATH=os.pathsep.join([str(root), str(root / "tests")])),
+        cwd=root, capture_output=True,
         text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout.strip().endswith("ok"), done.stdout

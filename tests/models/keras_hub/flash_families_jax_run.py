@@ -12,6 +12,7 @@ import sys
 import jax
 import keras
 import numpy as np
+from jax_env import count_flash_calls
 
 from keras_hub_helpers import examples, make_backbone
 from tfpack.errors import TfpackError
@@ -20,20 +21,8 @@ from tfpack.testing import pack_examples
 
 assert keras.backend.backend() == "jax"
 
-# Count the kernel's calls: "flash" must run it, not fall back to a path that
-# gives the same numbers.
-import tfpack.layers.flash_attention as kernel  # noqa: E402
-
-CALLS = []
-_kernel = kernel.flash_attention
-
-
-def _counted(*args, **kwargs):
-    CALLS.append(1)
-    return _kernel(*args, **kwargs)
-
-
-kernel.flash_attention = _counted
+# "flash" must run the kernel, not a path giving the same numbers.
+CALLS = count_flash_calls()
 LENGTH = 32
 # keras-hub's Qwen attention on JAX takes its fused path, which drops the
 # sliding window its other paths (TensorFlow, and the adapters' segmented

@@ -39,7 +39,7 @@ GROUPS = {
 def test_flash_families_equal_dense_on_jax(group):
     pytest.importorskip("jax")
     root = str(HERE.parents[2])
-    path = os.pathsep.join([root, str(HERE)])
+    path = os.pathsep.join([root, str(HERE), str(HERE.parents[1])])
     done = subprocess.run(
         [sys.executable, str(HERE / "flash_families_jax_run.py"), *GROUPS[group]],
         env=jax_env(PYTHONPATH=path), cwd=HERE, capture_output=True, text=True,
