@@ -47,6 +47,9 @@ keras-hub family", walks through a new family.
 | GPT-2 and OPT | `GPT2Backbone`, `OPTBackbone` | `KerasHubGPT` |
 | GPT-NeoX | `GPTNeoXBackbone` | `KerasHubGPTNeoX` |
 | ALiBi decoders (ALiBi from positions inside each sequence) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
+| T5 encoder-decoders (pair packs; relative buckets per sequence) | `T5Backbone` | `KerasHubT5` |
+| BART (pair packs; learned positions per sequence) | `BartBackbone` | `KerasHubBart` |
+| T5Gemma (pair packs; rotary angles and the decoder's sliding windows per sequence) | `T5GemmaBackbone` | `KerasHubT5Gemma` |
 
 Backbones whose computation crosses sequence boundaries in a way a mask
 cannot stop (recurrent state, Fourier mixing), encoder-decoders and
@@ -69,6 +72,7 @@ from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.alibi import KerasHubAlibiDecoder
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+from tfpack.models.keras_hub.bart import KerasHubBart
 from tfpack.models.keras_hub.base import adapters
 from tfpack.models.keras_hub.deberta import KerasHubDeberta
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
@@ -82,7 +86,10 @@ from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
 from tfpack.models.keras_hub.phi3 import KerasHubPhi3
 from tfpack.models.keras_hub.refusals import refusal
 from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
+from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
+from tfpack.models.keras_hub.t5 import KerasHubT5
+from tfpack.models.keras_hub.t5gemma import KerasHubT5Gemma
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 
 
@@ -90,7 +97,7 @@ def supported_backbones():
     """Names of the keras-hub backbone classes `from_keras_hub` accepts.
 
     >>> supported_backbones()[:3]
-    ['AlbertBackbone', 'BertBackbone', 'BloomBackbone']
+    ['AlbertBackbone', 'BartBackbone', 'BertBackbone']
     """
     return sorted(name for adapter in adapters()
                   for name in adapter.backbone_names)
@@ -161,6 +168,7 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
 __all__ = [
     "KerasHubAlibiDecoder",
     "KerasHubBackbone",
+    "KerasHubBart",
     "KerasHubCausalBackbone",
     "KerasHubDeberta",
     "KerasHubESM",
@@ -173,7 +181,10 @@ __all__ = [
     "KerasHubGptOss",
     "KerasHubPhi3",
     "KerasHubRoformerV2",
+    "KerasHubSeq2SeqBackbone",
     "KerasHubSmolLM3",
+    "KerasHubT5",
+    "KerasHubT5Gemma",
     "KerasHubXLNet",
     "adapters",
     "from_keras_hub",
