@@ -8,14 +8,25 @@ real length histograms, and reports real (non-padding) tokens per second:
 - packed, dense attention: packs from a `tfpack.packing` plan, block-diagonal
   mask over all L x L scores;
 - packed, segmented attention: the same packs, each sequence attended in its
-  own row (`attention_implementation="segmented"`).
+  own row (`attention_implementation="segmented"`);
+- packed, flash attention: the same packs through the fused Pallas kernel
+  that visits only the key blocks of each query block's sequences
+  (`attention_implementation="flash"`, issue 36).
+
+A second table (`--attention`) times attention alone, forward+backward of
+pre-scaled bfloat16 queries, keys and values of the model's width and heads
+on the same packs: dense, segmented and flash. Both tables give the compiled
+step's memory (`memory_analysis()`: arguments + outputs + temporaries,
+GiB), and a variant that does not fit (out of memory when compiled or run)
+is a row saying so instead of a failure.
 
 Models: BERT-base (12 layers, width 768, 12 heads) at L=512 on the
 Wikipedia histogram (K=3, `spfhp`), and a ~100M-parameter decoder
 (12 layers, width 768, 12 heads, vocabulary 32,000, rotary, causal) on
 Python standard library definitions split into windows of S=512 tokens
-(`bfd`), at L=4,096 (K=32, 4 rows a batch) and L=8,192 (K=64, 1 row: dense
-attention over 2 rows of 8,192 needs 114 GiB). The decoders' padded baseline
+(`bfd`), at L=4,096 (K=32, 4 rows a batch), L=8,192 (K=64, 1 row: dense
+attention over 2 rows of 8,192 needs 114 GiB) and L=32,768 (K=256, 1 row;
+dense attention is not expected to fit). The decoders' padded baseline
 has as many rows as their packed batch (padding each window to L), since
 matching the packed batch's tokens would need 19x the rows. `--toy` shrinks
 all three (width 32, L=64, 256 and 512, one layer) so the script runs in CI
@@ -25,8 +36,9 @@ versions. This script must never import TensorFlow (checked at the end):
 it is what runs where only JAX is installed.
 
 Usage:
-    python benchmarks/accelerator.py [--toy] [--rounds N]
-        [--models BERT-base,decoder-100M,decoder-100M-8k]
+    python benchmarks/accelerator.py [--toy] [--rounds N] [--attention]
+        [--models BERT-base,decoder-100M,decoder-100M-8k,decoder-100M-32k]
+        [--variants "padded,packed, dense,packed, segmented,packed, flash"]
         [--output benchmarks/results/accelerator.md]
 """
 
@@ -36,6 +48,7 @@ import argparse
 import os
 import pathlib
 import platform
+import re
 import statistics
 import sys
 import time
@@ -63,12 +76,17 @@ MODELS = {
     "BERT-base": (12, 768, 12, 30522, 512, 3, None, False, 32, None),
     "decoder-100M": (12, 768, 12, 32000, 4096, 32, 512, True, 4, 4),
     "decoder-100M-8k": (12, 768, 12, 32000, 8192, 64, 512, True, 1, 1),
+    "decoder-100M-32k": (12, 768, 12, 32000, 32768, 256, 512, True, 1, 1),
 }
 TOY = {
     "BERT-base": (1, 32, 2, 100, 64, 3, None, False, 4, None),
     "decoder-100M": (1, 32, 2, 100, 256, 8, 32, True, 2, 2),
     "decoder-100M-8k": (1, 32, 2, 100, 512, 16, 32, True, 2, 2),
+    "decoder-100M-32k": (1, 32, 2, 100, 1024, 32, 32, True, 1, 1),
 }
+VARIANTS = ("padded", "packed, dense", "packed, segmented", "packed, flash")
+IMPLEMENTATION = {"padded": "dense", "packed, dense": "dense",
+                  "packed, segmented": "segmented", "packed, flash": "flash"}
 
 
 def _lengths(name, length, window):
@@ -99,7 +117,17 @@ def build(config, implementation, policy):
     return keras.Model(inputs, logits)
 
 
-def step_fn(model):
+def compiled(function, *args):
+    """`(run, GiB)`: `function` compiled for `args`, and its memory."""
+    executable = jax.jit(function).lower(*args).compile()
+    memory = executable.memory_analysis()
+    gib = None if memory is None else (
+        memory.argument_size_in_bytes + memory.output_size_in_bytes
+        + memory.temp_size_in_bytes) / 2 ** 30
+    return (lambda *a: jax.block_until_ready(executable(*a))), gib
+
+
+def step_fn(model, features):
     def loss(weights, features):
         logits, _ = model.stateless_call(weights, [], features)
         real = keras.ops.cast(features["sequence_ids"] > 0, "float32")
@@ -108,9 +136,81 @@ def step_fn(model):
             from_logits=True)
         return keras.ops.sum(losses * real) / keras.ops.sum(real)
 
-    step = jax.jit(jax.value_and_grad(loss))
     weights = [v.value for v in model.trainable_variables]
-    return lambda features: jax.block_until_ready(step(weights, features))
+    step, gib = compiled(jax.value_and_grad(loss), weights, features)
+    return (lambda features: step(weights, features)), gib
+
+
+def attention_fn(implementation, causal, k, s, features):
+    """Forward+backward of attention alone on bf16 `[rows, L, heads, d]`."""
+    from tfpack.layers.attention_mask import PackedAttentionMask
+    from tfpack.layers.packed_attention import packed_attention
+
+    mask = PackedAttentionMask(causal=causal, mask_type="additive",
+                               dtype="bfloat16")
+
+    def loss(q, key, v, sequence_ids):
+        out = packed_attention(
+            q, key, v, implementation=implementation,
+            dense_bias=lambda: mask(sequence_ids), sequence_ids=sequence_ids,
+            causal=causal, max_sequences_per_pack=k, segment_length=s)
+        return keras.ops.sum(keras.ops.cast(out, "float32"))
+
+    args = (features["q"], features["k"], features["v"], features["sequence_ids"])
+    step, gib = compiled(jax.value_and_grad(loss, argnums=(0, 1, 2)), *args)
+    return (lambda f: step(f["q"], f["k"], f["v"], f["sequence_ids"])), gib
+
+
+def out_of_memory(error):
+    text = str(error)
+    return "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower()
+
+
+def timed(steps, data, rounds):
+    """Seconds and real tokens of each round, variants interleaved."""
+    seconds = {key: [] for key in steps}
+    for r in range(rounds):
+        for key in (list(steps) if r % 2 == 0 else list(steps)[::-1]):
+            batch = data[key][r % len(data[key])]
+            start = time.perf_counter()
+            steps[key](batch)
+            seconds[key].append((time.perf_counter() - start,
+                                 int((batch["sequence_ids"] > 0).sum())))
+    return seconds
+
+
+def prepared(makers, data):
+    """`(steps, memory, failures)`: each variant compiled and run once; one
+    that does not fit is a failure, not an exception."""
+    steps, memory, failures = {}, {}, {}
+    for key, make in makers.items():
+        try:
+            steps[key], memory[key] = make()
+            steps[key](data[key][0])
+        except Exception as error:  # noqa: BLE001 - reported as a row
+            if not out_of_memory(error):
+                raise
+            steps.pop(key, None)
+            failures[key] = "does not fit (out of memory)"
+    return steps, memory, failures
+
+
+def rows_of(name, parameters, length, seconds, memory, failures, data,
+            baseline_key):
+    rows = []
+    baseline = (statistics.median(t / s for s, t in seconds[baseline_key])
+                if baseline_key in seconds else None)
+    for key in list(seconds) + list(failures):
+        rows_a_batch = data[key][0]["sequence_ids"].shape[0]
+        if key in failures:
+            rows.append((name, parameters, length, key, rows_a_batch, None,
+                         None, failures[key]))
+            continue
+        rates = [tokens / s for s, tokens in seconds[key]]
+        speedup = None if baseline is None else statistics.median(rates) / baseline
+        rows.append((name, parameters, length, key, rows_a_batch, rates,
+                     speedup, memory.get(key)))
+    return rows
 
 
 def batches(name, config, rng, count):
@@ -142,43 +242,69 @@ def batches(name, config, rng, count):
     return packed, padded
 
 
-def run(name, config, rounds, policy, seed=0):
+def run(name, config, rounds, policy, variants=VARIANTS, seed=0):
     # Seeded here, not with keras.utils.set_random_seed: that one imports
     # TensorFlow to seed it too.
     rng = np.random.default_rng(seed)
     packed, padded = batches(name, config, rng, 3)
-    models = {"padded": build(config, "dense", policy),
-              "packed, dense": build(config, "dense", policy),
-              "packed, segmented": build(config, "segmented", policy)}
+    models = {key: build(config, IMPLEMENTATION[key], policy) for key in variants}
     weights = [rng.normal(0.0, 0.02, w.shape).astype(w.dtype)
-               for w in models["padded"].get_weights()]
+               for w in models[variants[0]].get_weights()]
     for model in models.values():
         model.set_weights(weights)
-    data = {"padded": padded, "packed, dense": packed,
-            "packed, segmented": packed}
-    steps = {key: step_fn(model) for key, model in models.items()}
-    for key, step in steps.items():
-        step(data[key][0])
-    seconds = {key: [] for key in steps}
-    for r in range(rounds):
-        for key in (list(steps) if r % 2 == 0 else list(steps)[::-1]):
-            batch = data[key][r % len(data[key])]
-            start = time.perf_counter()
-            steps[key](batch)
-            seconds[key].append((time.perf_counter() - start,
-                                 int((batch["sequence_ids"] > 0).sum())))
-    parameters = models["padded"].count_params()
-    rows = []
-    baseline = statistics.median(t / s for s, t in seconds["padded"])
-    for key, values in seconds.items():
-        rates = [tokens / s for s, tokens in values]
-        rows.append((name, parameters, config[4], key,
-                     data[key][0]["sequence_ids"].shape[0], rates,
-                     statistics.median(rates) / baseline))
-    return rows
+    data = {key: padded if key == "padded" else packed for key in variants}
+    makers = {key: (lambda m=model, key=key: step_fn(m, data[key][0]))
+              for key, model in models.items()}
+    steps, memory, failures = prepared(makers, data)
+    seconds = timed(steps, data, rounds)
+    parameters = models[variants[0]].count_params()
+    return rows_of(name, parameters, config[4], seconds, memory, failures,
+                   data, "padded" if "padded" in seconds else "packed, dense")
 
 
-def report(rows, command, toy):
+def run_attention(name, config, rounds, variants=VARIANTS, seed=0):
+    """Attention alone (forward+backward) on the packs of `config`."""
+    _, width, heads, _, length, k, s, decoder, _, _ = config
+    rng = np.random.default_rng(seed)
+    packed, _ = batches(name, config, rng, 3)
+    data = []
+    for batch in packed:
+        shape = batch["sequence_ids"].shape + (heads, width // heads)
+        data.append(dict(batch, **{
+            x: jax.numpy.asarray(rng.normal(0, 1, shape) / (width // heads) ** 0.25,
+                                 "bfloat16") for x in ("q", "k", "v")}))
+    packed_variants = [v for v in variants if v != "padded"]
+    data = {key: data for key in packed_variants}
+    makers = {key: (lambda key=key: attention_fn(IMPLEMENTATION[key], decoder, k, s,
+                                                 data[key][0]))
+              for key in packed_variants}
+    steps, memory, failures = prepared(makers, data)
+    seconds = timed(steps, data, rounds)
+    return rows_of(name, 0, length, seconds, memory, failures, data,
+                   "packed, dense")
+
+
+def table(rows, with_parameters=True):
+    head = ("| model | parameters | L | variant | rows a batch | tokens/s | speed-up "
+            "| memory GiB |") if with_parameters else (
+            "| model | L | variant | rows a batch | tokens/s | speed-up over dense "
+            "| memory GiB |")
+    lines = [head, "|" + " --- |" * (8 if with_parameters else 7)]
+    for name, parameters, length, key, batch, rates, speedup, memory in rows:
+        cells = [name] + ([f"{parameters:,}"] if with_parameters else []) + [
+            str(length), key, str(batch)]
+        if rates is None:
+            cells += [memory, "-", "-"]
+        else:
+            cells += [f"{statistics.median(rates):,.0f} ({min(rates):,.0f}-"
+                      f"{max(rates):,.0f})",
+                      "-" if speedup is None else f"{speedup:.2f}x",
+                      "?" if memory is None else f"{memory:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def report(rows, command, toy, attention_rows=()):
     device = jax.devices()[0]
     versions = (f"jax {jax.__version__}, keras {keras.__version__}, "
                 f"Python {platform.python_version()}")
@@ -199,13 +325,10 @@ def report(rows, command, toy):
     if device.platform == "cpu":
         lines += ["GPU figures: pending (no accelerator was available when "
                   "this file was written; run the command above on one).", ""]
-    lines += ["| model | parameters | L | variant | rows a batch | tokens/s | speed-up |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-    for name, parameters, length, key, batch, rates, speedup in rows:
-        lines.append(
-            f"| {name} | {parameters:,} | {length} | {key} | {batch} | "
-            f"{statistics.median(rates):,.0f} ({min(rates):,.0f}-"
-            f"{max(rates):,.0f}) | {speedup:.2f}x |")
+    lines += table(rows)
+    if attention_rows:
+        lines += ["", "Attention alone, forward+backward (`--attention`):", ""]
+        lines += table(attention_rows, with_parameters=False)
     return "\n".join(lines) + "\n"
 
 
@@ -216,6 +339,11 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma-separated subset of: " + ", ".join(MODELS))
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma-separated subset of: " + ", ".join(VARIANTS)
+                        + " (split at ',' not followed by a space)")
+    parser.add_argument("--attention", action="store_true",
+                        help="also time attention alone (forward+backward)")
     parser.add_argument("--output", default="benchmarks/results/accelerator.md")
     args = parser.parse_args(argv)
     names = args.models.split(",")
@@ -223,16 +351,22 @@ def main(argv=None):
     if unknown:
         parser.error(f"--models must name models of {sorted(MODELS)}. "
                      f"Received: {','.join(unknown)}")
+    variants = tuple(v.strip() for v in re.split(r",(?! )", args.variants))
+    if set(variants) - set(VARIANTS) or not variants:
+        parser.error(f"--variants must name variants of {list(VARIANTS)}. "
+                     f"Received: {args.variants}")
     configs = {name: (TOY if args.toy else MODELS)[name] for name in names}
     rounds = args.rounds or (2 if args.toy else 10)
-    rows = []
+    rows, attention_rows = [], []
     for name, config in configs.items():
-        rows += run(name, config, rounds, "mixed_bfloat16")
+        rows += run(name, config, rounds, "mixed_bfloat16", variants)
+        if args.attention:
+            attention_rows += run_attention(name, config, rounds, variants)
     if "tensorflow" in sys.modules:
         sys.exit("benchmarks/accelerator.py imported TensorFlow; it must run "
                  "where only JAX is installed")
     command = "python benchmarks/accelerator.py " + " ".join(argv or sys.argv[1:])
-    text = report(rows, command.strip(), args.toy)
+    text = report(rows, command.strip(), args.toy, attention_rows)
     pathlib.Path(args.output).write_text(text)
     print(text)
 

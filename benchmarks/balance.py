@@ -16,7 +16,18 @@ Lengths:
 - ``wikipedia``: the bundled PackedBERT Wikipedia histogram (16,279,552
   sequences of at most 512 tokens), in a seeded random order.
 
+Replicas balanced by attention cost (issue 36, `tfpack.packing.replicas`):
+each balanced batch (a step) is split among ``R`` replicas so that the
+costliest replica, ``sum(l^2) + token_weight * tokens`` a pack, costs as
+little as the packs allow; reported against the proven lower bound
+(``max(ceil(total / R), largest + the cheapest others)``), step by step,
+before (the balanced order as it was) and after. Lengths: the Wikipedia
+histogram at L=512, and long documents at L=8,192 (the stdlib windows and
+the corpora of `benchmarks/planners_corpora.py`, cut into windows of L).
+
     python benchmarks/balance.py            # writes benchmarks/results/balance.md
+                                            # and balance_replicas.md
+    python benchmarks/balance.py --replicas-only
 """
 
 from __future__ import annotations
@@ -36,6 +47,12 @@ import tfpack  # noqa: E402
 from tfpack.training import for_packing  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "balance.md"
+REPLICA_RESULTS = RESULTS.with_name("balance_replicas.md")
+# (lengths, L, K, packs a step, replicas, token_weight = 6 x a model's hidden
+# size, planner: lpfhp for the 16M Wikipedia sequences, ffd at L=8,192)
+REPLICA_CASES = [("wikipedia", 512, 3, 64, 8, 6 * 768, "lpfhp")] + [
+    (name, 8192, 64, 32, 8, 6 * 4096, "ffd")
+    for name in ("stdlib", "man_pages", "c_headers", "site_packages", "debian_docs")]
 CASES = [(512, 3), (512, 16), (2048, 32)]
 RECIPE = (32, 4)  # micro-batch, accumulation steps: 128 sequences per update
 ALGORITHM = "lpfhp"
@@ -86,11 +103,78 @@ def measure(name, lengths, L, K, rounds):
     return rows, balanced.balance
 
 
+def replica_rows(name, lengths, L, K, batch, replicas, token_weight, algorithm):
+    """Table rows of one case: attention alone (weight 0), then with tokens."""
+    plan = tfpack.packing.plan(tfpack.packing.histogram(lengths, L), L, K,
+                               algorithm=algorithm)
+    rows = []
+    for weight in (0, token_weight):
+        started = time.perf_counter()
+        report = plan.assign(lengths, seed=0, balance=True, batch_size=batch,
+                             replicas=replicas, token_weight=weight).balance.replicas
+        seconds = time.perf_counter() - started
+        rows.append(
+            f"| {name} | {L:,} | {K} | {len(lengths):,} | {plan.metrics['packs']:,} | "
+            f"{report.steps:,} | {batch} / {replicas} | {weight:,} | "
+            f"{report.total_before:.3f} ({report.worst_before:.2f}) | "
+            f"{report.total_after:.3f} ({report.worst_after:.2f}) | "
+            f"{report.total_bound:.3f} ({report.worst_bound:.2f}) | {seconds:.2f} |")
+    return rows
+
+
+def replicas_table(cases) -> list[str]:
+    import planners_corpora
+
+    stdlib = stdlib_lengths()
+    lines = [
+        "# Replicas balanced by attention cost",
+        "",
+        "Reproduce: `python benchmarks/balance.py --replicas-only` (writes this file).",
+        "",
+        "Plans by `lpfhp` (Wikipedia) and `ffd` (L=8,192); `assign(lengths, balance=True, batch_size=B, "
+        "replicas=R, token_weight=w)`: the packs of each step (B packs, sequences "
+        "balanced) split among R replicas by cost `sum(l^2) + w * tokens` a pack "
+        "(`tfpack.packing.replicas`). A step costs its costliest replica. Columns: "
+        "the run's total (sum over steps of the costliest replica / sum of the mean "
+        "replica, 1.000 = nobody ever waits) and, in brackets, the worst step; "
+        "`before`: the balanced order as it was (replica r takes packs r*B/R..); "
+        "`after`: split by cost; `bound`: the proven lower bound of every step "
+        "(max(ceil(total/R), largest pack + the B/R-1 cheapest others)): no split "
+        "does better. w = 0: attention alone (the most uneven case); w = 6 x hidden "
+        "(768 at L=512, 4,096 at L=8,192): attention plus the per-token rest. "
+        "Long documents are cut into windows of L. `s`: the whole assignment.",
+        "",
+        "| lengths | L | K | sequences | packs | steps | B / R | w | before | after | "
+        "bound | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, L, K, batch, replicas, weight, algorithm in cases:
+        if name == "wikipedia":
+            lengths = wikipedia()
+        elif name == "stdlib":
+            lengths = windows(stdlib, L)
+        else:
+            documents = planners_corpora.lengths(name)
+            if documents is None:
+                continue
+            lengths = windows(documents[documents > 0], L)
+        for row in replica_rows(name, lengths, L, K, batch, replicas, weight, algorithm):
+            lines.append(row)
+            print(row, flush=True)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-wikipedia", action="store_true")
+    parser.add_argument("--replicas-only", action="store_true")
     args = parser.parse_args()
+    cases = [case for case in REPLICA_CASES
+             if not (args.no_wikipedia and case[0] == "wikipedia")]
+    REPLICA_RESULTS.write_text("\n".join(replicas_table(cases)) + "\n")
+    if args.replicas_only:
+        return
     stdlib = stdlib_lengths()
     sources = [("stdlib", lambda L: windows(stdlib, L))]
     if not args.no_wikipedia:

@@ -20,12 +20,15 @@ def test_accelerator_benchmark_toy_runs_on_jax_without_tensorflow(tmp_path):
     # sets the JAX backend itself and exits non-zero if TF gets imported.
     # Fast-compiling XLA (tests/jax_env.py): the toy's figures are not judged,
     # only the report's form (35 -> 21 CPU seconds).
-    env = jax_env()
+    # PYTHONPATH: the tfpack of this checkout, not an installed one.
+    env = jax_env(PYTHONPATH=str(ROOT))
     env["KERAS_BACKEND"] = "tensorflow"
     done = subprocess.run(
-        # Two of the three models: decoder-100M runs decoder-100M-8k's code.
+        # Two of the four models: decoder-100M runs decoder-100M-8k's code.
+        # Flash runs in Pallas interpret mode on the CPU.
         [sys.executable, str(ROOT / "benchmarks" / "accelerator.py"), "--toy",
-         "--models", "BERT-base,decoder-100M-8k", "--output", str(output)],
+         "--attention", "--models", "BERT-base,decoder-100M-8k",
+         "--output", str(output)],
         env=env, cwd=tmp_path,
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -33,7 +36,12 @@ def test_accelerator_benchmark_toy_runs_on_jax_without_tensorflow(tmp_path):
     assert "TensorFlow not imported" in text
     assert re.search(r"Device: cpu .*jax \d", text)
     assert "GPU figures: pending" in text
+    rate = r"[\d,]+ \([\d,]+-[\d,]+\) \| \d+\.\d\dx \| \d+\.\d\d \|$"
     rows = re.findall(r"^\| (BERT-base|decoder-100M-8k) \| [\d,]+ \| (\d+) \| "
-                      r"(padded|packed, dense|packed, segmented) \| \d+ \| [\d,]+ "
-                      r"\([\d,]+-[\d,]+\) \| \d+\.\d\dx \|$", text, re.M)
-    assert len(rows) == 6, text
+                      r"(padded|packed, dense|packed, segmented|packed, flash) "
+                      r"\| \d+ \| " + rate, text, re.M)
+    assert len(rows) == 8, text
+    attention = re.findall(r"^\| (BERT-base|decoder-100M-8k) \| (\d+) \| "
+                           r"(packed, dense|packed, segmented|packed, flash) "
+                           r"\| \d+ \| " + rate, text, re.M)
+    assert len(attention) == 6, text

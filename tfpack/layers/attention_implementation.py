@@ -26,12 +26,28 @@ products so much faster than the gathers that the saving pays only at
 a work ratio of about 4 instead of 1.1-1.5 (`benchmarks/accelerator.py` on an
 H200). Backends without measurements (torch) and devices without them (TPU)
 get dense.
+
+`"flash"` (JAX only, `tfpack.layers.flash_attention`) is a fused kernel
+whose key loop visits only the key blocks of each query block's sequences.
+`"auto"` picks it only on a (backend, device) with measurements in
+`FLASH_MIN_LENGTH`, which is empty: it has run in Pallas interpret mode on
+the CPU (exact, slow: CPU runs are not its target) and not yet on a GPU or a
+TPU (`benchmarks/accelerator.py`'s flash rows are unmeasured), so `"auto"`
+never picks it today. The TensorFlow backend refuses it (use
+`"segmented"`).
 """
 
 from tfpack.errors import TfpackError
 from tfpack.layers.segmented_attention import segment_work
 
-IMPLEMENTATIONS = ("auto", "dense", "segmented")
+IMPLEMENTATIONS = ("auto", "dense", "segmented", "flash")
+# Backends that run the flash kernel (Pallas).
+FLASH_BACKENDS = ("jax",)
+# (backend, device) -> the shortest row length `L` at which "flash" measured
+# faster than both dense and segmented on that device (with the measurement
+# that chose it). Empty: no device measurement yet, so "auto" never picks
+# "flash" (issue 36; BENCHMARKS.md's flash rows are unmeasured).
+FLASH_MIN_LENGTH = {}
 
 # Measured on 2 CPU cores (see the module docstring and BENCHMARKS.md);
 # the GPU's threshold is below.
@@ -76,6 +92,15 @@ def validate_implementation(attention_implementation, max_sequences_per_pack,
                                   or isinstance(value, bool) or value < 1):
             raise TfpackError(f"`{name}` must be a positive integer or None. "
                               f"Received: {name}={value!r}")
+    if attention_implementation == "flash":
+        import keras
+
+        backend = keras.backend.backend()
+        if backend not in FLASH_BACKENDS:
+            raise TfpackError(
+                "`attention_implementation='flash'` runs on the JAX backend "
+                "only (a Pallas kernel); on TensorFlow use 'segmented'. "
+                f"Received: attention_implementation='flash', backend={backend!r}")
     if attention_implementation == "segmented" and max_sequences_per_pack is None:
         raise TfpackError(
             "`attention_implementation='segmented'` needs "
@@ -107,7 +132,7 @@ def default_device(backend):
 def choose_implementation(attention_implementation, *, backend, length,
                           max_sequences_per_pack, segment_length,
                           device="cpu"):
-    """`"dense"` or `"segmented"` for a layer traced at row length `length`.
+    """`"dense"`, `"segmented"` or `"flash"` for a layer traced at row length `length`.
 
     Example:
 
@@ -123,7 +148,8 @@ def choose_implementation(attention_implementation, *, backend, length,
     'dense'
 
     Args:
-        attention_implementation: `"auto"`, `"dense"` or `"segmented"`.
+        attention_implementation: `"auto"`, `"dense"`, `"segmented"` or
+            `"flash"`.
         backend: `keras.backend.backend()`.
         length: static row length `L`, or None when unknown (gives dense).
         max_sequences_per_pack: `K`, or None (gives dense under `"auto"`).
@@ -133,6 +159,9 @@ def choose_implementation(attention_implementation, *, backend, length,
     """
     if attention_implementation != "auto":
         return attention_implementation
+    flash_from = FLASH_MIN_LENGTH.get((backend, device))
+    if flash_from is not None and length is not None and length >= flash_from:
+        return "flash"
     if (max_sequences_per_pack is None or length is None
             or backend not in MIN_LENGTH or length < MIN_LENGTH[backend]
             or device not in ("cpu", "gpu")):

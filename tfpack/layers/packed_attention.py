@@ -14,6 +14,31 @@ from tfpack.layers import segmented_attention as segments
 from tfpack.layers.dense_attention import softmax_attention
 
 
+def flash(query, key, value, *, sequence_ids, dropout=0.0, **options):
+    """`tfpack.layers.flash_attention.flash_attention`, refusing what it lacks.
+
+    The kernel has no attention dropout: a layer training with a non-zero
+    rate gets one error naming it (construct it with `dropout=0.0`, as
+    large-model recipes do, or use `"segmented"`).
+
+    Example:
+
+    >>> import numpy as np
+    >>> q = np.ones((1, 4, 1, 2), "float32")
+    >>> flash(q, q, q, sequence_ids=np.array([[1, 1, 2, 0]])).shape
+    (1, 4, 1, 2)
+    """
+    if dropout:
+        raise TfpackError(
+            "`attention_implementation='flash'` has no attention dropout; "
+            "use a rate of 0.0 or 'segmented'. Received: "
+            f"dropout={dropout!r} while training")
+    from tfpack.layers.flash_attention import flash_attention
+
+    return flash_attention(query, key, value, sequence_ids=sequence_ids,
+                           **options)
+
+
 def packed_attention(query, key, value, *, implementation, dense_bias,
                      sequence_ids=None, causal=False,
                      max_sequences_per_pack=None, segment_length=None,
@@ -40,11 +65,13 @@ def packed_attention(query, key, value, *, implementation, dense_bias,
     Args:
         query, key, value: `[batch, length, heads, head_dim]`, queries
             already multiplied by the attention scale.
-        implementation: `"dense"` or `"segmented"` (resolved, not `"auto"`).
+        implementation: `"dense"`, `"segmented"` or `"flash"` (resolved,
+            not `"auto"`; `"flash"` on JAX only, see `flash`).
         dense_bias: callable returning the additive `[batch, 1, L, L]` mask;
             called only where dense attention runs (inside the fallback
             branch for segmented attention).
-        sequence_ids: int `[batch, length]`; required by `"segmented"`.
+        sequence_ids: int `[batch, length]`; required by `"segmented"` and
+            `"flash"`.
         causal: decoder attention (segmented rows).
         window: `(before, after)` band of `band_mask` inside each sequence
             (sliding-window layers), applied in the segmented rows; the
@@ -73,11 +100,16 @@ def packed_attention(query, key, value, *, implementation, dense_bias,
         return dense()
     length = query.shape[1]
     if sequence_ids is None:
-        raise TfpackError("`attention_implementation='segmented'` needs "
-                          "`sequence_ids`. Received: sequence_ids=None")
+        raise TfpackError(f"`attention_implementation={implementation!r}` "
+                          "needs `sequence_ids`. Received: sequence_ids=None")
     if length is None:
-        raise TfpackError("`attention_implementation='segmented'` needs a "
-                          "static row length. Received: length=None")
+        raise TfpackError(f"`attention_implementation={implementation!r}` "
+                          "needs a static row length. Received: length=None")
+    if implementation == "flash":
+        return flash(query, key, value, sequence_ids=sequence_ids,
+                     causal=causal, window=window,
+                     logit_soft_cap=logit_soft_cap,
+                     dropout=dropout if training else 0.0)
     tiers = segments.segment_tiers(length, max_sequences_per_pack,
                                    segment_length)
     layout = segments.segment_layout(sequence_ids, tiers,

@@ -34,6 +34,10 @@ class PackedSelfAttention(keras.layers.Layer):
       results never depend on `K` and `S`, only speed does. Needs `sequence_ids`; ignores
       `attention_mask` except in that fallback, so the mask must be the
       block-diagonal one (with `causal` matching this layer's).
+    - `"flash"` (JAX backend only): the fused Pallas kernel of
+      `flash_attention`, whose key loop visits only the key blocks of each
+      query block's sequences; no `L x L` buffer; no attention dropout
+      while training. Needs `sequence_ids`; ignores `attention_mask`.
     - `"auto"` (default): the rule of `attention_implementation`, measured.
 
     On the JAX backend, without active dropout, both use
@@ -57,7 +61,8 @@ class PackedSelfAttention(keras.layers.Layer):
         rotary: apply rotary position embedding to queries and keys.
         rotary_max_wavelength: RoPE base when `rotary=True`.
         kernel_initializer: initializer of the four dense kernels.
-        attention_implementation: `"auto"`, `"dense"` or `"segmented"`.
+        attention_implementation: `"auto"`, `"dense"`, `"segmented"` or
+            `"flash"`.
         causal: tokens attend to earlier tokens of their sequence only (used
             where the layer builds the mask itself, and by `"segmented"`).
         max_sequences_per_pack: `K`, sequences per pack the segmented rows
@@ -132,7 +137,8 @@ class PackedSelfAttention(keras.layers.Layer):
         return ops.reshape(x, (batch, length, self.num_heads, self.head_dim))
 
     def implementation_for(self, length):
-        """`"dense"` or `"segmented"`: what a call at row `length` runs."""
+        """`"dense"`, `"segmented"` or `"flash"`: what a call at row
+        `length` runs."""
         return choose_implementation(
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,

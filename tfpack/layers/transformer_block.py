@@ -53,7 +53,8 @@ class PackedTransformerBlock(keras.layers.Layer):
         rotary: rotary position embedding in the attention.
         rotary_max_wavelength: RoPE base when `rotary=True`.
         kernel_initializer: initializer of the dense kernels.
-        attention_implementation: `"auto"`, `"dense"` or `"segmented"`; see
+        attention_implementation: `"auto"`, `"dense"`, `"segmented"` or
+            `"flash"` (JAX); see
             `PackedSelfAttention`.
         causal: decoder attention (for the segmented path and a mask built
             from `sequence_ids`).

@@ -53,7 +53,8 @@ class BertEncoder(TransformerBackbone):
             `0..L-1` for every row, as vanilla BERT (ablation only).
         block_diagonal_mask: keep sequences apart in attention. `False` masks
             padding only, as vanilla BERT (ablation only).
-        attention_implementation: `"auto"`, `"dense"` or `"segmented"`:
+        attention_implementation: `"auto"`, `"dense"`, `"segmented"` or
+            `"flash"` (JAX):
             how attention skips cross-sequence work (see docs/model.md).
         max_sequences_per_pack: `K` of the packs; needed by `"segmented"`
             and for `"auto"` to consider it.

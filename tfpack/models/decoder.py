@@ -51,7 +51,8 @@ class DecoderBackbone(TransformerBackbone):
             (ablation only).
         block_diagonal_mask: keep sequences apart; `False` gives a plain
             causal mask over the whole row (ablation only).
-        attention_implementation: `"auto"`, `"dense"` or `"segmented"`:
+        attention_implementation: `"auto"`, `"dense"`, `"segmented"` or
+            `"flash"` (JAX):
             how attention skips cross-sequence work (see docs/model.md).
         max_sequences_per_pack: `K` of the packs; needed by `"segmented"`
             and for `"auto"` to consider it.

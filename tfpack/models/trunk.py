@@ -62,8 +62,8 @@ class TransformerBackbone(Backbone):
         norm_first: pre-norm layers (decoders) or post-norm (BERT).
         rotary: rotary position embeddings inside attention.
         rotary_max_wavelength: RoPE base.
-        attention_implementation: `"auto"` (default), `"dense"` or
-            `"segmented"`; see `PackedSelfAttention`. With
+        attention_implementation: `"auto"` (default), `"dense"`,
+            `"segmented"` or `"flash"` (JAX); see `PackedSelfAttention`. With
             `block_diagonal_mask=False` (the ablation) attention is dense.
         max_sequences_per_pack: `K` the packs were made with; lets `"auto"`
             pick segmented attention where it measured faster, and is
@@ -83,11 +83,13 @@ class TransformerBackbone(Backbone):
         super().__init__(**kwargs)
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
-        if attention_implementation == "segmented" and not block_diagonal_mask:
+        if (attention_implementation in ("segmented", "flash")
+                and not block_diagonal_mask):
             raise TfpackError(
-                "`attention_implementation='segmented'` keeps sequences apart;"
-                " the ablation `block_diagonal_mask=False` needs dense "
-                "attention. Received: attention_implementation='segmented', "
+                f"`attention_implementation={attention_implementation!r}` "
+                "keeps sequences apart; the ablation `block_diagonal_mask="
+                "False` needs dense attention. Received: attention_"
+                f"implementation={attention_implementation!r}, "
                 "block_diagonal_mask=False")
         if activation not in ACTIVATIONS:
             raise TfpackError(f"`activation` must be one of {ACTIVATIONS}. "

@@ -85,7 +85,8 @@ class Assignment:
 
 
 def assign(plan, lengths, seed: int = 0, *, shuffle: bool = True,
-           balance=None, batch_size: int | None = None) -> Assignment:
+           balance=None, batch_size: int | None = None, replicas: int | None = None,
+           token_weight: int = 0) -> Assignment:
     """Assign examples to the packs of ``plan``.
 
     Each example's pack and slot come from `tfpack.packing.placement`: a pure
@@ -102,6 +103,9 @@ def assign(plan, lengths, seed: int = 0, *, shuffle: bool = True,
             consecutive packs hold the same number of sequences
             (``balance=True`` or ``"sequences"``) or tokens (``"tokens"``),
             all but the last partial batch; see `tfpack.packing.balance`.
+        replicas, token_weight: with ``balance``, split each batch among
+            ``replicas`` by attention cost (``sum(l^2) + token_weight *
+            tokens`` a pack); see `tfpack.packing.replicas`.
 
     Returns:
         An `Assignment`; packs left empty (fewer examples than slots) are dropped.
@@ -112,7 +116,7 @@ def assign(plan, lengths, seed: int = 0, *, shuffle: bool = True,
         raise TfpackError("`lengths` must hold at least one example (the dataset is empty). Received: lengths=[]")
     counts = np.bincount(lengths, minlength=max_length + 1)
     rule = placement(plan, counts[1:], seed=seed, shuffle=shuffle, balance=balance,
-                     batch_size=batch_size)
+                     batch_size=batch_size, replicas=replicas, token_weight=token_weight)
     # Chunk by chunk, as workers that each see a part do: ranks continue from
     # the examples of each length before the chunk. Bounds the temporaries.
     pack = np.empty(lengths.size, dtype=np.int64)

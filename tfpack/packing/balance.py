@@ -91,6 +91,9 @@ class BatchBalance:
         excess: by how much the worst batch exceeds ``tolerance`` (0: every
             full batch is within it).
         rounds: swap rounds the search ran.
+        replicas: with ``replicas=`` (`tfpack.packing.replicas`), the
+            `ReplicaBalance` of the split of each batch among replicas by
+            attention cost; else None.
 
     Example:
 
@@ -110,6 +113,7 @@ class BatchBalance:
     tolerance: float
     excess: float
     rounds: int = 0
+    replicas: object = None
 
     @property
     def within_tolerance(self) -> bool:

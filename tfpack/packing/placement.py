@@ -50,6 +50,7 @@ from tfpack.packing import algorithms
 from tfpack.packing.checks import flatten, slot_counts
 from tfpack.packing.histograms import validate_histogram, validate_seed
 from tfpack.packing.balance import BatchBalance, arrange, check_balance
+from tfpack.packing.replicas import split_replicas
 from tfpack.packing.permutation import Permutations
 
 __all__ = ["Placement", "placement", "length_ranks"]
@@ -167,7 +168,8 @@ class Placement:
 
 
 def placement(plan, histogram, *, seed: int = 0, shuffle: bool = True,
-              balance=None, batch_size: int | None = None) -> Placement:
+              balance=None, batch_size: int | None = None, replicas: int | None = None,
+              token_weight: int = 0) -> Placement:
     """The `Placement` of examples with length ``histogram`` in the packs of ``plan``.
 
     Args:
@@ -181,8 +183,16 @@ def placement(plan, histogram, *, seed: int = 0, shuffle: bool = True,
             so that every ``batch_size`` consecutive ones hold the same total
             (`tfpack.packing.balance`); ``Placement.balance`` reports how even.
         batch_size: packs per batch, with ``balance``.
+        replicas: with ``balance``, also split each batch among this many
+            replicas by attention cost, ``sum(l^2) + token_weight * tokens``
+            a pack (`tfpack.packing.replicas`); ``Placement.balance.replicas``
+            reports the spread against its bound.
+        token_weight: the per-token cost in score-pairs (``~6 * hidden``).
     """
     balance = check_balance(balance, batch_size)
+    if replicas is not None and balance is None:
+        raise TfpackError("`replicas` splits the batches of `balance` and needs it. "
+                          f"Received: replicas={replicas!r}, balance=None")
     seed = validate_seed(seed)
     L = plan.max_length
     examples = validate_histogram(histogram, L)
@@ -227,6 +237,17 @@ def placement(plan, histogram, *, seed: int = 0, shuffle: bool = True,
     values = _ordinal_sequences(rule, run_length) if balance == "sequences" else \
         _ordinal_tokens(rule, run_length, pairs)
     positions, report = arrange(values, batch_size, seed=seed, shuffle=shuffle, by=balance)
+    if replicas is not None:
+        # Attention cost of each pack ordinal, in the order just made; then
+        # each batch's packs split among the replicas (places stay in their batch).
+        costs = _ordinal_slots(rule, run_length * run_length)
+        if token_weight:
+            costs = costs + token_weight * _ordinal_tokens(rule, run_length, pairs)
+        placed = np.empty_like(costs)
+        placed[positions] = costs
+        within, spread = split_replicas(placed, batch_size, replicas, seed=seed)
+        positions = within[positions]
+        report = dataclasses.replace(report, replicas=spread)
     return dataclasses.replace(rule, arrangement=positions, balance=report)
 
 

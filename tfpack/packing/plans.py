@@ -190,10 +190,11 @@ class PackingPlan:
         return cls.from_json(text)
 
     def assign(self, lengths, seed: int = 0, *, shuffle: bool = True, balance=None,
-               batch_size: int | None = None) -> Assignment:
+               batch_size: int | None = None, replicas: int | None = None,
+               token_weight: int = 0) -> Assignment:
         """Map concrete examples (their lengths) to packs; see `tfpack.packing.assign`."""
         return assign(self, lengths, seed=seed, shuffle=shuffle, balance=balance,
-                      batch_size=batch_size)
+                      batch_size=batch_size, replicas=replicas, token_weight=token_weight)
 
     def summary(self, top: int = 5) -> str:
         """A few readable lines: the limits, the metrics and the most used strategies."""

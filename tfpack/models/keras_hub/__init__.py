@@ -125,7 +125,8 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
         backbone: a keras-hub backbone of a supported class or a subclass
             of one (see the module docstring); the adapter of the closest
             class in its hierarchy is used.
-        attention_implementation: `"auto"`, `"dense"` or `"segmented"`,
+        attention_implementation: `"auto"`, `"dense"`, `"segmented"` or
+            `"flash"` (JAX),
             for encoders and decoders alike (decoders stay causal and keep
             their sliding windows, soft caps and query scaling); see
             docs/model.md, "Attention implementations".

@@ -54,9 +54,12 @@ def alibi_attention(context, project, dense, slopes, *, scale, bias_scale,
         positions = ops.cast(rows["positions"], "float32")
         return slopes[None, :, None, None] * positions[:, None, None, :]
 
+    # `alibi_slopes`: the same bias for flash attention, as slope * (key -
+    # query offset), equal under the softmax (the query's shift cancels).
     output = dispatch(context, project, dense, scale=scale,
                       dropout_layer=dropout_layer, bias=bias,
-                      row_features={"positions": context.position_ids})
+                      row_features={"positions": context.position_ids},
+                      alibi_slopes=slopes)
     if context.options is None:
         return output
     batch, length = ops.shape(output)[0], ops.shape(output)[1]

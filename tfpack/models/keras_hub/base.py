@@ -19,6 +19,7 @@ from tfpack.layers.attention_implementation import default_device
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.attention_mask import isolate_tokens
+from tfpack.layers.packed_attention import flash
 from tfpack.layers.segmented_attention import attend_in_rows
 from tfpack.models.keras_hub import internals
 from tfpack.models.keras_hub.declarations import TESTED_KERAS_HUB_VERSIONS
@@ -164,9 +165,39 @@ def attend(context, project, dense, *, scale=1.0, dropout_layer=None,
     if context.options is None:
         return dense(context.mask)
     query, key, value = project()
+    if context.implementation == "flash":
+        return attend_flash(query, key, value, context.options, scale=scale,
+                            dropout_layer=dropout_layer,
+                            training=context.training, **extras)
+    extras.pop("alibi_slopes", None)  # the segmented rows take `bias`
     return attend_segmented(query, key, value, context.options, scale=scale,
                             dropout_layer=dropout_layer,
                             training=context.training, **extras)
+
+
+def attend_flash(query, key, value, options, *, scale=1.0, dropout_layer=None,
+                 training=None, logit_soft_cap=None, sinks=None, bias=None,
+                 row_features=None, alibi_slopes=None):
+    """The adapters' one flash attention call (`tfpack.layers.flash_attention`).
+
+    Takes what `attend_segmented` takes: soft caps and sink logits run in
+    the kernel, and ALiBi where the family gives its `alibi_slopes`; any
+    other per-row `bias` (DeBERTa's and XLNet's relative positions) and
+    active attention dropout are refused by name.
+    """
+    del row_features  # read by `bias` only
+    if bias is not None and alibi_slopes is None:
+        raise TfpackError(
+            "`attention_implementation='flash'` runs ALiBi, soft caps and "
+            "sink logits in its kernel, not this family's per-row attention "
+            "bias (relative positions); use 'segmented'. Received: a `bias` "
+            "callable without `alibi_slopes`")
+    rate = getattr(dropout_layer, "rate", 0.0) or 0.0
+    query = query * ops.cast(scale, query.dtype)
+    return flash(query, key, value, sequence_ids=options["sequence_ids"],
+                 causal=options["causal"], window=options["window"],
+                 logit_soft_cap=logit_soft_cap, sinks=sinks,
+                 alibi_slopes=alibi_slopes, dropout=rate if training else 0.0)
 
 
 def example_pack():
@@ -220,6 +251,7 @@ class Context:
     position_ids: object
     training: object
     segmented: bool = False
+    implementation: str = "dense"
     mask: object = None
     options: object = None
     extras: dict = dataclasses.field(default_factory=dict)
@@ -253,7 +285,9 @@ class KerasHubBackbone(Backbone):
 
     Args:
         backbone: a keras-hub backbone of one of `backbone_names`.
-        attention_implementation: `"auto"`, `"dense"` or `"segmented"`
+        attention_implementation: `"auto"`, `"dense"`, `"segmented"` or
+            `"flash"` (JAX: decoders keep causality, windows, soft caps,
+            sinks and ALiBi in the kernel; relative-position families refuse it)
             (docs/model.md, "Attention implementations"), for every
             adapter: segmented decoders stay causal inside each sequence
             and keep their sliding windows, soft caps and query scaling.
@@ -378,7 +412,7 @@ class KerasHubBackbone(Backbone):
         return getattr(self.backbone, "max_sequence_length", None)
 
     def implementation(self, length):
-        """`"dense"` or `"segmented"` at row length `length` (the `"auto"`
+        """`"dense"`, `"segmented"` or `"flash"` at row length `length` (the `"auto"`
         rule of `tfpack.layers.attention_implementation`)."""
         return choose_implementation(
             self.attention_implementation, backend=keras.backend.backend(),
@@ -462,9 +496,12 @@ class KerasHubBackbone(Backbone):
         context = Context(inputs, input_ids, sequence_ids, position_ids,
                           training)
         x = self.embed(context)
-        segmented = self.implementation(x.shape[1]) == "segmented"
+        implementation = self.implementation(x.shape[1])
+        # Segmented and flash both run on the layer's own projections.
+        segmented = implementation in ("segmented", "flash")
         mask = None if segmented else self.attention_mask(sequence_ids)
-        context = dataclasses.replace(context, segmented=segmented)
+        context = dataclasses.replace(context, segmented=segmented,
+                                      implementation=implementation)
         context = dataclasses.replace(context,
                                       extras=self.extras(context, x))
         outputs = []

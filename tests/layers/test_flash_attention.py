@@ -1,0 +1,134 @@
+"""The flash kernel (Pallas interpret mode on the CPU) equals dense attention.
+
+Forward and gradients, float32, to 1e-5: packs with sequences straddling
+blocks, one-token sequences and padding. The wrapper takes any positive block
+sizes (padding `L` to a multiple of both): a spread of them runs, from 1 to
+the whole row, powers of two and not (5 x 3), dividing `L` and not.
+Interpret mode compiles each configuration for a few seconds: the cases are
+few and tiny.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tfpack.errors import TfpackError
+from tfpack.layers.flash_attention import block_sizes, flash_attention
+
+B, L, HEADS, KV_HEADS, D = 2, 40, 4, 2, 8
+
+
+def dense_attention(q, k, v, ids, *, causal=False, window=None,
+                    logit_soft_cap=None, sinks=None, alibi_slopes=None):
+    """The `[L, L]` reference, written out."""
+    groups = q.shape[2] // k.shape[2]
+    k, v = jnp.repeat(k, groups, 2), jnp.repeat(v, groups, 2)
+    s = jnp.einsum("bqhd,bkhd->bhqk", q, k, precision="highest")
+    if logit_soft_cap is not None:
+        s = logit_soft_cap * jnp.tanh(s / logit_soft_cap)
+    index = jnp.arange(q.shape[1])
+    if alibi_slopes is not None:
+        # BLOOM's form, slope * key position inside the sequence.
+        first = jnp.argmax(ids[:, None, :] == ids[:, :, None], axis=2)
+        s = s + (jnp.asarray(alibi_slopes)[None, :, None, None]
+                 * (index - first)[:, None, None, :])
+    mask = (ids[:, :, None] == ids[:, None, :]) & (ids[:, :, None] > 0)
+    if causal:
+        mask &= index[:, None] >= index[None, :]
+    if window is not None:
+        mask &= ((index[None, :] >= index[:, None] - window[0])
+                 & (index[None, :] <= index[:, None] + window[1]))
+    s = jnp.where(mask[:, None], s, -1e30)
+    if sinks is not None:
+        sink = jnp.broadcast_to(sinks[None, :, None, None], s.shape[:3] + (1,))
+        s = jnp.concatenate([s, sink], axis=-1)
+    p = jax.nn.softmax(s, axis=-1)[..., :q.shape[1]]
+    p = jnp.where(mask[:, None], p, 0.0)
+    return jnp.einsum("bhqk,bkhd->bqhd", p, v, precision="highest")
+
+
+@pytest.fixture(scope="module")
+def pack():
+    rng = np.random.default_rng(0)
+    ids = np.zeros((B, L), np.int32)
+    # Row 0: 7 tokens, a one-token sequence, 22 tokens straddling blocks,
+    # 7 tokens, 3 padding. Row 1: two sequences of 20, no padding.
+    for row, lengths in enumerate([(7, 1, 22, 7), (20, 20)]):
+        ids[row, :sum(lengths)] = np.repeat(np.arange(1, len(lengths) + 1),
+                                            lengths)
+    arrays = {name: jnp.asarray(rng.normal(size=shape), jnp.float32) for
+              name, shape in (("q", (B, L, HEADS, D)), ("k", (B, L, KV_HEADS, D)),
+                              ("v", (B, L, KV_HEADS, D)),
+                              ("cotangent", (B, L, HEADS, D)),
+                              ("sinks", (HEADS,)))}
+    arrays["ids"] = jnp.asarray(ids)
+    return arrays
+
+
+def _loss(attend, pack, options):
+    real = (pack["ids"] > 0)[:, :, None, None]
+
+    def loss(q, k, v, sinks):
+        extra = {"sinks": sinks} if "sinks" in options else {}
+        out = attend(q, k, v, **{**options, **extra})
+        return jnp.sum(jnp.where(real, out, 0.0) * pack["cotangent"]), out
+
+    return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3), has_aux=True))
+
+
+def _check(pack, options, block_q, block_k):
+    def flash(q, k, v, **kw):
+        return flash_attention(q, k, v, sequence_ids=pack["ids"],
+                               block_q=block_q, block_k=block_k,
+                               interpret=True, **kw)
+
+    def dense(q, k, v, **kw):
+        return dense_attention(q, k, v, pack["ids"], **kw)
+
+    args = (pack["q"], pack["k"], pack["v"], pack["sinks"])
+    (_, got), got_grads = _loss(flash, pack, options)(*args)
+    (_, want), want_grads = _loss(dense, pack, options)(*args)
+    real = np.asarray(pack["ids"] > 0)
+    np.testing.assert_allclose(np.asarray(got)[real], np.asarray(want)[real],
+                               atol=1e-5, rtol=1e-5)
+    assert not np.asarray(got)[~real].any()  # zeros on padding
+    for got_grad, want_grad in zip(got_grads, want_grads):
+        np.testing.assert_allclose(np.asarray(got_grad), np.asarray(want_grad),
+                                   atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_equals_dense(pack, causal):
+    _check(pack, {"causal": causal}, 8, 8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block_q,block_k", [(1, 1), (4, 16), (16, 4), (8, 32),
+                                             (64, 64), (5, 3)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_block_size(pack, block_q, block_k, causal):
+    _check(pack, {"causal": causal}, block_q, block_k)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", [
+    {"causal": True, "window": (3, 0)},        # Mistral-style sliding window
+    {"window": (2, 5)},                        # a bidirectional band
+    {"causal": True, "logit_soft_cap": 2.0},   # Gemma
+    {"causal": True, "sinks": None},           # GPT-OSS sink logits
+    {"causal": True, "alibi_slopes": (0.5, 0.25, 0.125, 0.0625)},  # BLOOM
+], ids=["window", "band", "soft_cap", "sinks", "alibi"])
+def test_extras(pack, options):
+    _check(pack, options, 8, 16)
+
+
+def test_block_sizes_are_checked():
+    assert block_sizes(40, 8, 16) == (8, 16, 48)
+    with pytest.raises(TfpackError, match=r"Received: block_q=0"):
+        block_sizes(40, 0, 16)
+    with pytest.raises(TfpackError, match=r"Received: heads=3, kv_heads=2"):
+        flash_attention(np.ones((1, 4, 3, 2), "float32"),
+                        np.ones((1, 4, 2, 2), "float32"),
+                        np.ones((1, 4, 2, 2), "float32"),
+                        sequence_ids=np.ones((1, 4), int))
