@@ -75,6 +75,7 @@ from tfpack.models.keras_hub.refusals import refusal
 from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
+from tfpack.testing.exactness import check_packing_exact
 
 
 def supported_backbones():
@@ -89,7 +90,7 @@ def supported_backbones():
 
 def from_keras_hub(backbone, *, attention_implementation="auto",
                    max_sequences_per_pack=None, segment_length=None,
-                   trust_subclass=False):
+                   trust_subclass=False, check_exact=True):
     """The tfpack backbone of a keras-hub backbone: packed features in.
 
     Example:
@@ -121,6 +122,12 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
             runs the adapted class's computation on its layers). Without
             it such a subclass is refused.
 
+        check_exact: run `tfpack.testing.check_packing_exact` on the
+            adapter before returning it: one probe pack against the
+            keras-hub backbone (`backbone` itself, whatever its class) on
+            each of its sequences alone, outputs and gradients (about a
+            second on a CPU for a small model). `False` skips it.
+
     Returns:
         A `KerasHubBackbone` sharing `backbone`'s layers and variables.
 
@@ -129,6 +136,9 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
             cannot make exact (`tfpack.models.keras_hub.refusals`) the
             error says why; a subclass that overrides the forward pass,
             without `trust_subclass=True`.
+        tfpack.testing.PackingNotExactError: the adapter does not compute
+            what `backbone` computes on each sequence alone (with
+            `check_exact`), naming the first layer or output that differs.
     """
     error = refusal(backbone)
     if error is not None:
@@ -137,11 +147,13 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     matches = [(adapter.match(backbone), i) for i, adapter in
                enumerate(candidates) if adapter.accepts(backbone)]
     if matches:
-        adapter = candidates[min(matches)[1]]
-        return adapter(
+        adapter = candidates[min(matches)[1]](
             backbone, attention_implementation=attention_implementation,
             max_sequences_per_pack=max_sequences_per_pack,
             segment_length=segment_length, trust_subclass=trust_subclass)
+        if check_exact:
+            check_packing_exact(adapter)
+        return adapter
     raise TfpackError(
         "`from_keras_hub` supports the keras-hub backbones "
         f"{', '.join(supported_backbones())}. "
