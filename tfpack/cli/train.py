@@ -386,6 +386,8 @@ def run(args: argparse.Namespace) -> int:
     # A packed output: each worker reads its share, epoch after epoch.
     result = trainer.fit(dataset if isinstance(dataset, inputs.PackedOutput)
                          else dataset.repeat(), config["steps"])
+    if trainer.exactness is not None:
+        print(f"tfpack train: {trainer.exactness.describe()}", file=sys.stderr)
     last = result.history[-1] if result.history else {}
     print(json.dumps({"step": result.step, "loss": last.get("loss"),
                       "checkpoint": result.checkpoint, "resumed_from": result.resumed_from,

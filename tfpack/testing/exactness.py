@@ -106,6 +106,15 @@ class ExactnessResult:
     differences: dict
     seconds: float
 
+    def describe(self):
+        """One line: what was probed and how close it came to the tolerance."""
+        where, ratio = self.worst
+        return (f"exactness check passed: probe of {'+'.join(map(str, self.lengths))} "
+                f"tokens at L={self.length}, {self.compute_dtype}, {self.implementation} "
+                f"attention, against {self.reference}; {len(self.differences)} values "
+                f"compared, the closest at {ratio:.1%} of its tolerance ({where}); "
+                f"{self.seconds:.1f} s")
+
     @property
     def worst(self):
         """``(location, difference / tolerance)`` of the closest call."""

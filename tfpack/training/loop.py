@@ -176,6 +176,7 @@ class Trainer:
         self.max_to_keep = max_to_keep
         self.log_path = log_path
         self.check_exact = check_exact
+        self.exactness = None  # The check's `ExactnessResult`, once `fit` ran it.
         self.terms = tuple(self.model.loss_terms)
         self.loss_scaling = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
         # Host-side state: plain variables on the host, read once per log interval.
@@ -398,7 +399,8 @@ class Trainer:
                 self.model(dummy, training=False)
             self.optimizer.build(self.model.trainable_variables)
         if self.check_exact:
-            check_before_training(self.model, int(element_spec["input_ids"].shape[0]))
+            self.exactness = check_before_training(
+                self.model, int(element_spec["input_ids"].shape[0]))
 
     # ------------------------------------------------------------------- fit
     def fit(self, dataset, num_steps: int) -> TrainResult:
