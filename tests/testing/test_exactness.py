@@ -146,3 +146,48 @@ def test_keras_fit_callback_refuses_before_training():
     for a, b in zip(before, model.trainable_variables):
         np.testing.assert_array_equal(a, b)
     # An exact model trains: the doctest of tfpack.training.exactness.
+
+
+_ON_JAX = """
+import keras
+from keras import ops
+assert keras.backend.backend() == "jax"
+from tfpack.layers.transformer_block import PackedTransformerBlock
+from tfpack.models import CausalLM, DecoderBackbone
+from tfpack.testing import PackingNotExactError, check_packing_exact
+
+class RowSumBlock(PackedTransformerBlock):
+    def call(self, x, *args, **kwargs):
+        out = super().call(x, *args, **kwargs)
+        return out + 0.1 * ops.cumsum(out, axis=1)
+
+keras.utils.set_random_seed(0)
+tiny = dict(vocabulary_size=30, num_layers=2, hidden_dim=8, num_heads=2,
+            intermediate_dim=16)
+result = check_packing_exact(CausalLM(DecoderBackbone(**tiny)))
+gradients = [n for n in result.differences if n.startswith("gradient of")]
+assert len(gradients) >= 10 and result.worst[1] < 0.1, result
+leaky = DecoderBackbone(**tiny)
+leaky.transformer_layers[1].__class__ = RowSumBlock
+try:
+    check_packing_exact(leaky)
+except PackingNotExactError as error:
+    assert "layer 'transformer_layer_1'" in str(error) and "jax" in str(error), error
+else:
+    raise AssertionError("the leak passed on JAX")
+print("ok")
+"""
+
+
+@pytest.mark.slow  # A JAX process: ~18 s of CPU (two compiled probe programs each way).
+def test_on_jax_gradients_are_compared_and_a_leak_refused():
+    pytest.importorskip("jax")
+    import subprocess
+    import sys
+
+    from jax_env import jax_env
+
+    done = subprocess.run([sys.executable, "-c", _ON_JAX], env=jax_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout
