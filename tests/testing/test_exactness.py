@@ -59,7 +59,7 @@ def test_a_leaking_layer_is_refused_naming_it():
     with pytest.raises(PackingNotExactError,
                        match=r"^A packed model must compute every sequence as it computes "
                              r"alone .* Received: layer 'transformer_layer_1' \(probe "
-                             r"sequence [23] of 3, [13] tokens\) differs by [0-9.e+-]+, "
+                             r"sequence [23] of 3, (1 token|3 tokens)\) differs by [0-9.e+-]+, "
                              r"tolerance [0-9.e+-]+ \(float32, dense attention") as error:
         check_packing_exact(_leaky_decoder(layer=1))
     assert "\n" not in str(error.value)

@@ -451,8 +451,9 @@ def _compare_outputs(packed, alone, lengths, rtol, context, differences):
         if not difference <= tolerance:
             worst = max(range(len(lengths)), key=lambda i: _difference(
                 a[offsets[i]:offsets[i + 1]], b[offsets[i]:offsets[i + 1]]))
-            _refuse(f"{location} (probe sequence {worst + 1} of {len(lengths)},"
-                    f" {lengths[worst]} tokens)", difference, tolerance, context)
+            tokens = f"{lengths[worst]} token{'s' if lengths[worst] > 1 else ''}"
+            _refuse(f"{location} (probe sequence {worst + 1} of {len(lengths)}, "
+                    f"{tokens})", difference, tolerance, context)
 
 
 def _compare_gradients(variables, packed, alone, rtol, context, differences):

@@ -74,12 +74,12 @@ def test_a_subclass_that_changes_the_computation_is_refused_by_its_numbers(cls):
     with pytest.raises(PackingNotExactError,
                        match=r"Received: output 'sequence_output' \(probe sequence \d of 3"
                              r".* reference: keras-hub backbone\)$"):
-        from_keras_hub(cls(**CONFIG), trust_subclass=True)
+        from_keras_hub(cls(**CONFIG))
 
 
 def test_a_subclass_that_computes_the_same_passes():
     keras.utils.set_random_seed(0)
-    adapter = from_keras_hub(SameCallLlama(**CONFIG), trust_subclass=True)
+    adapter = from_keras_hub(SameCallLlama(**CONFIG))
     assert check_packing_exact(adapter).worst[1] < 0.5
 
 

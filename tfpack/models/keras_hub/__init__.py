@@ -9,11 +9,11 @@ decoders), so each sequence's outputs are those of the keras-hub backbone
 run on that sequence alone. The adapter owns no variables: presets and
 checkpoints load into the keras-hub backbone as usual, and training the
 adapter trains the backbone. Subclasses of these classes are adapted as
-their closest adapted parent, as long as they do not override its forward
-pass (`call`, `__call__`, `build` or `__init__`, which builds the
-functional graph): the adapter replays the parent's layers, so such a
-subclass is refused by name unless `trust_subclass=True` declares it
-equivalent. The adapters read keras-hub's layers; the releases they were
+their closest adapted parent: the adapter replays the parent's layers, so
+`from_keras_hub` checks the adapter against the subclass itself, on each
+sequence of a probe pack alone (`tfpack.testing.check_packing_exact`), and
+refuses one whose numbers differ (one that overrides `call` to compute
+something else, or swaps a layer after building). The adapters read keras-hub's layers; the releases they were
 tested on are `base.TESTED_KERAS_HUB_VERSIONS`, and another release warns
 once. Every family runs dense or segmented attention (docs/model.md,
 "Attention implementations").
@@ -116,11 +116,9 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
             docs/model.md, "Attention implementations".
         max_sequences_per_pack: `K` of the packs, for segmented attention.
         segment_length: longest sequence of the packs, if below `L`.
-        trust_subclass: `backbone`'s class is a user's subclass of an
-            adapted class that overrides `call`, `__call__`, `build` or
-            `__init__`, and computes the same as that class (the adapter
-            runs the adapted class's computation on its layers). Without
-            it such a subclass is refused.
+        trust_subclass: deprecated, no effect: a user's subclass is
+            accepted or refused by the exactness check (`check_exact`), by
+            its numbers.
 
         check_exact: run `tfpack.testing.check_packing_exact` on the
             adapter before returning it: one probe pack against the
@@ -134,11 +132,12 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     Raises:
         TfpackError: `backbone` is of another class; for a class packing
             cannot make exact (`tfpack.models.keras_hub.refusals`) the
-            error says why; a subclass that overrides the forward pass,
-            without `trust_subclass=True`.
+            error says why.
         tfpack.testing.PackingNotExactError: the adapter does not compute
             what `backbone` computes on each sequence alone (with
-            `check_exact`), naming the first layer or output that differs.
+            `check_exact`), naming the first layer or output that differs:
+            a user's subclass that changes the computation, or an adapter
+            that a keras-hub release broke.
     """
     error = refusal(backbone)
     if error is not None:
