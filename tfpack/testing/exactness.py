@@ -221,6 +221,7 @@ class _Recorder:
     def __init__(self, layers):
         self.layers = list(_flat_layers(layers))
         self.outputs = []
+        self.calls = {}
 
     def __enter__(self):
         self.saved = [vars(layer).get("call") for layer in self.layers]
@@ -229,7 +230,10 @@ class _Recorder:
 
             def recording(*args, _call=call, _name=layer.name, **kwargs):
                 output = _call(*args, **kwargs)
-                self.outputs.append((f"layer {_name!r}", output))
+                calls = self.calls[_name] = self.calls.get(_name, 0) + 1
+                # A layer called again (ALBERT's shared groups) is told apart.
+                suffix = f" (call {calls})" if calls > 1 else ""
+                self.outputs.append((f"layer {_name!r}{suffix}", output))
                 return output
 
             object.__setattr__(layer, "call", recording)
@@ -337,18 +341,29 @@ def _packed_run(backbone, variables, examples, length, projections, layers):
     weights[0, :real] = np.concatenate(projections)
 
     def fn():
-        if _keeps_layers(backbone):  # A keras-hub adapter: its own loop.
-            output, kept = backbone.forward(inputs, training=False, keep_layers=True)
-            records = [(None, x) for x in kept]
-        else:
-            with _Recorder(layers) as recorder:
-                output = _as_sequence_output(backbone(inputs, training=False))
-            records = _layer_records(recorder.outputs)
-        records.append(("output 'sequence_output'", output))
-        return _projection_loss([output], [weights]), records
+        records = _run_backbone(backbone, inputs, layers)
+        return _projection_loss([records[-1][1]], [weights]), records
 
     records, gradients = _gradients(fn, variables)
     return [(name, value[0, :real]) for name, value in records], gradients
+
+
+def _run_backbone(backbone, inputs, layers):
+    """``[(name or None, [B, L, H])]``: each transformer layer's output, then
+    ``sequence_output`` (a keras-hub adapter's own layer loop gives its
+    layers unnamed; other backbones' `layers` are recorded)."""
+    if _keeps_layers(backbone):
+        output, kept = backbone.forward(inputs, training=False, keep_layers=True)
+        blocks = backbone.layers() if callable(getattr(backbone, "layers", None)) else []
+        names = [f"layer {b.name!r}" for b in blocks] if len(blocks) == len(kept) else []
+        # Unnamed where a block repeats (ALBERT): the reference's names win.
+        records = [(None if names.count(n) > 1 else n, x)
+                   for n, x in zip(names or [None] * len(kept), kept)]
+    else:
+        with _Recorder(layers) as recorder:
+            output = _as_sequence_output(backbone(inputs, training=False))
+        records = _layer_records(recorder.outputs)
+    return records + [("output 'sequence_output'", output)]
 
 
 def _keeps_layers(backbone):
@@ -371,11 +386,8 @@ def _packs_of_one_run(backbone, variables, examples, length, projections,
         weights[i, :len(projection)] = projection
 
     def fn():
-        with _Recorder(layers) as recorder:
-            output = _as_sequence_output(backbone(inputs, training=False))
-        records = _layer_records(recorder.outputs)
-        records.append(("output 'sequence_output'", output))
-        return _projection_loss([output], [weights]), records
+        records = _run_backbone(backbone, inputs, layers)
+        return _projection_loss([records[-1][1]], [weights]), records
 
     records, gradients = _gradients(fn, variables)
     lengths = [len(p) for p in projections]
@@ -438,9 +450,11 @@ def _refuse(location, difference, tolerance, context):
 
 def _compare_outputs(packed, alone, lengths, rtol, context, differences):
     """Layer outputs (where both sides have the same ones) then the output."""
-    if len(packed) == len(alone) and all(
-            a is None or a == b for (a, _), (b, _) in zip(packed, alone)):
-        packed = [(b, value) for (_, value), (b, _) in zip(packed, alone)]
+    if len(packed) == len(alone):  # Both list their layers in call order.
+        names = [b or a or f"layer {i}" for i, ((a, _), (b, _)) in
+                 enumerate(zip(packed, alone))]
+        packed = [(n, value) for n, (_, value) in zip(names, packed)]
+        alone = [(n, value) for n, (_, value) in zip(names, alone)]
     else:  # The layers do not correspond: the output only.
         packed, alone = packed[-1:], alone[-1:]
     offsets = np.cumsum((0,) + tuple(lengths))

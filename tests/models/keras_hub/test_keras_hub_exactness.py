@@ -64,6 +64,8 @@ def test_every_adapted_family_passes(family):
         result = check_packing_exact(adapter)
         assert result.reference == "keras-hub backbone", family
     assert result.lengths == (5, 1, 3)
+    layers = [name for name in result.differences if name.startswith("layer ")]
+    assert len(layers) >= 2, (family, layers)  # Each transformer layer compared.
     assert result.worst[1] < 0.5, (family, result.worst)
     assert sum(name.startswith("gradient of") for name in result.differences) >= 5
 
@@ -89,5 +91,6 @@ def test_an_adapter_whose_mask_leaks_is_refused(family):
     # Keeps padding out but no longer keeps the sequences of a pack apart.
     adapter.attention_mask = PackedAttentionMask(
         causal=adapter.causal, mask_type="boolean", block_diagonal=False)
-    with pytest.raises(PackingNotExactError, match="dense attention"):
+    with pytest.raises(PackingNotExactError,
+                       match=r"Received: layer '\w+_0' .* dense attention"):
         check_packing_exact(adapter)
