@@ -22,17 +22,6 @@ CONFIG = dict(vocabulary_size=30, num_layers=2, num_query_heads=2,
               num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
 
 
-class ProjectedLlama(keras_hub.models.LlamaBackbone):
-    """A user's Llama whose `call` adds a projection to the output."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.extra = keras.layers.Dense(self.hidden_dim, name="extra")
-
-    def call(self, inputs, training=None):
-        return self.extra(super().call(inputs, training=training))
-
-
 class ScaledLlama(keras_hub.models.LlamaBackbone):
     """A user's Llama whose `call` scales the output by 1.01."""
 
@@ -70,13 +59,13 @@ def test_every_adapted_family_passes(family):
     assert sum(name.startswith("gradient of") for name in result.differences) >= 5
 
 
-@pytest.mark.parametrize("cls", [ProjectedLlama, ScaledLlama])
-def test_a_subclass_that_changes_the_computation_is_refused_by_its_numbers(cls):
+def test_a_subclass_that_changes_the_computation_is_refused_by_its_numbers():
+    """(An extra projection, and a swapped layer: tests/faults/test_keras_hub.py.)"""
     keras.utils.set_random_seed(0)
     with pytest.raises(PackingNotExactError,
                        match=r"Received: output 'sequence_output' \(probe sequence \d of 3"
                              r".* reference: keras-hub backbone\)$"):
-        from_keras_hub(cls(**CONFIG))
+        from_keras_hub(ScaledLlama(**CONFIG))
 
 
 def test_a_subclass_that_computes_the_same_passes():
