@@ -63,6 +63,7 @@ def test_a_leaking_layer_is_refused_naming_it():
                              r"tolerance [0-9.e+-]+ \(float32, dense attention") as error:
         check_packing_exact(_leaky_decoder(layer=1))
     assert "\n" not in str(error.value)
+    assert error.value.location == "layer 'transformer_layer_1'"
     assert error.value.difference > 100 * error.value.tolerance
 
 

@@ -440,12 +440,12 @@ def _difference(a, b):
     return float(np.nan_to_num(difference, nan=np.inf).max(initial=0.0))
 
 
-def _refuse(location, difference, tolerance, context):
+def _refuse(location, difference, tolerance, context, where=""):
     raise PackingNotExactError(
         "A packed model must compute every sequence as it computes alone "
         "(tfpack's exactness check, docs/model.md; check_exact=False skips "
-        f"it). Received: {location} differs by {difference:.3g}, tolerance "
-        f"{tolerance:.3g} ({context})", location, difference, tolerance)
+        f"it). Received: {location}{where} differs by {difference:.3g}, "
+        f"tolerance {tolerance:.3g} ({context})", location, difference, tolerance)
 
 
 def _compare_outputs(packed, alone, lengths, rtol, context, differences):
@@ -466,8 +466,8 @@ def _compare_outputs(packed, alone, lengths, rtol, context, differences):
             worst = max(range(len(lengths)), key=lambda i: _difference(
                 a[offsets[i]:offsets[i + 1]], b[offsets[i]:offsets[i + 1]]))
             tokens = f"{lengths[worst]} token{'s' if lengths[worst] > 1 else ''}"
-            _refuse(f"{location} (probe sequence {worst + 1} of {len(lengths)}, "
-                    f"{tokens})", difference, tolerance, context)
+            _refuse(location, difference, tolerance, context,
+                    f" (probe sequence {worst + 1} of {len(lengths)}, {tokens})")
 
 
 def _compare_gradients(variables, packed, alone, rtol, context, differences):
