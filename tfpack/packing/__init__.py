@@ -19,12 +19,14 @@ Example:
 from tfpack.packing.algorithms import names as algorithm_names
 from tfpack.packing.assignment import Assignment, assign
 from tfpack.packing.histograms import histogram, read_histogram
+from tfpack.packing.pairs import PairPackingPlan
 from tfpack.packing.placement import Placement, length_ranks, placement
 from tfpack.packing.plans import PackingPlan, plan
 
 __all__ = [
     "Assignment",
     "PackingPlan",
+    "PairPackingPlan",
     "Placement",
     "algorithm_names",
     "assign",

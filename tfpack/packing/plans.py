@@ -260,7 +260,11 @@ def plan(
             Other algorithms ignore it.
 
     Returns:
-        A checked `PackingPlan`.
+        A checked `PackingPlan`; with ``max_length=(Le, Ld)`` and a 2-D
+        ``histogram[i, j]`` (pairs of input length ``i + 1`` and target
+        length ``j + 1``), a `tfpack.packing.pairs.PairPackingPlan` (two
+        lengths: encoder-decoder pairs; algorithms ``greedy``, ``ffd``,
+        ``optimal``).
 
     Example:
 
@@ -269,6 +273,14 @@ def plan(
     >>> p.metrics["packs"]
     3
     """
+    if isinstance(max_length, (tuple, list)):
+        from tfpack.packing.pairs import plan_pairs  # noqa: PLC0415  (pairs imports this module)
+
+        return plan_pairs(histogram, max_length, max_sequences_per_pack, algorithm, seed, time_limit)
+    if np.ndim(histogram) == 2:
+        raise TfpackError(
+            "A 2-D `histogram` counts (input, target) pairs and needs `max_length=(Le, Ld)`. "
+            f"Received: max_length={max_length!r} with a histogram of shape {np.shape(histogram)}")
     max_length = validate_max_length(max_length)
     max_sequences_per_pack = validate_max_sequences_per_pack(max_sequences_per_pack)
     histogram = validate_histogram(histogram, max_length)

@@ -44,6 +44,12 @@ def pack_boundaries(lengths: np.ndarray, max_length: int, max_sequences_per_pack
     following = np.searchsorted(ends, starts + max_length, side="right")
     if max_sequences_per_pack is not None:
         np.minimum(following, np.arange(n) + max_sequences_per_pack, out=following)
+    return walk(following)
+
+
+def walk(following: np.ndarray) -> np.ndarray:
+    """Pack starts of next fit, given the pack opened at ``i`` ends before ``following[i]`` (then n)."""
+    n = following.size
     # The pack starts are the nodes reachable from 0 in the graph i -> following[i]
     # (node n ends every walk); scipy walks it in C, one step per pack.
     graph = scipy.sparse.csr_matrix(

@@ -1,0 +1,63 @@
+"""Pairs as arrays, packs as pack ids: the shared plumbing of the two-length planners.
+
+A two-length histogram ``counts[i, j]`` counts pairs of input length ``i + 1``
+and target length ``j + 1``. The planners work on flat arrays: one row per
+pair (``a``: input length, ``b``: target length) and the pack it lands in
+(``pack``: ids ``0..P-1``). `strategies_of` counts identical packs::
+
+    pack = [0, 0, 1, 2, 2], a = [3, 1, 4, 3, 1], b = [2, 2, 1, 2, 2]
+    -> strategies [((4, 1),), ((3, 2), (1, 2))], counts [1, 2]
+
+>>> import numpy as np
+>>> s, c = strategies_of(np.array([0, 0, 1, 2, 2]), np.array([3, 1, 4, 3, 1]),
+...                      np.array([2, 2, 1, 2, 2]), 8)
+>>> s, c.tolist()
+([((4, 1),), ((3, 2), (1, 2))], [1, 2])
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from tfpack.packing.algorithms.greedy import strategies_of_packs
+
+Pair = tuple[int, int]
+
+
+def cells(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-empty cells of ``counts``: input lengths, target lengths, pairs (int64)."""
+    i, j = np.nonzero(counts)
+    return i.astype(np.int64) + 1, j.astype(np.int64) + 1, counts[i, j].astype(np.int64)
+
+
+def pairs_of(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One row per pair: input and target lengths (cell by cell, in row-major order)."""
+    a, b, n = cells(counts)
+    return np.repeat(a, n), np.repeat(b, n)
+
+
+def strategies_of(pack: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  max_target_length: int) -> tuple[list[tuple[Pair, ...]], np.ndarray]:
+    """Identical packs counted: strategies (pairs, largest first) and their counts."""
+    order = np.argsort(pack, kind="stable")
+    ids = pack[order]
+    boundaries = np.concatenate([[0], np.flatnonzero(np.diff(ids)) + 1, [ids.size]]).astype(np.int64)
+    # A pair as one integer, order-preserving: (a, b) before (a, b') when b > b'.
+    codes = (a[order] - 1) * max_target_length + b[order]
+    width = int(codes.max())
+    result = strategies_of_packs(codes, boundaries, width)
+    strategies = [tuple(((c - 1) // max_target_length + 1, (c - 1) % max_target_length + 1)
+                        for c in strategy) for strategy in result.strategies]
+    return strategies, result.counts
+
+
+def histogram_of(strategies, counts: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """int64 ``shape``: pairs of each (input, target) length over all packs of a plan."""
+    depths = np.fromiter(map(len, strategies), dtype=np.int64, count=len(strategies))
+    flat = np.fromiter(itertools.chain.from_iterable(itertools.chain.from_iterable(strategies)),
+                       dtype=np.int64, count=2 * int(depths.sum())).reshape(-1, 2)
+    slots = np.zeros(shape, dtype=np.int64)
+    np.add.at(slots, (flat[:, 0] - 1, flat[:, 1] - 1), np.repeat(np.asarray(counts, dtype=np.int64), depths))
+    return slots

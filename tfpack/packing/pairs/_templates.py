@@ -1,0 +1,128 @@
+"""The ``optimal`` pair planner's main step: plan one length, then fit the other into it.
+
+Packs planned for the input lengths alone (the one-length ``optimal``, with
+its LP bound) are templates: each has slots of input lengths. Pairs of input
+length ``a`` then take the slots of length ``a``, the longest targets first
+into the packs with the least target tokens so far (longest processing time
+first, one vectorized sort per length and slot rank), so that target tokens
+spread evenly over the packs::
+
+    templates (inputs, Le=8): [5, 3] x 2;  pairs (5, 4), (5, 1), (3, 3), (3, 2)
+    length 5: targets 4, 1 -> packs 0, 1 (loads 4, 1)
+    length 3: targets 3, 2 -> packs 1, 0 (loads 4, 6)
+
+A pack whose targets overflow ``Ld`` gives back the pair with the fewest
+target tokens that is enough (else its longest, and again); the pairs given
+back go by first fit decreasing into the room left in all packs, then into new
+packs. The same runs with the roles of inputs and targets swapped (`swapped`).
+
+>>> import numpy as np
+>>> counts = np.zeros((8, 8), dtype=np.int64)
+>>> counts[4, [3, 0]] = 1; counts[2, [2, 1]] = 1
+>>> placed, bound = fill(counts, (8, 8, None), time_limit=None)
+>>> placed.packs, bound
+(2, 2)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tfpack.packing.pairs._first_fit import Placed, refit
+
+
+def fill(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, int | None]:
+    """Pairs placed from input-length templates, and the one-length bound (module notes).
+
+    ``depth``: the most pairs a template holds (by default the limit's); the
+    bound is returned for templates at the limit only (None otherwise).
+    """
+    from tfpack.packing.plans import plan  # noqa: PLC0415  (plans imports this package)
+
+    max_input, max_target, limit = limits
+    depth = limit if depth == "limit" else depth
+    templates = plan(counts.sum(axis=1), max_input, depth, "optimal", time_limit=time_limit)
+    slot_pack, slot_length = _slots(templates.strategies, templates.counts)
+    pack, a, b = _assign(counts, slot_pack, slot_length)
+    packs = int(templates.counts.sum())
+    keep = _fitting(pack, b, max_target, packs)
+    placed = refit(Placed(pack, a, b, packs), keep, limits, counts.shape)
+    bound = templates.metrics["lower_bound_packs"]
+    if depth != limit:
+        return placed, None
+    return placed, math.ceil(bound - 1e-6 * max(1.0, bound))
+
+
+def swapped(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, int | None]:
+    """`fill` with target-length templates: the roles of inputs and targets swapped."""
+    placed, bound = fill(counts.T, (limits[1], limits[0], limits[2]), time_limit, depth)
+    return Placed(placed.pack, placed.b, placed.a, placed.packs), bound
+
+
+def _slots(strategies, counts) -> tuple[np.ndarray, np.ndarray]:
+    """One row per slot of the plan: its pack (ids by strategy) and its length."""
+    packs, lengths, first = [], [], 0
+    for strategy, count in zip(strategies, counts.tolist()):
+        depth = len(strategy)
+        packs.append(np.repeat(np.arange(first, first + count), depth))
+        lengths.append(np.tile(np.asarray(strategy, dtype=np.int64), count))
+        first += count
+    return np.concatenate(packs), np.concatenate(lengths)
+
+
+def _assign(counts: np.ndarray, slot_pack: np.ndarray, slot_length: np.ndarray):
+    """Pairs into slots of their input length, longest targets to the least loaded packs."""
+    order = np.lexsort((slot_pack, slot_length))
+    sorted_pack, sorted_length = slot_pack[order], slot_length[order]
+    # Rank of a slot among the slots of its length in its pack (0, 1, ...).
+    start = np.ones(order.size, dtype=bool)
+    start[1:] = (sorted_length[1:] != sorted_length[:-1]) | (sorted_pack[1:] != sorted_pack[:-1])
+    run = np.maximum.accumulate(np.where(start, np.arange(order.size), 0))
+    rank = np.arange(order.size) - run
+    bounds = np.searchsorted(sorted_length, np.arange(1, counts.shape[0] + 2))
+    load = np.zeros(int(slot_pack.max()) + 1, dtype=np.int64)
+    widths = np.arange(1, counts.shape[1] + 1)
+    mean = (counts @ widths) / np.maximum(counts.sum(axis=1), 1)
+    out_pack, out_a, out_b = [], [], []
+    for length in np.argsort(-mean, kind="stable").tolist():
+        row = counts[length]
+        if not row.any():
+            continue
+        targets = np.repeat(widths[::-1], row[::-1])  # longest first
+        lo, hi = bounds[length], bounds[length + 1]
+        packs, ranks = sorted_pack[lo:hi], rank[lo:hi]
+        done = 0
+        for r in range(int(ranks.max()) + 1 if hi > lo else 0):
+            if done == targets.size:
+                break
+            these = packs[ranks == r]
+            these = these[np.argsort(load[these], kind="stable")][:targets.size - done]
+            chunk = targets[done:done + these.size]
+            load[these] += chunk
+            out_pack.append(these)
+            out_b.append(chunk)
+            out_a.append(np.full(these.size, length + 1, dtype=np.int64))
+            done += these.size
+    return np.concatenate(out_pack), np.concatenate(out_a), np.concatenate(out_b)
+
+
+def _fitting(pack: np.ndarray, b: np.ndarray, max_target: int, packs: int) -> np.ndarray:
+    """Which pairs stay: an overflowing pack gives back its smallest sufficient target (module notes)."""
+    keep = np.ones(pack.size, dtype=bool)
+    while True:
+        load = np.bincount(pack[keep], b[keep], packs).astype(np.int64)
+        excess = load - max_target
+        if not np.any(excess > 0):
+            return keep
+        rows = np.flatnonzero(keep & (excess[pack] > 0))
+        # Sorted by pack, then target: the first row of a pack at least its excess, else its last.
+        rows = rows[np.lexsort((b[rows], pack[rows]))]
+        key = pack[rows] * (max_target + 1) + b[rows]
+        owners = np.unique(pack[rows])
+        at = np.searchsorted(key, owners * (max_target + 1) + excess[owners])
+        last = np.searchsorted(pack[rows], owners, side="right") - 1
+        inside = (at < rows.size)
+        inside[inside] = pack[rows[at[inside]]] == owners[inside]
+        keep[rows[np.where(inside, at, last)]] = False

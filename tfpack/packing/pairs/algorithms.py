@@ -1,0 +1,148 @@
+"""The two-length planners, registered by name: ``greedy``, ``ffd``, ``optimal``.
+
+Each maps a two-length histogram ``counts[Le, Ld]`` and the limits
+``(Le, Ld, K or None)`` to placed pairs (`_first_fit.Placed`: the pack of
+every pair) and, where it proves one, a lower bound on the packs and its kind
+(`bounds.KINDS`). `tfpack.packing.pairs.plan` checks what they return.
+
+- ``greedy``: next fit in (shuffled) input order, as seqio and T5 pack pairs:
+  a pack is closed when the next pair overflows its inputs, its targets or
+  its places. Holds every pair in memory (at most 2^25).
+- ``ffd``: first fit decreasing, pairs with the larger share of a limit
+  first (`_first_fit`).
+- ``optimal``: candidates in turn, until one is within 0.1% of the bound or
+  the time is up: templates planned by the one-length ``optimal`` on the side
+  whose tokens bind first, one deeper than the pairs a pack must hold and
+  at that (`_template_depths`), the other side fitted into them and repaired
+  (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
+  of both lengths (`_blend`); the other side's templates; both sides at the
+  other depths. The best plan, with the
+  strongest of `bounds` and both one-length LP bounds.
+
+>>> import numpy as np
+>>> counts = np.zeros((8, 5), dtype=np.int64)
+>>> counts[5, 0] = 2; counts[1, 3] = 2  # two (6, 1), two (2, 4); Le=8, Ld=5
+>>> placed, bound, kind = get("optimal")(counts, (8, 5, None), seed=0, time_limit=None)
+>>> placed.packs, bound, kind
+(2, 2, 'input_tokens')
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import numpy as np
+
+from tfpack.errors import TfpackError
+from tfpack.packing.algorithms._budget import Budget
+from tfpack.packing.algorithms.greedy import MAX_SEQUENCES, walk
+from tfpack.packing.pairs import bounds
+from tfpack.packing.pairs._blend import blend
+from tfpack.packing.pairs._first_fit import Placed, decreasing, first_fit
+from tfpack.packing.pairs._packs import cells, pairs_of
+from tfpack.packing.pairs._templates import fill, swapped
+
+__all__ = ["get", "names", "register"]
+
+_REGISTRY: dict[str, Callable] = {}
+# Share of the time left that each one-length plan of `optimal` (one template) gets.
+_TEMPLATE_SHARE = 0.3
+# `optimal` stops trying candidates at a plan within this factor of its bound.
+_CLOSE = 1.001
+# `optimal` tries `ffd` up to this many non-empty cells (its scan costs cells x 4,096).
+_FFD_CELLS = 50_000
+
+
+def register(name: str):
+    """Decorator registering a two-length planner under ``name``."""
+    def decorator(function):
+        _REGISTRY[name] = function
+        return function
+    return decorator
+
+
+def get(name: str):
+    """The two-length planner registered under ``name``; a clear error otherwise."""
+    if name not in _REGISTRY:
+        raise TfpackError(f"`algorithm` must be one of {names()} for two lengths. Received: algorithm={name!r}")
+    return _REGISTRY[name]
+
+
+def names() -> list[str]:
+    """Names of the two-length planners."""
+    return sorted(_REGISTRY)
+
+
+@register("greedy")
+def greedy(counts: np.ndarray, limits, *, seed: int, time_limit=None):
+    """Next fit over the pairs in an order shuffled with ``seed``."""
+    if counts.sum() > MAX_SEQUENCES:
+        raise TfpackError(f"`greedy` walks every pair, so it plans at most {MAX_SEQUENCES:,} pairs; plan "
+                          f"larger histograms with ffd or optimal. Received: {int(counts.sum()):,} pairs")
+    a, b = pairs_of(counts)
+    order = np.random.default_rng(seed).permutation(a.size)
+    a, b = a[order], b[order]
+    following = np.arange(a.size) + (limits[2] or a.size)
+    for lengths, limit in ((a, limits[0]), (b, limits[1])):
+        ends = np.cumsum(lengths)
+        np.minimum(following, np.searchsorted(ends, ends - lengths + limit, side="right"), out=following)
+    starts = walk(following)
+    pack = np.repeat(np.arange(starts.size - 1), np.diff(starts))
+    return Placed(pack, a, b, starts.size - 1), None, None
+
+
+@register("ffd")
+def ffd(counts: np.ndarray, limits, *, seed: int, time_limit=None):
+    """First fit decreasing on groups of packs; deterministic."""
+    a, b, n = cells(counts)
+    order = decreasing(a, b, limits)
+    return first_fit(a[order], b[order], n[order], limits), None, None
+
+
+@register("optimal")
+def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
+    """The best of the candidates (module notes) tried in turn, with the strongest bound proven."""
+    budget = Budget(time_limit)
+    found = bounds.simple(counts, limits)
+    sides = [("input_lp", fill), ("target_lp", swapped)]
+    if found["target_tokens"] > found["input_tokens"]:
+        sides.reverse()  # the side that binds first: its templates are the likeliest to be best
+    depths = _template_depths(counts, limits, max(found.values()))
+    # Most often best first: the binding side near its depth; then what wins where both bind.
+    tries = [(sides[0][0], functools.partial(sides[0][1], depth=depth)) for depth in depths[:2]]
+    tries += [(None, _ffd_if_small), (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
+    tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
+              if (kind, depth) != (sides[0][0], depths[1])]
+    best = None
+    for kind, make in tries:
+        share = None if time_limit is None else _TEMPLATE_SHARE * budget.left()
+        placed, bound = make(counts, limits, time_limit=share)
+        if kind is not None and bound is not None:
+            found[kind] = max(found.get(kind, 0), bound)
+        if placed is not None and (best is None or placed.packs < best.packs):
+            best = placed
+        if best.packs <= _CLOSE * max(found.values()) or budget.expired():
+            break
+    return (best, *bounds.strongest(found))
+
+
+def _template_depths(counts: np.ndarray, limits, bound: int) -> list[int | None]:
+    """Depths to plan templates at: a little over the pairs a pack must hold, then the limit.
+
+    The one-length plan of one side, free to fill a pack with many short
+    inputs, gives the other side many targets there: limiting templates to
+    about the pairs a pack holds on average (``ceil(n / bound)``) plus one
+    spreads them (stdlib docstrings, K=16: 16.1% -> 0.4% above the bound).
+    Only the plan at the limit itself gives a bound.
+    """
+    depth = limits[2]
+    least = -(-int(counts.sum()) // bound)
+    depths = [least + 1, least, least + 2, depth]
+    depths = [d if depth is None or d is None else min(d, depth) for d in depths]
+    return list(dict.fromkeys(depths))
+
+
+def _ffd_if_small(counts: np.ndarray, limits, time_limit=None) -> tuple[Placed | None, None]:
+    """``ffd``'s plan where the histogram has few cells (its cost grows with cells times packs)."""
+    return (ffd(counts, limits, seed=0)[0] if np.count_nonzero(counts) <= _FFD_CELLS else None), None
