@@ -267,11 +267,15 @@ def main(argv=None) -> int:
                  f"optimal={m['packs']:<10,} bound={m['lower_bound_packs']:<10,} "
                  f"({m.get('lower_bound_kind', '-')}) cpu {np.median(seconds):.2f} s "
                  f"wall {m['solve_seconds']:.2f} s"), flush=True)
-    text = report(rows, args)
-    pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(args.output).write_text(text)
-    print(text)
+    write(report(rows, args), args.output)
     return 0
+
+
+def write(text: str, output: str) -> None:
+    """Write a report to ``output`` (its folder made if missing) and print it."""
+    pathlib.Path(output).parent.mkdir(parents=True, exist_ok=True)
+    pathlib.Path(output).write_text(text)
+    print(text)
 
 
 def report(rows, args) -> str:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from tfpack.packing.algorithms import _best_fit, _diving, _lp, _rounding, optimal
+from tfpack.packing.algorithms import _best_fit, _column_generation, _diving, _lp, _rounding, optimal
+from tfpack.packing.algorithms._tuning import Tuning
 from tfpack.packing.checks import slot_counts
 
 
@@ -49,7 +50,7 @@ def test_dives_cover_the_demand_and_leave_the_master_as_found(up_from):
     demand = rng.integers(1, 30, len(lengths))
     counts = dict(zip(lengths.tolist(), demand.tolist()))
     heuristic = _best_fit.fill(counts, {}, 1024, 8)
-    lp = optimal._column_generation(lengths, demand, 1024, 8, heuristic, 0)
+    lp = _column_generation.run(lengths, demand, 1024, 8, heuristic, 0)
     assert lp.master.incremental
     whole = _diving.dive(lp.master, lp.x, lp.value, at_most=10**9, up_from=up_from)
     assert whole.dtype == np.int64 and whole.min() >= 0
@@ -80,5 +81,5 @@ def test_a_dive_meets_the_bound_where_rounding_does_not(monkeypatch):
     result = optimal.pack(histogram, 1024, 32, seed=0)
     assert result.counts.sum() == result.lower_bound_packs == 2020
     assert np.all(slot_counts(result.strategies, result.counts, 1024) >= histogram)
-    monkeypatch.setattr(optimal, "_DIVE_UP_FROM", ())
+    monkeypatch.setattr(Tuning, "DIVE_UP_FROM", ())
     assert optimal.pack(histogram, 1024, 32, seed=0).counts.sum() == 2021

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing.algorithms import _bounds, _groups, base, optimal
+from tfpack.packing.algorithms import _bounds, _budget, _groups, _lp_plan, _paths, base, optimal
+from tfpack.packing.algorithms._tuning import Tuning
 from test_optimal import assert_valid, brute_force_packs, make_histogram, tiny_instances
 
 
@@ -20,7 +21,7 @@ def test_groups_keep_the_ends_exact_and_split_the_middle_evenly():
     assert starts[:128].tolist() == list(range(1, 129))
     assert starts[-128:].tolist() == list(range(8065, 8193))
     assert starts[128:-128].tolist() == list(range(129, 8065, 32))
-    assert len(starts) < optimal._MANY_LENGTHS
+    assert len(starts) < Tuning.MANY_LENGTHS
 
 
 def test_rounding_moves_every_sequence_within_its_group():
@@ -61,7 +62,7 @@ def test_up_plans_fit_the_real_lengths_and_down_bounds_bound_them(instance):
     up = optimal.pack(_groups.rounded(histogram, starts, up=True), max_length,
                       max_sequences_per_pack, seed=0)
     packs = _groups.real_packs(up.strategies, up.counts, histogram, starts)
-    real = optimal._result(packs, 0)
+    real = _lp_plan.result(packs, 0)
     assert_valid(real, histogram, max_length, max_sequences_per_pack)
     assert real.counts.sum() <= up.counts.sum()
     down = optimal.pack(_groups.rounded(histogram, starts, up=False), max_length,
@@ -80,7 +81,7 @@ def _many_lengths(max_length, seed):
 
 @pytest.mark.parametrize("max_sequences_per_pack", [3, 5])
 def test_many_lengths_under_a_binding_depth_plan_on_groups(max_sequences_per_pack, monkeypatch):
-    monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
+    monkeypatch.setattr(Tuning, "GROUPED_LENGTHS", 100)
     monkeypatch.setattr(_groups, "EXACT_ENDS", 16)
     monkeypatch.setattr(_groups, "WIDTH", 8)
     histogram, max_length = _many_lengths(512, 0), 512
@@ -94,17 +95,17 @@ def test_many_lengths_under_a_binding_depth_plan_on_groups(max_sequences_per_pac
     assert grouped.lower_bound_packs <= exact.lower_bound_packs  # a relaxation's bound
     assert grouped.lower_bound_packs <= exact.counts.sum()
     gap = grouped.counts.sum() - grouped.lower_bound_packs
-    assert gap <= optimal._slack(grouped.lower_bound_packs)
+    assert gap <= _lp_plan.slack(grouped.lower_bound_packs)
 
 
 def test_groups_too_far_apart_fall_back_to_all_lengths(monkeypatch):
-    monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
+    monkeypatch.setattr(Tuning, "GROUPED_LENGTHS", 100)
     monkeypatch.setattr(_groups, "EXACT_ENDS", 1)
     monkeypatch.setattr(_groups, "WIDTH", 256)  # two groups: plan and bound far apart
     histogram, max_length = _many_lengths(512, 1), 512
     tried = []
-    grouped = optimal._grouped
-    monkeypatch.setattr(optimal, "_grouped", lambda *a: tried.append(grouped(*a)) or tried[-1])
+    grouped = _paths.grouped
+    monkeypatch.setattr(_paths, "grouped", lambda *a: tried.append(grouped(*a)) or tried[-1])
     result = optimal.pack(histogram, max_length, 3, seed=0)
     assert len(tried) == 1  # tried; its plan was too far from its bound, so all lengths ran
     exact = _all_lengths(histogram, max_length, 3)
@@ -118,8 +119,8 @@ def test_groups_too_far_apart_fall_back_to_all_lengths(monkeypatch):
 def _all_lengths(histogram, max_length, max_sequences_per_pack):
     lengths = np.flatnonzero(histogram) + 1
     demand = histogram[lengths - 1]
-    simple = optimal._simple_bound(lengths, demand, max_length, max_sequences_per_pack)
-    return optimal._result(*optimal._plan(lengths, demand, max_length, max_sequences_per_pack,
+    simple = _lp_plan.simple_bound(lengths, demand, max_length, max_sequences_per_pack)
+    return _lp_plan.result(*_lp_plan.plan(lengths, demand, max_length, max_sequences_per_pack,
                                           simple))
 
 
@@ -174,8 +175,8 @@ def test_balanced_groups_are_valid_starts(counts, rows, ends):
 def test_the_grouped_plan_goes_first_where_the_tokens_bind(tokens_bind, monkeypatch):
     """Tokens bind: the plan on balanced groups, and no LP on the rounded-down histogram
     (its bound never rose above the simple ones there). Depth binds: the bound first."""
-    monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
-    monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)  # not "few lengths": both may run
+    monkeypatch.setattr(Tuning, "GROUPED_LENGTHS", 100)
+    monkeypatch.setattr(Tuning, "MANY_LENGTHS", 100)  # not "few lengths": both may run
     max_length = 512
     if tokens_bind:
         rng = np.random.default_rng(0)
@@ -183,8 +184,8 @@ def test_the_grouped_plan_goes_first_where_the_tokens_bind(tokens_bind, monkeypa
     else:
         histogram = _many_lengths(max_length, 0)
     calls, balanced = [], []
-    plan = optimal._plan
-    monkeypatch.setattr(optimal, "_plan",
+    plan = _lp_plan.plan
+    monkeypatch.setattr(_lp_plan, "plan",
                         lambda *a, **k: calls.append(k.get("dives", True)) or plan(*a, **k))
     real_balanced = _groups.balanced
     monkeypatch.setattr(_groups, "balanced",
@@ -208,12 +209,12 @@ def test_quick_bound_on_balanced_groups_sees_what_tokens_miss():
     Rounded down within balanced groups, 34 starts its group (it is heavy), so it
     keeps its length and three still do not fit: the LP bound is 150."""
     histogram = make_histogram(100, {34: 300, **{v: 1 for v in range(1, 9)}})
-    search = optimal._Search(_bounds.simple(histogram, 100, None))
+    search = _paths.Search(_bounds.simple(histogram, 100, None))
     assert search.bound == 103
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(optimal, "_QUICK_ROWS", 4)
-        patch.setattr(optimal, "_QUICK_PLAN_ROWS", 4)
-        optimal._quick(search, histogram, 100, None, optimal._budget.Budget(None))
+        patch.setattr(Tuning, "QUICK_ROWS", 4)
+        patch.setattr(Tuning, "QUICK_PLAN_ROWS", 4)
+        _paths.quick(search, histogram, 100, None, _budget.Budget(None))
     assert search.bounds["lp"] == 150
     assert search.packs == 150  # the plan on groups rounded up meets it
     result = search.result()
@@ -226,18 +227,27 @@ def test_quick_bound_on_balanced_groups_sees_what_tokens_miss():
 def test_quick_bounds_never_exceed_the_true_optimum(instance):
     """`_quick` called on every instance (not only where `optimal` would reach it)."""
     histogram, max_length, max_sequences_per_pack = instance
-    search = optimal._Search(_bounds.simple(histogram, max_length, max_sequences_per_pack))
+    search = _paths.Search(_bounds.simple(histogram, max_length, max_sequences_per_pack))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(optimal, "_QUICK_ROWS", 2)
-        patch.setattr(optimal, "_QUICK_PLAN_ROWS", 1)
-        optimal._quick(search, histogram, max_length, max_sequences_per_pack,
-                       optimal._budget.Budget(None))
+        patch.setattr(Tuning, "QUICK_ROWS", 2)
+        patch.setattr(Tuning, "QUICK_PLAN_ROWS", 1)
+        _paths.quick(search, histogram, max_length, max_sequences_per_pack,
+                       _budget.Budget(None))
     best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
     assert search.bound <= best
     if search.plan:
         result = search.result()
         assert_valid(result, histogram, max_length, max_sequences_per_pack)
         assert result.lower_bound_packs <= best <= result.counts.sum()
+
+
+def groups_everywhere(patch) -> None:
+    """Length groups (a few lengths each) on every histogram, the search going on at its bound."""
+    patch.setattr(_paths.Search, "done", lambda self: False)
+    patch.setattr(Tuning, "GROUPED_LENGTHS", 1)
+    patch.setattr(Tuning, "MANY_LENGTHS", 2)
+    patch.setattr(Tuning, "GROUP_ROWS", 4)
+    patch.setattr(Tuning, "BALANCED_ROWS", 3)
 
 
 @settings(max_examples=60, deadline=None)
@@ -249,11 +259,7 @@ def test_grouped_paths_bound_and_plan_tiny_histograms_correctly(instance, time_l
     shortcut)."""
     histogram, max_length, max_sequences_per_pack = instance
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(optimal._Search, "done", lambda self: False)
-        patch.setattr(optimal, "_GROUPED_LENGTHS", 1)
-        patch.setattr(optimal, "_MANY_LENGTHS", 2)
-        patch.setattr(optimal, "_GROUP_ROWS", 4)
-        patch.setattr(optimal, "_BALANCED_ROWS", 3)
+        groups_everywhere(patch)
         result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0,
                               time_limit=time_limit)
     assert_valid(result, histogram, max_length, max_sequences_per_pack)
@@ -267,17 +273,17 @@ def test_where_the_tokens_bind_groups_are_split_while_time_is_left(monkeypatch):
     """`_refine`: after the plan on balanced groups, plans on twice the groups (balanced
     again) while the plan is not within `_slack` of the bound and time is left; each is a
     candidate, so the plan only improves, and it stops below one group a length."""
-    monkeypatch.setattr(optimal, "_GROUPED_LENGTHS", 100)
-    monkeypatch.setattr(optimal, "_MANY_LENGTHS", 100)
-    monkeypatch.setattr(optimal, "_BALANCED_ROWS", 16)
-    monkeypatch.setattr(optimal, "_BALANCED_ENDS", 2)
-    monkeypatch.setattr(optimal, "_REFINE_LEFT", 0.0)
-    monkeypatch.setattr(optimal, "_LP_GAP", 0.0)  # "within" only at the bound itself
-    monkeypatch.setattr(optimal, "_ROUNDING_PACKS", 0)
+    monkeypatch.setattr(Tuning, "GROUPED_LENGTHS", 100)
+    monkeypatch.setattr(Tuning, "MANY_LENGTHS", 100)
+    monkeypatch.setattr(Tuning, "BALANCED_ROWS", 16)
+    monkeypatch.setattr(Tuning, "BALANCED_ENDS", 2)
+    monkeypatch.setattr(Tuning, "REFINE_LEFT", 0.0)
+    monkeypatch.setattr(Tuning, "LP_GAP", 0.0)  # "within" only at the bound itself
+    monkeypatch.setattr(Tuning, "ROUNDING_PACKS", 0)
     rng = np.random.default_rng(4)
     histogram = np.bincount(rng.integers(60, 400, 3000) - 1, minlength=512)
     rows, made, offered = [], [], []
-    balanced, offer = _groups.balanced, optimal._Search.offer
+    balanced, offer = _groups.balanced, _paths.Search.offer
 
     def spy(h, r, *a, **k):
         rows.append(r)
@@ -285,7 +291,7 @@ def test_where_the_tokens_bind_groups_are_split_while_time_is_left(monkeypatch):
         return balanced(h, r, *a, **k)
 
     monkeypatch.setattr(_groups, "balanced", spy)
-    monkeypatch.setattr(optimal._Search, "offer", lambda self, packs, **k: (
+    monkeypatch.setattr(_paths.Search, "offer", lambda self, packs, **k: (
         offered.append(sum(packs.values()) if packs else None), offer(self, packs, **k))[1])
     result = optimal.pack(histogram, 512, 8, seed=0, time_limit=None)
     assert_valid(result, histogram, 512, 8)
@@ -301,10 +307,10 @@ def _units_case(monkeypatch, lossy, less=(8, 16, 24)):
     1,000 sequences of 3, 5, 7, 11 or 13 units of 32, less 8, 16 or 24 tokens
     (``lossy``: rounding up to 32 loses 16 tokens a sequence, 7% of the tokens; or any of
     ``less``) or not (nothing lost); depth 16: the tokens bind, and best fit is 3-6 packs above them."""
-    for name, value in (("_UNITS_FROM", 1024), ("_UNIT_ROWS", 32), ("_FINE_ROWS", 256),
-                        ("_GROUPED_LENGTHS", 4), ("_MANY_LENGTHS", 4),
-                        ("_FULL_FIRST_BELOW", 1024)):
-        monkeypatch.setattr(optimal, name, value)
+    for name, value in (("UNITS_FROM", 1024), ("UNIT_ROWS", 32), ("FINE_ROWS", 256),
+                        ("GROUPED_LENGTHS", 4), ("MANY_LENGTHS", 4),
+                        ("FULL_FIRST_BELOW", 1024)):
+        monkeypatch.setattr(Tuning, name, value)
     rng = np.random.default_rng(0)
     units = np.array([3, 5, 7, 11, 13])[rng.integers(0, 5, 1000)]
     lengths = units * 32 - (rng.choice(less, 1000) if lossy else 0)
@@ -318,11 +324,11 @@ def test_the_plan_moves_to_a_finer_grid_where_rounding_up_to_units_loses_too_muc
     them loses more than `_GRID_LOSS` of the token bound's tokens: then on balanced
     groups whose first lengths are 4 k + 1, in units of 4."""
     histogram = _units_case(monkeypatch, lossy)
-    monkeypatch.setattr(optimal, "_REFINE_LEFT", math.inf)  # the first grouped plan only
+    monkeypatch.setattr(Tuning, "REFINE_LEFT", math.inf)  # the first grouped plan only
     units, grids = [], []
-    plan_up, on_grid = optimal._plan_up, optimal._on_grid
-    monkeypatch.setattr(optimal, "_plan_up", lambda *a, **k: (units.append(a[8]), plan_up(*a, **k)))
-    monkeypatch.setattr(optimal, "_on_grid", lambda h, unit, rows: (
+    plan_up, on_grid = _paths.plan_up, _paths.on_grid
+    monkeypatch.setattr(_paths, "plan_up", lambda *a, **k: (units.append(a[8]), plan_up(*a, **k)))
+    monkeypatch.setattr(_paths, "on_grid", lambda h, unit, rows: (
         grids.append((unit, rows)), on_grid(h, unit, rows))[1])
     result = optimal.pack(histogram, 1024, 16, seed=0, time_limit=None)
     assert_valid(result, histogram, 1024, 16)
@@ -334,12 +340,12 @@ def test_the_plan_moves_to_a_finer_grid_where_rounding_up_to_units_loses_too_muc
 
 def test_a_finer_grid_is_not_taken_where_its_table_is_too_large(monkeypatch):
     histogram = _units_case(monkeypatch, lossy=True)
-    cells = optimal._UNIT_ROWS * 17 * (1024 // 4 + 1)  # the finer plan's table at depth 16
+    cells = Tuning.UNIT_ROWS * 17 * (1024 // 4 + 1)  # the finer plan's table at depth 16
     starts = np.arange(1, 1025, 32)
     bound = _bounds.simple(histogram, 1024, 16)["tokens"]
-    assert optimal._fine_grid(histogram, 32, starts, bound, 16)[0] == 4
-    monkeypatch.setattr(optimal, "_TABLE_CELLS", cells - 1)
-    assert optimal._fine_grid(histogram, 32, starts, bound, 16)[0] == 32
+    assert _paths.fine_grid(histogram, 32, starts, bound, 16)[0] == 4
+    monkeypatch.setattr(Tuning, "TABLE_CELLS", cells - 1)
+    assert _paths.fine_grid(histogram, 32, starts, bound, 16)[0] == 32
 
 
 def test_the_grid_loss_is_counted_past_int64():
@@ -349,8 +355,8 @@ def test_the_grid_loss_is_counted_past_int64():
     histogram[0] = 2 ** 59
     bound = -(-(2 ** 59) // 4096)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(optimal, "_FINE_ROWS", 1024)  # a grid of 4
-        unit, starts = optimal._fine_grid(histogram, 32, np.arange(1, 4097, 32), bound, 1)
+        patch.setattr(Tuning, "FINE_ROWS", 1024)  # a grid of 4
+        unit, starts = _paths.fine_grid(histogram, 32, np.arange(1, 4097, 32), bound, 1)
     assert unit == 4 and np.all((starts - 1) % 4 == 0)
 
 
@@ -358,14 +364,14 @@ def test_a_grid_plan_is_refined_on_twice_the_groups_of_the_same_grid(monkeypatch
     """`_refine` after a plan on a finer grid: twice the balanced groups, on the same grid,
     until they would be one a grid length; each plan a candidate."""
     histogram = _units_case(monkeypatch, lossy=True, less=np.arange(1, 31))  # 150 lengths
-    monkeypatch.setattr(optimal, "_REFINE_LEFT", 0.0)
-    monkeypatch.setattr(optimal, "_LP_GAP", 0.0)  # "within" only at the bound itself
-    monkeypatch.setattr(optimal, "_ROUNDING_PACKS", 0)
+    monkeypatch.setattr(Tuning, "REFINE_LEFT", 0.0)
+    monkeypatch.setattr(Tuning, "LP_GAP", 0.0)  # "within" only at the bound itself
+    monkeypatch.setattr(Tuning, "ROUNDING_PACKS", 0)
     grids, offered = [], []
-    on_grid, offer = optimal._on_grid, optimal._Search.offer
-    monkeypatch.setattr(optimal, "_on_grid", lambda h, unit, rows: (
+    on_grid, offer = _paths.on_grid, _paths.Search.offer
+    monkeypatch.setattr(_paths, "on_grid", lambda h, unit, rows: (
         grids.append((unit, rows, len(on_grid(h, unit, rows)))), on_grid(h, unit, rows))[1])
-    monkeypatch.setattr(optimal._Search, "offer", lambda self, packs, **k: (
+    monkeypatch.setattr(_paths.Search, "offer", lambda self, packs, **k: (
         offered.append(sum(packs.values()) if packs else None), offer(self, packs, **k))[1])
     result = optimal.pack(histogram, 1024, 16, seed=0, time_limit=None)
     assert_valid(result, histogram, 1024, 16)
@@ -380,7 +386,7 @@ def test_a_grid_plan_is_refined_on_twice_the_groups_of_the_same_grid(monkeypatch
        st.integers(1, 20))
 def test_groups_on_a_grid_start_on_it_and_round_up_to_multiples_of_it(counts, unit, rows):
     histogram = np.array(counts, dtype=np.int64)
-    starts = optimal._on_grid(histogram, unit, rows)
+    starts = _paths.on_grid(histogram, unit, rows)
     assert starts[0] == 1 and np.all(np.diff(starts) > 0) and np.all((starts - 1) % unit == 0)
     up = _groups.rounded(histogram, starts, up=True)
     assert up.sum() == histogram.sum() and not up[np.arange(64) % unit != unit - 1].any()

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from tfpack import datasets
 from tfpack.packing import plan
-from tfpack.packing.algorithms import _best_fit, _exact_fill, _knapsack, _lp, optimal
+from tfpack.packing.algorithms import (_best_fit, _column_generation, _exact_fill, _knapsack, _lp,
+                                       _lp_plan, _paths, optimal)
+from tfpack.packing.algorithms._tuning import Tuning
 from tfpack.packing.checks import check_plan, slot_counts
 
 
@@ -122,11 +124,11 @@ def test_deterministic_and_independent_of_seed():
 
 
 def test_bound_rounding_tolerates_float_noise_only():
-    assert optimal._ceil(3.0 + 1e-12) == 3
-    assert optimal._ceil(3.0 - 1e-12) == 3
-    assert optimal._ceil(3.5) == 4
-    assert optimal._ceil(8143828.857142861) == 8143829
-    assert optimal._ceil(8143828.000000001) == 8143828  # within 1e-9 relative
+    assert _column_generation.ceil(3.0 + 1e-12) == 3
+    assert _column_generation.ceil(3.0 - 1e-12) == 3
+    assert _column_generation.ceil(3.5) == 4
+    assert _column_generation.ceil(8143828.857142861) == 8143829
+    assert _column_generation.ceil(8143828.000000001) == 8143828  # within 1e-9 relative
 
 
 # --- properties ------------------------------------------------------------
@@ -428,10 +430,10 @@ def lognormal_histogram(sequences, max_length, seed):
 
 def test_many_lengths_are_planned_from_full_packs_without_the_lp_over_all_of_them(monkeypatch):
     histogram = lognormal_histogram(40_000, 4096, seed=5)
-    assert np.count_nonzero(histogram) >= optimal._MANY_LENGTHS
+    assert np.count_nonzero(histogram) >= Tuning.MANY_LENGTHS
     lp_rows = []
-    column_generation = optimal._column_generation
-    monkeypatch.setattr(optimal, "_column_generation",
+    column_generation = _column_generation.run
+    monkeypatch.setattr(_column_generation, "run",
                         lambda lengths, *args, **kwargs: lp_rows.append(len(lengths))
                         or column_generation(lengths, *args, **kwargs))
     result = optimal.pack(histogram, 4096, 8, seed=0)
@@ -439,8 +441,8 @@ def test_many_lengths_are_planned_from_full_packs_without_the_lp_over_all_of_the
     tokens = int(histogram @ np.arange(1, 4097))
     assert result.lower_bound_packs == -(-tokens // 4096)  # the token bound: valid
     bound = result.lower_bound_packs
-    assert result.counts.sum() <= bound + optimal._slack(bound)
-    assert lp_rows and max(lp_rows) < optimal._MANY_LENGTHS // 2  # only the rest's LP
+    assert result.counts.sum() <= bound + _lp_plan.slack(bound)
+    assert lp_rows and max(lp_rows) < Tuning.MANY_LENGTHS // 2  # only the rest's LP
 
 
 def test_full_packs_first_is_skipped_when_sequences_outnumber_the_token_bound(monkeypatch):
@@ -472,7 +474,7 @@ def test_full_packs_first_runs_only_below_its_max_length(monkeypatch):
     optimal.pack(histogram, 4096, 8, seed=0, time_limit=0.2)
     assert calls  # below: as before
     calls.clear()
-    monkeypatch.setattr(optimal, "_FULL_FIRST_BELOW", 4096)
+    monkeypatch.setattr(Tuning, "FULL_FIRST_BELOW", 4096)
     result = optimal.pack(histogram, 4096, 8, seed=0, time_limit=0.2)
     assert not calls
     assert_valid(result, histogram, 4096, 8)
@@ -486,18 +488,18 @@ def test_a_grouped_plan_leaves_time_for_what_follows_its_lp_and_learns_how_much(
     now, ends = [0.0], []
 
     def plan(lengths, demand, length, depth, simple, *, budget, first_round, repair):
-        assert repair == optimal._REPAIR_SHARE  # a grouped plan keeps time for `_repair`
+        assert repair == Tuning.REPAIR_SHARE  # a grouped plan keeps time for `_repair`
         ends.append(budget.end)
         now[0] = budget.end + overrun  # its last rounding runs past the LP's budget
         return {(2,): 1}, 1
 
-    monkeypatch.setattr(optimal, "_plan", plan)
-    search = optimal._Search({"tokens": 1})
+    monkeypatch.setattr(_lp_plan, "plan", plan)
+    search = _paths.Search({"tokens": 1})
     args = (np.array([0, 1]), np.array([2]), np.array([1]), 2, None, 1, np.array([1]), 1)
     for overrun, reserve in ((0.05, 0.0), (0.02, 0.05), (0.2, 0.05)):
         assert search.reserve == pytest.approx(reserve)
         start = now[0]
-        optimal._plan_up(search, *args, _budget.Budget(1.0, clock=lambda: now[0]))
+        _paths.plan_up(search, *args, _budget.Budget(1.0, clock=lambda: now[0]))
         assert ends[-1] == pytest.approx(start + 1.0 - reserve)
         assert search.plan == {(2,): 1}
     assert search.reserve == pytest.approx(0.2)
@@ -521,7 +523,7 @@ def test_the_search_leaves_best_fits_time_for_the_result_and_its_checks(monkeypa
 def test_full_packs_first_gives_up_when_much_is_left():
     # Two sequences of 1,500..2,000 tokens never fill 4,096: nothing is full, all is left.
     histogram = make_histogram(4096, {length: 5 for length in range(1500, 2001)})
-    assert optimal._full_packs_first(histogram, 4096, 2, 1071) is None  # the token bound
+    assert _paths.full_packs_first(histogram, 4096, 2, 1071) is None  # the token bound
 
 
 def test_column_generation_stops_once_the_lp_value_is_low_enough():
@@ -530,8 +532,8 @@ def test_column_generation_stops_once_the_lp_value_is_low_enough():
     demand = histogram[lengths - 1]
     seed = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, 512, 3)
     args = (lengths, demand, 512, 3, seed, 0)
-    assert optimal._column_generation(*args).rounds > 1
-    assert optimal._column_generation(*args, stop_at=math.inf).rounds == 1
+    assert _column_generation.run(*args).rounds > 1
+    assert _column_generation.run(*args, stop_at=math.inf).rounds == 1
 
 
 def test_the_rest_is_planned_on_lengths_rounded_up_in_groups(monkeypatch):
@@ -539,23 +541,23 @@ def test_the_rest_is_planned_on_lengths_rounded_up_in_groups(monkeypatch):
     # at most one row for the rest's LP, rounded up in groups of two (5-6, 7-8).
     histogram = make_histogram(8, {5: 50, 3: 50, 6: 1, 7: 1})
     planned = []
-    plan = optimal._plan
-    monkeypatch.setattr(optimal, "_plan", lambda lengths, demand, *args, **kwargs:
+    plan = _lp_plan.plan
+    monkeypatch.setattr(_lp_plan, "plan", lambda lengths, demand, *args, **kwargs:
                         planned.append(lengths.tolist()) or plan(lengths, demand, *args, **kwargs))
     expected = {(5, 3): 50, (6,): 1, (7,): 1}  # real lengths in the slots
-    assert optimal._full_packs_first(histogram, 8, 3, 51) == expected
-    monkeypatch.setattr(optimal, "_REST_ROWS", 1)
-    assert optimal._full_packs_first(histogram, 8, 3, 51) == expected
+    assert _paths.full_packs_first(histogram, 8, 3, 51) == expected
+    monkeypatch.setattr(Tuning, "REST_ROWS", 1)
+    assert _paths.full_packs_first(histogram, 8, 3, 51) == expected
     assert planned == [[6, 7], [6, 8]]
 
 
 @settings(max_examples=60)
-@given(tiny_instances(), st.sampled_from([optimal._REST_ROWS, 1]))
+@given(tiny_instances(), st.sampled_from([Tuning.REST_ROWS, 1]))
 def test_full_packs_first_plans_are_valid_and_bounded(instance, rest_rows):
     histogram, max_length, max_sequences_per_pack = instance
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(optimal, "_MANY_LENGTHS", 1)
-        patch.setattr(optimal, "_REST_ROWS", rest_rows)  # 1: the rest in one group
+        patch.setattr(Tuning, "MANY_LENGTHS", 1)
+        patch.setattr(Tuning, "REST_ROWS", rest_rows)  # 1: the rest in one group
         result = optimal.pack(histogram, max_length, max_sequences_per_pack, seed=0)
     assert_valid(result, histogram, max_length, max_sequences_per_pack)
     best = brute_force_packs(histogram, max_length, max_sequences_per_pack)
@@ -629,10 +631,10 @@ def test_dominated_lengths_are_those_with_enough_shorter_copies_worth_as_much():
 
 def test_priced_duals_only_grow_so_the_bound_stays_valid():
     duals = np.array([0.0, 0.3, 0.1 + 0.2, 0.29, 1.0 / 3.0, 1e-17])
-    priced = optimal._plateaus(duals)
+    priced = _column_generation.plateaus(duals)
     assert np.all(priced >= duals)  # never below: the best pack is worth at least as much
     assert np.all(np.diff(priced) >= 0)
-    assert np.all(priced - np.maximum.accumulate(duals) <= 2.0 ** -optimal._DUAL_BITS)
+    assert np.all(priced - np.maximum.accumulate(duals) <= 2.0 ** -Tuning.DUAL_BITS)
     assert priced[1] == priced[2] == priced[3]  # 0.3, 0.30000000000000004 and 0.29: one level
 
 
@@ -641,7 +643,7 @@ def test_seed_packs_priced_on_rounded_up_lengths_fit():
     lengths = np.unique(rng.integers(1, 8193, 300))
     bounds = np.minimum(rng.integers(1, 9, len(lengths)), 8192 // lengths)
     for depth in (4, 32, None):
-        patterns = optimal._seed_patterns(lengths, bounds, 8192, depth)
+        patterns = _column_generation.seed_patterns(lengths, bounds, 8192, depth)
         assert len(patterns) >= len(lengths)  # one set per seed weight, most anchors in each
         tokens = [copies @ lengths[rows] for rows, copies in patterns]
         assert max(tokens) <= 8192 and np.median(tokens) > 8192 - 64
@@ -662,8 +664,8 @@ def test_column_generation_stops_when_a_rounded_lp_meets_the_bound():
     simple = max(-(-int(lengths @ demand) // 512), -(-int(demand.sum()) // 8))
     heuristic = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, 512, 8)
     assert sum(heuristic.values()) > simple  # not solved by best fit alone
-    lp = optimal._column_generation(lengths, demand, 512, 8, heuristic, simple)
-    assert lp.rounds == 1 and lp.lower_bound == 19 < optimal._ceil(lp.value)
+    lp = _column_generation.run(lengths, demand, 512, 8, heuristic, simple)
+    assert lp.rounds == 1 and lp.lower_bound == 19 < _column_generation.ceil(lp.value)
     assert sum(lp.plan.values()) == 19
     result = optimal.pack(histogram, 512, 8, seed=0)
     assert_valid(result, histogram, 512, 8)
@@ -678,8 +680,8 @@ def _repair_instance():
     lengths = np.array([5, 14, 16, 19, 22, 29, 32, 44, 53, 68, 69, 79, 103])
     demand = np.array([10, 10, 6, 7, 4, 2, 8, 5, 6, 3, 11, 7, 5])
     heuristic = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, 128, 3)
-    lp = optimal._column_generation(lengths, demand, 128, 3, heuristic,
-                                    optimal._simple_bound(lengths, demand, 128, 3))
+    lp = _column_generation.run(lengths, demand, 128, 3, heuristic,
+                                    _lp_plan.simple_bound(lengths, demand, 128, 3))
     return lengths, demand, lp
 
 
@@ -691,10 +693,10 @@ def test_repair_plans_what_rounding_down_leaves_where_rounding_loses_a_pack():
     whole = np.floor(lp.x + 1e-6).astype(np.int64)
     # The rest into free space by best fit, after rounding up or not: 29 packs.
     assert sum(_rounding.settle(lp.patterns, whole, lengths, demand, 128, 3).values()) == 29
-    for fill in optimal._ROUND_UP_FILLS:
+    for fill in Tuning.ROUND_UP_FILLS:
         assert sum(_rounding.round_lp(lp.patterns, lp.x, lengths, demand, 128, 3,
                                       fill).values()) == 29
-    repaired = optimal._repair(lp, lengths, demand, 128, 3, _budget.Budget(None))
+    repaired = _lp_plan.repaired(lp, lengths, demand, 128, 3, _budget.Budget(None))
     assert sum(repaired.values()) == 28  # the bound: optimal
     histogram = make_histogram(128, dict(zip(lengths.tolist(), demand.tolist())))
     strategies = sorted(repaired, reverse=True)
@@ -706,13 +708,13 @@ def test_repair_of_whole_packs_keeps_them_and_of_none_plans_everything():
     from tfpack.packing.algorithms import _budget, _rounding
 
     lengths, demand, lp = _repair_instance()
-    everything = optimal._plan(lengths, demand, 128, 3, 1)[0]
+    everything = _lp_plan.plan(lengths, demand, 128, 3, 1)[0]
     nothing = dataclasses_replace(lp, x=np.zeros_like(lp.x))
-    assert optimal._repair(nothing, lengths, demand, 128, 3, _budget.Budget(None)) == everything
+    assert _lp_plan.repaired(nothing, lengths, demand, 128, 3, _budget.Budget(None)) == everything
     up = np.ceil(lp.x - 1e-6)  # whole packs that hold every sequence: nothing left to plan
     packs, missing = _rounding.cover(lp.patterns, up.astype(np.int64), lengths, demand)
     assert not missing
-    assert optimal._repair(dataclasses_replace(lp, x=up), lengths, demand, 128, 3,
+    assert _lp_plan.repaired(dataclasses_replace(lp, x=up), lengths, demand, 128, 3,
                            _budget.Budget(None)) == packs
 
 
@@ -726,14 +728,14 @@ def test_grouped_plans_repair_only_where_they_have_few_packs_a_row(monkeypatch):
     from tfpack.packing.algorithms import _budget
 
     asked = []
-    monkeypatch.setattr(optimal, "_plan", lambda *args, repair, **kwargs: (asked.append(repair)
+    monkeypatch.setattr(_lp_plan, "plan", lambda *args, repair, **kwargs: (asked.append(repair)
                                                                           or ({(2,): 1}, 1)))
     rows = 2
-    for simple in (1, optimal._REPAIR_PACKS_PER_ROW * rows - 1,
-                   optimal._REPAIR_PACKS_PER_ROW * rows):
-        optimal._plan_up(optimal._Search({"tokens": 1}), np.array([0, 1]), np.array([1, 2]),
+    for simple in (1, Tuning.REPAIR_PACKS_PER_ROW * rows - 1,
+                   Tuning.REPAIR_PACKS_PER_ROW * rows):
+        _paths.plan_up(_paths.Search({"tokens": 1}), np.array([0, 1]), np.array([1, 2]),
                          np.array([1, 1]), 2, None, simple, np.array([1]), 1, _budget.Budget(1.0))
-    assert asked == [optimal._REPAIR_SHARE, optimal._REPAIR_SHARE, 0.0]
+    assert asked == [Tuning.REPAIR_SHARE, Tuning.REPAIR_SHARE, 0.0]
 
 
 def test_plan_keeps_a_share_of_its_budget_for_repair_and_offers_its_plan(monkeypatch):
@@ -743,7 +745,7 @@ def test_plan_keeps_a_share_of_its_budget_for_repair_and_offers_its_plan(monkeyp
     now = [0.0]
     budget = _budget.Budget(1.0, clock=lambda: now[0])
     seen = {}
-    real = optimal._column_generation
+    real = _column_generation.run
 
     def column_generation(*args, budget, **kwargs):
         seen["end"] = budget.end
@@ -753,14 +755,14 @@ def test_plan_keeps_a_share_of_its_budget_for_repair_and_offers_its_plan(monkeyp
         seen["repair"] = budget.end
         return {(103,): 5, (79,): 7}  # a marker, fewer packs than any plan
 
-    monkeypatch.setattr(optimal, "_column_generation", column_generation)
-    monkeypatch.setattr(optimal, "_repair", repair)
+    monkeypatch.setattr(_column_generation, "run", column_generation)
+    monkeypatch.setattr(_lp_plan, "repaired", repair)
     # simple=1: best fit is not within `_GOOD_ENOUGH` of it, so the LP runs
-    packs, bound = optimal._plan(lengths, demand, 128, 3, 1, repair=0.25, budget=budget)
+    packs, bound = _lp_plan.plan(lengths, demand, 128, 3, 1, repair=0.25, budget=budget)
     assert seen == {"end": pytest.approx(0.75), "repair": pytest.approx(1.0)}
     assert packs == {(103,): 5, (79,): 7} and bound == 28
     seen.clear()
-    optimal._plan(lengths, demand, 128, 3, 1, budget=_budget.Budget(1.0, clock=lambda: now[0]))
+    _lp_plan.plan(lengths, demand, 128, 3, 1, budget=_budget.Budget(1.0, clock=lambda: now[0]))
     assert seen == {"end": pytest.approx(1.0)}  # no repair unless asked
 
 
@@ -775,8 +777,8 @@ def test_repair_gives_every_sequence_a_slot_from_any_lp_solution(instance, seed)
     lengths = np.flatnonzero(histogram) + 1
     demand = histogram[lengths - 1]
     heuristic = _best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, max_length, depth)
-    lp = optimal._column_generation(lengths, demand, max_length, depth, heuristic,
-                                    optimal._simple_bound(lengths, demand, max_length, depth))
+    lp = _column_generation.run(lengths, demand, max_length, depth, heuristic,
+                                    _lp_plan.simple_bound(lengths, demand, max_length, depth))
     x = lp.x * np.random.default_rng(seed).uniform(0.0, 1.5, len(lp.x))
     packs, missing = _rounding.cover(lp.patterns, np.floor(x).astype(np.int64), lengths, demand)
     slots = collections.Counter()
@@ -786,7 +788,7 @@ def test_repair_gives_every_sequence_a_slot_from_any_lp_solution(instance, seed)
     for length, need in zip(lengths.tolist(), demand.tolist()):
         assert slots[length] + missing.get(length, 0) >= need  # cover leaves no one out
         assert missing.get(length, 0) <= need
-    plan = optimal._repair(dataclasses_replace(lp, x=x), lengths, demand, max_length, depth,
+    plan = _lp_plan.repaired(dataclasses_replace(lp, x=x), lengths, demand, max_length, depth,
                            _budget.Budget(None))
     strategies = sorted(plan, reverse=True)
     check_plan(strategies, np.array([plan[s] for s in strategies], dtype=np.int64), histogram,

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from tfpack.packing.algorithms import _budget, _bounds, optimal
+from tfpack.packing.algorithms import _bounds, _budget, _lp_plan, _paths, optimal
+from tfpack.packing.algorithms._tuning import Tuning
 
 
 class _Started(Exception):
@@ -15,15 +16,15 @@ def _search_with(monkeypatch, lengths: int, seconds_left: float) -> bool:
     max_length = 2 * lengths
     histogram = np.zeros(max_length, dtype=np.int64)
     histogram[:lengths] = 3  # lengths 1..n, 3 of each: the tokens bind, depth 4 does not
-    monkeypatch.setattr(optimal, "_full_packs_first", lambda *a, **k: None)
-    monkeypatch.setattr(optimal, "_grouped", lambda *a, **k: None)
-    monkeypatch.setattr(optimal, "_quick", lambda *a, **k: None)
+    monkeypatch.setattr(_paths, "full_packs_first", lambda *a, **k: None)
+    monkeypatch.setattr(_paths, "grouped", lambda *a, **k: None)
+    monkeypatch.setattr(_paths, "quick", lambda *a, **k: None)
 
     def plan(*args, **kwargs):
         raise _Started
 
-    monkeypatch.setattr(optimal, "_plan", plan)
-    search = optimal._Search(_bounds.simple(histogram, max_length, 4))
+    monkeypatch.setattr(_lp_plan, "plan", plan)
+    search = _paths.Search(_bounds.simple(histogram, max_length, 4))
     search.offer({(max_length,): 10 ** 9})  # far from the bound: the search goes on
     budget = _budget.Budget(seconds_left, clock=lambda: 0.0)  # the clock stands still
     nonzero = np.flatnonzero(histogram) + 1
@@ -35,9 +36,9 @@ def _search_with(monkeypatch, lengths: int, seconds_left: float) -> bool:
 
 
 @pytest.mark.parametrize("lengths, seconds_left, started", [
-    (optimal._LAST_LP_LENGTHS + 1, optimal._LAST_LP_SECONDS / 2, False),
-    (optimal._LAST_LP_LENGTHS + 1, optimal._LAST_LP_SECONDS * 2, True),
-    (optimal._LAST_LP_LENGTHS, optimal._LAST_LP_SECONDS / 2, True),
+    (Tuning.LAST_LP_LENGTHS + 1, Tuning.LAST_LP_SECONDS / 2, False),
+    (Tuning.LAST_LP_LENGTHS + 1, Tuning.LAST_LP_SECONDS * 2, True),
+    (Tuning.LAST_LP_LENGTHS, Tuning.LAST_LP_SECONDS / 2, True),
 ])
 def test_the_lp_over_many_lengths_is_not_started_with_little_time_left(
         monkeypatch, lengths, seconds_left, started):

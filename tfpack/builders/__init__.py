@@ -20,6 +20,9 @@
   first sub-token; `word_predictions` reads predictions back per word) and
   `question_answering_examples` (strided context windows with character
   offsets; `best_answers` picks each question's answer text).
+- `seq2seq_examples` (``{"inputs", "targets"}`` pairs for an encoder-decoder,
+  framed as its keras-hub preprocessor frames them) and `pack_pairs`: whole
+  pairs into pair packs (`tfpack.tasks.seq2seq`), first fit on both rows.
 
 The builder functions are also exported by `tfpack.data`, where most users
 meet them; the tokenizer adapter and the result types live here only.
@@ -55,6 +58,7 @@ from tfpack.builders.token_classification import (
     token_classification_examples,
     word_predictions,
 )
+from tfpack.builders.seq2seq import pack_pairs, seq2seq_examples
 from tfpack.builders.tokenizers import TextTokenizer, text_tokenizer
 
 __all__ = [
@@ -71,9 +75,11 @@ __all__ = [
     "embedding_examples",
     "examples_to_dataset",
     "load_vocab",
+    "pack_pairs",
     "preference_examples",
     "preference_pair",
     "question_answering_examples",
+    "seq2seq_examples",
     "sft_examples",
     "text_tokenizer",
     "token_classification_examples",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
-from tfpack.data.features import FeatureRoles
+from tfpack.features import FeatureRoles
 from tfpack.errors import TfpackError
 
 __all__ = ["causal_lm_examples", "sft_examples"]

@@ -32,7 +32,8 @@ TensorShape([24])
 import importlib
 
 from tfpack.data.assemble import assemble
-from tfpack.data.features import IGNORE_LABEL, FeatureRoles, packed_feature_spec
+from tfpack.data.features import packed_feature_spec
+from tfpack.features import IGNORE_LABEL, FeatureRoles
 from tfpack.data.flatten import flatten
 from tfpack.data.hosts import host_files, jax_all_gather, strategy_all_gather
 from tfpack.data.pack import Packer, PackReport, pack

@@ -18,7 +18,7 @@ pack 1 holds b)::
 
 >>> import tensorflow as tf
 >>> from tfpack.data.assemble import assemble
->>> from tfpack.data.features import FeatureRoles
+>>> from tfpack.features import FeatureRoles
 >>> ids = tf.ragged.constant([[5, 6, 7], [8, 9], [3]], dtype=tf.int32)
 >>> packs = assemble({"input_ids": ids}, [2, 0, 1], [0, 2, 3],
 ...                  FeatureRoles.causal_lm(), 6, 2)
@@ -31,7 +31,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfpack import features as contract
-from tfpack.data.features import FeatureRoles
+from tfpack.features import FeatureRoles
 from tfpack.features import IGNORE_LABEL
 
 __all__ = ["assemble"]

@@ -6,7 +6,7 @@ The last step of every mode of `tfpack.data.pack` (and of `tfpack.data.flatten`)
 features, and the dataset gets the fixed shapes ``[L]``, ``[K]``, ``[M]``.
 
 >>> import tensorflow as tf
->>> from tfpack.data.features import FeatureRoles
+>>> from tfpack.features import FeatureRoles
 >>> examples = {"input_ids": tf.ragged.constant([[5, 6, 7], [8, 9], [3]])}
 >>> packs = pack_dataset(examples, [0, 2, 1], [0, 2, 3], FeatureRoles.causal_lm(), 6, 2, None)
 >>> [p["sequence_ids"].tolist() for p in packs.as_numpy_iterator()]

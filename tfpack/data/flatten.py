@@ -30,7 +30,7 @@ from typing import Callable
 import tensorflow as tf
 
 from tfpack.data.assemble import assemble
-from tfpack.data.features import FeatureRoles
+from tfpack.features import FeatureRoles
 from tfpack.data.emit import with_static_shapes
 from tfpack.data.pack import _positive
 from tfpack.data.reading import ragged_rows

@@ -49,7 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.data.emit import graph
-from tfpack.data.features import FeatureRoles
+from tfpack.features import FeatureRoles
 from tfpack.data.offline import offline
 from tfpack.data.reading import input_names, truncate_example
 from tfpack.data.report import PackReport

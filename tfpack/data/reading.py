@@ -8,7 +8,7 @@ dataset once, keeps the features named by the roles as `tf.RaggedTensor`
 Example:
 
 >>> import tensorflow as tf
->>> from tfpack.data.features import FeatureRoles
+>>> from tfpack.features import FeatureRoles
 >>> ds = tf.data.Dataset.from_tensor_slices({"input_ids": tf.ragged.constant([[1, 2], [3]])})
 >>> examples, lengths = materialize(ds, FeatureRoles.causal_lm())
 >>> lengths.tolist(), examples["input_ids"].to_list()
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfpack.data.features import FeatureRoles
+from tfpack.features import FeatureRoles
 from tfpack.packing.windows import empty_dataset_error
 from tfpack.errors import TfpackError
 

@@ -14,7 +14,7 @@ on generated packs; `tests/data/test_pack_columns.py`).
 
 Per member (an example in a pack: ``k``-th of its pack, starting at token
 ``offset`` of the pack), the features of the BERT roles
-(`tfpack.data.features.FeatureRoles.bert`):
+(`tfpack.features.FeatureRoles.bert`):
 
 - tokens (``input_ids``, ``token_type_ids``): its values;
   ``sequence_ids``: ``k + 1`` per token; ``position_ids``: ``0, 1, ...``;
@@ -41,7 +41,8 @@ from __future__ import annotations
 import numpy as np
 
 from tfpack import features as contract
-from tfpack.data.features import FeatureRoles, packed_feature_names
+from tfpack.data.features import packed_feature_names
+from tfpack.features import FeatureRoles
 from tfpack.engines.spill import SpillReader
 from tfpack.formats.protos import Column
 

@@ -183,7 +183,8 @@ def _build_shards(job, spill, output_dir, order, splits, num_shards, K, M, progr
     """
     from tqdm import tqdm
 
-    from tfpack.data.features import FeatureRoles, packed_feature_spec
+    from tfpack.data.features import packed_feature_spec
+    from tfpack.features import FeatureRoles
     from tfpack.engines.columns import pack_columns, starts_of
     from tfpack.formats import manifest
     from tfpack.formats.blocks import ShardWriter

@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.data.assemble import assemble
-from tfpack.data.features import FeatureRoles
+from tfpack.features import FeatureRoles
 from tfpack.errors import TfpackError
 from tfpack.formats import manifest
 from tfpack.formats.blocks import ShardWriter

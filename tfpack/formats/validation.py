@@ -29,7 +29,7 @@ Example:
 
 >>> import tensorflow as tf
 >>> from tfpack.formats import validation
->>> from tfpack.data.features import FeatureRoles
+>>> from tfpack.features import FeatureRoles
 >>> batch = {"input_ids": tf.ragged.constant([[5, 6, 7], [8]]),
 ...          "masked_lm_positions": tf.ragged.constant([[2], [1]]),
 ...          "masked_lm_ids": tf.ragged.constant([[7], [9]]),

@@ -43,12 +43,14 @@ from tqdm import tqdm
 
 from tfpack import features as contract
 from tfpack.data.boundary import raising_tfpack_errors
-from tfpack.data.features import FeatureRoles
+from tfpack.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
 from tfpack.formats.packed_values import INT32_MAX, INT32_MIN
 from tfpack.inference.limits import input_limits
+from tfpack.inference.pairs import predict_pairs
 from tfpack.inference.unpack import Collector
+from tfpack.tasks import PACKINGS
 
 __all__ = ["predict", "output_kinds"]
 
@@ -76,9 +78,9 @@ def output_kinds(model, declared: Mapping[str, str] | None = None) -> dict[str, 
             "`model` must be a tfpack task or backbone (its outputs are declared in the task "
             "contract, tfpack.tasks), or `output_kinds` must say where each output lives. "
             f"Received: a {type(model).__name__} without `task` or `packed_outputs`")
-    bad = {k: v for k, v in kinds.items() if v not in ("sequence", "token", "prediction")}
+    bad = {k: v for k, v in kinds.items() if v not in PACKINGS}
     if bad:
-        raise TfpackError("Output kinds must be 'sequence', 'token' or 'prediction'. "
+        raise TfpackError(f"Output kinds must be one of {sorted(PACKINGS)}. "
                           f"Received: output_kinds={bad}")
     return kinds
 
@@ -196,7 +198,9 @@ def predict(
             (``token_type_ids`` too when the model reads them), or a list of
             token id lists.
         max_length: ``L``, tokens per pack (longer examples fail, or are cut
-            with ``truncate=True``).
+            with ``truncate=True``); ``(Le, Ld)`` for an encoder-decoder,
+            whose examples are ``(encoder_ids, decoder_ids)`` pairs packed
+            whole into pair packs (`tfpack.inference.pairs`).
         max_sequences_per_pack: ``K``; ``1`` runs one example per row (the
             padded baseline).
         batch_size: packs per model call; every call has the shape
@@ -223,6 +227,11 @@ def predict(
         raise TfpackError(f"`batch_size` must be a positive integer. Received: "
                           f"batch_size={batch_size!r}")
     kinds = output_kinds_of(model, output_kinds)
+    if isinstance(max_length, (tuple, list)):  # (Le, Ld): an encoder-decoder's pairs.
+        return predict_pairs(model, examples, max_length=tuple(max_length),
+                             max_sequences_per_pack=max_sequences_per_pack,
+                             batch_size=batch_size, kinds=kinds,
+                             call=_compiled(model, jit_compile))
     dataset, count = _as_dataset(examples)
     inputs = _model_inputs(model, dataset.element_spec)
     if roles is None:  # A model whose packs carry task features says how to pack them.

@@ -36,6 +36,10 @@ from tfpack.errors import TfpackError
 
 __all__ = ["Collector", "unpack_batch"]
 
+# Per-token outputs -> the feature naming each row's slot (pair packs: each side's own).
+_OWNERS = {"token": "sequence_ids", "prediction": "masked_lm_sequence_ids",
+           "encoder_token": "encoder_sequence_ids", "decoder_token": "decoder_sequence_ids"}
+
 
 def unpack_batch(packs: Mapping, outputs: Mapping, kinds: Mapping[str, str]):
     """``(ids, pieces)`` of one batch of packs.
@@ -45,7 +49,8 @@ def unpack_batch(packs: Mapping, outputs: Mapping, kinds: Mapping[str, str]):
             ``sequence_ids`` [B, L]; ``masked_lm_sequence_ids`` [B, M] for
             ``"prediction"`` outputs).
         outputs: numpy model outputs, batch first.
-        kinds: output name -> ``"sequence"``, ``"token"`` or ``"prediction"``.
+        kinds: output name -> ``"sequence"``, ``"token"``, ``"prediction"``,
+            or a side of a pair pack (``"encoder_token"``, ``"decoder_token"``).
 
     Returns:
         ``ids``: int64 ``[n]``, the examples of the batch in slot order;
@@ -60,12 +65,10 @@ def unpack_batch(packs: Mapping, outputs: Mapping, kinds: Mapping[str, str]):
         value = np.asarray(outputs[name])
         if kind == "sequence":
             pieces[name] = value[:, :example_ids.shape[1]][real]
-        elif kind in ("token", "prediction"):
-            owner = np.asarray(packs["sequence_ids" if kind == "token"
-                                     else "masked_lm_sequence_ids"])
-            pieces[name] = _split_rows(value, owner, real)
+        elif kind in _OWNERS:
+            pieces[name] = _split_rows(value, np.asarray(packs[_OWNERS[kind]]), real)
         else:
-            raise TfpackError("Output kinds must be 'sequence', 'token' or 'prediction'. "
+            raise TfpackError(f"Output kinds must be 'sequence' or one of {sorted(_OWNERS)}. "
                               f"Received: {name}={kind!r}")
     return ids, pieces
 

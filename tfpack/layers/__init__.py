@@ -14,6 +14,7 @@ TensorShape([1, 3, 3])
 """
 
 from tfpack.layers.attention_mask import PackedAttentionMask
+from tfpack.layers.attention_mask import pair_attention_mask
 from tfpack.layers.losses import causal_lm_count
 from tfpack.layers.losses import causal_lm_statistics
 from tfpack.layers.losses import global_sum
@@ -46,5 +47,6 @@ __all__ = [
     "loss_from_statistics",
     "masked_lm_count",
     "masked_lm_statistics",
+    "pair_attention_mask",
     "sequence_statistics",
 ]

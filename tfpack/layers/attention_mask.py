@@ -115,6 +115,25 @@ def show_poisoned(context, poisoned):
     return ops.where(poisoned[:, :, None, None], nan, context)
 
 
+def pair_attention_mask(query_sequence_ids, key_sequence_ids):
+    """Boolean `[B, Lq, Lk]`: query `q` may attend to key `k` when both are real and
+    carry the same sequence id: the cross-attention mask of a pair pack, where the
+    decoder's sequence `k` attends only to the encoder's sequence `k`
+    (`tfpack.tasks.seq2seq`).
+
+    >>> import numpy as np
+    >>> mask = pair_attention_mask(np.array([[1, 1, 2, 0]]), np.array([[1, 2, 2]]))
+    >>> np.asarray(mask)[0].astype(int)
+    array([[1, 0, 0],
+           [1, 0, 0],
+           [0, 1, 1],
+           [0, 0, 0]])
+    """
+    query = ops.expand_dims(ops.cast(query_sequence_ids, "int32"), 2)
+    key = ops.expand_dims(ops.cast(key_sequence_ids, "int32"), 1)
+    return ops.logical_and(ops.logical_and(query > 0, key > 0), ops.equal(query, key))
+
+
 @keras.saving.register_keras_serializable(package="tfpack")
 class PackedAttentionMask(keras.layers.Layer):
     """Attention mask that keeps packed sequences apart (seed 000, 3.2.2).

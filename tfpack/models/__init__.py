@@ -11,7 +11,8 @@ a dict; labels travel in the same dict, so `model.fit(dataset)` needs no `y`.
 - tasks (`Task`): `BertPretrainer`, `BertClassifier`, `CausalLM`,
   `TextEmbedder`, `TokenClassifier`, `QuestionAnswerer`; `CausalLMScorer`
   scores sequences (log-likelihoods) with a `CausalLM`; `PreferenceModel`
-  trains one on preference pairs (DPO, IPO, SimPO, ORPO).
+  trains one on preference pairs (DPO, IPO, SimPO, ORPO); `Seq2SeqLM` trains
+  an encoder-decoder (`from_keras_hub` on T5, BART, T5Gemma) on pair packs.
 
 Example:
 
@@ -35,6 +36,7 @@ from tfpack.models.legacy import upgrade_keras_file
 from tfpack.models.lm_scorer import CausalLMScorer
 from tfpack.models.preference import PreferenceModel
 from tfpack.models.question_answerer import QuestionAnswerer
+from tfpack.models.seq2seq_lm import Seq2SeqLM
 from tfpack.models.task import Task
 from tfpack.models.text_embedder import TextEmbedder
 from tfpack.models.token_classifier import TokenClassifier
@@ -57,6 +59,7 @@ __all__ = [
     "PackedModel",
     "PreferenceModel",
     "QuestionAnswerer",
+    "Seq2SeqLM",
     "Task",
     "TextEmbedder",
     "TokenClassifier",

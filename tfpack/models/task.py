@@ -157,7 +157,7 @@ class Task(keras.Model):
             statistics[key] = global_sum(statistics[key])
         num_packs = None
         if self.expected_counts:
-            rows = ops.shape(x["input_ids"])[0]
+            rows = ops.shape(x[self.input_features[0]])[0]
             num_packs = global_sum(ops.cast(rows, "float32"))
         loss = loss_from_statistics(statistics, self.loss_terms,
                                     self.expected_counts, num_packs)

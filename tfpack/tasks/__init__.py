@@ -3,8 +3,8 @@
 Importing this package registers the built-in tasks, in this order:
 ``pretraining`` (preset ``bert``), ``classification``, ``causal_lm`` (preset
 ``sft``), ``embedding``, ``token_classification``, ``question_answering``,
-``preference``. A new task is one file here declaring a `TaskSpec` with
-`register`, plus its import line below; see `tfpack.tasks.base` and
+``preference``, ``seq2seq_lm`` (pair packs). A new task is one file here
+declaring a `TaskSpec` with `register`, plus its import line below; see `tfpack.tasks.base` and
 docs/model.md ("Adding a task").
 
 Example:
@@ -22,6 +22,7 @@ from tfpack.tasks.base import (
     IGNORE_LABEL,
     PACKINGS,
     SOURCES,
+    TOKEN_PACKINGS,
     Feature,
     Preset,
     TaskSpec,
@@ -35,7 +36,7 @@ from tfpack.tasks.base import (
 )
 from tfpack.tasks import pretraining, classification, causal_lm  # noqa: E402,F401  (register)
 from tfpack.tasks import embedding, token_classification, question_answering  # noqa: E402,F401,I001
-from tfpack.tasks import preference  # noqa: E402,F401  (register)
+from tfpack.tasks import preference, seq2seq  # noqa: E402,F401  (register)
 
 __all__ = [
     "BACKBONE_OUTPUTS",
@@ -43,6 +44,7 @@ __all__ = [
     "IGNORE_LABEL",
     "PACKINGS",
     "SOURCES",
+    "TOKEN_PACKINGS",
     "Feature",
     "Preset",
     "TaskSpec",

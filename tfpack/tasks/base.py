@@ -15,6 +15,9 @@ How a feature packs (its ``packing``):
 - ``"prediction"`` (``[M]``): the example holds ``[m]`` values (prediction
   slots such as masked-LM targets); concatenated and padded. All prediction
   features of a task share one partition; the first one read counts them.
+- ``"encoder_token"`` (``[Le]``) and ``"decoder_token"`` (``[Ld]``): the two
+  rows of a pair pack (an encoder-decoder's input and target sides, each
+  with its own length; `tfpack.tasks.seq2seq`): token features of one side.
 - ``shift=True`` (``"sequence"`` or ``"prediction"``): the values are
   positions inside the example and get the sequence's offset in the pack
   added (``masked_lm_positions``; extractive-QA start/end positions).
@@ -54,7 +57,8 @@ from collections.abc import Mapping
 from tfpack.errors import TfpackError
 
 __all__ = [
-    "IGNORE_LABEL", "PACKINGS", "SOURCES", "Feature", "Preset", "TaskSpec",
+    "IGNORE_LABEL", "PACKINGS", "TOKEN_PACKINGS", "SOURCES", "Feature", "Preset",
+    "TaskSpec",
     "CORE_FEATURES", "BACKBONE_OUTPUTS", "register", "get", "names", "specs",
     "preset", "preset_names", "detect",
 ]
@@ -64,7 +68,10 @@ __all__ = [
 IGNORE_LABEL = -100
 
 # How a feature packs -> the dimension of its packed form.
-PACKINGS = {"token": "L", "sequence": "K", "prediction": "M"}
+PACKINGS = {"token": "L", "sequence": "K", "prediction": "M",
+            "encoder_token": "Le", "decoder_token": "Ld"}
+# The packings that hold one value per token (of a row or of one side of a pair).
+TOKEN_PACKINGS = ("token", "encoder_token", "decoder_token")
 SOURCES = ("read", "optional", "ones", "next_token", "slot", "packer")
 
 
@@ -75,7 +82,9 @@ class Feature:
     Attributes:
         name: the dict key.
         dtype: ``"int32"`` or ``"float32"``.
-        packing: ``"token"`` ([L]), ``"sequence"`` ([K]) or ``"prediction"`` ([M]).
+        packing: ``"token"`` ([L]), ``"sequence"`` ([K]), ``"prediction"`` ([M]),
+            or a side of a pair pack: ``"encoder_token"`` ([Le]),
+            ``"decoder_token"`` ([Ld]).
         role: ``"input"`` (read by the forward pass), ``"label"`` (read by a
             loss only) or ``"index"`` (carried, read by neither: bookkeeping
             such as ``example_ids``).
@@ -107,7 +116,7 @@ class Feature:
             problems.append(f"role={self.role!r} (input, label or index)")
         if self.source not in SOURCES:
             problems.append(f"source={self.source!r} (one of {SOURCES})")
-        if self.shift and (self.packing == "token" or self.dtype != "int32"):
+        if self.shift and (self.packing in TOKEN_PACKINGS or self.dtype != "int32"):
             problems.append("shift=True (only int32 sequence or prediction positions shift)")
         if problems:
             raise TfpackError(f"Feature {self.name!r} must be declared with valid fields. "
@@ -115,7 +124,8 @@ class Feature:
 
     @property
     def dimension(self) -> str:
-        """``"L"``, ``"K"`` or ``"M"``: the packed dimension of ``packing``."""
+        """``"L"``, ``"K"``, ``"M"``, ``"Le"`` or ``"Ld"``: the packed dimension of
+        ``packing``."""
         return PACKINGS[self.packing]
 
     @property
@@ -197,7 +207,8 @@ class TaskSpec:
             problems.append("prediction features need a required one first (it counts them)")
         if any(f.source == "slot" and f.packing != "prediction" for f in self.features):
             problems.append("source='slot' is for prediction features")
-        if any(f.source == "next_token" and f.packing != "token" for f in self.features):
+        if any(f.source == "next_token" and f.packing not in TOKEN_PACKINGS
+               for f in self.features):
             problems.append("source='next_token' is for token features")
         if problems:
             raise TfpackError(f"Task {self.name!r} must be declared consistently. "

@@ -63,6 +63,8 @@ PROBE_LENGTHS = (5, 1, 3)
 TOLERANCES = {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2,
               "bfloat16": 5e-2}
 _SEED = 0
+# The features a probe pack has.
+_PROBE_FEATURES = ("input_ids", "sequence_ids", "position_ids", "token_type_ids")
 
 
 class PackingNotExactError(TfpackError):
@@ -155,6 +157,10 @@ def unchecked_reason(model):
                                      ("hidden_dim", "vocabulary_size")):
         return (f"{type(model).__name__} has no packed backbone with `hidden_dim` "
                 "and `vocabulary_size`")
+    other = sorted(set(getattr(backbone, "input_features", ())) - set(_PROBE_FEATURES))
+    if other:  # An encoder-decoder's second stream, say.
+        return (f"{type(backbone).__name__} reads {other}, which the probe (one "
+                "stream of tokens) does not build")
     return None
 
 

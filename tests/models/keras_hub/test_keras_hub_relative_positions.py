@@ -83,9 +83,6 @@ REFUSED = {
                              linear_num_key_heads=1, linear_num_value_heads=1,
                              linear_key_head_dim=4, linear_value_head_dim=4),
                         "gated DeltaNet"),
-    "BartBackbone": (dict(num_layers=1, num_heads=2, hidden_dim=8,
-                          intermediate_dim=16, max_sequence_length=MAX_LENGTH),
-                     "encoder-decoder"),
 }
 
 

@@ -194,6 +194,19 @@ FAMILIES = {
             _models("falcon.falcon_transformer_decoder"),
             methods={"_get_slopes": ("num_heads",)}),
     }),
+    # Encoder-decoders (pair packs, `seq2seq.py`).
+    "t5": Family("T5", classes={
+        # A staticmethod: `relative_position` binds where `self` would.
+        "T5MultiHeadAttention": Hub(
+            _models("t5.t5_multi_head_attention"),
+            methods={"_relative_position_bucket": (
+                "bidirectional=", "num_buckets=", "max_distance=")}),
+    }),
+    "bart": Family("BART"),
+    "t5gemma": Family("T5Gemma", classes={
+        "T5GemmaAttention": Hub(_models("t5gemma.t5gemma_attention"),
+                                methods=_COMPUTE_TRAINING),
+    }, functions={_models("t5gemma.t5gemma_attention"): ("repeat_kv",)}),
 }
 
 

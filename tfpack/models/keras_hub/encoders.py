@@ -67,15 +67,14 @@ def self_attention(layer, x, context):
         return tuple(private(mha, name)(x) for name in (
             "_query_dense", "_key_dense", "_value_dense"))
 
-    def segmented_output(context_):
-        return private(mha, "_output_dense")(context_)
-
-    out = dispatch(
+    output = dispatch(
         context, project,
         lambda mask: dense_attention(mha, x, mask, context.training),
         scale=private(mha, "_inverse_sqrt_key_dim"),
         dropout_layer=private(mha, "_dropout_layer"))
-    return out if context.options is None else segmented_output(out)
+    if context.options is None:
+        return output  # `dense_attention` ends in the output projection.
+    return private(mha, "_output_dense")(output)
 
 
 def encoder_block(layer, x, context):

@@ -15,9 +15,9 @@ _STATE = ("carries a recurrent state along the whole row, so a sequence "
           "would start from the state its predecessor in the pack left; "
           "exact packing needs the state reset at every sequence start inside "
           "the recurrence, which tfpack does not have")
-_SEQ2SEQ = ("is an encoder-decoder: packing it needs encoder and decoder "
-            "packs paired sequence by sequence and a cross-attention mask "
-            "between them, which tfpack's packed features do not carry")
+_SEQ2SEQ = ("is an encoder-decoder without a pair adapter: tfpack packs "
+            "T5, BART and T5Gemma in pair packs (tfpack.tasks.seq2seq), and "
+            "this family would need its own adapter of them")
 _IMAGES = ("reads images (or video) with its text: packing it needs each "
            "packed sequence paired with its own image features, which "
            "tfpack's packed features do not carry")
@@ -38,9 +38,6 @@ REASONS = {
                     "whole row: every output depends on every token of the "
                     "pack, and a per-sequence transform would need "
                     "sequence-sized FFTs inside each row",
-    "BartBackbone": f"BART {_SEQ2SEQ}",
-    "T5Backbone": f"T5 {_SEQ2SEQ}",
-    "T5GemmaBackbone": f"T5Gemma {_SEQ2SEQ}",
     "T5Gemma2Backbone": f"T5Gemma 2 {_SEQ2SEQ}",
     "EdRecBackbone": f"EdRec {_SEQ2SEQ}",
     "WhisperBackbone": "Whisper reads audio features, not token packs, and "
@@ -61,10 +58,10 @@ REASONS = {
 def refusal(backbone):
     """The `TfpackError` for a refused `backbone`, or None.
 
-    >>> class T5Backbone:  # Stands in for keras_hub.models.T5Backbone.
+    >>> class EdRecBackbone:  # Stands in for keras_hub.models.EdRecBackbone.
     ...     pass
-    >>> print(refusal(T5Backbone()))  # doctest: +ELLIPSIS
-    tfpack cannot pack T5Backbone: T5 is an encoder-decoder: ...
+    >>> print(refusal(EdRecBackbone()))  # doctest: +ELLIPSIS
+    tfpack cannot pack EdRecBackbone: EdRec is an encoder-decoder without a pair adapter: ...
     >>> refusal(object()) is None
     True
     """

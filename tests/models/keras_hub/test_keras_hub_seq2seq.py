@@ -1,0 +1,195 @@
+"""Encoder-decoders packed in pairs (issue 35): each pair's encoder and decoder
+outputs, and the gradients of a loss summed over the pairs, equal the
+keras-hub backbone's on that pair alone."""
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfpack.builders import pack_pairs
+from tfpack.errors import TfpackError
+from tfpack.models import from_keras_hub
+
+VOCAB = 40
+# (encoder ids, decoder ids): lengths chosen so the first-fit packs below hold
+# 3 and 2 pairs, with padding in both rows.
+PAIRS = [([3, 4, 5, 6, 7], [1, 8, 9]), ([10, 11], [1, 12, 13, 14]),
+         ([15, 16, 17], [1, 18]), ([19, 20, 21, 22, 23, 24], [1, 25, 26, 27, 28]),
+         ([29], [1, 30, 31])]
+LE, LD = 12, 10
+
+FAMILIES = {
+    "t5": lambda: keras_hub.models.T5Backbone(
+        vocabulary_size=VOCAB, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, dropout=0.0),
+    "t5_untied_relu": lambda: keras_hub.models.T5Backbone(
+        vocabulary_size=VOCAB, num_layers=1, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, dropout=0.0, use_gated_activation=False,
+        tie_embedding_weights=False),
+    "bart": lambda: keras_hub.models.BartBackbone(
+        vocabulary_size=VOCAB, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, dropout=0.0, max_sequence_length=LE),
+    # Sliding windows (2) shorter than the targets, grouped queries, soft caps.
+    "t5gemma": lambda: keras_hub.models.T5GemmaBackbone(
+        vocabulary_size=VOCAB, encoder_hidden_dim=8, encoder_intermediate_dim=16,
+        encoder_num_layers=2, encoder_num_attention_heads=2, encoder_num_key_value_heads=1,
+        encoder_head_dim=4, encoder_layer_types=["sliding_attention", "full_attention"],
+        decoder_hidden_dim=8, decoder_intermediate_dim=16, decoder_num_layers=2,
+        decoder_num_attention_heads=2, decoder_num_key_value_heads=1, decoder_head_dim=4,
+        decoder_layer_types=["sliding_attention", "full_attention"], sliding_window=2,
+        dropout_rate=0.0, attention_dropout=0.0, attn_logit_softcapping=5.0,
+        final_logit_softcapping=3.0),
+}
+
+
+def _alone(backbone, encoder_ids, decoder_ids):
+    e, d = np.array([encoder_ids], "int32"), np.array([decoder_ids], "int32")
+    return backbone({"encoder_token_ids": e, "encoder_padding_mask": np.ones_like(e),
+                     "decoder_token_ids": d, "decoder_padding_mask": np.ones_like(d)})
+
+
+def _where(packs):
+    """Per pair: (row, encoder token indices, decoder token indices)."""
+    where = {}
+    for row, ids in enumerate(packs["example_ids"]):
+        for slot, pair in enumerate(ids):
+            if pair >= 0:
+                where[int(pair)] = (
+                    row, np.flatnonzero(packs["encoder_sequence_ids"][row] == slot + 1),
+                    np.flatnonzero(packs["decoder_sequence_ids"][row] == slot + 1))
+    return where
+
+
+def _tolerance(reference):
+    # float32 rounding relative to the outputs' scale, as the conformance suite.
+    return 1e-5 * max(1.0, float(np.max(np.abs(reference))))
+
+
+def _weights(seed, length, width):
+    return tf.constant(np.random.default_rng(seed).normal(size=(length, width)), tf.float32)
+
+
+def _loss(outputs, row, tokens, pair):
+    """A fixed random linear function of one pair's outputs (`tokens`: per
+    output, the pair's token indices in `row`)."""
+    total = 0.0
+    for seed, (name, index) in enumerate(sorted(tokens.items())):
+        values = outputs[name][row]
+        values = values[index] if isinstance(index, slice) else tf.gather(values, index)
+        total += tf.reduce_sum(values * _weights(100 * seed + pair, *values.shape))
+    return total
+
+
+def check_pairs_alone(backbone, adapter, pairs=PAIRS, le=LE, ld=LD):
+    """Outputs and gradients of the packed adapter == the backbone per pair."""
+    packs = pack_pairs(pairs, max_encoder_length=le, max_decoder_length=ld)
+    assert packs["sequence_mask"].sum() == len(pairs) and len(packs["example_ids"]) < len(pairs)
+    where = _where(packs)
+    inputs = {k: tf.constant(v) for k, v in packs.items() if k in adapter.input_features}
+    variables = backbone.trainable_variables
+    with tf.GradientTape() as tape:
+        out = adapter(inputs)
+        packed_loss = sum(
+            _loss(out, row, {"encoder_sequence_output": enc, "decoder_sequence_output": dec}, i)
+            for i, (row, enc, dec) in where.items())
+    packed_grads = tape.gradient(packed_loss, variables)
+    alone_grads = [tf.zeros_like(v) for v in variables]
+    scale = 0.0
+    for i, (encoder_ids, decoder_ids) in enumerate(pairs):
+        row, enc, dec = where[i]
+        with tf.GradientTape() as tape:
+            ref = _alone(backbone, encoder_ids, decoder_ids)
+            loss = _loss(ref, 0, {"encoder_sequence_output": slice(None),
+                                  "decoder_sequence_output": slice(None)}, i)
+        grads = tape.gradient(loss, variables)
+        alone_grads = [a if g is None else a + tf.convert_to_tensor(g)
+                       for a, g in zip(alone_grads, grads)]
+        for name, index in (("encoder_sequence_output", enc), ("decoder_sequence_output", dec)):
+            got = np.asarray(out[name][row])[index]
+            want = np.asarray(ref[name][0])
+            scale = max(scale, np.abs(want).max())
+            np.testing.assert_allclose(got, want, atol=_tolerance(want), rtol=0, err_msg=name)
+    compared = 0
+    for variable, got, want in zip(variables, packed_grads, alone_grads):
+        got = np.zeros(variable.shape) if got is None else np.asarray(tf.convert_to_tensor(got))
+        want = np.asarray(want)
+        compared += bool(np.any(want))
+        np.testing.assert_allclose(got, want, atol=_tolerance(want) * 10, rtol=0,
+                                   err_msg=variable.path)
+    assert compared >= 10
+    return scale
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family(request):
+    keras.utils.set_random_seed(0)
+    backbone = FAMILIES[request.param]()
+    return backbone, from_keras_hub(backbone)
+
+
+def test_packed_pairs_equal_each_pair_alone(family):
+    backbone, adapter = family
+    assert check_pairs_alone(backbone, adapter) > 0
+
+
+def test_the_adapter_shares_the_backbone_variables(family):
+    backbone, adapter = family
+    assert {id(v) for v in adapter.weights} == {id(v) for v in backbone.weights}
+
+
+def test_missing_pair_features_are_named(family):
+    _, adapter = family
+    with pytest.raises(TfpackError, match=r"missing \['decoder_position_ids'\]"):
+        adapter({n: np.ones((1, 3), "int32") for n in adapter.input_features
+                 if n != "decoder_position_ids"})
+
+
+def test_segmented_attention_is_refused():
+    with pytest.raises(TfpackError, match=r"Received: attention_implementation='segmented'"):
+        from_keras_hub(FAMILIES["t5"](), attention_implementation="segmented",
+                       max_sequences_per_pack=3, segment_length=8)
+
+
+_JAX_CHECK = """
+import keras, numpy as np
+assert keras.backend.backend() == "jax"
+import test_keras_hub_seq2seq as t
+from tfpack.builders import pack_pairs
+from tfpack.models import from_keras_hub
+pairs = t.PAIRS[:2]  # One pack of two pairs: every op compiles once per shape on JAX.
+for name in ["t5gemma"]:  # The family with the most of its own code (rotary, windows).
+    keras.utils.set_random_seed(0)
+    backbone = t.FAMILIES[name]()
+    packs = pack_pairs(pairs, max_encoder_length=t.LE, max_decoder_length=t.LD)
+    adapter = from_keras_hub(backbone)
+    out = adapter({k: packs[k] for k in adapter.input_features})
+    for i, (row, enc, dec) in t._where(packs).items():
+        ref = t._alone(backbone, *pairs[i])
+        for key, index in (("encoder_sequence_output", enc), ("decoder_sequence_output", dec)):
+            want = np.asarray(ref[key][0])
+            np.testing.assert_allclose(np.asarray(out[key][row])[index], want,
+                                       atol=t._tolerance(want), rtol=0, err_msg=name)
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_packed_pairs_equal_each_pair_alone_on_jax():
+    """T5Gemma's forward pass on Keras's JAX backend (a subprocess; the three
+    families took 300 s on 2 loaded cores, so one family and two pairs)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    from jax_env import jax_env
+
+    here = pathlib.Path(__file__).parent
+    path = os.pathsep.join([str(here), str(here.parents[1]), str(here.parents[2])] + [
+        p for p in (os.environ.get("PYTHONPATH"),) if p])
+    done = subprocess.run([sys.executable, "-c", _JAX_CHECK], env=jax_env(PYTHONPATH=path),
+                          capture_output=True, text=True, timeout=600, cwd=here.parents[2])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout

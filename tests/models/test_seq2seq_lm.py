@@ -1,0 +1,139 @@
+"""Seq2SeqLM on pair packs: the loss and its gradients equal keras-hub's
+Seq2SeqLM on the unpacked pairs (mean over targets), and keras-hub's own
+generate() runs on the weights trained packed."""
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfpack.builders import pack_pairs
+from tfpack.errors import TfpackError
+from tfpack.models import Seq2SeqLM, from_keras_hub
+
+VOCAB = 40
+PAIRS = [([3, 4, 5, 6, 7], [1, 8, 9]), ([10, 11], [1, 12, 13, 14]),
+         ([15, 16, 17], [1, 18]), ([19, 20, 21, 22, 23, 24], [1, 25, 26, 27, 28]),
+         ([29], [1, 30, 31])]
+TASKS = {"t5": keras_hub.models.T5Seq2SeqLM, "bart": keras_hub.models.BartSeq2SeqLM,
+         "t5gemma": keras_hub.models.T5GemmaSeq2SeqLM}
+
+
+def _backbone(name):
+    keras.utils.set_random_seed(0)
+    if name == "t5":
+        return keras_hub.models.T5Backbone(vocabulary_size=VOCAB, num_layers=1, num_heads=2,
+                                           hidden_dim=8, intermediate_dim=16, dropout=0.0)
+    if name == "bart":
+        return keras_hub.models.BartBackbone(vocabulary_size=VOCAB, num_layers=1, num_heads=2,
+                                             hidden_dim=8, intermediate_dim=16, dropout=0.0,
+                                             max_sequence_length=12)
+    return keras_hub.models.T5GemmaBackbone(
+        vocabulary_size=VOCAB, encoder_hidden_dim=8, encoder_intermediate_dim=16,
+        encoder_num_layers=1, encoder_num_attention_heads=2, encoder_num_key_value_heads=1,
+        encoder_head_dim=4, encoder_layer_types=["full_attention"], decoder_hidden_dim=8,
+        decoder_intermediate_dim=16, decoder_num_layers=1, decoder_num_attention_heads=2,
+        decoder_num_key_value_heads=1, decoder_head_dim=4,
+        decoder_layer_types=["sliding_attention"], sliding_window=2, dropout_rate=0.0,
+        final_logit_softcapping=3.0)
+
+
+def _keras_hub_batch_loss(lm, pairs):
+    """keras-hub's Seq2SeqLM on each pair alone: summed NLL of its targets, and
+    the number of targets (the decoder reads d[:-1] and predicts d[1:])."""
+    total, count = 0.0, 0
+    for encoder_ids, decoder_ids in pairs:
+        e, d = np.array([encoder_ids], "int32"), np.array([decoder_ids[:-1]], "int32")
+        logits = lm({"encoder_token_ids": e, "encoder_padding_mask": np.ones_like(e),
+                     "decoder_token_ids": d, "decoder_padding_mask": np.ones_like(d)})
+        total += tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(
+            np.array([decoder_ids[1:]]), logits, from_logits=True))
+        count += len(decoder_ids) - 1
+    return total / count, total
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_packed_loss_and_gradients_equal_keras_hub_unpacked(name):
+    backbone = _backbone(name)
+    model = Seq2SeqLM(from_keras_hub(backbone))
+    lm = TASKS[name](backbone=backbone, preprocessor=None)
+    packs = {k: tf.constant(v) for k, v in pack_pairs(
+        PAIRS, max_encoder_length=12, max_decoder_length=10).items()}
+    variables = backbone.trainable_variables
+    with tf.GradientTape() as tape:
+        loss = model.compute_loss(x=packs)
+    packed = tape.gradient(loss, variables)
+    with tf.GradientTape() as tape:
+        want, total = _keras_hub_batch_loss(lm, PAIRS)
+    unpacked = tape.gradient(want, variables)
+    np.testing.assert_allclose(float(loss), float(want), rtol=1e-5)
+    for variable, a, b in zip(variables, packed, unpacked):
+        a, b = (np.asarray(tf.convert_to_tensor(g)) for g in (a, b))
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * max(1.0, np.abs(b).max()),
+                                   err_msg=variable.path)
+    # The per-pair scores sum to minus the summed NLL.
+    scores = model({k: packs[k] for k in model.input_features})["log_likelihood"]
+    np.testing.assert_allclose(-float(tf.reduce_sum(scores)), float(total), rtol=1e-5)
+
+
+def test_sequence_averaging_weighs_every_pair_the_same():
+    model = Seq2SeqLM(from_keras_hub(_backbone("bart")), lm_averaging="sequence")
+    packs = pack_pairs(PAIRS, max_encoder_length=12, max_decoder_length=10)
+    assert float(model.target_counts(packs)["lm"]) == len(PAIRS)
+    with pytest.raises(TfpackError, match=r"Received: lm_averaging='pair'"):
+        Seq2SeqLM(model.backbone, lm_averaging="pair")
+
+
+@pytest.mark.slow
+def test_generate_runs_on_weights_trained_packed():
+    """Trained packed until it has learned two pairs, keras-hub's T5Seq2SeqLM
+    (the same backbone object: the adapter owns no weights) generates them."""
+    keras.utils.set_random_seed(1)
+    backbone = keras_hub.models.T5Backbone(vocabulary_size=VOCAB, num_layers=1, num_heads=2,
+                                           hidden_dim=16, intermediate_dim=32, dropout=0.0)
+    pairs = [([3, 4, 5, 1], [0, 8, 9, 1]), ([6, 7, 1], [0, 10, 11, 12, 1])]
+    model = Seq2SeqLM(from_keras_hub(backbone))
+    packs = pack_pairs(pairs * 2, max_encoder_length=8, max_decoder_length=10)
+    model.compile(optimizer=keras.optimizers.Adam(0.03))
+    model.fit(tf.data.Dataset.from_tensor_slices(packs).batch(2).repeat(300), verbose=0)
+    lm = keras_hub.models.T5Seq2SeqLM(backbone=backbone, preprocessor=None)
+    for encoder_ids, decoder_ids in pairs:
+        e = np.array([encoder_ids + [0] * (8 - len(encoder_ids))], "int32")
+        d = np.zeros((1, 8), "int32")  # The prompt: T5's start token (0) alone.
+        out = lm.generate({"encoder_token_ids": e, "encoder_padding_mask": e > 0,
+                           "decoder_token_ids": d, "decoder_padding_mask": np.arange(8)[None] < 1},
+                          stop_token_ids=None)
+        assert out["decoder_token_ids"][0, :len(decoder_ids)].tolist() == decoder_ids
+
+
+def test_predict_scores_each_pair_in_input_order():
+    import tfpack
+
+    backbone = _backbone("bart")
+    model = Seq2SeqLM(from_keras_hub(backbone))
+    lm = keras_hub.models.BartSeq2SeqLM(backbone=backbone, preprocessor=None)
+    scores = tfpack.predict(model, [{"inputs": e, "targets": d} for e, d in PAIRS],
+                            max_length=(12, 10), max_sequences_per_pack=3, batch_size=1)
+    assert [len(x) for x in scores["logits"]] == [len(d) for _, d in PAIRS]
+    for i, pair in enumerate(PAIRS):  # batch_size=1: the pairs come back across batches.
+        _, total = _keras_hub_batch_loss(lm, [pair])
+        np.testing.assert_allclose(scores["log_likelihood"][i], -float(total), rtol=1e-5)
+    hidden = tfpack.predict(model.backbone, PAIRS, max_length=(12, 10), max_sequences_per_pack=3)
+    assert [h.shape for h in hidden["encoder_sequence_output"]] == [(len(e), 8) for e, _ in PAIRS]
+    with pytest.raises(TfpackError, match=r"Received: pair 0='ab'"):
+        tfpack.predict(model, ["ab"], max_length=(12, 10), max_sequences_per_pack=3)
+
+
+def test_keras_file_round_trip(tmp_path):
+    backbone = _backbone("t5")
+    model = Seq2SeqLM(from_keras_hub(backbone), lm_averaging="sequence")
+    packs = pack_pairs(PAIRS, max_encoder_length=12, max_decoder_length=10)
+    inputs = {k: packs[k] for k in model.input_features}
+    before = model(inputs)
+    model.save(tmp_path / "s2s.keras")
+    loaded = keras.saving.load_model(tmp_path / "s2s.keras")
+    assert type(loaded.backbone).__name__ == "KerasHubT5" and loaded.lm_averaging == "sequence"
+    after = loaded(inputs)
+    for name in before:
+        np.testing.assert_allclose(after[name], before[name], atol=1e-6)

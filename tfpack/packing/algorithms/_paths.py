@@ -1,0 +1,361 @@
+"""`optimal`'s search and its paths on many lengths: length groups, full packs first, quick bound.
+
+`Search` holds the best plan and the best bounds by kind. The paths here run
+before the LP over all lengths where it is slow (thousands of lengths, or a
+large pricing table): `full_packs_first` (packs of exactly ``max_length``
+tokens, then an LP on what is left), `quick` (a bound on a few balanced groups
+rounded down, then a plan rounded up), `grouped` (a bound on groups rounded
+down, a plan on groups rounded up; `refine` plans on finer groups while time
+is left). ``docs/packing.md`` ("How `optimal` works") says when each runs and why.
+
+>>> import numpy as np
+>>> search = Search({"tokens": 3, "long": 4})
+>>> search.offer({(6, 2): 2, (5, 3): 1, (2,): 1})
+>>> search.done(), search.result().lower_bound_kind
+(True, 'long')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _exact_fill, _groups,
+                                       _lp_plan, base)
+from tfpack.packing.algorithms._tuning import Tuning
+
+__all__ = ["Search", "quick", "full_packs_first", "grouped", "refine", "plan_up", "fine_grid",
+           "on_grid", "divisor", "in_units"]
+
+
+class Search:
+    """The best plan found and the best bounds proven so far, by kind (`_bounds`)."""
+
+    def __init__(self, bounds: dict[str, int]) -> None:
+        self.bounds = dict(bounds)
+        self.plan: dict[tuple[int, ...], int] = {}
+        self.packs = math.inf
+        self.bfd: dict[tuple[int, ...], int] | None = None  # best fit decreasing's plan
+        # CPU seconds a grouped plan leaves for what follows its LP (`plan_up`).
+        self.reserve = 0.0
+
+    @property
+    def bound(self) -> int:
+        return max(self.bounds.values())
+
+    def offer(self, packs: dict[tuple[int, ...], int] | None, *, ties: bool = False) -> None:
+        """Keep ``packs`` if it has fewer packs (or as many, with ``ties``)."""
+        if packs is not None and (sum(packs.values()) < self.packs
+                                  or ties and sum(packs.values()) == self.packs):
+            self.plan, self.packs = packs, sum(packs.values())
+
+    def prove(self, bound: int, kind: str) -> None:
+        self.bounds[kind] = max(self.bounds.get(kind, 0), int(bound))
+
+    def within(self, slack: float) -> bool:
+        return self.packs <= self.bound + slack
+
+    def done(self) -> bool:
+        return self.packs <= self.bound
+
+    def result(self) -> base.AlgorithmResult:
+        bound, kind = _bounds.strongest(self.bounds)
+        result = _lp_plan.result(self.plan, bound)
+        return dataclasses.replace(result, lower_bound_kind=kind)
+
+
+def quick(search: Search, histogram, max_length, max_sequences_per_pack,
+          budget: _budget.Budget) -> None:
+    """A bound and a plan on balanced groups, where the LP over all lengths is slow.
+
+    Where pricing's table is large, column generation over all lengths takes
+    seconds to raise Farley's bound above the token bound, even where the LP
+    is far above it (bimodal, L=2,048, depth 16: LP 8,925, tokens 8,467; 1.7 s
+    of CPU), and its plan is poor until then. Rounded down within
+    `Tuning.QUICK_ROWS` `_groups.balanced` groups (a relaxation: any pack stays a
+    pack), the LP converges in a fraction of the time (there: 8,883 with 128
+    groups, 0.2 s), with `Tuning.QUICK_SHARE` of ``budget`` (its first round not
+    exempt, `_column_generation.run`); then a plan on `Tuning.QUICK_PLAN_ROWS` groups
+    rounded up (8,948 with 200 groups, 0.4 s) with what is left.
+    """
+    for up, rows, share in ((False, Tuning.QUICK_ROWS, Tuning.QUICK_SHARE),
+                            (True, Tuning.QUICK_PLAN_ROWS, 1.0)):
+        starts = _groups.balanced(histogram, rows, ends=Tuning.BALANCED_ENDS if up else 0, up=up)
+        rounded = _groups.rounded(histogram, starts, up=up)
+        lengths = np.flatnonzero(rounded) + 1
+        simple = max(_bounds.simple(rounded, max_length, max_sequences_per_pack).values())
+        if up and simple >= search.packs:
+            return  # rounding up costs more packs than the best plan has
+        packs, bound = _lp_plan.plan(lengths, rounded[lengths - 1], max_length,
+                                     max_sequences_per_pack, simple, dives=up, first_round=up,
+                                     budget=budget.share(share))
+        if up:
+            plan = _lp_plan.result(packs, 0)
+            search.offer(_groups.real_packs(plan.strategies, plan.counts, histogram, starts))
+        else:
+            search.prove(bound, "lp")
+            if search.within(_lp_plan.slack(search.bound)):
+                return
+
+
+def full_packs_first(histogram, max_length, max_sequences_per_pack, simple,
+                     budget: _budget.Budget | None = None,
+                     heuristic=None) -> dict[tuple[int, ...], int] | None:
+    """Full packs by `_exact_fill`, the rest planned by the LP; ``None`` if much is left.
+
+    Full packs have no waste, so the plan is as far from the token bound as
+    the rest's plan is from the rest's tokens: its LP stops well within
+    `_lp_plan.slack` (`Tuning.REST_LP_SLACK` of it), leaving room for
+    rounding. With more than `Tuning.REST_ROWS` lengths, it runs on them
+    rounded up within groups (`_groups`), and the real sequences take the
+    slots. Best fit alone is returned when it is within `Tuning.GOOD_ENOUGH`
+    (as in `_lp_plan.plan`). Only its value matters (the bound is the token
+    bound), so its pricing is not smoothed: smoothing helps the bound, and
+    slows the value (80 rounds instead of 26 on docs300k d16).
+    """
+    lengths = np.flatnonzero(histogram) + 1
+    if heuristic is None:
+        heuristic = _best_fit.fill(dict(zip(lengths.tolist(), histogram[lengths - 1].tolist())),
+                                   {}, max_length, max_sequences_per_pack)
+    if sum(heuristic.values()) <= simple * (1 + Tuning.GOOD_ENOUGH):
+        return heuristic  # as `_lp_plan.plan` does
+    tokens = np.arange(1, max_length + 1)
+    most_left = (int(Tuning.REST_SHARE * (tokens @ histogram)), Tuning.MANY_LENGTHS // 2)
+    try:
+        packs, rest = _exact_fill.fill(histogram, max_length, max_sequences_per_pack, budget,
+                                       most_left=most_left)
+    except (_budget.OutOfTime, _exact_fill.TooMuchLeft):
+        return None
+    lengths = np.flatnonzero(rest) + 1
+    if len(lengths) > most_left[1] or tokens @ rest > most_left[0]:
+        return None  # what the greedy leaves at the end (shortest lengths) counts too
+    if len(lengths):
+        starts = _groups.groups(max_length, ends=0, width=-(-len(lengths) // Tuning.REST_ROWS))
+        rounded = _groups.rounded(rest, starts, up=True)
+        lengths = np.flatnonzero(rounded) + 1
+        demand = rounded[lengths - 1]
+        rest_simple = _lp_plan.simple_bound(lengths, demand, max_length, max_sequences_per_pack)
+        stop_at = rest_simple + Tuning.REST_LP_SLACK * _lp_plan.slack(simple)
+        rest_plan = _lp_plan.result(*_lp_plan.plan(
+            lengths, demand, max_length, max_sequences_per_pack, rest_simple, stop_at=stop_at,
+            smooth=0.0, budget=budget))
+        for pack, number in _groups.real_packs(rest_plan.strategies, rest_plan.counts, rest,
+                                               starts).items():
+            packs[pack] = packs.get(pack, 0) + number
+    return packs
+
+
+def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
+            budget: _budget.Budget) -> None:
+    """A bound and a plan from length groups (`_groups`), offered to ``search``.
+
+    Bounded on the rounded-down histogram (first: the bound is what the rest
+    of the search is measured against), planned on the rounded-up one, each
+    with half of ``budget``; each has at most about `Tuning.GROUP_ROWS` lengths, so
+    both together take a fraction of the LP over all lengths. Rounding costs
+    each pack about (depth x width / 2) tokens, so groups are as narrow as the
+    rows allow. From L=16,384 (or where pricing's table, rows x depth x
+    ``max_length``, would pass `Tuning.TABLE_CELLS`), when a width ``w`` divides
+    ``max_length``, the groups are multiples of ``w`` and the problem is
+    solved in units of ``w`` tokens (`in_units`): pricing's table shrinks
+    ``w`` times, so 1,024 rows cost less at L=65,536 than 128 did (gaps
+    0.9% -> 0.1-0.3% on the suite's L=32,768-65,536 log-normals). Otherwise
+    groups keep lengths near the ends exact (short ones fill the last gaps;
+    at L=8,192 depth 3 that plan is 0.4 pp closer than one in units).
+    """
+    depth = max_sequences_per_pack or 1
+    tokens_bind = search.bounds["tokens"] >= search.bounds.get("sequences", 0)
+    # Below `Tuning.MANY_LENGTHS`, the LP over all lengths runs within the budget (and rounds
+    # early, `Tuning.EARLY_ROWS`): the grouped plan only takes its time where it can be close.
+    few_lengths = np.count_nonzero(histogram) < Tuning.MANY_LENGTHS
+    rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
+    unit = divisor(max_length, max_length // Tuning.UNIT_ROWS) \
+        if max_length >= Tuning.UNITS_FROM or rows < Tuning.GROUP_ROWS else 1
+    if unit > 1:
+        starts = down_starts = np.arange(1, max_length + 1, unit)
+        if tokens_bind:
+            unit, starts = fine_grid(histogram, unit, starts, search.bounds["tokens"], depth)
+    else:
+        rows = max(64, min(Tuning.GROUP_ROWS, rows))
+        ends = min(_groups.EXACT_ENDS, rows // 4)
+        width = max(_groups.WIDTH, -(-(max_length - 2 * ends) // max(1, rows - 2 * ends)))
+        down_starts = starts = _groups.groups(max_length, ends=ends, width=width)
+        if tokens_bind:
+            # Rounding up costs packs there: the plan's groups follow the
+            # sequences (`_groups.balanced`), more of them (its LP goes first).
+            table_rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
+            plan_rows = max(64, min(Tuning.BALANCED_ROWS, table_rows))
+            ends = min(Tuning.BALANCED_ENDS, plan_rows // 4)
+            starts = _groups.balanced(histogram, plan_rows - 2 * ends, ends=ends)
+    # Where the depth binds, the bound first: the rest of the search is measured
+    # against it. Where the tokens bind, only the plan: the rounded-down LP's
+    # bound was never above the simple ones there (on the suite, branches
+    # planner2-planner3), and the plan gains from its time (docs/packing.md).
+    # Where the best plan is far above the simple bounds (`Tuning.PROVE_ABOVE`), they may be
+    # what is loose (lengths just over L / 3 pair at most, which no simple bound sees): the
+    # bound first there too, with less of the time (issue 35: the worst gap of
+    # benchmarks/planners_long_context.py from 17.8% to under 1%).
+    if not tokens_bind:
+        order = ((False, 0.5), (True, 1.0))
+    elif search.packs > search.bound * (1 + Tuning.PROVE_ABOVE):
+        order = ((False, Tuning.PROVE_SHARE), (True, 1.0))
+    else:
+        order = ((True, 1.0),)
+    for up, share in order:
+        rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
+        if unit > 1:
+            rounded, length = in_units(rounded, unit, up=up), max_length // unit
+        else:
+            length = max_length
+        lengths = np.flatnonzero(rounded) + 1
+        if not len(lengths):
+            continue  # every sequence shorter than a unit: no bound from here
+        demand = rounded[lengths - 1]
+        simple = max(_bounds.simple(rounded, length, max_sequences_per_pack).values())
+        if up and simple >= search.packs:
+            continue  # rounding up costs more packs than the best plan has: no better plan
+        if up and few_lengths and simple > search.bound * (1 + Tuning.PROVE_GAP):
+            continue  # rounding up costs more than the LP over all lengths tends to lose
+        if up:
+            plan_up(search, histogram, lengths, demand, length, max_sequences_per_pack, simple,
+                    starts, unit, budget.share(share))
+            continue
+        # Its first round runs to its end where its size is bounded (`_column_generation.small`):
+        # cut by the budget, it proved nothing above the simple bounds on long contexts
+        # (stretched L=16,384 depth 4: 5.69% below the plan, 0.13% with its first round).
+        _, bound = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
+                                 dives=False, budget=budget.share(share))
+        search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
+    if tokens_bind and not few_lengths:
+        refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
+
+
+def refine(search: Search, histogram, max_length, max_sequences_per_pack, starts, unit,
+           budget: _budget.Budget) -> None:
+    """Plans on twice the groups while the last one converged with time left.
+
+    Where the tokens bind, what rounding up within groups loses is most of
+    the gap, and a plan on a few hundred groups often converges in a
+    fraction of the budget (bimodal L=8,192 depth 32, 496 groups: 0.24 s,
+    5,610 packs; 1,792 groups: 5,604, within 0.2%). So while more than
+    `Tuning.REFINE_LEFT` of the budget is left and the plan is not within
+    `_lp_plan.slack`, the groups are split in two (balanced again, or half
+    the unit of tokens) and planned again on the time left; each plan is one
+    more candidate.
+    """
+    ends = min(Tuning.BALANCED_ENDS, len(starts) // 4)
+    while budget.left() > Tuning.REFINE_LEFT and not search.within(_lp_plan.slack(search.bound)):
+        if unit > 1 and len(starts) < max_length // unit:  # balanced on a grid: twice the rows
+            finer = on_grid(histogram, unit, 2 * len(starts))
+            if len(finer) <= len(starts):
+                return  # a group for each length of the grid already
+            starts = finer
+        elif unit > 1:
+            if unit % 2:
+                return
+            unit //= 2
+            starts = np.arange(1, max_length + 1, unit)
+        else:
+            rows = 2 * len(starts)
+            if rows >= np.count_nonzero(histogram):
+                return
+            starts = _groups.balanced(histogram, rows - 2 * ends, ends=ends)
+        rounded = _groups.rounded(histogram, starts, up=True)
+        length = max_length
+        if unit > 1:
+            rounded, length = in_units(rounded, unit, up=True), max_length // unit
+        lengths = np.flatnonzero(rounded) + 1
+        simple = max(_bounds.simple(rounded, length, max_sequences_per_pack).values())
+        if simple >= search.packs:
+            return  # rounding up costs more packs than the best plan has
+        plan_up(search, histogram, lengths, rounded[lengths - 1], length, max_sequences_per_pack,
+                simple, starts, unit, budget, first_round=False)
+
+
+def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_per_pack, simple,
+            starts, unit, budget: _budget.Budget, first_round=True) -> None:
+    """The plan on rounded-up groups (in ``unit`` tokens), its real packs offered to ``search``.
+
+    What follows the LP (its last rounding, `_groups.real_packs`: 0.05 s at
+    L=65,536) runs after the budget ends; the LP gets ``budget`` less
+    ``search.reserve`` seconds for it, best fit's time at first, then the
+    most a plan ran past its own budget (spikes L=65,536 depth 24 ended at
+    1.13 s of a second without it).
+    """
+    inner = budget.less(search.reserve)
+    repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
+    packs, _ = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
+                             budget=inner, first_round=first_round, repair=repair)
+    if packs:
+        plan = _lp_plan.result(packs, 0)
+        strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
+        search.offer(_groups.real_packs(strategies, plan.counts, histogram, starts))
+    search.reserve = max(search.reserve, inner.past())
+
+
+def fine_grid(histogram, unit, starts, tokens_bound, depth):
+    """The unit and groups of the plan where the tokens bind: ``unit`` unless it loses too much.
+
+    Rounding every length up to a multiple of ``unit`` costs tokens that no
+    plan on it gets back. Past `Tuning.GRID_LOSS` of the token bound's tokens
+    (log-normal L=32,768 depth 16: 0.35% in units of 32, so no plan within
+    0.2%), the plan is made on `Tuning.UNIT_ROWS` balanced groups (`on_grid`) on
+    a grid of ``max_length / Tuning.FINE_ROWS`` tokens (8 there: 0.13%; 61,422 ->
+    61,301 packs on a bound of 61,207), where pricing's table stays within
+    `Tuning.TABLE_CELLS`. Elsewhere ``unit`` stays: the finer table is slower, and
+    with the 4x wider table at depth 32 (bimodal L=8,192, suite seed 1:
+    5,604 packs in units of 8 then 4 by `refine`, 5,606-5,608 on grids of 2
+    or 4), or on a grid that loses little already (spikes L=32,768: 14,973
+    in units of 32, 15,040 on the finer grid), it did worse.
+    """
+    max_length = len(histogram)
+    fine = divisor(max_length, max_length // Tuning.FINE_ROWS)
+    cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
+    # float64: tokens lost may pass 2**63 where the tokens do not (2**59 ones, units of 32)
+    loss = (-np.arange(1, max_length + 1) % unit).astype(np.float64) @ histogram
+    if fine >= unit or cells > Tuning.TABLE_CELLS or \
+            loss <= Tuning.GRID_LOSS * tokens_bound * max_length:
+        return unit, starts
+    return fine, on_grid(histogram, fine, Tuning.UNIT_ROWS)
+
+
+def on_grid(histogram, unit, rows):
+    """About ``rows`` balanced groups (`_groups.balanced`) whose first lengths are ``k unit + 1``.
+
+    Each group ends at a multiple of ``unit``, so rounding up within groups
+    gives lengths in units (`in_units`). Nine 4s and a 12, in units of 4:
+    groups 1-4 and 5-12, both keep their lengths.
+
+    >>> on_grid(np.array([0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1]), 4, 2).tolist()
+    [1, 5]
+    """
+    grid = np.arange(1, len(histogram) + 1, unit)
+    units = in_units(_groups.rounded(histogram, grid, up=True), unit, up=True)
+    ends = min(Tuning.BALANCED_ENDS, rows // 4)
+    return (_groups.balanced(units, rows - 2 * ends, ends=ends) - 1) * unit + 1
+
+
+def divisor(max_length: int, most: int) -> int:
+    """The largest divisor of ``max_length`` up to ``most`` (1 if none is larger)."""
+    return max((d for d in range(1, max(1, most) + 1) if max_length % d == 0), default=1)
+
+
+def in_units(rounded: np.ndarray, unit: int, *, up: bool) -> np.ndarray:
+    """A histogram rounded to multiples of ``unit`` (`_groups.rounded`), in those units.
+
+    Up, every length is a multiple of ``unit`` already. Down, lengths are group
+    starts ``k unit + 1``: in units, ``k`` (at most ``unit`` tokens less), and
+    sequences shorter than a unit are dropped: fewer sequences need no more
+    packs, so the bound stays valid.
+
+    >>> in_units(np.array([0, 0, 0, 2, 0, 0, 0, 1]), 4, up=True).tolist()
+    [2, 1]
+    >>> in_units(np.array([3, 0, 0, 0, 2, 0, 0, 0]), 4, up=False).tolist()
+    [2, 0]
+    """
+    if up:
+        return rounded[unit - 1:: unit].copy()
+    scaled = rounded[unit:: unit].copy()  # lengths unit + 1, 2 unit + 1, ...: k = 1, 2, ...
+    return np.concatenate([scaled, np.zeros(len(rounded) // unit - len(scaled), dtype=np.int64)])

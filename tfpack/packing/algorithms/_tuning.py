@@ -1,0 +1,126 @@
+"""The `optimal` planner's tuning constants, each with the measurement that chose it.
+
+One object, `Tuning`, read by the planner's modules when they run (so a test
+may change one with ``monkeypatch.setattr(Tuning, NAME, value)``). The paths
+they tune are described in ``docs/packing.md`` ("How `optimal` works"). Suite
+cases are those of ``benchmarks/planners_suite.py``; times are CPU seconds.
+
+>>> Tuning.MAX_ROUNDS, Tuning.LP_GAP
+(200, 0.0001)
+"""
+
+from __future__ import annotations
+
+__all__ = ["Tuning"]
+
+
+class Tuning:
+    """The constants (namespace only: never instantiated)."""
+
+    # --- Column generation (`_column_generation`) ---
+    MAX_ROUNDS = 200  # column generation rounds; the bound is valid at any round
+    ROW_ROUNDS = 100_000  # and at most this many rounds x lengths (a round costs ~ lengths)
+    LP_GAP = 1e-4  # stop when the LP value is this close (relative) to the bound: 0.01 pp
+    SEED_DEPTH_WEIGHTS = (0.1, 0.0, 0.2, 0.3)  # affine seed values (`seed_patterns`)
+    SEED_COLUMNS = 1024  # first-LP pricing sets: as many as keep them under this many columns
+    SEED_TOKENS = 4096  # seed pricing on lengths rounded up to fit a table this wide
+    COLUMNS_PER_ROUND = 64  # candidate packs per round (one per longest length), or n / 8 if more
+    IMPROVES = 1e-9  # a pack improves the LP if worth more than 1 + this
+    BOUND_MARGIN = 1e-9  # relative margin when rounding the LP bound up to an integer
+    DUAL_BITS = 40  # pricing sees the duals rounded up to multiples of 2**-40 (`plateaus`)
+    SMOOTHING = 0.5  # price at this mix of the best duals so far and the LP's (Wentges)
+    EARLY_ROWS = 2048  # round every LP within a pack of the bound, up to this many lengths
+    EARLY_FILL = 0.6  # with this round-up fill (see `_rounding.round_lp`)
+
+    # --- Plans from an LP (`_lp_plan`) ---
+    GOOD_ENOUGH = 1e-5  # skip the LP when best fit is this close (relative) to the token bound
+    # Round a pack up when slots still needed hold this share of its tokens; one
+    # rounding per value, the best kept (0.6 was best or tied on every histogram tried).
+    ROUND_UP_FILLS = (1.0, 0.8, 0.6)
+    ROUNDING_PACKS = 2  # rounding an LP solution loses about this many packs; see `slack`
+    # Up to EARLY_ROWS lengths, dive (`_diving.dive`) with these in turn until a dive
+    # gives a better plan, when the plan is at least DIVE_GAP packs above the bound:
+    # closer, dives rarely gained the last pack, and cost up to 0.15 s on 500 lengths.
+    DIVE_UP_FROM = (0.6, 0.9)
+    DIVE_GAP = 2
+    REPAIR_SHARE = 0.15  # of a grouped plan's time (`_paths.plan_up`), kept for `repair`
+    # where it has fewer packs than this a row. Rounding loses about a pack per 70 rows (C
+    # headers, L=8,192 depth 4: 12 on 840), so below 32 packs a row more than a quarter of
+    # the 0.2% target: there the repair pays for the LP's shorter time. With more, the LP's
+    # time counts more (log-normal L=32,768 depth 16, 60 a row: 61,303 packs without a
+    # repair, 61,307-61,316 with it; L=8,192 depth 3, 138 a row: 124,103 and 124,122).
+    REPAIR_PACKS_PER_ROW = 32
+
+    # --- Full packs first (`_paths.full_packs_first`) ---
+    MANY_LENGTHS = 2048  # from this many lengths, full packs first
+    # Full packs first gives up when more tokens than this are left: the rest's LP
+    # would be slow, its plan poor (1.8-2.4% left where it succeeds, 9-23% where not).
+    REST_SHARE = 0.04
+    # The rest's LP stops this share of `slack` above its token bound: its rounding
+    # loses a few packs more (docs300k d16: gap 10 at a quarter, 6 here, ~1.5x the time).
+    REST_LP_SLACK = 1 / 16
+    # The rest's LP runs on at most about this many lengths: more are rounded up
+    # within groups of neighbours (`_groups`), a few tokens lost a sequence.
+    REST_ROWS = 256
+    FULL_FIRST_SHARE = 0.4  # of the time limit, for full packs first
+    # and only below this max_length: from L=32,768 its greedy (Python, a scan of up to L
+    # lengths a join) ran 0.65-1.8 s to give up on the 5 suite cases there (seeds 0-1), and
+    # never succeeded; with its 0.4 s share cut off, it only took that time from the plan.
+    FULL_FIRST_BELOW = 16384
+
+    # --- Quick bound (`_paths.quick`) ---
+    # Where the tokens bind, with more than QUICK_PLAN_ROWS lengths (fewer than
+    # GROUPED_LENGTHS) and a pricing table over SLOW_TABLE cells: with
+    # QUICK_PLAN_SHARE of the budget, an LP bound on QUICK_ROWS balanced groups
+    # rounded down (QUICK_SHARE of that), then a plan on QUICK_PLAN_ROWS rounded up.
+    QUICK_ROWS = 128
+    SLOW_TABLE = 2 ** 27  # cells (lengths x (depth + 1) x (L + 1)); 2**24 before the compiled pricing
+    QUICK_SHARE = 0.5
+    QUICK_PLAN_ROWS = 200
+    QUICK_PLAN_SHARE = 0.9
+
+    # --- Candidates and length groups (`optimal`, `_paths.grouped`) ---
+    FFD_LENGTHS = 2048  # first fit decreasing competes up to this many lengths (O(L x groups))
+    GROUPED_LENGTHS = 1024  # from this many lengths, length groups first
+    # Of the time left, for them: the bound's LP ends within it (Zipf at L=2,048, depth 32:
+    # 0.3 s of CPU; at 60% it was cut, and the bound fell back to the depth bound, 6.6% below).
+    GROUPED_SHARE = 0.85
+    # Of the time left, for them where the tokens bind and there are MANY_LENGTHS or more
+    # (the plan alone runs there): 0.85 x 0.8 before (with the rounded-down LP after it).
+    TOKENS_GROUPED_SHARE = 0.97
+    REFINE_LEFT = 0.2  # seconds left, at least, for a plan on twice the groups (`refine`)
+    # Groups of the plan where the tokens bind: 896 did better than 768 on every such suite case
+    # once pricing was compiled (log-normal L=8,192 depth 3: 124,162 -> 124,140; 640: 124,176).
+    BALANCED_ROWS = 896
+    BALANCED_ENDS = 16  # exact shortest and longest lengths of `_groups.balanced` groups
+    PROVE_GAP = 1e-3  # below MANY_LENGTHS, no grouped plan this far above the bound
+    # Where the tokens bind, the rounded-down grouped LP (a bound) runs first only when the
+    # best plan so far is this far above the simple bounds: below, it was never above them
+    # on the suite; above, they can be loose (stretched documents of about 0.45 L at
+    # L=16,384 depth 16: the token bound 10.4% below the plan, this LP's 0.008%). Where it
+    # proves nothing, the plan loses its time.
+    PROVE_ABOVE = 0.01
+    # Of the grouped path's time, for that LP there. Half (as where the depth binds) cost
+    # the suite's log-normal L=8,192 depth 3 its target (124,103-124,140 packs -> 124,190 on
+    # the bound 123,912: 0.225%; with a third, 124,159); a fifth lost the LP bound on 3 of
+    # the long-context suite's cases, a third on 1 of them (L=16,384 depth 12).
+    PROVE_SHARE = 0.33
+    GROUP_ROWS = 512  # lengths (groups) of their LPs at most
+    TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
+    UNIT_ROWS = 1024  # rows in units of tokens (`in_units`): pricing stays cheap
+    UNITS_FROM = 16384  # max lengths from which groups are in units (or where the table is too big)
+    GRID_LOSS = 2e-3  # rounding up to the unit loses more (of the token bound's tokens): `fine_grid`
+    FINE_ROWS = 4096  # the finer grid's unit: max_length / this tokens
+
+    # --- The LP over all lengths, last (`optimal`) ---
+    # Skipped with less time left than LAST_LP_SECONDS where there are more than
+    # LAST_LP_LENGTHS lengths: its seeds and first solve ran to their end past the budget
+    # (L=65,536 log-normal depth 4: started 0.01 s before the end of 1 s, ended at 2.0 s
+    # with no better plan; 0.07 s before: 1.7 s). With fewer (log-normal L=2,048, 1,995
+    # lengths) it improves the plan in that time. Once the other paths were compiled and
+    # faster, it started with 0.3-0.7 s left on the nine suite cases above 8,192 lengths
+    # and never improved a plan there (it is stopped by the budget now): 1 s, so the
+    # default budget never starts it (uniform L=32,768 depth 2: 1.02 -> 0.25 s CPU,
+    # windows L=32,768: 1.06 -> 0.43 s, same plans).
+    LAST_LP_SECONDS = 1.0
+    LAST_LP_LENGTHS = 4 * MANY_LENGTHS
