@@ -118,12 +118,15 @@ def test_config_file_and_unpacked_input(records, tmp_path, capsys):
                                   "steps": 99, "learning_rate": 1e-3}))
     out = tmp_path / "run"
     assert main(["train", "--config", str(config), "--output", str(out), "--steps", "2",
-                 *TINY]) == 0
-    summary = _summary(capsys)
+                 "--no-check-exact", *TINY]) == 0
+    captured = capsys.readouterr()
+    assert "exactness check" not in captured.err
+    summary = json.loads(captured.out.strip().splitlines()[-1])
     assert summary["step"] == 2 and summary["packing_factor"] == 1.0
     assert summary["accumulation_steps"] == 2  # unpacked: nothing cut
     saved = json.loads((out / "train_config.json").read_text())
     assert saved["K"] == 1 and saved["learning_rate"] == 1e-3 and saved["steps"] == 2
+    assert saved["check_exact"] is False
 
 
 def test_resuming_with_another_model_is_refused(packed, two_steps, tmp_path, capsys):
@@ -176,6 +179,9 @@ def test_the_batch_rule_is_logged_with_its_note(packed, tmp_path, capsys):
            "of the recipe (+100%)" in err
     assert "tfpack train: 1 pack x 1 step x 1 replica = 1 pack per update, 2 sequences on " \
            "average (recipe 1); balanced batches: 1-3" in err
+    # The exactness check ran before the first update, at the packs' length.
+    assert re.search(r"tfpack train: exactness check passed: probe of 5\+1\+3 tokens at "
+                     r"L=\d+, float32, dense attention, against packs of one", err), err
 
 
 def test_config_files_with_the_old_name_of_k_still_load(tmp_path):

@@ -20,6 +20,10 @@ accumulation`` (default) cuts the accumulation count by the packing factor,
 ``batch`` cuts the micro-batch, ``beta`` keeps both and uses LAMB's
 ``beta ** p`` instead (seed 000, section 3.3).
 
+Before the first update the model is checked: one probe pack through the
+packed model and each of its sequences alone must agree (outputs and
+gradients); ``--no-check-exact`` skips it (docs/training.md).
+
 The output directory gets ``train_config.json`` (the resolved settings, which
 ``tfpack export --run DIR`` reads), ``log.jsonl`` and the checkpoints; running
 again with the same ``--output`` resumes: the settings in `RESUMABLE` (learning
@@ -47,13 +51,14 @@ DEFAULTS = {
     "learning_rate": 1e-3, "weight_decay": 0.01, "warmup_steps": 0,
     "strategy": "default", "tpu": None, "mixed_precision": "float32", "jit_compile": True,
     "log_every": 10, "checkpoint_every": 100, "seed": 0, "progress": False,
+    "check_exact": True,
 }
 # Keys renamed since (old name -> name): old --config files and train_config.json still load.
 RENAMED = {"max_per_pack": "max_sequences_per_pack"}
 # Settings a resumed run may change (applied; train_config.json records them).
 RESUMABLE = frozenset({"steps", "learning_rate", "warmup_steps", "weight_decay", "dropout",
                        "log_every", "checkpoint_every", "progress", "jit_compile", "tpu",
-                       "output", "config"})
+                       "output", "config", "check_exact"})
 _CHOICES = {
     "input_format": ("packed", "google"),
     "packing_adjustment": ("accumulation", "batch", "beta", "none"),
@@ -98,6 +103,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add("--no-jit", dest="jit_compile", action="store_const", const=False, default=None,
         help="do not compile the per-replica step with XLA")
     add("--progress", action="store_const", const=True, default=None, help="progress bar")
+    add("--no-check-exact", dest="check_exact", action="store_const", const=False,
+        default=None, help="skip the exactness check before the first update (a probe "
+        "pack against each of its sequences alone; docs/training.md)")
     parser.set_defaults(run=run)
     return parser
 
@@ -138,6 +146,9 @@ def resolve(args: argparse.Namespace) -> dict:
         if _bad_int(config[key], 1):
             raise TfpackError(f"`--{key.replace('_', '-')}` must be a positive integer. "
                               f"Received: --{key.replace('_', '-')}={config[key]!r}")
+    if not isinstance(config["check_exact"], bool):
+        raise TfpackError("`check_exact` must be true or false. "
+                          f"Received: check_exact={config['check_exact']!r}")
     for key in ("warmup_steps", "seed"):
         if _bad_int(config[key], 0):
             raise TfpackError(f"`--{key.replace('_', '-')}` must be a non-negative integer. "
@@ -371,10 +382,12 @@ def run(args: argparse.Namespace) -> int:
                                                                        "checkpoints"),
         checkpoint_every=config["checkpoint_every"],
         log_path=os.path.join(config["output"], "log.jsonl"), log_every=config["log_every"],
-        progress=config["progress"])
+        progress=config["progress"], check_exact=config["check_exact"])
     # A packed output: each worker reads its share, epoch after epoch.
     result = trainer.fit(dataset if isinstance(dataset, inputs.PackedOutput)
                          else dataset.repeat(), config["steps"])
+    if trainer.exactness is not None:
+        print(f"tfpack train: {trainer.exactness.describe()}", file=sys.stderr)
     last = result.history[-1] if result.history else {}
     print(json.dumps({"step": result.step, "loss": last.get("loss"),
                       "checkpoint": result.checkpoint, "resumed_from": result.resumed_from,

@@ -6,6 +6,9 @@
   one per row and packed give the same per-sequence outputs, losses and
   gradients.
 - `pack_examples`: the small numpy packer both use.
+- `check_packing_exact(model)`: the run-time check `Trainer.fit`, `tfpack
+  train`, `from_keras_hub` and `tfpack.training.ExactnessCheck` run: one
+  probe pack against each of its sequences alone (`PackingNotExactError`).
 
 Example:
 
@@ -18,14 +21,20 @@ Example:
 from tfpack.testing.equivalence import EquivalenceResult
 from tfpack.testing.equivalence import assert_no_cross_contamination
 from tfpack.testing.equivalence import assert_packed_equals_unpacked
+from tfpack.testing.exactness import ExactnessResult
+from tfpack.testing.exactness import PackingNotExactError
+from tfpack.testing.exactness import check_packing_exact
 from tfpack.testing.packer import next_fit
 from tfpack.testing.packer import next_token_labels
 from tfpack.testing.packer import pack_examples
 
 __all__ = [
     "EquivalenceResult",
+    "ExactnessResult",
+    "PackingNotExactError",
     "assert_no_cross_contamination",
     "assert_packed_equals_unpacked",
+    "check_packing_exact",
     "next_fit",
     "next_token_labels",
     "pack_examples",

@@ -7,6 +7,8 @@
   global loss denominators, mixed precision, JSON-lines logs, checkpoints);
   given a packed output, each worker reads only its share.
 - `packed_dataset_fn`: the same share per worker for `model.fit`.
+- `ExactnessCheck`: the Keras callback that refuses, before `model.fit`
+  trains, a packed model that is not exact (`Trainer` checks by itself).
 
 Example:
 
@@ -18,6 +20,7 @@ Example:
 """
 
 from tfpack.training.batching import BatchRule, for_packing, packing_factor_of
+from tfpack.training.exactness import ExactnessCheck
 from tfpack.training.inputs import packed_dataset_fn
 from tfpack.training.lamb import DEFAULT_EXCLUDE, Lamb
 from tfpack.training.loop import NonFiniteLossError, Trainer, TrainResult
@@ -26,6 +29,7 @@ from tfpack.training.validation import validate_element_spec
 __all__ = [
     "BatchRule",
     "DEFAULT_EXCLUDE",
+    "ExactnessCheck",
     "Lamb",
     "NonFiniteLossError",
     "TrainResult",

@@ -56,6 +56,7 @@ from tfpack.errors import TfpackError
 from tfpack.packing.workers import PackSplit, split_packs
 from tfpack.training import inputs
 from tfpack.training.checkpoint import Checkpointer
+from tfpack.training.exactness import check_before_training
 from tfpack.training import trained_lengths
 from tfpack.training.logging import JsonLinesLogger, ProgressBar, truncate_log
 from tfpack.training.validation import target_counts, validate_element_spec
@@ -125,6 +126,9 @@ class Trainer:
         eval_every: updates between evaluations (required with ``eval_dataset``).
         eval_batch_size: packs per evaluation batch (default
             ``micro_batch_size * num_replicas``).
+        check_exact: before the first update, refuse a model that does not
+            compute each packed sequence as it would alone
+            (`tfpack.training.exactness`; one probe pack, seconds).
     """
 
     def __init__(self, model, optimizer, *, micro_batch_size: int,
@@ -133,7 +137,7 @@ class Trainer:
                  checkpoint_every: int | None = None, log_path=None, log_every: int = 10,
                  progress: bool = True, max_to_keep: int = 3,
                  eval_dataset: tf.data.Dataset | None = None, eval_every: int | None = None,
-                 eval_batch_size: int | None = None):
+                 eval_batch_size: int | None = None, check_exact: bool = True):
         for name, value in (("micro_batch_size", micro_batch_size),
                             ("accumulation_steps", accumulation_steps),
                             ("log_every", log_every)):
@@ -171,6 +175,8 @@ class Trainer:
         self.progress = progress
         self.max_to_keep = max_to_keep
         self.log_path = log_path
+        self.check_exact = check_exact
+        self.exactness = None  # The check's `ExactnessResult`, once `fit` ran it.
         self.terms = tuple(self.model.loss_terms)
         self.loss_scaling = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
         # Host-side state: plain variables on the host, read once per log interval.
@@ -392,6 +398,9 @@ class Trainer:
                          for k, s in element_spec.items()}
                 self.model(dummy, training=False)
             self.optimizer.build(self.model.trainable_variables)
+        if self.check_exact:
+            self.exactness = check_before_training(
+                self.model, int(element_spec["input_ids"].shape[0]))
 
     # ------------------------------------------------------------------- fit
     def fit(self, dataset, num_steps: int) -> TrainResult:

@@ -10,6 +10,8 @@ from typing import Callable
 import keras
 import numpy as np
 
+from tfpack.testing.exactness import keras_hub_inputs
+
 keras_hub = __import__("pytest").importorskip("keras_hub")
 
 VOCAB = 50
@@ -199,17 +201,9 @@ def examples(family, seed=0):
 
 
 def keras_hub_alone(backbone, example):
-    """The keras-hub backbone on one unpadded sequence: `[n, hidden]`."""
-    ids = np.asarray(example["input_ids"], "int32")[None]
-    inputs = {"token_ids": ids}
-    if "padding_mask" in backbone.input:  # RoFormer-V2 has none.
-        inputs["padding_mask"] = np.ones_like(ids)
-    if "position_ids" in backbone.input:  # Gemma 4
-        inputs["position_ids"] = np.arange(ids.shape[1], dtype="int32")[None]
-    if "segment_ids" in backbone.input:
-        inputs["segment_ids"] = np.asarray(
-            example.get("token_type_ids", np.zeros_like(ids[0])), "int32")[None]
-    outputs = backbone(inputs, training=False)
+    """The keras-hub backbone on one unpadded sequence: `[n, hidden]` (its
+    inputs as the run-time exactness check builds them)."""
+    outputs = backbone(keras_hub_inputs(backbone, example), training=False)
     if isinstance(outputs, dict):
         outputs = outputs["sequence_output"]
     return outputs[0]

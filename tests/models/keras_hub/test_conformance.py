@@ -146,7 +146,9 @@ def test_no_cross_contamination(family):
     backbone = make_backbone(family)
     _, packed = _packed(family)
     for _, options in _implementations(family):
-        adapter = models.from_keras_hub(backbone, **options)
+        # The exactness check ran on these in test_packed_equals_each_sequence_alone
+        # (half this test's time): skipped here.
+        adapter = models.from_keras_hub(backbone, check_exact=False, **options)
         result = assert_no_cross_contamination(adapter, packed)
         assert result.max_output_difference["sequence_output"] == 0.0
 

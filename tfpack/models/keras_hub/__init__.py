@@ -9,11 +9,12 @@ decoders), so each sequence's outputs are those of the keras-hub backbone
 run on that sequence alone. The adapter owns no variables: presets and
 checkpoints load into the keras-hub backbone as usual, and training the
 adapter trains the backbone. Subclasses of these classes are adapted as
-their closest adapted parent, as long as they do not override its forward
-pass (`call`, `__call__`, `build` or `__init__`, which builds the
-functional graph): the adapter replays the parent's layers, so such a
-subclass is refused by name unless `trust_subclass=True` declares it
-equivalent. Every family runs dense or segmented attention (docs/model.md,
+their closest adapted parent: the adapter replays the parent's layers, so
+`from_keras_hub` checks the adapter against the subclass itself, on each
+sequence of a probe pack alone (`tfpack.testing.check_packing_exact`), and
+refuses one whose numbers differ (one that overrides `call` to compute
+something else, or swaps a layer after building). Every family runs dense
+or segmented attention (docs/model.md,
 "Attention implementations").
 
 An adapter is one module here whose class is decorated with
@@ -91,6 +92,8 @@ from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 from tfpack.models.keras_hub.t5 import KerasHubT5
 from tfpack.models.keras_hub.t5gemma import KerasHubT5Gemma
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
+from tfpack.testing.exactness import check_packing_exact
+from tfpack.testing.exactness import unchecked_reason
 
 
 def supported_backbones():
@@ -105,7 +108,7 @@ def supported_backbones():
 
 def from_keras_hub(backbone, *, attention_implementation="auto",
                    max_sequences_per_pack=None, segment_length=None,
-                   trust_subclass=False):
+                   trust_subclass=False, check_exact=True):
     """The tfpack backbone of a keras-hub backbone: packed features in.
 
     Example:
@@ -132,11 +135,15 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
             docs/model.md, "Attention implementations".
         max_sequences_per_pack: `K` of the packs, for segmented attention.
         segment_length: longest sequence of the packs, if below `L`.
-        trust_subclass: `backbone`'s class is a user's subclass of an
-            adapted class that overrides `call`, `__call__`, `build` or
-            `__init__`, and computes the same as that class (the adapter
-            runs the adapted class's computation on its layers). Without
-            it such a subclass is refused.
+        trust_subclass: deprecated, no effect: a user's subclass is
+            accepted or refused by the exactness check (`check_exact`), by
+            its numbers.
+        check_exact: run `tfpack.testing.check_packing_exact` on the
+            adapter before returning it: one probe pack against the
+            keras-hub backbone (`backbone` itself, whatever its class) on
+            each of its sequences alone, outputs and gradients (about a
+            second on a CPU for a small model). `False` skips it. An
+            encoder-decoder (two token streams) is not probed.
 
     Returns:
         A `KerasHubBackbone` sharing `backbone`'s layers and variables.
@@ -144,8 +151,12 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     Raises:
         TfpackError: `backbone` is of another class; for a class packing
             cannot make exact (`tfpack.models.keras_hub.refusals`) the
-            error says why; a subclass that overrides the forward pass,
-            without `trust_subclass=True`.
+            error says why.
+        tfpack.testing.PackingNotExactError: the adapter does not compute
+            what `backbone` computes on each sequence alone (with
+            `check_exact`), naming the first layer or output that differs:
+            a user's subclass that changes the computation, or an adapter
+            that a keras-hub release broke.
     """
     error = refusal(backbone)
     if error is not None:
@@ -154,11 +165,14 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
     matches = [(adapter.match(backbone), i) for i, adapter in
                enumerate(candidates) if adapter.accepts(backbone)]
     if matches:
-        adapter = candidates[min(matches)[1]]
-        return adapter(
+        adapter = candidates[min(matches)[1]](
             backbone, attention_implementation=attention_implementation,
             max_sequences_per_pack=max_sequences_per_pack,
             segment_length=segment_length, trust_subclass=trust_subclass)
+        # Encoder-decoders (two streams) are not probed: their own suite checks them.
+        if check_exact and unchecked_reason(adapter) is None:
+            check_packing_exact(adapter)
+        return adapter
     raise TfpackError(
         "`from_keras_hub` supports the keras-hub backbones "
         f"{', '.join(supported_backbones())}. "

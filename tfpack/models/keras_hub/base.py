@@ -32,9 +32,6 @@ from tfpack.models.backbone import Backbone
 _warned_versions = set()
 # The adapters `from_keras_hub` chooses from, in registration order.
 _ADAPTERS = []
-# Methods whose override in a user's subclass changes the forward pass the
-# adapter replays (`__init__` builds the functional graph).
-_FORWARD_METHODS = ("call", "__call__", "build", "__init__")
 
 
 def register(cls):
@@ -68,36 +65,6 @@ def register(cls):
 def adapters():
     """The registered adapter classes, in registration order."""
     return tuple(_ADAPTERS)
-
-
-def changed_forward(backbone, adapted):
-    """`"Class.method"` of the first forward-pass method (`call`,
-    `__call__`, `build`, `__init__`) that a class between `type(backbone)`
-    and the adapted keras-hub class `adapted` defines, or None.
-
-    keras-hub's own subclasses (e.g. `Llama3Backbone`) are the adapted
-    computation; a user's class that overrides one of these may compute
-    something else, which the adapter (replaying `adapted`'s layers) would
-    not.
-
-    >>> class Base:
-    ...     def call(self): ...
-    >>> class Mine(Base):
-    ...     def call(self): ...
-    >>> changed_forward(Mine(), Base)
-    'Mine.call'
-    >>> changed_forward(type("Same", (Base,), {})(), Base) is None
-    True
-    """
-    for cls in type(backbone).__mro__:
-        if cls is adapted:
-            return None
-        if cls.__module__.split(".")[0] == "keras_hub":
-            continue
-        for name in _FORWARD_METHODS:
-            if name in vars(cls):
-                return f"{cls.__qualname__}.{name}"
-    return None
 
 
 def backbone_classes(names):
@@ -293,9 +260,9 @@ class KerasHubBackbone(Backbone):
             and keep their sliding windows, soft caps and query scaling.
         max_sequences_per_pack: `K` of the packs (for segmented attention).
         segment_length: longest sequence of the packs, if below `L`.
-        trust_subclass: accept a user's subclass of an adapted class that
-            overrides its forward pass (`changed_forward`) as computing the
-            same; otherwise it is refused.
+        trust_subclass: deprecated, no effect (kept in the config so that
+            older `.keras` files load): a user's subclass is accepted or
+            refused by `from_keras_hub`'s exactness check, by its numbers.
         **kwargs: passed on to `tfpack.models.Backbone` (the dtype policy
             defaults to the backbone's).
 
@@ -332,17 +299,8 @@ class KerasHubBackbone(Backbone):
                 f"`{type(self).__name__}` wraps "
                 f"{', '.join(self.backbone_names)}. "
                 f"Received: backbone of type {type(backbone).__name__}")
-        adapted = self.adapted_class(backbone)
-        changed = changed_forward(backbone, adapted)
-        if changed is not None and not trust_subclass:
-            name = type(backbone).__name__
-            raise TfpackError(
-                f"`from_keras_hub` runs {adapted.__name__}'s computation on "
-                f"the layers of a subclass, so a subclass must not change "
-                f"it; {name} overrides `{changed}`, and the packed model "
-                f"would not compute what {name} computes. If the override "
-                f"computes the same as {adapted.__name__}, pass "
-                f"trust_subclass=True. Received: backbone of type {name}")
+        # A user's subclass is not refused by name: `from_keras_hub`'s
+        # exactness check compares the adapter with the subclass itself.
         validate_implementation(attention_implementation,
                                 max_sequences_per_pack, segment_length)
         warn_untested_version()

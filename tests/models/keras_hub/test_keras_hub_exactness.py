@@ -1,0 +1,85 @@
+"""The run-time exactness check on keras-hub adapters (issue 34, item 3).
+
+`from_keras_hub` checks every adapter against the keras-hub backbone itself
+(whatever its class) on each probe sequence alone: every adapted family
+passes, a user's subclass that changes the computation is refused by its
+numbers, one that computes the same passes, and an adapter whose mask stops
+keeping sequences apart (what a keras-hub release that moved a layer's
+internals would do) is refused before it trains.
+"""
+
+import keras
+import pytest
+
+from keras_hub_helpers import FAMILIES, make_backbone
+from tfpack.layers.attention_mask import PackedAttentionMask
+from tfpack.models import from_keras_hub
+from tfpack.testing import PackingNotExactError, check_packing_exact
+
+keras_hub = pytest.importorskip("keras_hub")
+
+CONFIG = dict(vocabulary_size=30, num_layers=2, num_query_heads=2,
+              num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
+
+
+class ScaledLlama(keras_hub.models.LlamaBackbone):
+    """A user's Llama whose `call` scales the output by 1.01."""
+
+    def call(self, inputs, training=None):
+        return super().call(inputs, training=training) * 1.01
+
+
+class SameCallLlama(keras_hub.models.LlamaBackbone):
+    """A user's Llama that overrides `call` with the parent's computation."""
+
+    def call(self, inputs, training=None):
+        return super().call(inputs, training=training)
+
+
+# keras-hub 0.32's Qwen-MoE sliding window fails on a sequence shorter than
+# the window (`tril(ones, window - 1)` of one row): the check warns and
+# compares with packs of one.
+KERAS_HUB_FAILS_ALONE = {"qwen_moe"}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_adapted_family_passes(family):
+    adapter = from_keras_hub(make_backbone(family), check_exact=False)
+    if family in KERAS_HUB_FAILS_ALONE:
+        with pytest.warns(UserWarning, match="failed on a probe sequence alone"):
+            result = check_packing_exact(adapter)
+        assert result.reference == "packs of one"
+    else:
+        result = check_packing_exact(adapter)
+        assert result.reference == "keras-hub backbone", family
+    assert result.lengths == (5, 1, 3)
+    layers = [name for name in result.differences if name.startswith("layer ")]
+    assert len(layers) >= 2, (family, layers)  # Each transformer layer compared.
+    assert result.worst[1] < 0.5, (family, result.worst)
+    assert sum(name.startswith("gradient of") for name in result.differences) >= 5
+
+
+def test_a_subclass_that_changes_the_computation_is_refused_by_its_numbers():
+    """(An extra projection, and a swapped layer: tests/faults/test_keras_hub.py.)"""
+    keras.utils.set_random_seed(0)
+    with pytest.raises(PackingNotExactError,
+                       match=r"Received: output 'sequence_output' \(probe sequence \d of 3"
+                             r".* reference: keras-hub backbone\)$"):
+        from_keras_hub(ScaledLlama(**CONFIG))
+
+
+def test_a_subclass_that_computes_the_same_passes():
+    keras.utils.set_random_seed(0)
+    adapter = from_keras_hub(SameCallLlama(**CONFIG))
+    assert check_packing_exact(adapter).worst[1] < 0.5
+
+
+@pytest.mark.parametrize("family", ["bert", "llama"])
+def test_an_adapter_whose_mask_leaks_is_refused(family):
+    adapter = from_keras_hub(make_backbone(family), attention_implementation="dense")
+    # Keeps padding out but no longer keeps the sequences of a pack apart.
+    adapter.attention_mask = PackedAttentionMask(
+        causal=adapter.causal, mask_type="boolean", block_diagonal=False)
+    with pytest.raises(PackingNotExactError,
+                       match=r"Received: layer '\w+_0' .* dense attention"):
+        check_packing_exact(adapter)

@@ -1,0 +1,589 @@
+"""The run-time exactness check: one probe pack, packed against each sequence alone.
+
+`check_packing_exact(model)` runs one small probe pack (sequences of 5, 1 and
+3 tokens from the model's own vocabulary, fixed seed) through the packed
+backbone of `model` and each of its sequences alone through the unpacked
+reference, under the model's own precision, attention implementation and
+Keras backend, and compares:
+
+1. the output of every transformer layer, where the backbone can return them
+   (`layer_outputs`), in order, then ``sequence_output``;
+2. the gradient, with respect to every trainable weight, of a fixed random
+   projection of ``sequence_output`` summed over the probe's sequences.
+
+The reference "alone" is the keras-hub backbone itself on each sequence with
+its padding mask, for a `from_keras_hub` adapter (whatever subclass it is,
+so a subclass that changes the computation, or an adapter a keras-hub
+release broke, shows in the numbers), and the same backbone on packs of one
+sequence for the others. A difference beyond the tolerance of the compute
+dtype (`TOLERANCES`, relative to the largest magnitude of the reference
+value) raises `PackingNotExactError` in one line naming the first layer,
+output or weight that differs and by how much.
+
+`Trainer.fit`, `tfpack train`, `from_keras_hub` and the
+`tfpack.training.ExactnessCheck` callback run it before anything trains.
+
+Example:
+
+>>> from tfpack.models import CausalLM, DecoderBackbone
+>>> model = CausalLM(DecoderBackbone(vocabulary_size=30, num_layers=1,
+...                                  hidden_dim=8, num_heads=2,
+...                                  intermediate_dim=16))
+>>> result = check_packing_exact(model)
+>>> result.lengths, result.reference
+((5, 1, 3), 'packs of one')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import time
+import warnings
+
+import keras
+import numpy as np
+
+from tfpack.errors import TfpackError
+from tfpack.testing.packer import pack_examples
+
+__all__ = ["ExactnessResult", "PackingNotExactError", "PROBE_LENGTHS",
+           "TOLERANCES", "check_packing_exact", "keras_hub_inputs",
+           "packed_backbone", "unchecked_reason"]
+
+# A one-token sequence and two longer ones of different lengths.
+PROBE_LENGTHS = (5, 1, 3)
+# Largest allowed difference, relative to the largest |value| of the
+# reference (per layer output, per weight's gradient), by compute dtype.
+# float32: tfpack's tests see ~1e-6 between packed and alone (a different
+# summation order), so 1e-4 leaves room for deep models at long L while a
+# leak moves untrained outputs by 1e-3 or more of their scale. bfloat16 and
+# float16 round each product to 8 and 11 bits (relative 4e-3 and 5e-4), and
+# packed and alone sum in different orders, so they get 5e-2 and 1e-2.
+TOLERANCES = {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2,
+              "bfloat16": 5e-2}
+_SEED = 0
+# The features a probe pack has.
+_PROBE_FEATURES = ("input_ids", "sequence_ids", "position_ids", "token_type_ids")
+
+
+class PackingNotExactError(TfpackError):
+    """The packed model computes a sequence differently than it does alone.
+
+    Attributes:
+        location: what differs: ``"layer 'name'"``, ``"output
+            'sequence_output'"`` or ``"gradient of 'weight path'"``.
+        difference: the largest absolute difference found there.
+        tolerance: the largest one allowed there.
+    """
+
+    def __init__(self, message, location, difference, tolerance):
+        super().__init__(message)
+        self.location = location
+        self.difference = difference
+        self.tolerance = tolerance
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactnessResult:
+    """What `check_packing_exact` compared (it passed).
+
+    Attributes:
+        lengths: the probe's sequence lengths, in pack order.
+        length: the probe pack's length `L`.
+        reference: ``"keras-hub backbone"`` or ``"packs of one"``.
+        compute_dtype: the backbone's compute dtype.
+        implementation: the attention implementation the packed probe ran.
+        tolerance: the relative tolerance used (`TOLERANCES`).
+        differences: ``{location: (largest difference, tolerance)}`` of every
+            layer output, output and weight gradient compared, in order.
+        seconds: wall time of the check.
+    """
+
+    lengths: tuple
+    length: int
+    reference: str
+    compute_dtype: str
+    implementation: str
+    tolerance: float
+    differences: dict
+    seconds: float
+
+    def describe(self):
+        """One line: what was probed and how close it came to the tolerance."""
+        where, ratio = self.worst
+        return (f"exactness check passed: probe of {'+'.join(map(str, self.lengths))} "
+                f"tokens at L={self.length}, {self.compute_dtype}, {self.implementation} "
+                f"attention, against {self.reference}; {len(self.differences)} values "
+                f"compared, the closest at {ratio:.1%} of its tolerance ({where}); "
+                f"{self.seconds:.1f} s")
+
+    @property
+    def worst(self):
+        """``(location, difference / tolerance)`` of the closest call."""
+        return max(((name, d / t if t > 0 else (0.0 if d == 0 else np.inf))
+                    for name, (d, t) in self.differences.items()),
+                   key=lambda item: item[1], default=(None, 0.0))
+
+
+def packed_backbone(model):
+    """The packed backbone of `model`: a task's (a preference model's
+    policy's) backbone, or `model` itself.
+
+    >>> from tfpack.models import BertClassifier, BertEncoder
+    >>> encoder = BertEncoder(vocabulary_size=30, num_layers=1, hidden_dim=8,
+    ...                       num_heads=2, intermediate_dim=16)
+    >>> packed_backbone(BertClassifier(encoder, num_classes=2)) is encoder
+    True
+    """
+    while hasattr(model, "loss_terms") and hasattr(model, "backbone"):
+        model = model.backbone
+    return model
+
+
+def unchecked_reason(model):
+    """Why `check_packing_exact` cannot probe `model`, or None.
+
+    The probe needs a packed backbone that follows the backbone protocol
+    (`tfpack.models.backbone`: `hidden_dim`, `vocabulary_size`, a dict with
+    ``sequence_output``); a model of the bare training contract (a loss, no
+    backbone) cannot be probed.
+
+    >>> unchecked_reason(object())
+    'object has no packed backbone with `hidden_dim` and `vocabulary_size`'
+    """
+    backbone = packed_backbone(model)
+    if not callable(backbone) or any(getattr(backbone, name, None) is None for name in
+                                     ("hidden_dim", "vocabulary_size")):
+        return (f"{type(model).__name__} has no packed backbone with `hidden_dim` "
+                "and `vocabulary_size`")
+    other = sorted(set(getattr(backbone, "input_features", ())) - set(_PROBE_FEATURES))
+    if other:  # An encoder-decoder's second stream, say.
+        return (f"{type(backbone).__name__} reads {other}, which the probe (one "
+                "stream of tokens) does not build")
+    return None
+
+
+def _keras_hub_reference(backbone):
+    """The keras-hub backbone an adapter wraps, or None (lazy: keras-hub is
+    optional)."""
+    inner = getattr(backbone, "backbone", None)
+    if inner is None or type(inner).__module__.split(".")[0] != "keras_hub" \
+            and not any(c.__module__.split(".")[0] == "keras_hub"
+                        for c in type(inner).__mro__):
+        return None
+    return inner
+
+
+def _probe(backbone, length, lengths):
+    """The probe's examples (fixed seed) and the row length."""
+    limits = [length, getattr(backbone, "segment_length", None),
+              getattr(backbone, "max_sequence_length", None)]
+    longest = min((n for n in limits if n), default=max(lengths))
+    lengths = tuple(min(n, longest) for n in lengths)
+    k = getattr(backbone, "max_sequences_per_pack", None) or len(lengths)
+    lengths = lengths[:k]
+    if not length:
+        length = min([sum(lengths) + 3] + [n for n in limits[1:] if n])
+    while sum(lengths) > length:  # A short L (or position table) of training.
+        lengths = lengths[:-1]
+    vocabulary = int(getattr(backbone, "vocabulary_size"))
+    excluded = {getattr(getattr(backbone, "backbone", None), "pad_token_id", None)}
+    tokens = np.array([t for t in range(1, vocabulary) if t not in excluded])
+    rng = np.random.default_rng(_SEED)
+    examples = []
+    for n in lengths:
+        example = {"input_ids": rng.choice(tokens, n).astype("int32")}
+        if "token_type_ids" in getattr(backbone, "input_features", ()):
+            example["token_type_ids"] = (np.arange(n) >= n // 2).astype("int32")
+        examples.append(example)
+    return examples, length
+
+
+def _implementation(backbone, length):
+    """The attention implementation `backbone` runs at row length `length`."""
+    if hasattr(backbone, "implementation"):
+        return backbone.implementation(length)
+    layers = getattr(backbone, "transformer_layers", None) or ()
+    attention = getattr(layers[0], "attention", None) if layers else None
+    if hasattr(attention, "implementation_for"):
+        return attention.implementation_for(length)
+    return getattr(backbone, "attention_implementation", "unknown")
+
+
+def _flat_layers(layers):
+    """The layers of a (nested: ALBERT's groups) list of layers."""
+    for layer in layers or ():
+        if isinstance(layer, (list, tuple)):
+            yield from _flat_layers(layer)
+        elif isinstance(layer, keras.layers.Layer):
+            yield layer
+
+
+class _Recorder:
+    """Records the output of every call of `layers` (in call order) while
+    active, by wrapping each layer's `call` on the instance."""
+
+    def __init__(self, layers):
+        self.layers = list(_flat_layers(layers))
+        self.outputs = []
+        self.calls = {}
+
+    def __enter__(self):
+        self.saved = [vars(layer).get("call") for layer in self.layers]
+        for layer in self.layers:
+            call = layer.call
+
+            def recording(*args, _call=call, _name=layer.name, **kwargs):
+                output = _call(*args, **kwargs)
+                calls = self.calls[_name] = self.calls.get(_name, 0) + 1
+                # A layer called again (ALBERT's shared groups) is told apart.
+                suffix = f" (call {calls})" if calls > 1 else ""
+                self.outputs.append((f"layer {_name!r}{suffix}", output))
+                return output
+
+            object.__setattr__(layer, "call", recording)
+        return self
+
+    def __exit__(self, *exc):
+        for layer, saved in zip(self.layers, self.saved):
+            if saved is None:
+                object.__delattr__(layer, "call")
+            else:
+                object.__setattr__(layer, "call", saved)
+
+
+def _gradients(fn, variables):
+    """``(aux, gradients)`` of ``fn() -> (loss, aux)`` on the backend (numpy;
+    gradients None where the backend has no gradients here)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            loss, aux = fn()
+        grads = tape.gradient(loss, variables)
+        return _numpy(aux), [None if g is None else np.asarray(
+            tf.convert_to_tensor(g)) for g in grads]
+    if backend == "jax":
+        import jax
+
+        names = []
+
+        def stateless(values):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                loss, aux = fn()
+            names[:] = [name for name, _ in aux]
+            return loss, [value for _, value in aux]
+
+        # One compiled program: eager JAX compiles every op on its own.
+        (_, values), grads = jax.jit(jax.value_and_grad(stateless, has_aux=True))(
+            [v.value for v in variables])
+        return _numpy(list(zip(names, values))), [np.asarray(g) for g in grads]
+    return _numpy(fn()[1]), None
+
+
+def _numpy(aux):
+    return [(name, np.asarray(keras.ops.convert_to_numpy(
+        keras.ops.cast(value, "float32")))) for name, value in aux]
+
+
+def _projection_loss(outputs, projections):
+    """Sum over sequences of ``<output, projection>``, in float32."""
+    total = 0.0
+    for output, projection in zip(outputs, projections):
+        total = total + keras.ops.sum(keras.ops.cast(output, "float32") * projection)
+    return total
+
+
+def keras_hub_inputs(backbone, example):
+    """The inputs of keras-hub `backbone` for one unpadded sequence: token ids,
+    an all-ones padding mask, and positions and segment ids where it takes them.
+
+    >>> import keras_hub
+    >>> bert = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=8)
+    >>> sorted(keras_hub_inputs(bert, {"input_ids": [5, 6]}))
+    ['padding_mask', 'segment_ids', 'token_ids']
+    """
+    ids = np.asarray(example["input_ids"], "int32")[None]
+    names = backbone.input if isinstance(backbone.input, dict) else {}
+    inputs = {"token_ids": ids}
+    if "padding_mask" in names:  # RoFormer-V2 has none.
+        inputs["padding_mask"] = np.ones_like(ids)
+    if "position_ids" in names:  # Gemma 4
+        inputs["position_ids"] = np.arange(ids.shape[1], dtype="int32")[None]
+    if "segment_ids" in names:
+        inputs["segment_ids"] = np.asarray(
+            example.get("token_type_ids", np.zeros_like(ids[0])), "int32")[None]
+    return inputs
+
+
+def _as_sequence_output(output):
+    if isinstance(output, dict):
+        output = output["sequence_output"]
+    return output
+
+
+def _layer_records(records):
+    """Records of per-token layer outputs only (``[B, n, H]``)."""
+    kept = []
+    for name, value in records:
+        if isinstance(value, (tuple, list)):
+            value = value[0]
+        if len(getattr(value, "shape", ())) == 3:
+            kept.append((name, value))
+    return kept
+
+
+def _packed_run(backbone, variables, examples, length, projections, layers):
+    """``(records, gradients)`` of the probe packed in one row: the real
+    tokens of every record, concatenated in pack order."""
+    features = pack_examples(examples, length, packs=[list(range(len(examples)))])
+    inputs = {n: features[n] for n in backbone.input_features if n in features}
+    real = int((features["sequence_ids"][0] > 0).sum())
+    weights = np.zeros((1, length, backbone.hidden_dim), "float32")
+    weights[0, :real] = np.concatenate(projections)
+
+    def fn():
+        records = _run_backbone(backbone, inputs, layers)
+        return _projection_loss([records[-1][1]], [weights]), records
+
+    records, gradients = _gradients(fn, variables)
+    return [(name, value[0, :real]) for name, value in records], gradients
+
+
+def _run_backbone(backbone, inputs, layers):
+    """``[(name or None, [B, L, H])]``: each transformer layer's output, then
+    ``sequence_output`` (a keras-hub adapter's own layer loop gives its
+    layers unnamed; other backbones' `layers` are recorded)."""
+    if _keeps_layers(backbone):
+        output, kept = backbone.forward(inputs, training=False, keep_layers=True)
+        blocks = backbone.layers() if callable(getattr(backbone, "layers", None)) else []
+        names = [f"layer {b.name!r}" for b in blocks] if len(blocks) == len(kept) else []
+        # Unnamed where a block repeats (ALBERT): the reference's names win.
+        records = [(None if names.count(n) > 1 else n, x)
+                   for n, x in zip(names or [None] * len(kept), kept)]
+    else:
+        with _Recorder(layers) as recorder:
+            output = _as_sequence_output(backbone(inputs, training=False))
+        records = _layer_records(recorder.outputs)
+    return records + [("output 'sequence_output'", output)]
+
+
+def _keeps_layers(backbone):
+    """Whether `backbone.forward(inputs, training, keep_layers=True)` returns
+    `(sequence_output, each transformer layer's output)` (the keras-hub
+    adapters' one layer loop)."""
+    forward = getattr(backbone, "forward", None)
+    return callable(forward) and "keep_layers" in inspect.signature(forward).parameters
+
+
+def _packs_of_one_run(backbone, variables, examples, length, projections,
+                      layers):
+    """The same for every sequence alone in a pack of one (one row each)."""
+    k = len(examples)
+    features = pack_examples(examples, length, packs=[[i] for i in range(k)],
+                             max_sequences_per_pack=k)
+    inputs = {n: features[n] for n in backbone.input_features if n in features}
+    weights = np.zeros((k, length, backbone.hidden_dim), "float32")
+    for i, projection in enumerate(projections):
+        weights[i, :len(projection)] = projection
+
+    def fn():
+        records = _run_backbone(backbone, inputs, layers)
+        return _projection_loss([records[-1][1]], [weights]), records
+
+    records, gradients = _gradients(fn, variables)
+    lengths = [len(p) for p in projections]
+    return [(name, np.concatenate([value[i, :n] for i, n in enumerate(lengths)]))
+            for name, value in records], gradients
+
+
+def _keras_hub_run(variables, reference, examples, projections):
+    """The same for every sequence alone through the keras-hub backbone, with
+    the outputs of its `transformer_layers`."""
+    layers = getattr(reference, "transformer_layers", None) or ()
+
+    def fn():
+        per_sequence, outputs = [], []
+        for example in examples:
+            with _Recorder(layers) as recorder:
+                output = _as_sequence_output(reference(
+                    keras_hub_inputs(reference, example), training=False))
+            outputs.append(output)
+            per_sequence.append(_layer_records(recorder.outputs)
+                                + [("output 'sequence_output'", output)])
+        names = [name for name, _ in per_sequence[0]]
+        records = [(name, keras.ops.concatenate([s[i][1][0] for s in per_sequence]))
+                   for i, name in enumerate(names)]
+        return _projection_loss([o[0] for o in outputs], projections), records
+
+    return _gradients(fn, variables)
+
+
+def _keras_hub_alone(variables, reference, examples, projections):
+    """`_keras_hub_run`, or None with a warning where the keras-hub backbone
+    cannot run a probe sequence alone (keras-hub 0.32's sliding windows of
+    Qwen-MoE fail on a sequence shorter than the window): the packs of one
+    are then the reference."""
+    try:
+        return _keras_hub_run(variables, reference, examples, projections)
+    except Exception as error:  # noqa: BLE001  (keras-hub's own failure)
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        warnings.warn(
+            f"tfpack's exactness check compares {type(reference).__name__}'s adapter "
+            "with packs of one instead of the keras-hub backbone, which failed on "
+            f"a probe sequence alone: {type(error).__name__}: {first}", stacklevel=4)
+        return None
+
+
+def _difference(a, b):
+    if a.shape != b.shape:
+        return np.inf
+    difference = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    return float(np.nan_to_num(difference, nan=np.inf).max(initial=0.0))
+
+
+def _refuse(location, difference, tolerance, context, where=""):
+    raise PackingNotExactError(
+        "A packed model must compute every sequence as it computes alone "
+        "(tfpack's exactness check, docs/model.md; check_exact=False skips "
+        f"it). Received: {location}{where} differs by {difference:.3g}, "
+        f"tolerance {tolerance:.3g} ({context})", location, difference, tolerance)
+
+
+def _compare_outputs(packed, alone, lengths, rtol, context, differences):
+    """Layer outputs (where both sides have the same ones) then the output."""
+    if len(packed) == len(alone):  # Both list their layers in call order.
+        names = [b or a or f"layer {i}" for i, ((a, _), (b, _)) in
+                 enumerate(zip(packed, alone))]
+        packed = [(n, value) for n, (_, value) in zip(names, packed)]
+        alone = [(n, value) for n, (_, value) in zip(names, alone)]
+    else:  # The layers do not correspond: the output only.
+        packed, alone = packed[-1:], alone[-1:]
+    offsets = np.cumsum((0,) + tuple(lengths))
+    for (location, a), (_, b) in zip(packed, alone):
+        tolerance = rtol * float(np.abs(b).max(initial=0.0))
+        difference = _difference(a, b)
+        differences[location] = (difference, tolerance)
+        if not difference <= tolerance:
+            worst = max(range(len(lengths)), key=lambda i: _difference(
+                a[offsets[i]:offsets[i + 1]], b[offsets[i]:offsets[i + 1]]))
+            tokens = f"{lengths[worst]} token{'s' if lengths[worst] > 1 else ''}"
+            _refuse(location, difference, tolerance, context,
+                    f" (probe sequence {worst + 1} of {len(lengths)}, {tokens})")
+
+
+def _compare_gradients(variables, packed, alone, rtol, context, differences):
+    if packed is None or alone is None:
+        return
+    zeros = [np.zeros(v.shape, "float32") for v in variables]
+    packed = [z if g is None else g for z, g in zip(zeros, packed)]
+    alone = [z if g is None else g for z, g in zip(zeros, alone)]
+    largest = max((float(np.abs(g).max(initial=0.0)) for g in alone), default=0.0)
+    for variable, a, b in zip(variables, packed, alone):
+        if not a.any() and not b.any():
+            continue
+        # Relative to the weight's own gradient, floored at 1e-3 of the
+        # largest one so that a near-zero gradient does not demand 0.
+        tolerance = rtol * max(float(np.abs(b).max()), 1e-3 * largest)
+        difference = _difference(a, b)
+        location = f"gradient of {variable.path!r}"
+        differences[location] = (difference, tolerance)
+        if not difference <= tolerance:
+            _refuse(location, difference, tolerance, context)
+
+
+def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
+                        tolerance=None):
+    """Refuses a packed model that does not compute each sequence as alone.
+
+    See the module docstring for what is compared. Cheap: one forward and
+    backward pass of one probe pack and of its sequences (a second or two
+    for the small models of tfpack's tests, on a CPU).
+
+    Example (a backbone whose output leaks across the row is refused):
+
+    >>> import keras
+    >>> from tfpack.models import BertEncoder
+    >>> class Leaky(BertEncoder):
+    ...     def call(self, inputs, training=None):
+    ...         out = super().call(inputs, training)["sequence_output"]
+    ...         return {"sequence_output": keras.ops.cumsum(out, axis=1)}
+    >>> leaky = Leaky(vocabulary_size=30, num_layers=1, hidden_dim=8,
+    ...               num_heads=2, intermediate_dim=16)
+    >>> check_packing_exact(leaky)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tfpack.testing.exactness.PackingNotExactError: A packed model must ... Received: output 'sequence_output' (probe sequence ...
+
+    Args:
+        model: a tfpack task (its backbone is checked; a preference model's
+            policy's), or a backbone (`tfpack.models.backbone`).
+        length: the probe pack's length `L` (`Trainer.fit` passes the
+            training packs' `L`, so that `"auto"` attention picks what
+            training runs); default ``sum(lengths) + 3``.
+        lengths: the probe's sequence lengths, cut to the backbone's
+            `max_sequences_per_pack`, `segment_length` and position table.
+        tolerance: relative tolerance; default `TOLERANCES` of the compute
+            dtype.
+
+    Returns:
+        `ExactnessResult`.
+
+    Raises:
+        PackingNotExactError: one line naming the first layer (or output, or
+            weight gradient) that differs, by how much, and the tolerance.
+    """
+    start = time.perf_counter()
+    reason = unchecked_reason(model)
+    if reason is not None:
+        raise TfpackError("The exactness check needs a model with a packed backbone "
+                          "(the backbone protocol, tfpack.models.backbone). "
+                          f"Received: {reason}")
+    backbone = packed_backbone(model)
+    examples, length = _probe(backbone, length, lengths)
+    lengths = tuple(len(e["input_ids"]) for e in examples)
+    dtype = keras.backend.standardize_dtype(backbone.compute_dtype)
+    rtol = TOLERANCES.get(dtype, TOLERANCES["float32"]) if tolerance is None \
+        else float(tolerance)
+    rng = np.random.default_rng(_SEED + 1)
+    projections = [rng.normal(size=(n, backbone.hidden_dim)).astype("float32")
+                   for n in lengths]
+    if not backbone.built:  # Built outside the recorded calls.
+        features = pack_examples(examples, length)
+        backbone({n: features[n] for n in backbone.input_features
+                  if n in features}, training=False)
+    # Taken once: a layer the packed model builds on its first call (a
+    # user's swapped layer) is not the reference's, and must not shift the
+    # list (its gradient then shows on the reference's layer).
+    variables = list(backbone.trainable_variables)
+    reference = _keras_hub_reference(backbone)
+    with warnings.catch_warnings():
+        # Keras warns on the softmax over the one-token sequence's one key.
+        warnings.filterwarnings("ignore", "You are using a softmax over axis")
+        alone, kind, layers = None, "packs of one", ()
+        if reference is not None:
+            layers = getattr(reference, "transformer_layers", None)
+            alone = _keras_hub_alone(variables, reference, examples, projections)
+            kind = "keras-hub backbone"
+        if alone is None:
+            layers = getattr(backbone, "transformer_layers", None)
+            # Rows just long enough: the reference needs no padding of L.
+            alone = _packs_of_one_run(backbone, variables, examples,
+                                      min(length, sum(lengths) + 3), projections,
+                                      layers)
+            kind = "packs of one"
+        packed = _packed_run(backbone, variables, examples, length,
+                             projections, layers)
+    implementation = _implementation(backbone, length)
+    context = (f"{dtype}, {implementation} attention, "
+               f"{keras.backend.backend()}, L={length}, reference: {kind}")
+    differences = {}
+    _compare_outputs(packed[0], alone[0], lengths, rtol, context, differences)
+    _compare_gradients(variables, packed[1], alone[1],
+                       rtol, context, differences)
+    return ExactnessResult(lengths, length, kind, dtype, implementation, rtol,
+                           differences, time.perf_counter() - start)
