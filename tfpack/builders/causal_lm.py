@@ -31,6 +31,7 @@ import tensorflow as tf
 from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.data.features import FeatureRoles
 from tfpack.errors import TfpackError
+from tfpack.params import token_ids
 
 __all__ = ["causal_lm_examples", "sft_examples"]
 
@@ -237,7 +238,7 @@ def _tokenized_texts(texts, tokenizer) -> list[list[int]]:
     return out
 
 
-def _pair_ids(texts, what, vocab_path, lower_case) -> list[list[int]]:
+def _pair_ids(texts, what, vocab_path, lower_case, name=None) -> list[list[int]]:
     """Token ids of each prompt (or response); strings tokenized with WordPiece."""
     out = [None] * len(texts)
     strings = [i for i, t in enumerate(texts) if isinstance(t, str)]
@@ -254,5 +255,5 @@ def _pair_ids(texts, what, vocab_path, lower_case) -> list[list[int]]:
             out[i] = start + sentence.tolist() + [vocab["[SEP]"]]
     for index, value in enumerate(texts):
         if out[index] is None:
-            out[index] = [int(t) for t in value]
+            out[index] = token_ids(value, name or what, where=f"in pair {index}").tolist()
     return out
