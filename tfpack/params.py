@@ -42,6 +42,7 @@ import math
 import numbers
 import os
 import stat
+import tempfile
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -50,8 +51,8 @@ from tfpack.errors import TfpackError
 
 __all__ = [
     "Anything", "Boolean", "Constraint", "Directory", "ExistingFile", "InstanceOf", "Integer",
-    "OutputPath", "Options", "Real", "TokenIds", "argument", "check", "declared", "token_ids",
-    "validate_params",
+    "OutputPath", "Options", "Real", "Text", "TokenIds", "argument", "check", "declared", "token_ids",
+    "validate_params", "writable_folder",
 ]
 
 INT32_MAX = 2**31 - 1
@@ -208,6 +209,19 @@ def _plain(path: str | None) -> bool:
     return bool(path) and not any(ord(c) < 32 or ord(c) == 127 for c in path)
 
 
+class Text(Constraint):
+    """A non-empty string without control characters (a name, a glob)."""
+
+    def __init__(self, description: str = "a non-empty text without control characters"):
+        self.description = description
+
+    def holds(self, value) -> bool:
+        return isinstance(value, str) and _plain(value)
+
+    def bad_values(self) -> list:
+        return ["", "a\nb", 3, None]
+
+
 def _remote(path: str) -> bool:
     return "://" in path
 
@@ -250,6 +264,20 @@ class Directory(Constraint):
         return ["", "a\nb", 3, "/dev/zero"]
 
 
+def writable_folder(folder: str) -> bool:
+    """Whether a file can be made in ``folder``: tried (a probe made and removed at once),
+    since permission bits say nothing for root or on /proc."""
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        descriptor, probe = tempfile.mkstemp(prefix=".tfpack-probe-", dir=folder)
+    except OSError:
+        return False
+    os.close(descriptor)
+    os.unlink(probe)
+    return True
+
+
 class OutputPath(Constraint):
     """A path to write: non-empty, no control characters, not an existing entry of the
     other kind, and inside a writable folder (the nearest existing one) - checked before
@@ -277,7 +305,7 @@ class OutputPath(Constraint):
         folder = os.path.dirname(os.path.abspath(path))
         while not os.path.lexists(folder):
             folder = os.path.dirname(folder)
-        if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        if not writable_folder(folder):
             return f"{folder} is not a writable folder"
         return None
 
