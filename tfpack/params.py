@@ -378,8 +378,9 @@ def _as_list(constraint) -> list:
 
 def describe(constraint) -> str:
     """"a positive integer or None": what a declaration accepts, in words."""
-    parts = ["None" if c is None else c.description for c in _as_list(constraint)]
-    return " or ".join(parts)
+    kinds = _as_list(constraint)
+    parts = [c.description for c in kinds if c is not None]
+    return " or ".join(parts + ["None"] * (None in kinds))
 
 
 def check(name: str, value, constraint, *, label: str | None = None) -> None:

@@ -117,7 +117,12 @@ def _as_dataset(examples, vocabulary_size: int | None) -> tuple[tf.data.Dataset,
 
 _LIMIT_NAMES = {"input_ids": "the model's vocabulary_size",
                 "token_type_ids": "the model's type_vocabulary_size",
-                "position_ids": "the rows of the model's position table"}
+                "position_ids": "the rows of the model's position table",
+                "branch_ids": "0: a shared prompt, 1: the chosen sequence, 2: the rejected one",
+                "response_mask": "0 or 1"}
+# Features whose values are a closed set whatever the model (the preference task's): a
+# hand-made example with `branch_ids` 3 would mix two pairs.
+_VALUE_LIMITS = {"branch_ids": 3, "response_mask": 2}
 
 
 def _check_inputs(batch: dict, limits: Mapping[str, int]) -> None:
@@ -215,7 +220,7 @@ def predict(
         Per example, in input order: see the module docstring.
     """
     kinds = output_kinds_of(model, output_kinds)
-    limits = input_limits(model)
+    limits = {**input_limits(model), **_VALUE_LIMITS}
     dataset, count = _as_dataset(examples, limits.get("input_ids"))
     inputs = _model_inputs(model, dataset.element_spec)
     if roles is None:  # A model whose packs carry task features says how to pack them.
@@ -225,6 +230,12 @@ def predict(
             n for n in ("token_type_ids",) if n in inputs and n in dataset.element_spec)
         roles = FeatureRoles(name="predict", tokens=tokens)
     roles = FeatureRoles.get(roles)
+    if truncate and "branch_ids" in dataset.element_spec:
+        # A pair is one item: cut like one sequence, its rejected branch would vanish.
+        raise TfpackError("`truncate=True` cannot cut preference pairs (a pair is one item; "
+                          "its rejected branch would be lost): build them with "
+                          "`preference_examples(max_length=L)`, which cuts prompts. "
+                          "Received: truncate=True")
     packer = pack(max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
                   max_predictions_per_pack=max_predictions_per_pack, window=window,
                   algorithm=algorithm, roles=roles, shuffle=False, truncate=truncate)
