@@ -298,7 +298,7 @@ class OutputPath(Constraint):
             return "not a non-empty path without control characters"
         if _remote(path):
             return None
-        if os.path.lexists(path):
+        if os.path.exists(path):  # through links: a dangling one names a new path
             is_dir = os.path.isdir(path)
             if is_dir != (self.kind == "directory") or not (is_dir or os.path.isfile(path)):
                 return "an existing entry of another kind"

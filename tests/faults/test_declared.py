@@ -127,7 +127,13 @@ def test_export_refuses_an_empty_output(tmp_path, monkeypatch, keras_file):
     assert os.listdir(tmp_path) == []
 
 
-def test_a_plot_into_an_unwritable_folder_is_refused_before_planning(tmp_path):
+def test_a_plot_into_an_unwritable_folder_is_refused_before_planning(tmp_path, monkeypatch):
+    import tfpack.packing
+
+    def planned(*args, **kwargs):
+        raise AssertionError("planned before refusing --plot")
+
+    monkeypatch.setattr(tfpack.packing, "plan", planned)
     histogram = tmp_path / "h.txt"
     histogram.write_text("3\n0\n2\n")
     result = run_cli_here("analyze", histogram, "--max-length", "3", "--plot",

@@ -44,7 +44,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--algorithm", type=types.text, help="planner (default optimal)")
     source.add_argument("--plan", type=types.input_file, help="PLAN.json from `tfpack plan`")
-    parser.add_argument("--max-predictions", type=types.count, default=None,
+    parser.add_argument("--max-predictions", type=types.index, default=None,
                         help="M: masked-LM predictions per pack (default: the most any pack needs)")
     parser.add_argument("--packs-per-shard", type=types.count, default=16384,
                         help="packs per output shard; bounds a Beam worker's memory "

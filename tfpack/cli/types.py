@@ -22,7 +22,7 @@ __all__ = ["count", "index", "input_directory", "input_file", "output_directory"
 seed = argument(Integer(0), convert=int)
 count = argument(Integer(1), convert=int)
 positive_number = argument(Real(0, closed="neither"), convert=float)  # L, K, M, batch sizes: positive integers
-index = argument(Integer(0), convert=int)  # a step, a padding id
+index = argument(Integer(0), convert=int)  # a step, a padding id, M (0: no predictions)
 text = argument(Text())  # a glob, a planner name
 input_file = argument(ExistingFile())
 input_directory = argument(Directory())

@@ -33,12 +33,17 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.packing.hosts import split_files
+from tfpack.params import Anything, InstanceOf, validate_params
 
 __all__ = ["host_files", "strategy_all_gather", "jax_all_gather"]
 
 _GLOB = set("*?[")
 
 
+@validate_params({
+    "files": Anything("paths or patterns, checked one by one"),
+    "input_context": [None, InstanceOf(tf.distribute.InputContext)],
+})
 def host_files(files: str | Sequence[str],
                input_context: tf.distribute.InputContext | None) -> list[str]:
     """The files this input pipeline reads: ``files[w::W]`` of the expanded list.
@@ -99,6 +104,7 @@ def _check_distinct_files(files: list[str]) -> None:
                               f"link). Received: {first!r} and {path!r}")
 
 
+@validate_params({"strategy": InstanceOf(tf.distribute.Strategy)})
 def strategy_all_gather(strategy: tf.distribute.Strategy) -> Callable[[int], list[int]]:
     """An ``all_gather`` for `pack` through ``strategy``: one count a replica.
 
