@@ -77,14 +77,17 @@ def _records(tmp_path):
 
 
 def _watchdog(fifo):
-    """Unblock a reader of ``fifo`` after 3 s, so a regression fails instead of hanging."""
+    """Unblock a reader of ``fifo`` after 3 s, so a regression fails instead of hanging;
+    ``timer.fired`` says whether a reader was waiting there (a hang averted)."""
     def release():
         try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            os.close(fd)
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody reads it
         except OSError:
-            pass
+            return
+        timer.fired = True
+        os.close(fd)
     timer = threading.Timer(3.0, release)
+    timer.fired = False
     timer.start()
     return timer
 
@@ -100,8 +103,10 @@ def test_pack_refuses_bad_paths_in_one_line_and_writes_nothing(tmp_path, monkeyp
             "--max-sequences-per-pack": "2", "--algorithm": "ffd"}
     if case == "newline-output":
         args["--output"] = str(tmp_path / "out\nx")
-    elif case == "empty-output":
+    elif case == "empty-output":  # from an empty working directory, which it would fill
         args["--output"] = ""
+        (tmp_path / "cwd").mkdir()
+        monkeypatch.chdir(tmp_path / "cwd")
     elif case == "plan-fifo":
         del args["--algorithm"]
         args["--plan"] = str(fifo)
@@ -115,9 +120,12 @@ def test_pack_refuses_bad_paths_in_one_line_and_writes_nothing(tmp_path, monkeyp
         result = run_cli_here("pack", *[f"{k}={v}" for k, v in args.items()])
     finally:
         timer.cancel()
+        timer.join()
     lines = result.stderr.splitlines()
     assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result
+    assert not timer.fired, "a read of the FIFO hung until the watchdog wrote"
     assert sorted(os.listdir(tmp_path)) == before
+    assert case != "empty-output" or os.listdir(tmp_path / "cwd") == []
 
 
 def test_export_refuses_an_empty_output(tmp_path, monkeypatch, keras_file):
@@ -144,11 +152,22 @@ def test_a_plot_into_an_unwritable_folder_is_refused_before_planning(tmp_path, m
 
 @pytest.mark.parametrize("vocab_path", ["/dev/zero", "fifo"])
 def test_a_vocab_path_that_is_not_a_regular_file_is_refused_not_read(tmp_path, vocab_path):
-    if vocab_path == "fifo":
-        vocab_path = str(tmp_path / "fifo")
-        os.mkfifo(vocab_path)
-    verdict = judge_call(lambda: tfpack.builders.load_vocab(vocab_path), refuse=True,
-                         match="not a regular file")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    vocab_path = str(fifo) if vocab_path == "fifo" else vocab_path
+    import signal
+
+    def hung(*_):
+        raise TimeoutError("load_vocab hung reading a FIFO or a device")
+
+    previous = signal.signal(signal.SIGALRM, hung)  # a regression fails in 10 s, not never
+    signal.alarm(10)
+    try:
+        verdict = judge_call(lambda: tfpack.builders.load_vocab(vocab_path), refuse=True,
+                             match="not a regular file")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     assert verdict.outcome == HELD, verdict
 
 
