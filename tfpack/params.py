@@ -226,11 +226,9 @@ def _remote(path: str) -> bool:
     return "://" in path
 
 
-class ExistingFile(Constraint):
-    """A path to an existing regular file: never a directory, a FIFO or a device such
-    as /dev/zero (reading those hangs or never ends)."""
-
-    description = "a path to an existing regular file"
+class _Path(Constraint):
+    """A path (str, bytes or os.PathLike; never an int, which `open` takes as a file
+    descriptor) without control characters; remote paths (``gs://``) are not stat'ed."""
 
     def holds(self, value) -> bool:
         return self.reason(value) is None
@@ -239,8 +237,19 @@ class ExistingFile(Constraint):
         path = _path_text(value)
         if not _plain(path):
             return "not a non-empty path without control characters"
-        if _remote(path):
-            return None
+        return None if _remote(path) else self._local(path)
+
+    def _local(self, path: str) -> str | None:
+        raise NotImplementedError
+
+
+class ExistingFile(_Path):
+    """A path to an existing regular file: never a directory, a FIFO or a device such
+    as /dev/zero (reading those hangs or never ends)."""
+
+    description = "a path to an existing regular file"
+
+    def _local(self, path: str) -> str | None:
         try:
             mode = os.stat(path).st_mode
         except (OSError, ValueError) as error:
@@ -251,14 +260,13 @@ class ExistingFile(Constraint):
         return ["", "a\nb", 3, True, "/dev/zero", "/"]
 
 
-class Directory(Constraint):
+class Directory(_Path):
     """A path to an existing directory."""
 
     description = "a path to an existing directory"
 
-    def holds(self, value) -> bool:
-        path = _path_text(value)
-        return _plain(path) and (_remote(path) or os.path.isdir(path))
+    def _local(self, path: str) -> str | None:
+        return None if os.path.isdir(path) else "not a directory"
 
     def bad_values(self) -> list:
         return ["", "a\nb", 3, "/dev/zero"]
@@ -278,7 +286,7 @@ def writable_folder(folder: str) -> bool:
     return True
 
 
-class OutputPath(Constraint):
+class OutputPath(_Path):
     """A path to write: non-empty, no control characters, not an existing entry of the
     other kind, and inside a writable folder (the nearest existing one) - checked before
     any work, so a bad output never costs a planning run."""
@@ -289,15 +297,7 @@ class OutputPath(Constraint):
         self.description = (f"a new or replaceable {kind} path, without control characters, "
                             "in a writable folder")
 
-    def holds(self, value) -> bool:
-        return self.reason(value) is None
-
-    def reason(self, value) -> str | None:
-        path = _path_text(value)
-        if not _plain(path):
-            return "not a non-empty path without control characters"
-        if _remote(path):
-            return None
+    def _local(self, path: str) -> str | None:
         if os.path.exists(path):  # through links: a dangling one names a new path
             is_dir = os.path.isdir(path)
             if is_dir != (self.kind == "directory") or not (is_dir or os.path.isfile(path)):

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import tensorflow as tf
 
 from tfpack.data.emit import graph
