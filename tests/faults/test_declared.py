@@ -59,6 +59,11 @@ def test_a_reference_that_is_or_shares_the_policy_is_refused():
                              refuse=True, match="`reference` must be a distinct model")
         assert verdict.outcome == HELD, verdict
     assert policy.trainable  # not frozen by the refused call
+    smaller = tfpack.models.CausalLM(tfpack.models.DecoderBackbone(
+        vocabulary_size=12, num_layers=1, hidden_dim=8, num_heads=2, intermediate_dim=16))
+    verdict = judge_call(lambda: tfpack.models.PreferenceModel(policy, smaller), refuse=True,
+                         match="Received: vocabulary_size=12")
+    assert verdict.outcome == HELD, verdict
     tfpack.models.PreferenceModel(policy, _policy())  # a distinct one is fine
 
 

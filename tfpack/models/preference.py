@@ -177,6 +177,11 @@ def _check_distinct(policy, reference) -> None:
             "log-likelihoods from the packs. Received: reference="
             + ("the policy itself" if reference is policy else "a model sharing the policy's "
                "backbone or weights"))
+    sizes = [getattr(lm, "vocabulary_size", None) or getattr(lm.backbone, "vocabulary_size", None)
+             for lm in (policy, reference)]
+    if None not in sizes and sizes[0] != sizes[1]:  # under XLA an id past a table is clamped
+        raise TfpackError("`reference` must have the policy's vocabulary "
+                          f"(vocabulary_size={sizes[0]}). Received: vocabulary_size={sizes[1]}")
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
