@@ -181,7 +181,8 @@ def test_tokenizer_errors_name_what_was_wrong():
     with pytest.raises(TfpackError, match="flat list of int ids"):
         text_tokenizer(lambda s: [[1, 2]])(["a"])
     with pytest.raises(TfpackError, match="not both"):
-        tfpack.data.causal_lm_examples(["a"], max_length=4, tokenizer=len, vocab_path="v")
+        tfpack.data.causal_lm_examples(["a"], max_length=4, tokenizer=len,
+                                       vocab_path=tfpack.datasets.bert_vocab_path())
 
 
 @pytest.mark.parametrize("name", ["tfpack.builders", "tfpack.builders.tokenizers",
