@@ -20,6 +20,7 @@ import numpy as np
 
 from tfpack import atomic
 from tfpack.errors import TfpackError
+from tfpack.params import writable_folder
 
 __all__ = ["check_target", "length_histogram", "loss_curves", "theoretical_speedup"]
 
@@ -48,8 +49,11 @@ def check_target(path: str, name: str = "path") -> None:
             f"`{name}` must be a new file or an earlier PNG, which is replaced; it holds "
             f"another file, kept as it is. Received: {name}={path}"
         )
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
         raise TfpackError(f"`{name}` must be a file in an existing folder. Received: {name}={path}")
+    if not writable_folder(folder):  # refused now, not after the planning
+        raise TfpackError(f"`{name}` must be a file in a writable folder. Received: {name}={path}")
 
 
 @contextlib.contextmanager

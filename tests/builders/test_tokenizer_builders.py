@@ -178,4 +178,5 @@ def test_tokenizer_errors_name_what_was_wrong():
     with pytest.raises(TfpackError, match="flat list of int ids"):
         text_tokenizer(lambda s: [[1, 2]])(["a"])
     with pytest.raises(TfpackError, match="not both"):
-        tfpack.builders.causal_lm_examples(["a"], max_length=4, tokenizer=len, vocab_path="v")
+        tfpack.builders.causal_lm_examples(["a"], max_length=4, tokenizer=len,
+                                           vocab_path=tfpack.datasets.bert_vocab_path())

@@ -50,8 +50,8 @@ def test_plan_of_bundled_histogram(tmp_path, capsys):
     "argv, pattern",
     [
         (["--max-length", 5], r"max_length=5, but 2 are longer. Received: sequences of length up to 6"),
-        (["--max-length", 0], r"`max_length` must be a positive integer. Received: max_length=0"),
-        (["--max-sequences-per-pack", 0], r"--max-sequences-per-pack/--max-per-pack: must be a positive integer or 'none'. Received: --max-sequences-per-pack=0"),
+        (["--max-length", 0], r"`--max-length` must be a positive integer. Received: --max-length=0"),
+        (["--max-sequences-per-pack", 0], r"`--max-sequences-per-pack` must be a positive integer or 'none'. Received: --max-sequences-per-pack=0"),
         (["--max-sequences-per-pack", "lots"], r"Received: --max-sequences-per-pack=lots"),
         (["--algorithm", "magic"], r"`algorithm` must be one of .*Received: algorithm='magic'"),
     ],

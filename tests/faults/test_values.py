@@ -111,7 +111,7 @@ ARGS = dict(max_length=2 * L, max_sequences_per_pack=K, batch_size=2)
     ([[2, 5], list(range(1, L + 3))], "position_ids=8 in example 1"),  # past the table
     ([[2, 5.7]], "integer token ids"),                             # float: would truncate
     ([["a", "b"]], "integer token ids"),                           # strings
-    ([[2, 2**31 + 5]], "inside int32"),                            # would wrap
+    ([[2, 2**31 + 5]], "input_ids=2147483653 in example 0"),        # would wrap
 ])
 def test_predict_refuses_ids_outside_the_model_before_xla(encoder, examples, match):
     verdict = judge_call(lambda: tfpack.predict(encoder, examples, **ARGS), refuse=True,

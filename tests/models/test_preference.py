@@ -118,8 +118,8 @@ def test_gradient_equals_each_sequence_alone():
 @pytest.mark.parametrize("kwargs, message", [
     (dict(loss="kto"), r"`loss` must be one of \('sigmoid', 'ipo', 'simpo', 'orpo'\). "
                        r"Received: loss='kto'"),
-    (dict(beta=0), r"`beta` must be a positive number. Received: beta=0"),
-    (dict(orpo_lambda=-1.0), r"`orpo_lambda` must be a positive number"),
+    (dict(beta=0), r"`beta` must be a finite number > 0. Received: beta=0"),
+    (dict(orpo_lambda=-1.0), r"`orpo_lambda` must be a finite number > 0"),
     (dict(reference=object()), r"`reference` must be a causal LM"),
 ])
 def test_bad_arguments_get_one_clear_error(kwargs, message):

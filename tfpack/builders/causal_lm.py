@@ -31,10 +31,17 @@ import tensorflow as tf
 from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.features import FeatureRoles
 from tfpack.errors import TfpackError
+from tfpack.params import (Anything, Boolean, ExistingFile, Integer, token_ids,
+                           validate_params)
 
 __all__ = ["causal_lm_examples", "sft_examples"]
 
 
+@validate_params({
+    "documents": Anything("texts or token ids, checked document by document"),
+    "max_length": Integer(1), "tokenizer": Anything("checked by text_tokenizer"),
+    "vocab_path": [None, ExistingFile()], "lower_case": Boolean(), "min_length": Integer(1),
+})
 def causal_lm_examples(
     documents,
     max_length: int,
@@ -79,9 +86,6 @@ def causal_lm_examples(
         A dataset of ``{"input_ids": int32 [n]}``, ``min_length <= n <= L``,
         in document order.
     """
-    if not isinstance(max_length, int) or max_length < 1:
-        raise TfpackError("`max_length` must be a positive integer. "
-                          f"Received: max_length={max_length!r}")
     if isinstance(documents, tf.data.Dataset):
         if tokenizer is not None:
             raise TfpackError("`tokenizer` tokenizes text: `documents` must be a list of "
@@ -137,6 +141,11 @@ def _ids_dataset(columns: dict) -> tf.data.Dataset:
         lambda i: {name: rows[i] for name, rows in ragged.items()})
 
 
+@validate_params({
+    "pairs": Anything("(prompt, response) pairs, checked pair by pair"),
+    "max_length": Integer(2), "tokenizer": Anything("checked by text_tokenizer"),
+    "vocab_path": [None, ExistingFile()], "lower_case": Boolean(),
+})
 def sft_examples(
     pairs,
     max_length: int,
@@ -192,9 +201,6 @@ def sft_examples(
         TfpackError: an empty prompt or response, or a prompt that leaves no
             room for a response token in ``max_length``.
     """
-    if not isinstance(max_length, int) or max_length < 2:
-        raise TfpackError("`max_length` must be an integer of at least 2. "
-                          f"Received: max_length={max_length!r}")
     pairs = [tuple(p) for p in pairs]
     if not pairs or any(len(p) != 2 for p in pairs):
         raise TfpackError("`pairs` must be a non-empty list of (prompt, response). "
@@ -237,7 +243,7 @@ def _tokenized_texts(texts, tokenizer) -> list[list[int]]:
     return out
 
 
-def _pair_ids(texts, what, vocab_path, lower_case) -> list[list[int]]:
+def _pair_ids(texts, what, vocab_path, lower_case, name=None) -> list[list[int]]:
     """Token ids of each prompt (or response); strings tokenized with WordPiece."""
     out = [None] * len(texts)
     strings = [i for i, t in enumerate(texts) if isinstance(t, str)]
@@ -254,5 +260,5 @@ def _pair_ids(texts, what, vocab_path, lower_case) -> list[list[int]]:
             out[i] = start + sentence.tolist() + [vocab["[SEP]"]]
     for index, value in enumerate(texts):
         if out[index] is None:
-            out[index] = [int(t) for t in value]
+            out[index] = token_ids(value, name or what, where=f"in pair {index}").tolist()
     return out

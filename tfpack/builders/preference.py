@@ -39,6 +39,8 @@ import tensorflow as tf
 from tfpack.builders.causal_lm import _pair_ids, _tokenized_texts
 from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.errors import TfpackError
+from tfpack.params import (Anything, Boolean, ExistingFile, Integer, Options, token_ids,
+                           validate_params)
 
 __all__ = ["preference_examples", "preference_pair"]
 
@@ -46,6 +48,10 @@ TRUNCATIONS = ("prompt_start", "error")
 _FIELDS = ("prompt", "chosen", "rejected")
 
 
+@validate_params({"prompt": Anything("token ids, checked below"),
+                  "chosen": Anything("token ids, checked below"),
+                  "rejected": Anything("token ids, checked below"),
+                  "share_prompt": Boolean()})
 def preference_pair(prompt, chosen, rejected, *, share_prompt: bool = False
                     ) -> dict[str, np.ndarray]:
     """One pair's item: ``input_ids``, ``branch_ids``, ``response_mask`` (int32).
@@ -63,7 +69,8 @@ def preference_pair(prompt, chosen, rejected, *, share_prompt: bool = False
     Returns:
         The unpacked example of the ``preference`` task.
     """
-    prompt, chosen, rejected = (list(map(int, s)) for s in (prompt, chosen, rejected))
+    prompt, chosen, rejected = (token_ids(s, n).tolist() for s, n in
+                                ((prompt, "prompt"), (chosen, "chosen"), (rejected, "rejected")))
     if not prompt or not chosen or not rejected:
         raise TfpackError("A pair must have at least one prompt token and one token in each "
                           f"response. Received: lengths {len(prompt)}, {len(chosen)}, "
@@ -85,6 +92,16 @@ def pair_length(prompt: int, chosen: int, rejected: int, share_prompt: bool = Fa
     return (prompt + 1 if share_prompt else 2 * prompt) + chosen + rejected
 
 
+@validate_params({
+    "pairs": Anything("a list or dataset of pairs, checked pair by pair"),
+    "max_length": Integer(3),
+    "tokenizer": Anything("checked by text_tokenizer"),
+    "share_prompt": Boolean(),
+    "truncation": Options(*TRUNCATIONS),
+    "reference": Anything("checked against the number of pairs"),
+    "vocab_path": [None, ExistingFile()],
+    "lower_case": Boolean(),
+})
 def preference_examples(
     pairs,
     max_length: int,
@@ -146,12 +163,6 @@ def preference_examples(
         TfpackError: an empty prompt or response, a pair that cannot fit, a
             ``reference`` of the wrong size.
     """
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
-        raise TfpackError("`max_length` must be an integer of at least 3. "
-                          f"Received: max_length={max_length!r}")
-    if truncation not in TRUNCATIONS:
-        raise TfpackError(f"`truncation` must be one of {TRUNCATIONS}. "
-                          f"Received: truncation={truncation!r}")
     rows = _rows(pairs)
     prompts, chosen, rejected, keep = _token_ids(rows, tokenizer, vocab_path, lower_case)
     items = []
@@ -191,8 +202,9 @@ def _token_ids(rows, tokenizer, vocab_path, lower_case):
     columns = {k: [row[k] for row in rows] for k in _FIELDS}
     if tokenizer is None:
         prompts = _pair_ids(columns["prompt"], "prompt", vocab_path, lower_case)
-        chosen = _pair_ids(columns["chosen"], "response", vocab_path, lower_case)
-        rejected = _pair_ids(columns["rejected"], "response", vocab_path, lower_case)
+        chosen = _pair_ids(columns["chosen"], "response", vocab_path, lower_case, "chosen")
+        rejected = _pair_ids(columns["rejected"], "response", vocab_path, lower_case,
+                             "rejected")
         # WordPiece text prompts start with [CLS]; id lists have no start ids.
         return prompts, chosen, rejected, [int(isinstance(p, str)) for p in columns["prompt"]]
     reject_vocab_path(vocab_path)

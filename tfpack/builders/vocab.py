@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from tfpack.errors import TfpackError
+from tfpack.params import ExistingFile, check
 
 __all__ = ["load_vocab"]
 
@@ -24,9 +25,8 @@ def load_vocab(vocab_path: str | None = None) -> list[str]:
         vocab_path = bert_vocab_path()
     # An int (a bool too) would be a file descriptor to `open`: read, then closed under its
     # owner (True: standard output).
-    if not isinstance(vocab_path, (str, bytes, os.PathLike)):
-        raise TfpackError("`vocab_path` must be a path to a text file, one token a line. "
-                          f"Received: vocab_path={vocab_path!r}")
+    # A FIFO or /dev/zero would hang the read: a regular file only.
+    check("vocab_path", vocab_path, ExistingFile())
     try:
         # utf-8-sig: a byte-order mark first is not part of the first token.
         with open(vocab_path, encoding="utf-8-sig") as f:

@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 
 # Before anything imports TensorFlow: its C++ log threshold.
@@ -41,6 +42,10 @@ COMMANDS = ("analyze", "plan", "pack", "train", "export", "demo")
 _USE_TENSORFLOW = ("pack", "train", "export", "demo")
 
 
+_DECLARED = re.compile(r"argument (?P<flag>[^/:\s]+)[^:]*: must be (?P<rule>.*?)\. "
+                       r"Received: (?P<value>.*)")
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one stderr line and exit 2.
 
@@ -51,6 +56,13 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         message = " ".join(str(message).split())
+        # A declared type's refusal (tfpack.params.argument) in the one pattern of tfpack's
+        # errors: "`--flag` must be ... Received: --flag=value".
+        declared = _DECLARED.fullmatch(message)
+        if declared:
+            flag, rule, value = declared.group("flag", "rule", "value")
+            value = value if value.startswith(f"{flag}=") else f"{flag}={value}"
+            message = f"`{flag}` must be {rule}. Received: {value}"
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
     def parse_known_args(self, args=None, namespace=None):

@@ -94,18 +94,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "analyze", help="compare packing algorithms on a length histogram (Table 1)",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("histogram", metavar="HISTOGRAM", help="histogram file or bundled name (e.g. wikipedia_512)")
-    parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
+    parser.add_argument("histogram", metavar="HISTOGRAM", type=types.text, help="histogram file or bundled name (e.g. wikipedia_512)")
+    parser.add_argument("--max-length", type=types.count, required=True, help="L: tokens per pack")
     parser.add_argument("--max-sequences-per-pack", "--max-per-pack", action="append", metavar="K",
                         help="K: sequences per pack or 'none'; repeat or comma-separate "
                              "(default: 3,none); old name: --max-per-pack")
-    parser.add_argument("--algorithms",
+    parser.add_argument("--algorithms", type=types.text,
                         help=f"comma-separated planners (default: {','.join(DEFAULT_ALGORITHMS)}, "
                         "skipping those that cannot handle the input)")
     parser.add_argument("--seed", type=types.seed, default=0,
                         help="seed of randomized planners (greedy)")
     parser.add_argument("--json", action="store_true", help="print only a JSON object on stdout")
-    parser.add_argument("--plot", metavar="FILE.png", help="write a PNG of the length histogram")
+    parser.add_argument("--plot", metavar="FILE.png", type=types.output_file, help="write a PNG of the length histogram")
     add_time_limit(parser)
     parser.set_defaults(run=run)
     return parser

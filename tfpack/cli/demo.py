@@ -14,7 +14,13 @@ import json
 import os
 import sys
 
+from tfpack.cli import types
+
 __all__ = ["add_parser"]
+
+
+# Declared types of the DemoConfig fields (tfpack.params): sizes and counts are positive.
+_TYPES = {int: types.count, float: types.positive_number, str: types.text}
 
 
 def add_parser(subparsers) -> None:
@@ -27,14 +33,15 @@ def add_parser(subparsers) -> None:
             "Standard-library docstrings -> WordPiece -> BERT pre-training examples -> "
             "packing plan -> a small BERT trained packed and unpacked on the same "
             "sequences -> efficiency, realized speed-up, loss curves, a SavedModel."))
-    parser.add_argument("--output-dir", default="demo_output",
+    parser.add_argument("--output-dir", default="demo_output", type=types.output_directory,
                         help="plots and training logs (default: %(default)s)")
-    parser.add_argument("--saved-model", default=os.path.join("saved_models", "tfpack_demo"),
+    parser.add_argument("--saved-model", type=types.output_directory,
+                        default=os.path.join("saved_models", "tfpack_demo"),
                         help="SavedModel of the packed model (default: %(default)s)")
     for field in dataclasses.fields(DemoConfig):
         value = getattr(defaults, field.name)
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(value),
-                            default=value, help=f"(default: %(default)s)")
+        kind = types.seed if field.name == "seed" else _TYPES[type(value)]
+        parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=value, help=f"(default: %(default)s)")
     parser.add_argument("--progress", action="store_true", help="show progress bars")
     parser.set_defaults(run=run)
 

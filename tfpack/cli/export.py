@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 
+from tfpack.cli import types
 from tfpack.errors import TfpackError
 
 __all__ = ["add_parser", "run"]
@@ -33,16 +34,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "export", help="export a trained model as a SavedModel (packed + unpacked serving)",
         description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run", dest="run_dir", help="run directory of `tfpack train` (latest checkpoint)")
-    source.add_argument("--model", help="a .keras file of a tfpack model")
-    parser.add_argument("--step", type=int, help="--run: checkpoint step (default: latest)")
-    parser.add_argument("--output", help="SavedModel directory (default: saved_models/<name>)")
-    parser.add_argument("--max-length", type=int, help="L: tokens per pack served")
-    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=int,
+    source.add_argument("--run", dest="run_dir", type=types.input_directory, help="run directory of `tfpack train` (latest checkpoint)")
+    source.add_argument("--model", type=types.input_file, help="a .keras file of a tfpack model")
+    parser.add_argument("--step", type=types.index, help="--run: checkpoint step (default: latest)")
+    parser.add_argument("--output", type=types.output_directory, help="SavedModel directory (default: saved_models/<name>)")
+    parser.add_argument("--max-length", type=types.count, help="L: tokens per pack served")
+    parser.add_argument("--max-sequences-per-pack", "--max-per-pack", type=types.count,
                         help="K: sequences per pack served (old name: --max-per-pack)")
-    parser.add_argument("--max-predictions", type=int,
+    parser.add_argument("--max-predictions", type=types.count,
                         help="M: masked-LM predictions per pack served")
-    parser.add_argument("--padding-id", type=int,
+    parser.add_argument("--padding-id", type=types.index,
                         help="the id padding input_ids rows (adds serve_padded_sequences)")
     parser.add_argument("--json", action="store_true", help="print a JSON object on stdout")
     parser.set_defaults(run=run)

@@ -33,24 +33,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "pack", help="pack Google-format BERT TFRecords into packed TFRecord shards",
         description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True,
+    parser.add_argument("--input", required=True, type=types.text,
                         help="glob (or comma-separated globs) of input TFRecords")
-    parser.add_argument("--output", required=True, help="output directory")
-    parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
+    parser.add_argument("--output", required=True, type=types.output_directory,
+                        help="output directory")
+    parser.add_argument("--max-length", type=types.count, required=True, help="L: tokens per pack")
     parser.add_argument("--max-sequences-per-pack", "--max-per-pack", required=True,
                         type=parse_max_sequences_per_pack,
                         help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--algorithm", help="planner (default optimal)")
-    source.add_argument("--plan", help="PLAN.json from `tfpack plan`")
-    parser.add_argument("--max-predictions", type=int, default=None,
+    source.add_argument("--algorithm", type=types.text, help="planner (default optimal)")
+    source.add_argument("--plan", type=types.input_file, help="PLAN.json from `tfpack plan`")
+    parser.add_argument("--max-predictions", type=types.index, default=None,
                         help="M: masked-LM predictions per pack (default: the most any pack needs)")
-    parser.add_argument("--packs-per-shard", type=int, default=16384,
+    parser.add_argument("--packs-per-shard", type=types.count, default=16384,
                         help="packs per output shard; bounds a Beam worker's memory "
                              "(default 16384)")
     parser.add_argument("--seed", type=types.seed, default=0, help="assignment and shuffle seed")
     parser.add_argument("--no-shuffle", action="store_true", help="keep packs in plan order")
-    parser.add_argument("--batch-size", type=int, default=None,
+    parser.add_argument("--batch-size", type=types.count, default=None,
                         help="packs per training batch, for --balance")
     parser.add_argument("--balance", nargs="?", const="sequences", default=None,
                         choices=("sequences", "tokens"),
@@ -79,9 +80,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``tfpack pack``; returns the exit status."""
     from tfpack import engines
 
-    if args.max_length < 1:
-        raise TfpackError("`--max-length` must be a positive integer. "
-                          f"Received: --max-length={args.max_length}")
     for name in engines.names():
         given = engines.get(name).flags_given(args) if name != args.engine else []
         if given:

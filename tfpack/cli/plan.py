@@ -32,6 +32,7 @@ import numpy as np
 from tfpack import datasets
 from tfpack.cli import types
 from tfpack.errors import TfpackError
+from tfpack.params import Integer
 
 __all__ = ["add_parser", "run", "parse_max_sequences_per_pack", "load_histogram"]
 
@@ -49,6 +50,10 @@ def parse_max_sequences_per_pack(text: str) -> int | None:
             f"must be a positive integer or 'none'. Received: --max-sequences-per-pack={text}"
         )
     return value
+
+
+# Declared for the common API test (tfpack.params): 'none' or a positive integer.
+parse_max_sequences_per_pack.__tfpack_constraint__ = [None, Integer(1)]
 
 
 def add_time_limit(parser: argparse.ArgumentParser) -> None:
@@ -95,13 +100,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "plan", help="plan how to pack a length histogram; write PLAN.json",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("histogram", metavar="HISTOGRAM", help="histogram file or bundled name (e.g. wikipedia_512)")
-    parser.add_argument("--max-length", type=int, required=True, help="L: tokens per pack")
+    parser.add_argument("histogram", metavar="HISTOGRAM", type=types.text, help="histogram file or bundled name (e.g. wikipedia_512)")
+    parser.add_argument("--max-length", type=types.count, required=True, help="L: tokens per pack")
     parser.add_argument("--max-sequences-per-pack", "--max-per-pack", required=True,
                         type=parse_max_sequences_per_pack,
                         help="K: sequences per pack, or 'none' (old name: --max-per-pack)")
-    parser.add_argument("--algorithm", required=True, help="planner: none, greedy, ffd, bfd, spfhp, lpfhp, nnlshp, ennlshp, optimal")
-    parser.add_argument("--output", required=True, help="where to write the plan file (JSON)")
+    parser.add_argument("--algorithm", required=True, type=types.text, help="planner: none, greedy, ffd, bfd, spfhp, lpfhp, nnlshp, ennlshp, optimal")
+    parser.add_argument("--output", required=True, type=types.output_file, help="where to write the plan file (JSON)")
     parser.add_argument("--seed", type=types.seed, default=0,
                         help="seed of randomized planners (greedy)")
     parser.add_argument("--json", action="store_true", help="print only a JSON object on stdout")

@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["seed"]
+from tfpack.params import Directory, ExistingFile, Integer, OutputPath, Real, Text, argument
+
+__all__ = ["count", "index", "input_directory", "input_file", "output_directory",
+           "output_file", "seed", "text", "time_limit"]
 
 
-def seed(text: str) -> int:
-    """A seed: a non-negative integer (numpy refuses others, with a traceback)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer. Received: {text}")
-    return value
+# A seed: a non-negative integer (numpy refuses others, with a traceback).
+seed = argument(Integer(0), convert=int)
+count = argument(Integer(1), convert=int)
+positive_number = argument(Real(0, closed="neither"), convert=float)  # L, K, M, batch sizes: positive integers
+index = argument(Integer(0), convert=int)  # a step, a padding id, M (0: no predictions)
+text = argument(Text())  # a glob, a planner name
+input_file = argument(ExistingFile())
+input_directory = argument(Directory())
+output_file = argument(OutputPath("file"))
+output_directory = argument(OutputPath("directory"))
 
 
 def time_limit(text: str) -> float | None:
@@ -38,3 +42,6 @@ def time_limit(text: str) -> float | None:
         raise argparse.ArgumentTypeError(
             f"must be a number of seconds >= 0 or 'none'. Received: --time-limit={text}")
     return value
+
+
+time_limit.__tfpack_constraint__ = [None, Real(0)]  # 'none' or seconds (tfpack.params)

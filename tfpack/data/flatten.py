@@ -32,14 +32,17 @@ import tensorflow as tf
 from tfpack.data.assemble import assemble
 from tfpack.features import FeatureRoles
 from tfpack.data.emit import with_static_shapes
-from tfpack.data.pack import _positive
 from tfpack.data.reading import ragged_rows
 from tfpack.errors import TfpackError
 from tfpack.formats.rows import dense_rows
+from tfpack.params import InstanceOf, Integer, check, validate_params
 
 __all__ = ["flatten"]
 
 
+@validate_params({"batch_size": Integer(1), "token_budget": [None, Integer(1)],
+                  "max_length": [None, Integer(1)], "max_predictions": [None, Integer(1)],
+                  "roles": [None, InstanceOf(str, FeatureRoles)]})
 def flatten(
     batch_size: int,
     token_budget: int | None = None,
@@ -61,14 +64,11 @@ def flatten(
     Returns:
         A function for ``dataset.apply`` yielding one row per group.
     """
-    _positive("batch_size", batch_size)
     if token_budget is None:
         if max_length is None:
             raise TfpackError("`flatten` needs `token_budget` or `max_length`. "
                               "Received: token_budget=None, max_length=None")
-        _positive("max_length", max_length)
         token_budget = batch_size * max_length
-    _positive("token_budget", token_budget)
 
     def apply(dataset: tf.data.Dataset) -> tf.data.Dataset:
         dataset = dense_rows(dataset)
@@ -77,7 +77,7 @@ def flatten(
         chosen.validate(dataset.element_spec)
         chosen = chosen.present(dataset.element_spec)
         if chosen.predictions:
-            _positive("max_predictions", max_predictions)
+            check("max_predictions", max_predictions, Integer(1))
 
         def row(index, batch):
             batch = ragged_rows(batch)

@@ -33,12 +33,17 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.packing.hosts import split_files
+from tfpack.params import Anything, InstanceOf, validate_params
 
 __all__ = ["host_files", "strategy_all_gather", "jax_all_gather"]
 
 _GLOB = set("*?[")
 
 
+@validate_params({
+    "files": Anything("paths or patterns, checked one by one"),
+    "input_context": [None, InstanceOf(tf.distribute.InputContext)],
+})
 def host_files(files: str | Sequence[str],
                input_context: tf.distribute.InputContext | None) -> list[str]:
     """The files this input pipeline reads: ``files[w::W]`` of the expanded list.
@@ -78,12 +83,28 @@ def host_files(files: str | Sequence[str],
             raise TfpackError("`files` must name files, not directories (use a pattern such "
                               f"as 'DIR/*.tfrecord'). Received: {directories[0]!r}")
         expanded += matches
+    _check_distinct_files(expanded)
     if input_context is None:
         return split_files(expanded, num_hosts=1, host=0)
     return split_files(expanded, num_hosts=input_context.num_input_pipelines,
                        host=input_context.input_pipeline_id)
 
 
+def _check_distinct_files(files: list[str]) -> None:
+    """One file named twice (through ``./``, ``//`` or a link) would go to two hosts and
+    every example in it be packed twice: local files are told apart by (device, inode)."""
+    seen = {}
+    for path in files:
+        if "://" in path:
+            continue
+        info = os.stat(path)
+        first = seen.setdefault((info.st_dev, info.st_ino), path)
+        if first != path:
+            raise TfpackError("`files` must not name a file twice (by another path or a "
+                              f"link). Received: {first!r} and {path!r}")
+
+
+@validate_params({"strategy": InstanceOf(tf.distribute.Strategy)})
 def strategy_all_gather(strategy: tf.distribute.Strategy) -> Callable[[int], list[int]]:
     """An ``all_gather`` for `pack` through ``strategy``: one count a replica.
 

@@ -18,6 +18,7 @@ import numpy as np
 from tfpack.data.emit import pack_dataset
 from tfpack.data.reading import materialize
 from tfpack.data.report import PackReport
+from tfpack.errors import TfpackError
 from tfpack.formats import validation
 from tfpack.packing.flow import offline_packs
 from tfpack.packing.hosts import FAILED, agreed_packs, check_counts, fit_to_count
@@ -97,6 +98,10 @@ def offline_share(packer, dataset, roles):
     counts = None
     if packer.all_gather is not None:
         counts = check_counts(packer.all_gather(real_packs), packer.num_workers)
+        if counts[packer.worker] != real_packs:  # the collective must agree with this host
+            raise TfpackError(
+                f"`all_gather` must return every host's own count; host {packer.worker} "
+                f"packed {real_packs} packs. Received: counts {counts}")
         if not any(counts):
             raise empty_dataset_error()
         target = agreed_packs(counts, multiple=packer.multiple, remainder=packer.remainder)
@@ -108,6 +113,11 @@ def offline_share(packer, dataset, roles):
         target = agreed_packs([real_packs], multiple=packer.multiple,
                               remainder=packer.remainder)
     order, splits, added, dropped, dropped_sequences = fit_to_count(order, splits, target)
+    if dropped and counts is not None and packer.remainder == "pad":  # "pad" loses nothing
+        raise TfpackError(
+            f"`remainder='pad'` must lose no pack, but host {packer.worker} would cut "
+            f"{dropped} of its {real_packs} packs ({dropped_sequences} sequences) to the "
+            f"agreed count. Received: target={target}")
     if dropped:
         warnings.warn(
             f"Host {packer.worker} cut {dropped} packs ({dropped_sequences} sequences) "

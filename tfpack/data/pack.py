@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import tensorflow as tf
 
 from tfpack.data.emit import graph
@@ -59,11 +58,30 @@ from tfpack.formats import validation
 from tfpack.formats.rows import dense_rows
 from tfpack.packing.balance import check_balance
 from tfpack.packing.histograms import validate_seed
+from tfpack.packing.plans import PackingPlan
 from tfpack.packing.windows import DEFAULT_ALGORITHM, empty_dataset_error
+from tfpack.params import Anything, Boolean, InstanceOf, Integer, Options, validate_params
 
 __all__ = ["pack", "Packer", "PackReport"]
 
+_COUNT = [None, Integer(1)]
+# Declared once for `pack` and `Packer` (tfpack.params): checked before anything else.
+PARAMETERS = {
+    "max_length": Integer(1), "max_sequences_per_pack": _COUNT,
+    "max_predictions_per_pack": _COUNT, "plan": [None, InstanceOf(PackingPlan)],
+    "algorithm": [None, InstanceOf(str, description="a planner name (tfpack.packing)")],
+    "window": _COUNT, "roles": [None, InstanceOf(str, FeatureRoles)], "truncate": Boolean(),
+    "shuffle": Boolean(), "seed": Integer(0),
+    "input_context": [None, InstanceOf(tf.distribute.InputContext)],
+    "per_replica_batch_size": Integer(1), "remainder": Options("pad", "drop"),
+    "batch_size": _COUNT, "balance": [Boolean(), Options("sequences", "tokens")],
+    "balance_size": _COUNT, "input_sharded": Boolean(),
+    "all_gather": [None, Anything("a callable, checked with input_sharded")],
+    "num_packs": _COUNT,
+}
 
+
+@validate_params(PARAMETERS)
 def pack(
     *,
     max_length: int,
@@ -179,13 +197,6 @@ def pack(
         input_sharded=input_sharded, all_gather=all_gather, num_packs=num_packs)
 
 
-def _positive(name, value, allow_none=False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise TfpackError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
-
-
 class Packer:
     """The transformation returned by `pack`; see there for the arguments.
 
@@ -193,19 +204,13 @@ class Packer:
         report: a `PackReport`, set when the packer is applied.
     """
 
+    @validate_params(PARAMETERS)
     def __init__(self, *, max_length, max_sequences_per_pack, max_predictions_per_pack,
                  plan, algorithm, window, roles, truncate, shuffle, seed,
                  input_context, per_replica_batch_size, remainder, batch_size=None,
                  balance=False, balance_size=None, input_sharded=False, all_gather=None,
                  num_packs=None):
-        _positive("max_length", max_length)
-        _positive("max_sequences_per_pack", max_sequences_per_pack, allow_none=True)
-        _positive("max_predictions_per_pack", max_predictions_per_pack, allow_none=True)
-        _positive("window", window, allow_none=True)
-        _positive("per_replica_batch_size", per_replica_batch_size)
-        _positive("batch_size", batch_size, allow_none=True)
         validation.check_sizes(max_length, max_sequences_per_pack, max_predictions_per_pack)
-        _positive("balance_size", balance_size, allow_none=True)
         balance = check_balance(balance, balance_size or batch_size)
         if balance and window:
             raise TfpackError("`balance` arranges all packs at once: offline mode only. "
@@ -280,7 +285,6 @@ class Packer:
         if self.max_sequences_per_pack is None:
             raise TfpackError("`input_sharded=True` needs a fixed `max_sequences_per_pack`, "
                               "the same on every host. Received: max_sequences_per_pack=None")
-        _positive("num_packs", self.num_packs, allow_none=True)
         if self.window and self.all_gather is not None:
             raise TfpackError(
                 "Streaming mode (`window`) cannot agree on a count it knows only at the "

@@ -117,16 +117,24 @@ def _sibling_key(name: str) -> str:
 def make_owned(path: str) -> str:
     """Create the directory ``path`` (a `sibling` name) with its owner record inside."""
     token = _SIBLING.fullmatch(os.path.basename(path))["token"]
-    os.mkdir(path)
+    # Private while it is built (whatever the umask): run state kept there (a Beam run's
+    # plan and scans) cannot be planted by another user. `release` opens it as usual.
+    os.mkdir(path, 0o700)
+    os.chmod(path, 0o700)
     with open(os.path.join(path, OWNER), "w") as f:
         json.dump({"pid": os.getpid(), "token": token}, f)
     return path
 
 
 def release(path: str) -> None:
-    """Remove the owner record of ``path`` (just before it is committed)."""
+    """Remove the owner record of ``path`` (just before it is committed) and give it the
+    mode a new folder gets under the umask."""
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(path, OWNER))
+    mask = os.umask(0o022)
+    os.umask(mask)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o777 & ~mask)
 
 
 def _owner_token(path: str) -> str | None:

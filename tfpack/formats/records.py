@@ -40,6 +40,7 @@ from tfpack.formats.packed_values import check_packs
 from tfpack.formats.protos import encode_examples
 from tfpack.formats.rows import dense_rows
 from tfpack.formats.validation import GOOGLE_FEATURES
+from tfpack.params import ExistingFile
 
 __all__ = [
     "GOOGLE_FEATURES",
@@ -68,10 +69,20 @@ def list_files(pattern: str | Iterable[str], *, required: Iterable[str] = ()) ->
     the ``required`` features raises `TfpackError` naming it.
     """
     patterns = pattern.split(",") if isinstance(pattern, str) else list(pattern)
-    files = sorted({f for p in patterns for f in tf.io.gfile.glob(p.strip())})
-    if not files:
-        raise TfpackError(
-            f"`input` must match at least one TFRecord file. Received: input={pattern!r}")
+    files = set()
+    for part in patterns:
+        matched = tf.io.gfile.glob(part.strip()) if part.strip() else []
+        if not matched:  # One part matching nothing is refused, as `tfpack train` does.
+            raise TfpackError(
+                "Every comma-separated part of `input` must match at least one TFRecord file. "
+                f"Received: input={pattern!r} (part {part.strip()!r} matches nothing)")
+        files.update(matched)
+    files = sorted(files)
+    # A FIFO or a device would block (or never end) the first read: regular files only.
+    special = [f for f in files if "://" not in f and not ExistingFile().holds(f)]
+    if special:
+        raise TfpackError("Every input file must be a regular TFRecord file (not a FIFO, a "
+                          f"device or a directory). Received: file={special[0]!r}")
     required = list(required)
     for path in files:
         try:

@@ -46,10 +46,11 @@ from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
-from tfpack.formats.packed_values import INT32_MAX, INT32_MIN
 from tfpack.inference.limits import input_limits
 from tfpack.inference.pairs import predict_pairs
 from tfpack.inference.unpack import Collector
+from tfpack.params import (Anything, Boolean, InstanceOf, Integer, IntegerPair, token_ids,
+                           validate_params)
 from tfpack.tasks import PACKINGS
 
 __all__ = ["predict", "output_kinds"]
@@ -85,7 +86,7 @@ def output_kinds(model, declared: Mapping[str, str] | None = None) -> dict[str, 
     return kinds
 
 
-def _as_dataset(examples) -> tuple[tf.data.Dataset, int | None]:
+def _as_dataset(examples, vocabulary_size: int | None) -> tuple[tf.data.Dataset, int | None]:
     """``(dataset of {"input_ids": [n], ...}, number of examples if known)``."""
     if isinstance(examples, tf.data.Dataset):
         spec = examples.element_spec
@@ -106,7 +107,8 @@ def _as_dataset(examples) -> tuple[tf.data.Dataset, int | None]:
                               f"Received: {len(rows)} rows"
                               + (f", row shapes {sorted({np.shape(r) for r in rows})[:4]}"
                                  if rows else ""))
-        rows = [_integer_row(r, i) for i, r in enumerate(rows)]
+        rows = [token_ids(r, "input_ids", vocabulary_size=vocabulary_size,
+                          where=f"in example {i}") for i, r in enumerate(rows)]
         dataset = tf.data.Dataset.from_generator(
             lambda: ({"input_ids": np.asarray(r, np.int32)} for r in rows),
             output_signature={"input_ids": tf.TensorSpec([None], tf.int32)})
@@ -115,25 +117,14 @@ def _as_dataset(examples) -> tuple[tf.data.Dataset, int | None]:
                       f"list of token id lists. Received: {type(examples).__name__}")
 
 
-def _integer_row(row, index: int) -> np.ndarray:
-    """One example's ids as int32; floats, strings and values beyond int32 are refused
-    (a cast would truncate or wrap them)."""
-    values = np.asarray(row)
-    if values.dtype.kind not in "iu":
-        raise TfpackError(f"`examples` must hold integer token ids, never floats or strings "
-                          f"(a cast would truncate them). Received: example {index} of dtype "
-                          f"{values.dtype}: {values[:8].tolist()}")
-    outside = (values < INT32_MIN) | (values > INT32_MAX)
-    if outside.any():
-        at = int(np.flatnonzero(outside)[0])
-        raise TfpackError(f"`examples` must hold token ids inside int32. Received: "
-                          f"input_ids={values[at].item()} in example {index} at token {at}")
-    return values.astype(np.int32)
-
-
 _LIMIT_NAMES = {"input_ids": "the model's vocabulary_size",
                 "token_type_ids": "the model's type_vocabulary_size",
-                "position_ids": "the rows of the model's position table"}
+                "position_ids": "the rows of the model's position table",
+                "branch_ids": "0: a shared prompt, 1: the chosen sequence, 2: the rejected one",
+                "response_mask": "0 or 1"}
+# Features whose values are a closed set whatever the model (the preference task's): a
+# hand-made example with `branch_ids` 3 would mix two pairs.
+_VALUE_LIMITS = {"branch_ids": 3, "response_mask": 2}
 
 
 def _check_inputs(batch: dict, limits: Mapping[str, int]) -> None:
@@ -172,6 +163,17 @@ def _model_inputs(model, element_spec) -> tuple[str, ...]:
     return tuple(n for n in names if n not in optional or n in element_spec)
 
 
+@validate_params({
+    "model": Anything("a Keras model, checked by its outputs"),
+    "examples": Anything("a dataset or token id lists, checked example by example"),
+    # (Le, Ld) for an encoder-decoder's pairs (`tfpack.builders.seq2seq_examples`).
+    "max_length": [Integer(1), IntegerPair(1)], "max_sequences_per_pack": Integer(1),
+    "batch_size": Integer(1),
+    "max_predictions_per_pack": [None, Integer(1)], "window": Integer(1),
+    "algorithm": InstanceOf(str, description="a planner name (tfpack.packing)"),
+    "output_kinds": [None, InstanceOf(Mapping)], "roles": [None, InstanceOf(str, FeatureRoles)],
+    "truncate": Boolean(), "jit_compile": Boolean(), "progress": Boolean(),
+})
 def predict(
     model,
     examples,
@@ -223,16 +225,14 @@ def predict(
     Returns:
         Per example, in input order: see the module docstring.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise TfpackError(f"`batch_size` must be a positive integer. Received: "
-                          f"batch_size={batch_size!r}")
     kinds = output_kinds_of(model, output_kinds)
     if isinstance(max_length, (tuple, list)):  # (Le, Ld): an encoder-decoder's pairs.
         return predict_pairs(model, examples, max_length=tuple(max_length),
                              max_sequences_per_pack=max_sequences_per_pack,
                              batch_size=batch_size, kinds=kinds,
                              call=_compiled(model, jit_compile))
-    dataset, count = _as_dataset(examples)
+    limits = {**input_limits(model), **_VALUE_LIMITS}
+    dataset, count = _as_dataset(examples, limits.get("input_ids"))
     inputs = _model_inputs(model, dataset.element_spec)
     if roles is None:  # A model whose packs carry task features says how to pack them.
         roles = getattr(model, "packing_roles", None)
@@ -241,6 +241,12 @@ def predict(
             n for n in ("token_type_ids",) if n in inputs and n in dataset.element_spec)
         roles = FeatureRoles(name="predict", tokens=tokens)
     roles = FeatureRoles.get(roles)
+    if truncate and "branch_ids" in dataset.element_spec:
+        # A pair is one item: cut like one sequence, its rejected branch would vanish.
+        raise TfpackError("`truncate=True` cannot cut preference pairs (a pair is one item; "
+                          "its rejected branch would be lost): build them with "
+                          "`preference_examples(max_length=L)`, which cuts prompts. "
+                          "Received: truncate=True")
     packer = pack(max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
                   max_predictions_per_pack=max_predictions_per_pack, window=window,
                   algorithm=algorithm, roles=roles, shuffle=False, truncate=truncate)
@@ -251,7 +257,6 @@ def predict(
         raise TfpackError(f"The packs must hold every feature the model reads. Received: "
                           f"missing {missing} (pass `roles` that pack them)")
     call = _compiled(model, jit_compile)
-    limits = input_limits(model)
     collector = Collector(kinds)
     with tqdm(total=count, desc="predict", unit=" examples", disable=not progress) as bar:
         pending, rows = None, None

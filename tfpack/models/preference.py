@@ -70,6 +70,7 @@ from tfpack.models.lm_scorer import next_token_targets
 from tfpack.models.shared_prompt import check_shared_prompt_policy
 from tfpack.models.shared_prompt import shared_prompt_logits
 from tfpack.models.task import Task
+from tfpack.params import Anything, Boolean, Options, Real, validate_params
 
 __all__ = ["PreferenceModel", "LOSSES", "preference_losses"]
 
@@ -160,6 +161,29 @@ def preference_losses(loss, chosen, rejected, chosen_tokens, rejected_tokens,
     return -mean_chosen - orpo_lambda * ops.log_sigmoid(margin), margin
 
 
+def _check_distinct(policy, reference) -> None:
+    """The reference is frozen: one sharing the policy (itself, its backbone or any
+    weight) would freeze the policy too, and `fit` would change nothing."""
+    if reference is None:
+        return
+    shared = reference is policy or reference.backbone is policy.backbone
+    if not shared:
+        mine = {id(v) for v in getattr(policy, "weights", [])}
+        shared = any(id(v) in mine for v in getattr(reference, "weights", []))
+    if shared:
+        raise TfpackError(
+            "`reference` must be a distinct model sharing no layer or weight with the policy "
+            "(it is frozen: a shared one freezes the policy), or None to read the reference's "
+            "log-likelihoods from the packs. Received: reference="
+            + ("the policy itself" if reference is policy else "a model sharing the policy's "
+               "backbone or weights"))
+    sizes = [getattr(lm, "vocabulary_size", None) or getattr(lm.backbone, "vocabulary_size", None)
+             for lm in (policy, reference)]
+    if None not in sizes and sizes[0] != sizes[1]:  # under XLA an id past a table is clamped
+        raise TfpackError("`reference` must have the policy's vocabulary "
+                          f"(vocabulary_size={sizes[0]}). Received: vocabulary_size={sizes[1]}")
+
+
 @keras.saving.register_keras_serializable(package="tfpack")
 class PreferenceModel(Task):
     """Preference optimization of a causal LM on packed pairs (module docstring).
@@ -220,22 +244,23 @@ class PreferenceModel(Task):
     # How `tfpack.predict` packs this model's examples (a preset of tfpack.data.pack).
     packing_roles = "preference"
 
+    @validate_params({
+        "policy": Anything("a causal LM, checked below"),
+        "reference": Anything("None or a distinct causal LM, checked below"),
+        "loss": Options(*LOSSES),
+        "beta": Real(0, None, closed="neither"),
+        "simpo_gamma": Real(),
+        "orpo_lambda": Real(0, None, closed="neither"),
+        "share_prompt": Boolean(),
+    })
     def __init__(self, policy, reference=None, *, loss="sigmoid", beta=0.1, simpo_gamma=0.5,
                  orpo_lambda=0.1, share_prompt=False, **kwargs):
-        if loss not in LOSSES:
-            raise TfpackError(f"`loss` must be one of {LOSSES}. Received: loss={loss!r}")
-        for name, value in (("beta", beta), ("orpo_lambda", orpo_lambda)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise TfpackError(f"`{name}` must be a positive number. "
-                                  f"Received: {name}={value!r}")
-        if isinstance(simpo_gamma, bool) or not isinstance(simpo_gamma, (int, float)):
-            raise TfpackError(f"`simpo_gamma` must be a number. Received: "
-                              f"simpo_gamma={simpo_gamma!r}")
         for name, lm in (("policy", policy), ("reference", reference)):
             if lm is not None and (not callable(lm) or getattr(lm, "backbone", None) is None):
                 raise TfpackError(
                     f"`{name}` must be a causal LM with a `backbone` returning `logits` (e.g. "
                     f"tfpack.models.CausalLM). Received: {name}={lm!r}"[:300])
+        _check_distinct(policy, reference)
         if share_prompt:
             check_shared_prompt_policy(policy)
             if reference is not None:

@@ -72,8 +72,8 @@ def check_counts(counts, num_hosts: int) -> list[int]:
         array = np.asarray(counts, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
         array = np.zeros([0])
-    if not array.size or (array != np.round(array)).any():
-        raise TfpackError("`all_gather` must return a list of integer counts. "
+    if not array.size or not np.isfinite(array).all() or (array != np.round(array)).any():
+        raise TfpackError("`all_gather` must return a list of finite integer counts. "
                           f"Received: {counts!r}")
     counts = [int(c) for c in array]
     if len(counts) % num_hosts:

@@ -57,6 +57,7 @@ import math
 from typing import Any
 
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, Integer, Options, Real, validate_params
 
 __all__ = ["BatchRule", "for_packing", "packing_factor_of", "pack_depth_std_of"]
 
@@ -192,12 +193,6 @@ def packing_factor_of(plan_or_factor: Any) -> float:
     return float(value)
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TfpackError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
-    return value
-
-
 def _cut(kind: str, micro_batch_size: int, accumulation_steps: int, p: float):
     if kind == "accumulation":
         return micro_batch_size, max(1, round(accumulation_steps / p))
@@ -210,6 +205,11 @@ def _cut(kind: str, micro_batch_size: int, accumulation_steps: int, p: float):
     return min(candidates)[2:]
 
 
+@validate_params({
+    "micro_batch_size": Integer(1), "accumulation_steps": Integer(1),
+    "packing_factor": Anything("a number, a PackingPlan or its metrics: packing_factor_of"),
+    "num_replicas": Integer(1), "cut": Options(*_CUTS), "tolerance": Real(0),
+})
 def for_packing(
     micro_batch_size: int,
     accumulation_steps: int = 1,
@@ -239,15 +239,9 @@ def for_packing(
         A `BatchRule`; `relative_error` says how far rounding moved it,
         ``cut`` which cut was applied and ``note`` why, if not the requested one.
     """
-    micro_batch_size = _positive_int("micro_batch_size", micro_batch_size)
-    accumulation_steps = _positive_int("accumulation_steps", accumulation_steps)
-    num_replicas = _positive_int("num_replicas", num_replicas)
+    micro_batch_size, accumulation_steps = int(micro_batch_size), int(accumulation_steps)
+    num_replicas = int(num_replicas)
     p = packing_factor_of(packing_factor)
-    if cut not in _CUTS:
-        raise TfpackError(f"`cut` must be one of {_CUTS}. Received: cut={cut!r}")
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0:
-        raise TfpackError("`tolerance` must be a non-negative number. "
-                          f"Received: tolerance={tolerance!r}")
     target = float(micro_batch_size * accumulation_steps * num_replicas)
     depth_std = pack_depth_std_of(packing_factor)
 

@@ -213,26 +213,32 @@ def decide(summaries: list[dict], *, files: list[str], job, cache_dir: str | Non
 
     Returns ``{"error": message}`` or the plan, the placement, each file's
     rank offsets and first example, and the output's shape. With
-    ``cache_dir``, kept there like the scans (planning may take seconds).
+    ``cache_dir``, the plan (planning may take seconds) is kept there as a
+    plan file (JSON, checked when read back: `PackingPlan.load`), never as
+    code-bearing state: the rest is recomputed from the summaries.
     """
     import os
-    import pickle
-
-    from tfpack.formats import manifest
 
     cached = None if cache_dir is None else os.path.join(cache_dir,
-                                                         f"{CACHE_PREFIX}decision.pkl")
-    if cached is not None and os.path.exists(cached):
-        with open(cached, "rb") as f:
-            return pickle.load(f)
-    decision = _decide(summaries, files=files, job=job)
-    if cached is not None:
-        with manifest.atomic_path(cached) as partial, open(partial, "wb") as f:
-            pickle.dump(decision, f)
-    return decision
+                                                         f"{CACHE_PREFIX}plan.json")
+    return _decide(summaries, files=files, job=job, plan_cache=cached)
 
 
-def _decide(summaries: list[dict], *, files: list[str], job) -> dict:
+def _cached_plan(plan_cache: str | None, make):
+    """The plan of ``plan_cache`` if one was written there, else ``make()`` (then kept)."""
+    import os
+
+    from tfpack.packing import PackingPlan
+
+    if plan_cache is not None and os.path.isfile(plan_cache):
+        return PackingPlan.load(plan_cache)
+    chosen = make()
+    if plan_cache is not None:
+        chosen.save(plan_cache)
+    return chosen
+
+
+def _decide(summaries: list[dict], *, files: list[str], job, plan_cache=None) -> dict:
     max_length, seed = job.max_length, job.seed
     try:
         summaries = unique_by(summaries, lambda s: s["index"], len(files), "input files")
@@ -251,9 +257,9 @@ def _decide(summaries: list[dict], *, files: list[str], job) -> dict:
                                max_length)
         per_file = np.stack([s["histogram"] for s in summaries])
         histogram = per_file.sum(axis=0)[1:]
-        chosen = choose_plan(histogram, max_length=max_length,
-                             max_sequences_per_pack=job.max_sequences_per_pack, plan=job.plan,
-                             algorithm=job.algorithm, seed=seed)
+        chosen = _cached_plan(plan_cache, lambda: choose_plan(
+            histogram, max_length=max_length, max_sequences_per_pack=job.max_sequences_per_pack,
+            plan=job.plan, algorithm=job.algorithm, seed=seed))
         short = chosen.max_length  # a given plan may be shorter than max_length
         if histogram[short:].any():
             first, s = next((f, s) for f, s in zip(firsts, summaries)
