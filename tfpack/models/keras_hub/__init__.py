@@ -71,6 +71,7 @@ from tfpack.models.keras_hub.gpt import KerasHubGPT
 from tfpack.models.keras_hub.gpt_neo_x import KerasHubGPTNeoX
 from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
 from tfpack.models.keras_hub.phi3 import KerasHubPhi3
+from tfpack.models.keras_hub.qwen3_5 import KerasHubQwen3_5
 from tfpack.models.keras_hub.refusals import refusal
 from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
@@ -162,6 +163,7 @@ __all__ = [
     "KerasHubGemma4",
     "KerasHubGptOss",
     "KerasHubPhi3",
+    "KerasHubQwen3_5",
     "KerasHubRoformerV2",
     "KerasHubSmolLM3",
     "KerasHubXLNet",

@@ -27,13 +27,6 @@ _CONTRASTIVE = (f"{_IMAGES}; its output scores every text against every "
 REASONS = {
     "RWKV7Backbone": f"RWKV-7's time mixing {_STATE} (and its token shift "
                      "mixes each token with the previous one in the row)",
-    "Qwen3_5Backbone": "Qwen3.5's gated DeltaNet linear-attention layers "
-                       f"(`layer_types` 'linear_attention') {_STATE}; its "
-                       "short causal convolution also crosses sequence "
-                       "boundaries",
-    "Qwen3_5MoeBackbone": "Qwen3.5-MoE's gated DeltaNet linear-attention "
-                          f"layers {_STATE}; its short causal convolution "
-                          "also crosses sequence boundaries",
     "FNetBackbone": "FNet mixes tokens with a Fourier transform over the "
                     "whole row: every output depends on every token of the "
                     "pack, and a per-sequence transform would need "
