@@ -38,10 +38,13 @@ An adapter is one module here whose class is decorated with
 | GPT-2 and OPT | `GPT2Backbone`, `OPTBackbone` | `KerasHubGPT` |
 | GPT-NeoX | `GPTNeoXBackbone` | `KerasHubGPTNeoX` |
 | ALiBi decoders (ALiBi from positions inside each sequence) | `BloomBackbone`, `FalconBackbone` | `KerasHubAlibiDecoder` |
+| Qwen3.5 hybrids (text; gated DeltaNet with the state and convolution reset per sequence, gated attention, experts) | `Qwen3_5Backbone`, `Qwen3_5MoeBackbone` | `KerasHubQwen3_5` |
+| RWKV-7 (token shifts and time-mix state reset per sequence) | `RWKV7Backbone` | `KerasHubRWKV7` |
 
-Backbones whose computation crosses sequence boundaries in a way a mask
-cannot stop (recurrent state, Fourier mixing), encoder-decoders and
-image-text models are refused with the reason
+Recurrent layers reset their state at every sequence start inside the
+recurrence (`tfpack.layers.recurrence`). Backbones whose computation
+crosses sequence boundaries in a way tfpack cannot cut (Fourier mixing),
+encoder-decoders and image-text models are refused with the reason
 (`tfpack.models.keras_hub.refusals`).
 
 Example:
@@ -74,6 +77,7 @@ from tfpack.models.keras_hub.phi3 import KerasHubPhi3
 from tfpack.models.keras_hub.qwen3_5 import KerasHubQwen3_5
 from tfpack.models.keras_hub.refusals import refusal
 from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
+from tfpack.models.keras_hub.rwkv7 import KerasHubRWKV7
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 
@@ -164,6 +168,7 @@ __all__ = [
     "KerasHubGptOss",
     "KerasHubPhi3",
     "KerasHubQwen3_5",
+    "KerasHubRWKV7",
     "KerasHubRoformerV2",
     "KerasHubSmolLM3",
     "KerasHubXLNet",
