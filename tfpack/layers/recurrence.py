@@ -266,8 +266,10 @@ def _scan(step, state, inputs):
         state, output = step(state, [x[t] for x in inputs])
         return t + 1, state, written.write(t, output)
 
+    # XLA needs the loop's bound to size the TensorArray.
     _, _, written = tf.while_loop(lambda t, *_: t < length, body,
-                                  (0, state, written))
+                                  (0, state, written),
+                                  maximum_iterations=length)
     return ops.moveaxis(written.stack(), 0, 1)
 
 

@@ -15,7 +15,8 @@ MODULES = ["tfpack.models.keras_hub", "tfpack.models.keras_hub.base",
            "tfpack.models.keras_hub.gpt_neo_x", "tfpack.models.keras_hub.alibi",
            "tfpack.models.keras_hub.deberta", "tfpack.models.keras_hub.roformer",
            "tfpack.models.keras_hub.esm", "tfpack.models.keras_hub.xlnet",
-           "tfpack.models.keras_hub.refusals"]
+           "tfpack.models.keras_hub.refusals", "tfpack.models.keras_hub.qwen3_5",
+           "tfpack.models.keras_hub.rwkv7"]
 
 
 @pytest.mark.parametrize("name", MODULES)
