@@ -27,7 +27,7 @@ demo: venv
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/tfpack demo
 
 test: venv
-	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) tests
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS) tests
 
 bench: venv
 	$(BIN)/python benchmarks/planners.py

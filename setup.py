@@ -1,12 +1,34 @@
 """tfpack: sequence packing without cross-contamination for TensorFlow and Keras."""
 
 import pathlib
+import re
 
 import setuptools
 
 HERE = pathlib.Path(__file__).parent
 VERSION = {}
 exec((HERE / "tfpack" / "version.py").read_text(), VERSION)
+
+
+def keras_hub_requirement():
+    """`keras-hub>=A.B,<A.C` over the minor releases the keras-hub adapters
+    were tested with: `TESTED_KERAS_HUB_VERSIONS` of
+    tfpack/models/keras_hub/declarations.py, the one list the adapters'
+    untested-version warning and their refusal message read. The adapters
+    read keras-hub's private names (checked when an adapter is built), so
+    a later minor release is declared only once the conformance suite
+    passed on it."""
+    text = (HERE / "tfpack" / "models" / "keras_hub" / "declarations.py"
+            ).read_text()
+    tested = re.search(r"TESTED_KERAS_HUB_VERSIONS = \(([^)]*)\)", text)
+    minors = sorted({tuple(int(part) for part in version.split(".")[:2])
+                     for version in re.findall(r'"([0-9.]+)"',
+                                               tested.group(1))})
+    low, high = minors[0], minors[-1]
+    return f"keras-hub>={low[0]}.{low[1]},<{high[0]}.{high[1] + 1}"
+
+
+KERAS_HUB = keras_hub_requirement()
 
 setuptools.setup(
     name="tfpack",
@@ -54,15 +76,15 @@ setuptools.setup(
         # installs it (CPU wheels) so the JAX-backend tests run in CI.
         "jax": ["jax>=0.4.36"],
         # Packed training of keras-hub backbones (`tfpack.models.from_keras_hub`).
-        "keras-hub": ["keras-hub>=0.32"],
+        # The releases tested (`keras_hub_requirement`): 0.32.x today.
+        "keras-hub": [KERAS_HUB],
         "test": [
             "pytest>=8",
             "pytest-xdist>=3.5",
             "hypothesis>=6.100",
             # Reference implementation for the real-weights BERT comparison, and
-            # the backbones `from_keras_hub` adapts (their layers' attributes as
-            # of 0.32).
-            "keras-hub>=0.32",
+            # the backbones `from_keras_hub` adapts (the tested releases).
+            KERAS_HUB,
             # Trainers of the small SentencePiece and byte-level BPE vocabularies
             # the tokenizer= tests build offline (keras-hub depends on both too).
             "sentencepiece>=0.2",

@@ -1,6 +1,6 @@
 """What keeping non-finite values inside their sequence costs in dense attention.
 
-`tfpack.layers.packed_attention.softmax_attention` now selects the scores
+`tfpack.layers.dense_attention.softmax_attention` now selects the scores
 with the mask (`where`) and routes values through
 `tfpack.layers.attention_mask.isolate_values` (non-finite rows zeroed, the
 queries that may see one marked NaN). The baseline is the computation
@@ -31,7 +31,7 @@ import tensorflow as tf  # noqa: E402
 from keras import ops  # noqa: E402
 
 from tfpack.layers import PackedAttentionMask  # noqa: E402
-from tfpack.layers.packed_attention import softmax_attention  # noqa: E402
+from tfpack.layers.dense_attention import softmax_attention  # noqa: E402
 
 # name: (batch, L, heads, head_dim)
 CASES = {"L=512": (8, 512, 4, 32), "L=2048": (2, 2048, 4, 32)}

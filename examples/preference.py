@@ -14,7 +14,7 @@ offline) and loaded into keras-hub's `Llama3Tokenizer`; a small random
 `Llama3Backbone` runs on packs through `tfpack.models.from_keras_hub`;
 supervised fine-tuning on ``(prompt, chosen)`` (`tfpack.data.sft_examples`);
 then the SFT model's log-likelihoods of every pair are computed once
-(`tfpack.models.reference_log_likelihoods`, through `tfpack.predict`) and
+(`tfpack.inference.reference_log_likelihoods`, through `tfpack.predict`) and
 carried in the packs (`tfpack.builders.preference_examples(reference=)`),
 and `tfpack.models.PreferenceModel(loss="sigmoid")` (DPO) trains the same
 model on packed pairs: a pair is one packed item, so its chosen and rejected
@@ -51,7 +51,7 @@ import numpy as np
 import tensorflow as tf
 
 import tfpack
-from tfpack import data, models, training
+from tfpack import data, inference, models, training
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from keras_hub_sft import docstring_pairs  # noqa: E402  (the same real pairs)
@@ -101,7 +101,7 @@ def fitting(pairs: list[dict], tokenizer, L: int) -> list[dict]:
 
 def log_likelihoods(lm, examples, L: int, K: int) -> dict:
     """The chosen and rejected responses' log-likelihoods under ``lm``, pair by pair."""
-    return models.reference_log_likelihoods(lm, examples, max_length=L,
+    return inference.reference_log_likelihoods(lm, examples, max_length=L,
                                             max_sequences_per_pack=K, batch_size=8)
 
 

@@ -2,7 +2,7 @@
 
 Each pack holds one sequence whose first token is the pack's global index + 1,
 so a reader that skips, repeats or reorders packs is caught by value
-(`tests/data/test_packed_reading.py`, `tests/faults/test_reading.py`).
+(`tests/formats/test_packed_reading.py`, `tests/faults/test_reading.py`).
 """
 
 from __future__ import annotations

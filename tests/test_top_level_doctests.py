@@ -1,18 +1,10 @@
-"""The docstring examples of tfpack's top-level modules run as written."""
-
-import doctest
-import importlib
+"""The docstring examples of tfpack's top-level modules and `tfpack.datasets` run as written (`tests/doctest_runner.py`)."""
 
 import pytest
 
-MODULES = ["tfpack", "tfpack.datasets", "tfpack.errors", "tfpack.features", "tfpack.plots", "tfpack.demo",
-           "tfpack.cli", "tfpack.cli.types", "tfpack._fds", "tfpack.atomic",
-           "tfpack._extension"]
+from doctest_runner import modules_for, run_examples
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", modules_for(__file__))
 def test_docstring_examples(name):
-    module = importlib.import_module(name)
-    failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert attempted > 0, f"{name} has no docstring example"
-    assert failed == 0
+    run_examples(name)

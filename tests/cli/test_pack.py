@@ -16,9 +16,8 @@ from tfpack.cli import main
 from tfpack.cli import pack as pack_command
 from tfpack.errors import TfpackError
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
 from packed_checks import assert_same_examples  # noqa: E402
-from test_records import google_examples, write_google  # noqa: E402
+from google_records import google_examples, write_google  # noqa: E402
 
 
 def run(argv):

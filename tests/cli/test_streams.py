@@ -44,8 +44,7 @@ def test_one_line_error_without_tensorflow_start_up_noise(tmp_path):
 def test_a_packing_run_leaves_stderr_empty(tmp_path):
     """TensorFlow's device probe logs "failed call to cuInit" at level E (past
     TF_CPP_MIN_LOG_LEVEL=2) on machines with CUDA libraries and no GPU."""
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
-    from test_records import google_examples, write_google
+    from google_records import google_examples, write_google
 
     write_google(tmp_path / "in.tfrecord", google_examples(20, seed=2))
     result = subprocess.run([*ENTRY, "pack", "--input", str(tmp_path / "in.tfrecord"),

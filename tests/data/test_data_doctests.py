@@ -1,17 +1,10 @@
-"""The docstring examples of the tf.data modules run as written."""
-
-import doctest
-import importlib
+"""The docstring examples of `tfpack.data` run as written (`tests/doctest_runner.py`)."""
 
 import pytest
 
-MODULES = ["tfpack.data", "tfpack.data.pack", "tfpack.data.report", "tfpack.data.emit",
-           "tfpack.data.flatten", "tfpack.data.reading", "tfpack.data.boundary"]
+from doctest_runner import modules_for, run_examples
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", modules_for(__file__))
 def test_docstring_examples(name):
-    failed, attempted = doctest.testmod(importlib.import_module(name),
-                                        optionflags=doctest.ELLIPSIS)
-    assert attempted > 0, f"{name} has no docstring example"
-    assert failed == 0
+    run_examples(name)

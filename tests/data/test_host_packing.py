@@ -463,11 +463,3 @@ def test_two_jax_processes_pack_their_own_files_and_run_equal_steps(tmp_path):
     assert first["host_packs"][0] > first["host_packs"][1]
     assert first["steps"] == second["steps"] == -(-max(first["host_packs"]) // 2)
     assert sorted(first["ids"] + second["ids"]) == list(range(1, sum(SIZES) + 1))
-
-
-@pytest.mark.parametrize("name", ["tfpack.data.hosts", "tfpack.packing.hosts"])
-def test_docstring_examples(name):
-    import doctest
-    import importlib
-
-    assert doctest.testmod(importlib.import_module(name)).failed == 0

@@ -297,9 +297,3 @@ def test_recurrences_equal_keras_hubs_on_jax_under_jit():
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok"), done.stdout
 
-
-def test_docstring_examples():
-    import doctest
-
-    failed, attempted = doctest.testmod(recurrence)
-    assert attempted >= 7 and failed == 0

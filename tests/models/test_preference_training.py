@@ -33,7 +33,7 @@ def test_reference_model_and_reference_features_give_the_same_numbers():
     policy, reference = decoder_policy(seed=0), decoder_policy(seed=1)
     pairs = make_pairs()
     examples = tfpack.builders.preference_examples(pairs, max_length=MAX_LENGTH)
-    scores = tfpack.models.reference_log_likelihoods(
+    scores = tfpack.inference.reference_log_likelihoods(
         reference, examples, max_length=MAX_LENGTH, max_sequences_per_pack=3,
         batch_size=2, jit_compile=False)
     alone = pairs_alone(reference, pairs)

@@ -1,6 +1,5 @@
 """`tfpack.packing.workers.split_packs`: which packs each training worker reads."""
 
-import doctest
 
 import numpy as np
 import pytest
@@ -10,11 +9,6 @@ from hypothesis import strategies as st
 from tfpack.errors import TfpackError
 from tfpack.packing import workers
 from tfpack.packing.workers import split_packs
-
-
-def test_doctests():
-    result = doctest.testmod(workers)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def _table(split):

@@ -33,13 +33,14 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 
 import numpy as np
 import tensorflow as tf
 
 from tfpack.builders.tokenizers import TextTokenizer, reject_vocab_path, text_tokenizer
+from tfpack.builders.vocab import load_vocab
+from tfpack.builders.wordpiece import WordPiece
 from tfpack.errors import TfpackError
 
 __all__ = ["BertExample", "bert_pretraining_examples", "compact_vocabulary",
@@ -59,35 +60,6 @@ class BertExample:
     next_sentence_label: int
 
 
-def load_vocab(vocab_path: str | None = None) -> list[str]:
-    """The WordPiece vocabulary, one token per line (bundled one by default).
-
-    Example:
-
-    >>> vocab = load_vocab()
-    >>> len(vocab), vocab[101], vocab[102]
-    (30522, '[CLS]', '[SEP]')
-    """
-    if vocab_path is None:
-        from tfpack.datasets import bert_vocab_path
-
-        vocab_path = bert_vocab_path()
-    # An int (a bool too) would be a file descriptor to `open`: read, then closed under its
-    # owner (True: standard output).
-    if not isinstance(vocab_path, (str, bytes, os.PathLike)):
-        raise TfpackError("`vocab_path` must be a path to a text file, one token a line. "
-                          f"Received: vocab_path={vocab_path!r}")
-    try:
-        # utf-8-sig: a byte-order mark first is not part of the first token.
-        with open(vocab_path, encoding="utf-8-sig") as f:
-            return [line.rstrip("\n") for line in f]
-    except (OSError, UnicodeDecodeError, ValueError) as error:  # ValueError: a NUL in the path
-        raise TfpackError(
-            "`vocab_path` must be a readable UTF-8 text file, one token a line. "
-            f"Received: vocab_path={os.fspath(vocab_path)!r} ({error})"
-        ) from None
-
-
 def tokenize_documents(documents: list[list[str]], vocab_path: str | None = None,
                        *, lower_case: bool = True) -> list[list[np.ndarray]]:
     """WordPiece ids of every sentence, read as BERT's reference reads text.
@@ -95,8 +67,6 @@ def tokenize_documents(documents: list[list[str]], vocab_path: str | None = None
     (`tfpack.builders.wordpiece`.) Returns documents as lists of int32
     arrays; empty sentences and documents are dropped.
     """
-    from tfpack.builders.wordpiece import WordPiece
-
     sentences = [s for d in documents for s in d]
     if not sentences:
         return []

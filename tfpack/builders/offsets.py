@@ -32,7 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["is_hugging_face", "token_offsets"]
+import numpy as np
+
+from tfpack.builders.wordpiece import PUNCTUATION, SPACE, WORD, WordPiece, _is_cjk, split_words
+from tfpack.errors import TfpackError
+
+__all__ = ["flat_ids", "id_rows", "is_hugging_face", "token_offsets"]
 
 
 def token_offsets(tokenizer) -> Callable | None:
@@ -63,8 +68,6 @@ def _hugging_face_offsets(tokenizer, texts):
 
 def _wordpiece_offsets(tokenizer, texts):
     """keras-hub's own WordPiece reading (not BERT's reference: `_keras_hub_normalizer`)."""
-    from tfpack.builders.wordpiece import WordPiece, split_words
-
     wordpiece = WordPiece(list(tokenizer.get_vocabulary()), lower_case=False,
                           unknown_token=tokenizer.oov_token)
     normalize = _keras_hub_normalizer(tokenizer)
@@ -90,8 +93,6 @@ def _keras_hub_normalizer(tokenizer) -> Callable[[str], tuple[tuple[str, int], .
     """
     import string
     import unicodedata
-
-    from tfpack.builders.wordpiece import PUNCTUATION, SPACE, WORD, _is_cjk
 
     lowercase = getattr(tokenizer, "lowercase", False)
     strip_accents = getattr(tokenizer, "strip_accents", False)
@@ -130,11 +131,9 @@ def _char_offsets(text: str, byte_spans):
 def _byte_pair_offsets(tokenizer, texts):
     from keras_hub.src.tokenizers.byte_pair_tokenizer import bytes_to_unicode
 
-    from tfpack.builders.tokenizers import _rows
-
     byte_values, characters = bytes_to_unicode()
     to_byte = {c: b for b, c in zip(byte_values, characters)}
-    ids = _rows(tokenizer(list(texts)))
+    ids = id_rows(tokenizer(list(texts)))
     offsets = []
     for text, row in zip(texts, ids):
         spans, position = [], 0
@@ -164,3 +163,25 @@ def _sentencepiece_offsets(tokenizer, texts):
         spans = [(p.begin, p.end) for p in pieces]
         offsets.append(_char_offsets(text, spans) if len(encoded) else [])
     return ids, offsets
+
+
+def id_rows(output) -> list[list[int]]:
+    """Rows of ids from a keras-hub tokenizer's batch output (lists, ragged or numpy)."""
+    if hasattr(output, "to_list"):  # tf.RaggedTensor
+        output = output.to_list()
+    elif hasattr(output, "numpy"):
+        output = output.numpy()
+    return [flat_ids(row) for row in output]
+
+
+def flat_ids(row) -> list[int]:
+    array = np.asarray(row.numpy() if hasattr(row, "numpy") else row)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+        raise TfpackError("`tokenizer` must give a flat list of int ids per string. "
+                          f"Received: {array.dtype} ids of shape {array.shape}")
+    if array.size and array.min() < 0:
+        raise TfpackError(f"Token ids must be non-negative. Received: {int(array.min())}")
+    if array.size and int(array.max()) >= 2**31:
+        raise TfpackError("Token ids must fit int32 (below 2**31). "
+                          f"Received: {int(array.max())}")
+    return array.astype(np.int64).tolist()

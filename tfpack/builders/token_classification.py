@@ -154,7 +154,7 @@ def token_classification_examples(words: list[list[str]], tags: list[list[int]] 
 
     _check_words(words, tags, num_classes)
     if tokenizer is None:
-        from tfpack.builders.wordpiece import wordpiece_text_tokenizer
+        from tfpack.builders.tokenizers import wordpiece_text_tokenizer
 
         # BERT's pre-split words are each tokenized alone (Hugging Face's
         # is_split_into_words): a word never merges with its neighbour.

@@ -62,10 +62,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tfpack.builders.offsets import is_hugging_face, token_offsets
+from tfpack.builders.offsets import flat_ids, id_rows, is_hugging_face, token_offsets
+from tfpack.builders.vocab import load_vocab
+from tfpack.builders.wordpiece import WordPiece
 from tfpack.errors import TfpackError
 
-__all__ = ["TextTokenizer", "text_tokenizer"]
+__all__ = ["TextTokenizer", "text_tokenizer", "wordpiece_text_tokenizer"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,9 +118,9 @@ class TextTokenizer:
         if not texts:
             return []
         if self.batched:
-            rows = _rows(self.tokenizer(texts))
+            rows = id_rows(self.tokenizer(texts))
         else:
-            rows = [_ids(self.tokenizer(t)) for t in texts]
+            rows = [flat_ids(self.tokenizer(t)) for t in texts]
         if len(rows) != len(texts):
             raise TfpackError(f"`tokenizer` must give one row of ids per text. "
                               f"Received: {len(rows)} rows for {len(texts)} texts")
@@ -257,8 +259,6 @@ def reject_vocab_path(vocab_path) -> None:
 def builder_tokenizer(tokenizer, vocab_path, lower_case) -> TextTokenizer:
     """A builder's ``tokenizer`` as a `TextTokenizer`; None: the bundled WordPiece."""
     if tokenizer is None:
-        from tfpack.builders.wordpiece import wordpiece_text_tokenizer
-
         return wordpiece_text_tokenizer(vocab_path, lower_case=lower_case)
     reject_vocab_path(vocab_path)
     return text_tokenizer(tokenizer)
@@ -361,23 +361,23 @@ def _id_tuple(value, name) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-def _rows(output) -> list[list[int]]:
-    """Rows of ids from a keras-hub tokenizer's batch output (lists, ragged or numpy)."""
-    if hasattr(output, "to_list"):  # tf.RaggedTensor
-        output = output.to_list()
-    elif hasattr(output, "numpy"):
-        output = output.numpy()
-    return [_ids(row) for row in output]
+def wordpiece_text_tokenizer(vocab_path: str | None = None, *, lower_case: bool = True):
+    """The bundled (or given) vocabulary as the builders' `TextTokenizer`.
 
+    ``[CLS]`` before, ``[SEP]`` between and after, ``[MASK]``, the
+    vocabulary's size and character offsets: BERT's own special tokens.
 
-def _ids(row) -> list[int]:
-    array = np.asarray(row.numpy() if hasattr(row, "numpy") else row)
-    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise TfpackError("`tokenizer` must give a flat list of int ids per string. "
-                          f"Received: {array.dtype} ids of shape {array.shape}")
-    if array.size and array.min() < 0:
-        raise TfpackError(f"Token ids must be non-negative. Received: {int(array.min())}")
-    if array.size and int(array.max()) >= 2**31:
-        raise TfpackError("Token ids must fit int32 (below 2**31). "
-                          f"Received: {int(array.max())}")
-    return array.astype(np.int64).tolist()
+    >>> t = wordpiece_text_tokenizer()
+    >>> t(["Hello!"]), t.start_ids, t.end_ids, t.mask_id, t.vocabulary_size
+    ([[7592, 999]], (101,), (102,), 103, 30522)
+    """
+    vocab = load_vocab(vocab_path)
+    missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "[UNK]") if t not in vocab]
+    if missing:
+        raise TfpackError("A WordPiece vocabulary must hold [CLS], [SEP], [MASK] and [UNK]. "
+                          f"Received: vocab_path={vocab_path!r} without {missing}")
+    wordpiece = WordPiece(vocab, lower_case=lower_case)
+    return TextTokenizer(wordpiece, start_ids=(vocab.index("[CLS]"),),
+                         end_ids=(vocab.index("[SEP]"),), separator_ids=(vocab.index("[SEP]"),),
+                         mask_id=vocab.index("[MASK]"), vocabulary_size=len(vocab), batched=True,
+                         offsets=wordpiece.tokenize_with_offsets)

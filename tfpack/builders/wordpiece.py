@@ -38,9 +38,10 @@ import string
 import unicodedata
 from collections.abc import Callable
 
+from tfpack.builders.vocab import load_vocab
 from tfpack.errors import TfpackError
 
-__all__ = ["WordPiece", "wordpiece_text_tokenizer", "wordpiece_with_offsets"]
+__all__ = ["WordPiece", "wordpiece_with_offsets"]
 
 MAX_WORD_CHARACTERS = 100
 # What a normalized character is to `split_words`: a word boundary (dropped),
@@ -147,8 +148,6 @@ class WordPiece:
     @classmethod
     def from_file(cls, vocab_path: str | None = None, *, lower_case: bool = True) -> WordPiece:
         """From a ``vocab.txt`` (one token per line; bundled bert-base-uncased by default)."""
-        from tfpack.builders.bert import load_vocab
-
         return cls(load_vocab(vocab_path), lower_case=lower_case)
 
     def _pieces(self, word: str, count_bytes: bool = False) -> list[tuple[int, int, int]]:
@@ -213,28 +212,3 @@ def wordpiece_with_offsets(texts: list[str], *, vocab_path: str | None = None,
     """
     return WordPiece.from_file(vocab_path, lower_case=lower_case).tokenize_with_offsets(
         list(texts))
-
-
-def wordpiece_text_tokenizer(vocab_path: str | None = None, *, lower_case: bool = True):
-    """The bundled (or given) vocabulary as the builders' `TextTokenizer`.
-
-    ``[CLS]`` before, ``[SEP]`` between and after, ``[MASK]``, the
-    vocabulary's size and character offsets: BERT's own special tokens.
-
-    >>> t = wordpiece_text_tokenizer()
-    >>> t(["Hello!"]), t.start_ids, t.end_ids, t.mask_id, t.vocabulary_size
-    ([[7592, 999]], (101,), (102,), 103, 30522)
-    """
-    from tfpack.builders.bert import load_vocab
-    from tfpack.builders.tokenizers import TextTokenizer
-
-    vocab = load_vocab(vocab_path)
-    missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "[UNK]") if t not in vocab]
-    if missing:
-        raise TfpackError("A WordPiece vocabulary must hold [CLS], [SEP], [MASK] and [UNK]. "
-                          f"Received: vocab_path={vocab_path!r} without {missing}")
-    wordpiece = WordPiece(vocab, lower_case=lower_case)
-    return TextTokenizer(wordpiece, start_ids=(vocab.index("[CLS]"),),
-                         end_ids=(vocab.index("[SEP]"),), separator_ids=(vocab.index("[SEP]"),),
-                         mask_id=vocab.index("[MASK]"), vocabulary_size=len(vocab), batched=True,
-                         offsets=wordpiece.tokenize_with_offsets)

@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
-from tfpack.formats.manifest import ShardInfo, describe_file
+from tfpack.formats.shard_info import ShardInfo, describe_file
 from tfpack.formats.protos import frame
 
 __all__ = ["BLOCK_BYTES", "ShardWriter", "describe_shard", "digest", "digest_hex",

@@ -56,8 +56,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -68,6 +66,7 @@ from typing import Iterable
 from tfpack import features as contract
 from tfpack.atomic import TEMP_PREFIX, atomic_path, fsync_directory, write_atomic
 from tfpack.errors import TfpackError
+from tfpack.formats.shard_info import ShardInfo, describe_file
 from tfpack.version import __version__
 
 __all__ = [
@@ -83,45 +82,8 @@ _REQUIRED = ("format", "version", "shards", "packs", "sequences", "max_length",
              "max_sequences_per_pack", "max_predictions_per_pack", "features")
 _DTYPES = ("int64", "float32")
 _DIGEST = 16  # hex characters of one block digest
-_CHUNK = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HEX = re.compile(r"(?:[0-9a-f]{16})*")
-
-
-@dataclasses.dataclass(frozen=True)
-class ShardInfo:
-    """One shard as the manifest lists it.
-
-    Attributes:
-        name: file name inside the output directory.
-        records: packs in it.
-        bytes, sha256: size and checksum of the whole file.
-        block_records, blocks: records per block and the blocks' digests
-            (`tfpack.formats.blocks`); ``None`` for shards written before
-            block digests.
-    """
-
-    name: str
-    records: int
-    bytes: int
-    sha256: str
-    block_records: int | None = None
-    blocks: str | None = None
-
-    def to_json(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items()
-                if v is not None or k not in ("block_records", "blocks")}
-
-
-def describe_file(path: str) -> tuple[int, str]:
-    """``(size in bytes, sha256 hex)`` of a file."""
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
 
 
 def is_shard_name(name: str) -> bool:

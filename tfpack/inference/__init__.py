@@ -2,6 +2,8 @@
 
 - `predict` (also `tfpack.predict`): unpacked examples in, per-example
   outputs out, in input order, computed on packs.
+- `reference_log_likelihoods`: a preference reference model's scores of
+  every pair, computed once through `predict`.
 - `Collector`, `unpack_batch`: cut packed outputs into examples through the
   packs' ``example_ids`` and the task contract's output declarations.
 
@@ -17,6 +19,7 @@ Example:
 """
 
 from tfpack.inference.predict import output_kinds, predict
+from tfpack.inference.preference import reference_log_likelihoods
 from tfpack.inference.unpack import Collector, unpack_batch
 
-__all__ = ["Collector", "output_kinds", "predict", "unpack_batch"]
+__all__ = ["Collector", "output_kinds", "predict", "reference_log_likelihoods", "unpack_batch"]

@@ -30,6 +30,8 @@ attention for that batch (`ops.cond`, so both stay compiled).
 
 from keras import ops
 
+from tfpack.layers.dense_attention import band_mask, row_mask, softmax_attention
+
 
 def segment_tiers(length, max_sequences_per_pack, segment_length=None):
     """Static rows: `(first_rank, rows, row_length)` per tier.
@@ -166,19 +168,6 @@ def from_rows(rows, tier, row_length):
     return ops.where(keep, tokens, ops.zeros_like(tokens))
 
 
-def row_mask(lengths, row_length, causal):
-    """Boolean `[batch * rows, 1, S, S]`: keys inside the row, causal if
-    asked."""
-    columns = ops.arange(row_length, dtype="int32")
-    keys = ops.expand_dims(columns, 0) < ops.reshape(lengths, (-1, 1))
-    allowed = keys[:, None, None, :]
-    if causal:
-        lower = ops.expand_dims(columns, 1) >= ops.expand_dims(columns, 0)
-        allowed = ops.logical_and(allowed, lower[None, None])
-    return allowed
-
-
-
 def attend_in_rows(query, key, value, *, sequence_ids, max_sequences_per_pack,
                    segment_length=None, causal=False, window=None,
                    logit_soft_cap=None, sinks=None, bias=None,
@@ -245,9 +234,6 @@ def attend_in_rows(query, key, value, *, sequence_ids, max_sequences_per_pack,
         `[B, L, heads, d]`; zeros on padding tokens.
     """
     import keras
-
-    from tfpack.layers.packed_attention import band_mask
-    from tfpack.layers.packed_attention import softmax_attention
 
     length = query.shape[1]
     tiers = segment_tiers(length, max_sequences_per_pack, segment_length)

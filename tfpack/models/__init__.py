@@ -34,7 +34,6 @@ from tfpack.models.keras_hub import from_keras_hub
 from tfpack.models.legacy import upgrade_keras_file
 from tfpack.models.lm_scorer import CausalLMScorer
 from tfpack.models.preference import PreferenceModel
-from tfpack.models.preference import reference_log_likelihoods
 from tfpack.models.question_answerer import QuestionAnswerer
 from tfpack.models.task import Task
 from tfpack.models.text_embedder import TextEmbedder
@@ -64,6 +63,5 @@ __all__ = [
     "TransformerBackbone",
     "check_backbone",
     "from_keras_hub",
-    "reference_log_likelihoods",
     "upgrade_keras_file",
 ]

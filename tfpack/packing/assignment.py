@@ -32,16 +32,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tfpack.errors import TfpackError
 from tfpack.packing.histograms import validate_lengths
 from tfpack.packing.placement import length_ranks, placement
-
-if TYPE_CHECKING:
-    from tfpack.packing.plans import PackingPlan
 
 __all__ = ["Assignment", "assign", "layout"]
 
@@ -88,7 +84,7 @@ class Assignment:
         return packs
 
 
-def assign(plan: "PackingPlan", lengths, seed: int = 0, *, shuffle: bool = True,
+def assign(plan, lengths, seed: int = 0, *, shuffle: bool = True,
            balance=None, batch_size: int | None = None) -> Assignment:
     """Assign examples to the packs of ``plan``.
 

@@ -42,7 +42,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -52,9 +51,6 @@ from tfpack.packing.checks import flatten, slot_counts
 from tfpack.packing.histograms import validate_histogram, validate_seed
 from tfpack.packing.balance import BatchBalance, arrange, check_balance
 from tfpack.packing.permutation import Permutations
-
-if TYPE_CHECKING:
-    from tfpack.packing.plans import PackingPlan
 
 __all__ = ["Placement", "placement", "length_ranks"]
 
@@ -170,7 +166,7 @@ class Placement:
         return depths
 
 
-def placement(plan: "PackingPlan", histogram, *, seed: int = 0, shuffle: bool = True,
+def placement(plan, histogram, *, seed: int = 0, shuffle: bool = True,
               balance=None, batch_size: int | None = None) -> Placement:
     """The `Placement` of examples with length ``histogram`` in the packs of ``plan``.
 

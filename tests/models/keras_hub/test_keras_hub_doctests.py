@@ -1,30 +1,17 @@
-"""The docstring examples of tfpack.models.keras_hub run as written."""
+"""The docstring examples of `tfpack.models.keras_hub` run as written (`tests/doctest_runner.py`)."""
 
 import doctest
-import importlib
 
 import pytest
 
+from doctest_runner import modules_for, run_examples
+
 pytest.importorskip("keras_hub")
 
-MODULES = ["tfpack.models.keras_hub", "tfpack.models.keras_hub.base",
-           "tfpack.models.keras_hub.encoders", "tfpack.models.keras_hub.decoders",
-           "tfpack.models.keras_hub.gemma", "tfpack.models.keras_hub.gemma4",
-           "tfpack.models.keras_hub.phi3", "tfpack.models.keras_hub.gpt_oss",
-           "tfpack.models.keras_hub.smollm3", "tfpack.models.keras_hub.gpt",
-           "tfpack.models.keras_hub.gpt_neo_x", "tfpack.models.keras_hub.alibi",
-           "tfpack.models.keras_hub.deberta", "tfpack.models.keras_hub.roformer",
-           "tfpack.models.keras_hub.esm", "tfpack.models.keras_hub.xlnet",
-           "tfpack.models.keras_hub.refusals", "tfpack.models.keras_hub.qwen3_5",
-           "tfpack.models.keras_hub.rwkv7"]
 
-
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", modules_for(__file__))
 def test_docstring_examples(name):
-    module = importlib.import_module(name)
-    failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert attempted > 0, f"{name} has no docstring example"
-    assert failed == 0
+    run_examples(name)
 
 
 def test_from_keras_hub_docstring():

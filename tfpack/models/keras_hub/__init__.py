@@ -13,13 +13,22 @@ their closest adapted parent, as long as they do not override its forward
 pass (`call`, `__call__`, `build` or `__init__`, which builds the
 functional graph): the adapter replays the parent's layers, so such a
 subclass is refused by name unless `trust_subclass=True` declares it
-equivalent. The adapters read keras-hub's layers; the releases they were
-tested on are `base.TESTED_KERAS_HUB_VERSIONS`, and another release warns
-once. Every family runs dense or segmented attention (docs/model.md,
+equivalent. Every family runs dense or segmented attention (docs/model.md,
 "Attention implementations").
 
 An adapter is one module here whose class is decorated with
-`base.register` (and imported below, which registers it).
+`base.register` (and imported below, which registers it). It supplies only
+hooks (`embed`, `block`, `final_norm`, `window`, `extras`, ...) of the one
+skeleton, `base.KerasHubBackbone.forward`, which owns the features, the
+masks, the layer loop and the choice of attention (`base.attend`), and
+gives every layer's output (`layer_outputs`). The adapters read keras-hub's
+private names only through `internals` (`private`, `function`), as declared
+per family in `declarations.FAMILIES`; `internals.check` verifies them when
+an adapter is built and refuses, in one line naming the family and the
+keras-hub version, a release that renamed one. The releases they were
+tested on are `declarations.TESTED_KERAS_HUB_VERSIONS` (setup.py declares
+that range), and another release warns once. docs/model.md, "Adding a
+keras-hub family", walks through a new family.
 
 | family | keras-hub backbones | adapter |
 | --- | --- | --- |

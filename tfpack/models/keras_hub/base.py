@@ -6,9 +6,11 @@ backbone's variable objects, and training either one trains both. It reads
 the packed features of DESIGN.md instead of keras-hub's padding mask.
 """
 
+import dataclasses
 import warnings
 
 import keras
+import numpy as np
 from keras import ops
 
 from tfpack.errors import TfpackError
@@ -18,13 +20,14 @@ from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.attention_mask import isolate_tokens
 from tfpack.layers.segmented_attention import attend_in_rows
+from tfpack.models.keras_hub import internals
+from tfpack.models.keras_hub.declarations import TESTED_KERAS_HUB_VERSIONS
 from tfpack.models.backbone import Backbone
 
 
-# The keras-hub releases the conformance suite
-# (tests/models/keras_hub/test_conformance.py) passed on. The adapters read
-# keras-hub layers' internals, so another release warns once.
-TESTED_KERAS_HUB_VERSIONS = ("0.32.0",)
+# The adapters read keras-hub layers' internals, so a release other than
+# TESTED_KERAS_HUB_VERSIONS warns once (and one that renamed a name they
+# read is refused, `internals.check`).
 _warned_versions = set()
 # The adapters `from_keras_hub` chooses from, in registration order.
 _ADAPTERS = []
@@ -139,6 +142,45 @@ def attend_segmented(query, key, value, options, *, scale=1.0,
         seed_generator=getattr(dropout_layer, "seed_generator", None),
         **options, **extras)
 
+
+def attend(context, project, dense, *, scale=1.0, dropout_layer=None,
+           **extras):
+    """One layer's attention in the implementation `context` chose: THE
+    dispatch every family calls (a new implementation is added here).
+
+    `dense(mask)` is the family's dense attention (keras-hub's own, or its
+    steps written out) under the layer's boolean `[B, L, L]` packed mask
+    `context.mask`; `project()` gives the layer's `(query, key, value)`
+    `[B, L, heads, d]` (keys and values may have fewer heads), rotated,
+    which segmented attention (`attend_segmented`, with the layer's
+    `scale`, attention-probability `dropout_layer` and `extras`) runs on
+    in rows of `context.options`.
+
+    >>> import numpy as np
+    >>> context = Context(None, None, None, None, None, mask="m")
+    >>> attend(context, project=None, dense=lambda mask: mask)
+    'm'
+    """
+    if context.options is None:
+        return dense(context.mask)
+    query, key, value = project()
+    return attend_segmented(query, key, value, context.options, scale=scale,
+                            dropout_layer=dropout_layer,
+                            training=context.training, **extras)
+
+
+def example_pack():
+    """A pack of two sequences of 2 tokens and one padding token, for the
+    adapters' examples.
+
+    >>> example_pack()["sequence_ids"].tolist()
+    [[1, 1, 2, 2, 0]]
+    """
+    return {"input_ids": np.array([[5, 6, 7, 8, 0]]),
+            "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
+            "position_ids": np.array([[0, 1, 0, 1, 0]])}
+
+
 def isolated(x, mask):
     """`(clean_x, show)` around one dense layer of an adapter (`isolate_tokens`).
 
@@ -153,6 +195,35 @@ def isolated(x, mask):
     if mask is None:
         return x, lambda output: output
     return isolate_tokens(x, mask)
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What one call of `KerasHubBackbone.forward` gives each hook.
+
+    `input_ids`, `sequence_ids`, `position_ids` are the int32 packed
+    features (`inputs` the whole dict, e.g. for `token_type_ids`);
+    `training` the call's flag; `segmented` whether the call runs
+    segmented attention; `mask` the layer's boolean `[B, L, L]` packed mask
+    (dense; its window applied by `dense_mask`) or None; `options` the
+    layer's `segmented_options` (segmented) or None; `extras` the family's
+    per-call values (`KerasHubBackbone.extras`); `index` the layer's place
+    in `layers()`.
+
+    >>> Context({}, 1, 2, 3, False).options is None
+    True
+    """
+
+    inputs: object
+    input_ids: object
+    sequence_ids: object
+    position_ids: object
+    training: object
+    segmented: bool = False
+    mask: object = None
+    options: object = None
+    extras: dict = dataclasses.field(default_factory=dict)
+    index: int = 0
 
 
 class KerasHubBackbone(Backbone):
@@ -194,6 +265,16 @@ class KerasHubBackbone(Backbone):
         **kwargs: passed on to `tfpack.models.Backbone` (the dtype policy
             defaults to the backbone's).
 
+    Call arguments:
+        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` (and
+            `token_type_ids` where `input_features` lists them).
+        training: whether dropout is active.
+
+    Returns:
+        `{"sequence_output": [batch, length, hidden_dim]}`, what the
+        keras-hub backbone returns for each sequence alone (after its final
+        norm where it has one).
+
     Attributes:
         backbone: the wrapped keras-hub backbone.
         hidden_dim: width of `sequence_output`.
@@ -205,6 +286,9 @@ class KerasHubBackbone(Backbone):
     """
 
     backbone_names = ()
+    # The key of the adapter's private keras-hub names in
+    # `declarations.FAMILIES` (checked by `internals.check`).
+    family = None
 
     def __init__(self, backbone, attention_implementation="auto",
                  max_sequences_per_pack=None, segment_length=None,
@@ -242,6 +326,8 @@ class KerasHubBackbone(Backbone):
             name="attention_mask")
         # The backbone arrives built; the adapter has no variables of its own.
         self.built = True
+        if self.family is not None:
+            internals.check(self.family, backbone, self.layers())
 
     @classmethod
     def match(cls, backbone):
@@ -312,13 +398,89 @@ class KerasHubBackbone(Backbone):
                     max_sequences_per_pack=self.max_sequences_per_pack,
                     segment_length=self.segment_length)
 
-    def attention_inputs(self, sequence_ids, length):
-        """`(mask, segmented)` of layers without windows at row length
-        `length`: the boolean `[B, L, L]` packed mask and None for dense
-        attention, or None and `segmented_options(sequence_ids)`."""
-        if self.implementation(length) == "dense":
-            return self.attention_mask(sequence_ids), None
-        return None, self.segmented_options(sequence_ids)
+    # The skeleton: `call` runs `forward`, which owns the features, the
+    # implementation choice, the masks and windows, `isolated` around each
+    # block and the layer loop; a family overrides the hooks below.
+
+    def embed(self, context):
+        """Hook: the hidden states `[B, L, H]` entering the first layer."""
+        return self.backbone.token_embedding(context.input_ids)
+
+    def extras(self, context, x):
+        """Hook: the family's per-call values (`context.extras`), computed
+        once from the embedded `x` (e.g. relative position tables)."""
+        return {}
+
+    def layers(self):
+        """Hook: the keras-hub blocks in the order the backbone calls them."""
+        return list(self.backbone.transformer_layers)
+
+    def window(self, layer):
+        """Hook: the `(before, after)` band of `layer`'s sliding window for
+        segmented attention, or None."""
+        return None
+
+    def dense_mask(self, layer, mask):
+        """Hook: `layer`'s dense mask: the packed `mask`, narrowed by the
+        layer's window where keras-hub's attention does not apply it."""
+        return mask
+
+    def block(self, layer, x, context):
+        """Hook: keras-hub's block `layer` on `x` under `context`."""
+        raise NotImplementedError(type(self).__name__)
+
+    def final_norm(self, x, context):
+        """Hook: the backbone's output from the last layer's `x`."""
+        return x
+
+    def call(self, inputs, training=None):
+        return {"sequence_output": self.forward(inputs, training)[0]}
+
+    def layer_outputs(self, inputs, training=None):
+        """Each transformer layer's output `[B, L, H]`, in `layers()`
+        order (before the final norm): compare two runs layer by layer to
+        name the first layer that differs.
+
+        >>> import keras_hub, numpy as np
+        >>> from tfpack.models import from_keras_hub
+        >>> backbone = keras_hub.models.BertBackbone(
+        ...     vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
+        ...     intermediate_dim=16, max_sequence_length=16)
+        >>> outputs = from_keras_hub(backbone).layer_outputs(
+        ...     {"input_ids": np.array([[2, 5, 6, 0]]),
+        ...      "sequence_ids": np.array([[1, 1, 2, 0]]),
+        ...      "position_ids": np.array([[0, 1, 0, 0]])})
+        >>> len(outputs), tuple(outputs[-1].shape)
+        (2, (1, 4, 8))
+        """
+        return self.forward(inputs, training, keep_layers=True)[1]
+
+    def forward(self, inputs, training=None, keep_layers=False):
+        """`(sequence_output, layer_outputs)` (the second empty unless
+        `keep_layers`): the one layer loop of every family."""
+        input_ids, sequence_ids, position_ids = self._features(inputs)
+        context = Context(inputs, input_ids, sequence_ids, position_ids,
+                          training)
+        x = self.embed(context)
+        segmented = self.implementation(x.shape[1]) == "segmented"
+        mask = None if segmented else self.attention_mask(sequence_ids)
+        context = dataclasses.replace(context, segmented=segmented)
+        context = dataclasses.replace(context,
+                                      extras=self.extras(context, x))
+        outputs = []
+        for index, layer in enumerate(self.layers()):
+            if segmented:
+                this = dataclasses.replace(
+                    context, index=index, options=self.segmented_options(
+                        sequence_ids, self.window(layer)))
+            else:
+                this = dataclasses.replace(
+                    context, index=index, mask=self.dense_mask(layer, mask))
+            x, show = isolated(x, this.mask)
+            x = show(self.block(layer, x, this))
+            if keep_layers:
+                outputs.append(x)
+        return self.final_norm(x, context), outputs
 
     def _features(self, inputs):
         """`(input_ids, sequence_ids, position_ids)` as int32, checked once."""

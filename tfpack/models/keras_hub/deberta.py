@@ -20,9 +20,9 @@ the pack's `L x 2k`.
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
+from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import private
 
 
 def relative_buckets(attention, position_ids):
@@ -30,7 +30,7 @@ def relative_buckets(attention, position_ids):
     `[batch, 1, L, L]` (query `i`, key `j`)."""
     positions = ops.cast(position_ids, "int32")
     relative = positions[:, :, None] - positions[:, None, :]
-    return attention._make_log_bucket_position(relative)[:, None]
+    return private(attention, "_make_log_bucket_position")(relative)[:, None]
 
 
 def _gather_last(scores, index):
@@ -45,8 +45,8 @@ def disentangled_scores(attention, query, key, rel_embeddings, buckets):
     shape = (ops.shape(query)[0], attention.num_heads, ops.shape(query)[1],
              ops.shape(query)[1])
     scale = attention.scale_factor
-    pos_query = attention._query_dense(rel_embeddings)
-    pos_key = attention._key_dense(rel_embeddings)
+    pos_query = private(attention, "_query_dense")(rel_embeddings)
+    pos_key = private(attention, "_key_dense")(rel_embeddings)
     c2p = ops.einsum("aecd,abcd->acbe", pos_key, query)
     c2p_index = ops.broadcast_to(ops.clip(buckets + span, 0, 2 * span - 1),
                                  shape)
@@ -58,24 +58,19 @@ def disentangled_scores(attention, query, key, rel_embeddings, buckets):
     return score + ops.multiply(p2c, scale)
 
 
-def segmented_self_attention(attention, x, rel_embeddings, position_ids,
-                             segmented, training):
-    """keras-hub's `DisentangledSelfAttention.call`, each sequence in its own
-    row: the content scores plus c2p and p2c from the relative buckets of
-    the row's positions (the same scores as `self_attention`)."""
-    query = attention._query_dense(x)
-    key = attention._key_dense(x)
-    value = attention._value_dense(x)
+def row_bias(attention, rel_embeddings, training):
+    """The `bias(rows)` of segmented rows: c2p and p2c scores from the
+    relative buckets of each row's own positions."""
     # The table is the same for every row (keras-hub repeats it per batch).
-    table = attention._position_dropout_layer(rel_embeddings[:1],
-                                              training=training)
-    pos_key = attention._key_dense(table)[0]  # [2k, heads, head_dim]
-    pos_query = attention._query_dense(table)[0]
+    table = private(attention, "_position_dropout_layer")(
+        rel_embeddings[:1], training=training)
+    pos_key = private(attention, "_key_dense")(table)[0]  # [2k, heads, d]
+    pos_query = private(attention, "_query_dense")(table)[0]
     span, scale = attention.bucket_size, attention.scale_factor
 
     def bias(rows):
         positions = ops.cast(rows["positions"], "int32")
-        buckets = attention._make_log_bucket_position(
+        buckets = private(attention, "_make_log_bucket_position")(
             positions[:, :, None] - positions[:, None, :])[:, None]
         rows_query, rows_key = rows["query"], rows["key"]  # query scaled
         shape = (ops.shape(rows_query)[0], attention.num_heads,
@@ -89,51 +84,64 @@ def segmented_self_attention(attention, x, rel_embeddings, position_ids,
                              shape))
         return c2p + ops.multiply(ops.transpose(p2c, [0, 1, 3, 2]), scale)
 
-    context = attend_segmented(
-        query, key, value, segmented, scale=scale,
-        dropout_layer=attention._attn_dropout_layer, training=training,
-        bias=bias, row_features={"positions": position_ids})
-    batch, length = ops.shape(context)[0], ops.shape(context)[1]
-    context = ops.reshape(context, (batch, length, attention.hidden_dim))
-    return attention._output_dense(context)
+    return bias
 
 
-def self_attention(attention, x, rel_embeddings, position_ids, mask,
-                   training):
-    """keras-hub's `DisentangledSelfAttention.call` with relative positions
-    from `position_ids` and the boolean `[B, L, L]` packed `mask`."""
-    query = attention._query_dense(x)
-    key = attention._key_dense(x)
-    value = attention._value_dense(x)
+def dense_attention(attention, query, key, value, rel_embeddings,
+                    position_ids, mask, training):
+    """keras-hub's `DisentangledSelfAttention` scores and context with
+    relative positions from `position_ids` and the boolean `[B, L, L]`
+    packed `mask`."""
     scores = ops.multiply(ops.einsum("aecd,abcd->acbe", key, query),
                           attention.scale_factor)
-    rel_embeddings = attention._position_dropout_layer(rel_embeddings,
-                                                       training=training)
+    rel_embeddings = private(attention, "_position_dropout_layer")(
+        rel_embeddings, training=training)
     buckets = relative_buckets(attention, position_ids)
     scores += disentangled_scores(attention, query, key, rel_embeddings,
                                   buckets)
-    scores = attention._masked_softmax(scores, mask)
-    scores = attention._attn_dropout_layer(scores, training=training)
-    context = ops.einsum("acbe,aecd->abcd", scores, value)
-    batch, length = ops.shape(context)[0], ops.shape(context)[1]
-    context = ops.reshape(context, (batch, length, attention.hidden_dim))
-    return attention._output_dense(context)
+    scores = private(attention, "_masked_softmax")(scores, mask)
+    scores = private(attention, "_attn_dropout_layer")(scores,
+                                                       training=training)
+    return ops.einsum("acbe,aecd->abcd", scores, value)
 
 
-def encoder_block(layer, x, rel_embeddings, position_ids, mask, training,
-                  segmented=None):
+def self_attention(attention, x, rel_embeddings, context):
+    """keras-hub's `DisentangledSelfAttention.call` with relative positions
+    from `position_ids`: dense under the packed mask, or each sequence in
+    its own row with the c2p and p2c scores of its own positions."""
+    training = context.training
+    query, key, value = (private(attention, name)(x) for name in (
+        "_query_dense", "_key_dense", "_value_dense"))
+    if context.options is None:
+        bias = None
+    else:
+        bias = row_bias(attention, rel_embeddings, training)
+    output = dispatch(
+        context, lambda: (query, key, value),
+        lambda mask: dense_attention(attention, query, key, value,
+                                     rel_embeddings, context.position_ids,
+                                     mask, training),
+        scale=attention.scale_factor,
+        dropout_layer=private(attention, "_attn_dropout_layer"), bias=bias,
+        row_features={"positions": context.position_ids})
+    batch, length = ops.shape(output)[0], ops.shape(output)[1]
+    output = ops.reshape(output, (batch, length, attention.hidden_dim))
+    return private(attention, "_output_dense")(output)
+
+
+def encoder_block(layer, x, rel_embeddings, context):
     """keras-hub's `DisentangledAttentionEncoder.call` (post-norm)."""
+    training = context.training
     residual = x
-    attend = self_attention if segmented is None else segmented_self_attention
-    x = attend(layer._self_attention_layer, x, rel_embeddings, position_ids,
-               mask if segmented is None else segmented, training)
-    x = layer._self_attention_dropout(x, training=training)
-    x = layer._self_attention_layer_norm(x + residual)
+    x = self_attention(private(layer, "_self_attention_layer"), x,
+                       rel_embeddings, context)
+    x = private(layer, "_self_attention_dropout")(x, training=training)
+    x = private(layer, "_self_attention_layer_norm")(x + residual)
     residual = x
-    x = layer._feedforward_output_dense(
-        layer._feedforward_intermediate_dense(x))
-    x = layer._feedforward_dropout(x, training=training)
-    return layer._feedforward_layer_norm(x + residual)
+    x = private(layer, "_feedforward_output_dense")(
+        private(layer, "_feedforward_intermediate_dense")(x))
+    x = private(layer, "_feedforward_dropout")(x, training=training)
+    return private(layer, "_feedforward_layer_norm")(x + residual)
 
 
 @register
@@ -144,15 +152,13 @@ class KerasHubDeberta(KerasHubBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.DebertaV3Backbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16, max_sequence_length=16, bucket_size=4)
     >>> encoder = KerasHubDeberta(backbone)
-    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> encoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -161,15 +167,11 @@ class KerasHubDeberta(KerasHubBackbone):
             `attention_implementation` (`"segmented"` computes the relative
             scores per row), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("DebertaV3Backbone",)
+    family = "deberta"
     initializer_range = 0.02  # Head hint: keras-hub's DeBERTa init.
     layer_norm_epsilon = 1e-7  # Head hint: keras-hub's DeBERTa norms.
 
@@ -179,15 +181,14 @@ class KerasHubDeberta(KerasHubBackbone):
         `max_sequence_length` they share the last log bucket."""
         return None
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
+    def embed(self, context):
         b = self.backbone
-        x = b.embeddings_layer_norm(b.token_embedding(input_ids))
-        x = b.embeddings_dropout(x, training=training)
-        rel_embeddings = b.relative_embeddings(x)
-        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
-        for layer in b.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(encoder_block(layer, x, rel_embeddings, position_ids,
-                                   mask, training, segmented))
-        return {"sequence_output": x}
+        x = b.embeddings_layer_norm(b.token_embedding(context.input_ids))
+        return b.embeddings_dropout(x, training=context.training)
+
+    def extras(self, context, x):
+        return {"rel_embeddings": self.backbone.relative_embeddings(x)}
+
+    def block(self, layer, x, context):
+        return encoder_block(layer, x, context.extras["rel_embeddings"],
+                             context)

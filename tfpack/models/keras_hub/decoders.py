@@ -31,43 +31,44 @@ from keras import ops
 
 from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
+from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import private
 
 
 def part(layer, name):
     """`layer._name`, or `layer.name`: keras-hub families spell their
     sublayers both ways (`_query_dense` in Llama, `query_dense` in
     Mixtral)."""
-    found = getattr(layer, "_" + name, None)
+    found = private(layer, "_" + name, None)
     return found if found is not None else getattr(layer, name)
 
 
-def attend(attention, query, key, value, mask, segmented=None):
+def attend(attention, query, key, value, context, **extras):
     """keras-hub's attention of one decoder layer on rotated q, k, v.
 
     The one place the decoder adapters call attention. `query` is
     `[B, L, heads, head_dim]`, `key`/`value` `[B, L, kv_heads, head_dim]`;
-    `mask` the boolean `[B, L, L]` packed mask (True = may attend), or None
-    with `segmented`, the `KerasHubBackbone.segmented_options` (the
-    layer's window included).
+    `context` the layer's `base.Context` (dense: its boolean `[B, L, L]`
+    packed mask; segmented: its options, the layer's window included).
     """
-    if segmented is not None:
-        return attend_segmented(query, key, value, segmented,
-                                scale=attention._inv_norm_factor)
-    groups = getattr(attention, "num_key_value_groups", None) or getattr(
-        attention, "_num_key_value_groups")
-    key = ops.repeat(key, repeats=groups, axis=2)
-    value = ops.repeat(value, repeats=groups, axis=2)
-    return attention._compute_attention(query, key, value, mask)
+    def dense(mask):
+        groups = getattr(attention, "num_key_value_groups", None) or private(
+            attention, "_num_key_value_groups")
+        repeated = (ops.repeat(t, repeats=groups, axis=2)
+                    for t in (key, value))
+        return private(attention, "_compute_attention")(query, *repeated,
+                                                        mask)
+
+    return dispatch(context, lambda: (query, key, value), dense,
+                    scale=private(attention, "_inv_norm_factor"), **extras)
 
 
 def rotate(attention, x, position_ids):
     """The layer's rotary embedding of `x` at per-token positions, on the
     first `_rotary_dim` features where only those rotate (GPT-OSS)."""
     return rotate_partial(
-        x, getattr(attention, "_rotary_dim", None),
+        x, private(attention, "_rotary_dim", None),
         lambda t: attention.rotary_embedding_layer(t, positions=position_ids))
 
 
@@ -76,20 +77,20 @@ def project(attention, x, position_ids):
     (with Qwen3's query and key norms before the rotation)."""
     query = part(attention, "query_dense")(x)
     key = part(attention, "key_dense")(x)
-    if hasattr(attention, "_query_dense_layer_norm"):  # Qwen3
-        query = attention._query_dense_layer_norm(query)
-        key = attention._key_dense_layer_norm(key)
+    norm = private(attention, "_query_dense_layer_norm", None)
+    if norm is not None:  # Qwen3
+        query = norm(query)
+        key = private(attention, "_key_dense_layer_norm")(key)
     return (rotate(attention, query, position_ids),
             rotate(attention, key, position_ids),
             part(attention, "value_dense")(x))
 
 
-def self_attention(attention, x, position_ids, mask, training,
-                   segmented=None):
+def self_attention(attention, x, context):
     """keras-hub's decoder attention with per-token positions."""
-    query, key, value = project(attention, x, position_ids)
-    x = attend(attention, query, key, value, mask, segmented)
-    x = part(attention, "dropout_layer")(x, training=training)
+    query, key, value = project(attention, x, context.position_ids)
+    x = attend(attention, query, key, value, context)
+    x = part(attention, "dropout_layer")(x, training=context.training)
     return part(attention, "output_dense")(x)
 
 
@@ -98,7 +99,7 @@ def sliding_window(layer):
     Mistral's and Mixtral's decoder layers and Qwen2's / Qwen3's attention
     all let query `i` see keys `i - W < j <= i`."""
     window = getattr(layer, "sliding_window", None)  # Mistral, Mixtral
-    attention = layer._self_attention_layer
+    attention = private(layer, "_self_attention_layer")
     if getattr(attention, "use_sliding_window_attention", True):
         # Qwen2 and Qwen MoE behind a flag, Qwen3 whenever set.
         window = getattr(attention, "sliding_window_size", None) or window
@@ -111,9 +112,9 @@ def feedforward(layer, x, real, training):
     `real` (`[B, L]` boolean, `sequence_ids > 0`) masks the router's
     load-balancing loss, added by keras-hub's MoE block when training.
     """
-    if hasattr(layer, "_sparse_moe_block"):  # Mixtral
-        x, _ = layer._sparse_moe_block(x, attention_mask=real,
-                                       training=training)
+    moe = private(layer, "_sparse_moe_block", None)
+    if moe is not None:  # Mixtral
+        x, _ = moe(x, attention_mask=real, training=training)
         return x
     mlp = getattr(layer, "mlp", None)  # Qwen MoE, Qwen3 MoE
     if mlp is not None:
@@ -123,23 +124,22 @@ def feedforward(layer, x, real, training):
         else:
             x = mlp(x)
         return x[0] if isinstance(x, tuple) else x
-    gate = ops.cast(layer._feedforward_gate_dense(x), "float32")
+    gate = ops.cast(private(layer, "_feedforward_gate_dense")(x), "float32")
     gate = ops.cast(layer.activation(gate), layer.compute_dtype)
-    x = layer._feedforward_intermediate_dense(x)
-    return layer._feedforward_output_dense(ops.multiply(x, gate))
+    x = private(layer, "_feedforward_intermediate_dense")(x)
+    return private(layer, "_feedforward_output_dense")(ops.multiply(x, gate))
 
 
-def decoder_block(layer, x, position_ids, mask, real, training,
-                  segmented=None):
+def decoder_block(layer, x, context):
     """keras-hub's `LlamaTransformerDecoder.call` (and the others')."""
     residual = x
-    x = layer._self_attention_layernorm(x)
-    x = self_attention(layer._self_attention_layer, x, position_ids, mask,
-                       training, segmented)
-    x = layer._self_attention_dropout(x, training=training)
+    x = private(layer, "_self_attention_layernorm")(x)
+    x = self_attention(private(layer, "_self_attention_layer"), x, context)
+    x = private(layer, "_self_attention_dropout")(x, training=context.training)
     x = x + residual
     residual = x
-    x = feedforward(layer, layer._feedforward_layernorm(x), real, training)
+    x = feedforward(layer, private(layer, "_feedforward_layernorm")(x),
+                    context.sequence_ids > 0, context.training)
     return ops.cast(x, residual.dtype) + residual
 
 
@@ -161,15 +161,13 @@ class KerasHubDecoder(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.LlamaBackbone(
     ...     vocabulary_size=30, num_layers=1, num_query_heads=2,
     ...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
     >>> decoder = KerasHubDecoder(backbone)
-    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> decoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -181,34 +179,24 @@ class KerasHubDecoder(KerasHubCausalBackbone):
             Mistral's / Qwen2's sliding windows inside each sequence),
             `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
-        norm, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("LlamaBackbone", "MistralBackbone", "Qwen2Backbone",
                       "Qwen3Backbone", "MixtralBackbone", "QwenMoeBackbone",
                       "Qwen3MoeBackbone")
+    family = "decoders"
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        segmented = self.implementation(x.shape[1]) == "segmented"
-        mask = None if segmented else self.attention_mask(sequence_ids)
-        real = sequence_ids > 0
-        for layer in self.backbone.transformer_layers:
-            options, layer_mask = None, mask
-            if segmented:
-                options = self.segmented_options(sequence_ids,
-                                                 sliding_window(layer))
-            elif getattr(layer, "sliding_window", None) is not None:
-                # Mistral's, Mixtral's; Qwen's attention applies its own.
-                layer_mask = sliding_window_mask(mask, layer.sliding_window)
-            x, show = isolated(x, layer_mask)
-            x = show(decoder_block(layer, x, position_ids, layer_mask, real,
-                                   training, options))
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def window(self, layer):
+        return sliding_window(layer)
+
+    def dense_mask(self, layer, mask):
+        if getattr(layer, "sliding_window", None) is None:
+            return mask  # Qwen's attention applies its own window.
+        return sliding_window_mask(mask, layer.sliding_window)  # Mistral's
+
+    def block(self, layer, x, context):
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

@@ -13,10 +13,10 @@ import keras
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
-from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import backbone_classes
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import private
 
 # Backbones with BERT's separate token, position and segment embeddings.
 _SEGMENTED = ("AlbertBackbone", "BertBackbone", "ElectraBackbone")
@@ -40,57 +40,68 @@ def dense_attention(mha, x, mask, training):
     version was 1.1-1.2x slower; on other backends that call stays (fused
     kernels where they exist), as it does for other attention axes.
     """
-    fused = (not mha._dropout > 0.0
+    fused = (not private(mha, "_dropout") > 0.0
              and keras.backend.backend() != "tensorflow")
-    if fused or tuple(mha._attention_axes) != (1,) or len(x.shape) != 3:
+    axes = tuple(private(mha, "_attention_axes"))
+    if fused or axes != (1,) or len(x.shape) != 3:
         return mha(query=x, value=x, attention_mask=mask, training=training)
-    query = mha._query_dense(x)
-    query = query * ops.cast(mha._inverse_sqrt_key_dim, query.dtype)
-    scores = ops.einsum("bquh,bkuh->buqk", query, mha._key_dense(x))
-    probabilities = mha._dropout_layer(mha._masked_softmax(scores, mask),
-                                       training=training)
-    context = ops.einsum("buqk,bkuh->bquh", probabilities, mha._value_dense(x))
-    return mha._output_dense(context)
+    query = private(mha, "_query_dense")(x)
+    query = query * ops.cast(private(mha, "_inverse_sqrt_key_dim"),
+                             query.dtype)
+    scores = ops.einsum("bquh,bkuh->buqk", query,
+                        private(mha, "_key_dense")(x))
+    probabilities = private(mha, "_dropout_layer")(
+        private(mha, "_masked_softmax")(scores, mask), training=training)
+    context = ops.einsum("buqk,bkuh->bquh", probabilities,
+                         private(mha, "_value_dense")(x))
+    return private(mha, "_output_dense")(context)
 
 
-def attend(layer, x, mask, training, segmented=None):
-    """Self-attention of one keras-hub `TransformerEncoder` under `mask`.
+def self_attention(layer, x, context):
+    """Self-attention of one keras-hub `TransformerEncoder` under
+    `context` (dense: `dense_attention` under its mask; segmented: the
+    layer's own projections in tfpack's rows)."""
+    mha = private(layer, "_self_attention_layer")
 
-    The one place the encoder adapters call attention: `mask` is the
-    boolean `[B, L, L]` packed mask (True = may attend), or None with
-    `segmented`, the `KerasHubBackbone.segmented_options`: then the
-    layer's own projections feed tfpack's segmented attention.
-    """
-    mha = layer._self_attention_layer
-    if segmented is None:
-        return dense_attention(mha, x, mask, training)
-    context = attend_segmented(
-        mha._query_dense(x), mha._key_dense(x), mha._value_dense(x),
-        segmented, scale=mha._inverse_sqrt_key_dim,
-        dropout_layer=mha._dropout_layer, training=training)
-    return mha._output_dense(context)
+    def project():
+        return tuple(private(mha, name)(x) for name in (
+            "_query_dense", "_key_dense", "_value_dense"))
+
+    def segmented_output(context_):
+        return private(mha, "_output_dense")(context_)
+
+    out = dispatch(
+        context, project,
+        lambda mask: dense_attention(mha, x, mask, context.training),
+        scale=private(mha, "_inverse_sqrt_key_dim"),
+        dropout_layer=private(mha, "_dropout_layer"))
+    return out if context.options is None else segmented_output(out)
 
 
-def encoder_block(layer, x, mask, training, segmented=None):
-    """keras-hub's `TransformerEncoder.call`, with `mask` as the whole mask
-    (or segmented attention, see `attend`)."""
+def encoder_block(layer, x, context):
+    """keras-hub's `TransformerEncoder.call`, with the packed mask as the
+    whole mask (or segmented attention, see `self_attention`)."""
+    training = context.training
+    norm_first = layer.normalize_first
+    attention_norm = private(layer, "_self_attention_layer_norm")
+    feedforward_norm = private(layer, "_feedforward_layer_norm")
     residual = x
-    if layer.normalize_first:
-        x = layer._self_attention_layer_norm(x)
-    x = attend(layer, x, mask, training, segmented)
-    x = layer._self_attention_dropout(x, training=training)
+    if norm_first:
+        x = attention_norm(x)
+    x = self_attention(layer, x, context)
+    x = private(layer, "_self_attention_dropout")(x, training=training)
     x = x + residual
-    if not layer.normalize_first:
-        x = layer._self_attention_layer_norm(x)
+    if not norm_first:
+        x = attention_norm(x)
     residual = x
-    if layer.normalize_first:
-        x = layer._feedforward_layer_norm(x)
-    x = layer._feedforward_intermediate_dense(x)
-    x = layer._feedforward_output_dense(x)
-    x = layer._feedforward_dropout(x, training=training)
+    if norm_first:
+        x = feedforward_norm(x)
+    x = private(layer, "_feedforward_intermediate_dense")(x)
+    x = private(layer, "_feedforward_output_dense")(x)
+    x = private(layer, "_feedforward_dropout")(x, training=training)
     x = x + residual
-    if not layer.normalize_first:
-        x = layer._feedforward_layer_norm(x)
+    if not norm_first:
+        x = feedforward_norm(x)
     return x
 
 
@@ -117,32 +128,24 @@ class KerasHubEncoder(KerasHubBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.RobertaBackbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16, max_sequence_length=16)
     >>> encoder = KerasHubEncoder(backbone)
-    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> encoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
         backbone: one of the six keras-hub backbones above.
         **kwargs: passed on to `KerasHubBackbone`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and,
-            for BERT, ELECTRA and ALBERT, optional `token_type_ids`
-            (default 0).
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone` (with optional `token_type_ids`, default 0).
     """
 
     backbone_names = _SEGMENTED + _UNSEGMENTED
+    family = "encoders"
     initializer_range = 0.02  # Head hint: keras-hub's BERT-family init.
 
     def __init__(self, backbone, **kwargs):
@@ -163,26 +166,26 @@ class KerasHubEncoder(KerasHubBackbone):
         """Head hint: the backbone's own epsilon."""
         return self.backbone.embeddings_layer_norm.epsilon
 
-    def embed(self, input_ids, position_ids, token_type_ids):
-        """keras-hub's embeddings with per-token positions."""
+    def embed(self, context):
+        """keras-hub's embeddings with per-token positions (and ELECTRA's
+        and ALBERT's projection)."""
         b = self.backbone
+        input_ids, position_ids = context.input_ids, context.position_ids
         if not self.has_token_types:
             x = b.embeddings(input_ids, positions=position_ids)
         else:
             tokens = b.token_embedding(input_ids)
+            token_type_ids = self._token_type_ids(context.inputs, input_ids)
             x = (tokens + b.position_embedding(tokens, positions=position_ids)
                  + b.segment_embedding(token_type_ids))
-        return b.embeddings_layer_norm(x)
+        x = b.embeddings_dropout(b.embeddings_layer_norm(x),
+                                 training=context.training)
+        if getattr(b, "embeddings_projection", None) is not None:
+            x = b.embeddings_projection(x)  # ELECTRA, ALBERT
+        return x
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        token_type_ids = self._token_type_ids(inputs, input_ids)
-        x = self.embed(input_ids, position_ids, token_type_ids)
-        x = self.backbone.embeddings_dropout(x, training=training)
-        if getattr(self.backbone, "embeddings_projection", None) is not None:
-            x = self.backbone.embeddings_projection(x)  # ELECTRA, ALBERT
-        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
-        for layer in encoder_layers(self.backbone):
-            x, show = isolated(x, mask)
-            x = show(encoder_block(layer, x, mask, training, segmented))
-        return {"sequence_output": x}
+    def layers(self):
+        return encoder_layers(self.backbone)
+
+    def block(self, layer, x, context):
+        return encoder_block(layer, x, context)

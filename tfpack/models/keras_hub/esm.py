@@ -16,7 +16,6 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotary_angles
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubBackbone
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.roformer import self_attention
 
@@ -33,16 +32,16 @@ def rotate(rotary, tensors, position_ids):
     return [turn(t, cos, sin) for t in tensors]
 
 
-def encoder_block(layer, x, position_ids, mask, training, segmented=None):
+def encoder_block(layer, x, context):
     """keras-hub's `ESMEncoder.call` (pre-norm; dropout before each norm)."""
-    attention = layer.attention_layer
+    attention, training = layer.attention_layer, context.training
     rotary = None
     if attention.use_rotary:
         def rotary(query, key):
             return rotate(attention.rotary_embedding_layer, (query, key),
-                          position_ids)
+                          context.position_ids)
     normed = layer.attention_norm(layer.dropout_layer(x, training=training))
-    residual = x + self_attention(attention, normed, mask, rotary, segmented)
+    residual = x + self_attention(attention, normed, context, rotary)
     x = layer.feedforward_norm(layer.dropout_layer(residual,
                                                    training=training))
     x = layer.feedforward_output_dense(layer.feedforward_intermediate_dense(x))
@@ -58,15 +57,13 @@ class KerasHubESM(KerasHubBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.ESMBackbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16)
     >>> encoder = KerasHubESM(backbone)
-    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> encoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -76,16 +73,11 @@ class KerasHubESM(KerasHubBackbone):
             `attention_implementation`, `max_sequences_per_pack` and
             `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
-        layer norm, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("ESMBackbone",)
+    family = "esm"
 
     @property
     def max_sequence_length(self):
@@ -96,19 +88,19 @@ class KerasHubESM(KerasHubBackbone):
             return None
         return b.max_sequence_length - b.pad_token_id
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
+    def embed(self, context):
         b = self.backbone
-        x = b.token_embedding(input_ids)
+        x = b.token_embedding(context.input_ids)
         if b.position_embedding_type == "absolute":
             positions = b.position_embedding(
-                x, positions=position_ids + b.pad_token_id)
+                x, positions=context.position_ids + b.pad_token_id)
             x = b.embeddings_add([x, positions])
         if b.use_pre_layer_norm:
             x = b.emb_layer_norm(x)
-        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
-        for layer in b.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(encoder_block(layer, x, position_ids, mask, training,
-                                   segmented))
-        return {"sequence_output": b.output_layer_norm(x)}
+        return x
+
+    def block(self, layer, x, context):
+        return encoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.output_layer_norm(x)

@@ -23,9 +23,9 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
+from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import private
 
 
 def query_scale(attention):
@@ -45,23 +45,23 @@ def sliding_window(attention, causal):
     return (size - 1, 0) if causal else (size - size // 2 - 1, size // 2)
 
 
-def attend(attention, query, key, value, mask, training, segmented=None):
+def attend(attention, query, key, value, context):
     """keras-hub's attention of one Gemma layer on rotated q, k, v.
 
     The one place the Gemma adapters call attention: query scaling, soft
     cap and sliding window are the layer's. Rows that attend to nothing
-    (padding) give zeros, as in keras-hub. With `segmented` (the
-    `KerasHubBackbone.segmented_options`, the layer's window included)
-    `mask` is None and tfpack's segmented attention runs.
+    (padding) give zeros, as in keras-hub. Segmented (`context.options`,
+    the layer's window included), tfpack's segmented attention runs.
     """
-    if segmented is None:
-        x = attention._compute_attention(query, key, value, mask,
-                                         training=training)
+    def dense(mask):
+        x = private(attention, "_compute_attention")(
+            query, key, value, mask, training=context.training)
         nothing = ops.logical_not(ops.any(mask, axis=-1))[..., None, None]
         return ops.where(nothing, ops.zeros_like(x), x)
-    return attend_segmented(  # query head h reads kv head h // groups
-        query, key, value, segmented, scale=query_scale(attention),
-        dropout_layer=attention.dropout_layer, training=training,
+
+    return dispatch(  # query head h reads kv head h // groups
+        context, lambda: (query, key, value), dense,
+        scale=query_scale(attention), dropout_layer=attention.dropout_layer,
         logit_soft_cap=attention.logit_soft_cap)
 
 
@@ -69,22 +69,21 @@ def rotate(attention, x, position_ids):
     """Gemma's rotary embedding of `x` at per-token positions."""
     if type(attention).__name__ == "CachedGemmaAttention":
         # Gemma 1/2 interleave the rotated halves after rotating.
-        return attention._apply_rope(x, 0, positions=position_ids)
+        return private(attention, "_apply_rope")(x, 0, positions=position_ids)
     return attention.rope_layer(x, positions=position_ids)
 
 
-def self_attention(attention, x, position_ids, mask, training,
-                   segmented=None):
+def self_attention(attention, x, context):
     """keras-hub's Gemma / Gemma 3 attention with per-token positions."""
     query = attention.query_dense(x)
     key = attention.key_dense(x)
     if getattr(attention, "use_query_key_norm", False):  # Gemma 3
         query = attention.query_norm(query)
         key = attention.key_norm(key)
-    query = rotate(attention, query, position_ids)
-    key = rotate(attention, key, position_ids)
+    query = rotate(attention, query, context.position_ids)
+    key = rotate(attention, key, context.position_ids)
     value = attention.value_dense(x)
-    x = attend(attention, query, key, value, mask, training, segmented)
+    x = attend(attention, query, key, value, context)
     return attention.output_dense(x)
 
 
@@ -96,16 +95,17 @@ def _add(a, b):
     return ops.cast(ops.clip(total, -65504, 65504), "float16")
 
 
-def decoder_block(layer, x, position_ids, mask, training, segmented=None):
+def decoder_block(layer, x, context):
     """keras-hub's `GemmaDecoderBlock.call` (and Gemma 3's, text only)."""
     if keras.backend.standardize_dtype(x.dtype) == "float16":
         x = ops.clip(x, -65504, 65504)
     attention = self_attention(layer.attention, layer.pre_attention_norm(x),
-                               position_ids, mask, training, segmented)
+                               context)
     if layer.use_post_attention_norm:
         attention = layer.post_attention_norm(attention)
     if layer.dropout:
-        attention = layer.attention_dropout(attention, training=training)
+        attention = layer.attention_dropout(attention,
+                                            training=context.training)
     attention_x = _add(x, attention)
     normalized = layer.pre_ffw_norm(attention_x)
     gated = keras.activations.gelu(layer.gating_ffw(normalized),
@@ -126,16 +126,14 @@ class KerasHubGemma(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.GemmaBackbone(
     ...     vocabulary_size=30, num_layers=1, num_query_heads=2,
     ...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16,
     ...     head_dim=4)
     >>> decoder = KerasHubGemma(backbone)
-    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> decoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -146,15 +144,11 @@ class KerasHubGemma(KerasHubCausalBackbone):
             query scaling and local layers' sliding windows inside each
             sequence), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("GemmaBackbone", "Gemma3Backbone")
+    family = "gemma"
 
     def __init__(self, backbone, **kwargs):
         if (self.accepts(backbone)
@@ -169,18 +163,15 @@ class KerasHubGemma(KerasHubCausalBackbone):
         # Gemma 3 embedding models (EmbeddingGemma) attend both ways.
         return not getattr(backbone, "use_bidirectional_attention", False)
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        x = x * ops.cast(ops.sqrt(self.backbone.hidden_dim), x.dtype)
-        segmented = self.implementation(x.shape[1]) == "segmented"
-        mask = None if segmented else self.attention_mask(sequence_ids)
-        for layer in self.backbone.transformer_layers:
-            options = None
-            if segmented:
-                options = self.segmented_options(
-                    sequence_ids, sliding_window(layer.attention, self.causal))
-            x, show = isolated(x, mask)
-            x = show(decoder_block(layer, x, position_ids, mask, training,
-                                   options))
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def embed(self, context):
+        x = self.backbone.token_embedding(context.input_ids)
+        return x * ops.cast(ops.sqrt(self.backbone.hidden_dim), x.dtype)
+
+    def window(self, layer):
+        return sliding_window(layer.attention, self.causal)
+
+    def block(self, layer, x, context):
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

@@ -27,9 +27,9 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
+from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import private
 
 
 def _add(a, b):
@@ -57,51 +57,64 @@ def feedforward(layer, x):
     return layer.post_ffw_norm(h)
 
 
-def segmented_attention(attention, x, position_ids, shared_kv, segmented,
-                        training):
-    """keras-hub's `Gemma4TextAttention.call` (no cache) with segmented
-    attention; returns the output and the layer's stacked keys and values."""
-    query = attention._apply_rope(attention.query_norm(attention.query_dense(x)),
-                                  0, positions=position_ids)
-    if attention.is_kv_shared_layer and shared_kv is not None:
-        key, value = shared_kv[:, 0, ...], shared_kv[:, 1, ...]
-    else:
-        raw = attention.key_dense(x)
-        key = attention._apply_rope(attention.key_norm(raw), 0,
-                                    positions=position_ids)
-        value = attention.value_norm(
-            raw if attention.attention_k_eq_v else attention.value_dense(x))
-    context = attend_segmented(
-        query, key, value, segmented, scale=1.0,
+def self_attention(attention, x, shared_kv, context):
+    """keras-hub's `Gemma4TextAttention.call` (no cache): its own layer
+    under the packed mask, or its projections, norms and rotation in
+    segmented rows; returns the output and the layer's stacked keys and
+    values."""
+    kv = []
+    rope = private(attention, "_apply_rope")
+    positions = context.position_ids
+
+    def project():
+        query = rope(attention.query_norm(attention.query_dense(x)), 0,
+                     positions=positions)
+        if attention.is_kv_shared_layer and shared_kv is not None:
+            key, value = shared_kv[:, 0, ...], shared_kv[:, 1, ...]
+        else:
+            raw = attention.key_dense(x)
+            key = rope(attention.key_norm(raw), 0, positions=positions)
+            value = attention.value_norm(raw if attention.attention_k_eq_v
+                                         else attention.value_dense(x))
+        kv.append(ops.stack((key, value), axis=1))
+        return query, key, value
+
+    def dense(mask):
+        output, stacked = attention(x, attention_mask=mask,
+                                    shared_kv=shared_kv, positions=positions)
+        kv.append(stacked)
+        return output
+
+    output = dispatch(
+        context, project, dense, scale=1.0,
         dropout_layer=attention.dropout_layer if attention.dropout else None,
-        training=training, logit_soft_cap=attention.logit_soft_cap)
-    return attention.output_dense(context), ops.stack((key, value), axis=1)
+        logit_soft_cap=attention.logit_soft_cap)
+    if context.options is not None:
+        output = attention.output_dense(output)
+    return output, kv[0]
 
 
-def decoder_block(layer, x, position_ids, mask, per_layer_input, shared_kv,
-                  training, segmented=None):
-    """keras-hub's `Gemma4TextDecoderBlock.call` under the packed `mask` (or
-    segmented, with `segmented` options); returns the output and this
-    layer's keys and values."""
+def decoder_block(layer, x, context):
+    """keras-hub's `Gemma4TextDecoderBlock.call` under `context` (dense:
+    the layer's packed mask; segmented: its options); keeps this layer's
+    keys and values in `context.extras["shared"]`."""
+    shared = context.extras["shared"]
+    shared_kv = (shared.get(layer.kv_shared_layer_index)
+                 if layer.is_kv_shared_layer else None)
     if keras.backend.standardize_dtype(x.dtype) == "float16":
         x = ops.clip(x, -65504, 65504)
-    if segmented is None:
-        attention, kv = layer.attention(layer.pre_attention_norm(x),
-                                        attention_mask=mask,
-                                        shared_kv=shared_kv,
-                                        positions=position_ids)
-    else:
-        attention, kv = segmented_attention(
-            layer.attention, layer.pre_attention_norm(x), position_ids,
-            shared_kv, segmented, training)
+    attention, shared[context.index] = self_attention(
+        layer.attention, layer.pre_attention_norm(x), shared_kv, context)
     attention = layer.post_attention_norm(attention)
     if layer.dropout:
-        attention = layer.attention_dropout(attention, training=training)
+        attention = layer.attention_dropout(attention,
+                                            training=context.training)
     x = _add(x, attention)
     h = feedforward(layer, x)
     if layer.dropout:
-        h = layer.feedforward_dropout(h, training=training)
+        h = layer.feedforward_dropout(h, training=context.training)
     x = _add(x, h)
+    per_layer_input = context.extras["per_layer_inputs"][context.index]
     if layer.hidden_size_per_layer_input > 0 and per_layer_input is not None:
         gated = keras.activations.gelu(layer.per_layer_input_gate(x),
                                        approximate=True)
@@ -110,7 +123,7 @@ def decoder_block(layer, x, position_ids, mask, per_layer_input, shared_kv,
         x = x + layer.post_per_layer_input_norm(gated)
     if layer.is_text_layer:
         x = x * ops.cast(layer.layer_scalar, x.dtype)
-    return x, kv
+    return x
 
 
 def is_banded(layer):
@@ -125,7 +138,7 @@ def layer_mask(layer, mask):
     `_compute_attention_mask` bands its causal mask (its two-way mask it
     leaves unbanded)."""
     if is_banded(layer):
-        return layer.attention._mask_sliding_window(mask)
+        return private(layer.attention, "_mask_sliding_window")(mask)
     return mask
 
 
@@ -139,17 +152,14 @@ class KerasHubGemma4(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.Gemma4Backbone(
     ...     vocabulary_size=30, image_size=16, num_layers=2,
     ...     num_query_heads=2, num_key_value_heads=1, hidden_dim=8,
     ...     intermediate_dim=16, head_dim=4, sliding_window_size=2,
     ...     sliding_window_pattern=2)
-    >>> KerasHubGemma4(backbone)(
-    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ... )["sequence_output"].shape
+    >>> KerasHubGemma4(backbone)(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -160,15 +170,11 @@ class KerasHubGemma4(KerasHubCausalBackbone):
             the local layers' windows inside each sequence),
             `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("Gemma4Backbone",)
+    family = "gemma4"
 
     def __init__(self, backbone, **kwargs):
         if self.accepts(backbone) and (
@@ -201,26 +207,24 @@ class KerasHubGemma4(KerasHubCausalBackbone):
                  + embedded[:, :, i * width:(i + 1) * width])
                 * ops.cast(2.0 ** -0.5, x.dtype) for i in range(layers)]
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        x = x * ops.cast(ops.sqrt(self.backbone.hidden_dim), x.dtype)
-        per_layer_inputs = self._per_layer_inputs(input_ids, x)
-        segmented = self.implementation(x.shape[1]) == "segmented"
-        mask = None if segmented else self.attention_mask(sequence_ids)
-        shared = {}
-        for i, layer in enumerate(self.backbone.transformer_layers):
-            source = layer.kv_shared_layer_index
-            options = None
-            if segmented:
-                window = layer.sliding_window_size - 1
-                options = self.segmented_options(
-                    sequence_ids, (window, 0) if is_banded(layer) else None)
-            this_mask = None if segmented else layer_mask(layer, mask)
-            x, show = isolated(x, this_mask)
-            x, shared[i] = decoder_block(
-                layer, x, position_ids, this_mask, per_layer_inputs[i],
-                shared.get(source) if layer.is_kv_shared_layer else None,
-                training, options)
-            x = show(x)
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def embed(self, context):
+        x = self.backbone.token_embedding(context.input_ids)
+        return x * ops.cast(ops.sqrt(self.backbone.hidden_dim), x.dtype)
+
+    def extras(self, context, x):
+        return {"per_layer_inputs": self._per_layer_inputs(context.input_ids,
+                                                           x),
+                "shared": {}}
+
+    def window(self, layer):
+        banded = (layer.sliding_window_size - 1, 0)
+        return banded if is_banded(layer) else None
+
+    def dense_mask(self, layer, mask):
+        return layer_mask(layer, mask)
+
+    def block(self, layer, x, context):
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

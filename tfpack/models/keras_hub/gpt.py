@@ -11,7 +11,6 @@ same steps as a `TransformerEncoder`, so the blocks are the encoders'
 """
 
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.encoders import encoder_block
 
@@ -25,15 +24,13 @@ class KerasHubGPT(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.GPT2Backbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16, max_sequence_length=16)
     >>> decoder = KerasHubGPT(backbone)
-    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> decoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -42,33 +39,25 @@ class KerasHubGPT(KerasHubCausalBackbone):
             `attention_implementation` (`"segmented"` stays causal inside
             each sequence), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`
-            (below the backbone's `max_sequence_length`).
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
-        layer norm, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("GPT2Backbone", "OPTBackbone")
+    family = "gpt"
 
-    def embed(self, input_ids, position_ids, training):
+    def embed(self, context):
         """keras-hub's token plus learned position embeddings, per token."""
         b = self.backbone
+        input_ids, position_ids = context.input_ids, context.position_ids
         if hasattr(b, "embeddings"):  # OPT: one TokenAndPositionEmbedding.
             return b.embeddings(input_ids, positions=position_ids)
         tokens = b.token_embedding(input_ids)
         x = b.embeddings_add(
             (tokens, b.position_embedding(tokens, positions=position_ids)))
-        return b.embeddings_dropout(x, training=training)
+        return b.embeddings_dropout(x, training=context.training)
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.embed(input_ids, position_ids, training)
-        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
-        for layer in self.backbone.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(encoder_block(layer, x, mask, training, segmented))
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def block(self, layer, x, context):
+        return encoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

@@ -14,9 +14,10 @@ from keras import ops
 
 from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
+from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import function
+from tfpack.models.keras_hub.internals import private
 
 
 def dense_attention(attention, query, key, value, mask, training):
@@ -29,52 +30,54 @@ def dense_attention(attention, query, key, value, mask, training):
     `tfpack.models.keras_hub.encoders.dense_attention`). Where keras-hub
     takes its fused kernel instead (JAX, torch, no dropout), it runs that.
     """
-    from keras_hub.src.utils.keras_utils import fused_attention_op_available
-
-    if fused_attention_op_available() and attention.dropout == 0:
-        return attention._compute_attention(query, key, value, mask,
-                                            training=training)
+    available = function("keras_hub.src.utils.keras_utils",
+                         "fused_attention_op_available")
+    if available() and attention.dropout == 0:
+        return private(attention, "_compute_attention")(
+            query, key, value, mask, training=training)
     scores = ops.einsum("bquh,bkuh->buqk", query, key)
-    scores = ops.multiply(scores, ops.cast(attention._inv_norm_factor,
-                                           attention.compute_dtype))
-    probabilities = attention._masked_softmax(scores, mask)
-    probabilities = attention._attn_dropout_layer(probabilities,
-                                                  training=training)
+    scores = ops.multiply(scores, ops.cast(
+        private(attention, "_inv_norm_factor"), attention.compute_dtype))
+    probabilities = private(attention, "_masked_softmax")(scores, mask)
+    probabilities = private(attention, "_attn_dropout_layer")(
+        probabilities, training=training)
     return ops.einsum("buqk,bkuh->bquh", probabilities, value)
 
 
-def self_attention(attention, x, position_ids, mask, training,
-                   segmented=None):
+def self_attention(attention, x, context):
     """keras-hub's `GPTNeoXAttention.call` with per-token positions."""
-    qkv = attention._qkv_dense(x)
+    qkv = private(attention, "_qkv_dense")(x)
     size = attention.attn_head_size
     query, key = qkv[..., :size], qkv[..., size:2 * size]
     value = qkv[..., 2 * size:]
 
     def turn(x):
-        return attention.rotary_embedding_layer(x, positions=position_ids)
+        return attention.rotary_embedding_layer(
+            x, positions=context.position_ids)
 
     query, key = (rotate_partial(x, attention.rotary_dim, turn)
                   for x in (query, key))
-    if segmented is None:
-        context = dense_attention(attention, query, key, value, mask, training)
-    else:
-        context = attend_segmented(
-            query, key, value, segmented, scale=attention._inv_norm_factor,
-            dropout_layer=attention._attn_dropout_layer, training=training)
-    batch, length = ops.shape(context)[0], ops.shape(context)[1]
-    context = ops.reshape(context, (batch, length, attention.hidden_dim))
-    return attention._output_dense(context)
+    context_ = dispatch(
+        context, lambda: (query, key, value),
+        lambda mask: dense_attention(attention, query, key, value, mask,
+                                     context.training),
+        scale=private(attention, "_inv_norm_factor"),
+        dropout_layer=private(attention, "_attn_dropout_layer"))
+    batch, length = ops.shape(context_)[0], ops.shape(context_)[1]
+    context_ = ops.reshape(context_, (batch, length, attention.hidden_dim))
+    return private(attention, "_output_dense")(context_)
 
 
-def decoder_block(layer, x, position_ids, mask, training, segmented=None):
+def decoder_block(layer, x, context):
     """keras-hub's `GPTNeoXDecoder.call`: parallel attention and MLP."""
     attention = self_attention(
-        layer._self_attention_layer, layer._self_attention_layer_norm(x),
-        position_ids, mask, training, segmented)
-    attention = layer._self_attention_dropout(attention, training=training)
-    feedforward = layer._feedforward_output_dense(
-        layer._feedforward_intermediate_dense(layer._feedforward_layer_norm(x)))
+        private(layer, "_self_attention_layer"),
+        private(layer, "_self_attention_layer_norm")(x), context)
+    attention = private(layer, "_self_attention_dropout")(
+        attention, training=context.training)
+    feedforward = private(layer, "_feedforward_output_dense")(
+        private(layer, "_feedforward_intermediate_dense")(
+            private(layer, "_feedforward_layer_norm")(x)))
     return feedforward + attention + x
 
 
@@ -87,15 +90,13 @@ class KerasHubGPTNeoX(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.GPTNeoXBackbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=16,
     ...     intermediate_dim=16)
     >>> decoder = KerasHubGPTNeoX(backbone)
-    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> decoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 16])
 
     Args:
@@ -104,16 +105,11 @@ class KerasHubGPTNeoX(KerasHubCausalBackbone):
             `attention_implementation` (`"segmented"` stays causal inside
             each sequence), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
-        layer norm, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("GPTNeoXBackbone",)
+    family = "gpt_neo_x"
 
     @property
     def max_sequence_length(self):
@@ -121,13 +117,12 @@ class KerasHubGPTNeoX(KerasHubCausalBackbone):
         `max_sequence_length` of GPT-NeoX sizes nothing)."""
         return None
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        x = self.backbone.embeddings_dropout(x, training=training)
-        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
-        for layer in self.backbone.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(decoder_block(layer, x, position_ids, mask, training,
-                                   segmented))
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def embed(self, context):
+        x = self.backbone.token_embedding(context.input_ids)
+        return self.backbone.embeddings_dropout(x, training=context.training)
+
+    def block(self, layer, x, context):
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

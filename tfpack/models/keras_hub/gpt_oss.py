@@ -13,12 +13,9 @@ own row with the layer's sink logits in every softmax denominator and its
 window as the band `(W, 0)` of row offsets.
 """
 
-import keras
-
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.decoders import attend
 from tfpack.models.keras_hub.decoders import part
 from tfpack.models.keras_hub.decoders import project
 
@@ -30,28 +27,20 @@ def sliding_window(attention):
     return (window, 0) if window is not None and window > 0 else None
 
 
-def self_attention(attention, x, position_ids, mask, training, segmented):
+def self_attention(attention, x, context):
     """keras-hub's `GptOssAttention.call` with per-token positions: dense
     (its own `_compute_attention`, window and sinks) under the packed
-    `mask`, or segmented with `segmented` options."""
-    query, key, value = project(attention, x, position_ids)
-    if segmented is None:
-        groups = attention.num_key_value_groups
-        x = attention._compute_attention(
-            query, keras.ops.repeat(key, groups, axis=2),
-            keras.ops.repeat(value, groups, axis=2), mask)
-    else:
-        x = attend_segmented(query, key, value, segmented,
-                             scale=attention._inv_norm_factor,
-                             sinks=attention.sinks)
-    x = part(attention, "dropout_layer")(x, training=training)
+    mask, or segmented with the layer's sinks."""
+    query, key, value = project(attention, x, context.position_ids)
+    x = attend(attention, query, key, value, context, sinks=attention.sinks)
+    x = part(attention, "dropout_layer")(x, training=context.training)
     return part(attention, "output_dense")(x)
 
 
-def decoder_block(layer, x, position_ids, mask, training, segmented=None):
+def decoder_block(layer, x, context):
     """keras-hub's `GptOssTransformerDecoder.call` with per-token positions."""
     h = self_attention(layer.self_attention_layer, layer.input_layernorm(x),
-                       position_ids, mask, training, segmented)
+                       context)
     x = h + x
     h, _ = layer.sparse_moe_block(layer.post_attention_layernorm(x))
     return h + x
@@ -66,16 +55,13 @@ class KerasHubGptOss(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.GptOssBackbone(
     ...     vocabulary_size=30, num_layers=2, num_query_heads=2,
     ...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16,
     ...     num_experts=2, sliding_window=2)
-    >>> KerasHubGptOss(backbone)(
-    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ... )["sequence_output"].shape
+    >>> KerasHubGptOss(backbone)(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -85,28 +71,17 @@ class KerasHubGptOss(KerasHubCausalBackbone):
             the windows inside each sequence), `max_sequences_per_pack` and
             `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("GptOssBackbone",)
+    family = "gpt_oss"
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        segmented = self.implementation(x.shape[1]) == "segmented"
-        mask = None if segmented else self.attention_mask(sequence_ids)
-        for layer in self.backbone.transformer_layers:
-            options = None
-            if segmented:
-                options = self.segmented_options(
-                    sequence_ids,
-                    sliding_window(layer.self_attention_layer))
-            x, show = isolated(x, mask)
-            x = show(decoder_block(layer, x, position_ids, mask, training,
-                                   options))
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def window(self, layer):
+        return sliding_window(layer.self_attention_layer)
+
+    def block(self, layer, x, context):
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

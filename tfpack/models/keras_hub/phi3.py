@@ -15,9 +15,9 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotary_angles
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
+from tfpack.models.keras_hub.internals import private
 
 
 def sequence_lengths(sequence_ids):
@@ -31,7 +31,7 @@ def su_rotate(rope, x, position_ids, lengths):
     """keras-hub's `Phi3SuScaledRotaryEmbedding` of `x` (`[B, L, heads,
     head_dim]`) per token: positions `position_ids`, long or short factor
     from each token's sequence length `lengths`."""
-    inverse_freq = rope._get_inverse_freq(x.shape[-1])
+    inverse_freq = private(rope, "_get_inverse_freq")(x.shape[-1])
     long = ops.expand_dims(lengths > rope.pretraining_sequence_length, -1)
     factor = ops.where(
         long, ops.convert_to_tensor(rope.inverese_freq_long_factor, "float32"),
@@ -52,16 +52,16 @@ def rotate(attention, x, position_ids, lengths):
     return rope(x, positions=position_ids)
 
 
-def decoder_block(layer, x, position_ids, lengths, mask, training,
-                  segmented=None):
-    """keras-hub's `Phi3Decoder.call` with per-token positions."""
-    attention = layer.attention
+def decoder_block(layer, x, context):
+    """keras-hub's `Phi3Decoder.call` with per-token positions (and
+    lengths, `context.extras["lengths"]`)."""
+    attention, training = layer.attention, context.training
+    positions, lengths = context.position_ids, context.extras["lengths"]
     residual = x
     h = layer.pre_attention_layernorm(x)
-    query = rotate(attention, attention.query_dense(h), position_ids, lengths)
-    key = rotate(attention, attention.key_dense(h), position_ids, lengths)
-    h = attend(attention, query, key, attention.value_dense(h), mask,
-               segmented)
+    query = rotate(attention, attention.query_dense(h), positions, lengths)
+    key = rotate(attention, attention.key_dense(h), positions, lengths)
+    h = attend(attention, query, key, attention.value_dense(h), context)
     h = attention.output_dense(attention.dropout_layer(h, training=training))
     x = layer.attention_dropout(h, training=training) + residual
     residual = x
@@ -82,40 +82,29 @@ class KerasHubPhi3(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.Phi3Backbone(
     ...     vocabulary_size=30, num_layers=1, hidden_dim=8,
     ...     intermediate_dim=16, num_query_heads=2, num_key_value_heads=1)
-    >>> KerasHubPhi3(backbone)(
-    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ... )["sequence_output"].shape
+    >>> KerasHubPhi3(backbone)(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
         backbone: a keras-hub `Phi3Backbone`.
         **kwargs: passed on to `KerasHubBackbone`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("Phi3Backbone",)
+    family = "phi3"
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        segmented = self.implementation(x.shape[1]) == "segmented"
-        mask = None if segmented else self.attention_mask(sequence_ids)
-        options = self.segmented_options(sequence_ids) if segmented else None
-        lengths = sequence_lengths(sequence_ids)
-        for layer in self.backbone.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(decoder_block(layer, x, position_ids, lengths, mask,
-                                   training, options))
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def extras(self, context, x):
+        return {"lengths": sequence_lengths(context.sequence_ids)}
+
+    def block(self, layer, x, context):
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

@@ -18,8 +18,7 @@ from keras import ops
 
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
+from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import register
 
 
@@ -57,9 +56,9 @@ def dense_attention(query, key, value, mask):
     return ops.einsum("buqk,bkuh->bquh", probabilities, value)
 
 
-def self_attention(attention, x, mask, rotary=None, segmented=None):
-    """keras-hub's `RoformerAttention.call` (and ESM's) under the boolean
-    `[B, L, L]` packed `mask` (or segmented attention): `rotary(query,
+def self_attention(attention, x, context, rotary=None):
+    """keras-hub's `RoformerAttention.call` (and ESM's) under `context`
+    (the boolean `[B, L, L]` packed mask, or segmented rows): `rotary(query,
     key)` turns the `[B, L, heads, head_size]` queries and keys by their
     positions, if given."""
     batch, length = ops.shape(x)[0], ops.shape(x)[1]
@@ -68,29 +67,28 @@ def self_attention(attention, x, mask, rotary=None, segmented=None):
         attention.q_dense, attention.k_dense, attention.v_dense))
     if rotary is not None:
         query, key = rotary(query, key)
-    if segmented is None:
-        context = dense_attention(query, key, value, mask)
-    else:
-        context = attend_segmented(query, key, value, segmented,
-                                   scale=1 / np.sqrt(attention.head_size))
-    return attention.o_dense(ops.reshape(context, (batch, length, -1)))
+    output = dispatch(
+        context, lambda: (query, key, value),
+        lambda mask: dense_attention(query, key, value, mask),
+        scale=1 / np.sqrt(attention.head_size))
+    return attention.o_dense(ops.reshape(output, (batch, length, -1)))
 
 
-def encoder_block(layer, x, position_ids, mask, training, segmented=None):
+def encoder_block(layer, x, context):
     """keras-hub's `RoformerV2Encoder.call` (post-norm)."""
     attention = layer.attention_layer
 
     def rotary(query, key):
         return rotate(attention.rotary_embedding_layer, (query, key),
-                      position_ids)
+                      context.position_ids)
 
-    attention = self_attention(attention, x, mask, rotary, segmented)
+    attention = self_attention(attention, x, context, rotary)
     x = layer.attention_norm(
-        x + layer.dropout_layer(attention, training=training))
+        x + layer.dropout_layer(attention, training=context.training))
     feedforward = layer.feedforward_output_dense(
         layer.feedforward_intermediate_dense(x))
     return layer.feedforward_norm(
-        x + layer.dropout_layer(feedforward, training=training))
+        x + layer.dropout_layer(feedforward, training=context.training))
 
 
 @register
@@ -101,15 +99,13 @@ class KerasHubRoformerV2(KerasHubBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.RoformerV2Backbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16, head_size=4)
     >>> encoder = KerasHubRoformerV2(backbone)
-    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> encoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -118,16 +114,11 @@ class KerasHubRoformerV2(KerasHubBackbone):
             `attention_implementation`, `max_sequences_per_pack` and
             `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and
-            optional `token_type_ids` (default 0).
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone` (with optional `token_type_ids`, default 0).
     """
 
     backbone_names = ("RoformerV2Backbone",)
+    family = "roformer"
     initializer_range = 0.02  # Head hint: keras-hub's RoFormer init.
 
     def __init__(self, backbone, **kwargs):
@@ -139,16 +130,14 @@ class KerasHubRoformerV2(KerasHubBackbone):
         """None: rotary positions have no table."""
         return None
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        token_type_ids = self._token_type_ids(inputs, input_ids)
+    def embed(self, context):
         b = self.backbone
-        x = b.embeddings_add((b.token_embedding(input_ids),
+        token_type_ids = self._token_type_ids(context.inputs,
+                                              context.input_ids)
+        x = b.embeddings_add((b.token_embedding(context.input_ids),
                               b.segment_embedding(token_type_ids)))
-        x = b.embeddings_dropout(b.embeddings_layer_norm(x), training=training)
-        mask, segmented = self.attention_inputs(sequence_ids, x.shape[1])
-        for layer in b.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(encoder_block(layer, x, position_ids, mask, training,
-                                   segmented))
-        return {"sequence_output": x}
+        return b.embeddings_dropout(b.embeddings_layer_norm(x),
+                                    training=context.training)
+
+    def block(self, layer, x, context):
+        return encoder_block(layer, x, context)

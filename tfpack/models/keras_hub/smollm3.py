@@ -14,7 +14,6 @@ from keras import ops
 from tfpack.layers.rotary_embedding import rotary_angles
 from tfpack.layers.rotary_embedding import rotate as turn
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.decoders import attend
 
@@ -30,7 +29,7 @@ def rotate(attention, x, position_ids):
     return turn(x, cos, sin)
 
 
-def self_attention(attention, x, position_ids, mask, segmented=None):
+def self_attention(attention, x, context):
     """keras-hub's `SmolLM3Attention.call` with per-token positions."""
     heads = (attention.num_attention_heads, attention.head_dim)
     kv_heads = (attention.num_key_value_heads, attention.head_dim)
@@ -39,16 +38,14 @@ def self_attention(attention, x, position_ids, mask, segmented=None):
     key = ops.reshape(attention.k_proj(x), shape + kv_heads)
     value = ops.reshape(attention.v_proj(x), shape + kv_heads)
     if attention.use_rope:
-        query = rotate(attention, query, position_ids)
-        key = rotate(attention, key, position_ids)
-    return attention.o_proj(attend(attention, query, key, value, mask,
-                                   segmented))
+        query = rotate(attention, query, context.position_ids)
+        key = rotate(attention, key, context.position_ids)
+    return attention.o_proj(attend(attention, query, key, value, context))
 
 
-def decoder_block(layer, x, position_ids, mask, segmented=None):
+def decoder_block(layer, x, context):
     """keras-hub's `SmolLM3DecoderLayer.call`."""
-    x = x + self_attention(layer.self_attn, layer.input_layernorm(x),
-                           position_ids, mask, segmented)
+    x = x + self_attention(layer.self_attn, layer.input_layernorm(x), context)
     return x + layer.mlp(layer.post_attention_layernorm(x))
 
 
@@ -61,7 +58,8 @@ class KerasHubSmolLM3(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.SmolLM3Backbone(
     ...     vocabulary_size=30, hidden_dim=8, intermediate_dim=16,
     ...     num_layers=2, num_attention_heads=2, num_key_value_heads=1,
@@ -70,34 +68,21 @@ class KerasHubSmolLM3(KerasHubCausalBackbone):
     ...     layer_types=["attention"] * 2, mlp_bias=False,
     ...     layer_norm_epsilon=1e-6, max_position_embeddings=32,
     ...     rope_theta=10000.0, partial_rotary_factor=1.0)
-    >>> KerasHubSmolLM3(backbone)(
-    ...     {"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...      "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...      "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ... )["sequence_output"].shape
+    >>> KerasHubSmolLM3(backbone)(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
         backbone: a keras-hub `SmolLM3Backbone`.
         **kwargs: passed on to `KerasHubBackbone`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: unused (SmolLM3 has no active dropout).
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}`.
+    Call arguments and returns: those of `KerasHubBackbone`.
     """
 
     backbone_names = ("SmolLM3Backbone",)
+    family = "smollm3"
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        segmented = self.implementation(x.shape[1]) == "segmented"
-        mask = None if segmented else self.attention_mask(sequence_ids)
-        options = self.segmented_options(sequence_ids) if segmented else None
-        for layer in self.backbone.transformer_layers:
-            x, show = isolated(x, mask)
-            x = show(decoder_block(layer, x, position_ids, mask, options))
-        return {"sequence_output": self.backbone.norm(x)}
+    def block(self, layer, x, context):
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.norm(x)

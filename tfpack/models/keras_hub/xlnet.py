@@ -22,9 +22,10 @@ import math
 from keras import ops
 
 from tfpack.models.keras_hub.base import KerasHubBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
+from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import function
+from tfpack.models.keras_hub.internals import private
 
 
 def relative_encoding(embedding, batch, length, training):
@@ -37,15 +38,14 @@ def relative_encoding(embedding, batch, length, training):
     return embedding.dropout_layer(encoding, training=training)
 
 
-def segmented_block(layer, x, embedding, token_type_ids, segmented,
-                    training):
-    """keras-hub's `XLNetEncoder.call` on the content stream, each sequence
-    attending in its own row (`TwoStreamRelativeAttention.compute_attention`
-    with the row's relative encoding and segment matrix)."""
-    from keras_hub.src.models.xlnet.relative_attention import _rel_shift
-
+def row_bias(layer, embedding, training):
+    """The `bias(rows)` of XLNet's segmented rows: content-bias, relative
+    and segment scores of each row (`TwoStreamRelativeAttention.
+    compute_attention` with the row's relative encoding and segments)."""
+    rel_shift = function("keras_hub.src.models.xlnet.relative_attention",
+                         "_rel_shift")
     attention = layer.relative_attention
-    scale = 1.0 / math.sqrt(float(attention._key_dim))
+    scale = 1.0 / math.sqrt(float(private(attention, "_key_dim")))
     content_bias = layer.content_attention_bias * scale
     position_bias = layer.positional_attention_bias * scale
     segment_bias = layer.segment_attention_bias * scale
@@ -54,8 +54,8 @@ def segmented_block(layer, x, embedding, token_type_ids, segmented,
         query, key = rows["query"], rows["key"]  # query scaled
         length = query.shape[1] or ops.shape(query)[1]
         encoding = relative_encoding(embedding, 1, length, training)
-        position = attention._encoding_dense(encoding)[0]  # [2N, heads, d]
-        relative = _rel_shift(
+        position = private(attention, "_encoding_dense")(encoding)[0]
+        relative = rel_shift(  # position: [2N, heads, d]
             ops.einsum("ecd,abcd->acbe", position, query + position_bias),
             klen=length)
         content = ops.einsum("nd,bknd->bnk", content_bias, key)[:, :, None]
@@ -66,12 +66,36 @@ def segmented_block(layer, x, embedding, token_type_ids, segmented,
         return relative + content + ops.where(differ, segment[..., 1:],
                                               segment[..., :1])
 
-    context = attend_segmented(
-        attention._query_dense(x), attention._key_dense(x),
-        attention._value_dense(x), segmented, scale=scale,
-        dropout_layer=attention._dropout_layer, training=training, bias=bias,
-        row_features={"token_types": token_type_ids})
-    h = layer.dropout_attn(attention._output_dense(context), training=training)
+    return bias, scale
+
+
+def encoder_block(layer, x, context):
+    """keras-hub's `XLNetEncoder.call` on the content stream: the layer
+    itself under the packed mask (float, 1 = may attend), or each sequence
+    attending in its own row."""
+    extras, training = context.extras, context.training
+    attention = layer.relative_attention
+
+    def dense(mask):
+        mask = ops.cast(mask, "float32")
+        output, _ = layer(output_content=x, attn_mask_content=mask,
+                          attn_mask_query=mask, pos_emb=extras["encoding"],
+                          seg_mat=extras["segments"], training=training)
+        return output
+
+    def project():
+        return tuple(private(attention, name)(x) for name in (
+            "_query_dense", "_key_dense", "_value_dense"))
+
+    if context.options is None:
+        return dispatch(context, project, dense)
+    bias, scale = row_bias(layer, extras["embedding"], training)
+    output = dispatch(
+        context, project, dense, scale=scale,
+        dropout_layer=private(attention, "_dropout_layer"), bias=bias,
+        row_features={"token_types": extras["token_type_ids"]})
+    h = layer.dropout_attn(private(attention, "_output_dense")(output),
+                           training=training)
     h = layer.layer_norm(h + x)
     ff = layer.activation_function_ff(layer.feedforward_intermediate_dense(h))
     ff = layer.dropout_ff(ff, training=training)
@@ -88,15 +112,13 @@ class KerasHubXLNet(KerasHubBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.XLNetBackbone(
     ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
     ...     intermediate_dim=16)
     >>> encoder = KerasHubXLNet(backbone)
-    >>> encoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> encoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -105,17 +127,11 @@ class KerasHubXLNet(KerasHubBackbone):
             `attention_implementation` (`"segmented"` scores each sequence
             in its own row), `max_sequences_per_pack` and `segment_length`.
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids` and
-            optional `token_type_ids` (default 0).
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (the content
-        stream, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone` (with optional `token_type_ids`, default 0).
     """
 
     backbone_names = ("XLNetBackbone",)
+    family = "xlnet"
 
     def __init__(self, backbone, **kwargs):
         super().__init__(backbone, **kwargs)
@@ -130,32 +146,27 @@ class KerasHubXLNet(KerasHubBackbone):
         """None: sinusoidal relative encodings have no table."""
         return None
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, _ = self._features(inputs)  # offsets
-        token_type_ids = self._token_type_ids(inputs, input_ids)
-        b = self.backbone
-        embedding = b.content_query_embedding
-        x = embedding.dropout_layer(embedding.word_embed(input_ids),
-                                    training=training)
-        if self.implementation(x.shape[1]) == "segmented":
-            options = self.segmented_options(sequence_ids)
-            for layer in b.transformer_layers:
-                x = segmented_block(layer, x, embedding, token_type_ids,
-                                    options, training)
-            return {"sequence_output": b.get_layer("dropout")(
-                x, training=training)}
-        batch, length = ops.shape(input_ids)[0], ops.shape(input_ids)[1]
-        encoding = relative_encoding(embedding, batch, length, training)
-        # keras-hub's float masks: 1 = may attend.
-        allowed = self.attention_mask(sequence_ids)
-        mask = ops.cast(allowed, "float32")
-        segments = ops.not_equal(token_type_ids[:, :, None],
-                                 token_type_ids[:, None, :])
-        for layer in b.transformer_layers:
-            x, show = isolated(x, allowed)
-            x, _ = layer(output_content=x, attn_mask_content=mask,
-                         attn_mask_query=mask, pos_emb=encoding,
-                         seg_mat=segments, training=training)
-            x = show(x)
-        return {"sequence_output": b.get_layer("dropout")(x,
-                                                          training=training)}
+    def embed(self, context):
+        embedding = self.backbone.content_query_embedding
+        return embedding.dropout_layer(embedding.word_embed(context.input_ids),
+                                       training=context.training)
+
+    def extras(self, context, x):
+        embedding = self.backbone.content_query_embedding
+        token_type_ids = self._token_type_ids(context.inputs,
+                                              context.input_ids)
+        if context.segmented:
+            return {"embedding": embedding, "token_type_ids": token_type_ids}
+        batch = ops.shape(context.input_ids)[0]
+        length = ops.shape(context.input_ids)[1]
+        return {"encoding": relative_encoding(embedding, batch, length,
+                                              context.training),
+                "segments": ops.not_equal(token_type_ids[:, :, None],
+                                          token_type_ids[:, None, :])}
+
+    def block(self, layer, x, context):
+        return encoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.get_layer("dropout")(x,
+                                                  training=context.training)

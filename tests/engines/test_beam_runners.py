@@ -13,9 +13,8 @@ from tfpack.engines.beam import steps
 from tfpack.errors import TfpackError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
 from cli_helpers import tfpack  # noqa: E402
-from test_records import google_examples, write_google  # noqa: E402
+from google_records import google_examples, write_google  # noqa: E402
 
 IN_PROCESS = "--direct_running_mode=in_memory"
 DASK = "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"

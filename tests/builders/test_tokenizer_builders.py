@@ -1,9 +1,6 @@
 """Builders with tokenizer=: the ids (and labels, weights, token types) keras-hub's own
 preprocessors give for the same text, with real tokenizers built offline."""
 
-import doctest
-import importlib
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -182,12 +179,3 @@ def test_tokenizer_errors_name_what_was_wrong():
         text_tokenizer(lambda s: [[1, 2]])(["a"])
     with pytest.raises(TfpackError, match="not both"):
         tfpack.data.causal_lm_examples(["a"], max_length=4, tokenizer=len, vocab_path="v")
-
-
-@pytest.mark.parametrize("name", ["tfpack.builders", "tfpack.builders.tokenizers",
-                                  "tfpack.builders.causal_lm",
-                                  "tfpack.builders.classification", "tfpack.builders.offsets"])
-def test_docstring_examples(name):
-    failed, attempted = doctest.testmod(importlib.import_module(name),
-                                        optionflags=doctest.ELLIPSIS)
-    assert attempted > 0 and failed == 0

@@ -1,6 +1,5 @@
 """The one directory swap behind `tfpack pack` and `tfpack export` (`outputs.swap_in`)."""
 
-import doctest
 import os
 
 import pytest
@@ -27,8 +26,3 @@ def test_swap_in_replaces_a_directory_whole_with_or_without_the_atomic_exchange(
     empty.mkdir()
     outputs.swap_in(_folder(tmp_path / "n2", "x"), str(empty), aside=str(tmp_path / ".a"))
     assert os.listdir(empty) == ["x"]
-
-
-def test_docstring_examples():
-    failed, attempted = doctest.testmod(outputs, optionflags=doctest.ELLIPSIS)
-    assert attempted > 0 and failed == 0

@@ -14,7 +14,7 @@ from tfpack.cli import main
 from tfpack.errors import TfpackError
 
 from packed_checks import canonical, unpack_all
-from test_records import google_examples, write_google
+from google_records import google_examples, write_google
 
 
 def pack_command(source, out, *extra):

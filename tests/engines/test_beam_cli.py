@@ -10,9 +10,8 @@ import tensorflow as tf
 from tfpack.data import read_packed
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
 from cli_helpers import tfpack  # noqa: E402
-from test_records import google_examples, write_google  # noqa: E402
+from google_records import google_examples, write_google  # noqa: E402
 
 IN_PROCESS = "--direct_running_mode=in_memory"
 
