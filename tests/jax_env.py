@@ -8,6 +8,8 @@ math at any level); the flags are appended to any ``XLA_FLAGS`` already set.
 """
 
 import os
+import subprocess
+import sys
 
 FAST_COMPILE_XLA_FLAGS = ("--xla_backend_optimization_level=0 "
                           "--xla_llvm_disable_expensive_passes=true")
@@ -19,3 +21,14 @@ def jax_env(**extra) -> dict:
     env["XLA_FLAGS"] = " ".join(f for f in (os.environ.get("XLA_FLAGS"),
                                             FAST_COMPILE_XLA_FLAGS) if f)
     return env
+
+
+def run_jax_check(script, paths, timeout=600):
+    """Runs `script` (Python source printing "ok" last) under Keras on JAX
+    in a subprocess with `paths` on PYTHONPATH; asserts it passed."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True,
+        env=jax_env(PYTHONPATH=os.pathsep.join(str(p) for p in paths)),
+        timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout

@@ -8,14 +8,12 @@ the resets (one segment a row) must not: the comparison can fail.
 """
 
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from jax_env import jax_env
+from jax_env import run_jax_check
 from tfpack.layers import recurrence
 
 gdn = pytest.importorskip(
@@ -290,10 +288,4 @@ print("ok")
 def test_recurrences_equal_keras_hubs_on_jax_under_jit():
     pytest.importorskip("jax")
     here = pathlib.Path(__file__).parent
-    done = subprocess.run(
-        [sys.executable, "-c", _JAX_CHECK], capture_output=True, text=True,
-        env=jax_env(PYTHONPATH=f"{here}:{here.parent}:{here.parents[1]}"),
-        timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("ok"), done.stdout
-
+    run_jax_check(_JAX_CHECK, [here, here.parent, here.parents[1]])

@@ -194,7 +194,11 @@ def make_backbone(family, seed=0):
     variables (biases, Gemma 4's expert projections) made random so that
     every path carries gradients."""
     keras.utils.set_random_seed(seed)
-    backbone = FAMILIES[family].build()
+    return randomize_zeros(FAMILIES[family].build(), seed)
+
+
+def randomize_zeros(backbone, seed=0):
+    """`backbone` with its all-zero trainable variables made random."""
     rng = np.random.default_rng(seed)
     for variable in backbone.trainable_variables:
         value = np.asarray(variable)

@@ -31,9 +31,10 @@ from tfpack.layers.recurrence import chunked_gated_delta_rule
 from tfpack.layers.recurrence import segments_of
 from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import attend_segmented
-from tfpack.models.keras_hub.base import isolated
+from tfpack.models.keras_hub.base import attend
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import function
+from tfpack.models.keras_hub.internals import private
 
 # keras-hub's `_chunk_gated_delta_rule` default.
 CHUNK_SIZE = 64
@@ -71,69 +72,72 @@ def gated_delta_net(net, x, segments):
 def sliding_window(attention):
     """The `(before, after)` band keras-hub applies, or None: its window
     where it computes attention itself, none under the fused kernel."""
-    from keras_hub.src.utils.keras_utils import fused_attention_op_available
-
+    fused = function("keras_hub.src.utils.keras_utils",
+                     "fused_attention_op_available")
     size = attention.sliding_window_size
-    if not size or fused_attention_op_available():
-        return None
-    return (size - 1, 0)
+    return None if not size or fused() else (size - 1, 0)
 
 
-def gated_attention(attention, x, position_ids, mask, training,
-                    segmented=None):
+def gated_attention(attention, x, context):
     """keras-hub's `Qwen3_5Attention.call` (no cache) at per-token positions."""
     head_dim = attention.head_dim
     batch, length = ops.shape(x)[0], x.shape[1]
 
     def rotate(t):
         return rotate_partial(t, attention.rotary_dim, lambda part: (
-            attention.rotary_embedding_layer(part, positions=position_ids)))
+            attention.rotary_embedding_layer(
+                part, positions=context.position_ids)))
 
-    projected = attention._query_dense(x)
+    projected = private(attention, "_query_dense")(x)
     gate = ops.reshape(projected[..., head_dim:], (batch, length, -1))
-    query = rotate(attention._query_norm(projected[..., :head_dim]))
-    key = rotate(attention._key_norm(attention._key_dense(x)))
-    value = attention._value_dense(x)
-    if segmented is not None:
-        x = attend_segmented(query, key, value, segmented,
-                             scale=attention._inv_norm_factor)
-    else:
+    query = rotate(private(attention, "_query_norm")(
+        projected[..., :head_dim]))
+    key = rotate(private(attention, "_key_norm")(
+        private(attention, "_key_dense")(x)))
+    value = private(attention, "_value_dense")(x)
+
+    def dense(mask):
         groups = attention.num_key_value_groups
-        x = attention._compute_attention(
+        return private(attention, "_compute_attention")(
             query, ops.repeat(key, groups, axis=2),
             ops.repeat(value, groups, axis=2), mask)
-    x = attention._dropout_layer(x, training=training)
+
+    x = attend(context, lambda: (query, key, value), dense,
+               scale=private(attention, "_inv_norm_factor"))
+    x = private(attention, "_dropout_layer")(x, training=context.training)
     x = ops.reshape(x, (batch, length, -1)) * ops.sigmoid(gate)
     x = ops.reshape(x, (batch, length, attention.num_query_heads, head_dim))
-    return attention._output_dense(x)
+    return private(attention, "_output_dense")(x)
 
 
-def feedforward(layer, x, real, training):
-    """The layer's gated SiLU feed-forward, or Qwen3.5-MoE's experts."""
+def feedforward(layer, x, context):
+    """The layer's gated SiLU feed-forward, or Qwen3.5-MoE's experts (their
+    load-balancing loss over real tokens, `sequence_ids > 0`)."""
     mlp = getattr(layer, "mlp", None)
     if mlp is not None:
-        return mlp(x, attention_mask=real, training=training)[0]
-    gate = ops.cast(layer._feedforward_gate_dense(x), "float32")
+        return mlp(x, attention_mask=context.sequence_ids > 0,
+                   training=context.training)[0]
+    gate = ops.cast(private(layer, "_feedforward_gate_dense")(x), "float32")
     gate = ops.cast(layer.activation(gate), layer.compute_dtype)
-    x = layer._feedforward_intermediate_dense(x)
-    return layer._feedforward_output_dense(ops.multiply(x, gate))
+    x = private(layer, "_feedforward_intermediate_dense")(x)
+    return private(layer, "_feedforward_output_dense")(ops.multiply(x, gate))
 
 
-def decoder_block(layer, x, context, mask, segmented, training):
-    """keras-hub's `Qwen3_5TransformerDecoder.call` (and the MoE one's).
-
-    `context` is `(segments, position_ids, real)`."""
-    segments, position_ids, real = context
+def decoder_block(layer, x, context):
+    """keras-hub's `Qwen3_5TransformerDecoder.call` (and the MoE one's)."""
     residual = x
-    x = layer._input_layernorm(x)
+    x = private(layer, "_input_layernorm")(x)
     if layer.layer_type == "linear_attention":
-        x = gated_delta_net(layer._linear_attn, x, segments)
+        x = gated_delta_net(private(layer, "_linear_attn"), x,
+                            context.extras["segments"])
     else:
-        x = gated_attention(layer._self_attention_layer, x, position_ids,
-                            mask, training, segmented)
-    x = layer._self_attention_dropout(x, training=training) + residual
+        x = gated_attention(private(layer, "_self_attention_layer"), x,
+                            context)
+    x = private(layer, "_self_attention_dropout")(
+        x, training=context.training) + residual
     residual = x
-    x = feedforward(layer, layer._post_attention_layernorm(x), real, training)
+    x = feedforward(layer, private(layer, "_post_attention_layernorm")(x),
+                    context)
     return ops.cast(x, residual.dtype) + residual
 
 
@@ -147,7 +151,7 @@ class KerasHubQwen3_5(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
     >>> backbone = keras_hub.models.Qwen3_5Backbone(
     ...     vocabulary_size=30, num_layers=2, num_query_heads=2,
     ...     num_key_value_heads=1, head_dim=8, hidden_dim=8,
@@ -155,11 +159,9 @@ class KerasHubQwen3_5(KerasHubCausalBackbone):
     ...     linear_num_value_heads=2, linear_key_head_dim=4,
     ...     linear_value_head_dim=4,
     ...     layer_types=["linear_attention", "full_attention"])
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> decoder = KerasHubQwen3_5(backbone)
-    >>> decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...          "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...          "position_ids": np.array([[0, 1, 0, 1, 0]])},
-    ...         )["sequence_output"].shape
+    >>> decoder(example_pack())["sequence_output"].shape
     TensorShape([1, 5, 8])
 
     Args:
@@ -169,16 +171,12 @@ class KerasHubQwen3_5(KerasHubCausalBackbone):
             (`attention_implementation` applies to the full-attention
             layers).
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active (and the router's loss added).
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_dim]}` (after the final
-        norm, as the keras-hub backbone's output).
+    Call arguments and returns: those of `KerasHubBackbone` (`training`
+    also adds the experts' load-balancing loss).
     """
 
     backbone_names = ("Qwen3_5Backbone", "Qwen3_5MoeBackbone")
+    family = "qwen3_5"
 
     def __init__(self, backbone, **kwargs):
         if (self.accepts(backbone)
@@ -190,19 +188,18 @@ class KerasHubQwen3_5(KerasHubCausalBackbone):
                 "encoder")
         super().__init__(backbone, **kwargs)
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, position_ids = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        segmented = self.implementation(x.shape[1]) == "segmented"
-        # Dense: the causal packed mask, which also bounds what a recurrent
-        # layer mixes (earlier tokens of the same sequence) for `isolated`.
-        mask = None if segmented else self.attention_mask(sequence_ids)
-        context = (segments_of(sequence_ids), position_ids, sequence_ids > 0)
-        for layer in self.backbone.transformer_layers:
-            options = None
-            if segmented and layer.layer_type == "full_attention":
-                options = self.segmented_options(
-                    sequence_ids, sliding_window(layer._self_attention_layer))
-            x, show = isolated(x, mask)
-            x = show(decoder_block(layer, x, context, mask, options, training))
-        return {"sequence_output": self.backbone.layer_norm(x)}
+    def extras(self, context, x):
+        return {"segments": segments_of(context.sequence_ids)}
+
+    def window(self, layer):
+        if layer.layer_type != "full_attention":
+            return None
+        return sliding_window(private(layer, "_self_attention_layer"))
+
+    def block(self, layer, x, context):
+        # Dense: `forward` isolates each block under the causal packed mask,
+        # which also bounds what a gated DeltaNet layer mixes.
+        return decoder_block(layer, x, context)
+
+    def final_norm(self, x, context):
+        return self.backbone.layer_norm(x)

@@ -22,7 +22,6 @@ from tfpack.layers.recurrence import generalized_delta_rule
 from tfpack.layers.recurrence import segments_of
 from tfpack.layers.recurrence import shift_within
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
-from tfpack.models.keras_hub.base import isolated
 from tfpack.models.keras_hub.base import register
 
 
@@ -85,15 +84,14 @@ class KerasHubRWKV7(KerasHubCausalBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.models.keras_hub.base import example_pack
     >>> backbone = keras_hub.models.RWKV7Backbone(
     ...     hidden_size=8, head_size=4, num_layers=2, vocabulary_size=30,
     ...     intermediate_dim=16, gate_lora=4, mv_lora=4, aaa_lora=4,
     ...     decay_lora=4)
     >>> decoder = KerasHubRWKV7(backbone)
-    >>> out = decoder({"input_ids": np.array([[5, 6, 7, 8, 0]]),
-    ...                "sequence_ids": np.array([[1, 1, 2, 2, 0]]),
-    ...                "position_ids": np.array([[0, 1, 0, 1, 0]])})
+    >>> out = decoder(example_pack())
     >>> out["sequence_output"].shape, decoder.logits(out["sequence_output"]).shape
     (TensorShape([1, 5, 8]), TensorShape([1, 5, 30]))
 
@@ -102,13 +100,9 @@ class KerasHubRWKV7(KerasHubCausalBackbone):
         **kwargs: passed on to `KerasHubBackbone` (RWKV-7 has no attention:
             the implementation options change nothing).
 
-    Call arguments:
-        inputs: dict with `input_ids`, `sequence_ids`, `position_ids`.
-        training: whether dropout is active.
-
-    Returns:
-        `{"sequence_output": [batch, length, hidden_size]}`: the hidden
-        states after the output norm, before keras-hub's `head`.
+    Call arguments and returns: those of `KerasHubBackbone`;
+    `sequence_output` is the hidden states after the output norm, before
+    keras-hub's `head`.
     """
 
     backbone_names = ("RWKV7Backbone",)
@@ -122,16 +116,21 @@ class KerasHubRWKV7(KerasHubCausalBackbone):
         `head`, float32."""
         return ops.cast(self.backbone.head(sequence_output), "float32")
 
-    def call(self, inputs, training=None):
-        input_ids, sequence_ids, _ = self._features(inputs)
-        x = self.backbone.token_embedding(input_ids)
-        # The causal packed mask bounds what a block mixes, for `isolated`.
-        mask = (self.attention_mask(sequence_ids)
-                if self.implementation(x.shape[1]) == "dense" else None)
-        segments = segments_of(sequence_ids)
-        v_first = None
-        for layer in self.backbone.rwkv_layers:
-            x, show = isolated(x, mask)
-            x, v_first = rwkv_block(layer, x, v_first, segments)
-            x = self.backbone.dropout(show(x), training=training)
-        return {"sequence_output": self.backbone.output_layer_norm(x)}
+    def layers(self):
+        return list(self.backbone.rwkv_layers)
+
+    def extras(self, context, x):
+        # `v_first` (layer 0's values) is handed from block to block.
+        return {"segments": segments_of(context.sequence_ids),
+                "v_first": [None]}
+
+    def block(self, layer, x, context):
+        # Dense: `forward` isolates each block under the causal packed mask,
+        # which bounds what a block mixes (earlier tokens of its sequence).
+        carried = context.extras["v_first"]
+        x, carried[0] = rwkv_block(layer, x, carried[0],
+                                   context.extras["segments"])
+        return self.backbone.dropout(x, training=context.training)
+
+    def final_norm(self, x, context):
+        return self.backbone.output_layer_norm(x)
