@@ -33,6 +33,7 @@ from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.decoders import feedforward
 from tfpack.models.keras_hub.internals import function
 from tfpack.models.keras_hub.internals import private
 
@@ -110,19 +111,6 @@ def gated_attention(attention, x, context):
     return private(attention, "_output_dense")(x)
 
 
-def feedforward(layer, x, context):
-    """The layer's gated SiLU feed-forward, or Qwen3.5-MoE's experts (their
-    load-balancing loss over real tokens, `sequence_ids > 0`)."""
-    mlp = getattr(layer, "mlp", None)
-    if mlp is not None:
-        return mlp(x, attention_mask=context.sequence_ids > 0,
-                   training=context.training)[0]
-    gate = ops.cast(private(layer, "_feedforward_gate_dense")(x), "float32")
-    gate = ops.cast(layer.activation(gate), layer.compute_dtype)
-    x = private(layer, "_feedforward_intermediate_dense")(x)
-    return private(layer, "_feedforward_output_dense")(ops.multiply(x, gate))
-
-
 def decoder_block(layer, x, context):
     """keras-hub's `Qwen3_5TransformerDecoder.call` (and the MoE one's)."""
     residual = x
@@ -136,8 +124,10 @@ def decoder_block(layer, x, context):
     x = private(layer, "_self_attention_dropout")(
         x, training=context.training) + residual
     residual = x
+    # The gated SiLU feed-forward, or Qwen3.5-MoE's experts (their
+    # load-balancing loss over real tokens), as in the Llama-style decoders.
     x = feedforward(layer, private(layer, "_post_attention_layernorm")(x),
-                    context)
+                    context.sequence_ids > 0, context.training)
     return ops.cast(x, residual.dtype) + residual
 
 
