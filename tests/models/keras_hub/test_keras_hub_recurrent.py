@@ -17,84 +17,13 @@ import pytest
 import tensorflow as tf
 
 from jax_env import run_jax_check
-from keras_hub_helpers import randomize_zeros
+from recurrent_helpers import FAMILIES, VOCAB, alone, examples
+from recurrent_helpers import implementations, make, packed_examples
+from recurrent_helpers import packed_output, returns_logits, spans
 from tfpack import models, predict
 from tfpack.errors import TfpackError
 from tfpack.testing import assert_no_cross_contamination, next_token_labels
 from tfpack.testing import pack_examples
-
-keras_hub = pytest.importorskip("keras_hub")
-
-VOCAB = 40
-LENGTH = 130
-PACKS = [[0, 1, 2, 3], [4, 5, 6]]
-LENGTHS = (70, 1, 2, 50, 64, 3, 60)
-_QWEN = dict(vocabulary_size=VOCAB, num_layers=2, num_query_heads=2,
-             num_key_value_heads=1, head_dim=8, hidden_dim=16,
-             linear_num_key_heads=1, linear_num_value_heads=2,
-             linear_key_head_dim=4, linear_value_head_dim=4,
-             layer_types=["linear_attention", "full_attention"])
-FAMILIES = {
-    # A sliding window of 5 on the full-attention layer (TensorFlow
-    # applies it), shorter than the sequences.
-    "qwen3_5": lambda: keras_hub.models.Qwen3_5Backbone(
-        intermediate_dim=32, sliding_window_size=5, **_QWEN),
-    "qwen3_5_moe": lambda: keras_hub.models.Qwen3_5MoeBackbone(
-        moe_intermediate_dim=8, shared_expert_intermediate_size=16,
-        num_experts=4, top_k=2, **_QWEN),
-    "rwkv7": lambda: keras_hub.models.RWKV7Backbone(
-        hidden_size=16, head_size=4, num_layers=2, vocabulary_size=VOCAB,
-        intermediate_dim=32, gate_lora=4, mv_lora=4, aaa_lora=4,
-        decay_lora=4),
-}
-IMPLEMENTATIONS = [dict(attention_implementation="dense"),
-                   dict(attention_implementation="segmented",
-                        max_sequences_per_pack=4, segment_length=LENGTH)]
-
-
-def make(family, seed=0):
-    """The family's tiny backbone, zero-initialized variables made random
-    (Qwen3.5's norm offsets and `A_log`) so every path carries gradients."""
-    keras.utils.set_random_seed(seed)
-    return randomize_zeros(FAMILIES[family](), seed)
-
-
-def examples(seed=0):
-    rng = np.random.default_rng(seed)
-    return [{"input_ids": rng.integers(1, VOCAB, n)} for n in LENGTHS]
-
-
-def packed_examples():
-    return pack_examples(examples(), LENGTH, packs=PACKS)
-
-
-def spans(packed):
-    """(row, token indices) of every example, in example order."""
-    return [(row, np.flatnonzero(packed["sequence_ids"][row] == slot + 1))
-            for row, pack in enumerate(PACKS) for slot, _ in enumerate(pack)]
-
-
-def returns_logits(backbone):
-    """keras-hub's RWKV-7 backbone returns logits, the others hidden states."""
-    return type(backbone).__name__ == "RWKV7Backbone"
-
-
-def alone(backbone, ids):
-    """keras-hub's output on one sequence."""
-    ids = np.asarray(ids, "int32")[None]
-    return backbone({"token_ids": ids, "padding_mask": np.ones_like(ids)},
-                    training=False)[0]
-
-
-def packed_output(adapter, packed):
-    """The adapter's output comparable with `alone`."""
-    out = adapter(packed, training=False)["sequence_output"]
-    return adapter.logits(out) if returns_logits(adapter.backbone) else out
-
-
-def _implementations(family):
-    # RWKV-7 has no attention to implement.
-    return IMPLEMENTATIONS if family != "rwkv7" else IMPLEMENTATIONS[:1]
 
 
 def _numpy(gradients):
@@ -114,7 +43,7 @@ def test_packed_equals_each_sequence_alone_with_gradients(family):
                    for r in references]
         loss = sum(tf.reduce_sum(r * w) for r, w in zip(references, weights))
     expected_grads = _numpy(tape.gradient(loss, variables))
-    for options in _implementations(family):
+    for options in implementations(family):
         adapter = models.from_keras_hub(backbone, **options)
         with tf.GradientTape() as tape:
             output = packed_output(adapter, packed)
@@ -140,7 +69,7 @@ def test_packed_equals_each_sequence_alone_with_gradients(family):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_no_cross_contamination(family):
     backbone = make(family)
-    for options in _implementations(family):
+    for options in implementations(family):
         adapter = models.from_keras_hub(backbone, **options)
         result = assert_no_cross_contamination(adapter, packed_examples())
         assert result.max_output_difference["sequence_output"] == 0.0
@@ -200,8 +129,8 @@ _JAX_CHECK = """
 import jax, numpy as np, keras
 assert keras.backend.backend() == "jax"
 from tfpack.models import from_keras_hub
-from test_keras_hub_recurrent import FAMILIES, make, examples, packed_examples
-from test_keras_hub_recurrent import spans, returns_logits
+from recurrent_helpers import FAMILIES, make, examples, packed_examples
+from recurrent_helpers import spans, returns_logits
 # Packed outputs against keras-hub's backbone on each sequence alone (jit);
 # the gradient of the packed loss against the sum of the adapter's gradients
 # on each sequence alone (keras-hub's gated delta rule compiles for minutes
