@@ -5,18 +5,16 @@ Rows of 130 tokens hold sequences that straddle keras-hub's chunk of 64
 convolution's kernel of 4 (1, 2, 3 tokens). For every family: each
 sequence's outputs are the keras-hub backbone's on that sequence alone, and
 the gradient of a loss summed over the packs' sequences is the sum of the
-per-sequence gradients (TensorFlow here, JAX in a subprocess); the causal
+per-sequence gradients (TensorFlow; on JAX the recurrences themselves are
+checked against keras-hub's in tests/layers/test_recurrence.py); the causal
 LM trains a step and `tfpack.predict` scores.
 """
-
-import pathlib
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from jax_env import run_jax_check
 from recurrent_helpers import FAMILIES, VOCAB, alone, examples
 from recurrent_helpers import implementations, make, packed_examples
 from recurrent_helpers import packed_output, returns_logits, spans
@@ -123,74 +121,3 @@ def test_a_qwen3_5_with_a_vision_encoder_is_refused():
     backbone.vision_encoder = object()  # Stands in for a vision encoder.
     with pytest.raises(TfpackError, match="Only text Qwen3.5.*vision"):
         models.from_keras_hub(backbone)
-
-
-_JAX_CHECK = """
-import jax, numpy as np, keras
-assert keras.backend.backend() == "jax"
-from tfpack.models import from_keras_hub
-from recurrent_helpers import FAMILIES, make, examples, packed_examples
-from recurrent_helpers import spans, returns_logits
-# Packed outputs against keras-hub's backbone on each sequence alone (jit);
-# the gradient of the packed loss against the sum of the adapter's gradients
-# on each sequence alone (keras-hub's gated delta rule compiles for minutes
-# under jax.grad; the TensorFlow test compares gradients with keras-hub's).
-for family in sorted(FAMILIES):
-    backbone = make(family)
-    adapter = from_keras_hub(backbone, attention_implementation="dense")
-    trainable = [v.value for v in backbone.trainable_variables]
-    fixed = [v.value for v in backbone.non_trainable_variables]
-    packed = packed_examples()
-    where = spans(packed)
-
-    def forward(weights, features):
-        out, _ = adapter.stateless_call(weights, fixed, features)
-        return out["sequence_output"]
-
-    def packed_loss(weights):
-        out = forward(weights, packed)
-        return sum(jax.numpy.sin(out[row, tokens]).sum()
-                   for row, tokens in where)
-
-    def alone_loss(weights):
-        total = 0.0
-        for e in examples():
-            n = len(e["input_ids"])
-            one = {"input_ids": e["input_ids"][None].astype("int32"),
-                   "sequence_ids": np.ones((1, n), "int32"),
-                   "position_ids": np.arange(n, dtype="int32")[None]}
-            total = total + jax.numpy.sin(forward(weights, one)).sum()
-        return total
-
-    out = np.asarray(jax.jit(forward)(trainable, packed))
-    if returns_logits(backbone):
-        out = np.asarray(adapter.logits(out))
-    hub = jax.jit(lambda w, ids: backbone.stateless_call(
-        w, fixed, {"token_ids": ids, "padding_mask": jax.numpy.ones_like(ids)}
-    )[0])
-    # keras-hub compiles once per length: the sequences straddling a chunk
-    # (70), of one token and shorter than the kernel (3).
-    for i in (0, 1, 5):
-        e, (row, tokens) = examples()[i], where[i]
-        ids = e["input_ids"][None].astype("int32")
-        reference = np.asarray(hub(trainable, ids))[0]
-        np.testing.assert_allclose(out[row, tokens], reference, rtol=0,
-                                   atol=1e-4 * max(1, np.abs(reference).max()),
-                                   err_msg=family)
-    grads = jax.jit(jax.grad(packed_loss))(trainable)
-    expected = jax.jit(jax.grad(alone_loss))(trainable)
-    for g, e in zip(grads, expected):
-        e = np.asarray(e)
-        np.testing.assert_allclose(np.asarray(g), e, rtol=0,
-                                   atol=1e-4 * max(1, np.abs(e).max()),
-                                   err_msg=family)
-print("ok")
-"""
-
-
-@pytest.mark.slow
-def test_packed_equals_each_sequence_alone_on_jax_under_jit():
-    pytest.importorskip("jax")
-    here = pathlib.Path(__file__).parent
-    run_jax_check(_JAX_CHECK, [here, here.parents[1], here.parents[2]],
-                  timeout=900)
