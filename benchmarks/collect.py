@@ -13,7 +13,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 ORDER = ["planners", "optimal", "planners_long", "planners_suite", "planners_unseen", "planner_kernels",
          "balance", "pipeline", "engines", "engines_dask", "pack_suite", "spill_reads", "model",
          "training", "predict", "qa", "preference", "backbones", "attention", "keras_hub_attention",
-         "keras_hub_dense", "keras_hub_families", "attention_isolation", "accelerator",
+         "keras_hub_dense", "keras_hub_families", "recurrent", "attention_isolation",
+         "accelerator",
          "integrity", "reading", "worker_reads"]
 
 

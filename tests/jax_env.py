@@ -8,6 +8,8 @@ math at any level); the flags are appended to any ``XLA_FLAGS`` already set.
 """
 
 import os
+import subprocess
+import sys
 
 FAST_COMPILE_XLA_FLAGS = ("--xla_backend_optimization_level=0 "
                           "--xla_llvm_disable_expensive_passes=true")
@@ -36,3 +38,14 @@ def count_flash_calls() -> list:
 
     kernel.flash_attention = counted
     return calls
+
+
+def run_jax_check(script, paths, timeout=600):
+    """Runs `script` (Python source printing "ok" last) under Keras on JAX
+    in a subprocess with `paths` on PYTHONPATH; asserts it passed."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True,
+        env=jax_env(PYTHONPATH=os.pathsep.join(str(p) for p in paths)),
+        timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout

@@ -89,6 +89,23 @@ FAMILIES = {
         head_dim=4, moe_intermediate_dim=8, num_experts=4, top_k=2,
         norm_top_k_prob=True, sliding_window_size=WINDOW, **_DECODER),
         rotary=True),
+    # Qwen3.5 hybrids: a gated DeltaNet layer (convolution and state reset
+    # per sequence) and a full-attention layer with a window; more in
+    # test_keras_hub_recurrent.py (rows straddling its chunks, RWKV-7).
+    "qwen3_5": Family(lambda: keras_hub.models.Qwen3_5Backbone(
+        head_dim=8, sliding_window_size=WINDOW, linear_num_key_heads=1,
+        linear_num_value_heads=2, linear_key_head_dim=4,
+        linear_value_head_dim=4,
+        layer_types=["linear_attention", "full_attention"], **_DECODER),
+        rotary=True),
+    "qwen3_5_moe": Family(lambda: keras_hub.models.Qwen3_5MoeBackbone(
+        head_dim=8, moe_intermediate_dim=8,
+        shared_expert_intermediate_size=16, num_experts=4, top_k=2,
+        linear_num_key_heads=1, linear_num_value_heads=2,
+        linear_key_head_dim=4, linear_value_head_dim=4,
+        layer_types=["linear_attention", "full_attention"],
+        **{k: v for k, v in _DECODER.items() if k != "intermediate_dim"}),
+        rotary=True),
     "phi3": Family(lambda: keras_hub.models.Phi3Backbone(
         vocabulary_size=VOCAB, num_layers=2, hidden_dim=16,
         intermediate_dim=32, num_query_heads=4, num_key_value_heads=2),
@@ -179,7 +196,11 @@ def make_backbone(family, seed=0):
     variables (biases, Gemma 4's expert projections) made random so that
     every path carries gradients."""
     keras.utils.set_random_seed(seed)
-    backbone = FAMILIES[family].build()
+    return randomize_zeros(FAMILIES[family].build(), seed)
+
+
+def randomize_zeros(backbone, seed=0):
+    """`backbone` with its all-zero trainable variables made random."""
     rng = np.random.default_rng(seed)
     for variable in backbone.trainable_variables:
         value = np.asarray(variable)

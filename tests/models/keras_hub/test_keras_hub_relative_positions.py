@@ -72,17 +72,8 @@ def test_deberta_buckets_by_hand():
 
 
 REFUSED = {
-    "RWKV7Backbone": (dict(hidden_size=16, head_size=8, num_layers=1,
-                           intermediate_dim=32, gate_lora=4, mv_lora=4,
-                           aaa_lora=4, decay_lora=4), "recurrent state"),
     "FNetBackbone": (dict(num_layers=1, hidden_dim=8, intermediate_dim=16,
                           max_sequence_length=MAX_LENGTH), "Fourier"),
-    "Qwen3_5Backbone": (dict(num_layers=1, num_query_heads=2,
-                             num_key_value_heads=1, hidden_dim=8,
-                             intermediate_dim=16, head_dim=4,
-                             linear_num_key_heads=1, linear_num_value_heads=1,
-                             linear_key_head_dim=4, linear_value_head_dim=4),
-                        "gated DeltaNet"),
 }
 
 

@@ -51,10 +51,13 @@ keras-hub family", walks through a new family.
 | T5 encoder-decoders (pair packs; relative buckets per sequence) | `T5Backbone` | `KerasHubT5` |
 | BART (pair packs; learned positions per sequence) | `BartBackbone` | `KerasHubBart` |
 | T5Gemma (pair packs; rotary angles and the decoder's sliding windows per sequence) | `T5GemmaBackbone` | `KerasHubT5Gemma` |
+| Qwen3.5 hybrids (text; gated DeltaNet with the state and convolution reset per sequence, gated attention, experts) | `Qwen3_5Backbone`, `Qwen3_5MoeBackbone` | `KerasHubQwen3_5` |
+| RWKV-7 (token shifts and time-mix state reset per sequence) | `RWKV7Backbone` | `KerasHubRWKV7` |
 
-Backbones whose computation crosses sequence boundaries in a way a mask
-cannot stop (recurrent state, Fourier mixing), encoder-decoders and
-image-text models are refused with the reason
+Recurrent layers reset their state at every sequence start inside the
+recurrence (`tfpack.layers.recurrence`). Backbones whose computation
+crosses sequence boundaries in a way tfpack cannot cut (Fourier mixing),
+other encoder-decoders (T5Gemma 2, EdRec) and image-text models are refused with the reason
 (`tfpack.models.keras_hub.refusals`).
 
 Example:
@@ -85,8 +88,10 @@ from tfpack.models.keras_hub.gpt import KerasHubGPT
 from tfpack.models.keras_hub.gpt_neo_x import KerasHubGPTNeoX
 from tfpack.models.keras_hub.gpt_oss import KerasHubGptOss
 from tfpack.models.keras_hub.phi3 import KerasHubPhi3
+from tfpack.models.keras_hub.qwen3_5 import KerasHubQwen3_5
 from tfpack.models.keras_hub.refusals import refusal
 from tfpack.models.keras_hub.roformer import KerasHubRoformerV2
+from tfpack.models.keras_hub.rwkv7 import KerasHubRWKV7
 from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 from tfpack.models.keras_hub.t5 import KerasHubT5
@@ -194,6 +199,8 @@ __all__ = [
     "KerasHubGemma4",
     "KerasHubGptOss",
     "KerasHubPhi3",
+    "KerasHubQwen3_5",
+    "KerasHubRWKV7",
     "KerasHubRoformerV2",
     "KerasHubSeq2SeqBackbone",
     "KerasHubSmolLM3",

@@ -26,8 +26,9 @@ TESTED_KERAS_HUB_VERSIONS = ("0.32.0",)
 @dataclasses.dataclass(frozen=True)
 class Hub:
     """One keras-hub class an adapter reads: its module, the private
-    attributes its built instances have, and its private methods with the
-    arguments tfpack passes (names ending in `=` are passed by keyword)."""
+    attributes its built instances have (`"a|b"`: one of the two, as
+    layers of two kinds have), and its private methods with the arguments
+    tfpack passes (names ending in `=` are passed by keyword)."""
 
     module: str
     attributes: tuple = ()
@@ -65,6 +66,8 @@ _LLAMA_BLOCK = _DECODER_ATTENTION + (
 _LLAMA_ATTENTION = _QKV + ("_dropout_layer", "_inv_norm_factor")
 _QWEN3_ATTENTION = _LLAMA_ATTENTION + ("_key_dense_layer_norm",
                                        "_query_dense_layer_norm")
+_QWEN3_5_DECODER = ("_input_layernorm", "_linear_attn|_self_attention_layer",
+                    "_post_attention_layernorm", "_self_attention_dropout")
 _ROPE = {"_apply_rope": ("x", "start_index", "positions=")}
 
 
@@ -207,6 +210,20 @@ FAMILIES = {
         "T5GemmaAttention": Hub(_models("t5gemma.t5gemma_attention"),
                                 methods=_COMPUTE_TRAINING),
     }, functions={_models("t5gemma.t5gemma_attention"): ("repeat_kv",)}),
+    "qwen3_5": Family("Qwen3.5", classes={
+        # A layer holds a gated DeltaNet or an attention layer (`layer_type`).
+        "Qwen3_5TransformerDecoder": Hub(
+            _models("qwen3_5.qwen3_5_decoder"),
+            ("_feedforward_gate_dense", "_feedforward_intermediate_dense",
+             "_feedforward_output_dense") + _QWEN3_5_DECODER),
+        "Qwen3_5MoeTransformerDecoder": Hub(
+            _models("qwen3_5_moe.qwen3_5_moe_decoder"), _QWEN3_5_DECODER),
+        "Qwen3_5Attention": Hub(
+            _models("qwen3_5.qwen3_5_attention"),
+            _QKV + ("_dropout_layer", "_inv_norm_factor", "_key_norm",
+                    "_query_norm"), _COMPUTE),
+    }, functions={"keras_hub.src.utils.keras_utils": (
+        "fused_attention_op_available",)}),
 }
 
 

@@ -44,7 +44,9 @@ def _declared():
     names = set()
     for family in FAMILIES.values():
         for hub in family.classes.values():
-            names.update(hub.attributes, hub.methods)
+            for name in hub.attributes:  # "a|b": one of them.
+                names.update(name.split("|"))
+            names.update(hub.methods)
     return frozenset(names)
 
 
@@ -180,8 +182,8 @@ def check(family, backbone, layers):
             hub = classes.get(cls.__name__)
             if hub is None:
                 continue
-            missing = [name for name in hub.attributes
-                       if not hasattr(obj, name)]
+            missing = [name for name in hub.attributes if not any(
+                hasattr(obj, one) for one in name.split("|"))]
             if missing:
                 _refuse(family, f"{cls.__name__} has no `{missing[0]}`")
 

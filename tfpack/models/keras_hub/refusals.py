@@ -3,18 +3,14 @@
 `from_keras_hub` raises `TfpackError` with the reason below for these
 classes (matched by name along the class's MRO, so subclasses are refused
 too), instead of the generic list of supported backbones. Each reason names
-what the model computes across the row that a pack would have to reset at
-every sequence boundary (recurrent state, Fourier mixing), or the second
+what the model computes across the row that a pack would have to cut at
+every sequence boundary (Fourier mixing), or the second
 input a pack would have to carry for every sequence (an encoder-decoder's
 other side, a multimodal model's images), and so what tfpack would need.
 """
 
 from tfpack.errors import TfpackError
 
-_STATE = ("carries a recurrent state along the whole row, so a sequence "
-          "would start from the state its predecessor in the pack left; "
-          "exact packing needs the state reset at every sequence start inside "
-          "the recurrence, which tfpack does not have")
 _SEQ2SEQ = ("is an encoder-decoder without a pair adapter: tfpack packs "
             "T5, BART and T5Gemma in pair packs (tfpack.tasks.seq2seq), and "
             "this family would need its own adapter of them")
@@ -25,15 +21,6 @@ _CONTRASTIVE = (f"{_IMAGES}; its output scores every text against every "
                 "image of the batch")
 
 REASONS = {
-    "RWKV7Backbone": f"RWKV-7's time mixing {_STATE} (and its token shift "
-                     "mixes each token with the previous one in the row)",
-    "Qwen3_5Backbone": "Qwen3.5's gated DeltaNet linear-attention layers "
-                       f"(`layer_types` 'linear_attention') {_STATE}; its "
-                       "short causal convolution also crosses sequence "
-                       "boundaries",
-    "Qwen3_5MoeBackbone": "Qwen3.5-MoE's gated DeltaNet linear-attention "
-                          f"layers {_STATE}; its short causal convolution "
-                          "also crosses sequence boundaries",
     "FNetBackbone": "FNet mixes tokens with a Fourier transform over the "
                     "whole row: every output depends on every token of the "
                     "pack, and a per-sequence transform would need "

@@ -1,0 +1,123 @@
+"""Qwen3.5, Qwen3.5-MoE and RWKV-7 packed: each sequence as keras-hub computes it alone.
+
+Rows of 130 tokens hold sequences that straddle keras-hub's chunk of 64
+(70 and 64 tokens), a one-token sequence and sequences shorter than the
+convolution's kernel of 4 (1, 2, 3 tokens). For every family: each
+sequence's outputs are the keras-hub backbone's on that sequence alone, and
+the gradient of a loss summed over the packs' sequences is the sum of the
+per-sequence gradients (TensorFlow; on JAX the recurrences themselves are
+checked against keras-hub's in tests/layers/test_recurrence.py); the causal
+LM trains a step and `tfpack.predict` scores.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from recurrent_helpers import FAMILIES, VOCAB, alone, examples
+from recurrent_helpers import implementations, make, packed_examples
+from recurrent_helpers import packed_output, returns_logits, spans
+from tfpack import models, predict
+from tfpack.errors import TfpackError
+from tfpack.testing import assert_no_cross_contamination, next_token_labels
+from tfpack.testing import pack_examples
+
+
+def _numpy(gradients):
+    return [None if g is None else np.asarray(tf.convert_to_tensor(g))
+            for g in gradients]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_packed_equals_each_sequence_alone_with_gradients(family):
+    backbone = make(family)
+    data, packed = examples(), packed_examples()
+    variables = backbone.trainable_variables
+    rng = np.random.default_rng(1)
+    with tf.GradientTape() as tape:
+        references = [alone(backbone, e["input_ids"]) for e in data]
+        weights = [rng.normal(size=r.shape).astype("float32")
+                   for r in references]
+        loss = sum(tf.reduce_sum(r * w) for r, w in zip(references, weights))
+    expected_grads = _numpy(tape.gradient(loss, variables))
+    for options in implementations(family):
+        adapter = models.from_keras_hub(backbone, **options)
+        with tf.GradientTape() as tape:
+            output = packed_output(adapter, packed)
+            outputs = [tf.gather(output[row], tokens)
+                       for row, tokens in spans(packed)]
+            loss = sum(tf.reduce_sum(o * w) for o, w in zip(outputs, weights))
+        grads = _numpy(tape.gradient(loss, variables))
+        for got, reference in zip(outputs, references):
+            reference = np.asarray(reference)
+            np.testing.assert_allclose(
+                got, reference, rtol=0, err_msg=str(options),
+                atol=1e-4 * max(1.0, np.abs(reference).max()))
+        for variable, got, reference in zip(variables, grads, expected_grads):
+            assert (got is None) == (reference is None), variable.path
+            if got is None:  # Off the output's path (the output head).
+                continue
+            np.testing.assert_allclose(
+                got, reference, rtol=0,
+                atol=1e-4 * max(1.0, np.abs(reference).max()),
+                err_msg=f"{options} {variable.path}")
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_no_cross_contamination(family):
+    backbone = make(family)
+    for options in implementations(family):
+        adapter = models.from_keras_hub(backbone, **options)
+        result = assert_no_cross_contamination(adapter, packed_examples())
+        assert result.max_output_difference["sequence_output"] == 0.0
+
+
+@pytest.mark.slow  # XLA compiles the training step (RWKV-7's loop).
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_causal_lm_trains_a_step_and_predict_scores(family):
+    # Short rows (the long ones are above): XLA compiles RWKV-7's loop
+    # over the row.
+    backbone = make(family)
+    model = models.CausalLM(models.from_keras_hub(backbone))
+    rng = np.random.default_rng(3)
+    data = [{"input_ids": rng.integers(1, VOCAB, n)} for n in (5, 1, 2, 4, 3)]
+    scored = predict(model, [e["input_ids"] for e in data], max_length=8,
+                     max_sequences_per_pack=3, batch_size=2,
+                     jit_compile=False)
+    for e, got in zip(data, scored):
+        got = got["logits"] if isinstance(got, dict) else got
+        reference = alone(backbone, e["input_ids"])
+        if not returns_logits(backbone):
+            reference = backbone.token_embedding(reference, reverse=True)
+        np.testing.assert_allclose(got, reference, rtol=0, atol=1e-4)
+    for e in data:
+        e["labels"] = next_token_labels(e["input_ids"])
+    packed = pack_examples(data, 8, packs=[[0, 1, 2], [3, 4]])
+    before = [np.array(v) for v in backbone.trainable_variables]
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=True)
+    history = model.fit(tf.data.Dataset.from_tensor_slices(packed).batch(2),
+                        epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    moved = [np.abs(np.asarray(v) - b).max() > 0
+             for v, b in zip(backbone.trainable_variables, before)]
+    assert sum(moved) >= len(moved) - 2
+
+
+@pytest.mark.parametrize("family", ["qwen3_5", "rwkv7"])
+def test_keras_file_round_trip(family, tmp_path):
+    adapter = models.from_keras_hub(make(family))
+    packed = pack_examples(examples()[1:4], 64)
+    path = str(tmp_path / f"{family}.keras")
+    adapter.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded) is type(adapter)
+    np.testing.assert_array_equal(loaded(packed)["sequence_output"],
+                                  adapter(packed)["sequence_output"])
+
+
+def test_a_qwen3_5_with_a_vision_encoder_is_refused():
+    backbone = make("qwen3_5")
+    backbone.vision_encoder = object()  # Stands in for a vision encoder.
+    with pytest.raises(TfpackError, match="Only text Qwen3.5.*vision"):
+        models.from_keras_hub(backbone)
