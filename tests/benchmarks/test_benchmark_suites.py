@@ -153,9 +153,12 @@ def test_attention_suite_times_every_adapted_backbone():
     from tfpack.models.keras_hub import base
     from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 
-    # Encoder-decoders attend densely only (pair packs): nothing to choose.
+    # Encoder-decoders attend densely only (pair packs): nothing to choose. The
+    # recurrent families (RWKV-7 has no attention; Qwen3.5's cost is its
+    # recurrence) are timed in benchmarks/recurrent.py instead.
+    recurrent = {"Qwen3_5Backbone", "Qwen3_5MoeBackbone", "RWKV7Backbone"}
     adapted = {name for cls in base.adapters() for name in cls.backbone_names
-               if not issubclass(cls, KerasHubSeq2SeqBackbone)}
+               if not issubclass(cls, KerasHubSeq2SeqBackbone)} - recurrent
     builders = keras_hub_attention._families()
     built = {name for build in builders.values()
              for name in build.__code__.co_names if name.endswith("Backbone")}

@@ -108,9 +108,11 @@ def test_plan_of_an_all_zero_histogram_exits_2(tmp_path, capsys):
     (["plan", "wikipedia_512", "--max-length", "512", "--max-sequences-per-pack", "3"],
      r"^tfpack plan: error: the following arguments are required: --algorithm, --output"),
     (["pack", "--input", "x", "--output", "y", "--max-length", "8", "--max-sequences-per-pack", "0"],
-     r"^tfpack pack: error: argument --max-sequences-per-pack"),
+     r"^tfpack pack: error: `--max-sequences-per-pack` must be a positive integer or 'none'\. "
+     r"Received: --max-sequences-per-pack=0"),
     (["analyze", "wikipedia_512", "--max-length", "twelve"],
-     r"^tfpack analyze: error: argument --max-length"),
+     r"^tfpack analyze: error: `--max-length` must be a positive integer\. "
+     r"Received: --max-length=twelve"),
     (["frobnicate"], r"^tfpack: error: argument COMMAND: invalid choice"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys):
