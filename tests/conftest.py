@@ -23,13 +23,17 @@ settings.load_profile("tfpack")
 # tests/training comes last): a long file started last would leave the other
 # worker idle at the end. Every other file keeps its place after these.
 HEAVY_FILES_FIRST = (
+    "tests/models/keras_hub/test_keras_hub_flash.py",
     "tests/test_readme.py",
+    "tests/models/keras_hub/test_keras_hub_recurrent.py",
+    "tests/models/keras_hub/test_keras_hub_seq2seq.py",
+    "tests/layers/test_flash_blocks.py",
+    "tests/models/test_preference_training.py",
     "tests/cli/test_train.py",
     "tests/models/test_preference_example.py",
     "tests/export/test_minilm_serving.py",
     "tests/training/test_multihost_jax.py",
     "tests/training/test_distributed_packed.py",
-    "tests/models/test_preference_training.py",
     "tests/models/test_packed_models.py",
     "tests/export/test_saved_model.py",
     "tests/models/keras_hub/test_conformance.py",

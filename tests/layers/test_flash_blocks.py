@@ -109,7 +109,7 @@ def test_bounds_visit_exactly_the_needed_blocks(case):
     assert (visited == needed.sum(axis=2)).all()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(0, 3), min_size=32, max_size=32),
        st.booleans())
 def test_bounds_cover_every_allowed_pair_of_any_ids(ids, causal):
