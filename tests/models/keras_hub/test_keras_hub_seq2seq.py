@@ -20,7 +20,7 @@ PAIRS = [([3, 4, 5, 6, 7], [1, 8, 9]), ([10, 11], [1, 12, 13, 14]),
          ([29], [1, 30, 31])]
 LE, LD = 12, 10
 # The families checked on JAX (outputs and gradients, `seq2seq_jax_run.py`).
-JAX_FAMILIES = ("t5", "bart", "t5gemma", "t5gemma2")
+JAX_FAMILIES = ("t5", "bart", "t5gemma", "t5gemma2", "edrec")
 
 FAMILIES = {
     "t5": lambda: keras_hub.models.T5Backbone(
@@ -53,6 +53,10 @@ FAMILIES = {
         decoder_num_attention_heads=2, decoder_num_key_value_heads=1, decoder_head_dim=4,
         decoder_layer_types=["sliding_attention", "full_attention"], sliding_window=3,
         attn_logit_softcapping=5.0, final_logit_softcapping=3.0),
+    # No positions at all: the masks alone keep the pairs apart.
+    "edrec": lambda: keras_hub.models.EdRecBackbone(
+        vocab_size=VOCAB, num_layers_enc=2, num_layers_dec=2, hidden_dim=8,
+        intermediate_dim=16, num_heads=2),
 }
 
 
@@ -156,6 +160,14 @@ def test_missing_pair_features_are_named(family):
     with pytest.raises(TfpackError, match=r"missing \['decoder_position_ids'\]"):
         adapter({n: np.ones((1, 3), "int32") for n in adapter.input_features
                  if n != "decoder_position_ids"})
+
+
+def test_t5gemma2_with_a_vision_encoder_is_refused_by_name():
+    backbone = FAMILIES["t5gemma2"]()
+    backbone.vision_encoder = object()  # Stands in for a Gemma3VisionEncoder.
+    with pytest.raises(TfpackError, match=r"pair pack carries no images.*"
+                                          r"Received: backbone.vision_encoder of type object"):
+        from_keras_hub(backbone)
 
 
 def test_segmented_attention_is_refused():

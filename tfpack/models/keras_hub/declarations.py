@@ -210,6 +210,7 @@ FAMILIES = {
         "T5GemmaAttention": Hub(_models("t5gemma.t5gemma_attention"),
                                 methods=_COMPUTE_TRAINING),
     }, functions={_models("t5gemma.t5gemma_attention"): ("repeat_kv",)}),
+    "edrec": Family("EdRec"),
     "t5gemma2": Family("T5Gemma 2", classes={
         cls: Hub(_models("t5gemma2.t5gemma2_attention"), methods={"_compute_attention": (
             "query_states", "key_states", "value_states", "attention_mask", "training=")})

@@ -1,0 +1,94 @@
+"""keras-hub EdRec, packed in pairs.
+
+EdRec has no position encoding: one token embedding for both sides, then
+pre-norm blocks (RMS norm, Keras multi-head attention, a gated feed-forward
+layer); the decoder's blocks add cross-attention. Its blocks fold a padding
+mask (and the decoder's causal mask) into their attention masks, so the
+adapter runs each block's steps on its own sublayers with the packed masks:
+block-diagonal in the encoder, causal inside each sequence in the decoder,
+the pair mask for cross-attention. EdRec's LM head is a `Dense` layer of
+`EdRecSeq2SeqLM`, not of the backbone: the adapter gives the backbone's
+outputs, and `tfpack.models.Seq2SeqLM` (which ties the head to the token
+embedding) refuses it.
+"""
+
+from tfpack.errors import TfpackError
+from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
+
+
+def _residual(x, normalize, block, dropout, training):
+    """EdRec's pre-norm residual: `x + dropout(block(normalize(x)))`."""
+    return x + dropout(block(normalize(x)), training=training)
+
+
+@register
+class KerasHubEdRec(KerasHubSeq2SeqBackbone):
+    """A keras-hub EdRec backbone that reads pair packs.
+
+    Built by `tfpack.models.from_keras_hub`; see `KerasHubSeq2SeqBackbone`.
+
+    Example:
+
+    >>> import keras_hub, numpy as np
+    >>> backbone = keras_hub.models.EdRecBackbone(
+    ...     vocab_size=30, num_layers_enc=1, num_layers_dec=1, hidden_dim=8,
+    ...     intermediate_dim=16, num_heads=2)
+    >>> packed = KerasHubEdRec(backbone)
+    >>> packed({"encoder_input_ids": np.array([[5, 6, 7]]),
+    ...         "encoder_sequence_ids": np.array([[1, 1, 2]]),
+    ...         "encoder_position_ids": np.array([[0, 1, 0]]),
+    ...         "decoder_input_ids": np.array([[2, 8, 2]]),
+    ...         "decoder_sequence_ids": np.array([[1, 1, 2]]),
+    ...         "decoder_position_ids": np.array([[0, 1, 0]])},
+    ...        )["decoder_sequence_output"].shape
+    TensorShape([1, 3, 8])
+
+    Args:
+        backbone: a keras-hub `EdRecBackbone`.
+        **kwargs: passed on to `KerasHubSeq2SeqBackbone`.
+    """
+
+    backbone_names = ("EdRecBackbone",)
+    family = "edrec"
+
+    def layers(self):
+        return [*self.backbone.encoder_layers, *self.backbone.decoder_layers]
+
+    @property
+    def vocabulary_size(self):
+        return self.backbone.vocab_size
+
+    def encode(self, encoder, masks, training):
+        x = self.backbone.embedding(encoder[0])
+        for layer in self.backbone.encoder_layers:
+            x = _residual(x, layer.pre_attention_norm,
+                          lambda h, layer=layer: layer.attention(
+                              query=h, value=h, attention_mask=masks["encoder"],
+                              training=training),
+                          layer.dropout1, training)
+            x = x + layer.mlp(layer.pre_ffw_norm(x), training=training)
+        return x
+
+    def decode(self, decoder, encoder_output, masks, training):
+        x = self.backbone.embedding(decoder[0])
+        for layer in self.backbone.decoder_layers:
+            x = _residual(x, layer.pre_self_attn_norm,
+                          lambda h, layer=layer: layer.self_attention(
+                              query=h, value=h, attention_mask=masks["decoder"],
+                              training=training),
+                          layer.dropout1, training)
+            x = _residual(x, layer.pre_cross_attn_norm,
+                          lambda h, layer=layer: layer.cross_attention(
+                              query=h, value=encoder_output, attention_mask=masks["cross"],
+                              training=training),
+                          layer.dropout2, training)
+            x = x + layer.mlp(layer.pre_ffw_norm(x), training=training)
+        return x
+
+    def logits(self, decoder_sequence_output):
+        raise TfpackError(
+            "EdRec's LM head is a Dense layer of keras-hub's EdRecSeq2SeqLM, not "
+            "tied to the backbone's embedding: tfpack's Seq2SeqLM cannot score "
+            "with it; use the adapter's decoder_sequence_output with that head. "
+            "Received: backbone of type EdRecBackbone")
