@@ -22,6 +22,14 @@ LE, LD = 12, 10
 # The families checked on JAX (outputs and gradients, `seq2seq_jax_run.py`).
 JAX_FAMILIES = ("t5", "bart", "t5gemma", "t5gemma2", "edrec")
 
+# T5Gemma and T5Gemma 2: both sides two layers (windowed, then full), hidden 8,
+# grouped queries (2 heads, 1 key-value head).
+_GEMMA_SIDES = dict(vocabulary_size=VOCAB, **{
+    f"{side}_{name}": value for side in ("encoder", "decoder") for name, value in (
+        ("hidden_dim", 8), ("intermediate_dim", 16), ("num_layers", 2),
+        ("num_attention_heads", 2), ("num_key_value_heads", 1), ("head_dim", 4),
+        ("layer_types", ["sliding_attention", "full_attention"]))})
+
 FAMILIES = {
     "t5": lambda: keras_hub.models.T5Backbone(
         vocabulary_size=VOCAB, num_layers=2, num_heads=2, hidden_dim=8,
@@ -35,24 +43,13 @@ FAMILIES = {
         intermediate_dim=16, dropout=0.0, max_sequence_length=LE),
     # Sliding windows (2) shorter than the targets, grouped queries, soft caps.
     "t5gemma": lambda: keras_hub.models.T5GemmaBackbone(
-        vocabulary_size=VOCAB, encoder_hidden_dim=8, encoder_intermediate_dim=16,
-        encoder_num_layers=2, encoder_num_attention_heads=2, encoder_num_key_value_heads=1,
-        encoder_head_dim=4, encoder_layer_types=["sliding_attention", "full_attention"],
-        decoder_hidden_dim=8, decoder_intermediate_dim=16, decoder_num_layers=2,
-        decoder_num_attention_heads=2, decoder_num_key_value_heads=1, decoder_head_dim=4,
-        decoder_layer_types=["sliding_attention", "full_attention"], sliding_window=2,
-        dropout_rate=0.0, attention_dropout=0.0, attn_logit_softcapping=5.0,
-        final_logit_softcapping=3.0),
+        **_GEMMA_SIDES, sliding_window=2, dropout_rate=0.0, attention_dropout=0.0,
+        attn_logit_softcapping=5.0, final_logit_softcapping=3.0),
     # Text only; windows of 3 (encoder: 1 back, 1 ahead; decoder: 2 back),
     # merged self- and cross-attention, query-key norms.
     "t5gemma2": lambda: keras_hub.models.T5Gemma2Backbone(
-        vocabulary_size=VOCAB, encoder_hidden_dim=8, encoder_intermediate_dim=16,
-        encoder_num_layers=2, encoder_num_attention_heads=2, encoder_num_key_value_heads=1,
-        encoder_head_dim=4, encoder_layer_types=["sliding_attention", "full_attention"],
-        decoder_hidden_dim=8, decoder_intermediate_dim=16, decoder_num_layers=2,
-        decoder_num_attention_heads=2, decoder_num_key_value_heads=1, decoder_head_dim=4,
-        decoder_layer_types=["sliding_attention", "full_attention"], sliding_window=3,
-        attn_logit_softcapping=5.0, final_logit_softcapping=3.0),
+        **_GEMMA_SIDES, sliding_window=3, attn_logit_softcapping=5.0,
+        final_logit_softcapping=3.0),
     # No positions at all: the masks alone keep the pairs apart.
     "edrec": lambda: keras_hub.models.EdRecBackbone(
         vocab_size=VOCAB, num_layers_enc=2, num_layers_dec=2, hidden_dim=8,
@@ -168,6 +165,16 @@ def test_t5gemma2_with_a_vision_encoder_is_refused_by_name():
     with pytest.raises(TfpackError, match=r"pair pack carries no images.*"
                                           r"Received: backbone.vision_encoder of type object"):
         from_keras_hub(backbone)
+
+
+def test_edrec_has_no_tied_head_to_score_with():
+    from tfpack.models import Seq2SeqLM
+
+    model = Seq2SeqLM(from_keras_hub(FAMILIES["edrec"]()))
+    packs = pack_pairs(PAIRS[:2], max_encoder_length=LE, max_decoder_length=LD)
+    with pytest.raises(TfpackError, match=r"EdRec's LM head is a Dense layer of keras-hub's "
+                                          r"EdRecSeq2SeqLM.*Received: backbone of type"):
+        model({k: packs[k] for k in model.input_features})
 
 
 def test_segmented_attention_is_refused():

@@ -22,6 +22,11 @@ def _residual(x, normalize, block, dropout, training):
     return x + dropout(block(normalize(x)), training=training)
 
 
+def _feedforward(layer, x, training):
+    """A block's gated feed-forward residual (no dropout on it)."""
+    return x + layer.mlp(layer.pre_ffw_norm(x), training=training)
+
+
 @register
 class KerasHubEdRec(KerasHubSeq2SeqBackbone):
     """A keras-hub EdRec backbone that reads pair packs.
@@ -30,19 +35,17 @@ class KerasHubEdRec(KerasHubSeq2SeqBackbone):
 
     Example:
 
-    >>> import keras_hub, numpy as np
+    >>> import keras_hub
+    >>> from tfpack.builders import pack_pairs
     >>> backbone = keras_hub.models.EdRecBackbone(
     ...     vocab_size=30, num_layers_enc=1, num_layers_dec=1, hidden_dim=8,
     ...     intermediate_dim=16, num_heads=2)
     >>> packed = KerasHubEdRec(backbone)
-    >>> packed({"encoder_input_ids": np.array([[5, 6, 7]]),
-    ...         "encoder_sequence_ids": np.array([[1, 1, 2]]),
-    ...         "encoder_position_ids": np.array([[0, 1, 0]]),
-    ...         "decoder_input_ids": np.array([[2, 8, 2]]),
-    ...         "decoder_sequence_ids": np.array([[1, 1, 2]]),
-    ...         "decoder_position_ids": np.array([[0, 1, 0]])},
-    ...        )["decoder_sequence_output"].shape
-    TensorShape([1, 3, 8])
+    >>> packs = pack_pairs([([5, 6], [2, 8]), ([7], [2])],
+    ...                    max_encoder_length=4, max_decoder_length=3)
+    >>> out = packed({k: packs[k] for k in packed.input_features})
+    >>> tuple(out["encoder_sequence_output"].shape)
+    (1, 4, 8)
 
     Args:
         backbone: a keras-hub `EdRecBackbone`.
@@ -67,7 +70,7 @@ class KerasHubEdRec(KerasHubSeq2SeqBackbone):
                               query=h, value=h, attention_mask=masks["encoder"],
                               training=training),
                           layer.dropout1, training)
-            x = x + layer.mlp(layer.pre_ffw_norm(x), training=training)
+            x = _feedforward(layer, x, training)
         return x
 
     def decode(self, decoder, encoder_output, masks, training):
@@ -83,7 +86,7 @@ class KerasHubEdRec(KerasHubSeq2SeqBackbone):
                               query=h, value=encoder_output, attention_mask=masks["cross"],
                               training=training),
                           layer.dropout2, training)
-            x = x + layer.mlp(layer.pre_ffw_norm(x), training=training)
+            x = _feedforward(layer, x, training)
         return x
 
     def logits(self, decoder_sequence_output):

@@ -73,25 +73,21 @@ class KerasHubT5Gemma2(KerasHubT5Gemma):
 
     Example:
 
-    >>> import keras_hub, numpy as np
-    >>> backbone = keras_hub.models.T5Gemma2Backbone(
-    ...     vocabulary_size=30, encoder_hidden_dim=8, encoder_intermediate_dim=16,
-    ...     encoder_num_layers=1, encoder_num_attention_heads=2,
-    ...     encoder_num_key_value_heads=1, encoder_head_dim=4,
-    ...     encoder_layer_types=["sliding_attention"], decoder_hidden_dim=8,
-    ...     decoder_intermediate_dim=16, decoder_num_layers=1,
-    ...     decoder_num_attention_heads=2, decoder_num_key_value_heads=1,
-    ...     decoder_head_dim=4, decoder_layer_types=["sliding_attention"],
-    ...     sliding_window=2)
+    >>> import keras_hub
+    >>> from tfpack.builders import pack_pairs
+    >>> sides = {f"{side}_{name}": value for side in ("encoder", "decoder")
+    ...          for name, value in (("hidden_dim", 8), ("intermediate_dim", 16),
+    ...                              ("num_layers", 1), ("num_attention_heads", 2),
+    ...                              ("num_key_value_heads", 1), ("head_dim", 4),
+    ...                              ("layer_types", ["sliding_attention"]))}
+    >>> backbone = keras_hub.models.T5Gemma2Backbone(vocabulary_size=30, sliding_window=2,
+    ...                                              **sides)
     >>> packed = KerasHubT5Gemma2(backbone)
-    >>> packed({"encoder_input_ids": np.array([[5, 6, 7]]),
-    ...         "encoder_sequence_ids": np.array([[1, 1, 2]]),
-    ...         "encoder_position_ids": np.array([[0, 1, 0]]),
-    ...         "decoder_input_ids": np.array([[2, 8, 2]]),
-    ...         "decoder_sequence_ids": np.array([[1, 1, 2]]),
-    ...         "decoder_position_ids": np.array([[0, 1, 0]])},
-    ...        )["decoder_sequence_output"].shape
-    TensorShape([1, 3, 8])
+    >>> packs = pack_pairs([([5, 6], [2, 8]), ([7], [2])],
+    ...                    max_encoder_length=4, max_decoder_length=3)
+    >>> out = packed({k: packs[k] for k in packed.input_features})
+    >>> tuple(out["decoder_sequence_output"].shape)
+    (1, 3, 8)
 
     Args:
         backbone: a keras-hub `T5Gemma2Backbone` without a `vision_encoder`.
