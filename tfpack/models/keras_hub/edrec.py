@@ -17,9 +17,13 @@ from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 
 
-def _residual(x, normalize, block, dropout, training):
-    """EdRec's pre-norm residual: `x + dropout(block(normalize(x)))`."""
-    return x + dropout(block(normalize(x)), training=training)
+def _attention(x, normalize, attention, mask, dropout, training, context=None):
+    """EdRec's pre-norm attention residual: self-attention of `x`, or its
+    cross-attention to `context`, under the boolean `mask`."""
+    h = normalize(x)
+    out = attention(query=h, value=h if context is None else context, attention_mask=mask,
+                    training=training)
+    return x + dropout(out, training=training)
 
 
 def _feedforward(layer, x, training):
@@ -65,27 +69,18 @@ class KerasHubEdRec(KerasHubSeq2SeqBackbone):
     def encode(self, encoder, masks, training):
         x = self.backbone.embedding(encoder[0])
         for layer in self.backbone.encoder_layers:
-            x = _residual(x, layer.pre_attention_norm,
-                          lambda h, layer=layer: layer.attention(
-                              query=h, value=h, attention_mask=masks["encoder"],
-                              training=training),
-                          layer.dropout1, training)
+            x = _attention(x, layer.pre_attention_norm, layer.attention, masks["encoder"],
+                           layer.dropout1, training)
             x = _feedforward(layer, x, training)
         return x
 
     def decode(self, decoder, encoder_output, masks, training):
         x = self.backbone.embedding(decoder[0])
         for layer in self.backbone.decoder_layers:
-            x = _residual(x, layer.pre_self_attn_norm,
-                          lambda h, layer=layer: layer.self_attention(
-                              query=h, value=h, attention_mask=masks["decoder"],
-                              training=training),
-                          layer.dropout1, training)
-            x = _residual(x, layer.pre_cross_attn_norm,
-                          lambda h, layer=layer: layer.cross_attention(
-                              query=h, value=encoder_output, attention_mask=masks["cross"],
-                              training=training),
-                          layer.dropout2, training)
+            x = _attention(x, layer.pre_self_attn_norm, layer.self_attention,
+                           masks["decoder"], layer.dropout1, training)
+            x = _attention(x, layer.pre_cross_attn_norm, layer.cross_attention,
+                           masks["cross"], layer.dropout2, training, context=encoder_output)
             x = _feedforward(layer, x, training)
         return x
 
