@@ -23,6 +23,7 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, validate_params
 
 _MASK_TYPES = ("boolean", "additive")
 # At or below this, an additive mask blocks a pair: tfpack's masks hold 0 or
@@ -115,6 +116,8 @@ def show_poisoned(context, poisoned):
     return ops.where(poisoned[:, :, None, None], nan, context)
 
 
+@validate_params({"query_sequence_ids": Anything("an int tensor [B, Lq]"),
+                  "key_sequence_ids": Anything("an int tensor [B, Lk]")})
 def pair_attention_mask(query_sequence_ids, key_sequence_ids):
     """Boolean `[B, Lq, Lk]`: query `q` may attend to key `k` when both are real and
     carry the same sequence id: the cross-attention mask of a pair pack, where the
