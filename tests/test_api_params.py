@@ -33,12 +33,6 @@ NOT_DECLARED_YET = frozenset("""
 builders.pack_pairs builders.seq2seq_examples inference.reference_log_likelihoods
 layers.pair_attention_mask models.Seq2SeqLM packing.PairPackingPlan testing.ExactnessResult
 testing.PackingNotExactError testing.check_packing_exact training.ExactnessCheck
-builders.QAExamples builders.QAWindow builders.TaggingExamples builders.TextTokenizer
-builders.bert_pretraining_examples builders.best_answers
-builders.classification_examples builders.compact_vocabulary builders.create_bert_examples
-builders.embedding_examples builders.examples_to_dataset builders.load_vocab
-builders.question_answering_examples builders.text_tokenizer
-builders.token_classification_examples builders.tokenize_documents builders.word_predictions
 data.FeatureRoles data.PackReport data.assemble
 data.packed_feature_spec
 data.streaming_metrics

@@ -52,7 +52,7 @@ from tfpack.errors import TfpackError
 __all__ = [
     "Anything", "Boolean", "Constraint", "Directory", "ExistingFile", "InstanceOf", "Integer",
     "OutputPath", "Options", "Real", "Text", "TokenIds", "argument", "check", "declared", "token_ids",
-    "validate_params", "writable_folder", "IntegerPair",
+    "validate_params", "writable_folder", "IntegerPair", "declare_fields",
 ]
 
 INT32_MAX = 2**31 - 1
@@ -447,6 +447,39 @@ def validate_params(constraints: dict) -> Callable:
 
         checked.__tfpack_params__ = dict(constraints)
         return checked
+
+    return decorate
+
+
+def declare_fields(constraints: dict) -> Callable:
+    """Declare a dataclass's or NamedTuple's fields: its generated constructor is checked.
+
+    Put it above ``@dataclasses.dataclass``; on a NamedTuple, ``__new__`` builds the
+    tuple and an ``__init__`` of the same parameters checks them.
+
+    >>> from typing import NamedTuple
+    >>> @declare_fields({"count": Integer(0)})
+    ... class Result(NamedTuple):
+    ...     count: int
+    >>> Result(-1)
+    Traceback (most recent call last):
+    ...
+    tfpack.errors.TfpackError: `count` must be a non-negative integer. Received: count=-1
+    """
+    def decorate(cls):
+        if issubclass(cls, tuple):
+            def fields(self, *args, **kwargs):
+                pass
+
+            parameters = list(inspect.signature(cls.__new__).parameters.values())[1:]
+            fields.__signature__ = inspect.Signature(
+                [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+                + parameters)
+            fields.__qualname__ = f"{cls.__qualname__}.__init__"
+            cls.__init__ = validate_params(constraints)(fields)
+        else:
+            cls.__init__ = validate_params(constraints)(cls.__init__)
+        return cls
 
     return decorate
 
