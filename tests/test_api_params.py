@@ -44,16 +44,11 @@ evaluation.normalize_answer evaluation.perplexity evaluation.squad_exact_match e
 evaluation.squad_scores export.export_saved_model export.pack_sequences export.serving_lengths
 formats.PackedOutput formats.google_example formats.packed_output formats.read_google_records
 formats.read_packed formats.write_packed inference.Collector inference.output_kinds
-inference.unpack_batch layers.PackedAttentionMask layers.PackedMaskedLMHead
-layers.PackedPositionEmbedding layers.PackedRotaryEmbedding layers.PackedSelfAttention
-layers.PackedSequenceHead layers.PackedTransformerBlock layers.StatisticRatio layers.StepLoss
+inference.unpack_batch
+layers.StatisticRatio layers.StepLoss
 layers.causal_lm_count layers.causal_lm_statistics layers.global_sum layers.loss_from_statistics
 layers.masked_lm_count layers.masked_lm_statistics layers.sequence_statistics
-models.BertClassifier models.BertEncoder models.BertPretrainer models.CausalLM
-models.CausalLMScorer models.DecoderBackbone models.EncoderTask models.KerasHubBackbone
-models.PackedModel models.QuestionAnswerer models.Task models.TextEmbedder models.TokenClassifier
-models.TransformerBackbone models.check_backbone models.from_keras_hub
-models.upgrade_keras_file packing.Assignment packing.PackingPlan
+packing.Assignment packing.PackingPlan
 packing.Placement packing.assign packing.histogram packing.length_ranks packing.placement
 packing.plan packing.read_histogram tasks.Feature tasks.Preset tasks.TaskSpec tasks.detect
 tasks.get tasks.preset tasks.register testing.EquivalenceResult

@@ -446,6 +446,9 @@ def validate_params(constraints: dict) -> Callable:
             return function(*args, **kwargs)
 
         checked.__tfpack_params__ = dict(constraints)
+        # What `inspect.getfullargspec` reads (it does not follow __wrapped__): Keras's
+        # `Operation.__new__` names a layer's arguments from it.
+        checked.__signature__ = signature
         return checked
 
     return decorate

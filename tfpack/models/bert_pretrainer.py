@@ -3,7 +3,6 @@
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
 from tfpack.layers.losses import MLM_AVERAGING
 from tfpack.layers.losses import masked_lm_count
 from tfpack.layers.losses import masked_lm_statistics
@@ -11,7 +10,8 @@ from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.masked_lm_head import PackedMaskedLMHead
 from tfpack.layers.sequence_head import PackedSequenceHead
 from tfpack.models.backbone import head_hint
-from tfpack.models.task import Task
+from tfpack.models.task import TASK_PARAMETERS, Task
+from tfpack.params import Options, validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -78,12 +78,9 @@ class BertPretrainer(Task):
         # Per-token averaging does not need to know whose prediction it is.
         return ("masked_lm_sequence_ids",) if self.mlm_averaging == "token" else ()
 
+    @validate_params({**TASK_PARAMETERS, "mlm_averaging": Options(*MLM_AVERAGING)})
     def __init__(self, backbone, mlm_averaging="token", expected_counts=None,
                  **kwargs):
-        if mlm_averaging not in MLM_AVERAGING:
-            raise TfpackError(
-                f"`mlm_averaging` must be one of {MLM_AVERAGING}. "
-                f"Received: mlm_averaging={mlm_averaging!r}")
         super().__init__(backbone, expected_counts=expected_counts, **kwargs)
         self.mlm_averaging = mlm_averaging
         self.vocabulary_size = backbone.vocabulary_size
