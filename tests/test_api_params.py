@@ -38,22 +38,15 @@ data.packed_feature_spec
 data.streaming_metrics
 datasets.histogram datasets.histogram_path
 datasets.stdlib_documents engines.Built engines.Job engines.finish engines.get engines.pack
-engines.register evaluation.EntityF1 evaluation.MacroF1 evaluation.Perplexity evaluation.accuracy
-evaluation.entity_counts evaluation.entity_f1 evaluation.entity_spans evaluation.macro_f1
-evaluation.normalize_answer evaluation.perplexity evaluation.squad_exact_match evaluation.squad_f1
-evaluation.squad_scores export.export_saved_model export.pack_sequences export.serving_lengths
+engines.register
 formats.PackedOutput formats.google_example formats.packed_output formats.read_google_records
-formats.read_packed formats.write_packed inference.Collector inference.output_kinds
-inference.unpack_batch
-layers.StatisticRatio layers.StepLoss
+formats.read_packed formats.write_packed
 layers.causal_lm_count layers.causal_lm_statistics layers.global_sum layers.loss_from_statistics
 layers.masked_lm_count layers.masked_lm_statistics layers.sequence_statistics
 packing.Assignment packing.PackingPlan
 packing.Placement packing.assign packing.histogram packing.length_ranks packing.placement
-packing.plan packing.read_histogram tasks.Feature tasks.Preset tasks.TaskSpec tasks.detect
-tasks.get tasks.preset tasks.register testing.EquivalenceResult
-testing.assert_no_cross_contamination testing.assert_packed_equals_unpacked testing.next_fit
-testing.next_token_labels testing.pack_examples training.BatchRule training.Lamb
+packing.plan packing.read_histogram
+training.BatchRule training.Lamb
 training.NonFiniteLossError training.TrainResult training.Trainer training.packed_dataset_fn
 training.packing_factor_of training.validate_element_spec
 """.split())

@@ -11,9 +11,10 @@ Traceback (most recent call last):
 tfpack.errors.TfpackError: `dropout` must be a finite number in [0, 1]. Received: dropout=1.5
 """
 
-from tfpack.params import Anything, Integer, Real
+from tfpack.params import Anything, Integer, Real, Text
 
-__all__ = ["DROPOUT", "EPSILON", "INITIALIZER", "POSITIVE", "WAVELENGTH", "WIDTH"]
+__all__ = ["DROPOUT", "DTYPE", "EPSILON", "INITIALIZER", "NAME", "POSITIVE", "WAVELENGTH",
+           "WIDTH"]
 
 # A rate of `keras.layers.Dropout`.
 DROPOUT = Real(0, 1)
@@ -25,3 +26,6 @@ WAVELENGTH = POSITIVE
 WIDTH = Integer(1)
 # A name, an instance or a config dict: `keras.initializers.get` checks it.
 INITIALIZER = Anything("a Keras initializer, read by keras.initializers.get")
+# A metric's name and the dtype of its accumulators (a name or a policy: Keras reads it).
+NAME = Text()
+DTYPE = Anything("a Keras dtype or None, read by Keras")

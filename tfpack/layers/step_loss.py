@@ -3,8 +3,10 @@
 import keras
 from keras import ops
 
+from tfpack.layers.arguments import DTYPE, NAME
 from tfpack.layers.losses import global_sum
 from tfpack.layers.losses import num_replicas
+from tfpack.params import validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -37,6 +39,10 @@ class StepLoss(keras.metrics.Mean):
         values: the loss as Keras's train/test step passes it.
         sample_weight: the replica's batch size.
     """
+
+    @validate_params({"name": NAME, "dtype": DTYPE})
+    def __init__(self, name="mean", dtype=None):
+        super().__init__(name=name, dtype=dtype)
 
     def update_state(self, values, sample_weight=None):
         replicas = num_replicas()
