@@ -41,8 +41,6 @@ datasets.stdlib_documents engines.Built engines.Job engines.finish engines.get e
 engines.register
 formats.PackedOutput formats.google_example formats.packed_output formats.read_google_records
 formats.read_packed formats.write_packed
-layers.causal_lm_count layers.causal_lm_statistics layers.global_sum layers.loss_from_statistics
-layers.masked_lm_count layers.masked_lm_statistics layers.sequence_statistics
 packing.Assignment packing.PackingPlan
 packing.Placement packing.assign packing.histogram packing.length_ranks packing.placement
 packing.plan packing.read_histogram

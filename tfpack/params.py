@@ -36,6 +36,7 @@ tfpack.errors.TfpackError: `max_length` must be a positive integer. Received: ma
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import inspect
 import math
@@ -457,8 +458,9 @@ def validate_params(constraints: dict) -> Callable:
 def declare_fields(constraints: dict) -> Callable:
     """Declare a dataclass's or NamedTuple's fields: its generated constructor is checked.
 
-    Put it above ``@dataclasses.dataclass``; on a NamedTuple, ``__new__`` builds the
-    tuple and an ``__init__`` of the same parameters checks them.
+    Put it above ``@dataclasses.dataclass`` (a ``default_factory`` field's default is
+    checked as the factory makes it); on a NamedTuple, ``__new__`` builds the tuple and
+    an ``__init__`` of the same parameters checks them.
 
     >>> from typing import NamedTuple
     >>> @declare_fields({"count": Integer(0)})
@@ -471,17 +473,23 @@ def declare_fields(constraints: dict) -> Callable:
     """
     def decorate(cls):
         if issubclass(cls, tuple):
-            def fields(self, *args, **kwargs):
-                pass
-
+            original = None
             parameters = list(inspect.signature(cls.__new__).parameters.values())[1:]
-            fields.__signature__ = inspect.Signature(
-                [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-                + parameters)
-            fields.__qualname__ = f"{cls.__qualname__}.__init__"
-            cls.__init__ = validate_params(constraints)(fields)
+            parameters.insert(0, inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY))
         else:
-            cls.__init__ = validate_params(constraints)(cls.__init__)
+            original = cls.__init__
+            factories = {f.name: f.default_factory for f in dataclasses.fields(cls)
+                         if f.default_factory is not dataclasses.MISSING}
+            parameters = [p.replace(default=factories[p.name]()) if p.name in factories else p
+                          for p in inspect.signature(original).parameters.values()]
+
+        def fields(self, *args, **kwargs):
+            if original is not None:
+                original(self, *args, **kwargs)
+
+        fields.__signature__ = inspect.Signature(parameters)
+        fields.__qualname__ = f"{cls.__qualname__}.__init__"
+        cls.__init__ = validate_params(constraints)(fields)
         return cls
 
     return decorate

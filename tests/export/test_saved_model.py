@@ -266,7 +266,7 @@ def test_untrained_model_needs_stated_sizes(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"max_length": 0}, r"`max_length` must be a positive integer. Received: max_length=0"),
+    ({"max_length": 0}, r"`max_length` must be a positive integer or None. Received: max_length=0"),
     ({"max_length": L + 1, "max_sequences_per_pack": K},
      rf"at most the model's max_sequence_length={L}"),
     ({"max_length": 8, "element_spec": {"input_ids": tf.TensorSpec([L], tf.int32)}},

@@ -82,8 +82,8 @@ class BertClassifier(Task):
                                     training=training)}
 
     def loss_statistics(self, x, y_pred):
-        return sequence_statistics(y_pred["logits"], x["labels"],
-                                   x["sequence_mask"], term="classification")
+        return sequence_statistics.__wrapped__(y_pred["logits"], x["labels"],
+                                               x["sequence_mask"], term="classification")
 
     def target_counts(self, x):
         return {"classification": ops.sum(ops.cast(x["sequence_mask"], "float32"))}

@@ -109,19 +109,19 @@ class BertPretrainer(Task):
         }
 
     def loss_statistics(self, x, y_pred):
-        statistics = masked_lm_statistics(
+        statistics = masked_lm_statistics.__wrapped__(
             y_pred["mlm_logits"], x["masked_lm_ids"], x["masked_lm_weights"],
             x.get("masked_lm_sequence_ids"),
             num_sequences=y_pred["nsp_logits"].shape[1],
             averaging=self.mlm_averaging, term="mlm")
-        statistics.update(sequence_statistics(
+        statistics.update(sequence_statistics.__wrapped__(
             y_pred["nsp_logits"], x["next_sentence_labels"],
             x["sequence_mask"], term="nsp"))
         return statistics
 
     def target_counts(self, x):
         return {
-            "mlm": masked_lm_count(
+            "mlm": masked_lm_count.__wrapped__(
                 x["masked_lm_weights"], x.get("masked_lm_sequence_ids"),
                 num_sequences=x["sequence_mask"].shape[-1],
                 averaging=self.mlm_averaging),

@@ -142,11 +142,11 @@ class CausalLM(Task):
         return options
 
     def loss_statistics(self, x, y_pred):
-        return causal_lm_statistics(y_pred["logits"], x["labels"], term="lm",
-                                    **self._loss_options(x))
+        return causal_lm_statistics.__wrapped__(y_pred["logits"], x["labels"], term="lm",
+                                                **self._loss_options(x))
 
     def target_counts(self, x):
-        return {"lm": causal_lm_count(x["labels"], **self._loss_options(x))}
+        return {"lm": causal_lm_count.__wrapped__(x["labels"], **self._loss_options(x))}
 
     def update_task_metrics(self, x, y_pred, statistics):
         if self._perplexity is not None:
