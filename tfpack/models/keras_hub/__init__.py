@@ -74,6 +74,7 @@ Example:
 """
 
 from tfpack.errors import TfpackError
+from tfpack.layers.attention_implementation import IMPLEMENTATION_PARAMETERS
 # Each adapter module registers its class (`base.register`) when imported.
 from tfpack.models.keras_hub.alibi import KerasHubAlibiDecoder
 from tfpack.models.keras_hub.base import KerasHubBackbone
@@ -103,6 +104,7 @@ from tfpack.models.keras_hub.t5gemma2 import KerasHubT5Gemma2
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 from tfpack.testing.exactness import check_packing_exact
 from tfpack.testing.exactness import unchecked_reason
+from tfpack.params import Anything, Boolean, validate_params
 
 
 def supported_backbones():
@@ -115,6 +117,9 @@ def supported_backbones():
                   for name in adapter.backbone_names)
 
 
+@validate_params({"backbone": Anything("a keras-hub backbone, checked below"),
+                  **IMPLEMENTATION_PARAMETERS, "trust_subclass": Boolean(),
+                  "check_exact": Boolean()})
 def from_keras_hub(backbone, *, attention_implementation="auto",
                    max_sequences_per_pack=None, segment_length=None,
                    trust_subclass=False, check_exact=True):
