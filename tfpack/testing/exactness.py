@@ -106,6 +106,10 @@ def unchecked_reason(model):
                                      ("hidden_dim", "vocabulary_size")):
         return (f"{type(model).__name__} has no packed backbone with `hidden_dim` "
                 "and `vocabulary_size`")
+    from tfpack.testing.pair_exactness import reads_pairs  # (imports this module)
+
+    if reads_pairs(backbone) and _keras_hub_reference(backbone) is not None:
+        return None  # The pair probe (`pair_exactness`).
     other = sorted(set(getattr(backbone, "input_features", ())) - set(_PROBE_FEATURES))
     if other:  # An encoder-decoder's second stream, say.
         return (f"{type(backbone).__name__} reads {other}, which the probe (one "
@@ -516,6 +520,10 @@ def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
                           "(the backbone protocol, tfpack.models.backbone). "
                           f"Received: {reason}")
     backbone = packed_backbone(model)
+    from tfpack.testing.pair_exactness import check_pairs_exact, reads_pairs
+
+    if reads_pairs(backbone):  # An encoder-decoder: a pair probe.
+        return check_pairs_exact(backbone, tolerance=tolerance)
     examples, length = _probe(backbone, length, lengths)
     lengths = tuple(len(e["input_ids"]) for e in examples)
     dtype = keras.backend.standardize_dtype(backbone.compute_dtype)
