@@ -28,7 +28,7 @@ from recurrent_helpers import packed_output, returns_logits, spans
 from tfpack import models, predict
 from tfpack.errors import TfpackError
 from tfpack.testing import assert_no_cross_contamination, next_token_labels
-from tfpack.testing import check_packing_exact, pack_examples
+from tfpack.testing import PackingNotExactError, check_packing_exact, pack_examples
 
 
 def _numpy(gradients):
@@ -178,3 +178,17 @@ def test_the_run_time_check_passes_against_keras_hub(family):
         assert result.worst[1] < 0.5, (family, options, result.worst)
         layers = [n for n in result.differences if n.startswith("layer ")]
         assert len(layers) == 2, (family, layers)  # Each block compared.
+
+
+@pytest.mark.parametrize("family,where", [
+    ("qwen3_5", r"layer '\w+_0'"),
+    # RWKV-7's tiny random time mixing moves the block outputs by less than
+    # the tolerance; the gradients show the leak (1.4x the tolerance).
+    ("rwkv7", "gradient of 'rwkv_layer_0/")])
+def test_the_run_time_check_refuses_the_recurrence_without_resets(family, where):
+    adapter = models.from_keras_hub(make(family), check_exact=False)
+    extras = adapter.extras  # One segment a row: states run across sequences.
+    adapter.extras = lambda context, x: dict(
+        extras(context, x), segments=keras.ops.ones_like(context.sequence_ids))
+    with pytest.raises(PackingNotExactError, match=f"Received: {where}"):
+        check_packing_exact(adapter)
