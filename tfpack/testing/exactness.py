@@ -443,7 +443,8 @@ def _compare_outputs(packed, alone, lengths, rtol, context, differences):
                     f" (probe sequence {worst + 1} of {len(lengths)}, {tokens})")
 
 
-def _compare_gradients(variables, packed, alone, rtol, context, differences):
+def _compare_gradients(variables, packed, alone, rtol, context, differences,
+                       floor=1e-3):
     if packed is None or alone is None:
         return
     zeros = [np.zeros(v.shape, "float32") for v in variables]
@@ -453,9 +454,9 @@ def _compare_gradients(variables, packed, alone, rtol, context, differences):
     for variable, a, b in zip(variables, packed, alone):
         if not a.any() and not b.any():
             continue
-        # Relative to the weight's own gradient, floored at 1e-3 of the
+        # Relative to the weight's own gradient, floored at `floor` of the
         # largest one so that a near-zero gradient does not demand 0.
-        tolerance = rtol * max(float(np.abs(b).max()), 1e-3 * largest)
+        tolerance = rtol * max(float(np.abs(b).max()), floor * largest)
         difference = _difference(a, b)
         location = f"gradient of {variable.path!r}"
         differences[location] = (difference, tolerance)

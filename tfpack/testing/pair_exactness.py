@@ -41,6 +41,7 @@ __all__ = ["PAIR_PROBE_LENGTHS", "check_pairs_exact", "reads_pairs"]
 PAIR_PROBE_LENGTHS = ((5, 2), (1, 3), (3, 1))
 _OUTPUTS = ("encoder_sequence_output", "decoder_sequence_output")
 _PADDING = 2  # Padding after the probe in both rows.
+_GRADIENT_FLOOR = 1e-2  # Of the largest gradient (see `check_pairs_exact`).
 
 
 def reads_pairs(backbone):
@@ -147,7 +148,11 @@ def check_pairs_exact(backbone, *, tolerance=None):
             [(f"output {_OUTPUTS[stream]!r}", packed[0][stream][1])],
             [(f"output {_OUTPUTS[stream]!r}", alone[0][stream][1])],
             [pair[stream] for pair in lengths], rtol, context, differences)
+    # T5 does not scale its scores: its cross-attention query gradient is a
+    # difference of near-equal softmax terms, and float32 leaves it 1.4e-4 of
+    # its own scale apart between packed and alone (seen at 1e-2 of the
+    # largest gradient); the floor is 1e-2 of the largest gradient here.
     exactness._compare_gradients(variables, packed[1], alone[1], rtol, context,
-                                 differences)
+                                 differences, floor=_GRADIENT_FLOOR)
     return ExactnessResult(lengths, width, "keras-hub backbone", dtype, "dense", rtol,
                            differences, time.perf_counter() - start)
