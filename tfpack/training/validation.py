@@ -103,10 +103,13 @@ def validate_element_spec(model, element_spec) -> dict:
     Returns:
         The dataset's ``{"L": ..., "K": ..., "M": ...}``.
     """
-    if not isinstance(element_spec, dict) or "input_ids" not in element_spec:
+    pairs = isinstance(element_spec, dict) and {
+        "encoder_input_ids", "decoder_input_ids"} <= set(element_spec)
+    if not isinstance(element_spec, dict) or not ("input_ids" in element_spec or pairs):
         raise TfpackError(
             "The dataset must yield unbatched dicts of packed features with at least "
-            f"`input_ids`. Received: element_spec={element_spec!r}")
+            "`input_ids` (pair packs: `encoder_input_ids` and `decoder_input_ids`). "
+            f"Received: element_spec={element_spec!r}")
     task = getattr(model, "task", None)
     problems = []
     for name, spec in element_spec.items():
@@ -151,10 +154,13 @@ def target_counts(model, x: dict) -> dict:
         stats = model.loss_statistics(x, model(x, training=False))
         counts = {t: tf.cast(stats[f"{t}_count"], tf.float32) for t in model.loss_terms}
     if "sequence_ids" in x:
-        real = tf.cast(x["sequence_ids"] > 0, tf.float32)
+        real = tf.reduce_sum(tf.cast(x["sequence_ids"] > 0, tf.float32))
+    elif "encoder_sequence_ids" in x:  # Pair packs: the tokens of both rows.
+        real = tf.add_n([tf.reduce_sum(tf.cast(x[f"{side}_sequence_ids"] > 0, tf.float32))
+                         for side in ("encoder", "decoder")])
     else:
-        real = tf.cast(tf.not_equal(x["input_ids"], 0), tf.float32)
-    counts["real_tokens"] = tf.reduce_sum(real)
+        real = tf.reduce_sum(tf.cast(tf.not_equal(x["input_ids"], 0), tf.float32))
+    counts["real_tokens"] = real
     if "sequence_mask" in x:
         counts["sequences"] = tf.reduce_sum(tf.cast(x["sequence_mask"], tf.float32))
     elif "sequence_ids" in x:
