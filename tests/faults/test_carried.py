@@ -148,3 +148,24 @@ def test_serving_packs_of_another_length_fail_a_named_assertion(served, L, K, na
     with pytest.raises(tf.errors.InvalidArgumentError) as error:
         signature(**_request(L, K, names))
     assert named in error.value.message and "Reshape" not in error.value.message
+
+
+@pytest.mark.slow  # one XLA compile of a tiny encoder (~10-20 s on a shared CPU)
+def test_a_tag_beyond_num_classes_is_refused_by_name_under_xla_as_eagerly():
+    """Under XLA the loss of a tag past the head was NaN (eagerly: TensorFlow refuses it)."""
+    keras.utils.set_random_seed(0)
+    encoder = tfpack.models.BertEncoder(vocabulary_size=23, num_layers=1, hidden_dim=8,
+                                        num_heads=2, intermediate_dim=16, max_sequence_length=8)
+    model = tfpack.models.TokenClassifier(encoder, num_classes=3, dropout=0.0)
+    ids = np.array([[2, 5, 7, 9, 3, 4, 0, 0]] * 2, np.int32)
+    x = {"input_ids": ids, "sequence_ids": (ids > 0).astype(np.int32),
+         "position_ids": np.tile(np.arange(8, dtype=np.int32), (2, 1)) * (ids > 0),
+         "labels": np.array([[0, 1, 2, -100, 1, 0, -100, -100]] * 2, np.int32)}
+    x = {k: v for k, v in x.items() if k in model.required_features}
+    x["labels"][1, 4] = 5
+    trainer = tfpack.training.Trainer(model, keras.optimizers.SGD(), micro_batch_size=2,
+                                      jit_compile=True)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"`labels` must be class ids in \[0, 3\) \(num_classes of the model\)"
+                             r"\. Received: labels=\] \[5\]"):
+        trainer.fit(tf.data.Dataset.from_tensor_slices(x), num_steps=1)
