@@ -164,8 +164,21 @@ def test_a_tag_beyond_num_classes_is_refused_by_name_under_xla_as_eagerly():
     x = {k: v for k, v in x.items() if k in model.required_features}
     x["labels"][1, 4] = 5
     trainer = tfpack.training.Trainer(model, keras.optimizers.SGD(), micro_batch_size=2,
-                                      jit_compile=True)
+                                      jit_compile=True, check_exact=False)
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"`labels` must be class ids in \[0, 3\) \(num_classes of the model\)"
                              r"\. Received: labels=\] \[5\]"):
         trainer.fit(tf.data.Dataset.from_tensor_slices(x), num_steps=1)
+
+
+def test_the_trainer_refuses_shared_prompt_packs_for_a_model_without_it(policy):
+    from tfpack.testing import pack_examples
+
+    packs = pack_examples([tfpack.builders.preference_pair(**p, share_prompt=True)
+                           for p in PAIRS[:2]], max_length=16, max_sequences_per_pack=2)
+    trainer = tfpack.training.Trainer(tfpack.models.PreferenceModel(policy, loss="simpo"),
+                                      keras.optimizers.SGD(), micro_batch_size=1,
+                                      jit_compile=False, check_exact=False)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"PreferenceModel\(share_prompt=True\) to read pairs that share"):
+        trainer.fit(tf.data.Dataset.from_tensor_slices(packs), num_steps=1)

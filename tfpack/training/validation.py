@@ -33,7 +33,7 @@ from tfpack import features as contract
 from tfpack.errors import TfpackError
 
 __all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes",
-           "label_checks"]
+           "label_checks", "pair_layout_checks"]
 
 def _dimension(name: str, task) -> str | None:
     """L, K or M of a contract feature (None: a scalar, unknown or ambiguous)."""
@@ -175,13 +175,31 @@ def label_checks(model, x: dict) -> list:
          "Received: labels=", tf.boolean_mask(labels, bad)[:1]], name="check_labels")]
 
 
+def pair_layout_checks(model, x: dict) -> list:
+    """A named assertion: pairs that share their prompt need ``PreferenceModel(share_prompt=True)``.
+
+    Shared prompts are real tokens of ``branch_ids`` 0
+    (`tfpack.inference.layouts`); another model would score each response
+    without its prompt.
+    """
+    if getattr(model, "share_prompt", True) or "branch_ids" not in x:
+        return []
+    shared = (x["sequence_ids"] > 0) & tf.equal(x["branch_ids"], 0)
+    return [tf.debugging.Assert(
+        tf.logical_not(tf.reduce_any(shared)),
+        ["`model` must be a PreferenceModel(share_prompt=True) to read pairs that share their "
+         "prompt (prompt tokens of branch_ids 0). Received: share_prompt=False"],
+        name="check_pair_layout")]
+
+
 def target_counts(model, x: dict) -> dict:
     """Float32 scalars: targets per loss term, ``real_tokens`` and ``sequences``.
 
-    The model's class labels are checked first (`label_checks`): the trainer
-    counts targets outside its compiled step, where an assertion still runs.
+    The model's class labels and a pair layout are checked first
+    (`label_checks`, `pair_layout_checks`): the trainer counts targets outside
+    its compiled step, where an assertion still runs.
     """
-    with tf.control_dependencies(label_checks(model, x)):
+    with tf.control_dependencies(label_checks(model, x) + pair_layout_checks(model, x)):
         x = {k: tf.identity(v) for k, v in x.items()}
     if hasattr(model, "target_counts"):
         counts = {t: tf.cast(c, tf.float32) for t, c in model.target_counts(x).items()}
