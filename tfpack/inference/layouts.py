@@ -14,7 +14,7 @@ was built, and the model that reads it must agree:
   serves pairs of two 6-token sequences.
 
 `tfpack.predict` calls `check_pair_layout` on every batch of packs before the
-model runs, and checks `sequence_positions` against the model's position table.
+model runs, and checks `positions_per_sequence` against the model's position table.
 
 Example:
 
@@ -22,7 +22,7 @@ Example:
 >>> batch = {"sequence_ids": np.array([[1, 1, 1, 1, 1, 1]]),
 ...          "branch_ids": np.array([[0, 1, 1, 2, 2, 2]]),
 ...          "position_ids": np.arange(6)[None], "example_ids": np.array([[7]])}
->>> sequence_positions(batch).tolist()
+>>> positions_per_sequence(batch).tolist()
 [[0, 1, 2, 1, 2, 3]]
 >>> check_pair_layout(batch, share_prompt=False)
 Traceback (most recent call last):
@@ -36,10 +36,10 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 
-__all__ = ["check_pair_layout", "sequence_positions"]
+__all__ = ["check_pair_layout", "positions_per_sequence"]
 
 
-def sequence_positions(batch: dict) -> np.ndarray:
+def positions_per_sequence(batch: dict) -> np.ndarray:
     """Each token's position inside its own sequence: the pair's chosen or rejected one."""
     from tfpack.models.preference import split_pairs
 

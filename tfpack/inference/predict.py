@@ -46,7 +46,7 @@ from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
-from tfpack.inference.layouts import check_pair_layout, sequence_positions
+from tfpack.inference.layouts import check_pair_layout, positions_per_sequence
 from tfpack.inference.limits import input_limits
 from tfpack.inference.pairs import predict_pairs
 from tfpack.inference.unpack import Collector
@@ -140,7 +140,7 @@ def _check_inputs(batch: dict, limits: Mapping[str, int]) -> None:
             continue
         values = batch[name]
         if name == "position_ids" and "branch_ids" in batch:  # A pair: two sequences.
-            values = sequence_positions(batch)
+            values = positions_per_sequence(batch)
         bad = real & ((values < 0) | (values >= limit))
         if not bad.any():
             continue

@@ -172,7 +172,7 @@ def label_checks(model, x: dict) -> list:
     return [tf.debugging.Assert(
         tf.logical_not(tf.reduce_any(bad)),
         [f"`labels` must be class ids in [0, {classes}) (num_classes of the model). "
-         "Received: labels=", tf.boolean_mask(labels, bad)[:1]], name="check_labels")]
+         "Received: labels=", tf.boolean_mask(labels, bad)[:1]], name="check_label_range")]
 
 
 def pair_layout_checks(model, x: dict) -> list:
