@@ -182,3 +182,7 @@ def test_the_trainer_refuses_shared_prompt_packs_for_a_model_without_it(policy):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"PreferenceModel\(share_prompt=True\) to read pairs that share"):
         trainer.fit(tf.data.Dataset.from_tensor_slices(packs), num_steps=1)
+    # Keras `evaluate` (and `fit`) of the same model, on TensorFlow without XLA, alike.
+    trainer.model.compile(optimizer="sgd", jit_compile=False)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"share_prompt=True\) to read"):
+        trainer.model.evaluate(tf.data.Dataset.from_tensor_slices(packs).batch(1), verbose=0)

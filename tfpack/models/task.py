@@ -56,6 +56,23 @@ from tfpack.models.backbone import check_backbone
 from tfpack.training import trained_lengths
 
 
+def _checked(model, x, loss):
+    """``loss`` after the trainer's named assertions on the packs (class labels past
+    ``num_classes``, shared prompts for a model without them), on TensorFlow: Keras
+    `fit` and `evaluate` refuse what the `Trainer` refuses (XLA drops assertions)."""
+    if keras.backend.backend() != "tensorflow":
+        return loss
+    import tensorflow as tf
+
+    from tfpack.training.validation import label_checks, pair_layout_checks
+
+    checks = label_checks(model, x) + pair_layout_checks(model, x)
+    if not checks:
+        return loss
+    with tf.control_dependencies(checks):
+        return tf.identity(loss)
+
+
 class Task(keras.Model):
     """Base of the tfpack tasks (see the module docstring).
 
@@ -168,7 +185,7 @@ class Task(keras.Model):
             # Each replica adds its 1 / R of the regularization, as Keras does:
             # the optimizer sums the replicas' gradients.
             loss = loss + ops.cast(ops.sum(self.losses), "float32") / num_replicas()
-        return loss
+        return _checked(self, x, loss)
 
     def compile(self, *args, **kwargs):
         super().compile(*args, **kwargs)
