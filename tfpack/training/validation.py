@@ -32,7 +32,8 @@ import tensorflow as tf
 from tfpack import features as contract
 from tfpack.errors import TfpackError
 
-__all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes"]
+__all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes",
+           "label_checks", "pair_layout_checks"]
 
 def _dimension(name: str, task) -> str | None:
     """L, K or M of a contract feature (None: a scalar, unknown or ambiguous)."""
@@ -145,8 +146,64 @@ def validate_element_spec(model, element_spec) -> dict:
     return {kind: size for kind, (_, size) in dataset.items()}
 
 
+def label_checks(model, x: dict) -> list:
+    """Named assertions: every class label a loss reads is inside ``[0, num_classes)``.
+
+    Eager TensorFlow refuses such a label inside the loss; under XLA the loss
+    becomes NaN without a word. The trainer runs these before its compiled
+    step (a label per sequence where ``sequence_mask`` is set, per token where
+    it is not ``-100``), so both refuse it alike.
+
+    >>> class Tagger:
+    ...     task, num_classes = "token_classification", 3
+    >>> _ = label_checks(Tagger(), {"labels": tf.constant([[0, 2, -100]])})  # -100: ignored
+    >>> try:
+    ...     label_checks(Tagger(), {"labels": tf.constant([[0, 5, -100]])})
+    ... except tf.errors.InvalidArgumentError as error:
+    ...     print("`labels` must be class ids in [0, 3)" in error.message)
+    True
+    """
+    classes = getattr(model, "num_classes", None)
+    if not isinstance(classes, int) or "labels" not in x:
+        return []
+    labels = tf.cast(x["labels"], tf.int32)
+    if _dimension("labels", getattr(model, "task", None)) == "K" and "sequence_mask" in x:
+        real = tf.cast(x["sequence_mask"], tf.float32) > 0
+    else:
+        real = tf.not_equal(labels, contract.IGNORE_LABEL)
+    bad = real & ((labels < 0) | (labels >= classes))
+    return [tf.debugging.Assert(
+        tf.logical_not(tf.reduce_any(bad)),
+        [f"`labels` must be class ids in [0, {classes}) (num_classes of the model). "
+         "Received: labels=", tf.boolean_mask(labels, bad)[:1]], name="check_label_range")]
+
+
+def pair_layout_checks(model, x: dict) -> list:
+    """A named assertion: pairs that share their prompt need ``PreferenceModel(share_prompt=True)``.
+
+    Shared prompts are real tokens of ``branch_ids`` 0
+    (`tfpack.inference.layouts`); another model would score each response
+    without its prompt.
+    """
+    if getattr(model, "share_prompt", True) or "branch_ids" not in x:
+        return []
+    shared = (x["sequence_ids"] > 0) & tf.equal(x["branch_ids"], 0)
+    return [tf.debugging.Assert(
+        tf.logical_not(tf.reduce_any(shared)),
+        ["`model` must be a PreferenceModel(share_prompt=True) to read pairs that share their "
+         "prompt (prompt tokens of branch_ids 0). Received: share_prompt=False"],
+        name="check_pair_layout")]
+
+
 def target_counts(model, x: dict) -> dict:
-    """Float32 scalars: targets per loss term, ``real_tokens`` and ``sequences``."""
+    """Float32 scalars: targets per loss term, ``real_tokens`` and ``sequences``.
+
+    The model's class labels and a pair layout are checked first
+    (`label_checks`, `pair_layout_checks`): the trainer counts targets outside
+    its compiled step, where an assertion still runs.
+    """
+    with tf.control_dependencies(label_checks(model, x) + pair_layout_checks(model, x)):
+        x = {k: tf.identity(v) for k, v in x.items()}
     if hasattr(model, "target_counts"):
         counts = {t: tf.cast(c, tf.float32) for t, c in model.target_counts(x).items()}
     else:
