@@ -53,7 +53,10 @@ from tfpack.params import Real
 from tfpack.params import validate_params
 from tfpack.testing.exactness_result import ExactnessResult
 from tfpack.testing.exactness_result import PackingNotExactError
+from tfpack.testing._comparison import (SEED, TOLERANCES, compare_gradients, compare_outputs,
+                                        backend_gradients, keras_hub_reference)
 from tfpack.testing.packer import pack_examples
+from tfpack.testing.pair_exactness import check_pairs_exact, reads_pairs
 
 __all__ = ["ExactnessResult", "PackingNotExactError", "PROBE_LENGTHS",
            "TOLERANCES", "check_packing_exact", "keras_hub_inputs",
@@ -61,16 +64,6 @@ __all__ = ["ExactnessResult", "PackingNotExactError", "PROBE_LENGTHS",
 
 # A one-token sequence and two longer ones of different lengths.
 PROBE_LENGTHS = (5, 1, 3)
-# Largest allowed difference, relative to the largest |value| of the
-# reference (per layer output, per weight's gradient), by compute dtype.
-# float32: tfpack's tests see ~1e-6 between packed and alone (a different
-# summation order), so 1e-4 leaves room for deep models at long L while a
-# leak moves untrained outputs by 1e-3 or more of their scale. bfloat16 and
-# float16 round each product to 8 and 11 bits (relative 4e-3 and 5e-4), and
-# packed and alone sum in different orders, so they get 5e-2 and 1e-2.
-TOLERANCES = {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2,
-              "bfloat16": 5e-2}
-_SEED = 0
 # The features a probe pack has.
 _PROBE_FEATURES = ("input_ids", "sequence_ids", "position_ids", "token_type_ids")
 
@@ -106,26 +99,13 @@ def unchecked_reason(model):
                                      ("hidden_dim", "vocabulary_size")):
         return (f"{type(model).__name__} has no packed backbone with `hidden_dim` "
                 "and `vocabulary_size`")
-    from tfpack.testing.pair_exactness import reads_pairs  # (imports this module)
-
-    if reads_pairs(backbone) and _keras_hub_reference(backbone) is not None:
+    if reads_pairs(backbone) and keras_hub_reference(backbone) is not None:
         return None  # The pair probe (`pair_exactness`).
     other = sorted(set(getattr(backbone, "input_features", ())) - set(_PROBE_FEATURES))
     if other:  # An encoder-decoder's second stream, say.
         return (f"{type(backbone).__name__} reads {other}, which the probe (one "
                 "stream of tokens) does not build")
     return None
-
-
-def _keras_hub_reference(backbone):
-    """The keras-hub backbone an adapter wraps, or None (lazy: keras-hub is
-    optional)."""
-    inner = getattr(backbone, "backbone", None)
-    if inner is None or type(inner).__module__.split(".")[0] != "keras_hub" \
-            and not any(c.__module__.split(".")[0] == "keras_hub"
-                        for c in type(inner).__mro__):
-        return None
-    return inner
 
 
 def _probe(backbone, length, lengths):
@@ -143,7 +123,7 @@ def _probe(backbone, length, lengths):
     vocabulary = int(getattr(backbone, "vocabulary_size"))
     excluded = {getattr(getattr(backbone, "backbone", None), "pad_token_id", None)}
     tokens = np.array([t for t in range(1, vocabulary) if t not in excluded])
-    rng = np.random.default_rng(_SEED)
+    rng = np.random.default_rng(SEED)
     examples = []
     for n in lengths:
         example = {"input_ids": rng.choice(tokens, n).astype("int32")}
@@ -204,41 +184,6 @@ class _Recorder:
                 object.__delattr__(layer, "call")
             else:
                 object.__setattr__(layer, "call", saved)
-
-
-def _gradients(fn, variables):
-    """``(aux, gradients)`` of ``fn() -> (loss, aux)`` on the backend (numpy;
-    gradients None where the backend has no gradients here)."""
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        with tf.GradientTape() as tape:
-            loss, aux = fn()
-        grads = tape.gradient(loss, variables)
-        return _numpy(aux), [None if g is None else np.asarray(
-            tf.convert_to_tensor(g)) for g in grads]
-    if backend == "jax":
-        import jax
-
-        names = []
-
-        def stateless(values):
-            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
-                loss, aux = fn()
-            names[:] = [name for name, _ in aux]
-            return loss, [value for _, value in aux]
-
-        # One compiled program: eager JAX compiles every op on its own.
-        (_, values), grads = jax.jit(jax.value_and_grad(stateless, has_aux=True))(
-            [v.value for v in variables])
-        return _numpy(list(zip(names, values))), [np.asarray(g) for g in grads]
-    return _numpy(fn()[1]), None
-
-
-def _numpy(aux):
-    return [(name, np.asarray(keras.ops.convert_to_numpy(
-        keras.ops.cast(value, "float32")))) for name, value in aux]
 
 
 def _projection_loss(outputs, projections):
@@ -303,7 +248,7 @@ def _packed_run(backbone, variables, examples, length, projections, layers):
         records = _run_backbone(backbone, inputs, layers)
         return _projection_loss([records[-1][1]], [weights]), records
 
-    records, gradients = _gradients(fn, variables)
+    records, gradients = backend_gradients(fn, variables)
     return [(name, value[0, :real]) for name, value in records], gradients
 
 
@@ -348,7 +293,7 @@ def _packs_of_one_run(backbone, variables, examples, length, projections,
         records = _run_backbone(backbone, inputs, layers)
         return _projection_loss([records[-1][1]], [weights]), records
 
-    records, gradients = _gradients(fn, variables)
+    records, gradients = backend_gradients(fn, variables)
     lengths = [len(p) for p in projections]
     return [(name, np.concatenate([value[i, :n] for i, n in enumerate(lengths)]))
             for name, value in records], gradients
@@ -387,7 +332,7 @@ def _keras_hub_run(variables, backbone, reference, examples, projections):
                    for i, name in enumerate(names)]
         return _projection_loss([o[0] for o in outputs], projections), records
 
-    return _gradients(fn, variables)
+    return backend_gradients(fn, variables)
 
 
 def _keras_hub_alone(variables, backbone, reference, examples, projections):
@@ -404,64 +349,6 @@ def _keras_hub_alone(variables, backbone, reference, examples, projections):
             "with packs of one instead of the keras-hub backbone, which failed on "
             f"a probe sequence alone: {type(error).__name__}: {first}", stacklevel=4)
         return None
-
-
-def _difference(a, b):
-    if a.shape != b.shape:
-        return np.inf
-    difference = np.abs(a.astype(np.float64) - b.astype(np.float64))
-    return float(np.nan_to_num(difference, nan=np.inf).max(initial=0.0))
-
-
-def _refuse(location, difference, tolerance, context, where=""):
-    raise PackingNotExactError(
-        "A packed model must compute every sequence as it computes alone "
-        "(tfpack's exactness check, docs/model.md; check_exact=False skips "
-        f"it). Received: {location}{where} differs by {difference:.3g}, "
-        f"tolerance {tolerance:.3g} ({context})", location, difference, tolerance)
-
-
-def _compare_outputs(packed, alone, lengths, rtol, context, differences):
-    """Layer outputs (where both sides have the same ones) then the output."""
-    if len(packed) == len(alone):  # Both list their layers in call order.
-        names = [b or a or f"layer {i}" for i, ((a, _), (b, _)) in
-                 enumerate(zip(packed, alone))]
-        packed = [(n, value) for n, (_, value) in zip(names, packed)]
-        alone = [(n, value) for n, (_, value) in zip(names, alone)]
-    else:  # The layers do not correspond: the output only.
-        packed, alone = packed[-1:], alone[-1:]
-    offsets = np.cumsum((0,) + tuple(lengths))
-    for (location, a), (_, b) in zip(packed, alone):
-        tolerance = rtol * float(np.abs(b).max(initial=0.0))
-        difference = _difference(a, b)
-        differences[location] = (difference, tolerance)
-        if not difference <= tolerance:
-            worst = max(range(len(lengths)), key=lambda i: _difference(
-                a[offsets[i]:offsets[i + 1]], b[offsets[i]:offsets[i + 1]]))
-            tokens = f"{lengths[worst]} token{'s' if lengths[worst] > 1 else ''}"
-            _refuse(location, difference, tolerance, context,
-                    f" (probe sequence {worst + 1} of {len(lengths)}, {tokens})")
-
-
-def _compare_gradients(variables, packed, alone, rtol, context, differences,
-                       floor=1e-3):
-    if packed is None or alone is None:
-        return
-    zeros = [np.zeros(v.shape, "float32") for v in variables]
-    packed = [z if g is None else g for z, g in zip(zeros, packed)]
-    alone = [z if g is None else g for z, g in zip(zeros, alone)]
-    largest = max((float(np.abs(g).max(initial=0.0)) for g in alone), default=0.0)
-    for variable, a, b in zip(variables, packed, alone):
-        if not a.any() and not b.any():
-            continue
-        # Relative to the weight's own gradient, floored at `floor` of the
-        # largest one so that a near-zero gradient does not demand 0.
-        tolerance = rtol * max(float(np.abs(b).max()), floor * largest)
-        difference = _difference(a, b)
-        location = f"gradient of {variable.path!r}"
-        differences[location] = (difference, tolerance)
-        if not difference <= tolerance:
-            _refuse(location, difference, tolerance, context)
 
 
 @validate_params({
@@ -521,8 +408,6 @@ def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
                           "(the backbone protocol, tfpack.models.backbone). "
                           f"Received: {reason}")
     backbone = packed_backbone(model)
-    from tfpack.testing.pair_exactness import check_pairs_exact, reads_pairs
-
     if reads_pairs(backbone):  # An encoder-decoder: a pair probe.
         return check_pairs_exact(backbone, tolerance=tolerance)
     examples, length = _probe(backbone, length, lengths)
@@ -530,7 +415,7 @@ def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
     dtype = keras.backend.standardize_dtype(backbone.compute_dtype)
     rtol = TOLERANCES.get(dtype, TOLERANCES["float32"]) if tolerance is None \
         else float(tolerance)
-    rng = np.random.default_rng(_SEED + 1)
+    rng = np.random.default_rng(SEED + 1)
     projections = [rng.normal(size=(n, backbone.hidden_dim)).astype("float32")
                    for n in lengths]
     if not backbone.built:  # Built outside the recorded calls.
@@ -541,7 +426,7 @@ def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
     # user's swapped layer) is not the reference's, and must not shift the
     # list (its gradient then shows on the reference's layer).
     variables = list(backbone.trainable_variables)
-    reference = _keras_hub_reference(backbone)
+    reference = keras_hub_reference(backbone)
     with warnings.catch_warnings():
         # Keras warns on the softmax over the one-token sequence's one key.
         warnings.filterwarnings("ignore", "You are using a softmax over axis")
@@ -566,8 +451,8 @@ def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
     context = (f"{dtype}, {implementation} attention, "
                f"{keras.backend.backend()}, L={length}, reference: {kind}")
     differences = {}
-    _compare_outputs(packed[0], alone[0], lengths, rtol, context, differences)
-    _compare_gradients(variables, packed[1], alone[1],
+    compare_outputs(packed[0], alone[0], lengths, rtol, context, differences)
+    compare_gradients(variables, packed[1], alone[1],
                        rtol, context, differences)
     return ExactnessResult(lengths, length, kind, dtype, implementation, rtol,
                            differences, time.perf_counter() - start)

@@ -32,7 +32,7 @@ import numpy as np
 from tfpack.errors import TfpackError
 from tfpack.tasks.seq2seq import DECODER_FEATURES
 from tfpack.tasks.seq2seq import ENCODER_FEATURES
-from tfpack.testing import exactness
+from tfpack.testing import _comparison as comparison
 from tfpack.testing.exactness_result import ExactnessResult
 
 __all__ = ["PAIR_PROBE_LENGTHS", "check_pairs_exact", "reads_pairs"]
@@ -72,7 +72,7 @@ def _pair_pack(pairs):
 
 def _projection(shape, stream):
     """A fixed random `[n, width]` projection of one stream's outputs."""
-    rng = np.random.default_rng(exactness._SEED + 1 + stream)
+    rng = np.random.default_rng(comparison.SEED + 1 + stream)
     return rng.normal(size=shape).astype("float32")
 
 
@@ -92,7 +92,7 @@ def _packed(backbone, variables, pairs):
         outputs = [out[name][0, :n] for name, n in zip(_OUTPUTS, real)]
         return _loss(outputs), list(zip(_OUTPUTS, outputs))
 
-    return exactness._gradients(fn, variables)
+    return comparison.backend_gradients(fn, variables)
 
 
 def _alone(variables, reference, pairs):
@@ -107,7 +107,7 @@ def _alone(variables, reference, pairs):
         outputs = [keras.ops.concatenate([p[i] for p in per_pair]) for i in range(2)]
         return _loss(outputs), list(zip(_OUTPUTS, outputs))
 
-    return exactness._gradients(fn, variables)
+    return comparison.backend_gradients(fn, variables)
 
 
 def check_pairs_exact(backbone, *, tolerance=None):
@@ -115,7 +115,7 @@ def check_pairs_exact(backbone, *, tolerance=None):
     (see the module docstring); returns an `ExactnessResult` whose `lengths`
     are the probe's `(encoder, decoder)` lengths."""
     start = time.perf_counter()
-    reference = exactness._keras_hub_reference(backbone)
+    reference = comparison.keras_hub_reference(backbone)
     if reference is None:
         raise TfpackError("The exactness check probes an encoder-decoder against its "
                           "keras-hub backbone. Received: a "
@@ -129,10 +129,10 @@ def check_pairs_exact(backbone, *, tolerance=None):
     vocabulary = int(backbone.vocabulary_size)
     excluded = {getattr(reference, "pad_token_id", None), 0}
     tokens = np.array([t for t in range(1, vocabulary) if t not in excluded])
-    rng = np.random.default_rng(exactness._SEED)
+    rng = np.random.default_rng(comparison.SEED)
     pairs = [tuple(rng.choice(tokens, n).astype("int32") for n in pair) for pair in lengths]
     dtype = keras.backend.standardize_dtype(backbone.compute_dtype)
-    rtol = exactness.TOLERANCES.get(dtype, exactness.TOLERANCES["float32"]) \
+    rtol = comparison.TOLERANCES.get(dtype, comparison.TOLERANCES["float32"]) \
         if tolerance is None else float(tolerance)
     if not backbone.built:
         backbone(_pair_pack(pairs), training=False)
@@ -144,7 +144,7 @@ def check_pairs_exact(backbone, *, tolerance=None):
                f"Le+Ld={width}, reference: keras-hub backbone")
     differences = {}
     for stream in (0, 1):
-        exactness._compare_outputs(
+        comparison.compare_outputs(
             [(f"output {_OUTPUTS[stream]!r}", packed[0][stream][1])],
             [(f"output {_OUTPUTS[stream]!r}", alone[0][stream][1])],
             [pair[stream] for pair in lengths], rtol, context, differences)
@@ -152,7 +152,7 @@ def check_pairs_exact(backbone, *, tolerance=None):
     # difference of near-equal softmax terms, and float32 leaves it 1.4e-4 of
     # its own scale apart between packed and alone (seen at 1e-2 of the
     # largest gradient); the floor is 1e-2 of the largest gradient here.
-    exactness._compare_gradients(variables, packed[1], alone[1], rtol, context,
+    comparison.compare_gradients(variables, packed[1], alone[1], rtol, context,
                                  differences, floor=_GRADIENT_FLOOR)
     return ExactnessResult(lengths, width, "keras-hub backbone", dtype, "dense", rtol,
                            differences, time.perf_counter() - start)
