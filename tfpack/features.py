@@ -52,6 +52,7 @@ from collections.abc import Iterable
 
 from tfpack import tasks as _tasks
 from tfpack.errors import TfpackError
+from tfpack.params import InstanceOf, Text, validate_params
 from tfpack.tasks.base import IGNORE_LABEL, Feature
 
 __all__ = [
@@ -366,6 +367,14 @@ class FeatureRoles:
                 + "; ".join(problems)
                 + f". Received: element_spec={_describe(element_spec)}"
             )
+
+
+_NAMES = InstanceOf(tuple, description="a tuple of feature names")
+FeatureRoles.__init__ = validate_params({
+    "name": Text(), **dict.fromkeys(
+        ("tokens", "sequence", "predictions", "derived", "shifted", "optional"), _NAMES),
+    "task": [None, Text()],
+})(FeatureRoles.__init__)
 
 
 def _shape(spec) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfpack.params import Anything, Boolean, InstanceOf, Integer, Options, Real, validate_params
+
 __all__ = ["PackReport"]
 
 
@@ -57,3 +59,15 @@ class PackReport:
     host_packs: list | None = None
     plan: object = None
     balance: object = None
+
+
+_COUNT = [None, Integer(0)]
+PackReport.__init__ = validate_params({
+    "mode": Options("offline", "streaming"), "packs": _COUNT, "sequences": _COUNT,
+    "tokens": _COUNT, "efficiency": [None, Real(0)], "packing_factor": [None, Real(0)],
+    "padding_packs": Integer(0), "dropped_packs": Integer(0), "dropped_sequences": Integer(0),
+    "num_workers": Integer(1), "worker": Integer(0), "max_predictions_per_pack": _COUNT,
+    "input_sharded": Boolean(), "host_packs": [None, InstanceOf(list)],
+    "plan": Anything("the PackingPlan used, or None"),
+    "balance": Anything("the BatchBalance of the batches, or None"),
+})(PackReport.__init__)

@@ -57,11 +57,16 @@ import math
 from typing import Any
 
 from tfpack.errors import TfpackError
-from tfpack.params import Anything, Integer, Options, Real, validate_params
+from tfpack.packing.pairs.plans import PairPackingPlan
+from tfpack.packing.plans import PackingPlan
+from tfpack.params import InstanceOf, Integer, Options, Real, validate_params
 
 __all__ = ["BatchRule", "for_packing", "packing_factor_of", "pack_depth_std_of"]
 
 _CUTS = ("accumulation", "batch", "auto")
+# A packing factor as `for_packing` and `packing_factor_of` take it (a dict: checked inside).
+PLAN_OR_FACTOR = [Real(1), InstanceOf(dict, PackingPlan, PairPackingPlan,
+                                      description="a PackingPlan or its metrics dict")]
 # A rule further than this from the recipe always says so in its note.
 NOTE_THRESHOLD = 0.05
 
@@ -92,6 +97,8 @@ class BatchRule:
     cut: str = "accumulation"
     note: str = ""
     pack_depth_std: float | None = None
+
+    # Declared (tfpack.params) on the dataclass's own __init__: see below the class.
 
     @property
     def global_batch_size(self) -> int:
@@ -157,6 +164,13 @@ class BatchRule:
         return line + f"; balanced batches: {low:.0f}-{high:.0f}"
 
 
+BatchRule.__init__ = validate_params({
+    "micro_batch_size": Integer(1), "accumulation_steps": Integer(1), "num_replicas": Integer(1),
+    "packing_factor": Real(1), "target_sequences_per_update": Real(0, closed="neither"),
+    "cut": Options(*_CUTS), "note": InstanceOf(str), "pack_depth_std": [None, Real(0)],
+})(BatchRule.__init__)
+
+
 def pack_depth_std_of(plan_or_factor: Any) -> float | None:
     """Standard deviation of the sequences per pack of a `PackingPlan` (else ``None``).
 
@@ -173,6 +187,7 @@ def pack_depth_std_of(plan_or_factor: Any) -> float | None:
     return math.sqrt(sum(c * (d - mean) ** 2 for d, c in zip(depths, counts)) / total)
 
 
+@validate_params({"plan_or_factor": PLAN_OR_FACTOR})
 def packing_factor_of(plan_or_factor: Any) -> float:
     """The packing factor of a `PackingPlan`, its metrics dict, or a number.
 
@@ -207,7 +222,7 @@ def _cut(kind: str, micro_batch_size: int, accumulation_steps: int, p: float):
 
 @validate_params({
     "micro_batch_size": Integer(1), "accumulation_steps": Integer(1),
-    "packing_factor": Anything("a number, a PackingPlan or its metrics: packing_factor_of"),
+    "packing_factor": PLAN_OR_FACTOR,
     "num_replicas": Integer(1), "cut": Options(*_CUTS), "tolerance": Real(0),
 })
 def for_packing(

@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from tfpack import features as contract
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, InstanceOf, validate_params
 
 __all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes"]
 
@@ -92,6 +93,11 @@ def _position_capacity(model) -> int | None:
     return None
 
 
+@validate_params({
+    "model": Anything("a tfpack model: its build shapes and position table are read"),
+    "element_spec": InstanceOf(dict, description="a dict of unbatched packed feature specs "
+                               "(dataset.element_spec)"),
+})
 def validate_element_spec(model, element_spec) -> dict:
     """Raise `TfpackError` listing every feature that does not fit ``model``.
 
@@ -103,7 +109,7 @@ def validate_element_spec(model, element_spec) -> dict:
     Returns:
         The dataset's ``{"L": ..., "K": ..., "M": ...}``.
     """
-    if not isinstance(element_spec, dict) or "input_ids" not in element_spec:
+    if "input_ids" not in element_spec:
         raise TfpackError(
             "The dataset must yield unbatched dicts of packed features with at least "
             f"`input_ids`. Received: element_spec={element_spec!r}")
