@@ -129,7 +129,8 @@ class Built:
         features: manifest ``features`` of the packs.
         max_sequences_per_pack, max_predictions_per_pack: ``K`` and ``M``.
         input_files, sequences, tokens, packs: what was packed.
-        seconds: engine timings for ``stats.json`` (``"total"`` is added).
+        seconds: engine timings for ``stats.json`` (``"total"`` is added;
+            ``None``: none yet).
         balance: `tfpack.packing.balance.BatchBalance.to_dict` of the pack
             order (``job.balance``), else ``None``.
     """
@@ -143,8 +144,12 @@ class Built:
     sequences: int
     tokens: int
     packs: int
-    seconds: dict = dataclasses.field(default_factory=dict)
+    seconds: dict | None = None
     balance: dict | None = None
+
+    def __post_init__(self):
+        if self.seconds is None:
+            self.seconds = {}
 
 
 _COUNT = Integer(0)
@@ -152,7 +157,7 @@ Built.__init__ = validate_params({
     "plan": Anything("the PackingPlan used"), "shards": InstanceOf(list),
     "features": InstanceOf(dict), "max_sequences_per_pack": Integer(1),
     "max_predictions_per_pack": [None, _COUNT], "input_files": _COUNT, "sequences": _COUNT,
-    "tokens": _COUNT, "packs": _COUNT, "seconds": InstanceOf(dict),
+    "tokens": _COUNT, "packs": _COUNT, "seconds": [None, InstanceOf(dict)],
     "balance": [None, InstanceOf(dict)],
 })(Built.__init__)
 

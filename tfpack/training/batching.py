@@ -57,16 +57,28 @@ import math
 from typing import Any
 
 from tfpack.errors import TfpackError
-from tfpack.packing.pairs.plans import PairPackingPlan
-from tfpack.packing.plans import PackingPlan
-from tfpack.params import InstanceOf, Integer, Options, Real, validate_params
+from tfpack.params import Constraint, InstanceOf, Integer, Options, Real, validate_params
 
 __all__ = ["BatchRule", "for_packing", "packing_factor_of", "pack_depth_std_of"]
 
 _CUTS = ("accumulation", "batch", "auto")
-# A packing factor as `for_packing` and `packing_factor_of` take it (a dict: checked inside).
-PLAN_OR_FACTOR = [Real(1), InstanceOf(dict, PackingPlan, PairPackingPlan,
-                                      description="a PackingPlan or its metrics dict")]
+
+
+class _Plan(Constraint):
+    """A plan (anything with ``metrics``: `PackingPlan`, pair plans) or its metrics dict;
+    the factor inside is checked by `packing_factor_of`."""
+
+    description = "a PackingPlan or its metrics dict"
+
+    def holds(self, value) -> bool:
+        return isinstance(value, dict) or hasattr(value, "metrics")
+
+    def bad_values(self) -> list:
+        return [object(), "2.0", None]
+
+
+# A packing factor as `for_packing` and `packing_factor_of` take it.
+PLAN_OR_FACTOR = [Real(1), _Plan()]
 # A rule further than this from the recipe always says so in its note.
 NOTE_THRESHOLD = 0.05
 
