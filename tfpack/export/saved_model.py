@@ -102,14 +102,6 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
         outputs = call(features, training=False)
         return {k: tf.convert_to_tensor(v) for k, v in outputs.items()}
 
-    def check_ids(ids, limit, what):
-        checks = [tf.debugging.assert_non_negative(ids, message=f"{what} must be >= 0")]
-        if limit is not None:
-            checks.append(tf.debugging.assert_less(
-                ids, tf.constant(limit, ids.dtype),
-                message=f"{what} must be < {limit} (the model's vocabulary)"))
-        return checks
-
     def sequences(input_ids, token_type_ids, row_lengths):
         width = tf.shape(input_ids)[1]
         checks = [
@@ -125,8 +117,8 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
         with tf.control_dependencies(checks):
             ids = tf.RaggedTensor.from_tensor(input_ids, lengths=row_lengths)
             types_ = tf.RaggedTensor.from_tensor(token_type_ids, lengths=row_lengths)
-        checks = (check_ids(ids.values, vocabulary, "input_ids")
-                  + check_ids(types_.values, types, "token_type_ids"))
+        checks = (_id_checks(ids.values, vocabulary, "input_ids")
+                  + _id_checks(types_.values, types, "token_type_ids"))
         with tf.control_dependencies(checks):
             features, placement = pack_sequences(ids, L, K, types_)
         packs = tf.shape(features["input_ids"])[0]
@@ -168,24 +160,32 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
     }
     if padding_id is not None:
         def padded(input_ids):
-            width = tf.shape(input_ids)[1]
-            last = tf.where(tf.not_equal(input_ids, padding_id),
-                            tf.range(1, width + 1)[None, :], 0)
             return sequences(input_ids, tf.zeros_like(input_ids),
-                             tf.reduce_max(tf.concat([last, tf.zeros_like(last[:, :1])],
-                                                     1), axis=1))
+                             _unpadded_lengths(input_ids, padding_id))
 
         signatures["serve_padded_sequences"] = tf.function(
             padded, input_signature=[ids_spec()]).get_concrete_function()
     # Track exactly the variables the graphs read (their own tf.Variables).
-    seen, variables = set(), []
-    for function in signatures.values():
-        for variable in function.variables:
-            if id(variable) not in seen:
-                seen.add(id(variable))
-                variables.append(variable)
-    module.served_variables = variables
+    module.served_variables = list({id(v): v for function in signatures.values()
+                                    for v in function.variables}.values())
     return module, signatures
+
+
+def _id_checks(ids, limit, what):
+    """Assertions that ``ids`` are >= 0 and below ``limit`` (the vocabulary, if known)."""
+    checks = [tf.debugging.assert_non_negative(ids, message=f"{what} must be >= 0")]
+    if limit is not None:
+        checks.append(tf.debugging.assert_less(
+            ids, tf.constant(limit, ids.dtype),
+            message=f"{what} must be < {limit} (the model's vocabulary)"))
+    return checks
+
+
+def _unpadded_lengths(input_ids, padding_id):
+    """Per row: the position after its last token that is not ``padding_id`` (0 if none)."""
+    width = tf.shape(input_ids)[1]
+    last = tf.where(tf.not_equal(input_ids, padding_id), tf.range(1, width + 1)[None, :], 0)
+    return tf.reduce_max(tf.concat([last, tf.zeros_like(last[:, :1])], 1), axis=1)
 
 
 def export_saved_model(model, path: str | os.PathLike | None = None, *,

@@ -223,49 +223,8 @@ def check(manifest, path: str = MANIFEST) -> None:
         bad("`shards` a list", f"shards={shards!r}")
     names = set()
     for i, shard in enumerate(shards):
-        where = f"shards[{i}]"
-        if not isinstance(shard, dict):
-            bad("shards as objects", f"{where}={shard!r}")
-        lacking = [k for k in ("name", "records", "bytes", "sha256") if k not in shard]
-        if lacking:
-            bad("`name`, `records`, `bytes` and `sha256` for every shard",
-                f"{where} without {lacking}")
-        name = shard["name"]
-        if not _plain(name):
-            bad("shard names that are plain file names inside the output directory",
-                f"{where}.name={name!r}")
-        if name in names:
-            bad("distinct shard names", f"{name!r} listed twice")
-        names.add(name)
-        for key in ("records", "bytes"):
-            if not _is_int(shard[key]):
-                bad(f"a non-negative integer `{key}` for every shard",
-                    f"{where}.{key}={shard[key]!r}")
-        if not isinstance(shard["sha256"], str) or not _SHA256.fullmatch(shard["sha256"]):
-            bad("a sha256 (64 hex digits) for every shard", f"{where}.sha256={shard['sha256']!r}")
-        if ("blocks" in shard) != ("block_records" in shard):
-            bad("both `block_records` and `blocks` or neither", f"{where} keys {sorted(shard)}")
-        if "blocks" in shard:
-            if not _is_int(shard["block_records"], 1):
-                bad("a positive integer `block_records`",
-                    f"{where}.block_records={shard['block_records']!r}")
-            blocks = shard["blocks"]
-            want = math.ceil(shard["records"] / shard["block_records"])
-            if not isinstance(blocks, str) or not _HEX.fullmatch(blocks) \
-                    or len(blocks) != want * _DIGEST:
-                bad(f"one 16-hex-digit digest per block of `block_records` records ({want} "
-                    f"for {where})", f"{where}.blocks={blocks!r}")
-    files = manifest.get("files", {})
-    if not isinstance(files, dict):
-        bad("`files` an object", f"files={files!r}")
-    for name, entry in files.items():
-        if not _plain(name) or name in names:
-            bad("`files` names that are plain file names, distinct from the shards",
-                f"files name {name!r}")
-        if not isinstance(entry, dict) or not _is_int(entry.get("bytes")) \
-                or not isinstance(entry.get("sha256"), str) \
-                or not _SHA256.fullmatch(entry["sha256"]):
-            bad("`bytes` and `sha256` for every file", f"files[{name!r}]={entry!r}")
+        _check_shard(f"shards[{i}]", shard, names, bad)
+    _check_file_entries(manifest.get("files", {}), names, bad)
     packs = manifest["packs"]
     if not _is_int(packs) or packs != sum(s["records"] for s in shards):
         bad("`packs` equal to the sum of the shards' `records`",
@@ -289,6 +248,55 @@ def check(manifest, path: str = MANIFEST) -> None:
     if generation is not None and (not isinstance(generation, str) or not generation.isalnum()):
         bad("`generation` a string of letters and digits", f"generation={generation!r}")
     _check_features(manifest["features"], {"L": L, "K": K, "M": M}, bad)
+
+
+def _check_shard(where: str, shard, names: set, bad) -> None:
+    """One entry of ``shards``; its name joins ``names`` (which must not hold it yet)."""
+    if not isinstance(shard, dict):
+        bad("shards as objects", f"{where}={shard!r}")
+    lacking = [k for k in ("name", "records", "bytes", "sha256") if k not in shard]
+    if lacking:
+        bad("`name`, `records`, `bytes` and `sha256` for every shard",
+            f"{where} without {lacking}")
+    name = shard["name"]
+    if not _plain(name):
+        bad("shard names that are plain file names inside the output directory",
+            f"{where}.name={name!r}")
+    if name in names:
+        bad("distinct shard names", f"{name!r} listed twice")
+    names.add(name)
+    for key in ("records", "bytes"):
+        if not _is_int(shard[key]):
+            bad(f"a non-negative integer `{key}` for every shard",
+                f"{where}.{key}={shard[key]!r}")
+    if not isinstance(shard["sha256"], str) or not _SHA256.fullmatch(shard["sha256"]):
+        bad("a sha256 (64 hex digits) for every shard", f"{where}.sha256={shard['sha256']!r}")
+    if ("blocks" in shard) != ("block_records" in shard):
+        bad("both `block_records` and `blocks` or neither", f"{where} keys {sorted(shard)}")
+    if "blocks" in shard:
+        if not _is_int(shard["block_records"], 1):
+            bad("a positive integer `block_records`",
+                f"{where}.block_records={shard['block_records']!r}")
+        blocks = shard["blocks"]
+        want = math.ceil(shard["records"] / shard["block_records"])
+        if not isinstance(blocks, str) or not _HEX.fullmatch(blocks) \
+                or len(blocks) != want * _DIGEST:
+            bad(f"one 16-hex-digit digest per block of `block_records` records ({want} "
+                f"for {where})", f"{where}.blocks={blocks!r}")
+
+
+def _check_file_entries(files, names: set, bad) -> None:
+    """``files``: plain names apart from the shards, each with its bytes and sha256."""
+    if not isinstance(files, dict):
+        bad("`files` an object", f"files={files!r}")
+    for name, entry in files.items():
+        if not _plain(name) or name in names:
+            bad("`files` names that are plain file names, distinct from the shards",
+                f"files name {name!r}")
+        if not isinstance(entry, dict) or not _is_int(entry.get("bytes")) \
+                or not isinstance(entry.get("sha256"), str) \
+                or not _SHA256.fullmatch(entry["sha256"]):
+            bad("`bytes` and `sha256` for every file", f"files[{name!r}]={entry!r}")
 
 
 def _check_features(features, sizes: dict, bad) -> None:

@@ -39,11 +39,12 @@ import tempfile
 import uuid
 import warnings
 
+import keras
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
 
-__all__ = ["Checkpointer", "model_signature"]
+__all__ = ["Checkpointer", "learning_rate_variable", "model_signature", "random_state"]
 
 _META = "tfpack_checkpoint.json"
 _PATTERN = re.compile(r"^ckpt-(\d+)$")
@@ -233,3 +234,31 @@ class Checkpointer:
 
 class _Damaged(Exception):
     """A checkpoint whose files cannot be read (internal: restore skips it)."""
+
+
+def random_state(model) -> list:
+    """The seed generators' state variables (in ``model.variables``, not ``weights``).
+
+    Checkpointed with the model so that a resumed run draws the same dropout.
+
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dropout(0.5, seed=1)])
+    >>> [v.name for v in random_state(model)], model.weights
+    (['seed_generator_state'], [])
+    """
+    weights = {id(v) for v in model.weights}
+    return [v for v in model.variables if id(v) not in weights]
+
+
+def learning_rate_variable(optimizer):
+    """The optimizer's learning-rate variable (inside a loss-scale wrapper), or None.
+
+    None when the rate is a schedule or a plain number.
+
+    >>> import keras
+    >>> learning_rate_variable(keras.optimizers.SGD(0.1)).numpy().item()
+    0.10000000149011612
+    """
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    value = getattr(inner, "_learning_rate", None)
+    return value if isinstance(value, keras.Variable) else None

@@ -45,7 +45,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 
@@ -53,54 +52,18 @@ import keras
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
+from tfpack.packing.workers import PackSplit, split_packs
 from tfpack.params import (Anything, Boolean, InstanceOf, Integer, OutputPath,
                            validate_params)
-from tfpack.packing.workers import PackSplit, split_packs
 from tfpack.training import hosts, inputs
-from tfpack.training.checkpoint import Checkpointer
+from tfpack.training.checkpoint import Checkpointer, learning_rate_variable, random_state
 from tfpack.training.exactness import check_before_training
 from tfpack.training import trained_lengths
 from tfpack.training.logging import JsonLinesLogger, ProgressBar, truncate_log
+from tfpack.training.results import NonFiniteLossError, TrainResult, loss_record
 from tfpack.training.validation import target_counts, validate_element_spec
 
 __all__ = ["Trainer", "TrainResult", "NonFiniteLossError"]
-
-
-class NonFiniteLossError(TfpackError):
-    """The loss became NaN or infinite; ``step`` says at which update."""
-
-    @validate_params({"message": InstanceOf(str), "step": Integer(0),
-                      "checkpoint": [None, InstanceOf(str)]})
-    def __init__(self, message: str, step: int, checkpoint: str | None):
-        super().__init__(message)
-        self.step = step
-        self.checkpoint = checkpoint
-
-
-@dataclasses.dataclass
-class TrainResult:
-    """What `Trainer.fit` returns.
-
-    Attributes:
-        step: optimizer updates done (including those before a resume).
-        history: the logged records (dicts), one per ``log_every`` steps.
-        checkpoint: path of the last checkpoint written, if any.
-        resumed_from: the step restored at the start, if any.
-        data_exhausted: the dataset ran out before ``num_steps`` (the
-            micro-batches of an incomplete last update are not applied).
-    """
-
-    step: int
-    history: list[dict]
-    checkpoint: str | None = None
-    resumed_from: int | None = None
-    data_exhausted: bool = False
-
-
-TrainResult.__init__ = validate_params({
-    "step": Integer(0), "history": InstanceOf(list), "checkpoint": [None, InstanceOf(str)],
-    "resumed_from": [None, Integer(0)], "data_exhausted": Boolean(),
-})(TrainResult.__init__)
 
 
 def _uses_loss_scaling(model) -> bool:
@@ -492,9 +455,9 @@ class Trainer:
             checkpointer = Checkpointer(
                 self.checkpoint_dir, model=self.model, optimizer=self.optimizer,
                 step=self.step, max_to_keep=self.max_to_keep, is_chief=self._is_chief(),
-                random_state=_random_state(self.model), **extra)
+                random_state=random_state(self.model), **extra)
             if int(self.step.numpy()) == 0:
-                learning_rate = _learning_rate_variable(self.optimizer)
+                learning_rate = learning_rate_variable(self.optimizer)
                 wanted = None if learning_rate is None else learning_rate.numpy()
                 resumed = checkpointer.restore()
                 if resumed and wanted is not None:
@@ -582,13 +545,7 @@ class Trainer:
         if not sums:
             raise TfpackError("`dataset` must hold at least one pack to evaluate. "
                               "Received: an empty dataset")
-        record, total = {}, 0.0
-        for t in self.terms:
-            count = max(sums[f"{t}_count"], 1.0)
-            record[f"{t}_loss"] = sums[f"{t}_loss_sum"] / count
-            record[f"{t}_accuracy"] = sums[f"{t}_correct"] / count
-            total += record[f"{t}_loss"]
-        record["loss"] = total
+        record = loss_record(sums, self.terms)
         for metric in metrics:
             record[metric.name] = float(keras.ops.convert_to_numpy(metric.result()))
         return record
@@ -605,8 +562,6 @@ class Trainer:
         sums = {k: float(v.numpy()) for k, v in self._sums.items()}
         for v in self._sums.values():
             v.assign(0.0)
-        record = {"step": int(self.step.numpy())}
-        total = 0.0
         for t in self.terms:
             if abs(sums[f"{t}_targets"] - sums[f"{t}_count"]) > 1e-3 * max(1.0, sums[f"{t}_count"]):
                 # The denominators came from `target_counts`; they must be the
@@ -616,11 +571,7 @@ class Trainer:
                     "equal the model's `loss_statistics` count (give the model a "
                     "`target_counts(x)` method). Received: "
                     f"features={sums[f'{t}_targets']}, model={sums[f'{t}_count']}")
-            count = max(sums[f"{t}_count"], 1.0)
-            record[f"{t}_loss"] = sums[f"{t}_loss_sum"] / count
-            record[f"{t}_accuracy"] = sums[f"{t}_correct"] / count
-            total += record[f"{t}_loss"]
-        record["loss"] = total
+        record = {"step": int(self.step.numpy()), **loss_record(sums, self.terms)}
         record["learning_rate"] = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
         seconds = max(seconds, 1e-9)
         record["sequences"] = sums["sequences"]
@@ -640,14 +591,3 @@ class Trainer:
                 or (resolver.task_type == "worker" and resolver.task_id == 0
                     and "chief" not in resolver.cluster_spec().as_dict()))
 
-
-def _random_state(model) -> list:
-    """The seed generators' state variables (in ``model.variables``, not ``weights``)."""
-    weights = {id(v) for v in model.weights}
-    return [v for v in model.variables if id(v) not in weights]
-
-
-def _learning_rate_variable(optimizer):
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    value = getattr(inner, "_learning_rate", None)
-    return value if isinstance(value, keras.Variable) else None
