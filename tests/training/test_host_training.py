@@ -35,6 +35,36 @@ def _write_records(folder):
                                             max_predictions_per_seq=6))
 
 
+@pytest.mark.slow  # one training: 24 s on the loaded 2 cores
+def test_one_process_packs_every_file_and_trains_each_example_once(tmp_path):
+    """The default strategy: one worker, whose share is every file; a later `fit` must pass
+    the same source (it continues its stream)."""
+    import keras
+
+    from tfpack.errors import TfpackError
+    from tfpack.training import HostPacking, Lamb, Trainer
+    from tinymodels import TinyPretrainer
+
+    _write_records(tmp_path)
+    source = HostPacking(str(tmp_path / "part-*.tfrecord"), max_length=32,
+                         max_sequences_per_pack=3, max_predictions_per_pack=6, algorithm="ffd")
+    keras.utils.set_random_seed(0)
+    trainer = Trainer(TinyPretrainer(vocab_size=40, max_length=32, max_predictions_per_pack=6),
+                      Lamb(learning_rate=0.01), micro_batch_size=2, log_every=50,
+                      progress=False, jit_compile=False, check_exact=False)
+    trainer.fit(source, 0)  # packs, trains nothing
+    report = trainer.host_report
+    assert report.sequences == sum(SIZES) and report.packs % 2 == 0
+    result = trainer.fit(source, report.packs // 2)
+    assert sum(r["sequences"] for r in result.history) == sum(SIZES)
+    with pytest.raises(TfpackError, match="must pass it again"):
+        trainer.fit(HostPacking(str(tmp_path / "part-*.tfrecord"), max_length=32,
+                                max_sequences_per_pack=3), 9)
+    with pytest.raises(TfpackError, match=r"`read` must be a callable or None\. "
+                                          r"Received: read='x'"):
+        HostPacking("x", "x", max_length=8, max_sequences_per_pack=2)
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hosts")
@@ -50,9 +80,7 @@ def results(tmp_path_factory):
     return [json.loads((folder / f"out{i}.json").read_text()) for i in range(2)]
 
 
-pytestmark = pytest.mark.slow  # two TensorFlow processes, three trainings: ~60 s
-
-
+@pytest.mark.slow  # two TensorFlow processes, three trainings: 140 s on a loaded machine
 def test_a_collective_not_finite_or_disagreeing_is_refused_on_every_worker(results):
     for worker in results:
         not_finite, disagreeing = worker["refused"]
@@ -62,6 +90,7 @@ def test_a_collective_not_finite_or_disagreeing_is_refused_on_every_worker(resul
             in disagreeing, disagreeing
 
 
+@pytest.mark.slow
 def test_each_worker_packs_its_own_files_and_one_epoch_trains_every_example_once(results):
     first, second = (r["trainer"] for r in results)
     assert first["own_sequences"] == SIZES[0] + SIZES[2]  # files 0 and 2, nothing else
@@ -73,6 +102,7 @@ def test_each_worker_packs_its_own_files_and_one_epoch_trains_every_example_once
     assert first["sequences"] == second["sequences"] == sum(SIZES)  # all workers, once each
 
 
+@pytest.mark.slow
 def test_tfpack_train_per_host_trains_every_example_once(results):
     chief, other = (r["cli"] for r in results)
     assert chief["code"] == other["code"] == 0
