@@ -75,8 +75,8 @@ def results(tmp_path_factory):
         env=_env(TF_CONFIG=json.dumps({"cluster": cluster,
                                        "task": {"type": "worker", "index": i}})),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
-    for process in processes:
-        _wait(process)  # a worker with fewer updates than the other would hang: timed out
+    for process in processes:  # a worker with fewer updates than the other would hang
+        _wait(process, timeout=300)  # three trainings: 140 s on the loaded 2 cores
     return [json.loads((folder / f"out{i}.json").read_text()) for i in range(2)]
 
 
