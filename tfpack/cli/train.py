@@ -98,6 +98,7 @@ SETTINGS = {
 }
 _HELP = {
     "input": "glob of TFRecords (packed from `tfpack pack`, or Google format)",
+    "input_format": "(default packed)",
     "pack": "google input: planner name, or 'none' to train unpacked (default optimal)",
     "output": "run directory: config, log.jsonl, checkpoints (resumed if present)",
     "max_sequences_per_pack": "K (google input; old name: --max-per-pack)",
