@@ -37,9 +37,7 @@ prompts before training (ties count as misses) and for 100% after.
 
 import argparse
 import ast
-import importlib.util
 import random
-import sys
 
 import keras
 import keras_hub
@@ -47,25 +45,13 @@ import numpy as np
 import tensorflow as tf
 
 import tfpack
-from tfpack import builders, data, models, packing, training
-
-# Modules without prose worth learning, or whose parsing is slow.
-_SKIP = {"this", "antigravity", "test", "idlelib", "lib2to3", "tkinter", "turtledemo"}
-
+from tfpack import builders, data, datasets, models, packing, training
 
 def docstring_pairs(max_pairs: int, seed: int) -> list[tuple[str, str]]:
     """(question about a function's signature, first sentence of its docstring)."""
     pairs = []
-    for module in sorted(sys.stdlib_module_names):
-        if module.startswith("_") or module in _SKIP:
-            continue
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            continue
-        if spec is None or not (spec.origin or "").endswith(".py"):
-            continue
-        with open(spec.origin, encoding="utf-8", errors="replace") as f:
+    for module, path, _ in datasets.stdlib_modules():
+        with open(path, encoding="utf-8", errors="replace") as f:
             try:
                 tree = ast.parse(f.read())
             except SyntaxError:

@@ -36,6 +36,7 @@ tfpack.errors.TfpackError: `max_length` must be a positive integer. Received: ma
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import inspect
 import math
@@ -52,7 +53,7 @@ from tfpack.errors import TfpackError
 __all__ = [
     "Anything", "Boolean", "Constraint", "Directory", "ExistingFile", "InstanceOf", "Integer",
     "OutputPath", "Options", "Real", "Text", "TokenIds", "argument", "check", "declared", "token_ids",
-    "validate_params", "writable_folder", "IntegerPair",
+    "validate_params", "writable_folder", "IntegerPair", "declare_fields",
 ]
 
 INT32_MAX = 2**31 - 1
@@ -446,7 +447,50 @@ def validate_params(constraints: dict) -> Callable:
             return function(*args, **kwargs)
 
         checked.__tfpack_params__ = dict(constraints)
+        # What `inspect.getfullargspec` reads (it does not follow __wrapped__): Keras's
+        # `Operation.__new__` names a layer's arguments from it.
+        checked.__signature__ = signature
         return checked
+
+    return decorate
+
+
+def declare_fields(constraints: dict) -> Callable:
+    """Declare a dataclass's or NamedTuple's fields: its generated constructor is checked.
+
+    Put it above ``@dataclasses.dataclass`` (a ``default_factory`` field's default is
+    checked as the factory makes it); on a NamedTuple, ``__new__`` builds the tuple and
+    an ``__init__`` of the same parameters checks them.
+
+    >>> from typing import NamedTuple
+    >>> @declare_fields({"count": Integer(0)})
+    ... class Result(NamedTuple):
+    ...     count: int
+    >>> Result(-1)
+    Traceback (most recent call last):
+    ...
+    tfpack.errors.TfpackError: `count` must be a non-negative integer. Received: count=-1
+    """
+    def decorate(cls):
+        if issubclass(cls, tuple):
+            original = None
+            parameters = list(inspect.signature(cls.__new__).parameters.values())[1:]
+            parameters.insert(0, inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY))
+        else:
+            original = cls.__init__
+            factories = {f.name: f.default_factory for f in dataclasses.fields(cls)
+                         if f.default_factory is not dataclasses.MISSING}
+            parameters = [p.replace(default=factories[p.name]()) if p.name in factories else p
+                          for p in inspect.signature(original).parameters.values()]
+
+        def fields(self, *args, **kwargs):
+            if original is not None:
+                original(self, *args, **kwargs)
+
+        fields.__signature__ = inspect.Signature(parameters)
+        fields.__qualname__ = f"{cls.__qualname__}.__init__"
+        cls.__init__ = validate_params(constraints)(fields)
+        return cls
 
     return decorate
 

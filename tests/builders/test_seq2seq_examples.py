@@ -71,6 +71,17 @@ def test_too_long_pairs_are_refused_or_cut():
         pack_pairs([([1], [1])], max_encoder_length=3, max_decoder_length=0)
 
 
+@pytest.mark.parametrize("pairs, message", [
+    ([([1, 2.5], [1])], r"Received: encoder_ids=2.5 \(a float\) in pair 0 at token 1"),
+    ([([1], [1]), ([1], [True])], r"Received: decoder_ids=True \(a bool\) in pair 1 at token 0"),
+    ([([1], [1], [1])], r"Received: pair 0=\(\[1\], \[1\], \[1\]\)"),
+    ("ab", r"Received: pairs='ab'"),
+])
+def test_pair_ids_are_token_ids(pairs, message):
+    with pytest.raises(TfpackError, match=message):
+        pack_pairs(pairs, max_encoder_length=3, max_decoder_length=3)
+
+
 def _t5_proto():
     import sentencepiece
 

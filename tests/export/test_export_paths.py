@@ -46,7 +46,8 @@ def test_foreign_directory_is_refused_untouched(tmp_path, model, content):
 
 def test_a_file_is_refused(tmp_path, model):
     (tmp_path / "f").write_text("x")
-    with pytest.raises(TfpackError, match=r"must be a directory or not exist yet"):
+    with pytest.raises(TfpackError, match=r"`path` must be a new or replaceable directory path.*"
+                                          r"Received: path=.*/f' \(an existing entry of another"):
         export_saved_model(model, tmp_path / "f", max_length=L)
     assert (tmp_path / "f").read_text() == "x"
 
@@ -102,11 +103,11 @@ def test_failure_while_saving_keeps_the_previous_export(tmp_path, model, monkeyp
 
 
 def test_unwritable_path_is_a_clear_error_and_leaves_nothing(tmp_path, model):
-    with pytest.raises(TfpackError, match=r"export path must be in a writable directory. "
-                                          r"Received: path=.*/model"):
+    with pytest.raises(TfpackError, match=r"`path` must be a new .* in a writable folder or None. "
+                                          r"Received: path=.*/model' \(/proc is not a writable"):
         export_saved_model(model, "/proc/tfpack-export-test/model", max_length=L)
     (tmp_path / "file").write_text("x")
-    with pytest.raises(TfpackError, match=r"writable directory. Received: path="):
+    with pytest.raises(TfpackError, match=r"writable folder or None. Received: path=.*/file/model'"):
         export_saved_model(model, tmp_path / "file" / "model", max_length=L)
     assert os.listdir(tmp_path) == ["file"]
 

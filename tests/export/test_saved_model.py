@@ -266,13 +266,13 @@ def test_untrained_model_needs_stated_sizes(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"max_length": 0}, r"`max_length` must be a positive integer. Received: max_length=0"),
+    ({"max_length": 0}, r"`max_length` must be a positive integer or None. Received: max_length=0"),
     ({"max_length": L + 1, "max_sequences_per_pack": K},
      rf"at most the model's max_sequence_length={L}"),
     ({"max_length": 8, "element_spec": {"input_ids": tf.TensorSpec([L], tf.int32)}},
      r"max_length=8 but element_spec has L=16"),
     ({"max_length": L, "max_sequences_per_pack": K, "padding_id": -1},
-     r"`padding_id` must be a non-negative integer"),
+     r"`padding_id` must be an integer in \[0, 2147483647\] or None. Received: padding_id=-1"),
 ])
 def test_bad_sizes_are_refused(tmp_path, kwargs, message):
     with pytest.raises(TfpackError, match=message):

@@ -71,12 +71,13 @@ def test_visits_fall_with_more_sequences():
 
 @st.composite
 def packs(draw):
-    # One shape (3 rows of 64) so that each block size compiles once.
+    # One shape (8 rows of 64) so that each block size compiles once; rows
+    # are many per call, so that fewer calls (about 0.3 s each) cover as much.
     block_q = draw(st.sampled_from([1, 4, 16]))
     block_k = draw(st.sampled_from([2, 8, 16]))
     length = 64
     rows = []
-    for _ in range(3):
+    for _ in range(8):
         lengths, used = [], 0
         while used < length and draw(st.integers(0, 4)):
             size = draw(st.integers(1, min(length - used, 24)))
@@ -93,7 +94,7 @@ def packs(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(packs())
 def test_bounds_visit_exactly_the_needed_blocks(case):
     ids, block_q, block_k, causal, window = case
@@ -109,13 +110,15 @@ def test_bounds_visit_exactly_the_needed_blocks(case):
     assert (visited == needed.sum(axis=2)).all()
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.lists(st.integers(0, 3), min_size=32, max_size=32),
+@settings(max_examples=5, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=32, max_size=32),
+                min_size=1, max_size=12),
        st.booleans())
-def test_bounds_cover_every_allowed_pair_of_any_ids(ids, causal):
+def test_bounds_cover_every_allowed_pair_of_any_ids(rows, causal):
     # Ids out of order or split (not tfpack's packs): maybe not minimal, but
-    # every allowed pair lies in a visited block.
-    ids = np.array(ids)[None]
+    # every allowed pair lies in a visited block. Rows are independent: a
+    # batch of them per call (each eager call costs about a second).
+    ids = np.array(rows)
     keys, queries = block_bounds(ids, 4, 2, causal=causal)
     needed = needed_blocks(ids, 4, 2, causal)
     assert not (needed & ~ranges_to_sets(keys, ids.shape[1] // 2)).any()

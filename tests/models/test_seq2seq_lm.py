@@ -17,7 +17,8 @@ PAIRS = [([3, 4, 5, 6, 7], [1, 8, 9]), ([10, 11], [1, 12, 13, 14]),
          ([15, 16, 17], [1, 18]), ([19, 20, 21, 22, 23, 24], [1, 25, 26, 27, 28]),
          ([29], [1, 30, 31])]
 TASKS = {"t5": keras_hub.models.T5Seq2SeqLM, "bart": keras_hub.models.BartSeq2SeqLM,
-         "t5gemma": keras_hub.models.T5GemmaSeq2SeqLM}
+         "t5gemma": keras_hub.models.T5GemmaSeq2SeqLM,
+         "t5gemma2": keras_hub.models.T5Gemma2Seq2SeqLM}
 
 
 def _backbone(name):
@@ -29,7 +30,9 @@ def _backbone(name):
         return keras_hub.models.BartBackbone(vocabulary_size=VOCAB, num_layers=1, num_heads=2,
                                              hidden_dim=8, intermediate_dim=16, dropout=0.0,
                                              max_sequence_length=12)
-    return keras_hub.models.T5GemmaBackbone(
+    gemma = (keras_hub.models.T5Gemma2Backbone if name == "t5gemma2"
+             else keras_hub.models.T5GemmaBackbone)
+    return gemma(
         vocabulary_size=VOCAB, encoder_hidden_dim=8, encoder_intermediate_dim=16,
         encoder_num_layers=1, encoder_num_attention_heads=2, encoder_num_key_value_heads=1,
         encoder_head_dim=4, encoder_layer_types=["full_attention"], decoder_hidden_dim=8,

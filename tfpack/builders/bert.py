@@ -42,6 +42,8 @@ from tfpack.builders.tokenizers import TextTokenizer, reject_vocab_path, text_to
 from tfpack.builders.vocab import load_vocab
 from tfpack.builders.wordpiece import WordPiece
 from tfpack.errors import TfpackError
+from tfpack.params import (Anything, Boolean, ExistingFile, InstanceOf, Integer, Real,
+                           validate_params)
 
 __all__ = ["BertExample", "bert_pretraining_examples", "compact_vocabulary",
            "create_bert_examples", "tokenize_documents", "load_vocab"]
@@ -60,6 +62,8 @@ class BertExample:
     next_sentence_label: int
 
 
+@validate_params({"documents": Anything("lists of sentences"),
+                  "vocab_path": [None, ExistingFile()], "lower_case": Boolean()})
 def tokenize_documents(documents: list[list[str]], vocab_path: str | None = None,
                        *, lower_case: bool = True) -> list[list[np.ndarray]]:
     """WordPiece ids of every sentence, read as BERT's reference reads text.
@@ -83,6 +87,8 @@ def tokenize_documents(documents: list[list[str]], vocab_path: str | None = None
     return out
 
 
+@validate_params({"documents": Anything("tokenized documents"),
+                  "vocab": InstanceOf(list, tuple, description="a list of tokens")})
 def compact_vocabulary(documents: list[list[np.ndarray]], vocab: list[str]
                        ) -> tuple[list[list[np.ndarray]], list[str]]:
     """Renumber token ids to the tokens the documents use, special tokens first.
@@ -121,6 +127,17 @@ def compact_vocabulary(documents: list[list[np.ndarray]], vocab: list[str]
     return [[renumber[s] for s in d] for d in documents], [vocab[i] for i in kept]
 
 
+# Google's create_pretraining_data options (the least `max_seq_length` depends on the
+# special tokens: checked in `_create`).
+_GOOGLE_OPTIONS = {
+    "max_seq_length": Integer(1), "short_seq_prob": Real(0, 1), "masked_lm_prob": Real(0, 1),
+    "max_predictions_per_seq": Integer(0), "dupe_factor": Integer(1), "seed": Integer(),
+}
+
+
+@validate_params({"documents": Anything("tokenized documents"),
+                  "vocab": InstanceOf(list, tuple, description="a list of tokens"),
+                  **_GOOGLE_OPTIONS})
 def create_bert_examples(
     documents: list[list[np.ndarray]],
     vocab: list[str],
@@ -245,6 +262,10 @@ def _mask(tokens, masked_lm_prob, max_predictions, vocab_size, special, rng):
     return output, chosen, [tokens[i] for i in chosen]
 
 
+@validate_params({"documents": Anything("lists of sentences"),
+                  "tokenizer": Anything("checked by text_tokenizer"),
+                  "vocab_path": [None, ExistingFile()], "lower_case": Boolean(),
+                  **_GOOGLE_OPTIONS})
 def bert_pretraining_examples(
     documents: list[list[str]],
     *,
@@ -314,6 +335,7 @@ def _masked_lm_ids(tokenizer: TextTokenizer) -> tuple[_Special, int]:
                      tokenizer.mask_id), tokenizer.vocabulary_size)
 
 
+@validate_params({"examples": InstanceOf(list, tuple, description="a list of BertExample")})
 def examples_to_dataset(examples: list[BertExample]) -> tf.data.Dataset:
     """A `tf.data.Dataset` of the ``bert`` roles from `BertExample` objects.
 

@@ -24,9 +24,16 @@ import tensorflow as tf
 
 from tfpack.builders.tokenizers import builder_tokenizer
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, Boolean, ExistingFile, Integer, validate_params
 
 __all__ = ["classification_examples"]
 
+@validate_params({
+    "texts": Anything("first segments, as many as labels: checked below"),
+    "labels": Anything("one int per text"), "pairs": Anything("None or one text per text"),
+    "max_length": Integer(1), "tokenizer": Anything("checked by text_tokenizer"),
+    "vocab_path": [None, ExistingFile()], "lower_case": Boolean(),
+})
 def classification_examples(
     texts: list[str],
     labels: list[int],

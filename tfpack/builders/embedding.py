@@ -15,10 +15,18 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
+from tfpack.params import (Anything, Boolean, ExistingFile, InstanceOf, Integer,
+                           validate_params)
 
 __all__ = ["embedding_examples"]
 
 
+@validate_params({
+    "texts": InstanceOf(list, tuple, description="a list of strings"),
+    "groups": Anything("None or one group id per text: checked below"),
+    "max_length": Integer(1), "tokenizer": Anything("checked by text_tokenizer"),
+    "vocab_path": [None, ExistingFile()], "lower_case": Boolean(),
+})
 def embedding_examples(texts: list[str], groups: list[int] | None = None, *,
                        max_length: int = 128, tokenizer=None, vocab_path: str | None = None,
                        lower_case: bool = True) -> tf.data.Dataset:
@@ -41,9 +49,6 @@ def embedding_examples(texts: list[str], groups: list[int] | None = None, *,
     """
     from tfpack.builders.tokenizers import builder_tokenizer, special_ids
 
-    if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
-        raise TfpackError("`texts` must be a list of strings. "
-                          f"Received: texts={texts!r:.80}")
     if not texts:
         raise TfpackError("`texts` must not be empty. Received: texts=[]")
     if groups is not None and len(groups) != len(texts):

@@ -42,10 +42,16 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
+from tfpack.params import (Anything, Boolean, ExistingFile, InstanceOf, Integer,
+                           declare_fields, validate_params)
 
 __all__ = ["QAExamples", "QAWindow", "best_answers", "question_answering_examples"]
 
 
+@declare_fields({"question": Integer(0), "start": Integer(0), "end": Integer(0),
+                 "context_offset": Integer(0),
+                 "spans": InstanceOf(list, description="a list of (begin, end) spans"),
+                 "length": [None, Integer(1)]})
 class QAWindow(NamedTuple):
     """One window of a context.
 
@@ -67,6 +73,8 @@ class QAWindow(NamedTuple):
     length: int | None = None
 
 
+@declare_fields({"dataset": InstanceOf(tf.data.Dataset),
+                 "windows": InstanceOf(list, description="a list of QAWindow")})
 class QAExamples(NamedTuple):
     """What `question_answering_examples` returns.
 
@@ -81,7 +89,7 @@ class QAExamples(NamedTuple):
     windows: list
 
 
-def _check(questions, contexts, answers, stride, max_question_length):
+def _check(questions, contexts, answers):
     for name, value in (("questions", questions), ("contexts", contexts)):
         if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
                 isinstance(v, str) for v in value):
@@ -95,11 +103,6 @@ def _check(questions, contexts, answers, stride, max_question_length):
             f"{None if answers is None else len(answers)}")
     if not questions:
         raise TfpackError("`questions` must not be empty. Received: questions=[]")
-    if not isinstance(stride, int) or isinstance(stride, bool) or stride < 0:
-        raise TfpackError(f"`stride` must be a non-negative integer. Received: stride={stride!r}")
-    if not isinstance(max_question_length, int) or max_question_length < 1:
-        raise TfpackError("`max_question_length` must be a positive integer. "
-                          f"Received: max_question_length={max_question_length!r}")
     for q, answer in enumerate(answers or ()):
         _check_answer(q, answer, contexts[q])
 
@@ -127,6 +130,14 @@ def _check_answer(q, answer, context):
             f"{context[first:first + len(text)]!r:.80}")
 
 
+@validate_params({
+    "questions": Anything("a list of strings, checked below"),
+    "contexts": Anything("a list of strings, checked below"),
+    "answers": Anything("None or (text, character start) per question, checked below"),
+    "max_length": Integer(1), "stride": Integer(0), "max_question_length": Integer(1),
+    "tokenizer": Anything("checked by text_tokenizer"),
+    "vocab_path": [None, ExistingFile()], "lower_case": Boolean(),
+})
 def question_answering_examples(questions: list[str], contexts: list[str],
                                 answers: list[tuple[str, int]] | None = None, *,
                                 max_length: int = 384, stride: int = 128,
@@ -161,9 +172,7 @@ def question_answering_examples(questions: list[str], contexts: list[str],
     """
     from tfpack.builders.tokenizers import builder_tokenizer
 
-    _check(questions, contexts, answers, stride, max_question_length)
-    if not isinstance(max_length, int) or isinstance(max_length, bool):
-        raise TfpackError(f"`max_length` must be an integer. Received: max_length={max_length!r}")
+    _check(questions, contexts, answers)
     tokenizer = builder_tokenizer(tokenizer, vocab_path, lower_case)
     start, separator, end = (list(tokenizer.start_ids), list(tokenizer.separator_ids),
                              list(tokenizer.end_ids))
@@ -214,6 +223,12 @@ def _positions(answer, spans, begin, end, offset):
     return offset + inside[0] - begin, offset + inside[-1] - begin
 
 
+@validate_params({
+    "start_logits": Anything("logits per window, checked below"),
+    "end_logits": Anything("logits per window, checked below"),
+    "windows": Anything("QAExamples.windows"), "contexts": Anything("the contexts"),
+    "n_best": Integer(1), "max_answer_length": Integer(1),
+})
 def best_answers(start_logits, end_logits, windows, contexts, *, n_best: int = 20,
                  max_answer_length: int = 30) -> list[str]:
     """The best answer text of every question, over all its windows.

@@ -40,15 +40,24 @@ import numpy as np
 from tfpack import tasks
 from tfpack.builders.tokenizers import text_tokenizer
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, Boolean, Integer, validate_params
+from tfpack.params import token_ids
 from tfpack.tasks.seq2seq import DECODER_FEATURES, ENCODER_FEATURES
 
 __all__ = ["pack_pairs", "seq2seq_examples"]
 
 
-def _check_length(value, name: str, least: int = 1) -> None:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < least:
-        raise TfpackError(f"`{name}` must be an integer of at least {least}. "
-                          f"Received: {name}={value!r}")
+def _pairs(pairs) -> list:
+    """`pairs` as a list of 2-tuples, or one `TfpackError` naming the first other."""
+    if isinstance(pairs, (str, bytes, dict)) or not hasattr(pairs, "__iter__"):
+        raise TfpackError("`pairs` must be (encoder_ids, decoder_ids) pairs. "
+                          f"Received: pairs={pairs!r}"[:300])
+    pairs = list(pairs)
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes, dict)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise TfpackError("`pairs` must be (encoder_ids, decoder_ids) pairs. "
+                              f"Received: pair {i}={pair!r}"[:300])
+    return pairs
 
 
 def _first_fit(lengths, max_encoder_length, max_decoder_length, max_pairs) -> list[list[int]]:
@@ -66,6 +75,12 @@ def _first_fit(lengths, max_encoder_length, max_decoder_length, max_pairs) -> li
     return packs
 
 
+_LENGTHS = {"max_encoder_length": Integer(1), "max_decoder_length": Integer(1),
+            "max_pairs_per_pack": [None, Integer(1)]}
+
+
+@validate_params({"pairs": Anything("(encoder_ids, decoder_ids) pairs, checked below"),
+                  **_LENGTHS})
 def pack_pairs(pairs: Sequence, *, max_encoder_length: int, max_decoder_length: int,
                max_pairs_per_pack: int | None = None) -> dict[str, np.ndarray]:
     """Whole ``(encoder_ids, decoder_ids)`` pairs into pair packs, first fit.
@@ -83,12 +98,9 @@ def pack_pairs(pairs: Sequence, *, max_encoder_length: int, max_decoder_length: 
         ``[P, Le]``, ``[P, Ld]`` and ``[P, K]`` (``sequence_mask``,
         ``example_ids``: each pair's index in ``pairs``).
     """
-    _check_length(max_encoder_length, "max_encoder_length")
-    _check_length(max_decoder_length, "max_decoder_length")
-    if max_pairs_per_pack is not None:
-        _check_length(max_pairs_per_pack, "max_pairs_per_pack")
-    pairs = [(np.asarray(e, np.int64).ravel(), np.asarray(d, np.int64).ravel())
-             for e, d in pairs]
+    pairs = [(token_ids(e, "encoder_ids", where=f"in pair {i}"),
+              token_ids(d, "decoder_ids", where=f"in pair {i}"))
+             for i, (e, d) in enumerate(_pairs(pairs))]
     for i, (e, d) in enumerate(pairs):
         if not (0 < e.size <= max_encoder_length and 0 < d.size <= max_decoder_length):
             raise TfpackError(
@@ -155,6 +167,10 @@ def _framed(ids, start, end, length, truncate, what):
     return list(start) + list(ids) + list(end)
 
 
+@validate_params({"pairs": Anything("{'inputs', 'targets'} dicts, checked below"),
+                  "tokenizer": Anything("a keras-hub Seq2SeqLMPreprocessor or a text "
+                                        "tokenizer, checked when used"),
+                  "truncate": Boolean(), **_LENGTHS})
 def seq2seq_examples(pairs: Sequence, *, max_encoder_length: int, max_decoder_length: int,
                      tokenizer=None, max_pairs_per_pack: int | None = None,
                      truncate: bool = False) -> dict[str, np.ndarray]:
@@ -189,8 +205,6 @@ def seq2seq_examples(pairs: Sequence, *, max_encoder_length: int, max_decoder_le
         TfpackError: a pair without ``inputs``/``targets``, text without
             ``tokenizer``, or a pair too long without ``truncate``.
     """
-    _check_length(max_encoder_length, "max_encoder_length")
-    _check_length(max_decoder_length, "max_decoder_length")
     pairs = list(pairs)
     bad = [i for i, p in enumerate(pairs)
            if not isinstance(p, dict) or not {"inputs", "targets"} <= set(p)]

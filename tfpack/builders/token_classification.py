@@ -31,11 +31,15 @@ import numpy as np
 import tensorflow as tf
 
 from tfpack.errors import TfpackError
+from tfpack.params import (Anything, Boolean, ExistingFile, InstanceOf, Integer,
+                           declare_fields, validate_params)
 from tfpack.features import IGNORE_LABEL
 
 __all__ = ["TaggingExamples", "token_classification_examples", "word_predictions"]
 
 
+@declare_fields({"dataset": InstanceOf(tf.data.Dataset),
+                 "word_starts": InstanceOf(list, description="token indices per example")})
 class TaggingExamples(NamedTuple):
     """What `token_classification_examples` returns.
 
@@ -62,10 +66,6 @@ def _check_words(words, tags, num_classes):
                 "`words` must be a list of examples, each a list of word strings (a flat "
                 f"list of words would be read as characters). Received: words[{i}]="
                 f"{example!r:.80}")
-    if num_classes is not None and (not isinstance(num_classes, int)
-                                    or isinstance(num_classes, bool) or num_classes < 1):
-        raise TfpackError("`num_classes` must be a positive integer. "
-                          f"Received: num_classes={num_classes!r}")
     if tags is None:
         return
     if isinstance(tags, str) or not isinstance(tags, (list, tuple)) or len(tags) != len(words):
@@ -121,6 +121,13 @@ def _word_tokens(tokenizer, words):
     return result
 
 
+@validate_params({
+    "words": Anything("lists of words, checked below"),
+    "tags": Anything("None or one class id per word, checked below"),
+    "max_length": Integer(1), "num_classes": [None, Integer(1)],
+    "tokenizer": Anything("checked by text_tokenizer"),
+    "vocab_path": [None, ExistingFile()], "lower_case": Boolean(),
+})
 def token_classification_examples(words: list[list[str]], tags: list[list[int]] | None = None,
                                   *, max_length: int = 128, num_classes: int | None = None,
                                   tokenizer=None, vocab_path: str | None = None,
@@ -187,6 +194,8 @@ def token_classification_examples(words: list[list[str]], tags: list[list[int]] 
     return TaggingExamples(dataset, starts)
 
 
+@validate_params({"token_logits": Anything("[tokens, classes] per example, checked below"),
+                  "word_starts": Anything("token indices per example, checked below")})
 def word_predictions(token_logits, word_starts) -> list[np.ndarray]:
     """Per example, the predicted class of every word (-1 for words without a token).
 

@@ -66,8 +66,17 @@ from tfpack.builders.offsets import flat_ids, id_rows, is_hugging_face, token_of
 from tfpack.builders.vocab import load_vocab
 from tfpack.builders.wordpiece import WordPiece
 from tfpack.errors import TfpackError
+from tfpack.params import (INT32_MAX, Anything, Boolean, InstanceOf, Integer, TokenIds,
+                           validate_params)
 
 __all__ = ["TextTokenizer", "text_tokenizer", "wordpiece_text_tokenizer"]
+
+_CALLABLE = InstanceOf(Callable, description="a callable")
+# The special ids: a token id, a list of them, or None (taken from the tokenizer).
+_SPECIAL = {name: [None, Integer(0, INT32_MAX), TokenIds()]
+            for name in ("start_ids", "end_ids", "separator_ids")}
+_MASKED_LM = {"mask_id": [None, Integer(0, INT32_MAX)], "vocabulary_size": [None, Integer(1)],
+              "offsets": [None, _CALLABLE]}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +175,14 @@ class TextTokenizer:
         return ids, [[(int(a), int(b)) for a, b in row] for row in spans]
 
 
+TextTokenizer.__init__ = validate_params({
+    "tokenizer": _CALLABLE, "start_ids": TokenIds(), "end_ids": TokenIds(),
+    "separator_ids": TokenIds(), **_MASKED_LM, "batched": Boolean(),
+})(TextTokenizer.__init__)
+
+
+@validate_params({"tokenizer": Anything("checked below"), **_SPECIAL, **_MASKED_LM,
+                  "batched": [None, Boolean()]})
 def text_tokenizer(
     tokenizer,
     *,

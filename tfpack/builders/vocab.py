@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 
 from tfpack.errors import TfpackError
-from tfpack.params import ExistingFile, check
+from tfpack.params import ExistingFile, validate_params
 
 __all__ = ["load_vocab"]
 
 
+@validate_params({"vocab_path": [None, ExistingFile()]})
 def load_vocab(vocab_path: str | None = None) -> list[str]:
     """The WordPiece vocabulary, one token per line (bundled one by default).
 
@@ -23,10 +24,6 @@ def load_vocab(vocab_path: str | None = None) -> list[str]:
         from tfpack.datasets import bert_vocab_path
 
         vocab_path = bert_vocab_path()
-    # An int (a bool too) would be a file descriptor to `open`: read, then closed under its
-    # owner (True: standard output).
-    # A FIFO or /dev/zero would hang the read: a regular file only.
-    check("vocab_path", vocab_path, ExistingFile())
     try:
         # utf-8-sig: a byte-order mark first is not part of the first token.
         with open(vocab_path, encoding="utf-8-sig") as f:

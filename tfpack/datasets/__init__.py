@@ -14,12 +14,12 @@ import importlib.resources
 
 import numpy as np
 
-from tfpack.datasets.text import bert_vocab_path, stdlib_documents
+from tfpack.datasets.text import bert_vocab_path, stdlib_documents, stdlib_modules
 from tfpack.packing.histograms import read_histogram
 from tfpack.params import Options, validate_params
 
 __all__ = ["histogram", "histogram_names", "histogram_path", "bert_vocab_path",
-           "stdlib_documents"]
+           "stdlib_documents", "stdlib_modules"]
 
 _DATA = "data"
 

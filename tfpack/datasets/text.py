@@ -27,7 +27,7 @@ import sys
 
 from tfpack.params import Integer, validate_params
 
-__all__ = ["stdlib_documents", "bert_vocab_path"]
+__all__ = ["stdlib_documents", "stdlib_modules", "bert_vocab_path"]
 
 # Modules with side effects on parse-free discovery are fine, but these hold
 # no prose or are test suites.
@@ -64,8 +64,17 @@ def stdlib_documents(max_documents: int | None = None, min_sentences: int = 2
     return documents
 
 
-def _source_files() -> list[str]:
-    files = []
+@validate_params({})
+def stdlib_modules() -> list[tuple[str, str, bool]]:
+    """``(name, path, is_package)`` of each public standard-library module with
+    Python source, in sorted order (test suites and modules without prose
+    skipped); a package's path is its ``__init__.py``.
+
+    >>> name, path, is_package = stdlib_modules()[0]
+    >>> path.endswith(".py"), isinstance(is_package, bool)
+    (True, True)
+    """
+    modules = []
     for name in sorted(sys.stdlib_module_names):
         if name.startswith("_") or name in _SKIP:
             continue
@@ -73,16 +82,22 @@ def _source_files() -> list[str]:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             continue
-        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-            continue
-        if spec.submodule_search_locations:
-            package = os.path.dirname(spec.origin)
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
+            modules.append((name, spec.origin, bool(spec.submodule_search_locations)))
+    return modules
+
+
+def _source_files() -> list[str]:
+    files = []
+    for _, origin, is_package in stdlib_modules():
+        if is_package:
+            package = os.path.dirname(origin)
             for root, dirs, names in os.walk(package):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(("test", "_")))
                 files += [os.path.join(root, n) for n in sorted(names)
                           if n.endswith(".py") and not n.startswith("test")]
         else:
-            files.append(spec.origin)
+            files.append(origin)
     return files
 
 

@@ -28,6 +28,10 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.evaluation.scores import split_tag
+from tfpack.layers.arguments import DTYPE, NAME, WIDTH
+from tfpack.params import Anything, validate_params
+
+_TAGS = Anything("tag names such as 'B-PER', checked by tag_tables")
 from tfpack.features import IGNORE_LABEL
 from tfpack.layers.statistic_ratio import StatisticRatio
 
@@ -99,6 +103,9 @@ def _last_start(start, index, length):
     return ops.take_along_axis(starts, ops.maximum(chunk - 1, 0), axis=1)
 
 
+@validate_params({"labels": Anything("int [B, L] labels"),
+                  "predictions": Anything("int [B, L] classes"),
+                  "sequence_ids": Anything("int [B, L]"), "tags": _TAGS})
 def entity_counts(labels, predictions, sequence_ids, tags):
     """In-graph ``(true_positives, gold, predicted)`` entity counts of a packed batch.
 
@@ -161,6 +168,7 @@ class EntityF1(keras.metrics.Metric):
         sequence_ids: int ``[B, L]``.
     """
 
+    @validate_params({"tags": _TAGS, "name": NAME, "dtype": DTYPE})
     def __init__(self, tags, name="entity_f1", dtype="float32"):
         super().__init__(name=name, dtype=dtype)
         tag_tables(tags)  # Validates.
@@ -169,8 +177,9 @@ class EntityF1(keras.metrics.Metric):
                                         name="counts")
 
     def update_state(self, labels, predictions, sequence_ids):
-        self.counts.assign_add(ops.cast(ops.stack(
-            entity_counts(labels, predictions, sequence_ids, self.tags)), self.dtype))
+        # The tags were checked in __init__: no declaration is checked per step.
+        self.counts.assign_add(ops.cast(ops.stack(entity_counts.__wrapped__(
+            labels, predictions, sequence_ids, self.tags)), self.dtype))
 
     def result(self):
         return 2.0 * self.counts[0] / ops.maximum(self.counts[1] + self.counts[2], 1.0)
@@ -207,11 +216,9 @@ class MacroF1(keras.metrics.Metric):
         mask: float ``[...]``, 1 for real examples (``sequence_mask``).
     """
 
+    @validate_params({"num_classes": WIDTH, "name": NAME, "dtype": DTYPE})
     def __init__(self, num_classes, name="macro_f1", dtype="float32"):
         super().__init__(name=name, dtype=dtype)
-        if not isinstance(num_classes, int) or num_classes < 1:
-            raise TfpackError("`num_classes` must be a positive integer. "
-                              f"Received: num_classes={num_classes!r}")
         self.num_classes = num_classes
         self.counts = self.add_variable(shape=(3, num_classes), initializer="zeros",
                                         dtype=self.dtype, name="counts")
@@ -249,6 +256,7 @@ class Perplexity(StatisticRatio):
     4.0
     """
 
+    @validate_params({"name": NAME, "dtype": DTYPE})
     def __init__(self, name="perplexity", dtype="float32"):
         super().__init__(name=name, dtype=dtype)
 

@@ -33,6 +33,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, InstanceOf, Real, validate_params
+
+_PER_EXAMPLE = Anything("one entry per example, checked below")
+_TEXT = InstanceOf(str, description="a string")
+_ANSWERS = Anything("reference answer strings")
 
 __all__ = [
     "accuracy",
@@ -54,6 +59,7 @@ def _same_length(a, b, names):
                           f"Received: {len(a)} and {len(b)} entries")
 
 
+@validate_params({"labels": _PER_EXAMPLE, "predictions": _PER_EXAMPLE})
 def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
     """Fraction of examples whose prediction equals the label.
 
@@ -65,6 +71,7 @@ def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
     return float(np.mean(labels == predictions)) if labels.size else 0.0
 
 
+@validate_params({"labels": _PER_EXAMPLE, "predictions": _PER_EXAMPLE})
 def macro_f1(labels: Sequence[int], predictions: Sequence[int]) -> float:
     """Unweighted mean of the per-class F1 over the classes that occur.
 
@@ -122,6 +129,7 @@ def chunk_end(previous: str, prefix: str, previous_type: str, kind: str) -> bool
             or (previous != "O" and previous_type != kind))
 
 
+@validate_params({"tags": Anything("one example's tags, read by split_tag")})
 def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     """The entities ``(type, first, last)`` (inclusive) of one example's tags.
 
@@ -148,6 +156,7 @@ def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     return spans
 
 
+@validate_params({"gold": _PER_EXAMPLE, "predicted": _PER_EXAMPLE})
 def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
     """Entity-level micro precision, recall and F1 over examples (seqeval's default).
 
@@ -185,6 +194,7 @@ def _f1_result(tp, n_gold, n_predicted) -> dict:
             "true_positives": tp, "gold": n_gold, "predicted": n_predicted}
 
 
+@validate_params({"text": _TEXT})
 def normalize_answer(text: str) -> str:
     """SQuAD's normalization: lower case, no punctuation, no articles, single spaces.
 
@@ -197,6 +207,7 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+@validate_params({"prediction": _TEXT, "answers": _ANSWERS})
 def squad_exact_match(prediction: str, answers: Sequence[str]) -> float:
     """1.0 if the normalized prediction equals a normalized answer, else 0.0."""
     return float(max(normalize_answer(prediction) == normalize_answer(a) for a in answers))
@@ -213,6 +224,7 @@ def _token_f1(prediction: str, answer: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+@validate_params({"prediction": _TEXT, "answers": _ANSWERS})
 def squad_f1(prediction: str, answers: Sequence[str]) -> float:
     """The best token-overlap F1 of the prediction against the answers.
 
@@ -222,6 +234,7 @@ def squad_f1(prediction: str, answers: Sequence[str]) -> float:
     return max(_token_f1(prediction, a) for a in answers)
 
 
+@validate_params({"predictions": _PER_EXAMPLE, "answers": _PER_EXAMPLE})
 def squad_scores(predictions: Sequence[str], answers: Sequence[Sequence[str]]) -> dict:
     """SQuAD v1.1 ``exact_match`` and ``f1`` in percent, averaged over questions.
 
@@ -238,12 +251,12 @@ def squad_scores(predictions: Sequence[str], answers: Sequence[Sequence[str]]) -
             "f1": 100.0 * sum(map(squad_f1, predictions, answers)) / n}
 
 
+@validate_params({"negative_log_likelihood": Real(0),
+                  "count": Real(0, None, closed="neither")})
 def perplexity(negative_log_likelihood: float, count: float) -> float:
     """``exp(negative_log_likelihood / count)``: the perplexity of ``count`` targets.
 
     >>> perplexity(2 * math.log(4.0), 2)
     4.0
     """
-    if not count > 0:
-        raise TfpackError(f"`count` must be positive. Received: count={count}")
     return math.exp(negative_log_likelihood / count)

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfpack.params import InstanceOf, Integer, validate_params
+
 __all__ = ["pack_sequences", "gather_sequence_outputs", "gather_token_outputs"]
 
 
@@ -72,6 +74,9 @@ def _best_fit_decreasing(lengths, max_length: int, max_sequences_per_pack: int):
     return pack, slot, offset, opened
 
 
+@validate_params({"input_ids": InstanceOf(tf.RaggedTensor), "max_length": Integer(1),
+                  "max_sequences_per_pack": Integer(1),
+                  "token_type_ids": [None, InstanceOf(tf.RaggedTensor)]})
 def pack_sequences(input_ids: tf.RaggedTensor, max_length: int, max_sequences_per_pack: int,
                    token_type_ids: tf.RaggedTensor | None = None):
     """Pack a ragged batch ``[N, (len)]`` into ``[P, L]`` features (best-fit decreasing).

@@ -88,9 +88,6 @@ def prepare(path, *, overwrite: bool) -> str:
         raise TfpackError(
             "The export path must be in a writable directory. "
             f"Received: path={path!r} ({error.strerror})") from None
-    if os.path.exists(target) and not os.path.isdir(target):
-        raise TfpackError("The export path must be a directory or not exist yet. "
-                          f"Received: path={path!r} (a file)")
     outputs.remove_leftovers(target, kinds=(_PARTIAL, _OLD), complete=is_tfpack_saved_model)
     if os.path.isdir(target) and os.listdir(target):
         if not is_tfpack_saved_model(target):

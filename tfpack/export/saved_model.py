@@ -55,10 +55,11 @@ from tfpack.errors import TfpackError
 from tfpack.export import paths
 from tfpack.export.graph_packing import (gather_sequence_outputs, gather_token_outputs,
                                          pack_sequences)
-from tfpack.export.shapes import feature_specs, serving_lengths
+from tfpack.export.shapes import SIZE_PARAMETERS, feature_specs, serving_lengths
 from tfpack.export.value_checks import packed_checks, packed_rules
 from tfpack.formats import outputs
 from tfpack.inference.limits import input_limits
+from tfpack.params import INT32_MAX, Boolean, Integer, OutputPath, validate_params
 from tfpack.version import __version__
 
 __all__ = ["export_saved_model", "DEFAULT_EXPORT_DIR"]
@@ -188,6 +189,8 @@ def _unpadded_lengths(input_ids, padding_id):
     return tf.reduce_max(tf.concat([last, tf.zeros_like(last[:, :1])], 1), axis=1)
 
 
+@validate_params({**SIZE_PARAMETERS, "path": [None, OutputPath("directory")],
+                  "padding_id": [None, Integer(0, INT32_MAX)], "overwrite": Boolean()})
 def export_saved_model(model, path: str | os.PathLike | None = None, *,
                        element_spec: dict | None = None, max_length: int | None = None,
                        max_sequences_per_pack: int | None = None,
@@ -221,10 +224,6 @@ def export_saved_model(model, path: str | os.PathLike | None = None, *,
     lengths = serving_lengths(model, element_spec, max_length=max_length,
                               max_sequences_per_pack=max_sequences_per_pack,
                               max_predictions_per_pack=max_predictions_per_pack)
-    if padding_id is not None and (isinstance(padding_id, bool)
-                                   or not isinstance(padding_id, int) or padding_id < 0):
-        raise TfpackError("`padding_id` must be a non-negative integer. "
-                          f"Received: padding_id={padding_id!r}")
     specs = feature_specs(model, lengths, element_spec)
     module, signatures = _serving_module(model, specs, _output_kinds(model, specs), lengths,
                                          padding_id)

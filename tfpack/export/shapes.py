@@ -33,8 +33,17 @@ import tensorflow as tf
 from tfpack import features as contract
 from tfpack.errors import TfpackError
 from tfpack.inference.limits import input_limits
+from tfpack.params import Anything, InstanceOf, Integer, validate_params
 from tfpack.training import trained_lengths
 from tfpack.training.validation import lengths_of
+
+# The declared pack sizes (`tfpack.params`) of `serving_lengths` and `export_saved_model`.
+SIZE_PARAMETERS = {
+    "model": Anything("a tfpack model"),
+    "element_spec": [None, InstanceOf(dict, description="a dict of unbatched feature specs")],
+    "max_length": [None, Integer(1)], "max_sequences_per_pack": [None, Integer(1)],
+    "max_predictions_per_pack": [None, Integer(1)],
+}
 
 __all__ = ["serving_lengths", "feature_specs", "feature_kinds"]
 
@@ -64,6 +73,7 @@ def _position_capacity(model) -> int | None:
     return input_limits(model).get("position_ids")
 
 
+@validate_params(SIZE_PARAMETERS)
 def serving_lengths(model, element_spec: dict | None = None, *, max_length=None,
                     max_sequences_per_pack=None, max_predictions_per_pack=None) -> dict:
     """``{"L": ..., "K": ..., "M": ...}`` (those the model's features need).
@@ -74,11 +84,6 @@ def serving_lengths(model, element_spec: dict | None = None, *, max_length=None,
             no source gives (the message names the argument and CLI flag).
     """
     explicit = {"L": max_length, "K": max_sequences_per_pack, "M": max_predictions_per_pack}
-    for kind, value in explicit.items():
-        name = _ARGUMENT[kind][0]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise TfpackError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
     from_spec = lengths_of(element_spec) if element_spec else {}
     conflicts = [f"{_ARGUMENT[k][0]}={v} but element_spec has {k}={from_spec[k]}"
                  for k, v in explicit.items() if v is not None and k in from_spec

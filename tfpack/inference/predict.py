@@ -61,6 +61,8 @@ _DEFAULT_WINDOW = 8192
 _COMPILED = weakref.WeakKeyDictionary()
 
 
+@validate_params({"model": Anything("a tfpack task or backbone, checked below"),
+                  "declared": [None, InstanceOf(Mapping, description="a dict of output -> kind")]})
 def output_kinds(model, declared: Mapping[str, str] | None = None) -> dict[str, str]:
     """Output name -> ``"sequence"``, ``"token"`` or ``"prediction"`` of ``model``.
 

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.params import InstanceOf, validate_params
 
 __all__ = ["Collector", "unpack_batch"]
 
@@ -41,6 +42,9 @@ _OWNERS = {"token": "sequence_ids", "prediction": "masked_lm_sequence_ids",
            "encoder_token": "encoder_sequence_ids", "decoder_token": "decoder_sequence_ids"}
 
 
+@validate_params({"packs": InstanceOf(Mapping, description="a dict of numpy features"),
+                  "outputs": InstanceOf(Mapping, description="a dict of numpy outputs"),
+                  "kinds": InstanceOf(Mapping, description="a dict of output name -> packing")})
 def unpack_batch(packs: Mapping, outputs: Mapping, kinds: Mapping[str, str]):
     """``(ids, pieces)`` of one batch of packs.
 
@@ -93,6 +97,7 @@ class Collector:
         kinds: output name -> ``"sequence"``, ``"token"`` or ``"prediction"``.
     """
 
+    @validate_params({"kinds": InstanceOf(Mapping, description="a dict of output name -> packing")})
     def __init__(self, kinds: Mapping[str, str]):
         self.kinds = dict(kinds)
         self._ids = []

@@ -39,8 +39,16 @@ never picks it today. The TensorFlow backend refuses it (use
 
 from tfpack.errors import TfpackError
 from tfpack.layers.segmented_attention import segment_work
+from tfpack.params import Integer, Options
 
 IMPLEMENTATIONS = ("auto", "dense", "segmented", "flash")
+# The declared arguments (`tfpack.params`) of every layer and backbone that
+# takes them; `validate_implementation` checks what they imply together.
+IMPLEMENTATION_PARAMETERS = {
+    "attention_implementation": Options(*IMPLEMENTATIONS),
+    "max_sequences_per_pack": [None, Integer(1)],
+    "segment_length": [None, Integer(1)],
+}
 # Backends that run the flash kernel (Pallas).
 FLASH_BACKENDS = ("jax",)
 # (backend, device) -> the shortest row length `L` at which "flash" measured
@@ -81,17 +89,8 @@ GPU_MIN_WORK_RATIO = 4.0
 
 def validate_implementation(attention_implementation, max_sequences_per_pack,
                             segment_length):
-    """Checks the constructor arguments of an attention layer, once."""
-    if attention_implementation not in IMPLEMENTATIONS:
-        raise TfpackError(
-            f"`attention_implementation` must be one of {IMPLEMENTATIONS}. "
-            f"Received: attention_implementation={attention_implementation!r}")
-    for name, value in (("max_sequences_per_pack", max_sequences_per_pack),
-                        ("segment_length", segment_length)):
-        if value is not None and (not isinstance(value, int)
-                                  or isinstance(value, bool) or value < 1):
-            raise TfpackError(f"`{name}` must be a positive integer or None. "
-                              f"Received: {name}={value!r}")
+    """Checks what the constructor arguments of an attention layer imply together,
+    once (each is declared: `IMPLEMENTATION_PARAMETERS`)."""
     if attention_implementation == "flash":
         import keras
 

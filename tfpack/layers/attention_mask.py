@@ -22,7 +22,7 @@ sequence B, and A's own outputs still show it (nothing is hidden).
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
+from tfpack.params import Anything, Boolean, Options, validate_params
 
 _MASK_TYPES = ("boolean", "additive")
 # At or below this, an additive mask blocks a pair: tfpack's masks hold 0 or
@@ -115,6 +115,8 @@ def show_poisoned(context, poisoned):
     return ops.where(poisoned[:, :, None, None], nan, context)
 
 
+@validate_params({"query_sequence_ids": Anything("an int tensor [B, Lq]"),
+                  "key_sequence_ids": Anything("an int tensor [B, Lk]")})
 def pair_attention_mask(query_sequence_ids, key_sequence_ids):
     """Boolean `[B, Lq, Lk]`: query `q` may attend to key `k` when both are real and
     carry the same sequence id: the cross-attention mask of a pair pack, where the
@@ -175,13 +177,11 @@ class PackedAttentionMask(keras.layers.Layer):
         The mask described under `mask_type`.
     """
 
+    @validate_params({"causal": Boolean(), "mask_type": Options(*_MASK_TYPES),
+                      "block_diagonal": Boolean()})
     def __init__(self, causal=False, mask_type="boolean", block_diagonal=True,
                  **kwargs):
         super().__init__(**kwargs)
-        if mask_type not in _MASK_TYPES:
-            raise TfpackError(
-                f"`mask_type` must be one of {_MASK_TYPES}. "
-                f"Received: mask_type={mask_type!r}")
         self.causal = bool(causal)
         self.mask_type = mask_type
         self.block_diagonal = bool(block_diagonal)

@@ -28,9 +28,16 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.features import IGNORE_LABEL
+from tfpack.params import Anything, InstanceOf, Integer, Options, Text, validate_params
 
 AVERAGING = ("token", "sequence")
 MLM_AVERAGING = AVERAGING
+
+# The declarations (`tfpack.params`) of the public loss functions. The tasks' loss
+# paths call the undeclared functions (``.__wrapped__``): checked here, never per step.
+_TENSOR = Anything("a tensor")
+_OPTIONAL = Anything("None or a tensor")
+_AVERAGED = {"num_sequences": [None, Integer(1)], "averaging": Options(*AVERAGING)}
 
 
 def _cross_entropy(logits, labels):
@@ -51,6 +58,8 @@ def _result(term, loss_sum, count, correct):
     }
 
 
+@validate_params({"logits": _TENSOR, "masked_lm_ids": _TENSOR, "masked_lm_weights": _TENSOR,
+                  "masked_lm_sequence_ids": _OPTIONAL, **_AVERAGED, "term": Text()})
 def masked_lm_statistics(logits, masked_lm_ids, masked_lm_weights,
                          masked_lm_sequence_ids=None, num_sequences=None,
                          averaging="token", term="mlm"):
@@ -81,9 +90,6 @@ def masked_lm_statistics(logits, masked_lm_ids, masked_lm_weights,
     if averaging == "token":
         return _result(term, ops.sum(loss * weights), ops.sum(weights),
                        ops.sum(correct * weights))
-    if averaging != "sequence":
-        raise TfpackError(f"`averaging` must be one of {MLM_AVERAGING}. "
-                          f"Received: averaging={averaging!r}")
     if masked_lm_sequence_ids is None or num_sequences is None:
         raise TfpackError(
             "`averaging='sequence'` needs `masked_lm_sequence_ids` and "
@@ -108,6 +114,8 @@ def _membership(masked_lm_sequence_ids, weights, num_sequences):
     return membership * ops.expand_dims(ops.cast(weights, "float32"), -1)
 
 
+@validate_params({"masked_lm_weights": _TENSOR, "masked_lm_sequence_ids": _OPTIONAL,
+                  **_AVERAGED})
 def masked_lm_count(masked_lm_weights, masked_lm_sequence_ids=None,
                     num_sequences=None, averaging="token"):
     """The `{term}_count` of `masked_lm_statistics`, from the features alone.
@@ -125,6 +133,8 @@ def masked_lm_count(masked_lm_weights, masked_lm_sequence_ids=None,
     return ops.sum(ops.cast(tokens > 0, "float32"))
 
 
+@validate_params({"logits": _TENSOR, "labels": _TENSOR, "sequence_mask": _TENSOR,
+                  "term": Text()})
 def sequence_statistics(logits, labels, sequence_mask, term="classification"):
     """Sums of a per-sequence classification loss (NSP, fine-tuning).
 
@@ -155,9 +165,6 @@ def _causal_weights(labels, loss_weights, ignore_index):
 
 
 def _check_averaging(averaging, sequence_ids, num_sequences):
-    if averaging not in AVERAGING:
-        raise TfpackError(f"`averaging` must be one of {AVERAGING}. "
-                          f"Received: averaging={averaging!r}")
     if averaging == "sequence" and (sequence_ids is None or num_sequences is None):
         raise TfpackError(
             "`averaging='sequence'` needs `sequence_ids` and `num_sequences`. "
@@ -173,6 +180,8 @@ def _sequence_totals(weights, sequence_ids, num_sequences):
     return membership, ops.sum(membership, axis=1)
 
 
+@validate_params({"labels": _TENSOR, "loss_weights": _OPTIONAL, "sequence_ids": _OPTIONAL,
+                  **_AVERAGED, "ignore_index": Integer()})
 def causal_lm_count(labels, loss_weights=None, sequence_ids=None,
                     num_sequences=None, averaging="token",
                     ignore_index=IGNORE_LABEL):
@@ -195,6 +204,9 @@ def causal_lm_count(labels, loss_weights=None, sequence_ids=None,
     return ops.sum(ops.cast(totals > 0, "float32"))
 
 
+@validate_params({"logits": _TENSOR, "labels": _TENSOR, "ignore_index": Integer(),
+                  "term": Text(), "loss_weights": _OPTIONAL, "sequence_ids": _OPTIONAL,
+                  **_AVERAGED})
 def causal_lm_statistics(logits, labels, ignore_index=IGNORE_LABEL, term="lm", *,
                          loss_weights=None, sequence_ids=None, num_sequences=None,
                          averaging="token"):
@@ -238,6 +250,7 @@ def causal_lm_statistics(logits, labels, ignore_index=IGNORE_LABEL, term="lm", *
                    ops.sum(per_sequence_correct))
 
 
+@validate_params({"value": _TENSOR})
 def global_sum(value):
     """Sums `value` over the replicas of a `tf.distribute` strategy.
 
@@ -265,6 +278,12 @@ def num_replicas() -> int:
     return tf.distribute.get_strategy().num_replicas_in_sync
 
 
+@validate_params({
+    "statistics": InstanceOf(dict, description="a dict of loss statistics"),
+    "loss_terms": InstanceOf(tuple, list, description="a tuple of loss term names"),
+    "expected_counts": [None, InstanceOf(dict, description="a dict of loss term -> count")],
+    "num_packs": Anything("None or the number of packs (a tensor)"),
+})
 def loss_from_statistics(statistics, loss_terms, expected_counts=None,
                          num_packs=None):
     """The training loss `sum_t loss_sum_t / max(count_t, 1)`.

@@ -5,7 +5,9 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.layers.gather import gather_positions
-from tfpack.layers.transformer_block import get_activation
+from tfpack.layers.arguments import EPSILON, INITIALIZER, WIDTH
+from tfpack.layers.transformer_block import ACTIVATIONS, get_activation
+from tfpack.params import Anything, Options, validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -50,6 +52,12 @@ class PackedMaskedLMHead(keras.layers.Layer):
         float32 logits `[batch, M, vocabulary_size]`.
     """
 
+    @validate_params({
+        "vocabulary_size": WIDTH,
+        "token_embedding": Anything("None or an Embedding of vocabulary_size rows, checked below"),
+        "activation": Options(*ACTIVATIONS), "layer_norm_epsilon": EPSILON,
+        "kernel_initializer": INITIALIZER,
+    })
     def __init__(self, vocabulary_size, token_embedding=None,
                  activation="gelu", layer_norm_epsilon=1e-12,
                  kernel_initializer="glorot_uniform", **kwargs):

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
 from tfpack.layers.gather import gather_positions
+from tfpack.params import Boolean, Options, validate_params
 
 POOLING_MODES = ("mean", "cls", "last")
 
@@ -58,11 +58,9 @@ class PackedSequencePooling(keras.layers.Layer):
         float32 ``[batch, K, hidden]``.
     """
 
+    @validate_params({"pooling": Options(*POOLING_MODES), "normalize": Boolean()})
     def __init__(self, pooling="mean", normalize=True, **kwargs):
         super().__init__(**kwargs)
-        if pooling not in POOLING_MODES:
-            raise TfpackError(f"`pooling` must be one of {POOLING_MODES}. "
-                              f"Received: pooling={pooling!r}")
         self.pooling = pooling
         self.normalize = normalize
 

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
+from tfpack.layers.arguments import INITIALIZER, WIDTH
+from tfpack.params import validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -39,15 +40,10 @@ class PackedPositionEmbedding(keras.layers.Layer):
         `[batch, length, output_dim]` embeddings in the layer's compute dtype.
     """
 
+    @validate_params({"max_length": WIDTH, "output_dim": WIDTH, "initializer": INITIALIZER})
     def __init__(self, max_length, output_dim, initializer="glorot_uniform",
                  **kwargs):
         super().__init__(**kwargs)
-        for name, value in (("max_length", max_length),
-                            ("output_dim", output_dim)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise TfpackError(
-                    f"`{name}` must be a positive integer. "
-                    f"Received: {name}={value!r}")
         self.max_length = max_length
         self.output_dim = output_dim
         self.initializer = keras.initializers.get(initializer)

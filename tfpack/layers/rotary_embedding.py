@@ -19,7 +19,8 @@ Example:
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
+from tfpack.layers.arguments import POSITIVE, WAVELENGTH
+from tfpack.params import validate_params
 
 
 def rotary_angles(position_ids, inverse_frequency):
@@ -92,14 +93,9 @@ class PackedRotaryEmbedding(keras.layers.Layer):
         The rotated `inputs`, same shape and dtype.
     """
 
+    @validate_params({"max_wavelength": WAVELENGTH, "scaling_factor": POSITIVE})
     def __init__(self, max_wavelength=10000, scaling_factor=1.0, **kwargs):
         super().__init__(**kwargs)
-        if not max_wavelength > 0:
-            raise TfpackError("`max_wavelength` must be positive. "
-                              f"Received: max_wavelength={max_wavelength!r}")
-        if not scaling_factor > 0:
-            raise TfpackError("`scaling_factor` must be positive. "
-                              f"Received: scaling_factor={scaling_factor!r}")
         self.max_wavelength = max_wavelength
         self.scaling_factor = scaling_factor
         self.built = True

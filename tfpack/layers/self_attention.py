@@ -6,10 +6,13 @@ from keras import ops
 from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
 from tfpack.layers.attention_implementation import default_device
+from tfpack.layers.attention_implementation import IMPLEMENTATION_PARAMETERS
 from tfpack.layers.attention_implementation import validate_implementation
+from tfpack.layers.arguments import DROPOUT, INITIALIZER, WAVELENGTH, WIDTH
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.packed_attention import packed_attention
 from tfpack.layers.rotary_embedding import PackedRotaryEmbedding
+from tfpack.params import Boolean, validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -84,6 +87,11 @@ class PackedSelfAttention(keras.layers.Layer):
         `[batch, length, hidden_dim]`.
     """
 
+    @validate_params({
+        "num_heads": WIDTH, "hidden_dim": WIDTH, "dropout": DROPOUT, "rotary": Boolean(),
+        "rotary_max_wavelength": WAVELENGTH, "kernel_initializer": INITIALIZER,
+        **IMPLEMENTATION_PARAMETERS, "causal": Boolean(),
+    })
     def __init__(self, num_heads, hidden_dim, dropout=0.0, rotary=False,
                  rotary_max_wavelength=10000, kernel_initializer="glorot_uniform",
                  attention_implementation="auto", causal=False,

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
+from tfpack.layers.arguments import DROPOUT, INITIALIZER, WIDTH
+from tfpack.params import Boolean, validate_params
 from tfpack.layers.gather import gather_positions
 
 
@@ -44,12 +45,11 @@ class PackedSequenceHead(keras.layers.Layer):
         float32 logits `[batch, K, num_classes]`.
     """
 
+    @validate_params({"num_classes": WIDTH, "pooler": Boolean(), "dropout": DROPOUT,
+                      "kernel_initializer": INITIALIZER})
     def __init__(self, num_classes, pooler=True, dropout=0.0,
                  kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(num_classes, int) or num_classes < 1:
-            raise TfpackError("`num_classes` must be a positive integer. "
-                              f"Received: num_classes={num_classes!r}")
         self.num_classes = num_classes
         self.pooler = pooler
         self.dropout = dropout

@@ -3,6 +3,9 @@
 import keras
 from keras import ops
 
+from tfpack.layers.arguments import DTYPE, NAME
+from tfpack.params import validate_params
+
 
 @keras.saving.register_keras_serializable(package="tfpack")
 class StatisticRatio(keras.metrics.Metric):
@@ -30,6 +33,7 @@ class StatisticRatio(keras.metrics.Metric):
         denominator: scalar, e.g. `mlm_count` of the batch.
     """
 
+    @validate_params({"name": NAME, "dtype": DTYPE})
     def __init__(self, name="ratio", dtype="float32"):
         super().__init__(name=name, dtype=dtype)
         self.numerator = self.add_variable(

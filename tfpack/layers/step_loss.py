@@ -3,8 +3,10 @@
 import keras
 from keras import ops
 
+from tfpack.layers.arguments import DTYPE, NAME
 from tfpack.layers.losses import global_sum
 from tfpack.layers.losses import num_replicas
+from tfpack.params import validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -38,11 +40,15 @@ class StepLoss(keras.metrics.Mean):
         sample_weight: the replica's batch size.
     """
 
+    @validate_params({"name": NAME, "dtype": DTYPE})
+    def __init__(self, name="mean", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+
     def update_state(self, values, sample_weight=None):
         replicas = num_replicas()
         if replicas == 1 or sample_weight is None:
             return super().update_state(values, sample_weight=sample_weight)
         share = ops.cast(values, self.dtype) / replicas  # Keras multiplied by R
         batch = ops.cast(sample_weight, self.dtype)
-        self.total.assign_add(share * global_sum(batch))
+        self.total.assign_add(share * global_sum.__wrapped__(batch))
         self.count.assign_add(batch)

@@ -3,7 +3,10 @@
 import keras
 
 from tfpack.errors import TfpackError
+from tfpack.layers.arguments import DROPOUT, EPSILON, INITIALIZER, WAVELENGTH, WIDTH
+from tfpack.layers.attention_implementation import IMPLEMENTATION_PARAMETERS
 from tfpack.layers.self_attention import PackedSelfAttention
+from tfpack.params import Boolean, Options, validate_params
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
 
@@ -75,6 +78,13 @@ class PackedTransformerBlock(keras.layers.Layer):
         `[batch, length, hidden_dim]`.
     """
 
+    @validate_params({
+        "num_heads": WIDTH, "hidden_dim": WIDTH, "intermediate_dim": WIDTH,
+        "activation": Options(*ACTIVATIONS), "dropout": DROPOUT, "attention_dropout": DROPOUT,
+        "layer_norm_epsilon": EPSILON, "norm_first": Boolean(), "rotary": Boolean(),
+        "rotary_max_wavelength": WAVELENGTH, "kernel_initializer": INITIALIZER,
+        **IMPLEMENTATION_PARAMETERS, "causal": Boolean(),
+    })
     def __init__(self, num_heads, hidden_dim, intermediate_dim,
                  activation="gelu", dropout=0.0, attention_dropout=0.0,
                  layer_norm_epsilon=1e-12, norm_first=False, rotary=False,

@@ -46,6 +46,7 @@ from keras import ops
 from tfpack import features as contract
 from tfpack.tasks import BACKBONE_OUTPUTS
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, InstanceOf, Text, validate_params
 
 DEFAULT_INPUT_FEATURES = ("input_ids", "sequence_ids", "position_ids")
 # Defaults of the optional head hints of the protocol.
@@ -53,6 +54,9 @@ HEAD_DEFAULTS = {"initializer_range": 0.02, "activation": "gelu",
                  "layer_norm_epsilon": 1e-12}
 
 
+@validate_params({"backbone": Anything("checked here"),
+                  "requires": InstanceOf(tuple, list, description="a list of attribute names"),
+                  "task": Text()})
 def check_backbone(backbone, requires=(), task="The task"):
     """Raise `TfpackError` unless ``backbone`` follows the backbone protocol.
 

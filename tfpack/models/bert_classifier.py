@@ -7,7 +7,9 @@ from tfpack.evaluation.metrics import MacroF1
 from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.sequence_head import PackedSequenceHead
 from tfpack.models.backbone import head_hint
-from tfpack.models.task import Task
+from tfpack.layers.arguments import DROPOUT, WIDTH
+from tfpack.models.task import TASK_PARAMETERS, Task
+from tfpack.params import validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -60,6 +62,7 @@ class BertClassifier(Task):
     loss_terms = ("classification",)
     head_features = ("cls_positions", "sequence_mask")
 
+    @validate_params({**TASK_PARAMETERS, "num_classes": WIDTH, "dropout": DROPOUT})
     def __init__(self, backbone, num_classes, dropout=0.1, expected_counts=None,
                  **kwargs):
         super().__init__(backbone, expected_counts=expected_counts, **kwargs)
@@ -79,8 +82,8 @@ class BertClassifier(Task):
                                     training=training)}
 
     def loss_statistics(self, x, y_pred):
-        return sequence_statistics(y_pred["logits"], x["labels"],
-                                   x["sequence_mask"], term="classification")
+        return sequence_statistics.__wrapped__(y_pred["logits"], x["labels"],
+                                               x["sequence_mask"], term="classification")
 
     def target_counts(self, x):
         return {"classification": ops.sum(ops.cast(x["sequence_mask"], "float32"))}

@@ -3,7 +3,8 @@
 import keras
 
 from tfpack.layers.position_embedding import PackedPositionEmbedding
-from tfpack.models.trunk import TransformerBackbone
+from tfpack.models.trunk import TRUNK_PARAMETERS, TransformerBackbone
+from tfpack.params import validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -75,6 +76,9 @@ class BertEncoder(TransformerBackbone):
                       "token_type_ids")
     optional_features = ("token_type_ids",)
 
+    @validate_params({**{k: v for k, v in TRUNK_PARAMETERS.items()
+                         if k not in ("causal", "norm_first", "rotary", "rotary_max_wavelength")},
+                      "type_vocabulary_size": TRUNK_PARAMETERS["vocabulary_size"]})
     def __init__(self, vocabulary_size, num_layers, hidden_dim, num_heads,
                  intermediate_dim, activation="gelu", max_sequence_length=512,
                  type_vocabulary_size=2, layer_norm_epsilon=1e-12, dropout=0.1,

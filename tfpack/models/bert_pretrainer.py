@@ -3,7 +3,6 @@
 import keras
 from keras import ops
 
-from tfpack.errors import TfpackError
 from tfpack.layers.losses import MLM_AVERAGING
 from tfpack.layers.losses import masked_lm_count
 from tfpack.layers.losses import masked_lm_statistics
@@ -11,7 +10,8 @@ from tfpack.layers.losses import sequence_statistics
 from tfpack.layers.masked_lm_head import PackedMaskedLMHead
 from tfpack.layers.sequence_head import PackedSequenceHead
 from tfpack.models.backbone import head_hint
-from tfpack.models.task import Task
+from tfpack.models.task import TASK_PARAMETERS, Task
+from tfpack.params import Options, validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -78,12 +78,9 @@ class BertPretrainer(Task):
         # Per-token averaging does not need to know whose prediction it is.
         return ("masked_lm_sequence_ids",) if self.mlm_averaging == "token" else ()
 
+    @validate_params({**TASK_PARAMETERS, "mlm_averaging": Options(*MLM_AVERAGING)})
     def __init__(self, backbone, mlm_averaging="token", expected_counts=None,
                  **kwargs):
-        if mlm_averaging not in MLM_AVERAGING:
-            raise TfpackError(
-                f"`mlm_averaging` must be one of {MLM_AVERAGING}. "
-                f"Received: mlm_averaging={mlm_averaging!r}")
         super().__init__(backbone, expected_counts=expected_counts, **kwargs)
         self.mlm_averaging = mlm_averaging
         self.vocabulary_size = backbone.vocabulary_size
@@ -112,19 +109,19 @@ class BertPretrainer(Task):
         }
 
     def loss_statistics(self, x, y_pred):
-        statistics = masked_lm_statistics(
+        statistics = masked_lm_statistics.__wrapped__(
             y_pred["mlm_logits"], x["masked_lm_ids"], x["masked_lm_weights"],
             x.get("masked_lm_sequence_ids"),
             num_sequences=y_pred["nsp_logits"].shape[1],
             averaging=self.mlm_averaging, term="mlm")
-        statistics.update(sequence_statistics(
+        statistics.update(sequence_statistics.__wrapped__(
             y_pred["nsp_logits"], x["next_sentence_labels"],
             x["sequence_mask"], term="nsp"))
         return statistics
 
     def target_counts(self, x):
         return {
-            "mlm": masked_lm_count(
+            "mlm": masked_lm_count.__wrapped__(
                 x["masked_lm_weights"], x.get("masked_lm_sequence_ids"),
                 num_sequences=x["sequence_mask"].shape[-1],
                 averaging=self.mlm_averaging),

@@ -12,7 +12,8 @@ from tfpack.layers.losses import causal_lm_count
 from tfpack.layers.losses import causal_lm_statistics
 from tfpack.models.backbone import head_hint
 from tfpack.models.decoder import DecoderBackbone
-from tfpack.models.task import Task
+from tfpack.models.task import TASK_PARAMETERS, Task
+from tfpack.params import Boolean, Options, validate_params
 
 _BACKBONE_ARGUMENTS = tuple(
     name for name in inspect.signature(DecoderBackbone.__init__).parameters
@@ -87,11 +88,10 @@ class CausalLM(Task):
     optional_features = ("loss_weights",)
     backbone_requires = ("vocabulary_size",)
 
+    @validate_params({**TASK_PARAMETERS, "backbone": [None, TASK_PARAMETERS["backbone"]],
+                      "tie_embeddings": Boolean(), "lm_averaging": Options(*AVERAGING)})
     def __init__(self, backbone=None, tie_embeddings=True, lm_averaging="token",
                  expected_counts=None, **kwargs):
-        if lm_averaging not in AVERAGING:
-            raise TfpackError(f"`lm_averaging` must be one of {AVERAGING}. "
-                              f"Received: lm_averaging={lm_averaging!r}")
         if backbone is None:
             arguments = {k: kwargs.pop(k) for k in _BACKBONE_ARGUMENTS if k in kwargs}
             if "dtype" in kwargs:
@@ -142,11 +142,11 @@ class CausalLM(Task):
         return options
 
     def loss_statistics(self, x, y_pred):
-        return causal_lm_statistics(y_pred["logits"], x["labels"], term="lm",
-                                    **self._loss_options(x))
+        return causal_lm_statistics.__wrapped__(y_pred["logits"], x["labels"], term="lm",
+                                                **self._loss_options(x))
 
     def target_counts(self, x):
-        return {"lm": causal_lm_count(x["labels"], **self._loss_options(x))}
+        return {"lm": causal_lm_count.__wrapped__(x["labels"], **self._loss_options(x))}
 
     def update_task_metrics(self, x, y_pred, statistics):
         if self._perplexity is not None:

@@ -2,9 +2,9 @@
 
 import keras
 
-from tfpack.errors import TfpackError
 from tfpack.layers.position_embedding import PackedPositionEmbedding
-from tfpack.models.trunk import TransformerBackbone
+from tfpack.models.trunk import TRUNK_PARAMETERS, TransformerBackbone
+from tfpack.params import Options, validate_params
 
 POSITION_EMBEDDINGS = ("rotary", "learned")
 
@@ -67,6 +67,9 @@ class DecoderBackbone(TransformerBackbone):
         `{"sequence_output": [B, L, hidden_dim]}`, after the final layer norm.
     """
 
+    @validate_params({**{k: v for k, v in TRUNK_PARAMETERS.items()
+                         if k not in ("attention_dropout", "causal", "norm_first", "rotary")},
+                      "position_embedding": Options(*POSITION_EMBEDDINGS)})
     def __init__(self, vocabulary_size, num_layers, hidden_dim, num_heads,
                  intermediate_dim, max_sequence_length=2048,
                  position_embedding="rotary", activation="gelu",
@@ -75,10 +78,6 @@ class DecoderBackbone(TransformerBackbone):
                  reset_positions=True, block_diagonal_mask=True,
                  attention_implementation="auto", max_sequences_per_pack=None,
                  segment_length=None, **kwargs):
-        if position_embedding not in POSITION_EMBEDDINGS:
-            raise TfpackError(
-                f"`position_embedding` must be one of {POSITION_EMBEDDINGS}. "
-                f"Received: position_embedding={position_embedding!r}")
         super().__init__(
             vocabulary_size, num_layers, hidden_dim, num_heads,
             intermediate_dim, max_sequence_length=max_sequence_length,

@@ -24,6 +24,7 @@ import uuid
 import zipfile
 
 from tfpack.errors import TfpackError
+from tfpack.params import ExistingFile, OutputPath, validate_params
 
 __all__ = ["upgrade_keras_file"]
 
@@ -34,6 +35,7 @@ _CAUSAL_LM_TASK_KEYS = ("name", "trainable", "dtype", "expected_counts",
                         "tie_embeddings")
 
 
+@validate_params({"path": ExistingFile(), "new_path": OutputPath("file")})
 def upgrade_keras_file(path: str | os.PathLike, new_path: str | os.PathLike) -> str:
     """Rewrite an old tfpack `.keras` file for the backbone/task classes.
 

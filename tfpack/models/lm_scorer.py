@@ -5,6 +5,7 @@ from keras import ops
 
 from tfpack.features import IGNORE_LABEL
 from tfpack.layers.losses import sequence_log_likelihoods
+from tfpack.params import Anything, validate_params
 
 
 def next_token_targets(input_ids, sequence_ids):
@@ -73,6 +74,7 @@ class CausalLMScorer(keras.Model):
     packed_outputs = {"log_likelihood": "sequence", "targets": "sequence"}
     optional_features = ("loss_weights",)
 
+    @validate_params({"lm": Anything("a causal LM returning logits")})
     def __init__(self, lm, **kwargs):
         super().__init__(**kwargs)
         self.lm = lm

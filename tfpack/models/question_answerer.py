@@ -5,7 +5,8 @@ from keras import ops
 
 from tfpack.layers.losses import span_statistics
 from tfpack.models.backbone import head_hint
-from tfpack.models.task import Task
+from tfpack.models.task import TASK_PARAMETERS, Task
+from tfpack.params import validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -55,6 +56,7 @@ class QuestionAnswerer(Task):
     loss_terms = ("qa",)
     head_features = ("sequence_mask",)
 
+    @validate_params(TASK_PARAMETERS)
     def __init__(self, backbone, expected_counts=None, **kwargs):
         super().__init__(backbone, expected_counts=expected_counts, **kwargs)
         self.span_head = keras.layers.Dense(

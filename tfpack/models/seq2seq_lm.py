@@ -9,6 +9,7 @@ from tfpack.layers.losses import AVERAGING
 from tfpack.layers.losses import causal_lm_count
 from tfpack.layers.losses import causal_lm_statistics
 from tfpack.models.task import Task
+from tfpack.params import Anything, Options, validate_params
 
 
 def target_log_likelihood(logits, decoder_input_ids, decoder_sequence_ids, num_sequences):
@@ -84,10 +85,12 @@ class Seq2SeqLM(Task):
     optional_features = ("decoder_loss_weights",)
     backbone_requires = ("vocabulary_size", "logits")
 
+    @validate_params({
+        "backbone": Anything("an encoder-decoder backbone, checked by Task"),
+        "lm_averaging": Options(*AVERAGING),
+        "expected_counts": Anything("None or {'lm': count}, checked by Task"),
+    })
     def __init__(self, backbone, lm_averaging="token", expected_counts=None, **kwargs):
-        if lm_averaging not in AVERAGING:
-            raise TfpackError(f"`lm_averaging` must be one of {AVERAGING}. "
-                              f"Received: lm_averaging={lm_averaging!r}")
         super().__init__(backbone, expected_counts=expected_counts, **kwargs)
         self.lm_averaging = lm_averaging
         self.vocabulary_size = backbone.vocabulary_size

@@ -53,7 +53,15 @@ from tfpack.layers.step_loss import StepLoss
 from tfpack.models.backbone import backbone_input_features
 from tfpack.models.backbone import build_by_calling
 from tfpack.models.backbone import check_backbone
+from tfpack.params import Anything, InstanceOf, validate_params
 from tfpack.training import trained_lengths
+
+# The arguments every task declares (`tfpack.params`); `expected_counts`'s terms and
+# values are checked against the task's loss terms in `Task.__init__`.
+TASK_PARAMETERS = {
+    "backbone": Anything("a backbone, checked by check_backbone"),
+    "expected_counts": [None, InstanceOf(dict, description="a dict of loss term -> count")],
+}
 
 
 class Task(keras.Model):
@@ -80,6 +88,7 @@ class Task(keras.Model):
     optional_features = ()
     backbone_requires = ()
 
+    @validate_params(TASK_PARAMETERS)
     def __init__(self, backbone, expected_counts=None, **kwargs):
         super().__init__(**kwargs)
         check_backbone(backbone, self.backbone_requires, type(self).__name__)
@@ -154,13 +163,14 @@ class Task(keras.Model):
         statistics = dict(self.loss_statistics(x, y_pred))
         for term in self.loss_terms:
             key = f"{term}_count"
-            statistics[key] = global_sum(statistics[key])
+            statistics[key] = global_sum.__wrapped__(statistics[key])
         num_packs = None
         if self.expected_counts:
             rows = ops.shape(x[self.input_features[0]])[0]
-            num_packs = global_sum(ops.cast(rows, "float32"))
-        loss = loss_from_statistics(statistics, self.loss_terms,
-                                    self.expected_counts, num_packs)
+            num_packs = global_sum.__wrapped__(ops.cast(rows, "float32"))
+        # The declared loss functions unchecked (`.__wrapped__`): no check per step.
+        loss = loss_from_statistics.__wrapped__(statistics, self.loss_terms,
+                                                self.expected_counts, num_packs)
         if self.losses:
             # Each replica adds its 1 / R of the regularization, as Keras does:
             # the optimizer sums the replicas' gradients.

@@ -5,7 +5,10 @@ import keras
 from tfpack.layers.losses import contrastive_count
 from tfpack.layers.losses import contrastive_statistics
 from tfpack.layers.pooling import PackedSequencePooling
-from tfpack.models.task import Task
+from tfpack.layers.arguments import POSITIVE
+from tfpack.layers.pooling import POOLING_MODES
+from tfpack.models.task import TASK_PARAMETERS, Task
+from tfpack.params import Boolean, Options, validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -59,6 +62,8 @@ class TextEmbedder(Task):
     loss_terms = ("contrastive",)
     head_features = ("sequence_ids", "cls_positions", "sequence_mask")
 
+    @validate_params({**TASK_PARAMETERS, "pooling": Options(*POOLING_MODES),
+                      "normalize": Boolean(), "temperature": POSITIVE})
     def __init__(self, backbone, pooling="mean", normalize=True, temperature=0.05,
                  expected_counts=None, **kwargs):
         super().__init__(backbone, expected_counts=expected_counts, **kwargs)

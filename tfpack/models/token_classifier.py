@@ -8,7 +8,9 @@ from tfpack.evaluation.metrics import EntityF1
 from tfpack.layers.losses import causal_lm_count
 from tfpack.layers.losses import causal_lm_statistics
 from tfpack.models.backbone import head_hint
-from tfpack.models.task import Task
+from tfpack.layers.arguments import DROPOUT, WIDTH
+from tfpack.models.task import TASK_PARAMETERS, Task
+from tfpack.params import Anything, validate_params
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -60,12 +62,12 @@ class TokenClassifier(Task):
     task = "token_classification"
     loss_terms = ("tagging",)
 
+    @validate_params({**TASK_PARAMETERS, "num_classes": WIDTH,
+                      "tags": Anything("None or a name per class, checked below"),
+                      "dropout": DROPOUT})
     def __init__(self, backbone, num_classes, tags=None, dropout=0.1,
                  expected_counts=None, **kwargs):
         super().__init__(backbone, expected_counts=expected_counts, **kwargs)
-        if not isinstance(num_classes, int) or num_classes < 1:
-            raise TfpackError("`num_classes` must be a positive integer. "
-                              f"Received: num_classes={num_classes!r}")
         if tags is not None and len(tags) != num_classes:
             raise TfpackError("`tags` must name every class. Received: "
                               f"{len(tags)} tags for num_classes={num_classes}")
@@ -85,10 +87,10 @@ class TokenClassifier(Task):
         return {"logits": ops.cast(self.classifier(x), "float32")}
 
     def loss_statistics(self, x, y_pred):
-        return causal_lm_statistics(y_pred["logits"], x["labels"], term="tagging")
+        return causal_lm_statistics.__wrapped__(y_pred["logits"], x["labels"], term="tagging")
 
     def target_counts(self, x):
-        return {"tagging": causal_lm_count(x["labels"])}
+        return {"tagging": causal_lm_count.__wrapped__(x["labels"])}
 
     def update_task_metrics(self, x, y_pred, statistics):
         if self._entity_f1 is not None:

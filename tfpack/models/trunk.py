@@ -31,11 +31,24 @@ import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.layers.arguments import DROPOUT, EPSILON, POSITIVE, WAVELENGTH, WIDTH
+from tfpack.layers.attention_implementation import IMPLEMENTATION_PARAMETERS
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.transformer_block import ACTIVATIONS
 from tfpack.layers.transformer_block import PackedTransformerBlock
 from tfpack.models.backbone import Backbone
+from tfpack.params import Boolean, Options, validate_params
+
+# The declared arguments (`tfpack.params`) of the transformer backbones.
+TRUNK_PARAMETERS = {
+    "vocabulary_size": WIDTH, "num_layers": WIDTH, "hidden_dim": WIDTH, "num_heads": WIDTH,
+    "intermediate_dim": WIDTH, "max_sequence_length": WIDTH,
+    "activation": Options(*ACTIVATIONS), "layer_norm_epsilon": EPSILON, "dropout": DROPOUT,
+    "attention_dropout": DROPOUT, "initializer_range": POSITIVE, "reset_positions": Boolean(),
+    "block_diagonal_mask": Boolean(), "causal": Boolean(), "norm_first": Boolean(),
+    "rotary": Boolean(), "rotary_max_wavelength": WAVELENGTH, **IMPLEMENTATION_PARAMETERS,
+}
 
 
 class TransformerBackbone(Backbone):
@@ -73,6 +86,7 @@ class TransformerBackbone(Backbone):
         **kwargs: passed on to `keras.Model`.
     """
 
+    @validate_params(TRUNK_PARAMETERS)
     def __init__(self, vocabulary_size, num_layers, hidden_dim, num_heads,
                  intermediate_dim, *, max_sequence_length, activation,
                  layer_norm_epsilon, dropout, attention_dropout,
@@ -91,9 +105,6 @@ class TransformerBackbone(Backbone):
                 "False` needs dense attention. Received: attention_"
                 f"implementation={attention_implementation!r}, "
                 "block_diagonal_mask=False")
-        if activation not in ACTIVATIONS:
-            raise TfpackError(f"`activation` must be one of {ACTIVATIONS}. "
-                              f"Received: activation={activation!r}")
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers
         self.hidden_dim = hidden_dim

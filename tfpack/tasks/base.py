@@ -55,6 +55,8 @@ import dataclasses
 from collections.abc import Mapping
 
 from tfpack.errors import TfpackError
+from tfpack.params import (Boolean, InstanceOf, Options, Real, Text, declare_fields,
+                           validate_params)
 
 __all__ = [
     "IGNORE_LABEL", "PACKINGS", "TOKEN_PACKINGS", "SOURCES", "Feature", "Preset",
@@ -74,7 +76,16 @@ PACKINGS = {"token": "L", "sequence": "K", "prediction": "M",
 TOKEN_PACKINGS = ("token", "encoder_token", "decoder_token")
 SOURCES = ("read", "optional", "ones", "next_token", "slot", "packer")
 
+_NAMES = InstanceOf(tuple, list, description="a tuple of names")
+_DETECT = [None, InstanceOf(tuple, list, description="(feature, rank) pairs")]
+_DOC = InstanceOf(str, description="a string")
 
+
+@declare_fields({
+    "name": Text(), "dtype": Options("int32", "float32"), "packing": Options(*PACKINGS),
+    "role": Options("input", "label", "index"), "padding": Real(), "doc": _DOC,
+    "shift": Boolean(), "source": Options(*SOURCES), "tasks": [None, _NAMES],
+})
 @dataclasses.dataclass(frozen=True)
 class Feature:
     """One packed feature and how it packs (see the module docstring).
@@ -107,20 +118,11 @@ class Feature:
     tasks: tuple[str, ...] | None = None
 
     def __post_init__(self):
-        problems = []
-        if self.dtype not in ("int32", "float32"):
-            problems.append(f"dtype={self.dtype!r} (int32 or float32)")
-        if self.packing not in PACKINGS:
-            problems.append(f"packing={self.packing!r} (one of {sorted(PACKINGS)})")
-        if self.role not in ("input", "label", "index"):
-            problems.append(f"role={self.role!r} (input, label or index)")
-        if self.source not in SOURCES:
-            problems.append(f"source={self.source!r} (one of {SOURCES})")
+        # Each field is declared (`declare_fields`); here what they imply together.
         if self.shift and (self.packing in TOKEN_PACKINGS or self.dtype != "int32"):
-            problems.append("shift=True (only int32 sequence or prediction positions shift)")
-        if problems:
             raise TfpackError(f"Feature {self.name!r} must be declared with valid fields. "
-                              f"Received: {', '.join(problems)}")
+                              "Received: shift=True (only int32 sequence or prediction "
+                              "positions shift)")
 
     @property
     def dimension(self) -> str:
@@ -134,6 +136,7 @@ class Feature:
         return self.source in ("read", "optional", "ones")
 
 
+@declare_fields({"name": Text(), "require": _NAMES, "omit": _NAMES, "detect": _DETECT})
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """A named way to pack a task's data (``tfpack.data.pack(roles=name)``).
@@ -154,6 +157,12 @@ class Preset:
     detect: tuple[tuple[str, int], ...] | None = ()
 
 
+@declare_fields({
+    "name": Text(), "features": InstanceOf(tuple, list, description="a tuple of Feature"),
+    "outputs": InstanceOf(Mapping, description="a dict of output name -> packing"),
+    "reads": _NAMES, "detect": _DETECT,
+    "presets": InstanceOf(tuple, list, description="a tuple of Preset"), "doc": _DOC,
+})
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
     """A task's declaration: its features, outputs and presets.
@@ -254,14 +263,13 @@ BACKBONE_OUTPUTS = {"sequence_output": "token"}
 _REGISTRY: dict[str, TaskSpec] = {}
 
 
+@validate_params({"spec": InstanceOf(TaskSpec)})
 def register(spec: TaskSpec) -> TaskSpec:
     """Register a task declaration; returns it (one call at the end of its file).
 
     A name registered twice with a different declaration is refused, as is a
     preset name another task uses.
     """
-    if not isinstance(spec, TaskSpec):
-        raise TfpackError(f"`spec` must be a TaskSpec. Received: spec={spec!r}")
     if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
         raise TfpackError(f"A task named {spec.name!r} is already registered. "
                           f"Received: a second declaration of {spec.name!r}")
@@ -275,6 +283,7 @@ def register(spec: TaskSpec) -> TaskSpec:
     return spec
 
 
+@validate_params({"name": Text()})
 def get(name: str) -> TaskSpec:
     """The declaration of task ``name``; a clear error otherwise."""
     if name not in _REGISTRY:
@@ -303,6 +312,7 @@ def preset_names() -> list[str]:
     return sorted(p.name for s in specs() for p in _presets(s))
 
 
+@validate_params({"name": Text()})
 def preset(name: str) -> tuple[TaskSpec, Preset]:
     """``(task, preset)`` of the preset (or task) called ``name``."""
     for spec in specs():
@@ -313,6 +323,7 @@ def preset(name: str) -> tuple[TaskSpec, Preset]:
                       f"Received: roles={name!r}")
 
 
+@validate_params({"ranks": InstanceOf(Mapping, description="a dict of feature -> rank")})
 def detect(ranks: Mapping[str, int]) -> tuple[TaskSpec, Preset]:
     """The preset whose ``detect`` pairs the input's ``{feature: rank}`` matches best."""
     best, score = None, -1

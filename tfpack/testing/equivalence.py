@@ -19,12 +19,23 @@ import keras
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.params import (Anything, Boolean, InstanceOf, Integer, Real, declare_fields,
+                           validate_params)
 from tfpack.testing.packer import next_fit
 from tfpack.testing.packer import pack_examples
+
+_MODEL = Anything("a tfpack model, or one with its calling convention")
+_KINDS = [None, InstanceOf(Mapping, description="a dict of output name -> packing")]
+_TOLERANCE = Real(0)
 
 OUTPUT_KINDS = ("token", "prediction", "sequence")
 
 
+@declare_fields({
+    "sequences_checked": Integer(0),
+    "max_output_difference": InstanceOf(dict, description="a dict of output -> difference"),
+    "max_loss_difference": [None, Real(0)], "max_gradient_difference": [None, Real(0)],
+})
 @dataclasses.dataclass(frozen=True)
 class EquivalenceResult:
     """What an equivalence check compared.
@@ -133,6 +144,12 @@ def _vocabulary_size(model, features, vocabulary_size):
     return int(vocabulary_size)
 
 
+@validate_params({
+    "model": _MODEL,
+    "packed_inputs": InstanceOf(Mapping, description="a dict of packed features"),
+    "atol": _TOLERANCE, "rtol": _TOLERANCE, "seed": Integer(0),
+    "vocabulary_size": [None, Integer(1)], "output_kinds": _KINDS,
+})
 def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
                                   rtol=1e-5, seed=0, vocabulary_size=None,
                                   output_kinds=None):
@@ -264,6 +281,12 @@ def _loss_and_gradients(model, features, check_gradients):
     return values, gradients
 
 
+@validate_params({
+    "model": _MODEL, "examples": Anything("one dict of features per sequence"),
+    "max_length": [None, Integer(1)], "packs": Anything("None or lists of example indices"),
+    "max_sequences_per_pack": [None, Integer(1)], "atol": _TOLERANCE, "rtol": _TOLERANCE,
+    "check_gradients": Boolean(), "output_kinds": _KINDS,
+})
 def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
                                   max_length: int | None = None,
                                   packs: Sequence[Sequence[int]] | None = None,

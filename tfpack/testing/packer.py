@@ -47,8 +47,13 @@ from tfpack import features as contract
 from tfpack import tasks
 from tfpack.errors import TfpackError
 from tfpack.features import IGNORE_LABEL
+from tfpack.params import Anything, Integer, TokenIds, validate_params
+
+# How a check's examples are grouped into rows (`next_fit`'s packs by default).
+_PACKS = Anything("lists of example indices, one per row, checked below")
 
 
+@validate_params({"input_ids": TokenIds()})
 def next_token_labels(input_ids: Sequence[int]) -> np.ndarray:
     """Causal-LM targets of one sequence: the next token, -100 at the end.
 
@@ -59,6 +64,8 @@ def next_token_labels(input_ids: Sequence[int]) -> np.ndarray:
     return np.concatenate([ids[1:], [IGNORE_LABEL]]).astype(np.int32)
 
 
+@validate_params({"lengths": Anything("one length per example"), "max_length": Integer(1),
+                  "max_sequences_per_pack": [None, Integer(1)]})
 def next_fit(lengths: Sequence[int], max_length: int,
              max_sequences_per_pack: int | None = None) -> list[list[int]]:
     """Groups example indices into packs in input order (next fit).
@@ -111,6 +118,11 @@ def _packed_entries(examples: Sequence[dict]) -> tuple[str | None, list]:
     return counter and counter.name, entries
 
 
+@validate_params({
+    "examples": Anything("one dict of features per sequence, checked below"),
+    "max_length": Integer(1), "packs": [None, _PACKS],
+    "max_sequences_per_pack": [None, Integer(1)], "max_predictions": [None, Integer(0)],
+})
 def pack_examples(examples: Sequence[dict], max_length: int,
                   packs: Sequence[Sequence[int]] | None = None,
                   max_sequences_per_pack: int | None = None,

@@ -117,7 +117,8 @@ for family in ("mistral", "gemma"):
     for options in (dict(attention_implementation="dense"),
                     dict(attention_implementation="segmented",
                          max_sequences_per_pack=3, segment_length=8)):
-        adapter = from_keras_hub(backbone, **options)
+        # Compared with dense below: the run-time check would compile each twice more.
+        adapter = from_keras_hub(backbone, check_exact=False, **options)
 
         def loss(weights, features, adapter=adapter):
             out, _ = adapter.stateless_call(weights, fixed, features)

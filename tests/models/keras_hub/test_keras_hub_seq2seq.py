@@ -19,6 +19,16 @@ PAIRS = [([3, 4, 5, 6, 7], [1, 8, 9]), ([10, 11], [1, 12, 13, 14]),
          ([15, 16, 17], [1, 18]), ([19, 20, 21, 22, 23, 24], [1, 25, 26, 27, 28]),
          ([29], [1, 30, 31])]
 LE, LD = 12, 10
+# The families checked on JAX (outputs and gradients, `seq2seq_jax_run.py`).
+JAX_FAMILIES = ("t5", "bart", "t5gemma", "t5gemma2", "edrec")
+
+# T5Gemma and T5Gemma 2: both sides two layers (windowed, then full), hidden 8,
+# grouped queries (2 heads, 1 key-value head).
+_GEMMA_SIDES = dict(vocabulary_size=VOCAB, **{
+    f"{side}_{name}": value for side in ("encoder", "decoder") for name, value in (
+        ("hidden_dim", 8), ("intermediate_dim", 16), ("num_layers", 2),
+        ("num_attention_heads", 2), ("num_key_value_heads", 1), ("head_dim", 4),
+        ("layer_types", ["sliding_attention", "full_attention"]))})
 
 FAMILIES = {
     "t5": lambda: keras_hub.models.T5Backbone(
@@ -33,14 +43,17 @@ FAMILIES = {
         intermediate_dim=16, dropout=0.0, max_sequence_length=LE),
     # Sliding windows (2) shorter than the targets, grouped queries, soft caps.
     "t5gemma": lambda: keras_hub.models.T5GemmaBackbone(
-        vocabulary_size=VOCAB, encoder_hidden_dim=8, encoder_intermediate_dim=16,
-        encoder_num_layers=2, encoder_num_attention_heads=2, encoder_num_key_value_heads=1,
-        encoder_head_dim=4, encoder_layer_types=["sliding_attention", "full_attention"],
-        decoder_hidden_dim=8, decoder_intermediate_dim=16, decoder_num_layers=2,
-        decoder_num_attention_heads=2, decoder_num_key_value_heads=1, decoder_head_dim=4,
-        decoder_layer_types=["sliding_attention", "full_attention"], sliding_window=2,
-        dropout_rate=0.0, attention_dropout=0.0, attn_logit_softcapping=5.0,
+        **_GEMMA_SIDES, sliding_window=2, dropout_rate=0.0, attention_dropout=0.0,
+        attn_logit_softcapping=5.0, final_logit_softcapping=3.0),
+    # Text only; windows of 3 (encoder: 1 back, 1 ahead; decoder: 2 back),
+    # merged self- and cross-attention, query-key norms.
+    "t5gemma2": lambda: keras_hub.models.T5Gemma2Backbone(
+        **_GEMMA_SIDES, sliding_window=3, attn_logit_softcapping=5.0,
         final_logit_softcapping=3.0),
+    # No positions at all: the masks alone keep the pairs apart.
+    "edrec": lambda: keras_hub.models.EdRecBackbone(
+        vocab_size=VOCAB, num_layers_enc=2, num_layers_dec=2, hidden_dim=8,
+        intermediate_dim=16, num_heads=2),
 }
 
 
@@ -146,39 +159,35 @@ def test_missing_pair_features_are_named(family):
                  if n != "decoder_position_ids"})
 
 
+def test_t5gemma2_with_a_vision_encoder_is_refused_by_name():
+    backbone = FAMILIES["t5gemma2"]()
+    backbone.vision_encoder = object()  # Stands in for a Gemma3VisionEncoder.
+    with pytest.raises(TfpackError, match=r"pair pack carries no images.*"
+                                          r"Received: backbone.vision_encoder of type object"):
+        from_keras_hub(backbone)
+
+
+def test_edrec_has_no_tied_head_to_score_with():
+    from tfpack.models import Seq2SeqLM
+
+    model = Seq2SeqLM(from_keras_hub(FAMILIES["edrec"]()))
+    packs = pack_pairs(PAIRS[:2], max_encoder_length=LE, max_decoder_length=LD)
+    with pytest.raises(TfpackError, match=r"EdRec's LM head is a Dense layer of keras-hub's "
+                                          r"EdRecSeq2SeqLM.*Received: backbone of type"):
+        model({k: packs[k] for k in model.input_features})
+
+
 def test_segmented_attention_is_refused():
     with pytest.raises(TfpackError, match=r"Received: attention_implementation='segmented'"):
         from_keras_hub(FAMILIES["t5"](), attention_implementation="segmented",
                        max_sequences_per_pack=3, segment_length=8)
 
 
-_JAX_CHECK = """
-import keras, numpy as np
-assert keras.backend.backend() == "jax"
-import test_keras_hub_seq2seq as t
-from tfpack.builders import pack_pairs
-from tfpack.models import from_keras_hub
-pairs = t.PAIRS[:2]  # One pack of two pairs: every op compiles once per shape on JAX.
-for name in ["t5gemma"]:  # The family with the most of its own code (rotary, windows).
-    keras.utils.set_random_seed(0)
-    backbone = t.FAMILIES[name]()
-    packs = pack_pairs(pairs, max_encoder_length=t.LE, max_decoder_length=t.LD)
-    adapter = from_keras_hub(backbone)
-    out = adapter({k: packs[k] for k in adapter.input_features})
-    for i, (row, enc, dec) in t._where(packs).items():
-        ref = t._alone(backbone, *pairs[i])
-        for key, index in (("encoder_sequence_output", enc), ("decoder_sequence_output", dec)):
-            want = np.asarray(ref[key][0])
-            np.testing.assert_allclose(np.asarray(out[key][row])[index], want,
-                                       atol=t._tolerance(want), rtol=0, err_msg=name)
-print("ok")
-"""
-
-
 @pytest.mark.slow
 def test_packed_pairs_equal_each_pair_alone_on_jax():
-    """T5Gemma's forward pass on Keras's JAX backend (a subprocess; the three
-    families took 300 s on 2 loaded cores, so one family and two pairs)."""
+    """Outputs and gradients of every family on Keras's JAX backend, under
+    jit (`seq2seq_jax_run.py`, one subprocess for all families: 45 s of CPU,
+    150 s on 2 loaded cores)."""
     import os
     import pathlib
     import subprocess
@@ -189,7 +198,9 @@ def test_packed_pairs_equal_each_pair_alone_on_jax():
     here = pathlib.Path(__file__).parent
     path = os.pathsep.join([str(here), str(here.parents[1]), str(here.parents[2])] + [
         p for p in (os.environ.get("PYTHONPATH"),) if p])
-    done = subprocess.run([sys.executable, "-c", _JAX_CHECK], env=jax_env(PYTHONPATH=path),
-                          capture_output=True, text=True, timeout=600, cwd=here.parents[2])
+    done = subprocess.run(
+        [sys.executable, str(here / "seq2seq_jax_run.py"), *JAX_FAMILIES],
+        env=jax_env(PYTHONPATH=path), capture_output=True, text=True, timeout=600,
+        cwd=here.parents[2])
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok"), done.stdout

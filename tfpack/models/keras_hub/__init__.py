@@ -51,13 +51,15 @@ keras-hub family", walks through a new family.
 | T5 encoder-decoders (pair packs; relative buckets per sequence) | `T5Backbone` | `KerasHubT5` |
 | BART (pair packs; learned positions per sequence) | `BartBackbone` | `KerasHubBart` |
 | T5Gemma (pair packs; rotary angles and the decoder's sliding windows per sequence) | `T5GemmaBackbone` | `KerasHubT5Gemma` |
+| T5Gemma 2 (text; pair packs; merged self- and cross-attention, windows per sequence) | `T5Gemma2Backbone` | `KerasHubT5Gemma2` |
+| EdRec (pair packs; no positions; outputs only, its LM head is the task's) | `EdRecBackbone` | `KerasHubEdRec` |
 | Qwen3.5 hybrids (text; gated DeltaNet with the state and convolution reset per sequence, gated attention, experts) | `Qwen3_5Backbone`, `Qwen3_5MoeBackbone` | `KerasHubQwen3_5` |
 | RWKV-7 (token shifts and time-mix state reset per sequence) | `RWKV7Backbone` | `KerasHubRWKV7` |
 
 Recurrent layers reset their state at every sequence start inside the
 recurrence (`tfpack.layers.recurrence`). Backbones whose computation
 crosses sequence boundaries in a way tfpack cannot cut (Fourier mixing),
-other encoder-decoders (T5Gemma 2, EdRec) and image-text models are refused with the reason
+audio encoder-decoders and image-text models are refused with the reason
 (`tfpack.models.keras_hub.refusals`).
 
 Example:
@@ -72,6 +74,7 @@ Example:
 """
 
 from tfpack.errors import TfpackError
+from tfpack.layers.attention_implementation import IMPLEMENTATION_PARAMETERS
 # Each adapter module registers its class (`base.register`) when imported.
 from tfpack.models.keras_hub.alibi import KerasHubAlibiDecoder
 from tfpack.models.keras_hub.base import KerasHubBackbone
@@ -80,6 +83,7 @@ from tfpack.models.keras_hub.bart import KerasHubBart
 from tfpack.models.keras_hub.base import adapters
 from tfpack.models.keras_hub.deberta import KerasHubDeberta
 from tfpack.models.keras_hub.decoders import KerasHubDecoder
+from tfpack.models.keras_hub.edrec import KerasHubEdRec
 from tfpack.models.keras_hub.encoders import KerasHubEncoder
 from tfpack.models.keras_hub.esm import KerasHubESM
 from tfpack.models.keras_hub.gemma import KerasHubGemma
@@ -96,9 +100,11 @@ from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
 from tfpack.models.keras_hub.smollm3 import KerasHubSmolLM3
 from tfpack.models.keras_hub.t5 import KerasHubT5
 from tfpack.models.keras_hub.t5gemma import KerasHubT5Gemma
+from tfpack.models.keras_hub.t5gemma2 import KerasHubT5Gemma2
 from tfpack.models.keras_hub.xlnet import KerasHubXLNet
 from tfpack.testing.exactness import check_packing_exact
 from tfpack.testing.exactness import unchecked_reason
+from tfpack.params import Anything, Boolean, validate_params
 
 
 def supported_backbones():
@@ -111,6 +117,9 @@ def supported_backbones():
                   for name in adapter.backbone_names)
 
 
+@validate_params({"backbone": Anything("a keras-hub backbone, checked below"),
+                  **IMPLEMENTATION_PARAMETERS, "trust_subclass": Boolean(),
+                  "check_exact": Boolean()})
 def from_keras_hub(backbone, *, attention_implementation="auto",
                    max_sequences_per_pack=None, segment_length=None,
                    trust_subclass=False, check_exact=True):
@@ -190,6 +199,7 @@ __all__ = [
     "KerasHubBart",
     "KerasHubCausalBackbone",
     "KerasHubDeberta",
+    "KerasHubEdRec",
     "KerasHubESM",
     "KerasHubDecoder",
     "KerasHubEncoder",
@@ -206,6 +216,7 @@ __all__ = [
     "KerasHubSmolLM3",
     "KerasHubT5",
     "KerasHubT5Gemma",
+    "KerasHubT5Gemma2",
     "KerasHubXLNet",
     "adapters",
     "from_keras_hub",

@@ -16,6 +16,7 @@ from keras import ops
 from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
 from tfpack.layers.attention_implementation import default_device
+from tfpack.layers.attention_implementation import IMPLEMENTATION_PARAMETERS
 from tfpack.layers.attention_implementation import validate_implementation
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.attention_mask import isolate_tokens
@@ -23,6 +24,7 @@ from tfpack.layers.packed_attention import flash
 from tfpack.layers.segmented_attention import attend_in_rows
 from tfpack.models.keras_hub import internals
 from tfpack.models.keras_hub.declarations import TESTED_KERAS_HUB_VERSIONS
+from tfpack.params import Anything, Boolean, validate_params
 from tfpack.models.backbone import Backbone
 
 
@@ -291,6 +293,8 @@ class KerasHubBackbone(Backbone):
     # `declarations.FAMILIES` (checked by `internals.check`).
     family = None
 
+    @validate_params({"backbone": Anything("a keras-hub backbone of its classes, checked below"),
+                      **IMPLEMENTATION_PARAMETERS, "trust_subclass": Boolean()})
     def __init__(self, backbone, attention_implementation="auto",
                  max_sequences_per_pack=None, segment_length=None,
                  trust_subclass=False, **kwargs):

@@ -210,6 +210,12 @@ FAMILIES = {
         "T5GemmaAttention": Hub(_models("t5gemma.t5gemma_attention"),
                                 methods=_COMPUTE_TRAINING),
     }, functions={_models("t5gemma.t5gemma_attention"): ("repeat_kv",)}),
+    "edrec": Family("EdRec"),
+    "t5gemma2": Family("T5Gemma 2", classes={
+        cls: Hub(_models("t5gemma2.t5gemma2_attention"), methods={"_compute_attention": (
+            "query_states", "key_states", "value_states", "attention_mask", "training=")})
+        for cls in ("T5Gemma2Attention", "T5Gemma2MergedAttention")
+    }, functions={_models("t5gemma2.t5gemma2_attention"): ("repeat_kv",)}),
     "qwen3_5": Family("Qwen3.5", classes={
         # A layer holds a gated DeltaNet or an attention layer (`layer_type`).
         "Qwen3_5TransformerDecoder": Hub(

@@ -12,7 +12,7 @@ other side, a multimodal model's images), and so what tfpack would need.
 from tfpack.errors import TfpackError
 
 _SEQ2SEQ = ("is an encoder-decoder without a pair adapter: tfpack packs "
-            "T5, BART and T5Gemma in pair packs (tfpack.tasks.seq2seq), and "
+            "T5, BART, T5Gemma, T5Gemma 2 and EdRec in pair packs (tfpack.tasks.seq2seq), and "
             "this family would need its own adapter of them")
 _IMAGES = ("reads images (or video) with its text: packing it needs each "
            "packed sequence paired with its own image features, which "
@@ -25,8 +25,6 @@ REASONS = {
                     "whole row: every output depends on every token of the "
                     "pack, and a per-sequence transform would need "
                     "sequence-sized FFTs inside each row",
-    "T5Gemma2Backbone": f"T5Gemma 2 {_SEQ2SEQ}",
-    "EdRecBackbone": f"EdRec {_SEQ2SEQ}",
     "WhisperBackbone": "Whisper reads audio features, not token packs, and "
                        f"{_SEQ2SEQ}",
     "MoonshineBackbone": "Moonshine reads audio, not token packs, and "
@@ -45,10 +43,10 @@ REASONS = {
 def refusal(backbone):
     """The `TfpackError` for a refused `backbone`, or None.
 
-    >>> class EdRecBackbone:  # Stands in for keras_hub.models.EdRecBackbone.
+    >>> class FNetBackbone:  # Stands in for keras_hub.models.FNetBackbone.
     ...     pass
-    >>> print(refusal(EdRecBackbone()))  # doctest: +ELLIPSIS
-    tfpack cannot pack EdRecBackbone: EdRec is an encoder-decoder without a pair adapter: ...
+    >>> print(refusal(FNetBackbone()))  # doctest: +ELLIPSIS
+    tfpack cannot pack FNetBackbone: FNet mixes tokens with a Fourier transform ...
     >>> refusal(object()) is None
     True
     """

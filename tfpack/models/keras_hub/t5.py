@@ -67,27 +67,30 @@ class KerasHubT5(KerasHubSeq2SeqBackbone):
         return [*self.backbone.encoder_transformer_layers,
                 *self.backbone.decoder_transformer_layers]
 
-    def encode(self, encoder, masks, training):
+    def _stack(self, side, ids, positions, allowed, training, **cross):
+        """One side's stack (`side`: "encoder" or "decoder"): embedding, T5's
+        bias from per-sequence positions with the packed mask `allowed`
+        folded in, the layers (`cross`: the decoder's cross-attention
+        arguments), the final norm."""
         b = self.backbone
+        layers = getattr(b, f"{side}_transformer_layers")
+        x = getattr(b, f"{side}_embedding_dropout")(b.token_embedding(ids), training=training)
+        bias = relative_bias(layers[0].self_attention, positions, allowed)
+        for layer in layers:
+            x, _ = layer(x, position_bias=bias, use_causal_mask=False, training=training,
+                         **cross)
+        return getattr(b, f"{side}_dropout")(getattr(b, f"{side}_layer_norm")(x),
+                                             training=training)
+
+    def encode(self, encoder, masks, training):
         ids, _, positions = encoder
-        x = b.encoder_embedding_dropout(b.token_embedding(ids), training=training)
-        bias = relative_bias(b.encoder_transformer_layers[0].self_attention, positions,
-                             masks["encoder"])
-        for layer in b.encoder_transformer_layers:
-            x, _ = layer(x, position_bias=bias, use_causal_mask=False, training=training)
-        return b.encoder_dropout(b.encoder_layer_norm(x), training=training)
+        return self._stack("encoder", ids, positions, masks["encoder"], training)
 
     def decode(self, decoder, encoder_output, masks, training):
-        b = self.backbone
         ids, _, positions = decoder
-        x = b.decoder_embedding_dropout(b.token_embedding(ids), training=training)
-        bias = relative_bias(b.decoder_transformer_layers[0].self_attention, positions,
-                             masks["decoder"])
-        for layer in b.decoder_transformer_layers:
-            x, _ = layer(x, position_bias=bias, encoder_hidden_states=encoder_output,
-                         encoder_attention_mask=masks["cross"], use_causal_mask=False,
-                         training=training)
-        return b.decoder_dropout(b.decoder_layer_norm(x), training=training)
+        return self._stack("decoder", ids, positions, masks["decoder"], training,
+                           encoder_hidden_states=encoder_output,
+                           encoder_attention_mask=masks["cross"])
 
     def logits(self, decoder_sequence_output):
         """keras-hub `T5Seq2SeqLM`'s head: scaled by ``hidden_dim**-0.5`` when

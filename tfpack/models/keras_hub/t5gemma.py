@@ -100,21 +100,37 @@ class KerasHubT5Gemma(KerasHubSeq2SeqBackbone):
     def vocabulary_size(self):
         return self.backbone.vocabulary_size
 
+    def _embed(self, embedding, width, ids, dropout, training):
+        """keras-hub's scaled token embedding of one side, then its dropout."""
+        x = embedding(ids)
+        return dropout(x * ops.cast(ops.sqrt(width), x.dtype), training=training)
+
+    def _feedforward(self, layer, x, training):
+        return _sublayer(x, layer.pre_feedforward_layernorm,
+                         lambda h: layer.mlp(h, training=training),
+                         layer.post_feedforward_layernorm, layer.dropout, training)
+
+    # The family's self-attention at per-sequence positions (a hook for T5Gemma 2).
+    self_attention = staticmethod(self_attention)
+
+    def encoder_self_mask(self, layer, positions, block):
+        """The encoder layer's boolean self-attention mask: block-diagonal
+        (keras-hub 0.32 does not window T5Gemma's encoder)."""
+        return block
+
     def encode(self, encoder, masks, training):
         b = self.backbone
         ids, _, positions = encoder
-        x = b.token_embedding(ids)
-        x = b.encoder_dropout(x * ops.cast(ops.sqrt(b.encoder_hidden_dim), x.dtype),
-                              training=training)
-        mask = additive_mask(masks["encoder"], x.dtype)
+        x = self._embed(b.token_embedding, b.encoder_hidden_dim, ids, b.encoder_dropout,
+                        training)
         for layer in b.encoder_layers:
+            mask = additive_mask(self.encoder_self_mask(layer, positions, masks["encoder"]),
+                                 x.dtype)
             x = _sublayer(x, layer.pre_self_attn_layernorm,
-                          lambda h, layer=layer: self_attention(
+                          lambda h, layer=layer, mask=mask: self.self_attention(
                               layer.self_attn, h, positions, mask, training),
                           layer.post_self_attn_layernorm, layer.dropout, training)
-            x = _sublayer(x, layer.pre_feedforward_layernorm,
-                          lambda h, layer=layer: layer.mlp(h, training=training),
-                          layer.post_feedforward_layernorm, layer.dropout, training)
+            x = self._feedforward(layer, x, training)
         return b.encoder_dropout(b.encoder_norm(x), training=training)
 
     def decoder_self_mask(self, layer, positions, causal):
@@ -126,28 +142,30 @@ class KerasHubT5Gemma(KerasHubSeq2SeqBackbone):
         back = -relative_positions(positions, positions)  # query minus key position
         return ops.logical_and(causal, back <= layer.sliding_window)
 
+    def decoder_attention(self, layer, x, positions, encoder_output, masks, training):
+        """The decoder layer's attention sublayers: self-attention, then
+        cross-attention to the pair's own encoder sequence."""
+        mask = additive_mask(self.decoder_self_mask(layer, positions, masks["decoder"]),
+                             x.dtype)
+        x = _sublayer(x, layer.pre_self_attn_layernorm,
+                      lambda h: self.self_attention(layer.self_attn, h, positions, mask,
+                                                    training),
+                      layer.post_self_attn_layernorm, layer.dropout, training)
+        cross = additive_mask(masks["cross"], x.dtype)
+        return _sublayer(x, layer.pre_cross_attn_layernorm,
+                         lambda h: layer.cross_attn(inputs=[h, encoder_output],
+                                                    attention_mask=cross,
+                                                    training=training)[0],
+                         layer.post_cross_attn_layernorm, layer.dropout, training)
+
     def decode(self, decoder, encoder_output, masks, training):
         b = self.backbone
         ids, _, positions = decoder
-        x = b.decoder_token_embedding(ids)
-        x = b.decoder_dropout(x * ops.cast(ops.sqrt(b.decoder_hidden_dim), x.dtype),
-                              training=training)
-        cross = additive_mask(masks["cross"], x.dtype)
+        x = self._embed(b.decoder_token_embedding, b.decoder_hidden_dim, ids,
+                        b.decoder_dropout, training)
         for layer in b.decoder_layers:
-            mask = additive_mask(self.decoder_self_mask(layer, positions, masks["decoder"]),
-                                 x.dtype)
-            x = _sublayer(x, layer.pre_self_attn_layernorm,
-                          lambda h, layer=layer, mask=mask: self_attention(
-                              layer.self_attn, h, positions, mask, training),
-                          layer.post_self_attn_layernorm, layer.dropout, training)
-            x = _sublayer(x, layer.pre_cross_attn_layernorm,
-                          lambda h, layer=layer: layer.cross_attn(
-                              inputs=[h, encoder_output], attention_mask=cross,
-                              training=training)[0],
-                          layer.post_cross_attn_layernorm, layer.dropout, training)
-            x = _sublayer(x, layer.pre_feedforward_layernorm,
-                          lambda h, layer=layer: layer.mlp(h, training=training),
-                          layer.post_feedforward_layernorm, layer.dropout, training)
+            x = self.decoder_attention(layer, x, positions, encoder_output, masks, training)
+            x = self._feedforward(layer, x, training)
         return b.decoder_dropout(b.decoder_norm(x), training=training)
 
     def logits(self, decoder_sequence_output):

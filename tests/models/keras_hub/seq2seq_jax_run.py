@@ -1,0 +1,91 @@
+"""Run under KERAS_BACKEND=jax by test_keras_hub_seq2seq.py: for each
+encoder-decoder family named on the command line, two pairs packed in one
+pair pack give each pair's encoder and decoder outputs equal to the keras-hub
+backbone on that pair alone, and the gradients of a loss summed over the
+pairs equal the sum of the per-pair gradients, under jax.jit, float32.
+
+The loss is a fixed random linear function of each pair's outputs, so the
+gradients reach every variable that the outputs depend on."""
+
+import sys
+
+import jax
+import keras
+import numpy as np
+
+import test_keras_hub_seq2seq as t
+from tfpack.builders import pack_pairs
+from tfpack.models import from_keras_hub
+
+assert keras.backend.backend() == "jax"
+
+PAIRS = t.PAIRS[:2]  # One pack of two pairs (7 encoder, 7 decoder tokens).
+NAMES = ("encoder_sequence_output", "decoder_sequence_output")
+
+
+def _run(model, fixed, features, weights):
+    """`jit(value_and_grad)` of `sum(outputs * weights)` over both outputs."""
+    def loss(trainable):
+        out, _ = model.stateless_call(trainable, fixed, features)
+        return sum((out[n] * weights[n]).sum() for n in NAMES), out
+    return jax.jit(jax.value_and_grad(loss, has_aux=True))
+
+
+def check(name):
+    keras.utils.set_random_seed(0)
+    backbone = t.FAMILIES[name]()
+    adapter = from_keras_hub(backbone)
+    packs = pack_pairs(PAIRS, max_encoder_length=t.LE, max_decoder_length=t.LD)
+    assert len(packs["example_ids"]) == 1 and packs["sequence_mask"].sum() == len(PAIRS)
+    where = t._where(packs)
+    rng = np.random.default_rng(1)
+    # Per pair, the loss weights of its own outputs; scattered into the pack.
+    pair_weights = {i: {n: rng.normal(size=(len(index), 8)).astype("float32")
+                        for n, index in zip(NAMES, (enc, dec))}
+                    for i, (_, enc, dec) in where.items()}
+    packed_weights = {"encoder_sequence_output": np.zeros((1, t.LE, 8), "float32"),
+                      "decoder_sequence_output": np.zeros((1, t.LD, 8), "float32")}
+    for i, (row, enc, dec) in where.items():
+        for n, index in zip(NAMES, (enc, dec)):
+            packed_weights[n][row, index] = pair_weights[i][n]
+    variables = backbone.trainable_variables
+    assert {id(v) for v in adapter.trainable_variables} == {id(v) for v in variables}
+    # The adapter's variables in the backbone's order.
+    order = {id(v): k for k, v in enumerate(variables)}
+    permutation = [order[id(v)] for v in adapter.trainable_variables]
+    trainable = [v.value for v in variables]
+    fixed = [v.value for v in backbone.non_trainable_variables]
+    assert not fixed
+    features = {k: packs[k] for k in adapter.input_features}
+    (_, out), packed_grads = _run(adapter, [], features, packed_weights)(
+        [trainable[k] for k in permutation])
+    packed_grads = dict(zip(permutation, packed_grads))
+    alone_grads = [np.zeros(v.shape, "float32") for v in variables]
+    scale = 0.0
+    for i, (encoder_ids, decoder_ids) in enumerate(PAIRS):
+        row, enc, dec = where[i]
+        e, d = np.array([encoder_ids], "int32"), np.array([decoder_ids], "int32")
+        features = {"encoder_token_ids": e, "encoder_padding_mask": np.ones_like(e),
+                    "decoder_token_ids": d, "decoder_padding_mask": np.ones_like(d)}
+        weights = {n: w[None] for n, w in pair_weights[i].items()}
+        (_, ref), grads = _run(backbone, [], features, weights)(trainable)
+        alone_grads = [a + np.asarray(g) for a, g in zip(alone_grads, grads)]
+        for n, index in zip(NAMES, (enc, dec)):
+            want = np.asarray(ref[n][0])
+            scale = max(scale, float(np.abs(want).max()))
+            np.testing.assert_allclose(np.asarray(out[n][row])[index], want,
+                                       atol=t._tolerance(want), rtol=0,
+                                       err_msg=f"{name} pair {i} {n}")
+    compared = 0
+    for k, want in enumerate(alone_grads):
+        compared += bool(np.any(want))
+        np.testing.assert_allclose(np.asarray(packed_grads[k]), want,
+                                   atol=1e-4 * max(1.0, float(np.abs(want).max())),
+                                   rtol=0, err_msg=f"{name} {variables[k].path}")
+    assert compared >= 10, (name, compared)
+    assert scale > 0
+
+
+for family in sys.argv[1:]:
+    check(family)
+print("ok")
