@@ -43,7 +43,7 @@ from tfpack.packing.balance import check_balance
 from tfpack.packing.flow import check_plan_fits, check_source, shard_size
 from tfpack.packing.plans import PackingPlan
 from tfpack.params import (Anything, Boolean, Directory, InstanceOf, Integer, Options,
-                           OutputPath, Text, validate_params)
+                           OutputPath, Text, declare_fields, validate_params)
 
 __all__ = ["Job", "JOB_FIELDS", "Built", "Engine", "register", "get", "names", "pack", "finish",
            "input_stamp", "check_unchanged"]
@@ -52,8 +52,17 @@ _ENGINES: dict[str, type[Engine]] = {}
 _PATTERN = [Text("a glob or comma-separated globs"),
             InstanceOf(list, tuple, description="a list of globs")]
 _NAME = Text("an engine name")
+_COUNT = Integer(0)
 
 
+@declare_fields({
+    "input_pattern": _PATTERN, "max_length": Integer(1),
+    "max_sequences_per_pack": [None, Integer(1)], "algorithm": [None, Text("a planner name")],
+    "plan": [None, InstanceOf(PackingPlan)], "max_predictions_per_pack": [None, Integer(0)],
+    "packs_per_shard": Integer(1), "seed": Integer(0), "shuffle": Boolean(),
+    "batch_size": [None, Integer(1)],
+    "balance": [None, Boolean(), Options("sequences", "tokens")],
+})
 @dataclasses.dataclass(frozen=True)
 class Job:
     """What ``tfpack pack`` is asked to do, the same for every engine.
@@ -90,7 +99,7 @@ class Job:
 
     def check(self) -> None:
         """Refuse bad arguments before any input is read or anything written (each field's
-        own kind is declared: below the class)."""
+        own kind is declared: `declare_fields`)."""
         from tfpack.formats import validation
 
         check_source(self.plan, self.algorithm)
@@ -105,19 +114,17 @@ class Job:
         return f"part-{shard:05d}-of-{num_shards:05d}.tfrecord"
 
 
-Job.__init__ = validate_params({
-    "input_pattern": _PATTERN, "max_length": Integer(1),
-    "max_sequences_per_pack": [None, Integer(1)], "algorithm": [None, Text("a planner name")],
-    "plan": [None, InstanceOf(PackingPlan)], "max_predictions_per_pack": [None, Integer(0)],
-    "packs_per_shard": Integer(1), "seed": Integer(0), "shuffle": Boolean(),
-    "batch_size": [None, Integer(1)],
-    "balance": [None, Boolean(), Options("sequences", "tokens")],
-})(Job.__init__)
-
 # The `Job` fields an entry point passes through besides ``input_pattern``.
 JOB_FIELDS = tuple(f.name for f in dataclasses.fields(Job) if f.name != "input_pattern")
 
 
+@declare_fields({
+    "plan": Anything("the PackingPlan used"), "shards": InstanceOf(list),
+    "features": InstanceOf(dict), "max_sequences_per_pack": Integer(1),
+    "max_predictions_per_pack": [None, _COUNT], "input_files": _COUNT, "sequences": _COUNT,
+    "tokens": _COUNT, "packs": _COUNT, "seconds": InstanceOf(dict),
+    "balance": [None, InstanceOf(dict)],
+})
 @dataclasses.dataclass
 class Built:
     """What an engine hands to `finish`: complete shards and what they hold.
@@ -129,8 +136,7 @@ class Built:
         features: manifest ``features`` of the packs.
         max_sequences_per_pack, max_predictions_per_pack: ``K`` and ``M``.
         input_files, sequences, tokens, packs: what was packed.
-        seconds: engine timings for ``stats.json`` (``"total"`` is added;
-            ``None``: none yet).
+        seconds: engine timings for ``stats.json`` (``"total"`` is added).
         balance: `tfpack.packing.balance.BatchBalance.to_dict` of the pack
             order (``job.balance``), else ``None``.
     """
@@ -144,22 +150,8 @@ class Built:
     sequences: int
     tokens: int
     packs: int
-    seconds: dict | None = None
+    seconds: dict = dataclasses.field(default_factory=dict)
     balance: dict | None = None
-
-    def __post_init__(self):
-        if self.seconds is None:
-            self.seconds = {}
-
-
-_COUNT = Integer(0)
-Built.__init__ = validate_params({
-    "plan": Anything("the PackingPlan used"), "shards": InstanceOf(list),
-    "features": InstanceOf(dict), "max_sequences_per_pack": Integer(1),
-    "max_predictions_per_pack": [None, _COUNT], "input_files": _COUNT, "sequences": _COUNT,
-    "tokens": _COUNT, "packs": _COUNT, "seconds": [None, InstanceOf(dict)],
-    "balance": [None, InstanceOf(dict)],
-})(Built.__init__)
 
 
 class Engine(abc.ABC):

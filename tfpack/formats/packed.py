@@ -48,7 +48,7 @@ from tensorflow.python.data.ops import dataset_ops, iterator_ops
 from tfpack.errors import TfpackError
 from tfpack.formats import blocks, manifest
 from tfpack.params import (Boolean, Directory, InstanceOf, Integer, IntegerPair, Text,
-                           validate_params)
+                           declare_fields, validate_params)
 
 # An output directory, a glob, comma-separated globs or a list of globs (tfpack.params).
 PATTERN = [Text("an output directory, a glob or comma-separated globs"), Directory(),
@@ -60,6 +60,13 @@ _LEGACY_BLOCK = 1024  # records per (count-checked) block of a shard without dig
 _MARK = "TfpackError: "
 
 
+@declare_fields({
+    "directory": Text("a directory path"), "shards": InstanceOf(tuple), "packs": Integer(0),
+    "features": InstanceOf(dict), "max_length": Integer(1), "max_sequences_per_pack": Integer(1),
+    "max_predictions_per_pack": [None, Integer(0)], "batch_size": [None, Integer(1)],
+    "generation": [None, InstanceOf(str)], "blocks": InstanceOf(tuple),
+    "sha256": InstanceOf(tuple),
+})
 @dataclasses.dataclass(frozen=True)
 class PackedOutput:
     """A packed output as its manifest describes it (no shard is read).
@@ -91,21 +98,10 @@ class PackedOutput:
     blocks: tuple = dataclasses.field(default=(), repr=False)
     sha256: tuple = dataclasses.field(default=(), repr=False)
 
-    # Declared (tfpack.params) on the dataclass's own __init__: see below the class.
-
     @property
     def checked_in_pass(self) -> bool:
         """Whether every shard has block digests (else `manifest.verify` checks it)."""
         return all(b is not None for b in self.blocks)
-
-
-PackedOutput.__init__ = validate_params({
-    "directory": Text("a directory path"), "shards": InstanceOf(tuple), "packs": Integer(0),
-    "features": InstanceOf(dict), "max_length": Integer(1), "max_sequences_per_pack": Integer(1),
-    "max_predictions_per_pack": [None, Integer(0)], "batch_size": [None, Integer(1)],
-    "generation": [None, InstanceOf(str)], "blocks": InstanceOf(tuple),
-    "sha256": InstanceOf(tuple),
-})(PackedOutput.__init__)
 
 
 @validate_params({"pattern": PATTERN})

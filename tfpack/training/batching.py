@@ -57,7 +57,8 @@ import math
 from typing import Any
 
 from tfpack.errors import TfpackError
-from tfpack.params import Constraint, InstanceOf, Integer, Options, Real, validate_params
+from tfpack.params import (Constraint, InstanceOf, Integer, Options, Real, declare_fields,
+                           validate_params)
 
 __all__ = ["BatchRule", "for_packing", "packing_factor_of", "pack_depth_std_of"]
 
@@ -83,6 +84,11 @@ PLAN_OR_FACTOR = [Real(1), _Plan()]
 NOTE_THRESHOLD = 0.05
 
 
+@declare_fields({
+    "micro_batch_size": Integer(1), "accumulation_steps": Integer(1), "num_replicas": Integer(1),
+    "packing_factor": Real(1), "target_sequences_per_update": Real(0, closed="neither"),
+    "cut": Options(*_CUTS), "note": InstanceOf(str), "pack_depth_std": [None, Real(0)],
+})
 @dataclasses.dataclass(frozen=True)
 class BatchRule:
     """How many packs each replica and update processes.
@@ -109,8 +115,6 @@ class BatchRule:
     cut: str = "accumulation"
     note: str = ""
     pack_depth_std: float | None = None
-
-    # Declared (tfpack.params) on the dataclass's own __init__: see below the class.
 
     @property
     def global_batch_size(self) -> int:
@@ -174,13 +178,6 @@ class BatchRule:
             line += f"; unbalanced: {unbalanced[0]:.0f}-{unbalanced[1]:.0f} (95% of updates)"
         low, high = self.expected_spread(balanced=True)
         return line + f"; balanced batches: {low:.0f}-{high:.0f}"
-
-
-BatchRule.__init__ = validate_params({
-    "micro_batch_size": Integer(1), "accumulation_steps": Integer(1), "num_replicas": Integer(1),
-    "packing_factor": Real(1), "target_sequences_per_update": Real(0, closed="neither"),
-    "cut": Options(*_CUTS), "note": InstanceOf(str), "pack_depth_std": [None, Real(0)],
-})(BatchRule.__init__)
 
 
 def pack_depth_std_of(plan_or_factor: Any) -> float | None:

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 from tfpack.errors import TfpackError
-from tfpack.params import Boolean, InstanceOf, Integer, validate_params
+from tfpack.params import Boolean, InstanceOf, Integer, declare_fields, validate_params
 
 __all__ = ["NonFiniteLossError", "TrainResult", "loss_record"]
 
@@ -31,6 +31,10 @@ class NonFiniteLossError(TfpackError):
         self.checkpoint = checkpoint
 
 
+@declare_fields({
+    "step": Integer(0), "history": InstanceOf(list), "checkpoint": [None, InstanceOf(str)],
+    "resumed_from": [None, Integer(0)], "data_exhausted": Boolean(),
+})
 @dataclasses.dataclass
 class TrainResult:
     """What `Trainer.fit` returns.
@@ -49,12 +53,6 @@ class TrainResult:
     checkpoint: str | None = None
     resumed_from: int | None = None
     data_exhausted: bool = False
-
-
-TrainResult.__init__ = validate_params({
-    "step": Integer(0), "history": InstanceOf(list), "checkpoint": [None, InstanceOf(str)],
-    "resumed_from": [None, Integer(0)], "data_exhausted": Boolean(),
-})(TrainResult.__init__)
 
 
 def loss_record(sums: Mapping[str, float], terms: Iterable[str]) -> dict:
