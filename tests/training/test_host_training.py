@@ -80,7 +80,7 @@ def results(tmp_path_factory):
     return [json.loads((folder / f"out{i}.json").read_text()) for i in range(2)]
 
 
-@pytest.mark.slow  # two TensorFlow processes, three trainings: 69 s, 140-167 s loaded
+@pytest.mark.slow  # two TensorFlow processes, three trainings: 39-69 s, 140-167 s loaded
 def test_a_collective_not_finite_or_disagreeing_is_refused_on_every_worker(results):
     for worker in results:
         not_finite, disagreeing = worker["refused"]
