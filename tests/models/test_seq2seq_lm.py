@@ -140,3 +140,37 @@ def test_keras_file_round_trip(tmp_path):
     after = loaded(inputs)
     for name in before:
         np.testing.assert_allclose(after[name], before[name], atol=1e-6)
+
+
+@pytest.mark.parametrize("accumulate", [True, False])
+def test_trainer_update_across_micro_batches_equals_keras_hub_unpacked(accumulate):
+    """`tfpack.training.Trainer` on pair packs (T5): one SGD update over three packs
+    in micro-batches of one or one micro-batch of three moves the weights as keras-hub's
+    Seq2SeqLM does on the pairs unpacked (loss averaged over every target token of
+    the update, not per micro-batch), after the run-time exactness check."""
+    from tfpack.training import Trainer
+
+    pairs = PAIRS + [([5, 6], [1, 7]), ([8, 9, 10, 11], [1, 12, 13, 14, 15, 16])]
+    backbone = _backbone("t5")
+    start = [v.numpy() for v in backbone.trainable_variables]
+    lm = TASKS["t5"](backbone=backbone, preprocessor=None)
+    with tf.GradientTape() as tape:
+        want, _ = _keras_hub_batch_loss(lm, pairs)
+    grads = tape.gradient(want, backbone.trainable_variables)
+    expected = [w - 0.5 * np.asarray(tf.convert_to_tensor(g)) for w, g in zip(start, grads)]
+    # Packs holding 3, 3 and 1 pairs: a mean per micro-batch would differ.
+    packs = pack_pairs(pairs, max_encoder_length=12, max_decoder_length=10,
+                       max_pairs_per_pack=3)
+    assert packs["sequence_mask"].sum(1).tolist() == [3, 3, 1], packs["sequence_mask"]
+    micro, accumulation = (1, 3) if accumulate else (3, 1)
+    model = Seq2SeqLM(from_keras_hub(backbone))
+    data = tf.data.Dataset.from_tensor_slices(
+        {k: v for k, v in packs.items() if k != "example_ids"})
+    trainer = Trainer(model, keras.optimizers.SGD(0.5), micro_batch_size=micro,
+                      accumulation_steps=accumulation, progress=False, log_every=1)
+    result = trainer.fit(data, num_steps=1)
+    assert result.step == 1 and trainer.exactness.reference == "keras-hub backbone"
+    for variable, w in zip(backbone.trainable_variables, expected):
+        np.testing.assert_allclose(variable.numpy(), w, rtol=0,
+                                   atol=1e-5 * max(1.0, np.abs(w).max()), err_msg=variable.path)
+    assert result.history[-1]["lm_loss"] == pytest.approx(float(want), rel=1e-5)

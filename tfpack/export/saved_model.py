@@ -27,7 +27,10 @@ when a length is negative or beyond ``T``, a sequence is longer than ``L``
 below the vocabulary size. ``serving_default`` checks every packed feature
 the same way before the model runs (`tfpack.export.value_checks`): ids
 inside the model's tables, positions inside the pack and the position
-table, sequence ids in ``[0, K]``, finite masks.
+table, sequence ids in ``[0, K]``, finite masks; and first the shapes: packs of
+another ``L``, ``K`` or ``M`` than exported are refused naming the feature and
+the exported width (a signature's ``[None, L]`` is not enforced by every
+caller: the model would fail at a Reshape node).
 
 Variables: the served functions capture the model's ``tf.Variable``s, and the
 exported object tracks exactly those (as `keras.export.ExportArchive` does).
@@ -56,7 +59,7 @@ from tfpack.export import paths
 from tfpack.export.graph_packing import (gather_sequence_outputs, gather_token_outputs,
                                          pack_sequences)
 from tfpack.export.shapes import SIZE_PARAMETERS, feature_specs, serving_lengths
-from tfpack.export.value_checks import packed_checks, packed_rules
+from tfpack.export.value_checks import packed_checks, packed_rules, shape_checks
 from tfpack.formats import outputs
 from tfpack.inference.limits import input_limits
 from tfpack.params import INT32_MAX, Boolean, Integer, OutputPath, validate_params
@@ -98,6 +101,9 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
 
     def packed(*features):
         features = dict(zip(names, features))
+        # Shapes first: a value check of a pack of another length would name a value.
+        with tf.control_dependencies(shape_checks(features, specs)):
+            features = {k: tf.identity(v) for k, v in features.items()}
         with tf.control_dependencies(packed_checks(features, rules)):
             features = {k: tf.identity(v) for k, v in features.items()}
         outputs = call(features, training=False)

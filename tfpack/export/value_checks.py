@@ -38,7 +38,11 @@ import tensorflow as tf
 from tfpack import features as contract
 from tfpack.formats.packed_values import ValueRule, value_rule
 
-__all__ = ["packed_rules", "packed_checks"]
+__all__ = ["packed_rules", "packed_checks", "shape_checks"]
+
+# The dimension each packed feature's second axis counts (`tfpack.features`).
+_DIMENSIONS = {"L": "max_length L", "K": "max_sequences_per_pack K",
+               "M": "max_predictions_per_pack M"}
 
 
 def packed_rules(limits: dict, max_length: int, max_sequences_per_pack: int | None
@@ -47,6 +51,45 @@ def packed_rules(limits: dict, max_length: int, max_sequences_per_pack: int | No
     L, K = max_length, max_sequences_per_pack or max_length
     return {name: value_rule(name, L=L, K=K, limit=limits.get(name))
             for name in contract.input_kinds()}
+
+
+def shape_checks(features: dict, specs: dict) -> list:
+    """One named assertion per feature: the exported width (L, K or M) and one batch size.
+
+    A signature's ``[None, L]`` input is not enforced when it is called: packs of
+    another length would otherwise fail deep inside the model (a Reshape node).
+
+    >>> specs = {"input_ids": tf.TensorSpec([None, 4], tf.int32)}
+    >>> @tf.function
+    ... def serve(input_ids):
+    ...     with tf.control_dependencies(shape_checks({"input_ids": input_ids}, specs)):
+    ...         return tf.identity(input_ids)
+    >>> try:
+    ...     serve(tf.zeros([1, 6], tf.int32))
+    ... except tf.errors.InvalidArgumentError as error:
+    ...     print(next(line for line in error.message.splitlines() if "must" in line))
+    assertion failed: [`input_ids` must have 4 columns (the max_length L the SavedModel was exported at). Received: input_ids of width] [6]
+    """
+    kinds = contract.input_kinds()
+    batch = None
+    checks = []
+    for name, values in features.items():
+        width = specs[name].shape[1]
+        dimension = _DIMENSIONS.get(kinds.get(name, ("",))[0], "size")
+        rows = tf.shape(values)[0]
+        checks.append(tf.debugging.Assert(
+            tf.equal(tf.shape(values)[1], width),
+            [f"`{name}` must have {width} columns (the {dimension} the SavedModel was "
+             f"exported at). Received: {name} of width", tf.shape(values)[1]],
+            name=f"check_{name}_width"))
+        if batch is None:
+            batch = (name, rows)
+            continue
+        checks.append(tf.debugging.Assert(
+            tf.equal(rows, batch[1]),
+            [f"`{name}` must have as many rows as `{batch[0]}`. Received: rows", rows,
+             batch[1]], name=f"check_{name}_rows"))
+    return checks
 
 
 def packed_checks(features: dict, rules: dict[str, ValueRule]) -> list:

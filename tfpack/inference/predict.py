@@ -46,6 +46,7 @@ from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
+from tfpack.inference.layouts import check_pair_layout, positions_per_sequence
 from tfpack.inference.limits import input_limits
 from tfpack.inference.pairs import predict_pairs
 from tfpack.inference.unpack import Collector
@@ -140,6 +141,8 @@ def _check_inputs(batch: dict, limits: Mapping[str, int]) -> None:
         if name not in batch:
             continue
         values = batch[name]
+        if name == "position_ids" and "branch_ids" in batch:  # A pair: two sequences.
+            values = positions_per_sequence(batch)
         bad = real & ((values < 0) | (values >= limit))
         if not bad.any():
             continue
@@ -265,6 +268,8 @@ def predict(
         for batch in packed.as_numpy_iterator():
             # Checked before the compiled step: under XLA an id past its table is clamped.
             _check_inputs(batch, limits)
+            if "branch_ids" in inputs:
+                check_pair_layout(batch, share_prompt=bool(getattr(model, "share_prompt", False)))
             # One shape for every call: the first batch's. It is smaller than
             # `batch_size` only when it is the only one, so nothing is allocated
             # beyond what the data needs, however large `batch_size` is.

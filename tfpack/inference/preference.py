@@ -7,12 +7,17 @@ reference on every step; `reference_log_likelihoods` runs it once, through
 
 from tfpack.inference.predict import predict
 from tfpack.models.preference import PreferenceModel
+from tfpack.params import Anything, Boolean, Integer, validate_params
 
 __all__ = ["reference_log_likelihoods"]
 
 
+@validate_params({"reference": Anything("a causal LM, checked by PreferenceModel"),
+                  "examples": Anything("preference pairs, checked by tfpack.predict"),
+                  "max_length": Integer(1), "max_sequences_per_pack": Integer(1),
+                  "share_prompt": Boolean()})
 def reference_log_likelihoods(reference, examples, *, max_length, max_sequences_per_pack,
-                              **predict_arguments):
+                              share_prompt=False, **predict_arguments):
     """The reference's log-likelihoods of every pair, computed once (`tfpack.predict`).
 
     Pass the result to `tfpack.builders.preference_examples` as
@@ -35,6 +40,10 @@ def reference_log_likelihoods(reference, examples, *, max_length, max_sequences_
         examples: a dataset of `tfpack.builders.preference_examples`.
         max_length, max_sequences_per_pack, **predict_arguments: as
             `tfpack.predict` (``max_sequences_per_pack`` counts pairs).
+        share_prompt: the pairs were built with
+            ``preference_examples(share_prompt=True)``; packs that share
+            their prompts are refused without it (each response would be
+            scored without its prompt).
 
     Returns:
         ``{"chosen_log_likelihood": [n], "rejected_log_likelihood": [n]}``,
@@ -42,7 +51,7 @@ def reference_log_likelihoods(reference, examples, *, max_length, max_sequences_
     """
     # Reference-free, so that the packs need no reference features; the
     # log-likelihoods do not depend on the loss.
-    scorer = PreferenceModel(reference, loss="simpo")
+    scorer = PreferenceModel(reference, loss="simpo", share_prompt=share_prompt)
     out = predict(scorer, examples, max_length=max_length,
                   max_sequences_per_pack=max_sequences_per_pack, **predict_arguments)
     return {k: out[k] for k in ("chosen_log_likelihood", "rejected_log_likelihood")}

@@ -41,6 +41,7 @@ __all__ = [
     "causal_conv1d",
     "chunked_gated_delta_rule",
     "generalized_delta_rule",
+    "isolate_in_sequences",
     "recurrent_gated_delta_rule",
     "segment_starts",
     "segments_of",
@@ -95,6 +96,58 @@ def shift_within(x, segments, steps=1):
     for _ in range(len(x.shape) - 2):
         same = ops.expand_dims(same, -1)
     return ops.where(same, moved, ops.zeros_like(moved))
+
+
+def isolate_in_sequences(x, segments):
+    """`(clean_x, show)`: a non-finite token kept inside its own sequence, for
+    a causal block that mixes tokens only inside sequences (the recurrences
+    here, per-token layers), in `O(L)`.
+
+    The recurrences select other sequences away, but their matmuls still
+    multiply a zero weight by the other sequences' values, and `0 * NaN` is
+    NaN: one NaN would reach every later sequence of the row. The block runs
+    on `clean_x` (non-finite tokens zeroed) and `show(output)` makes NaN
+    exactly the outputs of the tokens at or after a non-finite one of their
+    own sequence, what the block computes on that sequence alone. Finite
+    inputs pass through unchanged. (`tfpack.layers.attention_mask.
+    isolate_tokens` does the same under an `[L, L]` mask.)
+
+    >>> import numpy as np
+    >>> x = np.array([[[1.0], [np.nan], [2.0], [3.0]]], "float32")
+    >>> clean, show = isolate_in_sequences(x, np.array([[1, 1, 1, 2]]))
+    >>> ops.convert_to_numpy(clean).ravel().tolist()
+    [1.0, 0.0, 2.0, 3.0]
+    >>> ops.convert_to_numpy(show(clean)).ravel().tolist()
+    [1.0, nan, nan, 3.0]
+
+    Args:
+        x: `[B, L, ...]`.
+        segments: `[B, L]` ints, equal exactly inside one sequence.
+
+    Returns:
+        `clean_x` (as `x`) and `show`, mapping a `[B, L, ...]` output of the
+        block to the same with NaN at the reached tokens.
+    """
+    axes = tuple(range(2, len(x.shape)))
+    bad = ops.logical_not(ops.all(ops.isfinite(x), axis=axes)) if axes \
+        else ops.logical_not(ops.isfinite(x))
+    index = ops.broadcast_to(ops.arange(x.shape[1], dtype="int32")[None],
+                             ops.shape(bad))
+    # The last non-finite token so far, and the start of the sequence.
+    last_bad = ops.associative_scan(ops.maximum, ops.where(bad, index, -1),
+                                    axis=1)
+    start = ops.associative_scan(ops.maximum, ops.where(
+        segment_starts(segments), index, -1), axis=1)
+    reached = ops.greater_equal(last_bad, start)
+    keep = ops.reshape(bad, ops.shape(bad) + (1,) * len(axes))
+    clean = ops.where(keep, ops.zeros_like(x), x)
+
+    def show(output):
+        where = ops.reshape(reached, ops.shape(reached)
+                            + (1,) * (len(output.shape) - 2))
+        return ops.where(where, ops.cast(float("nan"), output.dtype), output)
+
+    return clean, show
 
 
 def causal_conv1d(x, kernel, segments):

@@ -49,7 +49,7 @@ from tfpack.layers.losses import global_sum
 from tfpack.layers.losses import loss_from_statistics
 from tfpack.layers.losses import num_replicas
 from tfpack.layers.statistic_ratio import StatisticRatio
-from tfpack.layers.step_loss import StepLoss
+from tfpack.layers.step_loss import EvaluationLoss, StepLoss
 from tfpack.models.backbone import backbone_input_features
 from tfpack.models.backbone import build_by_calling
 from tfpack.models.backbone import check_backbone
@@ -62,6 +62,23 @@ TASK_PARAMETERS = {
     "backbone": Anything("a backbone, checked by check_backbone"),
     "expected_counts": [None, InstanceOf(dict, description="a dict of loss term -> count")],
 }
+
+
+def _checked(model, x, loss):
+    """``loss`` after the trainer's named assertions on the packs (class labels past
+    ``num_classes``, shared prompts for a model without them), on TensorFlow: Keras
+    `fit` and `evaluate` refuse what the `Trainer` refuses (XLA drops assertions)."""
+    if keras.backend.backend() != "tensorflow":
+        return loss
+    import tensorflow as tf
+
+    from tfpack.training.validation import label_checks, pair_layout_checks
+
+    checks = label_checks(model, x) + pair_layout_checks(model, x)
+    if not checks:
+        return loss
+    with tf.control_dependencies(checks):
+        return tf.identity(loss)
 
 
 class Task(keras.Model):
@@ -158,6 +175,9 @@ class Task(keras.Model):
         del y, sample_weight  # Labels and weights are features of `x`.
         if training:  # Keras `fit` traces its train step here: the shapes it trains at.
             trained_lengths.record(self, x)
+        tracker = getattr(self, "_loss_tracker", None)
+        if isinstance(tracker, EvaluationLoss):  # Read by `compute_metrics`, same trace.
+            tracker.evaluating = not training
         if y_pred is None:
             y_pred = self(x, training=training)
         statistics = dict(self.loss_statistics(x, y_pred))
@@ -175,7 +195,7 @@ class Task(keras.Model):
             # Each replica adds its 1 / R of the regularization, as Keras does:
             # the optimizer sums the replicas' gradients.
             loss = loss + ops.cast(ops.sum(self.losses), "float32") / num_replicas()
-        return loss
+        return _checked(self, x, loss)
 
     def compile(self, *args, **kwargs):
         super().compile(*args, **kwargs)
@@ -184,7 +204,8 @@ class Task(keras.Model):
         # attribute tracking, as `Trainer.compile` sets its own (it lists the
         # tracker in `metrics` itself): tracking would refuse a new metric on
         # a model that is already built.
-        object.__setattr__(self, "_loss_tracker", StepLoss(name="loss"))
+        # `evaluate` reports the loss per target (per pair), not per batch of packs.
+        object.__setattr__(self, "_loss_tracker", EvaluationLoss(self.loss_terms, name="loss"))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         statistics = self.loss_statistics(x, y_pred)
@@ -192,6 +213,10 @@ class Task(keras.Model):
             getattr(self, f"_{term}_accuracy").update_state(
                 statistics[f"{term}_correct"], statistics[f"{term}_count"])
         self.update_task_metrics(x, y_pred, statistics)
+        tracker = getattr(self, "_loss_tracker", None)
+        if isinstance(tracker, EvaluationLoss) and tracker.evaluating:
+            tracker.add_statistics(statistics, ops.shape(x[self.input_features[0]])[0],
+                                   regularized=bool(self.losses))
         return self.get_metrics_result()
 
     @property
@@ -199,7 +224,7 @@ class Task(keras.Model):
         """The task's own metrics (beyond ``{t}_accuracy``), in attribute order."""
         return [value for value in vars(self).values()
                 if isinstance(value, keras.metrics.Metric)
-                and not type(value) is StatisticRatio]
+                and not type(value) is StatisticRatio and not isinstance(value, StepLoss)]
 
     def update_task_metrics(self, x, y_pred, statistics):
         """Update a task's own metrics (macro F1, entity F1, perplexity).

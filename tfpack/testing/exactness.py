@@ -15,7 +15,9 @@ The reference "alone" is the keras-hub backbone itself on each sequence with
 its padding mask, for a `from_keras_hub` adapter (whatever subclass it is,
 so a subclass that changes the computation, or an adapter a keras-hub
 release broke, shows in the numbers), and the same backbone on packs of one
-sequence for the others. A difference beyond the tolerance of the compute
+sequence for the others, and for an adapter whose `keras_hub_known_wrong`
+says why keras-hub is not the model there (Qwen's sliding window, dropped
+by keras-hub's fused attention on JAX). A difference beyond the tolerance of the compute
 dtype (`TOLERANCES`, relative to the largest magnitude of the reference
 value) raises `PackingNotExactError` in one line naming the first layer,
 output or weight that differs and by how much.
@@ -36,7 +38,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import time
 import warnings
@@ -45,6 +46,13 @@ import keras
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.params import Anything
+from tfpack.params import InstanceOf
+from tfpack.params import Integer
+from tfpack.params import Real
+from tfpack.params import validate_params
+from tfpack.testing.exactness_result import ExactnessResult
+from tfpack.testing.exactness_result import PackingNotExactError
 from tfpack.testing.packer import pack_examples
 
 __all__ = ["ExactnessResult", "PackingNotExactError", "PROBE_LENGTHS",
@@ -65,65 +73,6 @@ TOLERANCES = {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2,
 _SEED = 0
 # The features a probe pack has.
 _PROBE_FEATURES = ("input_ids", "sequence_ids", "position_ids", "token_type_ids")
-
-
-class PackingNotExactError(TfpackError):
-    """The packed model computes a sequence differently than it does alone.
-
-    Attributes:
-        location: what differs: ``"layer 'name'"``, ``"output
-            'sequence_output'"`` or ``"gradient of 'weight path'"``.
-        difference: the largest absolute difference found there.
-        tolerance: the largest one allowed there.
-    """
-
-    def __init__(self, message, location, difference, tolerance):
-        super().__init__(message)
-        self.location = location
-        self.difference = difference
-        self.tolerance = tolerance
-
-
-@dataclasses.dataclass(frozen=True)
-class ExactnessResult:
-    """What `check_packing_exact` compared (it passed).
-
-    Attributes:
-        lengths: the probe's sequence lengths, in pack order.
-        length: the probe pack's length `L`.
-        reference: ``"keras-hub backbone"`` or ``"packs of one"``.
-        compute_dtype: the backbone's compute dtype.
-        implementation: the attention implementation the packed probe ran.
-        tolerance: the relative tolerance used (`TOLERANCES`).
-        differences: ``{location: (largest difference, tolerance)}`` of every
-            layer output, output and weight gradient compared, in order.
-        seconds: wall time of the check.
-    """
-
-    lengths: tuple
-    length: int
-    reference: str
-    compute_dtype: str
-    implementation: str
-    tolerance: float
-    differences: dict
-    seconds: float
-
-    def describe(self):
-        """One line: what was probed and how close it came to the tolerance."""
-        where, ratio = self.worst
-        return (f"exactness check passed: probe of {'+'.join(map(str, self.lengths))} "
-                f"tokens at L={self.length}, {self.compute_dtype}, {self.implementation} "
-                f"attention, against {self.reference}; {len(self.differences)} values "
-                f"compared, the closest at {ratio:.1%} of its tolerance ({where}); "
-                f"{self.seconds:.1f} s")
-
-    @property
-    def worst(self):
-        """``(location, difference / tolerance)`` of the closest call."""
-        return max(((name, d / t if t > 0 else (0.0 if d == 0 else np.inf))
-                    for name, (d, t) in self.differences.items()),
-                   key=lambda item: item[1], default=(None, 0.0))
 
 
 def packed_backbone(model):
@@ -157,6 +106,10 @@ def unchecked_reason(model):
                                      ("hidden_dim", "vocabulary_size")):
         return (f"{type(model).__name__} has no packed backbone with `hidden_dim` "
                 "and `vocabulary_size`")
+    from tfpack.testing.pair_exactness import reads_pairs  # (imports this module)
+
+    if reads_pairs(backbone) and _keras_hub_reference(backbone) is not None:
+        return None  # The pair probe (`pair_exactness`).
     other = sorted(set(getattr(backbone, "input_features", ())) - set(_PROBE_FEATURES))
     if other:  # An encoder-decoder's second stream, say.
         return (f"{type(backbone).__name__} reads {other}, which the probe (one "
@@ -401,17 +354,31 @@ def _packs_of_one_run(backbone, variables, examples, length, projections,
             for name, value in records], gradients
 
 
-def _keras_hub_run(variables, reference, examples, projections):
+def _reference_layers(backbone, reference):
+    """The keras-hub layers whose outputs the reference records: its
+    `transformer_layers`, else the blocks the adapter runs (RWKV-7's)."""
+    layers = getattr(reference, "transformer_layers", None)
+    if not layers and callable(getattr(backbone, "layers", None)):
+        layers = backbone.layers()
+    return layers or ()
+
+
+def _keras_hub_run(variables, backbone, reference, examples, projections):
     """The same for every sequence alone through the keras-hub backbone, with
-    the outputs of its `transformer_layers`."""
-    layers = getattr(reference, "transformer_layers", None) or ()
+    the outputs of its layers (`_reference_layers`); `sequence_output` is
+    the output of the adapter's `keras_hub_output_layer` where it declares
+    one (keras-hub's RWKV-7 returns logits), else the backbone's."""
+    layers = _reference_layers(backbone, reference)
+    final = getattr(backbone, "keras_hub_output_layer", None)
 
     def fn():
         per_sequence, outputs = [], []
         for example in examples:
-            with _Recorder(layers) as recorder:
+            with _Recorder(layers) as recorder, _Recorder([final] if final else []) as last:
                 output = _as_sequence_output(reference(
                     keras_hub_inputs(reference, example), training=False))
+            if final is not None:
+                output = last.outputs[-1][1]
             outputs.append(output)
             per_sequence.append(_layer_records(recorder.outputs)
                                 + [("output 'sequence_output'", output)])
@@ -423,13 +390,13 @@ def _keras_hub_run(variables, reference, examples, projections):
     return _gradients(fn, variables)
 
 
-def _keras_hub_alone(variables, reference, examples, projections):
+def _keras_hub_alone(variables, backbone, reference, examples, projections):
     """`_keras_hub_run`, or None with a warning where the keras-hub backbone
     cannot run a probe sequence alone (keras-hub 0.32's sliding windows of
     Qwen-MoE fail on a sequence shorter than the window): the packs of one
     are then the reference."""
     try:
-        return _keras_hub_run(variables, reference, examples, projections)
+        return _keras_hub_run(variables, backbone, reference, examples, projections)
     except Exception as error:  # noqa: BLE001  (keras-hub's own failure)
         first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
         warnings.warn(
@@ -476,7 +443,8 @@ def _compare_outputs(packed, alone, lengths, rtol, context, differences):
                     f" (probe sequence {worst + 1} of {len(lengths)}, {tokens})")
 
 
-def _compare_gradients(variables, packed, alone, rtol, context, differences):
+def _compare_gradients(variables, packed, alone, rtol, context, differences,
+                       floor=1e-3):
     if packed is None or alone is None:
         return
     zeros = [np.zeros(v.shape, "float32") for v in variables]
@@ -486,9 +454,9 @@ def _compare_gradients(variables, packed, alone, rtol, context, differences):
     for variable, a, b in zip(variables, packed, alone):
         if not a.any() and not b.any():
             continue
-        # Relative to the weight's own gradient, floored at 1e-3 of the
+        # Relative to the weight's own gradient, floored at `floor` of the
         # largest one so that a near-zero gradient does not demand 0.
-        tolerance = rtol * max(float(np.abs(b).max()), 1e-3 * largest)
+        tolerance = rtol * max(float(np.abs(b).max()), floor * largest)
         difference = _difference(a, b)
         location = f"gradient of {variable.path!r}"
         differences[location] = (difference, tolerance)
@@ -496,6 +464,11 @@ def _compare_gradients(variables, packed, alone, rtol, context, differences):
             _refuse(location, difference, tolerance, context)
 
 
+@validate_params({
+    "model": Anything("a tfpack task or backbone; `unchecked_reason` says why not"),
+    "length": [None, Integer(1)],
+    "lengths": InstanceOf(tuple, list, description="a tuple of sequence lengths"),
+    "tolerance": [None, Real(0)]})
 def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
                         tolerance=None):
     """Refuses a packed model that does not compute each sequence as alone.
@@ -517,7 +490,7 @@ def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
     >>> check_packing_exact(leaky)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    tfpack.testing.exactness.PackingNotExactError: A packed model must ... Received: output 'sequence_output' (probe sequence ...
+    tfpack.testing.exactness_result.PackingNotExactError: A packed model must ... Received: output 'sequence_output' (probe sequence ...
 
     Args:
         model: a tfpack task (its backbone is checked; a preference model's
@@ -538,12 +511,20 @@ def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
             weight gradient) that differs, by how much, and the tolerance.
     """
     start = time.perf_counter()
+    if not lengths or any(isinstance(n, bool) or not isinstance(n, (int, np.integer))
+                          or n < 1 for n in lengths):
+        raise TfpackError("`lengths` must be a tuple of positive integers. "
+                          f"Received: lengths={lengths!r}")
     reason = unchecked_reason(model)
     if reason is not None:
         raise TfpackError("The exactness check needs a model with a packed backbone "
                           "(the backbone protocol, tfpack.models.backbone). "
                           f"Received: {reason}")
     backbone = packed_backbone(model)
+    from tfpack.testing.pair_exactness import check_pairs_exact, reads_pairs
+
+    if reads_pairs(backbone):  # An encoder-decoder: a pair probe.
+        return check_pairs_exact(backbone, tolerance=tolerance)
     examples, length = _probe(backbone, length, lengths)
     lengths = tuple(len(e["input_ids"]) for e in examples)
     dtype = keras.backend.standardize_dtype(backbone.compute_dtype)
@@ -565,9 +546,12 @@ def check_packing_exact(model, *, length=None, lengths=PROBE_LENGTHS,
         # Keras warns on the softmax over the one-token sequence's one key.
         warnings.filterwarnings("ignore", "You are using a softmax over axis")
         alone, kind, layers = None, "packs of one", ()
-        if reference is not None:
-            layers = getattr(reference, "transformer_layers", None)
-            alone = _keras_hub_alone(variables, reference, examples, projections)
+        # Where keras-hub is known to compute something else (the adapter
+        # says why), the adapter's own packs of one are the reference.
+        if reference is not None and not getattr(backbone, "keras_hub_known_wrong", None):
+            layers = _reference_layers(backbone, reference)
+            alone = _keras_hub_alone(variables, backbone, reference, examples,
+                                     projections)
             kind = "keras-hub backbone"
         if alone is None:
             layers = getattr(backbone, "transformer_layers", None)

@@ -30,6 +30,8 @@ import warnings
 
 import keras
 
+from tfpack.params import Integer
+from tfpack.params import validate_params
 from tfpack.testing.exactness import check_packing_exact
 from tfpack.testing.exactness import unchecked_reason
 
@@ -66,6 +68,7 @@ class ExactnessCheck(keras.callbacks.Callback):
         result: the `tfpack.testing.ExactnessResult` of the last check.
     """
 
+    @validate_params({"length": [None, Integer(1)]})
     def __init__(self, length=None):
         super().__init__()
         self.length = length

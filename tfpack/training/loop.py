@@ -372,8 +372,10 @@ class Trainer:
                 self.model(dummy, training=False)
             self.optimizer.build(self.model.trainable_variables)
         if self.check_exact:
+            # Pair packs (encoder-decoders) have no `input_ids`: their probe sets its lengths.
+            ids = element_spec.get("input_ids")
             self.exactness = check_before_training(
-                self.model, int(element_spec["input_ids"].shape[0]))
+                self.model, None if ids is None else int(ids.shape[0]))
 
     # ------------------------------------------------------------------- fit
     def fit(self, dataset, num_steps: int) -> TrainResult:

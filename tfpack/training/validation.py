@@ -33,7 +33,8 @@ from tfpack import features as contract
 from tfpack.errors import TfpackError
 from tfpack.params import Anything, InstanceOf, validate_params
 
-__all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes"]
+__all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes",
+           "label_checks", "pair_layout_checks"]
 
 def _dimension(name: str, task) -> str | None:
     """L, K or M of a contract feature (None: a scalar, unknown or ambiguous)."""
@@ -109,10 +110,12 @@ def validate_element_spec(model, element_spec) -> dict:
     Returns:
         The dataset's ``{"L": ..., "K": ..., "M": ...}``.
     """
-    if "input_ids" not in element_spec:
+    pairs = {"encoder_input_ids", "decoder_input_ids"} <= set(element_spec)
+    if not ("input_ids" in element_spec or pairs):  # a dict: declared
         raise TfpackError(
             "The dataset must yield unbatched dicts of packed features with at least "
-            f"`input_ids`. Received: element_spec={element_spec!r}")
+            "`input_ids` (pair packs: `encoder_input_ids` and `decoder_input_ids`). "
+            f"Received: element_spec={element_spec!r}")
     task = getattr(model, "task", None)
     problems = []
     for name, spec in element_spec.items():
@@ -148,8 +151,64 @@ def validate_element_spec(model, element_spec) -> dict:
     return {kind: size for kind, (_, size) in dataset.items()}
 
 
+def label_checks(model, x: dict) -> list:
+    """Named assertions: every class label a loss reads is inside ``[0, num_classes)``.
+
+    Eager TensorFlow refuses such a label inside the loss; under XLA the loss
+    becomes NaN without a word. The trainer runs these before its compiled
+    step (a label per sequence where ``sequence_mask`` is set, per token where
+    it is not ``-100``), so both refuse it alike.
+
+    >>> class Tagger:
+    ...     task, num_classes = "token_classification", 3
+    >>> _ = label_checks(Tagger(), {"labels": tf.constant([[0, 2, -100]])})  # -100: ignored
+    >>> try:
+    ...     label_checks(Tagger(), {"labels": tf.constant([[0, 5, -100]])})
+    ... except tf.errors.InvalidArgumentError as error:
+    ...     print("`labels` must be class ids in [0, 3)" in error.message)
+    True
+    """
+    classes = getattr(model, "num_classes", None)
+    if not isinstance(classes, int) or "labels" not in x:
+        return []
+    labels = tf.cast(x["labels"], tf.int32)
+    if _dimension("labels", getattr(model, "task", None)) == "K" and "sequence_mask" in x:
+        real = tf.cast(x["sequence_mask"], tf.float32) > 0
+    else:
+        real = tf.not_equal(labels, contract.IGNORE_LABEL)
+    bad = real & ((labels < 0) | (labels >= classes))
+    return [tf.debugging.Assert(
+        tf.logical_not(tf.reduce_any(bad)),
+        [f"`labels` must be class ids in [0, {classes}) (num_classes of the model). "
+         "Received: labels=", tf.boolean_mask(labels, bad)[:1]], name="check_label_range")]
+
+
+def pair_layout_checks(model, x: dict) -> list:
+    """A named assertion: pairs that share their prompt need ``PreferenceModel(share_prompt=True)``.
+
+    Shared prompts are real tokens of ``branch_ids`` 0
+    (`tfpack.inference.layouts`); another model would score each response
+    without its prompt.
+    """
+    if getattr(model, "share_prompt", True) or "branch_ids" not in x:
+        return []
+    shared = (x["sequence_ids"] > 0) & tf.equal(x["branch_ids"], 0)
+    return [tf.debugging.Assert(
+        tf.logical_not(tf.reduce_any(shared)),
+        ["`model` must be a PreferenceModel(share_prompt=True) to read pairs that share their "
+         "prompt (prompt tokens of branch_ids 0). Received: share_prompt=False"],
+        name="check_pair_layout")]
+
+
 def target_counts(model, x: dict) -> dict:
-    """Float32 scalars: targets per loss term, ``real_tokens`` and ``sequences``."""
+    """Float32 scalars: targets per loss term, ``real_tokens`` and ``sequences``.
+
+    The model's class labels and a pair layout are checked first
+    (`label_checks`, `pair_layout_checks`): the trainer counts targets outside
+    its compiled step, where an assertion still runs.
+    """
+    with tf.control_dependencies(label_checks(model, x) + pair_layout_checks(model, x)):
+        x = {k: tf.identity(v) for k, v in x.items()}
     if hasattr(model, "target_counts"):
         counts = {t: tf.cast(c, tf.float32) for t, c in model.target_counts(x).items()}
     else:
@@ -157,10 +216,13 @@ def target_counts(model, x: dict) -> dict:
         stats = model.loss_statistics(x, model(x, training=False))
         counts = {t: tf.cast(stats[f"{t}_count"], tf.float32) for t in model.loss_terms}
     if "sequence_ids" in x:
-        real = tf.cast(x["sequence_ids"] > 0, tf.float32)
+        real = tf.reduce_sum(tf.cast(x["sequence_ids"] > 0, tf.float32))
+    elif "encoder_sequence_ids" in x:  # Pair packs: the tokens of both rows.
+        real = tf.add_n([tf.reduce_sum(tf.cast(x[f"{side}_sequence_ids"] > 0, tf.float32))
+                         for side in ("encoder", "decoder")])
     else:
-        real = tf.cast(tf.not_equal(x["input_ids"], 0), tf.float32)
-    counts["real_tokens"] = tf.reduce_sum(real)
+        real = tf.reduce_sum(tf.cast(tf.not_equal(x["input_ids"], 0), tf.float32))
+    counts["real_tokens"] = real
     if "sequence_mask" in x:
         counts["sequences"] = tf.reduce_sum(tf.cast(x["sequence_mask"], tf.float32))
     elif "sequence_ids" in x:

@@ -24,11 +24,6 @@ assert keras.backend.backend() == "jax"
 # "flash" must run the kernel, not a path giving the same numbers.
 CALLS = count_flash_calls()
 LENGTH = 32
-# keras-hub's Qwen attention on JAX takes its fused path, which drops the
-# sliding window its other paths (TensorFlow, and the adapters' segmented
-# rows) apply: its dense packed output differs from keras-hub's windowed
-# one there. Flash keeps the window, so it is checked against segmented.
-WINDOW_DROPPED_ON_JAX = ("qwen2", "qwen3", "qwen3_moe")
 
 
 def outputs_and_gradients(adapter, backbone, packed, real):
@@ -59,14 +54,10 @@ for family in sys.argv[1:]:
     # This run compares flash with dense itself, outputs and gradients: the
     # run-time exactness check (tests/testing/test_exactness.py runs it on
     # JAX) would compile every family twice more (10-40 s each).
-    check = dict(check_exact=False)
-    reference = (dict(attention_implementation="segmented",
-                      max_sequences_per_pack=5)
-                 if family in WINDOW_DROPPED_ON_JAX else
-                 dict(attention_implementation="dense"))
     want, want_grads = outputs_and_gradients(
-        from_keras_hub(backbone, **reference, **check), backbone, packed, real)
-    flash = from_keras_hub(backbone, attention_implementation="flash", **check)
+        from_keras_hub(backbone, attention_implementation="dense", check_exact=False),
+        backbone, packed, real)
+    flash = from_keras_hub(backbone, attention_implementation="flash", check_exact=False)
     assert flash.implementation(LENGTH) == "flash"
     CALLS.clear()
     got, got_grads = outputs_and_gradients(flash, backbone, packed, real)

@@ -5,23 +5,30 @@ Rows of 130 tokens hold sequences that straddle keras-hub's chunk of 64
 convolution's kernel of 4 (1, 2, 3 tokens). For every family: each
 sequence's outputs are the keras-hub backbone's on that sequence alone, and
 the gradient of a loss summed over the packs' sequences is the sum of the
-per-sequence gradients (TensorFlow; on JAX the recurrences themselves are
-checked against keras-hub's in tests/layers/test_recurrence.py); the causal
-LM trains a step and `tfpack.predict` scores.
+per-sequence gradients (TensorFlow here; on JAX in one subprocess for the
+three families, `recurrent_jax_run.py`); the causal LM trains a step and
+`tfpack.predict` scores.
 """
+
+import os
+import pathlib
+import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from jax_env import jax_env
 from recurrent_helpers import FAMILIES, VOCAB, alone, examples
+from recurrent_helpers import IMPLEMENTATIONS, LENGTH, PACKS
 from recurrent_helpers import implementations, make, packed_examples
 from recurrent_helpers import packed_output, returns_logits, spans
 from tfpack import models, predict
 from tfpack.errors import TfpackError
 from tfpack.testing import assert_no_cross_contamination, next_token_labels
-from tfpack.testing import pack_examples
+from tfpack.testing import PackingNotExactError, check_packing_exact, pack_examples
 
 
 def _numpy(gradients):
@@ -121,3 +128,67 @@ def test_a_qwen3_5_with_a_vision_encoder_is_refused():
     backbone.vision_encoder = object()  # Stands in for a vision encoder.
     with pytest.raises(TfpackError, match="Only text Qwen3.5.*vision"):
         models.from_keras_hub(backbone)
+
+
+@pytest.mark.slow  # ~40 s of CPU: XLA compiles keras-hub's unrolled chunks.
+def test_packed_equals_each_sequence_alone_on_jax_under_jit():
+    pytest.importorskip("jax")
+    here = pathlib.Path(__file__).resolve().parent
+    path = os.pathsep.join(str(p) for p in (here.parents[2], here, here.parent))
+    done = subprocess.run(
+        [sys.executable, str(here / "recurrent_jax_run.py"), *sorted(FAMILIES)],
+        env=jax_env(PYTHONPATH=path), cwd=here, capture_output=True,
+        text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.strip().endswith("ok"), done.stdout
+
+
+@pytest.mark.parametrize("family,implementation", [
+    ("qwen3_5", "segmented"), ("qwen3_5", "dense"), ("rwkv7", "segmented")])
+def test_a_nan_in_one_sequence_never_reaches_the_others(family, implementation):
+    # Token VOCAB - 1 (its embedding row NaN) only at token 10 of the first
+    # sequence (70 tokens, across the chunk of 64): the recurrences multiply
+    # other sequences' values by zero weights, and 0 * NaN is NaN.
+    backbone = make(family)
+    options = dict(IMPLEMENTATIONS[0 if implementation == "dense" else 1])
+    adapter = models.from_keras_hub(backbone, check_exact=False, **options)
+    data = examples()
+    for e in data:
+        e["input_ids"] = np.where(e["input_ids"] == VOCAB - 1, 1, e["input_ids"])
+    packed = pack_examples(data, LENGTH, packs=PACKS)
+    clean = np.asarray(adapter(packed)["sequence_output"])
+    packed["input_ids"][0, 10] = VOCAB - 1
+    table = backbone.token_embedding.embeddings
+    table.assign(np.where(np.arange(VOCAB)[:, None] == VOCAB - 1, np.nan,
+                          np.asarray(table)))
+    out = np.asarray(adapter(packed)["sequence_output"])
+    first = np.zeros(out.shape[:2], bool)
+    first[0, 10:70] = True  # Its sequence from the bad token on.
+    assert np.isnan(out[first]).all()
+    np.testing.assert_array_equal(out[~first], clean[~first])
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_run_time_check_passes_against_keras_hub(family):
+    backbone = make(family)
+    for options in implementations(family):
+        adapter = models.from_keras_hub(backbone, check_exact=False, **options)
+        result = check_packing_exact(adapter)
+        assert result.reference == "keras-hub backbone", (family, options)
+        assert result.worst[1] < 0.5, (family, options, result.worst)
+        layers = [n for n in result.differences if n.startswith("layer ")]
+        assert len(layers) == 2, (family, layers)  # Each block compared.
+
+
+@pytest.mark.parametrize("family,where", [
+    ("qwen3_5", r"layer '\w+_0'"),
+    # RWKV-7's tiny random time mixing moves the block outputs by less than
+    # the tolerance; the gradients show the leak (1.4x the tolerance).
+    ("rwkv7", "gradient of 'rwkv_layer_0/")])
+def test_the_run_time_check_refuses_the_recurrence_without_resets(family, where):
+    adapter = models.from_keras_hub(make(family), check_exact=False)
+    extras = adapter.extras  # One segment a row: states run across sequences.
+    adapter.extras = lambda context, x: dict(
+        extras(context, x), segments=keras.ops.ones_like(context.sequence_ids))
+    with pytest.raises(PackingNotExactError, match=f"Received: {where}"):
+        check_packing_exact(adapter)

@@ -33,6 +33,7 @@ from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
 from tfpack.models.keras_hub.base import attend as dispatch
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import function
 from tfpack.models.keras_hub.internals import private
 
 
@@ -191,9 +192,26 @@ class KerasHubDecoder(KerasHubCausalBackbone):
         return sliding_window(layer)
 
     def dense_mask(self, layer, mask):
-        if getattr(layer, "sliding_window", None) is None:
-            return mask  # Qwen's attention applies its own window.
-        return sliding_window_mask(mask, layer.sliding_window)  # Mistral's
+        # Mistral's window, and Qwen's, which keras-hub's attention applies
+        # again where it computes attention itself (the same band), and drops
+        # where it calls the fused kernel (JAX): the dense path keeps it, as
+        # segmented and flash do.
+        band = sliding_window(layer)
+        return mask if band is None else sliding_window_mask(mask, band[0] + 1)
+
+    @property
+    def keras_hub_known_wrong(self):
+        """Why keras-hub's own backbone is not the exactness check's
+        reference here, or None: where keras-hub calls the fused attention
+        kernel (JAX), its Qwen attention drops the sliding window; the
+        reference is then the adapter's own computation on packs of one."""
+        fused = function("keras_hub.src.utils.keras_utils",
+                         "fused_attention_op_available")
+        if not any(getattr(layer, "sliding_window", None) is None
+                   and sliding_window(layer) is not None
+                   for layer in self.layers()) or not fused():
+            return None
+        return "keras-hub's fused attention drops Qwen's sliding window"
 
     def block(self, layer, x, context):
         return decoder_block(layer, x, context)

@@ -28,6 +28,7 @@ from keras import ops
 from tfpack.errors import TfpackError
 from tfpack.layers.recurrence import causal_conv1d
 from tfpack.layers.recurrence import chunked_gated_delta_rule
+from tfpack.layers.recurrence import isolate_in_sequences
 from tfpack.layers.recurrence import segments_of
 from tfpack.layers.rotary_embedding import rotate_partial
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
@@ -188,8 +189,13 @@ class KerasHubQwen3_5(KerasHubCausalBackbone):
 
     def block(self, layer, x, context):
         # Dense: `forward` isolates each block under the causal packed mask,
-        # which also bounds what a gated DeltaNet layer mixes.
-        return decoder_block(layer, x, context)
+        # which also bounds what a gated DeltaNet layer mixes. Segmented
+        # attention isolates inside its rows, but the gated DeltaNet runs on
+        # the whole row: there it is isolated per sequence.
+        if context.mask is not None or layer.layer_type != "linear_attention":
+            return decoder_block(layer, x, context)
+        clean, show = isolate_in_sequences(x, context.extras["segments"])
+        return show(decoder_block(layer, clean, context))
 
     def final_norm(self, x, context):
         return self.backbone.layer_norm(x)

@@ -19,6 +19,7 @@ norm); the adapter returns the normed hidden states as `sequence_output` and
 from keras import ops
 
 from tfpack.layers.recurrence import generalized_delta_rule
+from tfpack.layers.recurrence import isolate_in_sequences
 from tfpack.layers.recurrence import segments_of
 from tfpack.layers.recurrence import shift_within
 from tfpack.models.keras_hub.base import KerasHubCausalBackbone
@@ -119,6 +120,12 @@ class KerasHubRWKV7(KerasHubCausalBackbone):
     def layers(self):
         return list(self.backbone.rwkv_layers)
 
+    @property
+    def keras_hub_output_layer(self):
+        """The keras-hub layer whose output is `sequence_output` (the
+        backbone itself returns logits): what the exactness check compares."""
+        return self.backbone.output_layer_norm
+
     def extras(self, context, x):
         # `v_first` (layer 0's values) is handed from block to block.
         return {"segments": segments_of(context.sequence_ids),
@@ -126,11 +133,13 @@ class KerasHubRWKV7(KerasHubCausalBackbone):
 
     def block(self, layer, x, context):
         # Dense: `forward` isolates each block under the causal packed mask,
-        # which bounds what a block mixes (earlier tokens of its sequence).
-        carried = context.extras["v_first"]
-        x, carried[0] = rwkv_block(layer, x, carried[0],
-                                   context.extras["segments"])
-        return self.backbone.dropout(x, training=context.training)
+        # which bounds what a block mixes (earlier tokens of its sequence);
+        # without that mask (segmented), the block is isolated per sequence.
+        carried, segments = context.extras["v_first"], context.extras["segments"]
+        clean, show = (x, lambda out: out) if context.mask is not None \
+            else isolate_in_sequences(x, segments)
+        x, carried[0] = rwkv_block(layer, clean, carried[0], segments)
+        return show(self.backbone.dropout(x, training=context.training))
 
     def final_norm(self, x, context):
         return self.backbone.output_layer_norm(x)
