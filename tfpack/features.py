@@ -52,6 +52,7 @@ from collections.abc import Iterable
 
 from tfpack import tasks as _tasks
 from tfpack.errors import TfpackError
+from tfpack.params import InstanceOf, Text, declare_fields
 from tfpack.tasks.base import IGNORE_LABEL, Feature
 
 __all__ = [
@@ -179,6 +180,14 @@ def _any_task(name: str) -> str | None:
     return next((f.tasks[0] for f in table() if f.name == name and f.tasks), None)
 
 
+_NAMES = InstanceOf(tuple, description="a tuple of feature names")
+
+
+@declare_fields({
+    "name": Text(), **dict.fromkeys(
+        ("tokens", "sequence", "predictions", "derived", "shifted", "optional"), _NAMES),
+    "task": [None, Text()],
+})
 @dataclasses.dataclass(frozen=True)
 class FeatureRoles:
     """Which input features are token-level, per-sequence or prediction slots.

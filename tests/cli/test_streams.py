@@ -66,12 +66,13 @@ def test_closed_pipe_ends_quietly(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--dropout", "2.0"], r"`--dropout` must be in \[0, 1\). Received: --dropout=2.0"),
-    (["--learning-rate", "0"], r"`--learning-rate` must be a positive number"),
-    (["--packing-factor", "0.5"], r"`--packing-factor` must be a number >= 1"),
+    (["--dropout", "2.0"],
+     r"`--dropout` must be a finite number in \[0, 1\)\. Received: --dropout=2.0"),
+    (["--learning-rate", "0"], r"`--learning-rate` must be a finite number > 0"),
+    (["--packing-factor", "0.5"], r"`--packing-factor` must be a finite number >= 1"),
     (["--seed", "-1"], r"`--seed` must be a non-negative integer"),
-    (["--output", "{file}"], r"`--output` must be a run directory \(new or existing\). "
-                             r"Received: --output=.*afile \(a file\)"),
+    (["--output", "{file}"], r"`--output` must be a new or replaceable directory path.* "
+                             r"Received: --output=.*afile \(an existing entry of another kind\)"),
     (["--config", "{list_config}"], r"`--config` must hold a JSON object whose keys are flag "
                                     r"names. Received: --config=.* \(a list\)"),
     (["--config", "{steps_config}"], r"`--steps` must be a positive integer. "

@@ -43,7 +43,8 @@ def test_auto_is_never_worse_than_the_fixed_cuts(micro, steps, p):
 
 @pytest.mark.parametrize("args, message", [
     ((0, 1, 1.0), r"`micro_batch_size` must be a positive integer. Received: micro_batch_size=0"),
-    ((4, 1, 0.9), r"packing factor must be .* Received: plan_or_factor=0.9"),
+    ((4, 1, 0.9),
+     r"`packing_factor` must be a finite number >= 1 .* Received: packing_factor=0.9"),
     ((4, 1, {"efficiency": 1}), r"Received: plan_or_factor="),
 ])
 def test_bad_input(args, message):

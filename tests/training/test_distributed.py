@@ -33,16 +33,16 @@ def _run(mode, out, micro, steps=STEPS, extra=(), **env):
         stderr=subprocess.STDOUT, text=True)
 
 
-def _wait(process):
+def _wait(process, timeout=TIMEOUT):
     if process.returncode is not None and process.stdout.closed:  # Waited for already.
         assert process.returncode == 0
         return
     try:
-        output, _ = process.communicate(timeout=TIMEOUT)
+        output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         output, _ = process.communicate()
-        pytest.fail(f"worker timed out after {TIMEOUT}s:\n{output[-3000:]}")
+        pytest.fail(f"worker timed out after {timeout}s:\n{output[-3000:]}")
     assert process.returncode == 0, output[-3000:]
 
 

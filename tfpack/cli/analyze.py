@@ -48,12 +48,28 @@ COLUMNS = (
 )
 
 
-def _depths(values: list[str] | None) -> list[int | None]:
+def depth_list(text: str) -> list[int | None]:
+    """One ``--max-sequences-per-pack`` value: comma-separated depths, each a positive
+    integer or ``none``.
+
+    >>> depth_list("3,none")
+    [3, None]
+    """
+    parts = [part for part in text.split(",") if part.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("must be a positive integer or 'none'. "
+                                          f"Received: --max-sequences-per-pack={text!r}")
+    return [parse_max_sequences_per_pack(part) for part in parts]
+
+
+# Declared for the common API test (tfpack.params): each part 'none' or a positive integer.
+depth_list.__tfpack_constraint__ = parse_max_sequences_per_pack.__tfpack_constraint__
+
+
+def _depths(values: list[list[int | None]] | None) -> list[int | None]:
     if not values:
         return list(DEFAULT_DEPTHS)
-    depths = [parse_max_sequences_per_pack(part)
-              for value in values for part in value.split(",") if part.strip()]
-    return list(dict.fromkeys(depths))
+    return list(dict.fromkeys(depth for value in values for depth in value))
 
 
 def _cell(key: str, value) -> str:
@@ -97,6 +113,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("histogram", metavar="HISTOGRAM", type=types.text, help="histogram file or bundled name (e.g. wikipedia_512)")
     parser.add_argument("--max-length", type=types.count, required=True, help="L: tokens per pack")
     parser.add_argument("--max-sequences-per-pack", "--max-per-pack", action="append", metavar="K",
+                        type=depth_list,
                         help="K: sequences per pack or 'none'; repeat or comma-separate "
                              "(default: 3,none); old name: --max-per-pack")
     parser.add_argument("--algorithms", type=types.text,
@@ -115,10 +132,7 @@ def run(args: argparse.Namespace) -> int:
     """Plan with every algorithm and depth; print the table (or JSON); plot."""
     from tfpack import packing
 
-    try:
-        depths = _depths(args.max_sequences_per_pack)
-    except argparse.ArgumentTypeError as error:
-        raise TfpackError(str(error)) from None
+    depths = _depths(args.max_sequences_per_pack)
     chosen = args.algorithms is not None
     names = [name.strip() for name in (args.algorithms or ",".join(DEFAULT_ALGORITHMS)).split(",") if name.strip()]
     unknown = [name for name in names if name not in packing.algorithm_names()]

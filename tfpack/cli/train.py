@@ -20,6 +20,13 @@ accumulation`` (default) cuts the accumulation count by the packing factor,
 ``batch`` cuts the micro-batch, ``beta`` keeps both and uses LAMB's
 ``beta ** p`` instead (seed 000, section 3.3).
 
+``--per-host`` (Google records, ``--strategy multi-worker``): each worker
+reads only its own files of ``--input`` (``files[w::W]``, at least one file a
+worker) and packs them; the workers agree on one pack count and pad with empty
+packs, so every example is trained on exactly once an epoch
+(`tfpack.training.HostPacking`). The packing factor is then known only after
+packing: pass ``--packing-factor`` to adjust the batch rule by it.
+
 Before the first update the model is checked: one probe pack through the
 packed model and each of its sequences alone must agree (outputs and
 gradients); ``--no-check-exact`` skips it (docs/training.md).
@@ -39,6 +46,8 @@ import os
 import sys
 
 from tfpack.errors import TfpackError
+from tfpack.params import (Boolean, ExistingFile, Integer, Options, OutputPath, Real, Text,
+                           argument, check)
 
 __all__ = ["add_parser", "run", "DEFAULTS", "RESUMABLE", "build_model"]
 
@@ -51,7 +60,7 @@ DEFAULTS = {
     "learning_rate": 1e-3, "weight_decay": 0.01, "warmup_steps": 0,
     "strategy": "default", "tpu": None, "mixed_precision": "float32", "jit_compile": True,
     "log_every": 10, "checkpoint_every": 100, "seed": 0, "progress": False,
-    "check_exact": True,
+    "check_exact": True, "per_host": False,
 }
 # Keys renamed since (old name -> name): old --config files and train_config.json still load.
 RENAMED = {"max_per_pack": "max_sequences_per_pack"}
@@ -65,6 +74,54 @@ _CHOICES = {
     "strategy": ("default", "mirrored", "multi-worker", "tpu"),
     "mixed_precision": ("float32", "mixed_float16", "mixed_bfloat16"),
 }
+_POSITIVE, _NON_NEGATIVE = Integer(1), Integer(0)
+# Every setting's constraint (tfpack.params), declared once: it is the flag's argparse type
+# and the check of a --config value alike.
+SETTINGS = {
+    "input": Text("a glob of TFRecords or a packed output directory (flag or config)"),
+    "input_format": Options(*_CHOICES["input_format"]),
+    "pack": Text("a planner name or 'none'"),
+    "output": OutputPath("directory"),
+    **dict.fromkeys(("max_length", "max_sequences_per_pack", "max_predictions", "vocab_size",
+                     "layers", "hidden", "heads", "intermediate", "steps", "batch_size",
+                     "accumulation_steps", "log_every", "checkpoint_every"), _POSITIVE),
+    "warmup_steps": _NON_NEGATIVE, "seed": _NON_NEGATIVE,
+    "dropout": Real(0, 1, closed="left"),
+    "learning_rate": Real(0, closed="neither"),
+    "weight_decay": Real(0),
+    "packing_factor": [None, Real(1)],
+    "packing_adjustment": Options(*_CHOICES["packing_adjustment"]),
+    "strategy": Options(*_CHOICES["strategy"]),
+    "tpu": [None, Text("a TPU name or address")],
+    "mixed_precision": Options(*_CHOICES["mixed_precision"]),
+    **dict.fromkeys(("jit_compile", "progress", "check_exact", "per_host"), Boolean()),
+}
+_HELP = {
+    "input": "glob of TFRecords (packed from `tfpack pack`, or Google format)",
+    "input_format": "(default packed)",
+    "pack": "google input: planner name, or 'none' to train unpacked (default optimal)",
+    "output": "run directory: config, log.jsonl, checkpoints (resumed if present)",
+    "max_sequences_per_pack": "K (google input; old name: --max-per-pack)",
+    "max_length": "L (google input)", "max_predictions": "M (google input)",
+    "vocab_size": "BERT vocabulary", "layers": "encoder layers", "hidden": "hidden size",
+    "heads": "attention heads", "intermediate": "feed-forward size",
+    "steps": "optimizer updates", "batch_size": "unpacked sequences per replica per micro-step",
+    "accumulation_steps": "unpacked micro-steps per update",
+    "warmup_steps": "linear learning-rate warm-up",
+    "log_every": "updates per log line (one host sync)",
+    "checkpoint_every": "updates per checkpoint", "seed": "seed",
+    "packing_factor": "override the packing factor (default: from the plan / stats.json)",
+    "strategy": "tf.distribute strategy (default: default)",
+    "tpu": "TPU name or address for --strategy tpu",
+}
+
+
+def _flag_type(constraint):
+    """The argparse type of a declared setting (ints and numbers converted first)."""
+    kinds = constraint if isinstance(constraint, list) else [constraint]
+    convert = (int if any(isinstance(k, Integer) for k in kinds)
+               else float if any(isinstance(k, Real) for k in kinds) else str)
+    return argument([k for k in kinds if k is not None], convert=convert)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -73,39 +130,27 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "train", help="train a BERT on packed or unpacked TFRecords (tf.distribute, XLA)",
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("--config", help="JSON file of settings (keys: flag names)")
+    parser.add_argument("--config", type=argument(ExistingFile()),
+                        help="JSON file of settings (keys: flag names)")
+    for name, constraint in SETTINGS.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(constraint, Boolean):
+            continue  # switches, below
+        aliases = ("--max-per-pack",) if name == "max_sequences_per_pack" else ()
+        if name in _CHOICES:
+            parser.add_argument(flag, choices=_CHOICES[name], help=_HELP.get(name))
+        else:
+            parser.add_argument(flag, *aliases, type=_flag_type(constraint), help=_HELP.get(name))
     add = parser.add_argument
-    add("--input", help="glob of TFRecords (packed from `tfpack pack`, or Google format)")
-    add("--input-format", choices=_CHOICES["input_format"], help="(default packed)")
-    add("--pack", help="google input: planner name, or 'none' to train unpacked (default optimal)")
-    add("--output", help="run directory: config, log.jsonl, checkpoints (resumed if present)")
-    add("--max-sequences-per-pack", "--max-per-pack", type=int,
-        help="K (google input; old name: --max-per-pack)")
-    for name, help_text in (("max-length", "L (google input)"),
-                            ("max-predictions", "M (google input)"),
-                            ("vocab-size", "BERT vocabulary"), ("layers", "encoder layers"),
-                            ("hidden", "hidden size"), ("heads", "attention heads"),
-                            ("intermediate", "feed-forward size"), ("steps", "optimizer updates"),
-                            ("batch-size", "unpacked sequences per replica per micro-step"),
-                            ("accumulation-steps", "unpacked micro-steps per update"),
-                            ("warmup-steps", "linear learning-rate warm-up"),
-                            ("log-every", "updates per log line (one host sync)"),
-                            ("checkpoint-every", "updates per checkpoint"), ("seed", "seed")):
-        add(f"--{name}", type=int, help=help_text)
-    for name in ("dropout", "learning-rate", "weight-decay"):
-        add(f"--{name}", type=float)
-    add("--packing-factor", type=float,
-        help="override the packing factor (default: from the plan / stats.json)")
-    add("--packing-adjustment", choices=_CHOICES["packing_adjustment"])
-    add("--strategy", choices=_CHOICES["strategy"], help="tf.distribute strategy (default: default)")
-    add("--tpu", help="TPU name or address for --strategy tpu")
-    add("--mixed-precision", choices=_CHOICES["mixed_precision"])
     add("--no-jit", dest="jit_compile", action="store_const", const=False, default=None,
         help="do not compile the per-replica step with XLA")
     add("--progress", action="store_const", const=True, default=None, help="progress bar")
     add("--no-check-exact", dest="check_exact", action="store_const", const=False,
         default=None, help="skip the exactness check before the first update (a probe "
         "pack against each of its sequences alone; docs/training.md)")
+    add("--per-host", action="store_const", const=True, default=None,
+        help="google input: each worker reads and packs only its own files (one file per "
+        "worker at least; docs/training.md)")
     parser.set_defaults(run=run)
     return parser
 
@@ -133,43 +178,12 @@ def resolve(args: argparse.Namespace) -> dict:
             raise TfpackError(f"`--config` keys must be flag names. Received: unknown keys {unknown}")
         config.update(_renamed({k.replace("-", "_"): v for k, v in loaded.items()}))
     config.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
-    for key in ("input", "output"):
-        if not config[key]:
-            raise TfpackError(f"`--{key}` is required (flag or config). Received: --{key}=None")
-    for key, choices in _CHOICES.items():
-        if config[key] not in choices:
-            raise TfpackError(f"`--{key.replace('_', '-')}` must be one of {choices}. "
-                              f"Received: --{key.replace('_', '-')}={config[key]!r}")
-    for key in ("max_length", "max_sequences_per_pack", "max_predictions", "vocab_size", "layers",
-                "hidden", "heads", "intermediate", "steps", "batch_size",
-                "accumulation_steps", "log_every", "checkpoint_every"):
-        if _bad_int(config[key], 1):
-            raise TfpackError(f"`--{key.replace('_', '-')}` must be a positive integer. "
-                              f"Received: --{key.replace('_', '-')}={config[key]!r}")
-    if not isinstance(config["check_exact"], bool):
-        raise TfpackError("`check_exact` must be true or false. "
-                          f"Received: check_exact={config['check_exact']!r}")
-    for key in ("warmup_steps", "seed"):
-        if _bad_int(config[key], 0):
-            raise TfpackError(f"`--{key.replace('_', '-')}` must be a non-negative integer. "
-                              f"Received: --{key.replace('_', '-')}={config[key]!r}")
-    for key, low, high, rule in (("dropout", 0.0, 1.0, "in [0, 1)"),
-                                 ("learning_rate", 0.0, None, "a positive number"),
-                                 ("weight_decay", 0.0, None, "a non-negative number")):
-        value = config[key]
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if (not number or value != value or value < low or (high is not None and value >= high)
-                or (key == "learning_rate" and value <= 0)):
-            raise TfpackError(f"`--{key.replace('_', '-')}` must be {rule}. "
-                              f"Received: --{key.replace('_', '-')}={value!r}")
-    factor = config["packing_factor"]
-    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
-                               or not factor >= 1.0):
-        raise TfpackError("`--packing-factor` must be a number >= 1. "
-                          f"Received: --packing-factor={factor!r}")
-    if os.path.exists(config["output"]) and not os.path.isdir(config["output"]):
-        raise TfpackError("`--output` must be a run directory (new or existing). "
-                          f"Received: --output={config['output']} (a file)")
+    for key, constraint in SETTINGS.items():  # --config values: the flags' declarations
+        check(key, config[key], constraint, label="--" + key.replace("_", "-"))
+    if config["per_host"] and config["input_format"] != "google":
+        raise TfpackError("`--per-host` packs Google records on each worker (a packed output "
+                          "is already read by share). Received: --per-host with "
+                          f"--input-format={config['input_format']}")
     _check_run_directory(config["output"])
     return config
 
@@ -198,10 +212,6 @@ def _check_run_directory(output: str) -> None:
         raise TfpackError("`--output` must be a new directory or a `tfpack train` run (with its "
                           f"train_config.json). Received: --output={output} holding "
                           f"{', '.join(clash)}, not written by tfpack (it would be replaced)")
-
-
-def _bad_int(value, low: int) -> bool:
-    return isinstance(value, bool) or not isinstance(value, int) or value < low
 
 
 def _strategy(config: dict):
@@ -247,8 +257,10 @@ def _dataset(config: dict):
             except (OSError, ValueError, KeyError, TypeError):
                 factor = 1.0
         return dataset, float(factor), spec
-    examples = formats.read_google_records(check_input_patterns(config["input"]))
     unpacked = config["pack"] == "none"
+    if config["per_host"]:
+        return _per_host(config, unpacked)
+    examples = formats.read_google_records(check_input_patterns(config["input"]))
     packer = data.pack(
         max_length=config["max_length"],
         max_sequences_per_pack=1 if unpacked else config["max_sequences_per_pack"],
@@ -257,6 +269,24 @@ def _dataset(config: dict):
     dataset = examples.apply(packer)
     factor = config["packing_factor"] or packer.report.packing_factor or 1.0
     return dataset, float(factor), dataset.element_spec
+
+
+def _per_host(config: dict, unpacked: bool):
+    """Google records each worker packs from its own files (`tfpack.training.HostPacking`):
+    the packing factor is known only after packing, so it is ``--packing-factor`` (1: no
+    adjustment of the batch rule); the packs' features are the BERT ones."""
+    from tfpack.data import packed_feature_spec
+    from tfpack.features import FeatureRoles
+    from tfpack.training import HostPacking
+
+    K = 1 if unpacked else config["max_sequences_per_pack"]
+    source = HostPacking(
+        check_input_patterns(config["input"]).split(","), max_length=config["max_length"],
+        max_sequences_per_pack=K, max_predictions_per_pack=config["max_predictions"],
+        algorithm="none" if unpacked else config["pack"], truncate=True, seed=config["seed"])
+    spec = packed_feature_spec(FeatureRoles.bert(), config["max_length"], K,
+                               config["max_predictions"])
+    return source, float(config["packing_factor"] or 1.0), spec
 
 
 def input_directory(pattern: str) -> str:
@@ -383,9 +413,10 @@ def run(args: argparse.Namespace) -> int:
         checkpoint_every=config["checkpoint_every"],
         log_path=os.path.join(config["output"], "log.jsonl"), log_every=config["log_every"],
         progress=config["progress"], check_exact=config["check_exact"])
-    # A packed output: each worker reads its share, epoch after epoch.
-    result = trainer.fit(dataset if isinstance(dataset, inputs.PackedOutput)
-                         else dataset.repeat(), config["steps"])
+    # A packed output: each worker reads its share, epoch after epoch; per host: each
+    # worker packs its own files.
+    by_worker = isinstance(dataset, (inputs.PackedOutput, training.HostPacking))
+    result = trainer.fit(dataset if by_worker else dataset.repeat(), config["steps"])
     if trainer.exactness is not None:
         print(f"tfpack train: {trainer.exactness.describe()}", file=sys.stderr)
     last = result.history[-1] if result.history else {}

@@ -31,12 +31,21 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfpack import features as contract
-from tfpack.features import FeatureRoles
-from tfpack.features import IGNORE_LABEL
+from tfpack.features import IGNORE_LABEL, FeatureRoles
+from tfpack.params import Anything, Boolean, InstanceOf, Integer, validate_params
 
 __all__ = ["assemble"]
 
 
+@validate_params({
+    "examples": InstanceOf(dict, description="a dict of feature name -> tensor"),
+    "order": Anything("int [n] indices (a tensor or a list), checked by TensorFlow"),
+    "splits": Anything("int [P + 1] boundaries (a tensor or a list), checked by TensorFlow"),
+    "roles": InstanceOf(FeatureRoles), "max_length": Integer(1),
+    "max_sequences_per_pack": Integer(1), "max_predictions": [None, Integer(0)],
+    "check_partitions": Boolean(),
+    "example_ids": [None, Anything("int [N] indices (a tensor or a list)")],
+})
 def assemble(
     examples: dict,
     order,

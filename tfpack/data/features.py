@@ -40,10 +40,13 @@ import tensorflow as tf
 
 from tfpack import features as contract
 from tfpack.features import FeatureRoles
+from tfpack.params import InstanceOf, Integer, validate_params
 
 __all__ = ["packed_feature_names", "packed_feature_spec"]
 
 
+@validate_params({"roles": InstanceOf(FeatureRoles), "max_length": Integer(1),
+                  "max_sequences_per_pack": Integer(1), "max_predictions": [None, Integer(0)]})
 def packed_feature_spec(
     roles: FeatureRoles, max_length: int, max_sequences_per_pack: int, max_predictions: int | None
 ) -> dict[str, tf.TensorSpec]:

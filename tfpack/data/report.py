@@ -8,9 +8,23 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfpack.params import Anything, Boolean, InstanceOf, Integer, Options, Real, declare_fields
+
 __all__ = ["PackReport"]
 
 
+_COUNT = [None, Integer(0)]
+
+
+@declare_fields({
+    "mode": Options("offline", "streaming"), "packs": _COUNT, "sequences": _COUNT,
+    "tokens": _COUNT, "efficiency": [None, Real(0)], "packing_factor": [None, Real(0)],
+    "padding_packs": Integer(0), "dropped_packs": Integer(0), "dropped_sequences": Integer(0),
+    "num_workers": Integer(1), "worker": Integer(0), "max_predictions_per_pack": _COUNT,
+    "input_sharded": Boolean(), "host_packs": [None, InstanceOf(list)],
+    "plan": Anything("the PackingPlan used, or None"),
+    "balance": Anything("the BatchBalance of the batches, or None"),
+})
 @dataclasses.dataclass
 class PackReport:
     """What a `Packer` produced (offline mode: exact; streaming: settings only).

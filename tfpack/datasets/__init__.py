@@ -15,8 +15,8 @@ import importlib.resources
 import numpy as np
 
 from tfpack.datasets.text import bert_vocab_path, stdlib_documents, stdlib_modules
-from tfpack.errors import TfpackError
 from tfpack.packing.histograms import read_histogram
+from tfpack.params import Options, validate_params
 
 __all__ = ["histogram", "histogram_names", "histogram_path", "bert_vocab_path",
            "stdlib_documents", "stdlib_modules"]
@@ -30,16 +30,21 @@ def histogram_names() -> list[str]:
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
 
 
+# The bundled histograms (package data: fixed when tfpack is installed).
+_NAME = Options(*histogram_names())
+
+
+@validate_params({"name": _NAME})
 def histogram_path(name: str):
-    """The path of a bundled histogram file (plain text, DESIGN.md format)."""
-    names = histogram_names()
-    if name not in names:
-        raise TfpackError(
-            f"`name` must be one of the bundled histograms {names}. Received: name={name!r}"
-        )
+    """The path of a bundled histogram file (plain text, DESIGN.md format).
+
+    >>> histogram_path("wikipedia_512").name
+    'wikipedia_512.txt'
+    """
     return importlib.resources.files(__name__).joinpath(_DATA, f"{name}.txt")
 
 
+@validate_params({"name": _NAME})
 def histogram(name: str) -> np.ndarray:
     """Load a bundled length histogram by name.
 

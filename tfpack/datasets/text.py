@@ -25,8 +25,7 @@ import os
 import re
 import sys
 
-from tfpack.errors import TfpackError
-from tfpack.params import validate_params
+from tfpack.params import Integer, validate_params
 
 __all__ = ["stdlib_documents", "stdlib_modules", "bert_vocab_path"]
 
@@ -42,6 +41,7 @@ def bert_vocab_path() -> str:
     return os.path.join(os.path.dirname(__file__), "vocab", "bert_uncased_vocab.txt")
 
 
+@validate_params({"max_documents": [None, Integer(1)], "min_sentences": Integer(0)})
 def stdlib_documents(max_documents: int | None = None, min_sentences: int = 2
                      ) -> list[list[str]]:
     """Documents (lists of sentences) from the standard library's docstrings.
@@ -54,9 +54,6 @@ def stdlib_documents(max_documents: int | None = None, min_sentences: int = 2
     Returns:
         One list of sentences per module, in sorted module order.
     """
-    if max_documents is not None and (not isinstance(max_documents, int) or max_documents < 1):
-        raise TfpackError("`max_documents` must be a positive integer or None. "
-                          f"Received: max_documents={max_documents!r}")
     documents = []
     for path in _source_files():
         sentences = _sentences(path)

@@ -41,13 +41,28 @@ import time
 from tfpack.errors import TfpackError
 from tfpack.packing.balance import check_balance
 from tfpack.packing.flow import check_plan_fits, check_source, shard_size
+from tfpack.packing.plans import PackingPlan
+from tfpack.params import (Anything, Boolean, Directory, InstanceOf, Integer, Options,
+                           OutputPath, Text, declare_fields, validate_params)
 
 __all__ = ["Job", "JOB_FIELDS", "Built", "Engine", "register", "get", "names", "pack", "finish",
            "input_stamp", "check_unchanged"]
 
 _ENGINES: dict[str, type[Engine]] = {}
+_PATTERN = [Text("a glob or comma-separated globs"),
+            InstanceOf(list, tuple, description="a list of globs")]
+_NAME = Text("an engine name")
+_COUNT = Integer(0)
 
 
+@declare_fields({
+    "input_pattern": _PATTERN, "max_length": Integer(1),
+    "max_sequences_per_pack": [None, Integer(1)], "algorithm": [None, Text("a planner name")],
+    "plan": [None, InstanceOf(PackingPlan)], "max_predictions_per_pack": [None, Integer(0)],
+    "packs_per_shard": Integer(1), "seed": Integer(0), "shuffle": Boolean(),
+    "batch_size": [None, Integer(1)],
+    "balance": [None, Boolean(), Options("sequences", "tokens")],
+})
 @dataclasses.dataclass(frozen=True)
 class Job:
     """What ``tfpack pack`` is asked to do, the same for every engine.
@@ -83,16 +98,11 @@ class Job:
     balance: object = None
 
     def check(self) -> None:
-        """Refuse bad arguments before any input is read or anything written."""
+        """Refuse bad arguments before any input is read or anything written (each field's
+        own kind is declared: `declare_fields`)."""
         from tfpack.formats import validation
 
         check_source(self.plan, self.algorithm)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise TfpackError("`seed` must be a non-negative integer. "
-                              f"Received: seed={self.seed!r}")
-        if not isinstance(self.packs_per_shard, int) or self.packs_per_shard < 1:
-            raise TfpackError("`packs_per_shard` must be a positive integer. "
-                              f"Received: packs_per_shard={self.packs_per_shard!r}")
         validation.check_sizes(self.max_length, self.max_sequences_per_pack,
                                self.max_predictions_per_pack)
         if self.plan is not None:
@@ -108,6 +118,13 @@ class Job:
 JOB_FIELDS = tuple(f.name for f in dataclasses.fields(Job) if f.name != "input_pattern")
 
 
+@declare_fields({
+    "plan": Anything("the PackingPlan used"), "shards": InstanceOf(list),
+    "features": InstanceOf(dict), "max_sequences_per_pack": Integer(1),
+    "max_predictions_per_pack": [None, _COUNT], "input_files": _COUNT, "sequences": _COUNT,
+    "tokens": _COUNT, "packs": _COUNT, "seconds": InstanceOf(dict),
+    "balance": [None, InstanceOf(dict)],
+})
 @dataclasses.dataclass
 class Built:
     """What an engine hands to `finish`: complete shards and what they hold.
@@ -171,6 +188,7 @@ class Engine(abc.ABC):
         return []
 
 
+@validate_params({"name": _NAME})
 def register(name: str):
     """Class decorator: register an `Engine` subclass under ``name``."""
     def decorate(cls):
@@ -185,6 +203,7 @@ def names() -> list[str]:
     return list(_ENGINES)
 
 
+@validate_params({"name": _NAME})
 def get(name: str) -> type[Engine]:
     """The engine registered as ``name``."""
     if name not in _ENGINES:
@@ -192,6 +211,9 @@ def get(name: str) -> type[Engine]:
     return _ENGINES[name]
 
 
+@validate_params({"engine": _NAME, "input_pattern": _PATTERN,
+                  "output_dir": OutputPath("directory"), "overwrite": Boolean(),
+                  "engine_options": [None, InstanceOf(dict)]})
 def pack(engine: str, input_pattern, output_dir: str, *, overwrite: bool = False,
          engine_options: dict | None = None, **job) -> dict:
     """Run ``tfpack pack`` on ``engine``; returns the stats (also in ``stats.json``).
@@ -243,6 +265,8 @@ def check_unchanged(path: str, stamp) -> None:
                           f"Received: file={path!r} {what}")
 
 
+@validate_params({"job": InstanceOf(Job), "built": InstanceOf(Built), "directory": Directory(),
+                  "engine": _NAME})
 def finish(job: Job, built: Built, directory: str, *, engine: str) -> dict:
     """Stage 5: ``plan.json``, ``stats.json`` and, last, ``manifest.json``; the stats."""
     from tfpack.formats import manifest

@@ -47,6 +47,12 @@ from tensorflow.python.data.ops import dataset_ops, iterator_ops
 
 from tfpack.errors import TfpackError
 from tfpack.formats import blocks, manifest
+from tfpack.params import (Boolean, Directory, InstanceOf, Integer, IntegerPair, Text,
+                           declare_fields, validate_params)
+
+# An output directory, a glob, comma-separated globs or a list of globs (tfpack.params).
+PATTERN = [Text("an output directory, a glob or comma-separated globs"), Directory(),
+           InstanceOf(list, tuple, description="a list of globs")]
 
 __all__ = ["PackedOutput", "packed_output", "read_packed"]
 
@@ -54,6 +60,13 @@ _LEGACY_BLOCK = 1024  # records per (count-checked) block of a shard without dig
 _MARK = "TfpackError: "
 
 
+@declare_fields({
+    "directory": Text("a directory path"), "shards": InstanceOf(tuple), "packs": Integer(0),
+    "features": InstanceOf(dict), "max_length": Integer(1), "max_sequences_per_pack": Integer(1),
+    "max_predictions_per_pack": [None, Integer(0)], "batch_size": [None, Integer(1)],
+    "generation": [None, InstanceOf(str)], "blocks": InstanceOf(tuple),
+    "sha256": InstanceOf(tuple),
+})
 @dataclasses.dataclass(frozen=True)
 class PackedOutput:
     """A packed output as its manifest describes it (no shard is read).
@@ -91,6 +104,7 @@ class PackedOutput:
         return all(b is not None for b in self.blocks)
 
 
+@validate_params({"pattern": PATTERN})
 def packed_output(pattern) -> PackedOutput:
     """Open one packed output from its metadata: manifest, file sizes, record counts.
 
@@ -147,6 +161,8 @@ def _open(directory: str, files) -> PackedOutput:
         sha256=tuple(s["sha256"] for s in shards))
 
 
+@validate_params({"pattern": PATTERN, "deterministic": Boolean(), "verify_checksums": Boolean(),
+                  "batched": Boolean(), "packs": [None, IntegerPair(0)]})
 def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
                 verify_checksums: bool = True, batched: bool = False,
                 packs: tuple[int, int] | None = None) -> tf.data.Dataset:
@@ -223,9 +239,7 @@ def read_packed(pattern: str | Iterable[str], *, deterministic: bool = True,
 def _range(packs, total: int) -> tuple[int, int]:
     if packs is None:
         return 0, total
-    ok = (isinstance(packs, (tuple, list)) and len(packs) == 2
-          and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in packs))
-    if not ok or not 0 <= packs[0] <= packs[1] <= total:
+    if not packs[0] <= packs[1] <= total:  # two integers >= 0: declared
         raise TfpackError(f"`packs` must be (start, stop) with 0 <= start <= stop <= {total} "
                           f"(the packs of the output). Received: packs={packs!r}")
     return int(packs[0]), int(packs[1])

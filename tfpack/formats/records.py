@@ -40,7 +40,9 @@ from tfpack.formats.packed_values import check_packs
 from tfpack.formats.protos import encode_examples
 from tfpack.formats.rows import dense_rows
 from tfpack.formats.validation import GOOGLE_FEATURES
-from tfpack.params import ExistingFile
+from tfpack.formats.packed import PATTERN
+from tfpack.params import (Anything, Boolean, Directory, ExistingFile, Integer, OutputPath,
+                           TokenIds, validate_params)
 
 __all__ = [
     "GOOGLE_FEATURES",
@@ -159,6 +161,7 @@ def parse_google_batch(serialized: tf.Tensor, widths: dict[str, int] | None = No
     }
 
 
+@validate_params({"pattern": PATTERN, "deterministic": Boolean(), "validate": Boolean()})
 def read_google_records(pattern: str | Iterable[str], *, deterministic: bool = True,
                         validate: bool = True) -> tf.data.Dataset:
     """Unpacked BERT examples from Google ``create_pretraining_data`` TFRecords.
@@ -349,6 +352,11 @@ def _raise_unparseable(path: str, start: int) -> None:
                       f"file={path!r}, records {start} to {start + _BATCH - 1}")
 
 
+@validate_params({
+    "input_ids": TokenIds(), "token_type_ids": TokenIds(), "masked_lm_positions": TokenIds(),
+    "masked_lm_ids": TokenIds(), "next_sentence_label": Integer(0, 1),
+    "max_seq_length": Integer(1), "max_predictions_per_seq": Integer(0),
+})
 def google_example(input_ids, token_type_ids, masked_lm_positions, masked_lm_ids,
                    next_sentence_label, *, max_seq_length, max_predictions_per_seq) -> bytes:
     """Serialize one example the way Google's ``create_pretraining_data`` does.
@@ -385,6 +393,8 @@ def packed_features(packs: dict[str, np.ndarray]) -> dict:
                 list(np.shape(v)[1:])) for n, v in packs.items()}
 
 
+@validate_params({"packs": Anything("batches of packs, each checked as it is written"),
+                  "path": [OutputPath("file"), Directory()]})
 def write_packed(packs: Iterable[dict[str, np.ndarray]], path: str) -> int:
     """Write batches of packs (dicts of ``[P, ...]`` arrays) as a complete packed output.
 

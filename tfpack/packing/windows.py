@@ -23,6 +23,7 @@ import numpy as np
 from tfpack.errors import TfpackError
 from tfpack.packing.histograms import histogram
 from tfpack.packing.plans import plan as make_plan
+from tfpack.params import Anything, InstanceOf, Integer, validate_params
 
 __all__ = ["plan_window", "streaming_metrics", "permute_packs", "fit_to_multiple",
            "take_worker", "check_lengths", "check_predictions", "empty_dataset_error",
@@ -98,6 +99,13 @@ def plan_window(lengths, max_length, max_sequences_per_pack, algorithm, *, seed=
     return (np.asarray(assignment.order, np.int64), np.asarray(assignment.splits, np.int64))
 
 
+@validate_params({
+    "lengths": Anything("sequence lengths (a 1-D array), checked by the planner"),
+    "max_length": Integer(1), "max_sequences_per_pack": [None, Integer(1)],
+    "window": Integer(1),
+    "algorithm": [None, InstanceOf(str, description="a planner name (tfpack.packing)")],
+    "seed": Integer(0),
+})
 def streaming_metrics(lengths, max_length, max_sequences_per_pack, window, algorithm=None,
                       *, seed=0) -> dict:
     """Packs and efficiency that streaming mode reaches on ``lengths``.

@@ -7,6 +7,7 @@
   global loss denominators, mixed precision, JSON-lines logs, checkpoints);
   given a packed output, each worker reads only its share.
 - `packed_dataset_fn`: the same share per worker for `model.fit`.
+- `HostPacking`: raw files each worker packs from its own share (`Trainer.fit`).
 - `ExactnessCheck`: the Keras callback that refuses, before `model.fit`
   trains, a packed model that is not exact (`Trainer` checks by itself).
 
@@ -21,6 +22,7 @@ Example:
 
 from tfpack.training.batching import BatchRule, for_packing, packing_factor_of
 from tfpack.training.exactness import ExactnessCheck
+from tfpack.training.hosts import HostPacking
 from tfpack.training.inputs import packed_dataset_fn
 from tfpack.training.lamb import DEFAULT_EXCLUDE, Lamb
 from tfpack.training.loop import NonFiniteLossError, Trainer, TrainResult
@@ -30,6 +32,7 @@ __all__ = [
     "BatchRule",
     "DEFAULT_EXCLUDE",
     "ExactnessCheck",
+    "HostPacking",
     "Lamb",
     "NonFiniteLossError",
     "TrainResult",

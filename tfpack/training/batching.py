@@ -57,15 +57,38 @@ import math
 from typing import Any
 
 from tfpack.errors import TfpackError
-from tfpack.params import Anything, Integer, Options, Real, validate_params
+from tfpack.params import (Constraint, InstanceOf, Integer, Options, Real, declare_fields,
+                           validate_params)
 
 __all__ = ["BatchRule", "for_packing", "packing_factor_of", "pack_depth_std_of"]
 
 _CUTS = ("accumulation", "batch", "auto")
+
+
+class _Plan(Constraint):
+    """A plan (anything with ``metrics``: `PackingPlan`, pair plans) or its metrics dict;
+    the factor inside is checked by `packing_factor_of`."""
+
+    description = "a PackingPlan or its metrics dict"
+
+    def holds(self, value) -> bool:
+        return isinstance(value, dict) or hasattr(value, "metrics")
+
+    def bad_values(self) -> list:
+        return [object(), "2.0", None]
+
+
+# A packing factor as `for_packing` and `packing_factor_of` take it.
+PLAN_OR_FACTOR = [Real(1), _Plan()]
 # A rule further than this from the recipe always says so in its note.
 NOTE_THRESHOLD = 0.05
 
 
+@declare_fields({
+    "micro_batch_size": Integer(1), "accumulation_steps": Integer(1), "num_replicas": Integer(1),
+    "packing_factor": Real(1), "target_sequences_per_update": Real(0, closed="neither"),
+    "cut": Options(*_CUTS), "note": InstanceOf(str), "pack_depth_std": [None, Real(0)],
+})
 @dataclasses.dataclass(frozen=True)
 class BatchRule:
     """How many packs each replica and update processes.
@@ -173,6 +196,7 @@ def pack_depth_std_of(plan_or_factor: Any) -> float | None:
     return math.sqrt(sum(c * (d - mean) ** 2 for d, c in zip(depths, counts)) / total)
 
 
+@validate_params({"plan_or_factor": PLAN_OR_FACTOR})
 def packing_factor_of(plan_or_factor: Any) -> float:
     """The packing factor of a `PackingPlan`, its metrics dict, or a number.
 
@@ -207,7 +231,7 @@ def _cut(kind: str, micro_batch_size: int, accumulation_steps: int, p: float):
 
 @validate_params({
     "micro_batch_size": Integer(1), "accumulation_steps": Integer(1),
-    "packing_factor": Anything("a number, a PackingPlan or its metrics: packing_factor_of"),
+    "packing_factor": PLAN_OR_FACTOR,
     "num_replicas": Integer(1), "cut": Options(*_CUTS), "tolerance": Real(0),
 })
 def for_packing(

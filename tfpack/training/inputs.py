@@ -44,6 +44,7 @@ from tfpack.errors import TfpackError
 from tfpack.formats.packed import PackedOutput, read_packed
 from tfpack.formats.packed import packed_output as formats_packed_output
 from tfpack.packing.workers import PackSplit, split_packs
+from tfpack.params import Directory, InstanceOf, Integer, Text, validate_params
 
 __all__ = ["PackedOutput", "packed_output", "empty_packs", "worker_packs", "packed_dataset_fn",
            "num_input_pipelines"]
@@ -150,11 +151,12 @@ class packed_dataset_fn:  # noqa: N801 - used like a function, as tf.distribute'
         start_step: skip this many steps of the stream (resuming).
     """
 
+    @validate_params({
+        "output": [InstanceOf(PackedOutput), Directory(),
+                   Text("a packed output directory or a glob of its shards")],
+        "global_batch_size": Integer(1), "start_step": Integer(0),
+    })
     def __init__(self, output, global_batch_size: int, *, start_step: int = 0):
-        if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int) \
-                or global_batch_size < 1:
-            raise TfpackError("`global_batch_size` must be a positive integer. "
-                              f"Received: global_batch_size={global_batch_size!r}")
         self.output = packed_output(output)
         self.global_batch_size = global_batch_size
         self.start_step = start_step

@@ -25,13 +25,14 @@ References:
 
 from __future__ import annotations
 
-import math
+import collections.abc
 import re
 
 import keras
 from keras import ops
 
 from tfpack.errors import TfpackError
+from tfpack.params import InstanceOf, Real, Text, validate_params
 
 __all__ = ["Lamb", "DEFAULT_EXCLUDE"]
 
@@ -53,6 +54,12 @@ def _patterns(name: str, value) -> tuple[str, ...]:
                 f"Received: {name}={value!r}")
         re.compile(pattern)
     return value
+
+
+_DECAY = Real(0, 1, closed="left")
+# Patterns: a string or a list of them (each checked by `_patterns`).
+_PATTERNS = [None, InstanceOf(str, list, tuple,
+                              description="a regular expression or a list of them")]
 
 
 @keras.saving.register_keras_serializable(package="tfpack")
@@ -99,6 +106,15 @@ class Lamb(keras.optimizers.Lamb):
     (``exclude_from_weight_decay`` stays the Keras method).
     """
 
+    @validate_params({
+        "learning_rate": [Real(0), InstanceOf(keras.optimizers.schedules.LearningRateSchedule,
+                                              keras.Variable, collections.abc.Callable,
+                                              description="a schedule or a callable")],
+        "beta_1": _DECAY, "beta_2": _DECAY, "epsilon": Real(0),
+        "weight_decay": [None, Real(0)],
+        "exclude_from_weight_decay": _PATTERNS, "exclude_from_layer_adaptation": _PATTERNS,
+        "packing_factor": Real(1), "name": Text(),
+    })
     def __init__(
         self,
         learning_rate=1e-3,
@@ -112,20 +128,6 @@ class Lamb(keras.optimizers.Lamb):
         name: str = "lamb",
         **kwargs,
     ):
-        for arg, value in (("beta_1", beta_1), ("beta_2", beta_2)):
-            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise TfpackError(
-                    f"`{arg}` must be a float in [0, 1). Received: {arg}={value!r}")
-        if (not isinstance(packing_factor, (int, float))
-                or not math.isfinite(packing_factor) or packing_factor < 1.0):
-            raise TfpackError(
-                "`packing_factor` must be a finite number >= 1 (average sequences "
-                f"per pack). Received: packing_factor={packing_factor!r}")
-        if weight_decay is not None and (
-                not isinstance(weight_decay, (int, float)) or weight_decay < 0):
-            raise TfpackError(
-                "`weight_decay` must be a non-negative float or None. "
-                f"Received: weight_decay={weight_decay!r}")
         super().__init__(
             learning_rate=learning_rate,
             beta_1=float(beta_1),

@@ -53,7 +53,9 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.packing.workers import PackSplit, split_packs
-from tfpack.training import inputs
+from tfpack.params import (Anything, Boolean, InstanceOf, Integer, OutputPath,
+                           validate_params)
+from tfpack.training import hosts, inputs
 from tfpack.training.checkpoint import Checkpointer, learning_rate_variable, random_state
 from tfpack.training.exactness import check_before_training
 from tfpack.training import trained_lengths
@@ -102,6 +104,17 @@ class Trainer:
             (`tfpack.training.exactness`; one probe pack, seconds).
     """
 
+    @validate_params({
+        "model": Anything("a tfpack model or a callable returning one: the contract is checked"),
+        "optimizer": Anything("a Keras optimizer or a callable returning one"),
+        "micro_batch_size": Integer(1), "accumulation_steps": Integer(1),
+        "strategy": [None, InstanceOf(tf.distribute.Strategy)], "jit_compile": Boolean(),
+        "checkpoint_dir": [None, OutputPath("directory")],
+        "checkpoint_every": [None, Integer(1)], "log_path": [None, OutputPath("file")],
+        "log_every": Integer(1), "progress": Boolean(), "max_to_keep": Integer(1),
+        "eval_dataset": [None, InstanceOf(tf.data.Dataset)], "eval_every": [None, Integer(1)],
+        "eval_batch_size": [None, Integer(1)], "check_exact": Boolean(),
+    })
     def __init__(self, model, optimizer, *, micro_batch_size: int,
                  accumulation_steps: int = 1, strategy: tf.distribute.Strategy | None = None,
                  jit_compile: bool = True, checkpoint_dir: str | None = None,
@@ -109,18 +122,7 @@ class Trainer:
                  progress: bool = True, max_to_keep: int = 3,
                  eval_dataset: tf.data.Dataset | None = None, eval_every: int | None = None,
                  eval_batch_size: int | None = None, check_exact: bool = True):
-        for name, value in (("micro_batch_size", micro_batch_size),
-                            ("accumulation_steps", accumulation_steps),
-                            ("log_every", log_every)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise TfpackError(
-                    f"`{name}` must be a positive integer. Received: {name}={value!r}")
-        if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
-                                             or checkpoint_every < 1):
-            raise TfpackError("`checkpoint_every` must be a positive integer or None. "
-                              f"Received: checkpoint_every={checkpoint_every!r}")
-        if eval_dataset is not None and (isinstance(eval_every, bool) or not isinstance(
-                eval_every, int) or eval_every < 1):
+        if eval_dataset is not None and eval_every is None:
             raise TfpackError("`eval_every` must be a positive integer when `eval_dataset` "
                               f"is given. Received: eval_every={eval_every!r}")
         self.strategy = strategy or tf.distribute.get_strategy()
@@ -386,7 +388,9 @@ class Trainer:
                 epoch after epoch; ``self.split(dataset).steps`` updates an
                 epoch). Or a `tf.data.Dataset` of UNBATCHED packed examples
                 (dicts of DESIGN.md features, fixed shapes), which every
-                worker reads whole; repeat it for several epochs. A later call
+                worker reads whole; repeat it for several epochs. Or a
+                `tfpack.training.HostPacking`: each worker packs its own files
+                (`tfpack.training.hosts`). A later call
                 on the same trainer continues the stream of the first call's
                 input (call ``fit`` again with a larger ``num_steps`` to
                 train on, e.g. alternating with evaluation).
@@ -404,6 +408,8 @@ class Trainer:
         if not isinstance(num_steps, int) or num_steps < 0:
             raise TfpackError(f"`num_steps` must be a non-negative integer. "
                               f"Received: num_steps={num_steps!r}")
+        if any(isinstance(d, hosts.HostPacking) for d in (dataset, self._dataset)):
+            return hosts.fit(self, dataset, num_steps)  # each worker packs its own files
         if inputs.is_packed_output(dataset):
             return self._fit_packed(inputs.packed_output(dataset), num_steps)
         if not isinstance(dataset, tf.data.Dataset):

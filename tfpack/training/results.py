@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 from tfpack.errors import TfpackError
+from tfpack.params import Boolean, InstanceOf, Integer, declare_fields, validate_params
 
 __all__ = ["NonFiniteLossError", "TrainResult", "loss_record"]
 
@@ -22,12 +23,18 @@ __all__ = ["NonFiniteLossError", "TrainResult", "loss_record"]
 class NonFiniteLossError(TfpackError):
     """The loss became NaN or infinite; ``step`` says at which update."""
 
+    @validate_params({"message": InstanceOf(str), "step": Integer(0),
+                      "checkpoint": [None, InstanceOf(str)]})
     def __init__(self, message: str, step: int, checkpoint: str | None):
         super().__init__(message)
         self.step = step
         self.checkpoint = checkpoint
 
 
+@declare_fields({
+    "step": Integer(0), "history": InstanceOf(list), "checkpoint": [None, InstanceOf(str)],
+    "resumed_from": [None, Integer(0)], "data_exhausted": Boolean(),
+})
 @dataclasses.dataclass
 class TrainResult:
     """What `Trainer.fit` returns.

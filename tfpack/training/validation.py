@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from tfpack import features as contract
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, InstanceOf, validate_params
 
 __all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes",
            "label_checks", "pair_layout_checks"]
@@ -93,6 +94,11 @@ def _position_capacity(model) -> int | None:
     return None
 
 
+@validate_params({
+    "model": Anything("a tfpack model: its build shapes and position table are read"),
+    "element_spec": InstanceOf(dict, description="a dict of unbatched packed feature specs "
+                               "(dataset.element_spec)"),
+})
 def validate_element_spec(model, element_spec) -> dict:
     """Raise `TfpackError` listing every feature that does not fit ``model``.
 
@@ -104,9 +110,8 @@ def validate_element_spec(model, element_spec) -> dict:
     Returns:
         The dataset's ``{"L": ..., "K": ..., "M": ...}``.
     """
-    pairs = isinstance(element_spec, dict) and {
-        "encoder_input_ids", "decoder_input_ids"} <= set(element_spec)
-    if not isinstance(element_spec, dict) or not ("input_ids" in element_spec or pairs):
+    pairs = {"encoder_input_ids", "decoder_input_ids"} <= set(element_spec)
+    if not ("input_ids" in element_spec or pairs):  # a dict: declared
         raise TfpackError(
             "The dataset must yield unbatched dicts of packed features with at least "
             "`input_ids` (pair packs: `encoder_input_ids` and `decoder_input_ids`). "

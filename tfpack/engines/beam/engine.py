@@ -18,6 +18,10 @@ import contextlib
 
 from tfpack.engines import base
 from tfpack.errors import TfpackError
+from tfpack.params import Text, argument
+
+# ``--beam-options``: a string (declared here), whose options Beam parses (`pipeline_options`).
+_BEAM_OPTIONS = argument(Text("Beam pipeline options (--name=value ...)"))
 
 __all__ = ["BeamEngine", "pack_tfrecords"]
 
@@ -101,7 +105,7 @@ class BeamEngine(base.Engine):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--beam-options", default=None,
+        parser.add_argument("--beam-options", default=None, type=_BEAM_OPTIONS,
                             help="Beam pipeline options for --engine beam, written with '=': "
                                  "--beam-options=\"--runner=DataflowRunner --project=P\" "
                                  "(default: in-process DirectRunner, 2 worker processes)")

@@ -1,0 +1,110 @@
+"""Packing per host while training (`tfpack.training.HostPacking`, ``tfpack train --per-host``):
+two MultiWorkerMirroredStrategy workers (processes on 127.0.0.1) each pack only the Google
+records of their own files; one epoch trains on every example exactly once across the
+workers; a collective that disagrees with a worker's own count, or is not finite, is refused
+on every worker. One process pair runs every check (`host_training_run.py`)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from test_distributed import _env, _free_ports, _wait
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "host_training_run.py")
+SIZES = [20, 6, 9]  # records a file: worker 0 reads files 0 and 2 (29), worker 1 file 1 (6)
+
+
+def _write_records(folder):
+    import tensorflow as tf
+
+    from tfpack.formats import google_example
+
+    rng = np.random.default_rng(3)
+    for i, size in enumerate(SIZES):
+        with tf.io.TFRecordWriter(str(folder / f"part-{i}.tfrecord")) as writer:
+            for _ in range(size):
+                n = int(rng.integers(5, 16))
+                ids = [2] + rng.integers(5, 40, size=n - 2).tolist() + [3]
+                positions = sorted(rng.choice(np.arange(1, n - 1), 2, replace=False).tolist())
+                writer.write(google_example(ids, [0] * n, positions, [ids[p] for p in positions],
+                                            int(rng.integers(0, 2)), max_seq_length=32,
+                                            max_predictions_per_seq=6))
+
+
+@pytest.mark.slow  # one training: 16 s alone, 24 s on the loaded 2 cores
+def test_one_process_packs_every_file_and_trains_each_example_once(tmp_path):
+    """The default strategy: one worker, whose share is every file; a later `fit` must pass
+    the same source (it continues its stream)."""
+    import keras
+
+    from tfpack.errors import TfpackError
+    from tfpack.training import HostPacking, Lamb, Trainer
+    from tinymodels import TinyPretrainer
+
+    _write_records(tmp_path)
+    source = HostPacking(str(tmp_path / "part-*.tfrecord"), max_length=32,
+                         max_sequences_per_pack=3, max_predictions_per_pack=6, algorithm="ffd")
+    keras.utils.set_random_seed(0)
+    trainer = Trainer(TinyPretrainer(vocab_size=40, max_length=32, max_predictions_per_pack=6),
+                      Lamb(learning_rate=0.01), micro_batch_size=2, log_every=50,
+                      progress=False, jit_compile=False, check_exact=False)
+    trainer.fit(source, 0)  # packs, trains nothing
+    report = trainer.host_report
+    assert report.sequences == sum(SIZES) and report.packs % 2 == 0
+    result = trainer.fit(source, report.packs // 2)
+    assert sum(r["sequences"] for r in result.history) == sum(SIZES)
+    with pytest.raises(TfpackError, match="must pass it again"):
+        trainer.fit(HostPacking(str(tmp_path / "part-*.tfrecord"), max_length=32,
+                                max_sequences_per_pack=3), 9)
+    with pytest.raises(TfpackError, match=r"`read` must be a callable or None\. "
+                                          r"Received: read='x'"):
+        HostPacking("x", "x", max_length=8, max_sequences_per_pack=2)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hosts")
+    _write_records(folder)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+    processes = [subprocess.Popen(
+        [sys.executable, SCRIPT, str(folder), str(folder / f"out{i}.json")],
+        env=_env(TF_CONFIG=json.dumps({"cluster": cluster,
+                                       "task": {"type": "worker", "index": i}})),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+    for process in processes:  # a worker with fewer updates than the other would hang
+        _wait(process, timeout=300)  # three trainings: 140 s on the loaded 2 cores
+    return [json.loads((folder / f"out{i}.json").read_text()) for i in range(2)]
+
+
+@pytest.mark.slow  # two TensorFlow processes, three trainings: 39-69 s, 140-167 s loaded
+def test_a_collective_not_finite_or_disagreeing_is_refused_on_every_worker(results):
+    for worker in results:
+        not_finite, disagreeing = worker["refused"]
+        assert not_finite and "`all_gather` must return a list of finite integer counts" \
+            in not_finite, not_finite
+        assert disagreeing and "`all_gather` must return every host's own count" \
+            in disagreeing, disagreeing
+
+
+@pytest.mark.slow
+def test_each_worker_packs_its_own_files_and_one_epoch_trains_every_example_once(results):
+    first, second = (r["trainer"] for r in results)
+    assert first["own_sequences"] == SIZES[0] + SIZES[2]  # files 0 and 2, nothing else
+    assert second["own_sequences"] == SIZES[1]
+    assert first["host_packs"] == second["host_packs"] and first["host_packs"][0] > \
+        first["host_packs"][1]  # uneven shares, padded to one count
+    assert first["packs"] == second["packs"] and second["padding_packs"] > 0
+    assert first["steps"] == second["steps"] == first["epoch_steps"] == first["packs"] // 2 > 0
+    assert first["sequences"] == second["sequences"] == sum(SIZES)  # all workers, once each
+
+
+@pytest.mark.slow
+def test_tfpack_train_per_host_trains_every_example_once(results):
+    chief, other = (r["cli"] for r in results)
+    assert chief["code"] == other["code"] == 0
+    assert chief["steps"] == results[0]["trainer"]["epoch_steps"]
+    assert chief["sequences"] == sum(SIZES)
