@@ -40,12 +40,19 @@ NOT_FEATURES = {
     "start_ids": "a tokenizer argument (special tokens before a text)",
     "end_ids": "a tokenizer argument (special tokens after a text)",
     "separator_ids": "a tokenizer argument (special tokens between segments)",
+    "encoder_ids": "a parameter of tfpack.builders.seq2seq (a pair's input token ids)",
+    "decoder_ids": "a parameter of tfpack.builders.seq2seq (a pair's target token ids)",
+    "query_sequence_ids": "a parameter of tfpack.layers.pair_attention_mask",
+    "key_sequence_ids": "a parameter of tfpack.layers.pair_attention_mask",
 }
+KERAS_HUB_SEQ2SEQ = {"encoder_token_ids", "encoder_padding_mask", "decoder_token_ids",
+                     "decoder_padding_mask"}
 # Files that translate a foreign format to the contract, and its names.
 FOREIGN = {
     "formats/records.py": {"input_mask", "segment_ids"},  # Google BERT TFRecords
     "engines/local.py": {"input_mask", "segment_ids"},
     "formats/validation.py": {"input_mask", "segment_ids"},  # checks Google BERT TFRecords
+    "testing/pair_exactness.py": KERAS_HUB_SEQ2SEQ,  # runs keras-hub's encoder-decoders
 }
 
 
