@@ -70,6 +70,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <stdint.h>
 #include <math.h>
 #include <string.h>
@@ -728,7 +729,9 @@ static int google_code(const Span s[NF], int64_t *tokens, int64_t *predictions, 
         float w;
         memcpy(&w, s[F_W].data + 4 * i, 4);
         if (!(w >= 0) || w == INFINITY) weights_valid = 0;
-        if (w > 0) {
+        /* TensorFlow's CPU kernels flush subnormal floats to zero: a weight below
+           FLT_MIN is not a real prediction there, so not here either. */
+        if (w >= FLT_MIN) {
             real_first &= real == i;
             real++;
         }
