@@ -16,8 +16,10 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   at that (`_template_depths`), the other side fitted into them and repaired
   (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
   of both lengths (`_blend`); the other side's templates; both sides at the
-  other depths. The best plan, with the
-  strongest of `bounds` and both one-length LP bounds.
+  other depths. The best plan, with the strongest of `bounds`: both
+  one-length LP bounds and, where the plan is above them, the two-length LP
+  bound (`_lp_bound`, seeded with the plan's packs) in the time left, at
+  least a quarter of ``time_limit``.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 5), dtype=np.int64)
@@ -37,7 +39,7 @@ import numpy as np
 from tfpack.errors import TfpackError
 from tfpack.packing.algorithms._budget import Budget
 from tfpack.packing.algorithms.greedy import MAX_SEQUENCES, walk
-from tfpack.packing.pairs import bounds
+from tfpack.packing.pairs import _lp_bound, bounds
 from tfpack.packing.pairs._blend import blend
 from tfpack.packing.pairs._first_fit import Placed, decreasing, first_fit
 from tfpack.packing.pairs._packs import cells, pairs_of
@@ -50,6 +52,8 @@ _REGISTRY: dict[str, Callable] = {}
 _TEMPLATE_SHARE = 0.3
 # `optimal` stops trying candidates at a plan within this factor of its bound.
 _CLOSE = 1.001
+# The two-length LP bound gets at least this share of `time_limit` (more when plans left more).
+_BOUND_SHARE = 0.25
 # `optimal` tries `ffd` up to this many non-empty cells (its scan costs cells x 4,096).
 _FFD_CELLS = 50_000
 
@@ -124,6 +128,10 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
             best = placed
         if best.packs <= _CLOSE * max(found.values()) or budget.expired():
             break
+    if best.packs > max(found.values()):
+        # The two-length LP: its own share, so a plan found late still gets a bound.
+        left = None if time_limit is None else max(budget.left(), _BOUND_SHARE * time_limit)
+        found["pair_lp"] = _lp_bound.lp_bound(counts, limits, Budget(left), plan=best).bound
     return (best, *bounds.strongest(found))
 
 

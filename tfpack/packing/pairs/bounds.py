@@ -11,12 +11,15 @@ one-length problem on either projection therefore bounds the two-length one:
   (`tfpack.packing.algorithms._bounds.long_bound`);
 - ``input_lp``, ``target_lp``: the one-length ``optimal``'s bound on a
   projection (its LP relaxation, column generation, valid when stopped early),
-  which the ``optimal`` pair planner computes as it plans.
+  which the ``optimal`` pair planner computes as it plans;
+- ``pair_lp``: the LP relaxation over packs of both lengths at once
+  (`_lp_bound`: column generation on classes of lengths rounded down, Farley's
+  bound, valid when stopped early). It alone knows that a pack cannot fill
+  both rows with any mix of pairs, so where inputs and targets both bind it is
+  the strongest; it loses what rounding to its classes costs (a few percent of
+  the tokens past about 600 non-empty cells).
 
 The largest is reported, rounded up (a number of packs is an integer).
-When inputs and targets both bind and no pack can fill both at once, the
-two-length optimum lies above all of them, and the gap reported then is
-partly the bound's.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 4), dtype=np.int64)
@@ -34,7 +37,7 @@ import numpy as np
 from tfpack.packing.algorithms._bounds import long_bound
 
 KINDS = ("input_tokens", "target_tokens", "sequences", "input_long", "target_long",
-         "input_lp", "target_lp")
+         "input_lp", "target_lp", "pair_lp")
 
 
 def simple(counts: np.ndarray, limits) -> dict[str, int]:
