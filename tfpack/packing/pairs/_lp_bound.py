@@ -55,7 +55,7 @@ __all__ = ["Classes", "LPBound", "classes", "lp_bound", "patterns_of"]
 MOST_CLASSES = 600  # rows of the master LP at most (module notes)
 _TOLERANCE = 1e-7  # a pack worth up to 1 + this under the duals does not improve the LP
 _MIP_GAP = 1e-4  # pricing stops within this relative gap: its dual bound stays valid
-_MIP_SECONDS = 0.05  # the pricing MIP's time at most, per round
+_MIP_SECONDS = 0.1  # the pricing MIP's time at most, per round
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,6 +226,9 @@ def lp_bound(counts: np.ndarray, limits, budget: Budget | None = None,
             converged = worth <= 1.0 + _TOLERANCE and at is duals
             break
         master.add(_distinct(packs))
+    if center is not None and grouped.n.size < np.count_nonzero(counts):
+        # The best duals, given to every pair of a class, priced on the pairs' own lengths.
+        best = max(best, float(center @ n) / max(1.0, _lifted_worth(counts, grouped, center, limits, depth)))
     bound = math.ceil(best - 1e-6 * max(1.0, best))
     return LPBound(bound, value, best, rounds, int(n.size), converged)
 
@@ -361,6 +364,48 @@ class _Lagrangian:
 
 
 _SEARCH = 5  # golden-section steps of `_Lagrangian` (6-10 knapsacks)
+
+
+def _lifted_worth(counts, grouped: Classes, duals, limits, depth: int) -> float:
+    """An upper bound on a pack's worth when each pair has its class's dual, on real lengths.
+
+    Rounding to classes makes pairs shorter, so packs of the real pairs are
+    worth no more: Farley's bound from these duals is at least the classes'.
+    Bounded as `_Lagrangian` does, one row relaxed, on the other row's lengths,
+    each length worth the most any of its pairs is and as many copies as all
+    of them fit: every real pack is one of that knapsack's.
+    """
+    a, b, n = cells(counts)
+    y = duals[grouped.index(a, b)]
+    fit = np.minimum(np.minimum(limits[0] // a, limits[1] // b), np.minimum(n, depth))
+    worth = math.inf
+    for kept, relaxed, capacity, limit in ((a, b, limits[0], limits[1]), (b, a, limits[1], limits[0])):
+        lengths, inverse = np.unique(kept, return_inverse=True)
+        copies = np.minimum(np.bincount(inverse, fit, lengths.size).astype(np.int64), depth)
+
+        def at(mu):
+            values = np.zeros(lengths.size)
+            np.maximum.at(values, inverse, y - mu * relaxed)
+            return _knapsack.price(lengths, copies, values, capacity, depth, min_value=math.inf,
+                                   max_patterns=1).best_value + mu * limit
+
+        worth = min(worth, _golden(at, float((y / relaxed).max(initial=0.0))))
+    return worth
+
+
+def _golden(function, high: float) -> float:
+    """The least value of ``function`` (convex on [0, high]) seen by a golden-section search."""
+    ratio, low, seen = (math.sqrt(5) - 1) / 2, 0.0, {}
+    for _ in range(_SEARCH):
+        left, right = high - ratio * (high - low), low + ratio * (high - low)
+        for x in (left, right):
+            if x not in seen:
+                seen[x] = function(x)
+        if seen[left] <= seen[right]:
+            high = right
+        else:
+            low = left
+    return min(seen.values())
 
 
 def _repaired(pack, duals, a, b, capacities) -> np.ndarray:
