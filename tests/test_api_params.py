@@ -60,8 +60,8 @@ models.CausalLMScorer models.DecoderBackbone models.EncoderTask models.KerasHubB
 models.PackedModel models.QuestionAnswerer models.Task models.TextEmbedder models.TokenClassifier
 models.TransformerBackbone models.check_backbone models.from_keras_hub
 models.upgrade_keras_file packing.Assignment packing.PackingPlan
-packing.Placement packing.assign packing.histogram packing.length_ranks packing.placement
-packing.plan packing.read_histogram tasks.Feature tasks.Preset tasks.TaskSpec tasks.detect
+packing.Placement packing.assign packing.placement
+packing.read_histogram tasks.Feature tasks.Preset tasks.TaskSpec tasks.detect
 tasks.get tasks.preset tasks.register testing.EquivalenceResult
 testing.assert_no_cross_contamination testing.assert_packed_equals_unpacked testing.next_fit
 testing.next_token_labels testing.pack_examples training.BatchRule training.Lamb

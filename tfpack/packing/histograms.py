@@ -26,6 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, Integer, validate_params
 
 # The longest pack (L) tfpack accepts: histograms, plans and packs cost O(L)
 # memory each, so larger values fail fast instead of exhausting memory.
@@ -163,6 +164,8 @@ def validate_histogram(counts, max_length: int | None = None) -> np.ndarray:
     return array
 
 
+@validate_params({"lengths": Anything("integer lengths in 1..max_length, checked by `validate_lengths`"),
+                  "max_length": Integer(1)})
 def histogram(lengths: Iterable[int] | np.ndarray, max_length: int) -> np.ndarray:
     """Count sequences per length.
 
