@@ -7,21 +7,35 @@ feasible pack ``p`` (``A_p[c]``: pairs of class ``c`` in ``p``), bounds the
 packs of any plan from below, and unlike the one-length bounds of either side
 (`bounds`) it knows that a pack cannot fill both rows with any mix of pairs.
 
-Classes. The LP has a row per class. Pairs are grouped by rounding their
-lengths *down* to the shortest length of their class (geometric classes on
-each side, as fine as ``most_classes`` allows): every plan of the real pairs
-is a plan of the rounded ones, so a bound on the rounded problem bounds the
-real one. Below ``most_classes`` cells, classes are the cells themselves.
+Classes. The LP has a row per class. Up to ``most`` (`MOST_CLASSES`)
+non-empty cells, classes are the cells. Past that, cells are grouped into
+boxes (a k-d tree: the box that rounding costs most split at its weighted
+median) and a pair's lengths are rounded *down* to its box's shortest ones:
+every plan of the real pairs is a plan of the rounded ones, so a bound on the
+rounded problem bounds the real one (it loses what the rounding takes: 3-4%
+of the tokens at 600 classes on 24,000 log-normal cells). At the end, the
+best duals are re-priced on the real lengths (`_lifted_worth`), which can
+only raise the bound.
 
-Column generation. The restricted master (`_lp.Master`) is solved over a few
-packs (one class each, as many as fit), then a pricing problem finds the pack
-worth most under the duals ``y``: a two-dimensional knapsack with a
-cardinality limit, ``max y.x s.t. a.x <= Le, b.x <= Ld, sum(x) <= K,
-0 <= x <= n``, solved as a MIP by HiGHS. Its dual bound ``v`` (at least the
-best pack's worth, even when HiGHS stops early) gives Farley's bound
-``y.n / max(1, v)``: ``y / v`` is feasible for the dual of the full LP, so
-this bound is valid at every round, whether the LP converged or the budget
-ended first. The largest over the rounds is kept.
+Column generation. The restricted master (`_lp.Master`, with zero-cost
+columns letting a class stand in for one it dominates) starts from one-class
+packs and, when given, the packs of a plan (then it starts at most at the
+plan's packs: the LP is often near its optimum at once). Each round prices
+the duals ``y`` (Wentges-smoothed towards the best so far): the best pack is
+a two-dimensional knapsack with a cardinality limit, ``max y.x s.t. a.x <= Le,
+b.x <= Ld, sum(x) <= K, 0 <= x <= n``. Bounds on its value ``v`` come from
+one-length knapsacks every pack satisfies (`_Surrogate`: a weighted sum of
+both rows; `_Lagrangian`: one row moved into the values), solved by the
+compiled one-length pricing (`_knapsack.price`); their candidate packs,
+repaired to fit both rows, are columns. When they find none, a HiGHS MIP
+solves the knapsack itself (its dual bound is valid when it stops early).
+Farley's bound ``y.n / max(1, v)`` is valid at every round (``y / v`` is
+feasible for the dual of the full LP), whether the LP converged or the
+budget ended first; the largest is kept.
+
+Where it stands (benchmarks/results/pair_planner.md): it converges in a few
+rounds at up to 4 pairs a pack; at 16 the knapsack bounds stay 10-20% above
+the best pack and the MIP is slow, so the bound stops well below the LP.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 4), dtype=np.int64)
@@ -52,10 +66,12 @@ from tfpack.packing.pairs._packs import cells
 
 __all__ = ["Classes", "LPBound", "classes", "lp_bound", "patterns_of"]
 
-MOST_CLASSES = 600  # rows of the master LP at most (module notes)
+MOST_CLASSES = 2_000  # rows of the master LP at most (module notes)
 _TOLERANCE = 1e-7  # a pack worth up to 1 + this under the duals does not improve the LP
 _MIP_GAP = 1e-4  # pricing stops within this relative gap: its dual bound stays valid
-_MIP_SECONDS = 0.1  # the pricing MIP's time at most, per round
+_MIP_SECONDS = 0.1  # the pricing MIP's time, per round, at least (within the budget) ...
+_MIP_SHARE = 0.25  # ... or this share of the time left
+_MIP_NODES = 200  # branch-and-bound nodes of one pricing MIP at most
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,11 +196,12 @@ def patterns_of(grouped: Classes, pack: np.ndarray, a: np.ndarray, b: np.ndarray
 
 
 def lp_bound(counts: np.ndarray, limits, budget: Budget | None = None,
-             most: int = MOST_CLASSES, plan=None) -> LPBound:
+             most: int = MOST_CLASSES, plan=None, most_rounds: int | None = None) -> LPBound:
     """The two-dimensional LP bound (module notes), within ``budget``.
 
     ``plan``: optional pairs placed by a planner (`_first_fit.Placed`): its
     packs are the first columns, so the LP starts at most at its packs.
+    ``most_rounds``: stop after that many rounds (the bound stays valid).
     """
     max_input, max_target, depth = limits
     grouped = classes(counts, most)
@@ -201,7 +218,7 @@ def lp_bound(counts: np.ndarray, limits, budget: Budget | None = None,
     surrogates += [_Lagrangian(a, b, fit, limits[:2], depth, side) for side in (0, 1)]
     exact = None
     best, center, value, rounds, converged = 0.0, None, math.inf, 0, False
-    while budget is None or not budget.expired():
+    while (budget is None or not budget.expired()) and rounds != most_rounds:
         try:
             value, _, duals = master.solve(budget)
             # Wentges smoothing: price at a mix of the duals with the best bound so far and these.
@@ -437,6 +454,8 @@ class _Pricing:
             highs = highspy.Highs()
         highs.setOptionValue("output_flag", False)
         highs.setOptionValue("mip_rel_gap", _MIP_GAP)
+        # Without a budget, a node limit (the same answer on every machine) bounds each search.
+        highs.setOptionValue("mip_max_nodes", _MIP_NODES)
         k = a.size
         inf = highs.getInfinity()
         highs.addVars(k, np.zeros(k), upper.astype(np.float64))
@@ -453,8 +472,9 @@ class _Pricing:
         highs = self.highs
         highs.changeColsCost(self.k, np.arange(self.k, dtype=np.int32), duals.astype(np.float64))
         # A short search: its incumbent is a column, its dual bound a valid (if weaker) bound.
-        seconds = _MIP_SECONDS if budget is None else min(_MIP_SECONDS, budget.wall_left())
-        highs.setOptionValue("time_limit", float(highs.getRunTime() + seconds))
+        if budget is not None:
+            seconds = min(max(_MIP_SECONDS, _MIP_SHARE * budget.wall_left()), budget.wall_left())
+            highs.setOptionValue("time_limit", float(highs.getRunTime() + seconds))
         highs.run()
         info = highs.getInfo()
         bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else math.inf

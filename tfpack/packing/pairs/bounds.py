@@ -13,11 +13,11 @@ one-length problem on either projection therefore bounds the two-length one:
   projection (its LP relaxation, column generation, valid when stopped early),
   which the ``optimal`` pair planner computes as it plans;
 - ``pair_lp``: the LP relaxation over packs of both lengths at once
-  (`_lp_bound`: column generation on classes of lengths rounded down, Farley's
-  bound, valid when stopped early). It alone knows that a pack cannot fill
-  both rows with any mix of pairs, so where inputs and targets both bind it is
-  the strongest; it loses what rounding to its classes costs (a few percent of
-  the tokens past about 600 non-empty cells).
+  (`_lp_bound`: column generation, Farley's bound, valid when stopped early).
+  It alone knows that a pack cannot fill both rows with any mix of pairs.
+  The ``optimal`` pair planner computes it for histograms of up to 5,000
+  non-empty cells (past 2,000 its classes round lengths down, which costs
+  some of its strength).
 
 The largest is reported, rounded up (a number of packs is an integer).
 
