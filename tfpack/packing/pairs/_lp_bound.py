@@ -317,14 +317,7 @@ class _Surrogate:
         """An upper bound on the best pack's worth, and the packs found worth more than 1."""
         found = _knapsack.price(self.size, self.fit, duals[self.order], self.capacity, self.depth,
                                 min_value=1.0 + _TOLERANCE, max_patterns=_PACKS)
-        packs = []
-        for rows, copies in found.patterns:
-            pack = np.zeros(self.a.size, dtype=np.int64)
-            pack[self.order[rows]] = copies
-            pack = _repaired(pack, duals, self.a, self.b, self.capacities)
-            if duals @ pack > 1.0 + _TOLERANCE:
-                packs.append(pack)
-        return found.best_value, packs
+        return found.best_value, _columns(found, self.order, duals, self.a, self.b, self.capacities)
 
 
 class _Lagrangian:
@@ -354,30 +347,27 @@ class _Lagrangian:
 
     def price(self, duals, budget) -> tuple[float, list[np.ndarray]]:
         """An upper bound on the best pack's worth, and the packs found worth more than 1."""
-        y = duals[self.order]
-        lo, hi = 0.0, float((y / self.relaxed).max(initial=0.0))
-        golden = (math.sqrt(5) - 1) / 2
         points = {}
+
         def value(mu):
-            if mu not in points:
-                points[mu] = self._at(duals, mu)
+            points[mu] = self._at(duals, mu)
             return points[mu][0]
-        for _ in range(_SEARCH):
-            left, right = hi - golden * (hi - lo), lo + golden * (hi - lo)
-            if value(left) <= value(right):
-                hi = right
-            else:
-                lo = left
-        best = min(points.values(), key=lambda p: p[0])
-        packs = []
-        for bound, found in points.values():
-            for rows, copies in found.patterns:
-                pack = np.zeros(self.a.size, dtype=np.int64)
-                pack[self.order[rows]] = copies
-                pack = _repaired(pack, duals, self.a, self.b, self.capacities)
-                if duals @ pack > 1.0 + _TOLERANCE:
-                    packs.append(pack)
-        return best[0], packs
+
+        best = _golden(value, float((duals[self.order] / self.relaxed).max(initial=0.0)))
+        return best, [pack for _, found in points.values()
+                      for pack in _columns(found, self.order, duals, self.a, self.b, self.capacities)]
+
+
+def _columns(found, order, duals, a, b, capacities) -> list[np.ndarray]:
+    """A one-length knapsack's candidate packs (rows in ``order``), repaired, worth more than 1."""
+    packs = []
+    for rows, copies in found.patterns:
+        pack = np.zeros(a.size, dtype=np.int64)
+        pack[order[rows]] = copies
+        pack = _repaired(pack, duals, a, b, capacities)
+        if duals @ pack > 1.0 + _TOLERANCE:
+            packs.append(pack)
+    return packs
 
 
 _SEARCH = 5  # golden-section steps of `_Lagrangian` (6-10 knapsacks)
