@@ -61,7 +61,7 @@ models.PackedModel models.QuestionAnswerer models.Task models.TextEmbedder model
 models.TransformerBackbone models.check_backbone models.from_keras_hub
 models.upgrade_keras_file packing.Assignment packing.PackingPlan
 packing.Placement packing.assign packing.placement
-packing.read_histogram tasks.Feature tasks.Preset tasks.TaskSpec tasks.detect
+tasks.Feature tasks.Preset tasks.TaskSpec tasks.detect
 tasks.get tasks.preset tasks.register testing.EquivalenceResult
 testing.assert_no_cross_contamination testing.assert_packed_equals_unpacked testing.next_fit
 testing.next_token_labels testing.pack_examples training.BatchRule training.Lamb
