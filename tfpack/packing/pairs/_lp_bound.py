@@ -26,16 +26,20 @@ a two-dimensional knapsack with a cardinality limit, ``max y.x s.t. a.x <= Le,
 b.x <= Ld, sum(x) <= K, 0 <= x <= n``. Bounds on its value ``v`` come from
 one-length knapsacks every pack satisfies (`_Surrogate`: a weighted sum of
 both rows; `_Lagrangian`: one row moved into the values), solved by the
-compiled one-length pricing (`_knapsack.price`); their candidate packs,
-repaired to fit both rows, are columns. When they find none, a HiGHS MIP
+compiled one-length pricing (`_knapsack.price`), and, at up to 4 pairs a pack,
+from tables over both rows in units of a 256th of each limit (`_few_best`);
+their candidate packs, repaired to fit both rows, are columns. When they find none, a HiGHS MIP
 solves the knapsack itself (its dual bound is valid when it stops early).
 Farley's bound ``y.n / max(1, v)`` is valid at every round (``y / v`` is
 feasible for the dual of the full LP), whether the LP converged or the
 budget ended first; the largest is kept.
 
-Where it stands (benchmarks/results/pair_planner.md): it converges in a few
-rounds at up to 4 pairs a pack; at 16 the knapsack bounds stay 10-20% above
-the best pack and the MIP is slow, so the bound stops well below the LP.
+Where it stands (benchmarks/results/pair_planner.md): it converges where
+classes are few (a few hundred); on thousands of classes column generation
+needs far more rounds than a second allows (each adds ~100 columns and takes
+0.1-0.4 s), its duals stay far from the LP's (the best pack worth 1.3-1.6
+under them) and Farley's bound stops well below the LP: it has not yet
+raised a bound the planner reports on the benchmark suite.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 4), dtype=np.int64)
@@ -216,6 +220,8 @@ def lp_bound(counts: np.ndarray, limits, budget: Budget | None = None,
         master.add(patterns_of(grouped, plan.pack, plan.a, plan.b))
     surrogates = [_Surrogate(a, b, fit, limits[:2], depth, weights) for weights in _WEIGHTS]
     surrogates += [_Lagrangian(a, b, fit, limits[:2], depth, side) for side in (0, 1)]
+    if depth <= _FEW:
+        surrogates.append(_Few(a, b, fit, limits[:2], depth))
     exact = None
     best, center, value, rounds, converged = 0.0, None, math.inf, 0, False
     while (budget is None or not budget.expired()) and rounds != most_rounds:
@@ -413,6 +419,85 @@ def _golden(function, high: float) -> float:
         else:
             low = left
     return min(seen.values())
+
+
+_FEW = 4  # up to this many pairs a pack, `_few_best` prices on 2-D tables
+_UNITS = 256  # `_few_best`'s tables: at most this many units a row
+
+
+def _few_best(a, b, fit, duals, capacities, depth: int) -> tuple[float, np.ndarray]:
+    """With at most 4 pairs a pack: an upper bound on the best pack's worth, and a good pack.
+
+    Lengths are counted in units of ``u`` tokens, rounded down (a pack within
+    ``Le`` tokens is within ``Le // u`` units), and copy limits are dropped:
+    both only allow more packs, so the value bounds the best pack's. ``one[e,
+    d]``: the best single pair within ``e`` and ``d`` units (a running maximum
+    over both axes); ``two``: the best one or two, ``max_c y_c + one[e - a_c,
+    d - b_c]``. A pack of at most four pairs is two halves of at most two
+    within the limits together: worth at most ``max(two[e, d] + two[E - e, D - d])``.
+    The pack that attains it (repaired to fit in tokens and copies) is a column.
+    """
+    units = [max(1, -(-limit // _UNITS)) for limit in capacities]
+    rows, cols = capacities[0] // units[0], capacities[1] // units[1]
+    wa, wb = a // units[0], b // units[1]
+    keep = np.flatnonzero(duals > 0)
+    keep = keep[np.lexsort((-duals[keep],))]
+    one = np.zeros((rows + 1, cols + 1))
+    who = np.full((rows + 1, cols + 1), -1, dtype=np.int64)
+    # The best class at each cell, then running maxima carrying the class along.
+    first = keep[::-1]  # ascending duals: the best written last wins
+    one[wa[first], wb[first]] = duals[first]
+    who[wa[first], wb[first]] = first
+    for axis in (0, 1):
+        one, who = _running_max(one, who, axis)
+    two, left, right = one.copy(), who.copy(), np.full_like(who, -1)
+    for c in keep.tolist():
+        e, d = int(wa[c]), int(wb[c])
+        value = duals[c] + one[:rows + 1 - e, :cols + 1 - d]
+        better = value > two[e:, d:]
+        two[e:, d:][better] = value[better]
+        left[e:, d:][better] = c
+        right[e:, d:][better] = who[:rows + 1 - e, :cols + 1 - d][better]
+    if depth == 1:
+        return float(one[rows, cols]), _pack_of([who[rows, cols]], a.size)
+    if depth == 2:
+        return float(two[rows, cols]), _pack_of([left[rows, cols], right[rows, cols]], a.size)
+    half = one if depth == 3 else two
+    total = half + two[::-1, ::-1]
+    e, d = np.unravel_index(int(np.argmax(total)), total.shape)
+    members = [left[rows - e, cols - d], right[rows - e, cols - d]]
+    members += [who[e, d]] if depth == 3 else [left[e, d], right[e, d]]
+    pack = np.minimum(_pack_of(members, a.size), fit)
+    return float(total[e, d]), _repaired(pack, duals, a, b, capacities)
+
+
+class _Few:
+    """`_few_best` as a pricing step: its bound and its pack."""
+
+    def __init__(self, a, b, fit, capacities, depth) -> None:
+        self.args = a, b, fit
+        self.capacities, self.depth = capacities, depth
+
+    def price(self, duals, budget) -> tuple[float, list[np.ndarray]]:
+        worth, pack = _few_best(*self.args, duals, self.capacities, self.depth)
+        return worth, [pack] if duals @ pack > 1.0 + _TOLERANCE else []
+
+
+def _running_max(values, ids, axis):
+    """Running maximum along ``axis`` and the id that holds it."""
+    values, ids = values.copy(), ids.copy()
+    view_v, view_i = np.moveaxis(values, axis, 0), np.moveaxis(ids, axis, 0)
+    for k in range(1, view_v.shape[0]):
+        take = view_v[k - 1] > view_v[k]
+        view_v[k][take] = view_v[k - 1][take]
+        view_i[k][take] = view_i[k - 1][take]
+    return values, ids
+
+
+def _pack_of(members, size: int) -> np.ndarray:
+    """Copies per class of the classes listed (-1: none)."""
+    members = np.asarray([m for m in members if m >= 0], dtype=np.int64)
+    return np.bincount(members, minlength=size).astype(np.int64)
 
 
 def _repaired(pack, duals, a, b, capacities) -> np.ndarray:
