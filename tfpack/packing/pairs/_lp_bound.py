@@ -70,7 +70,7 @@ from tfpack.packing.pairs._packs import cells
 
 __all__ = ["Classes", "LPBound", "classes", "lp_bound", "patterns_of"]
 
-MOST_CLASSES = 2_000  # rows of the master LP at most (module notes)
+MOST_CLASSES = 1_000  # rows of the master LP at most (module notes)
 _TOLERANCE = 1e-7  # a pack worth up to 1 + this under the duals does not improve the LP
 _MIP_GAP = 1e-4  # pricing stops within this relative gap: its dual bound stays valid
 _MIP_SECONDS = 0.1  # the pricing MIP's time, per round, at least (within the budget) ...
@@ -220,7 +220,7 @@ def lp_bound(counts: np.ndarray, limits, budget: Budget | None = None,
         master.add(patterns_of(grouped, plan.pack, plan.a, plan.b))
     surrogates = [_Surrogate(a, b, fit, limits[:2], depth, weights) for weights in _WEIGHTS]
     surrogates += [_Lagrangian(a, b, fit, limits[:2], depth, side) for side in (0, 1)]
-    if depth <= _FEW:
+    if depth <= FEW:
         surrogates.append(_Few(a, b, fit, limits[:2], depth))
     exact = None
     best, center, value, rounds, converged = 0.0, None, math.inf, 0, False
@@ -421,7 +421,7 @@ def _golden(function, high: float) -> float:
     return min(seen.values())
 
 
-_FEW = 4  # up to this many pairs a pack, `_few_best` prices on 2-D tables
+FEW = 4  # up to this many pairs a pack, `_few_best` prices on 2-D tables
 _UNITS = 256  # `_few_best`'s tables: at most this many units a row
 
 

@@ -18,9 +18,9 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   of both lengths (`_blend`); the other side's templates; both sides at the
   other depths. The best plan, with the strongest of `bounds`: both
   one-length LP bounds and, where the plan is above them, the two-length LP
-  bound (`_lp_bound`, seeded with the plan's packs; up to 5,000 non-empty
-  cells; 300 without a time limit, to its end) in the time left, at least
-  a quarter of ``time_limit``.
+  bound (`_lp_bound`, seeded with the plan's packs; at up to 4 pairs a pack
+  or 5,000 non-empty cells; 300 cells without a time limit, to its end) in
+  the time left, at least a quarter of ``time_limit``.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 5), dtype=np.int64)
@@ -55,9 +55,9 @@ _TEMPLATE_SHARE = 0.3
 _CLOSE = 1.001
 # The two-length LP bound gets at least this share of `time_limit` (more when plans left more).
 _BOUND_SHARE = 0.25
-# ... on histograms of up to this many non-empty cells: past them its classes round lengths
-# down by a few percent of the tokens and its bound stayed below the one-length ones (1e6
-# generated pairs, 22,000-265,000 cells, benchmarks/results/pair_planner.md).
+# ... at up to 4 pairs a pack, or on histograms of up to this many non-empty cells: past
+# them, at 16 pairs a pack, it stops far below the LP (1e6 generated pairs, 22,000-265,000
+# cells), while at 4 it converges on 1,000 classes (bimodal 1e5 pairs: 0.66 s).
 _BOUND_CELLS = 5_000
 # Without a time limit, the LP runs to its end: only this small (its rounds cost up to
 # seconds each on thousands of cells: 3,000 cells at K=8 took 200 s).
@@ -137,7 +137,9 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
         if best.packs <= _CLOSE * max(found.values()) or budget.expired():
             break
     cells = np.count_nonzero(counts)
-    if best.packs > max(found.values()) and cells <= (_UNTIMED_CELLS if time_limit is None else _BOUND_CELLS):
+    few = limits[2] is not None and limits[2] <= _lp_bound.FEW  # priced on 2-D tables: it converges
+    if best.packs > max(found.values()) and (
+            cells <= _UNTIMED_CELLS if time_limit is None else few or cells <= _BOUND_CELLS):
         # The two-length LP: its own share, so a plan found late still gets a bound.
         left = None if time_limit is None else max(budget.left(), _BOUND_SHARE * time_limit)
         found["pair_lp"] = _lp_bound.lp_bound(counts, limits, Budget(left), plan=best).bound
