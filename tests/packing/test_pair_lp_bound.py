@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import scipy.optimize
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tfpack.packing import plan
@@ -81,6 +81,7 @@ pairs = st.lists(st.tuples(st.integers(1, 6), st.integers(1, 5)), min_size=1, ma
 
 @settings(max_examples=60, deadline=None)
 @given(pairs=pairs, depth=st.sampled_from([None, 1, 2, 3]))
+@example(pairs=[(1, 1), (6, 1)], depth=None)  # the 2-D tables' pack took (1, 1) twice: one exists
 def test_converged_bound_is_the_lp_and_at_most_the_optimum(pairs, depth):
     counts = histogram(pairs, (6, 5))
     limits = (6, 5, depth)

@@ -458,17 +458,18 @@ def _few_best(a, b, fit, duals, capacities, depth: int) -> tuple[float, np.ndarr
         two[e:, d:][better] = value[better]
         left[e:, d:][better] = c
         right[e:, d:][better] = who[:rows + 1 - e, :cols + 1 - d][better]
-    if depth == 1:
-        return float(one[rows, cols]), _pack_of([who[rows, cols]], a.size)
-    if depth == 2:
-        return float(two[rows, cols]), _pack_of([left[rows, cols], right[rows, cols]], a.size)
-    half = one if depth == 3 else two
-    total = half + two[::-1, ::-1]
-    e, d = np.unravel_index(int(np.argmax(total)), total.shape)
-    members = [left[rows - e, cols - d], right[rows - e, cols - d]]
-    members += [who[e, d]] if depth == 3 else [left[e, d], right[e, d]]
+    if depth <= 2:
+        worth = float((one if depth == 1 else two)[rows, cols])
+        members = [who[rows, cols]] if depth == 1 else [left[rows, cols], right[rows, cols]]
+    else:
+        total = (one if depth == 3 else two) + two[::-1, ::-1]
+        e, d = np.unravel_index(int(np.argmax(total)), total.shape)
+        worth = float(total[e, d])
+        members = [left[rows - e, cols - d], right[rows - e, cols - d]]
+        members += [who[e, d]] if depth == 3 else [left[e, d], right[e, d]]
+    # Within the copies there are and the rows' tokens (units rounded down may overflow).
     pack = np.minimum(_pack_of(members, a.size), fit)
-    return float(total[e, d]), _repaired(pack, duals, a, b, capacities)
+    return worth, _repaired(pack, duals, a, b, capacities)
 
 
 class _Few:
