@@ -154,7 +154,7 @@ class IntegerPair(Constraint):
 
     def __init__(self, low: int | None = None):
         self.each = Integer(low)
-        self.description = f"a pair of {self.each.description}s"
+        self.description = f"a pair of {self.each.description.split(' ', 1)[1]}s"  # "a pair of positive integers"
 
     def holds(self, value) -> bool:
         return (isinstance(value, (tuple, list)) and len(value) == 2

@@ -91,7 +91,7 @@ def test_read_histogram_rejects_bad_npy(tmp_path):
 
 
 def test_read_histogram_missing_file(tmp_path):
-    with pytest.raises(TfpackError, match=r"must exist. Received: path=.*missing.txt"):
+    with pytest.raises(TfpackError, match=r"`path` must be a path to an existing regular file.*Received: path=.*missing.txt"):
         read_histogram(tmp_path / "missing.txt")
 
 

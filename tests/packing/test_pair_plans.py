@@ -120,7 +120,7 @@ def test_optimal_is_close_to_its_bound_on_a_generated_histogram():
     (np.ones(8, dtype=np.int64), (8, 4), r"shape \(Le, Ld\) = \(8, 4\).*Received: histogram with shape \(8,\)"),
     (np.ones((8, 4), dtype=np.int64), 8, r"needs `max_length=\(Le, Ld\)`.*Received: max_length=8"),
     (np.ones((8, 3), dtype=np.int64), (8, 4), r"Received: histogram with shape \(8, 3\)"),
-    (np.ones((8, 4), dtype=np.int64), (8, 0), r"pair \(Le, Ld\) of positive integers.*max_length=\(8, 0\)"),
+    (np.ones((8, 4), dtype=np.int64), (8, 0), r"`max_length` must be a positive integer or a pair of positive integers. Received: max_length=\(8, 0\)"),
     (np.ones((8, 4), dtype=np.int64), (8, 4, 2), r"Received: max_length=\(8, 4, 2\)"),
     (np.ones((8, 4), dtype=np.int64), (1 << 13, 1 << 12), r"Le \* Ld at most"),
     (-np.ones((8, 4), dtype=np.int64), (8, 4), r"non-negative"),

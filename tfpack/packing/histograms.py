@@ -26,6 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, ExistingFile, Integer, validate_params
 
 # The longest pack (L) tfpack accepts: histograms, plans and packs cost O(L)
 # memory each, so larger values fail fast instead of exhausting memory.
@@ -163,6 +164,8 @@ def validate_histogram(counts, max_length: int | None = None) -> np.ndarray:
     return array
 
 
+@validate_params({"lengths": Anything("integer lengths in 1..max_length, checked by `validate_lengths`"),
+                  "max_length": Integer(1)})
 def histogram(lengths: Iterable[int] | np.ndarray, max_length: int) -> np.ndarray:
     """Count sequences per length.
 
@@ -182,6 +185,7 @@ def histogram(lengths: Iterable[int] | np.ndarray, max_length: int) -> np.ndarra
     return np.bincount(array, minlength=int(max_length) + 1)[1:].astype(np.int64)
 
 
+@validate_params({"path": ExistingFile()})
 def read_histogram(path: str | os.PathLike) -> np.ndarray:
     """Read a histogram file: plain text (one count per line) or ``.npy``.
 
@@ -200,10 +204,6 @@ def read_histogram(path: str | os.PathLike) -> np.ndarray:
     [0, 2, 1]
     """
     name = os.fspath(path)
-    if not os.path.exists(name):
-        raise TfpackError(f"The histogram file must exist. Received: path={name!r}")
-    if not os.path.isfile(name):
-        raise TfpackError(f"The histogram file must be a regular file (not a directory or a device). Received: path={name!r}")
     if name.endswith(".npy"):
         try:
             counts = np.load(name, allow_pickle=False)

@@ -52,10 +52,14 @@ from tfpack.packing.histograms import validate_histogram, validate_seed
 from tfpack.packing.balance import BatchBalance, arrange, check_balance
 from tfpack.packing.replicas import split_replicas
 from tfpack.packing.permutation import Permutations
+from tfpack.params import Anything, Integer, validate_params
 
 __all__ = ["Placement", "placement", "length_ranks"]
 
 
+@validate_params({"lengths": Anything("integer lengths in 1..max_length, the caller's (a hot path)"),
+                  "max_length": Integer(1),
+                  "start": [None, Anything("int [max_length + 1] offsets per length")]})
 def length_ranks(lengths: np.ndarray, max_length: int, start=None) -> np.ndarray:
     """int64 ``[n]``: how many examples of the same length precede each one.
 

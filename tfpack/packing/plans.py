@@ -29,9 +29,9 @@ from tfpack.packing.histograms import (
     validate_histogram,
     validate_max_length,
     validate_max_sequences_per_pack,
-    validate_seed,
 )
 from tfpack.packing.metrics import METRIC_NAMES, compute_metrics
+from tfpack.params import Anything, Integer, IntegerPair, Real, validate_params
 
 __all__ = ["PackingPlan", "plan", "validate_time_limit", "DEFAULT_TIME_LIMIT"]
 
@@ -234,6 +234,14 @@ def _canonical(strategies, counts) -> tuple[list[tuple[int, ...]], np.ndarray]:
     return [keys[i] for i in order], counts[order]
 
 
+@validate_params({
+    "histogram": Anything("counts per length (per pair of lengths for two), checked with the limits"),
+    "max_length": [Integer(1), IntegerPair(1)],
+    "max_sequences_per_pack": [None, Integer(1)],
+    "algorithm": Anything("one of `algorithm_names()`, checked by the registry"),
+    "seed": Integer(0),
+    "time_limit": [None, Real(0)],
+})
 def plan(
     histogram,
     max_length: int,
@@ -282,17 +290,17 @@ def plan(
         raise TfpackError(
             "A 2-D `histogram` counts (input, target) pairs and needs `max_length=(Le, Ld)`. "
             f"Received: max_length={max_length!r} with a histogram of shape {np.shape(histogram)}")
-    max_length = validate_max_length(max_length)
-    max_sequences_per_pack = validate_max_sequences_per_pack(max_sequences_per_pack)
+    max_length = validate_max_length(max_length)  # its upper limit; the rest is declared
+    max_sequences_per_pack = None if max_sequences_per_pack is None else int(max_sequences_per_pack)
     histogram = validate_histogram(histogram, max_length)
-    seed = validate_seed(seed)
+    seed = int(seed)
     if histogram.sum() == 0:
         raise TfpackError(
             "`histogram` must count at least one sequence (the dataset is empty). "
             "Received: histogram with 0 sequences"
         )
     function = algorithms.get(algorithm)
-    time_limit = validate_time_limit(time_limit)
+    time_limit = None if time_limit is None else float(time_limit)
     kwargs = {"time_limit": time_limit} if base.takes_time_limit(algorithm) else {}
     start = time.perf_counter()
     result = function(histogram, max_length, max_sequences_per_pack, seed=seed, **kwargs)

@@ -11,12 +11,15 @@ one-length problem on either projection therefore bounds the two-length one:
   (`tfpack.packing.algorithms._bounds.long_bound`);
 - ``input_lp``, ``target_lp``: the one-length ``optimal``'s bound on a
   projection (its LP relaxation, column generation, valid when stopped early),
-  which the ``optimal`` pair planner computes as it plans.
+  which the ``optimal`` pair planner computes as it plans;
+- ``pair_lp``: the LP relaxation over packs of both lengths at once
+  (`_lp_bound`: column generation, Farley's bound, valid when stopped early).
+  It alone knows that a pack cannot fill both rows with any mix of pairs.
+  The ``optimal`` pair planner computes it for histograms of up to 5,000
+  non-empty cells (past 2,000 its classes round lengths down, which costs
+  some of its strength).
 
 The largest is reported, rounded up (a number of packs is an integer).
-When inputs and targets both bind and no pack can fill both at once, the
-two-length optimum lies above all of them, and the gap reported then is
-partly the bound's.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 4), dtype=np.int64)
@@ -34,7 +37,7 @@ import numpy as np
 from tfpack.packing.algorithms._bounds import long_bound
 
 KINDS = ("input_tokens", "target_tokens", "sequences", "input_long", "target_long",
-         "input_lp", "target_lp")
+         "input_lp", "target_lp", "pair_lp")
 
 
 def simple(counts: np.ndarray, limits) -> dict[str, int]:
