@@ -37,13 +37,17 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 from tfpack.packing.histograms import validate_lengths
-from tfpack.packing.placement import length_ranks, placement
+from tfpack.packing.placement import _PLACEMENT_PARAMETERS, length_ranks, placement
+from tfpack.params import Anything, declare_fields, validate_params
 
 __all__ = ["Assignment", "assign", "layout"]
 
 _CHUNK = 1 << 20
 
 
+@declare_fields({"order": Anything("int64 [n] example indices, pack by pack"),
+                 "splits": Anything("int64 [num_packs + 1] offsets into `order`"),
+                 "balance": [None, Anything("the `BatchBalance` of `assign(balance=)`")]})
 @dataclasses.dataclass(frozen=True, eq=False)
 class Assignment:
     """Which examples share each pack.
@@ -84,6 +88,8 @@ class Assignment:
         return packs
 
 
+@validate_params({**_PLACEMENT_PARAMETERS,
+                  "lengths": Anything("int [n] lengths in 1..plan.max_length, checked here")})
 def assign(plan, lengths, seed: int = 0, *, shuffle: bool = True,
            balance=None, batch_size: int | None = None, replicas: int | None = None,
            token_weight: int = 0) -> Assignment:

@@ -52,9 +52,18 @@ from tfpack.packing.histograms import validate_histogram, validate_seed
 from tfpack.packing.balance import BatchBalance, arrange, check_balance
 from tfpack.packing.replicas import split_replicas
 from tfpack.packing.permutation import Permutations
-from tfpack.params import Anything, Integer, validate_params
+from tfpack.params import Anything, Boolean, Integer, Options, declare_fields, validate_params
 
 __all__ = ["Placement", "placement", "length_ranks"]
+
+
+_PLACEMENT_PARAMETERS = {
+    "plan": Anything("a `PackingPlan` (its lengths and slots are read)"),
+    "seed": Integer(0), "shuffle": Boolean(),
+    "balance": [None, Boolean(), Options("sequences", "tokens")],
+    "batch_size": [None, Integer(1)], "replicas": [None, Integer(1)],
+    "token_weight": Integer(0),
+}
 
 
 @validate_params({"lengths": Anything("integer lengths in 1..max_length, the caller's (a hot path)"),
@@ -83,6 +92,14 @@ def length_ranks(lengths: np.ndarray, max_length: int, start=None) -> np.ndarray
     return ranks
 
 
+@declare_fields({"max_length": Integer(1), "num_packs": Integer(0),
+                 **{name: Anything("a table `placement` computes") for name in (
+                     "histogram", "kept", "moved", "slot_start", "loose_base", "loose_cum",
+                     "loose_slot", "run_start", "run_owner", "run_position", "run_size",
+                     "first_pack", "used", "depth", "permutations")},
+                 "shuffle": Boolean(),
+                 "arrangement": [None, Anything("int [num_packs] pack id of each ordinal")],
+                 "balance": [None, Anything("the `BatchBalance` of the order")]})
 @dataclasses.dataclass(frozen=True, eq=False)
 class Placement:
     """Where examples go; make one with `placement`. Small: O(strategies + L).
@@ -171,6 +188,8 @@ class Placement:
         return depths
 
 
+@validate_params({**_PLACEMENT_PARAMETERS,
+                  "histogram": Anything("int [plan.max_length] counts, checked with the plan")})
 def placement(plan, histogram, *, seed: int = 0, shuffle: bool = True,
               balance=None, batch_size: int | None = None, replicas: int | None = None,
               token_weight: int = 0) -> Placement:

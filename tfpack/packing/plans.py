@@ -30,8 +30,9 @@ from tfpack.packing.histograms import (
     validate_max_length,
     validate_max_sequences_per_pack,
 )
-from tfpack.packing.metrics import METRIC_NAMES, compute_metrics
-from tfpack.params import Anything, Integer, IntegerPair, Real, validate_params
+from tfpack.packing.metrics import compute_metrics
+from tfpack.params import (Anything, InstanceOf, Integer, IntegerPair, Real, Text,
+                           declare_fields, validate_params)
 
 __all__ = ["PackingPlan", "plan", "validate_time_limit", "DEFAULT_TIME_LIMIT"]
 
@@ -52,6 +53,12 @@ def validate_time_limit(time_limit) -> float | None:
     return float(time_limit)
 
 
+@declare_fields({"max_length": Integer(1), "max_sequences_per_pack": [None, Integer(1)],
+                 "algorithm": Text("the name of the algorithm that made the plan"),
+                 "histogram": Anything("int64 counts per length, checked with the plan"),
+                 "strategies": Anything("tuples of lengths, checked with the plan"),
+                 "counts": Anything("int64 packs per strategy, checked with the plan"),
+                 "metrics": InstanceOf(dict, description="a dict of plan metrics")})
 @dataclasses.dataclass(frozen=True, eq=False)
 class PackingPlan:
     """A packing plan: strategies (lengths sharing a pack) and their counts.
