@@ -22,12 +22,13 @@ import math
 
 import numpy as np
 
-from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _exact_fill, _groups,
+from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _column_generation,
+                                       _exact_fill, _groups,
                                        _lp_plan, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
-__all__ = ["Search", "quick", "full_packs_first", "grouped", "refine", "plan_up", "fine_grid",
-           "on_grid", "divisor", "in_units"]
+__all__ = ["Search", "quick", "full_packs_first", "grouped", "prove_down", "finer_packs", "present_groups",
+           "refine", "plan_up", "fine_grid", "on_grid", "divisor", "in_units"]
 
 
 class Search:
@@ -197,12 +198,15 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # what is loose (lengths just over L / 3 pair at most, which no simple bound sees): the
     # bound first there too, with less of the time (issue 35: the worst gap of
     # benchmarks/planners_long_context.py from 17.8% to under 1%).
+    proving = None
     if not tokens_bind:
         order = ((False, 0.5), (True, 1.0))
-    elif search.packs > search.bound * (1 + Tuning.PROVE_ABOVE):
-        order = ((False, Tuning.PROVE_SHARE), (True, 1.0))
     else:
         order = ((True, 1.0),)
+        if search.packs > search.bound * (1 + Tuning.PROVE_ABOVE):
+            # The bound on groups of the lengths present (`prove_down`), finer while time lasts.
+            proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
+                                 budget.share(Tuning.PROVE_SHARE))
     for up, share in order:
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
@@ -228,8 +232,107 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         _, bound = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
                                  dives=False, budget=budget.share(share))
         search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
+    if proving is not None:  # the plan made, its time left proves the plan (finer groups)
+        prove_down(search, histogram, max_length, max_sequences_per_pack, budget, *proving)
     if tokens_bind and not few_lengths:
         refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
+
+
+def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
+               budget: _budget.Budget, rows: int = 0, took: float = 0.0, coarser=()):
+    """Bounds on `present_groups` rounded down, twice the groups while ``budget`` lasts.
+
+    Where the tokens bind and the simple bounds are loose (stretched long
+    contexts, documents of about L / 3: `Tuning.PROVE_ABOVE`), what the
+    rounded-down LP loses is what rounding down lets fit: three sequences
+    just over L / 3 rounded to a triple that fits. Groups of equal width over
+    all of ``max_length`` (about 24 tokens at L=12,288 with 512 rows) leave
+    most rows empty there, lengths spanning a third of L: over the lengths
+    present, `Tuning.PROVE_ROWS` groups are 3-4x narrower, and their LP
+    converges in a fraction of the time (stretched L=12,288 depth 16, lengths
+    2,661-7,337: 224,920 -> 226,080 with 256 groups in 0.04 s of CPU, 226,469
+    with 512 in 0.08 s, 226,662 with 1,024 in 0.25 s; the plan 226,973). Each
+    LP's bound is Farley's, valid at any round (docs/packing.md, "A bound from
+    length groups rounded down"), so a finer one cut by the budget only proves
+    less; the best is kept. The first LP's first round runs to its end
+    (`_column_generation.run`), the others' do not, and a finer one starts
+    only with `Tuning.PROVE_GROWTH` times the last one's time left. A finer
+    LP starts from the last one's columns (`finer_packs`: 490 groups took 11
+    rounds instead of 16). Returns ``(rows, took, coarser)``, to resume with
+    more time (``rows`` 0: from the first).
+    """
+    first = not rows
+    rows = rows or Tuning.PROVE_ROWS
+    while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > Tuning.PROVE_GROWTH * took and \
+            not search.done():
+        began = budget.spent()
+        rounded = _groups.rounded(histogram, present_groups(histogram, rows,
+                                                            Tuning.BALANCED_ENDS), up=False)
+        lengths = np.flatnonzero(rounded) + 1
+        demand = rounded[lengths - 1]
+        simple = max(_bounds.simple(rounded, max_length, max_sequences_per_pack).values())
+        # Seeded with best fit's packs (as `_lp_plan.plan`; without them, 490 rows took 86
+        # rounds instead of 16) and the last LP's, the bound only: no plan rounded from it.
+        coarser = finer_packs(coarser, lengths)
+        seeds = list(_best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {},
+                                    max_length, max_sequences_per_pack))
+        try:
+            lp = _column_generation.run(lengths, demand, max_length, max_sequences_per_pack,
+                                        seeds + coarser, simple, first_round=first,
+                                        budget=budget)
+        except _budget.OutOfTime:
+            break
+        coarser = [tuple(np.repeat(lengths[r], c).tolist()) for (r, c), x in
+                   zip(lp.patterns, lp.x) if x > 0]
+        search.prove(lp.lower_bound, "lp")  # a relaxation: its bound bounds the real problem
+        if np.array_equal(rounded, histogram):
+            break  # every length its own group: finer groups prove no more
+        rows, first, took = 2 * rows, False, budget.spent() - began
+    return rows, took, coarser
+
+
+def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
+    """Packs of coarser rounded-down lengths, each length the longest of ``lengths`` up to it.
+
+    Lengths only shrink, so each pack still fits; one with none up to it leaves the pack
+    (a pack of fewer sequences fits too).
+
+    >>> finer_packs([(9, 5), (4,)], np.array([5, 8]))
+    [(8, 5)]
+    """
+    finer = []
+    for pack in packs:
+        at = np.searchsorted(lengths, np.array(pack), side="right") - 1
+        pack = tuple(lengths[at[at >= 0]].tolist())
+        if pack:
+            finer.append(pack)
+    return finer
+
+
+def present_groups(histogram: np.ndarray, rows: int, ends: int) -> np.ndarray:
+    """About ``rows`` groups of equal width over the lengths present, those at the ends exact.
+
+    Group starts (the first is 1) for `_groups.rounded`: the ``ends``
+    shortest and longest lengths present are groups of their own (a spike of
+    full windows at L keeps its length); the lengths between them are cut
+    into groups of equal width.
+
+    >>> h = np.zeros(100, dtype=np.int64)
+    >>> h[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1  # 40-47 and 100
+    >>> present_groups(h, 2, ends=1).tolist()  # 40 and 100 exact, 41-44 and 45-47 (to 99)
+    [1, 40, 41, 45, 100]
+    """
+    max_length = len(histogram)
+    present = np.flatnonzero(histogram) + 1
+    ends = min(ends, len(present) // 2)
+    inner = present[ends: len(present) - ends]
+    middle = np.zeros(0, dtype=np.int64)
+    if len(inner):
+        width = max(1, -(-(int(inner[-1]) - int(inner[0]) + 1) // rows))
+        middle = np.arange(inner[0], inner[-1] + 1, width)
+    exact = np.concatenate([present[:ends], present[len(present) - ends:]])
+    edges = np.concatenate([[1], exact, exact + 1, middle]).astype(np.int64)
+    return np.unique(edges[edges <= max_length])
 
 
 def refine(search: Search, histogram, max_length, max_sequences_per_pack, starts, unit,

@@ -105,6 +105,16 @@ class Tuning:
     # the bound 123,912: 0.225%; with a third, 124,159); a fifth lost the LP bound on 3 of
     # the long-context suite's cases, a third on 1 of them (L=16,384 depth 12).
     PROVE_SHARE = 0.33
+    # Groups of the first bound there (`_paths.prove_down`), then twice as many while its
+    # time lasts: 256 converged in 0.04-0.2 s of CPU on the long-context suite's cases where
+    # the bound was loose, 512 in 0.1-0.65 s (0.3 s is about that time at the default 1 s).
+    PROVE_ROWS = 256
+    # and at most this many: with more, its LP stops at `ROW_ROUNDS` rounds far from its
+    # optimum (1,351 rows cut there at 215,271 on the case above, 1,024 at 226,662).
+    PROVE_MOST_ROWS = 1024
+    # Twice the groups took 2.5-4x the time there (0.04 -> 0.09 -> 0.26 s): a finer LP that
+    # would be cut proves little, so it starts only with this many times the last one's time.
+    PROVE_GROWTH = 3.0
     GROUP_ROWS = 512  # lengths (groups) of their LPs at most
     TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
     UNIT_ROWS = 1024  # rows in units of tokens (`in_units`): pricing stays cheap
