@@ -266,8 +266,8 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > Tuning.PROVE_GROWTH * took and \
             not search.done():
         began = budget.spent()
-        rounded = _groups.rounded(histogram, present_groups(histogram, rows,
-                                                            Tuning.BALANCED_ENDS), up=False)
+        rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS),
+                                  up=False)
         lengths = np.flatnonzero(rounded) + 1
         demand = rounded[lengths - 1]
         simple = max(_bounds.simple(rounded, max_length, max_sequences_per_pack).values())

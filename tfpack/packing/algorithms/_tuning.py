@@ -112,9 +112,14 @@ class Tuning:
     # and at most this many: with more, its LP stops at `ROW_ROUNDS` rounds far from its
     # optimum (1,351 rows cut there at 215,271 on the case above, 1,024 at 226,662).
     PROVE_MOST_ROWS = 1024
-    # Twice the groups took 2.5-4x the time there (0.04 -> 0.09 -> 0.26 s): a finer LP that
-    # would be cut proves little, so it starts only with this many times the last one's time.
-    PROVE_GROWTH = 3.0
+    # Twice the groups, started from the last LP's columns, took 1.2-1.9x the time there
+    # (0.05 -> 0.08 -> 0.17 s; 0.12 -> 0.14 -> 0.27 s): a finer LP that would be cut proves
+    # little, so it starts only with this many times the last one's time left (2.5 kept
+    # L=16,384 depth 16 from its 1,024 groups by 0.01 s: 0.208% above the plan, not 0.148%).
+    PROVE_GROWTH = 2.0
+    # Their shortest and longest lengths present exact: 16 each cost 60 rows and 2x the time
+    # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
+    PROVE_ENDS = 0
     GROUP_ROWS = 512  # lengths (groups) of their LPs at most
     TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
     UNIT_ROWS = 1024  # rows in units of tokens (`in_units`): pricing stays cheap
