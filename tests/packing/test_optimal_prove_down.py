@@ -5,7 +5,6 @@ Proven bounds only: every bound it reports is checked against the exact optimum
 HiGHS) on tiny histograms, and against the plan on a long-context one.
 """
 
-import collections
 import itertools
 
 import pytest
@@ -16,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from test_optimal import brute_force_packs, make_histogram
-from test_optimal_long_context import stretched
+from test_optimal_long_context import narrow_instances, stretched
 from tfpack.packing.algorithms import _bounds, _budget, _paths, optimal
 from tfpack.packing.algorithms._tuning import Tuning
 
@@ -69,17 +68,6 @@ def test_three_just_over_a_third_prove_three_packs():
     assert max(_bounds.simple(histogram, 20, 4).values()) == 2
     assert proven(histogram, 20, 4, rows=8) == 3
     assert proven(histogram, 20, 4, rows=1) <= 3
-
-
-@st.composite
-def narrow_instances(draw):
-    """Up to 8 sequences, many just over L / 3 or L / 4, a depth or none."""
-    max_length = draw(st.integers(6, 30))
-    depth = draw(st.one_of(st.none(), st.integers(2, 5)))
-    third = max_length // 4 + 1
-    lengths = draw(st.lists(st.one_of(st.integers(third, max(third, max_length // 2)),
-                                      st.integers(1, max_length)), min_size=1, max_size=8))
-    return make_histogram(max_length, collections.Counter(lengths)), max_length, depth
 
 
 @settings(max_examples=80, deadline=None)
