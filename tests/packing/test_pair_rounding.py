@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tfpack.packing import plan
 from tfpack.packing.pairs import _lp_bound
 from tfpack.packing.pairs._packs import strategies_of
 from tfpack.packing.pairs._rounding import _redirected, rounded
@@ -52,3 +53,24 @@ def test_every_rounded_plan_is_valid_and_at_least_the_optimum(pairs, depth, most
     placed, result = rounded(counts, limits, time_limit=None, most=most)
     valid(placed, counts, limits)
     assert result.bound <= optimum(counts, limits) <= placed.packs
+
+
+@settings(max_examples=25, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(1, 16), st.integers(1, 8)), min_size=1, max_size=60),
+       depth=st.sampled_from([None, 2, 4]))
+def test_optimal_bound_at_most_its_packs_at_most_first_fit(pairs, depth):
+    # Small histograms: `optimal` runs the two-length LP without a time limit and may take its rounded plan.
+    counts = histogram(pairs, (16, 8))
+    kwargs = dict(max_length=(16, 8), max_sequences_per_pack=depth, time_limit=None)
+    optimal = plan(counts, algorithm="optimal", **kwargs)
+    first_fit = plan(counts, algorithm="ffd", **kwargs)
+    assert optimal.metrics["lower_bound_packs"] <= optimal.metrics["packs"] <= first_fit.metrics["packs"]
+
+
+def test_optimal_takes_the_rounded_plan_where_it_has_fewer_packs():
+    # Input-heavy and target-heavy pairs, K=4: the templates, blend and ffd plans need 7 packs, the LP's 6.
+    pairs = [(3, 3), (2, 4), (1, 3), (3, 3), (7, 2), (9, 2), (3, 4), (6, 1), (1, 6), (1, 5), (9, 1), (1, 4),
+             (8, 2), (6, 1), (3, 5)]
+    p = plan(histogram(pairs, (12, 8)), max_length=(12, 8), max_sequences_per_pack=4, algorithm="optimal",
+             time_limit=None)
+    assert (p.metrics["packs"], p.metrics["lower_bound_packs"]) == (6, 6)
