@@ -21,8 +21,8 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   bound (`_lp_bound`, seeded with the plan's packs) in the time left, at
   least half of ``time_limit``: on up to 5,000 non-empty cells, or at up to 4
   pairs a pack given 2 s (``time_limit >= 4``); 300 cells without a time
-  limit, to its end (`_worth_a_bound`); its solution rounded into a plan
-  (`_rounding`) replaces the best where it has fewer packs.
+  limit, to its end (`_worth_a_bound`); where it converged, its solution
+  rounded into a plan (`_rounding`) replaces the best where it has fewer packs.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 5), dtype=np.int64)
@@ -145,7 +145,7 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     left = None if time_limit is None else max(budget.left(), _BOUND_SHARE * time_limit)
     if best.packs > max(found.values()) and _worth_a_bound(counts, limits, left):
         # Its solution, rounded into a plan, beats the others where both rows bind (`_rounding`).
-        placed, result = rounded(counts, limits, left, plan=best)
+        placed, result = rounded(counts, limits, left, plan=best, converged=True)
         found["pair_lp"] = result.bound
         if placed is not None and placed.packs < best.packs:
             best = placed
