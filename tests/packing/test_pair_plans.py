@@ -202,7 +202,7 @@ def test_assign_refuses_pairs_the_plan_has_no_slot_for():
     "tfpack.packing.pairs", "tfpack.packing.pairs.plans", "tfpack.packing.pairs.assignment",
     "tfpack.packing.pairs.metrics", "tfpack.packing.pairs.bounds", "tfpack.packing.pairs.checks",
     "tfpack.packing.pairs.algorithms", "tfpack.packing.pairs._packs", "tfpack.packing.pairs._first_fit",
-    "tfpack.packing.pairs._templates", "tfpack.packing.pairs._blend",
+    "tfpack.packing.pairs._templates", "tfpack.packing.pairs._blend", "tfpack.packing.pairs._rounding",
 ])
 def test_docstring_examples(name):
     import doctest

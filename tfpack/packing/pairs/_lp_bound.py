@@ -88,6 +88,11 @@ class LPBound:
     rounds: int
     classes: int
     converged: bool  # the LP was solved to optimality (then ``farley`` is its value)
+    # The last restricted master's solution, for plans rounded from it (`_rounding`):
+    # its columns ``(rows, copies)`` over the classes, their values, and the classes.
+    columns: list = dataclasses.field(default=None, repr=False, compare=False)
+    x: np.ndarray = dataclasses.field(default=None, repr=False, compare=False)
+    grouped: Classes = dataclasses.field(default=None, repr=False, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,10 +228,10 @@ def lp_bound(counts: np.ndarray, limits, budget: Budget | None = None,
     if depth <= FEW:
         surrogates.append(_Few(a, b, fit, limits[:2], depth))
     exact = None
-    best, center, value, rounds, converged = 0.0, None, math.inf, 0, False
+    best, center, value, rounds, converged, x = 0.0, None, math.inf, 0, False, None
     while (budget is None or not budget.expired()) and rounds != most_rounds:
         try:
-            value, _, duals = master.solve(budget)
+            value, x, duals = master.solve(budget)
             # Wentges smoothing: price at a mix of the duals with the best bound so far and these.
             at = duals if center is None else _SMOOTHING * center + (1 - _SMOOTHING) * duals
             worth, packs = _price(surrogates, at, budget)
@@ -253,7 +258,8 @@ def lp_bound(counts: np.ndarray, limits, budget: Budget | None = None,
         # The best duals, given to every pair of a class, priced on the pairs' own lengths.
         best = max(best, float(center @ n) / max(1.0, _lifted_worth(counts, grouped, center, limits, depth)))
     bound = math.ceil(best - 1e-6 * max(1.0, best))
-    return LPBound(bound, value, best, rounds, int(n.size), converged)
+    columns = master.columns[:0 if x is None else x.size]
+    return LPBound(bound, value, best, rounds, int(n.size), converged, columns, x, grouped)
 
 
 def _price(surrogates, duals, budget) -> tuple[float, list[np.ndarray]]:

@@ -21,7 +21,8 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   bound (`_lp_bound`, seeded with the plan's packs) in the time left, at
   least half of ``time_limit``: on up to 5,000 non-empty cells, or at up to 4
   pairs a pack given 2 s (``time_limit >= 4``); 300 cells without a time
-  limit, to its end (`_worth_a_bound`).
+  limit, to its end (`_worth_a_bound`); where it converged, its solution
+  rounded into a plan (`_rounding`) replaces the best where it has fewer packs.
 
 >>> import numpy as np
 >>> counts = np.zeros((8, 5), dtype=np.int64)
@@ -45,6 +46,7 @@ from tfpack.packing.pairs import _lp_bound, bounds
 from tfpack.packing.pairs._blend import blend
 from tfpack.packing.pairs._first_fit import Placed, decreasing, first_fit
 from tfpack.packing.pairs._packs import cells, pairs_of
+from tfpack.packing.pairs._rounding import rounded
 from tfpack.packing.pairs._templates import fill, swapped
 
 __all__ = ["get", "names", "register"]
@@ -142,7 +144,11 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     # The two-length LP: its own share of the time, so a plan found late still gets a bound.
     left = None if time_limit is None else max(budget.left(), _BOUND_SHARE * time_limit)
     if best.packs > max(found.values()) and _worth_a_bound(counts, limits, left):
-        found["pair_lp"] = _lp_bound.lp_bound(counts, limits, Budget(left), plan=best).bound
+        # Its solution, rounded into a plan, beats the others where both rows bind (`_rounding`).
+        placed, result = rounded(counts, limits, left, plan=best, converged=True)
+        found["pair_lp"] = result.bound
+        if placed is not None and placed.packs < best.packs:
+            best = placed
     return (best, *bounds.strongest(found))
 
 

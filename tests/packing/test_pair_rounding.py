@@ -1,0 +1,76 @@
+"""Plans rounded from the two-length LP (`tfpack.packing.pairs._rounding`): always valid, never below the optimum."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfpack.packing import plan
+from tfpack.packing.pairs import _lp_bound
+from tfpack.packing.pairs._packs import strategies_of
+from tfpack.packing.pairs._rounding import _redirected, rounded
+from tfpack.packing.pairs.checks import check_pair_plan
+
+from test_pair_lp_bound import histogram, optimum
+
+
+def valid(placed, counts, limits) -> None:
+    strategies, copies = strategies_of(placed.pack, placed.a, placed.b, limits[1])
+    check_pair_plan(strategies, copies, counts, max_length=limits[:2], max_sequences_per_pack=limits[2])
+    assert placed.packs == int(copies.sum())
+
+
+def test_a_converged_lp_rounds_to_the_pairs_that_fill_both_rows():
+    # (6, 1) with (2, 3) fills (8, 4); alone, each side's tokens say 3 packs but a first fit may not pair them.
+    counts = histogram([(6, 1)] * 3 + [(2, 3)] * 3, (8, 4))
+    placed, result = rounded(counts, (8, 4, None), time_limit=None)
+    valid(placed, counts, (8, 4, None))
+    assert (placed.packs, result.bound) == (3, 3)
+
+
+def test_left_out_pairs_take_the_empty_slots_of_a_longer_class():
+    # Classes (4, 2) with 1 slot and 2 pairs, (5, 3) with 1 empty slot: one (4, 2) pair moves there.
+    grouped = _lp_bound.Classes(np.array([4, 5]), np.array([2, 3]), np.array([2, 0]), np.full((5, 3), -1))
+    a, b, n, cls, assigned = _redirected(np.array([4]), np.array([2]), np.array([2]), np.array([0]),
+                                         np.array([1]), np.array([1, 1]), grouped, (8, 4))
+    assert (a.tolist(), b.tolist(), n.tolist(), cls.tolist(), assigned.tolist()) == (
+        [4, 4], [2, 2], [1, 1], [0, 1], [1, 1])
+    # No class holds it: the pair stays left out.
+    grouped = _lp_bound.Classes(np.array([4, 3]), np.array([2, 3]), np.array([2, 0]), np.full((5, 3), -1))
+    a, b, n, cls, assigned = _redirected(np.array([4]), np.array([2]), np.array([2]), np.array([0]),
+                                         np.array([1]), np.array([1, 1]), grouped, (8, 4))
+    assert (n.tolist(), assigned.tolist()) == ([2], [1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 5)), min_size=1, max_size=8),
+       depth=st.sampled_from([None, 1, 2, 3]), most=st.integers(1, 6))
+def test_every_rounded_plan_is_valid_and_at_least_the_optimum(pairs, depth, most):
+    # Coarse classes (most < cells) round lengths down: packs overflow and are repaired.
+    counts = histogram(pairs, (6, 5))
+    limits = (6, 5, depth)
+    placed, result = rounded(counts, limits, time_limit=None, most=most)
+    valid(placed, counts, limits)
+    assert result.bound <= optimum(counts, limits) <= placed.packs
+
+
+@settings(max_examples=25, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(1, 16), st.integers(1, 8)), min_size=1, max_size=60),
+       depth=st.sampled_from([None, 2, 4]))
+def test_optimal_bound_at_most_its_packs_at_most_first_fit(pairs, depth):
+    # Small histograms: `optimal` runs the two-length LP without a time limit and may take its rounded plan.
+    counts = histogram(pairs, (16, 8))
+    kwargs = dict(max_length=(16, 8), max_sequences_per_pack=depth, time_limit=None)
+    optimal = plan(counts, algorithm="optimal", **kwargs)
+    first_fit = plan(counts, algorithm="ffd", **kwargs)
+    assert optimal.metrics["lower_bound_packs"] <= optimal.metrics["packs"] <= first_fit.metrics["packs"]
+
+
+def test_optimal_takes_the_rounded_plan_where_it_has_fewer_packs():
+    # Input-heavy and target-heavy pairs, K=4: the templates, blend and ffd plans need 7 packs, the LP's 6.
+    pairs = [(3, 3), (2, 4), (1, 3), (3, 3), (7, 2), (9, 2), (3, 4), (6, 1), (1, 6), (1, 5), (9, 1), (1, 4),
+             (8, 2), (6, 1), (3, 5)]
+    p = plan(histogram(pairs, (12, 8)), max_length=(12, 8), max_sequences_per_pack=4, algorithm="optimal",
+             time_limit=None)
+    assert (p.metrics["packs"], p.metrics["lower_bound_packs"]) == (6, 6)
