@@ -162,6 +162,11 @@ def test_json_round_trip_and_refusals():
         PairPackingPlan.from_json(json.dumps(data))
     with pytest.raises(TfpackError, match=r"format='tfpack-pair-plan'.*Received: format='tfpack-plan'"):
         PairPackingPlan.from_json(json.dumps({**json.loads(p.to_json()), "format": "tfpack-plan"}))
+    # The stored numbers are checked as a one-length plan's are (was a bare ValueError).
+    data = json.loads(p.to_json())
+    data["metrics"]["solve_seconds"] = "soon"
+    with pytest.raises(TfpackError, match=r"metrics.solve_seconds must be a number"):
+        PairPackingPlan.from_json(json.dumps(data))
 
 
 def test_either_row_closes_a_pack():

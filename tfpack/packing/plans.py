@@ -30,6 +30,7 @@ from tfpack.packing.histograms import (
     validate_max_length,
     validate_max_sequences_per_pack,
 )
+from tfpack.packing import plan_files
 from tfpack.packing.metrics import compute_metrics
 from tfpack.params import (Anything, InstanceOf, Integer, IntegerPair, Real, Text,
                            declare_fields, validate_params)
@@ -113,10 +114,7 @@ class PackingPlan:
     @classmethod
     def from_json(cls, text: str) -> "PackingPlan":
         """Read a plan from a DESIGN.md plan-file JSON string, checking everything."""
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, TypeError) as error:
-            raise TfpackError(f"A plan file must be valid JSON. Received: {error}") from None
+        data = plan_files.load_json(text)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
             raise TfpackError(f"A plan file must have format={FORMAT!r}. Received: format={found!r}")
@@ -125,11 +123,7 @@ class PackingPlan:
                 f"This tfpack reads plan files of version {VERSION}. "
                 f"Received: version={data.get('version')!r}"
             )
-        keys = ("max_length", "max_sequences_per_pack", "algorithm", "histogram", "strategies",
-                "counts", "metrics")
-        missing = [key for key in keys if key not in data]
-        if missing:
-            raise TfpackError(f"A plan file must have the fields {list(keys)}. Received: missing {missing}")
+        plan_files.check_fields(data)
         max_length = validate_max_length(data["max_length"])
         max_sequences_per_pack = validate_max_sequences_per_pack(data["max_sequences_per_pack"])
         histogram = validate_histogram(data["histogram"], max_length)
@@ -152,19 +146,9 @@ class PackingPlan:
         counts = counts.astype(np.int64)
         strategies = [tuple(s) for s in strategies]
         check_plan(strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack)
-        stored = data["metrics"] if isinstance(data["metrics"], dict) else {}
-        for key in ("solve_seconds", "lower_bound_packs"):
-            value = stored.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise TfpackError(f"A plan file's metrics.{key} must be a number. Received: {key}={value!r}")
-        # Derived numbers are recomputed; only the two an algorithm alone knows are read.
         metrics = compute_metrics(
             strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
-            solve_seconds=float(stored.get("solve_seconds", 0.0)),
-            lower_bound_packs=stored.get("lower_bound_packs"),
-            lower_bound_kind=stored.get("lower_bound_kind") if stored.get("lower_bound_kind")
-            in _bounds.KINDS else None,
-        )
+            **plan_files.stored_metrics(data, _bounds.KINDS))
         return cls(max_length, max_sequences_per_pack, str(data["algorithm"]), histogram, strategies, counts, metrics)
 
     def save(self, path: str | os.PathLike) -> None:

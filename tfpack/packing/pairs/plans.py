@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from tfpack.errors import TfpackError
+from tfpack.packing import plan_files
 from tfpack.packing.histograms import (
     MAX_LENGTH_LIMIT,
     validate_histogram,
@@ -105,20 +106,14 @@ class PairPackingPlan:
     @classmethod
     def from_json(cls, text: str) -> "PairPackingPlan":
         """Read a plan written by `to_json`, checking everything."""
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, TypeError) as error:
-            raise TfpackError(f"A plan file must be valid JSON. Received: {error}") from None
+        data = plan_files.load_json(text)
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         if found != FORMAT or data.get("version") != VERSION:
             raise TfpackError(f"A two-length plan file must have format={FORMAT!r} and version={VERSION}. "
                               f"Received: format={found!r}, version={data.get('version')!r}"
                               if isinstance(data, dict) else
                               f"A two-length plan file must be a JSON object. Received: {found}")
-        keys = ("max_length", "max_sequences_per_pack", "algorithm", "histogram", "strategies", "counts", "metrics")
-        missing = [key for key in keys if key not in data]
-        if missing:
-            raise TfpackError(f"A plan file must have the fields {list(keys)}. Received: missing {missing}")
+        plan_files.check_fields(data)
         max_length = validate_pair_max_length(data["max_length"])
         depth = validate_max_sequences_per_pack(data["max_sequences_per_pack"])
         histogram = _histogram_of_cells(data["histogram"], max_length)
@@ -130,12 +125,8 @@ class PairPackingPlan:
                               "and its counts integers. "
                               f"Received: strategies={str(data['strategies'])[:80]}") from None
         check_pair_plan(strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=depth)
-        stored = data["metrics"] if isinstance(data["metrics"], dict) else {}
         metrics = compute_pair_metrics(strategies, counts, histogram, max_length=max_length,
-                                       max_sequences_per_pack=depth,
-                                       solve_seconds=float(stored.get("solve_seconds", 0.0)),
-                                       lower_bound_packs=stored.get("lower_bound_packs"),
-                                       lower_bound_kind=stored.get("lower_bound_kind"))
+                                       max_sequences_per_pack=depth, **plan_files.stored_metrics(data))
         return cls(max_length, depth, str(data["algorithm"]), histogram, strategies, counts, metrics)
 
     def assign(self, input_lengths, target_lengths, seed: int = 0):
