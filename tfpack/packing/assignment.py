@@ -37,7 +37,7 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 from tfpack.packing.histograms import validate_lengths
-from tfpack.packing.placement import _PLACEMENT_PARAMETERS, length_ranks, placement
+from tfpack.packing.placement import PLACEMENT_PARAMETERS, length_ranks, placement
 from tfpack.params import Anything, declare_fields, validate_params
 
 __all__ = ["Assignment", "assign", "layout"]
@@ -88,7 +88,7 @@ class Assignment:
         return packs
 
 
-@validate_params({**_PLACEMENT_PARAMETERS,
+@validate_params({**PLACEMENT_PARAMETERS,
                   "lengths": Anything("int [n] lengths in 1..plan.max_length, checked here")})
 def assign(plan, lengths, seed: int = 0, *, shuffle: bool = True,
            balance=None, batch_size: int | None = None, replicas: int | None = None,

@@ -57,7 +57,7 @@ from tfpack.params import Anything, Boolean, Integer, Options, declare_fields, v
 __all__ = ["Placement", "placement", "length_ranks"]
 
 
-_PLACEMENT_PARAMETERS = {
+PLACEMENT_PARAMETERS = {
     "plan": Anything("a `PackingPlan` (its lengths and slots are read)"),
     "seed": Integer(0), "shuffle": Boolean(),
     "balance": [None, Boolean(), Options("sequences", "tokens")],
@@ -188,7 +188,7 @@ class Placement:
         return depths
 
 
-@validate_params({**_PLACEMENT_PARAMETERS,
+@validate_params({**PLACEMENT_PARAMETERS,
                   "histogram": Anything("int [plan.max_length] counts, checked with the plan")})
 def placement(plan, histogram, *, seed: int = 0, shuffle: bool = True,
               balance=None, batch_size: int | None = None, replicas: int | None = None,

@@ -20,8 +20,9 @@ import json
 from collections.abc import Collection
 
 from tfpack.errors import TfpackError
+from tfpack.params import Anything, Constraint, InstanceOf, Integer, Text
 
-__all__ = ["FIELDS", "check_fields", "load_json", "stored_metrics"]
+__all__ = ["FIELDS", "check_fields", "field_constraints", "load_json", "stored_metrics"]
 
 # Every plan file has these, whatever its number of lengths.
 FIELDS = ("max_length", "max_sequences_per_pack", "algorithm", "histogram", "strategies", "counts",
@@ -58,3 +59,14 @@ def stored_metrics(data: dict, kinds: Collection[str] | None = None) -> dict:
     return {"solve_seconds": float(stored.get("solve_seconds") or 0.0),
             "lower_bound_packs": stored.get("lower_bound_packs"),
             "lower_bound_kind": kind if kinds is None or kind in kinds else None}
+
+
+def field_constraints(max_length: Constraint) -> dict:
+    """The declared fields of a plan class (`params.declare_fields`); ``max_length``
+    is what differs (one length, or a pair)."""
+    return {"max_length": max_length, "max_sequences_per_pack": [None, Integer(1)],
+            "algorithm": Text("the name of the algorithm that made the plan"),
+            "histogram": Anything("int64 counts per length, checked with the plan"),
+            "strategies": Anything("tuples of lengths, checked with the plan"),
+            "counts": Anything("int64 packs per strategy, checked with the plan"),
+            "metrics": InstanceOf(dict, description="a dict of plan metrics")}

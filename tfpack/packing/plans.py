@@ -32,8 +32,7 @@ from tfpack.packing.histograms import (
 )
 from tfpack.packing import plan_files
 from tfpack.packing.metrics import compute_metrics
-from tfpack.params import (Anything, InstanceOf, Integer, IntegerPair, Real, Text,
-                           declare_fields, validate_params)
+from tfpack.params import Anything, Integer, IntegerPair, Real, declare_fields, validate_params
 
 __all__ = ["PackingPlan", "plan", "validate_time_limit", "DEFAULT_TIME_LIMIT"]
 
@@ -54,12 +53,7 @@ def validate_time_limit(time_limit) -> float | None:
     return float(time_limit)
 
 
-@declare_fields({"max_length": Integer(1), "max_sequences_per_pack": [None, Integer(1)],
-                 "algorithm": Text("the name of the algorithm that made the plan"),
-                 "histogram": Anything("int64 counts per length, checked with the plan"),
-                 "strategies": Anything("tuples of lengths, checked with the plan"),
-                 "counts": Anything("int64 packs per strategy, checked with the plan"),
-                 "metrics": InstanceOf(dict, description="a dict of plan metrics")})
+@declare_fields(plan_files.field_constraints(Integer(1)))
 @dataclasses.dataclass(frozen=True, eq=False)
 class PackingPlan:
     """A packing plan: strategies (lengths sharing a pack) and their counts.

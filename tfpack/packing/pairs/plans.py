@@ -40,7 +40,7 @@ from tfpack.packing.pairs._packs import strategies_of
 from tfpack.packing.pairs.assignment import assign_pairs
 from tfpack.packing.pairs.checks import check_pair_plan
 from tfpack.packing.pairs.metrics import compute_pair_metrics
-from tfpack.params import (Anything, InstanceOf, Integer, IntegerPair, Text, declare_fields)
+from tfpack.params import IntegerPair, declare_fields
 
 __all__ = ["PairPackingPlan", "plan_pairs", "validate_pair_histogram", "validate_pair_max_length"]
 
@@ -49,12 +49,7 @@ VERSION = 1
 MAX_CELLS = 1 << 24  # Le * Ld: the histogram holds one int64 count per cell (128 MB)
 
 
-@declare_fields({"max_length": IntegerPair(1), "max_sequences_per_pack": [None, Integer(1)],
-                 "algorithm": Text("the name of the algorithm that made the plan"),
-                 "histogram": Anything("int64 counts per length, checked with the plan"),
-                 "strategies": Anything("tuples of lengths, checked with the plan"),
-                 "counts": Anything("int64 packs per strategy, checked with the plan"),
-                 "metrics": InstanceOf(dict, description="a dict of plan metrics")})
+@declare_fields(plan_files.field_constraints(IntegerPair(1)))
 @dataclasses.dataclass(frozen=True, eq=False)
 class PairPackingPlan:
     """A two-length packing plan: strategies (pairs sharing a pack) and their counts.
