@@ -92,15 +92,23 @@ def build_by_calling(model, inputs_shape):
     Keras calls ``build`` with the recorded feature shapes when it loads a
     `.keras` file, so this is also how loading rebuilds the model before it
     restores the weights. Only ``model.input_features`` are fed, with their
-    contract dtypes.
+    contract dtypes. On JAX the run is symbolic (shapes only): eager JAX
+    compiles every op on its own, which made building a one-layer model
+    take ~10 s.
     """
+    symbolic = keras.backend.backend() == "jax"
     dummy = {}
     for name, shape in inputs_shape.items():
         if name in model.input_features:
             # Unknown sizes (`from_pretrained`): 2, so that no axis is trivial.
             shape = [1] + [2 if d is None else d for d in list(shape)[1:]]
-            dummy[name] = ops.zeros(shape, contract.dtype_of(name))
-    model.call(dummy)
+            dtype = contract.dtype_of(name)
+            dummy[name] = (keras.KerasTensor(shape, dtype) if symbolic
+                           else ops.zeros(shape, dtype))
+    if symbolic:
+        model.compute_output_spec(dummy)
+    else:
+        model.call(dummy)
     if getattr(model, "_build_shapes_dict", None) is None:
         # Built by hand (e.g. `from_pretrained`): record the shapes so that
         # `.keras` files can rebuild the model.

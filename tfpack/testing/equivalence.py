@@ -12,7 +12,6 @@ find each sequence's outputs through the model's `packed_outputs`:
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Mapping, Sequence
 
 import keras
@@ -21,6 +20,7 @@ import numpy as np
 from tfpack.errors import TfpackError
 from tfpack.params import (Anything, Boolean, InstanceOf, Integer, Real, declare_fields,
                            validate_params)
+from tfpack.testing._comparison import backend_function, backend_gradients
 from tfpack.testing.packer import next_fit
 from tfpack.testing.packer import pack_examples
 
@@ -55,11 +55,6 @@ class EquivalenceResult:
     max_gradient_difference: float | None = None
 
 
-def _numpy(tree):
-    return {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in
-            tree.items()}
-
-
 def _tolerances(outputs: Mapping, atol: float, rtol: float) -> dict:
     """Per output: ``min(atol, rtol * largest |value|)``.
 
@@ -72,11 +67,19 @@ def _tolerances(outputs: Mapping, atol: float, rtol: float) -> dict:
             for name, value in outputs.items()}
 
 
-def _call(model, features):
-    outputs = model(features, training=False)
-    if not isinstance(outputs, Mapping):
-        outputs = {"output": outputs}
-    return _numpy(outputs)
+def _inference(model, features):
+    """``features -> {output name: numpy}``: `model` with ``training=False``,
+    one compiled program on JAX (built first from the shapes of `features`
+    without running it: eager JAX compiles every op on its own)."""
+    if keras.backend.backend() == "jax" and not model.built:
+        model({name: keras.KerasTensor(np.shape(value), np.asarray(value).dtype.name)
+               for name, value in features.items()}, training=False)
+
+    def forward(inputs):
+        outputs = model(inputs, training=False)
+        return dict(outputs) if isinstance(outputs, Mapping) else {"output": outputs}
+
+    return backend_function(forward, model.variables)
 
 
 def _output_kinds(model, outputs, features, output_kinds):
@@ -209,7 +212,8 @@ def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
             f"Received: sequence_ids={features['sequence_ids'].tolist()}")
     vocabulary = _vocabulary_size(model, features, vocabulary_size)
     rng = np.random.default_rng(seed)
-    reference = _call(model, features)
+    call = _inference(model, features)
+    reference = call(features)
     kinds = _output_kinds(model, reference, features, output_kinds)
     largest = {name: 0.0 for name in reference}
     tolerance = _tolerances(reference, atol, rtol)
@@ -224,7 +228,7 @@ def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
         perturbed = dict(features)
         perturbed["input_ids"] = np.where(target, replaced, ids).astype(
             ids.dtype)
-        outputs = _call(model, perturbed)
+        outputs = call(perturbed)
         for row in range(ids.shape[0]):
             slots = _slots(features, row)
             if slot not in slots:
@@ -260,25 +264,26 @@ def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
 
 
 def _loss_and_gradients(model, features, check_gradients):
-    if not check_gradients:
-        y_pred = model(features, training=False)
-        values = {k: float(v) for k, v in
-                  model.loss_statistics(features, y_pred).items()}
-        values["loss"] = float(model.compute_loss(x=features, y_pred=y_pred,
-                                                  training=False))
-        return values, None
-    import tensorflow as tf
+    """``({statistic or "loss": float}, gradients or None)`` of `model` on
+    `features` (on JAX one compiled program each)."""
 
-    tensors = {k: tf.convert_to_tensor(v) for k, v in features.items()}
-    with tf.GradientTape() as tape:
-        y_pred = model(tensors, training=False)
-        statistics = model.loss_statistics(tensors, y_pred)
-        loss = model.compute_loss(x=tensors, y_pred=y_pred, training=False)
-    values = {k: float(v) for k, v in statistics.items()}
-    values["loss"] = float(loss)
-    gradients = [None if g is None else tf.convert_to_tensor(g).numpy()
-                 for g in tape.gradient(loss, model.trainable_variables)]
-    return values, gradients
+    def loss_values(inputs):
+        y_pred = model(inputs, training=False)
+        values = dict(model.loss_statistics(inputs, y_pred))
+        values["loss"] = model.compute_loss(x=inputs, y_pred=y_pred, training=False)
+        return values
+
+    if not check_gradients:
+        values = backend_function(loss_values, model.variables)(features)
+        return {name: float(value) for name, value in values.items()}, None
+    tensors = {name: keras.ops.convert_to_tensor(value) for name, value in features.items()}
+
+    def fn():
+        values = loss_values(tensors)
+        return values["loss"], sorted(values.items())
+
+    values, gradients = backend_gradients(fn, model.trainable_variables)
+    return {name: float(value) for name, value in values}, gradients
 
 
 @validate_params({
@@ -301,7 +306,7 @@ def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
     (`packs`, default next fit), then compares every sequence's outputs,
     every loss statistic and the loss of `model.compute_loss`, and the
     gradients of that loss with respect to every trainable variable
-    (TensorFlow backend), all to `atol` (outputs to the smaller of `atol`
+    (TensorFlow and JAX backends), all to `atol` (outputs to the smaller of `atol`
     and `rtol` times their largest magnitude; losses and each variable's
     gradient to `atol` times their largest magnitude where it exceeds 1).
     Run it in float32.
@@ -354,8 +359,9 @@ def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
     where = {index: (row, slot + 1) for row, pack in enumerate(packs)
              for slot, index in enumerate(pack)}
 
-    out_unpacked = _call(model, unpacked)
-    out_packed = _call(model, packed)
+    call = _inference(model, unpacked)
+    out_unpacked = call(unpacked)
+    out_packed = call(packed)
     kinds = _output_kinds(model, out_packed, packed, output_kinds)
     largest = {name: 0.0 for name in out_packed}
     tolerance = _tolerances(out_unpacked, atol, rtol)
@@ -374,11 +380,6 @@ def assert_packed_equals_unpacked(model, examples: Sequence[dict], *,
 
     loss_difference = gradient_difference = None
     if getattr(model, "loss_terms", ()):
-        if keras.backend.backend() != "tensorflow":
-            if check_gradients:
-                warnings.warn("Gradients are compared on the TensorFlow "
-                              "backend only; skipping them.")
-            check_gradients = False
         values_a, gradients_a = _loss_and_gradients(model, unpacked,
                                                     check_gradients)
         values_b, gradients_b = _loss_and_gradients(model, packed,
