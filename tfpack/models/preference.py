@@ -447,6 +447,8 @@ class PreferenceModel(Task):
             reference = None  # A copy is made from the policy again (its weights then load).
         else:
             reference = keras.saving.serialize_keras_object(self.reference)
+        if self.copies_policy:
+            config["reference_copied"] = True  # Not a config of before: see `from_config`.
         config.update(
             policy=keras.saving.serialize_keras_object(self.policy), reference=reference,
             loss=self.loss, beta=self.beta, simpo_gamma=self.simpo_gamma,
@@ -456,6 +458,12 @@ class PreferenceModel(Task):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        copied = config.pop("reference_copied", False)
+        if (config.get("reference") is None and not copied
+                and config.get("loss", "sigmoid") in _REFERENCE_LOSSES):
+            # Written when reference=None meant what PRECOMPUTED means now (its file
+            # holds no reference weights): read as it was written.
+            config["reference"] = PRECOMPUTED
         config["policy"] = keras.saving.deserialize_keras_object(config["policy"])
         if isinstance(config.get("reference"), dict):
             config["reference"] = keras.saving.deserialize_keras_object(config["reference"])
