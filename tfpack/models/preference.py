@@ -108,6 +108,9 @@ class _CausalLM(Constraint):
         return [object(), 1, "no-such-model"]
 
 
+_CAUSAL_LM = _CausalLM()
+
+
 def split_pairs(sequence_ids, branch_ids, position_ids, num_pairs):
     """``(sequence_ids, position_ids)`` of the pairs' sequences, for the backbone.
 
@@ -285,7 +288,7 @@ class PreferenceModel(Task):
     @validate_params({
         # Checked in the body, so that the common API test can make one (an object).
         "policy": Anything("a causal LM, checked below"),
-        "reference": [None, Options(PRECOMPUTED), _CausalLM()],
+        "reference": [None, Options(PRECOMPUTED), _CAUSAL_LM],
         "loss": Options(*LOSSES),
         "beta": Real(0, None, closed="neither"),
         "simpo_gamma": Real(),
@@ -294,10 +297,10 @@ class PreferenceModel(Task):
     })
     def __init__(self, policy, reference=None, *, loss="sigmoid", beta=0.1, simpo_gamma=0.5,
                  orpo_lambda=0.1, share_prompt=False, **kwargs):
-        if not _CausalLM().holds(policy):
-            raise TfpackError(f"`policy` must be {_CausalLM.description}. "
+        if not _CAUSAL_LM.holds(policy):
+            raise TfpackError(f"`policy` must be {_CAUSAL_LM.description}. "
                               f"Received: policy={policy!r}"[:300])
-        model = reference if _CausalLM().holds(reference) else None
+        model = reference if _CAUSAL_LM.holds(reference) else None
         if model is not None:
             _check_distinct(policy, model)
         if share_prompt:
