@@ -16,9 +16,9 @@ supervised fine-tuning on ``(prompt, chosen)`` (`tfpack.builders.sft_examples`);
 then the SFT model's log-likelihoods of every pair are computed once
 (`tfpack.inference.reference_log_likelihoods`, through `tfpack.predict`) and
 carried in the packs (`tfpack.builders.preference_examples(reference=)`),
-and `tfpack.models.PreferenceModel(loss="sigmoid")` (DPO) trains the same
-model on packed pairs: a pair is one packed item, so its chosen and rejected
-sequences share a pack. Held-out pairs measure, before and after: how often
+and `tfpack.models.PreferenceModel(reference="precomputed", loss="sigmoid")`
+(DPO) trains the same model on packed pairs: a pair is one packed item, so its
+chosen and rejected sequences share a pack. Held-out pairs measure, before and after: how often
 the model gives the chosen response the higher log-likelihood, and DPO's
 reward accuracy (a positive implicit reward margin against the SFT
 reference; near 0 before DPO, when policy and reference agree) and mean
@@ -151,7 +151,7 @@ def main() -> None:
     test_packs = builders.preference_examples(
         held_out, max_length=L, tokenizer=tokenizer, reference=test_reference).apply(
         data.pack(max_length=L, max_sequences_per_pack=K, shuffle=False)).batch(batch)
-    dpo = models.PreferenceModel(lm, loss="sigmoid", beta=0.1)
+    dpo = models.PreferenceModel(lm, "precomputed", loss="sigmoid", beta=0.1)
     dpo.compile(jit_compile=True)
     before = dpo.evaluate(test_packs, return_dict=True, verbose=0)
     result = training.Trainer(dpo, keras.optimizers.AdamW(1e-3), micro_batch_size=batch,

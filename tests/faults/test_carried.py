@@ -186,3 +186,21 @@ def test_the_trainer_refuses_shared_prompt_packs_for_a_model_without_it(policy):
     trainer.model.compile(optimizer="sgd", jit_compile=False)
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"share_prompt=True\) to read"):
         trainer.model.evaluate(tf.data.Dataset.from_tensor_slices(packs).batch(1), verbose=0)
+
+
+def test_a_direct_call_refuses_shared_prompt_packs_for_a_model_without_it(scorer):
+    """`model(packs)` scored each response without its prompt, without a word."""
+    from tfpack.testing import pack_examples
+
+    packs = pack_examples([tfpack.builders.preference_pair(**p, share_prompt=True)
+                           for p in PAIRS[:2]], max_length=16, max_sequences_per_pack=2)
+    verdict = judge_call(lambda: scorer(packs), refuse=True,
+                         match="Received: share_prompt=False and a shared prompt in example 0")
+    assert verdict.outcome == HELD, verdict
+    without_ids = {k: v for k, v in packs.items() if k != "example_ids"}
+    with pytest.raises(tfpack.errors.TfpackError, match="shared prompt in pair 1 of pack 0"):
+        scorer(without_ids)
+    # In a TensorFlow graph: the trainer's named assertion (XLA would drop it).
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"PreferenceModel\(share_prompt=True\) to read pairs that share"):
+        tf.function(lambda x: scorer(x))(packs)

@@ -36,7 +36,7 @@ def test_bad_pairs_are_refused_in_one_line(pairs, kwargs, match):
 def test_predict_without_the_reference_a_loss_needs_is_refused():
     policy = tfpack.models.CausalLM(tfpack.models.DecoderBackbone(
         vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2, intermediate_dim=16))
-    model = tfpack.models.PreferenceModel(policy, loss="ipo")
+    model = tfpack.models.PreferenceModel(policy, "precomputed", loss="ipo")
     examples = tfpack.builders.preference_examples([PAIR], max_length=16)
     verdict = judge_call(lambda: tfpack.predict(model, examples, max_length=16,
                                                 max_sequences_per_pack=2, jit_compile=False),

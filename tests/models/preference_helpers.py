@@ -127,7 +127,8 @@ def trainer_update(strategy, loss, micro, accumulation):
 
     examples = with_reference(items(make_pairs()), reference_scores())
     packs = pack(examples, UNEVEN_PACKS, max_pairs=3)
-    return update(strategy, lambda: PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS),
+    return update(strategy, lambda: PreferenceModel(decoder_policy(), "precomputed", loss=loss,
+                                                    **LOSS_OPTIONS),
                   packs, micro, accumulation)
 
 
@@ -140,7 +141,7 @@ def unpacked_update(loss):
 
     examples = with_reference(items(make_pairs()), reference_scores())
     rows = pack(examples, [[i] for i in range(len(examples))], max_pairs=1)
-    model = PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS)
+    model = PreferenceModel(decoder_policy(), "precomputed", loss=loss, **LOSS_OPTIONS)
     x = {k: tf.constant(v) for k, v in rows.items()}
     model(x)
     with tf.GradientTape() as tape:
@@ -159,7 +160,7 @@ def local_mean_update(loss):
 
     examples = with_reference(items(make_pairs()), reference_scores())
     packs = pack(examples, UNEVEN_PACKS, max_pairs=3)
-    model = PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS)
+    model = PreferenceModel(decoder_policy(), "precomputed", loss=loss, **LOSS_OPTIONS)
     rows = [{k: tf.constant(v[i:i + 1]) for k, v in packs.items()}
             for i in range(len(UNEVEN_PACKS))]
     model(rows[0])

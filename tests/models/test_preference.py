@@ -20,7 +20,7 @@ def test_one_pair_by_hand_in_numpy():
     """An independent reference: log-softmax and the DPO formula written out in NumPy."""
     policy = decoder_policy()
     prompt, chosen, rejected = [3, 5, 7], [11, 2], [13]
-    model = PreferenceModel(policy, loss="sigmoid", beta=0.5)
+    model = PreferenceModel(policy, "precomputed", loss="sigmoid", beta=0.5)
     example = with_reference(items([dict(prompt=prompt, chosen=chosen, rejected=rejected)]),
                              {"chosen": [-6.0], "rejected": [-2.5]})
     out = model(pack(example, [[0]]))
@@ -55,7 +55,7 @@ def test_every_pair_equals_its_sequences_run_alone(loss, implementation):
     policy = decoder_policy(**kwargs)
     pairs = make_pairs()
     reference = reference_scores()
-    model = PreferenceModel(policy, loss=loss, **LOSS_OPTIONS)
+    model = PreferenceModel(policy, "precomputed", loss=loss, **LOSS_OPTIONS)
     # Reordered packs, an empty slot, one pair alone.
     packs = [[4, 1, 6], [2, 0], [5], [3]]
     out = model(pack(with_reference(items(pairs), reference), packs, max_pairs=3))
@@ -72,7 +72,7 @@ def test_every_pair_equals_its_sequences_run_alone(loss, implementation):
 
 @pytest.mark.parametrize("loss", LOSSES)
 def test_packed_loss_and_gradients_equal_unpacked(loss):
-    model = PreferenceModel(decoder_policy(), loss=loss, **LOSS_OPTIONS)
+    model = PreferenceModel(decoder_policy(), "precomputed", loss=loss, **LOSS_OPTIONS)
     examples = with_reference(items(make_pairs()), reference_scores())
     result = assert_packed_equals_unpacked(model, examples, max_length=MAX_LENGTH,
                                            packs=UNEVEN_PACKS, max_sequences_per_pack=3,
@@ -85,7 +85,7 @@ def test_gradient_equals_each_sequence_alone():
     policy = decoder_policy()
     pairs = make_pairs()
     reference = reference_scores()
-    model = PreferenceModel(policy, loss="sigmoid", **LOSS_OPTIONS)
+    model = PreferenceModel(policy, "precomputed", loss="sigmoid", **LOSS_OPTIONS)
     packed = pack(with_reference(items(pairs), reference), UNEVEN_PACKS, max_pairs=3)
     x = {k: tf.constant(v) for k, v in packed.items()}
     model(x)
@@ -120,17 +120,20 @@ def test_gradient_equals_each_sequence_alone():
                        r"Received: loss='kto'"),
     (dict(beta=0), r"`beta` must be a finite number > 0. Received: beta=0"),
     (dict(orpo_lambda=-1.0), r"`orpo_lambda` must be a finite number > 0"),
-    (dict(reference=object()), r"`reference` must be a causal LM"),
+    (dict(reference=object()), r"`reference` must be one of \('precomputed',\) or a causal LM"
+                               r".* or None. Received: reference=<object"),
+    (dict(reference="packs"), r"Received: reference='packs'"),
 ])
 def test_bad_arguments_get_one_clear_error(kwargs, message):
     with pytest.raises(TfpackError, match=message):
         PreferenceModel(decoder_policy(), **kwargs)
 
 
-def test_a_reference_loss_without_any_reference_is_refused():
-    model = PreferenceModel(decoder_policy(), loss="sigmoid")
-    with pytest.raises(TfpackError, match=r"needs the reference's log-likelihoods.*Received: "
-                                          r"neither"):
+def test_a_precomputed_reference_absent_from_the_packs_is_refused():
+    model = PreferenceModel(decoder_policy(), "precomputed", loss="sigmoid")
+    with pytest.raises(TfpackError, match=r"reference='precomputed'\)` reads the reference's "
+                                          r"log-likelihoods from the packs.*Received: packs "
+                                          r"without \['reference_chosen_log_likelihood'"):
         model(pack(items(make_pairs(count=2)), [[0, 1]]))
 
 
@@ -143,7 +146,8 @@ def test_prompt_sharing_equals_the_unshared_computation(loss, positions):
     packs = [[4, 1, 6], [2, 0], [5], [3]]
     outputs = {}
     for share in (False, True):
-        model = PreferenceModel(policy, loss=loss, share_prompt=share, **LOSS_OPTIONS)
+        model = PreferenceModel(policy, "precomputed", loss=loss, share_prompt=share,
+                                **LOSS_OPTIONS)
         batch = pack(with_reference(items(pairs, share_prompt=share), reference), packs,
                      max_pairs=3)
         outputs[share] = per_pair(model(batch), packs, len(pairs))
@@ -155,8 +159,8 @@ def test_prompt_sharing_equals_the_unshared_computation(loss, positions):
 
 
 def test_prompt_sharing_gradients_equal_unpacked():
-    model = PreferenceModel(decoder_policy(attention_implementation="dense"), loss="sigmoid",
-                            share_prompt=True, **LOSS_OPTIONS)
+    model = PreferenceModel(decoder_policy(attention_implementation="dense"), "precomputed",
+                            loss="sigmoid", share_prompt=True, **LOSS_OPTIONS)
     examples = with_reference(items(make_pairs(), share_prompt=True), reference_scores())
     assert_packed_equals_unpacked(model, examples, max_length=MAX_LENGTH, packs=UNEVEN_PACKS,
                                   max_sequences_per_pack=3, atol=1e-6)

@@ -57,8 +57,8 @@ def test_every_pair_equals_keras_hub_on_each_sequence_alone(family, implementati
     alone = _keras_hub_scores(backbone, policy, pairs)
     ref = np.array([reference["chosen"], reference["rejected"]]).T
     for loss in ("sigmoid", "orpo"):
-        got = per_pair(PreferenceModel(policy, loss=loss, **LOSS_OPTIONS)(examples), PACKS,
-                       len(pairs))
+        model = PreferenceModel(policy, "precomputed", loss=loss, **LOSS_OPTIONS)
+        got = per_pair(model(examples), PACKS, len(pairs))
         want_loss, want_margin = numpy_losses(loss, alone, ref, **LOSS_OPTIONS)
         assert close(got["chosen_log_likelihood"], alone[:, 0]), loss
         assert close(got["rejected_log_likelihood"], alone[:, 1]), loss
@@ -72,7 +72,7 @@ def test_packed_gradients_equal_unpacked(family, implementation):
     # Mixtures of experts are left out here: their router loss is a statistic of
     # the whole batch (tests/models/keras_hub/test_keras_hub_subclasses_and_moe.py).
     _, policy = _policy(family, implementation)
-    model = PreferenceModel(policy, loss="sigmoid", **LOSS_OPTIONS)
+    model = PreferenceModel(policy, "precomputed", loss="sigmoid", **LOSS_OPTIONS)
     examples = with_reference(items(make_pairs(seed=1)), reference_scores())
     result = assert_packed_equals_unpacked(model, examples, max_length=MAX_LENGTH, packs=PACKS,
                                            max_sequences_per_pack=3, atol=1e-6)

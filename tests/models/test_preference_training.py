@@ -40,7 +40,7 @@ def test_reference_model_and_reference_features_give_the_same_numbers():
     assert close(scores["chosen_log_likelihood"], alone[:, 0])
     assert close(scores["rejected_log_likelihood"], alone[:, 1])
     same_step = PreferenceModel(policy, reference, loss="ipo", **LOSS_OPTIONS)
-    carried = PreferenceModel(policy, loss="ipo", **LOSS_OPTIONS)
+    carried = PreferenceModel(policy, "precomputed", loss="ipo", **LOSS_OPTIONS)
     plain = items(pairs)
     in_packs = with_reference(plain, {"chosen": scores["chosen_log_likelihood"],
                                       "rejected": scores["rejected_log_likelihood"]})

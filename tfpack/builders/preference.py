@@ -151,7 +151,8 @@ def preference_examples(
             "rejected_log_likelihood": [n]}`` as `tfpack.predict` of a
             `tfpack.models.PreferenceModel` returns them; carried in the
             packs as ``reference_chosen_log_likelihood`` and
-            ``reference_rejected_log_likelihood``.
+            ``reference_rejected_log_likelihood``, read by
+            ``PreferenceModel(reference="precomputed")``.
         vocab_path, lower_case: the WordPiece vocabulary, without ``tokenizer``.
 
     Returns:

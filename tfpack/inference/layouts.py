@@ -14,7 +14,8 @@ was built, and the model that reads it must agree:
   serves pairs of two 6-token sequences.
 
 `tfpack.predict` calls `check_pair_layout` on every batch of packs before the
-model runs, and checks `positions_per_sequence` against the model's position table.
+model runs (a `PreferenceModel` called eagerly calls it too), and checks
+`positions_per_sequence` against the model's position table.
 
 Example:
 
@@ -57,10 +58,14 @@ def check_pair_layout(batch: dict, *, share_prompt: bool) -> None:
     if not shared.any():
         return
     row, column = (int(i) for i in np.argwhere(shared)[0])
-    example = int(batch["example_ids"][row, int(batch["sequence_ids"][row, column]) - 1])
+    pair = int(batch["sequence_ids"][row, column])
+    if "example_ids" in batch:
+        where = f"example {int(batch['example_ids'][row, pair - 1])}"
+    else:  # A model called on packs without example ids.
+        where = f"pair {pair} of pack {row}"
     raise TfpackError(
         "`model` must be a PreferenceModel(share_prompt=True) to read pairs that share their "
         "prompt (preference_examples(share_prompt=True): prompt tokens of branch_ids 0, seen "
         "by both responses; `reference_log_likelihoods(..., share_prompt=True)`); another "
         "model scores each response without its prompt. "
-        f"Received: share_prompt=False and a shared prompt in example {example}")
+        f"Received: share_prompt=False and a shared prompt in {where}")

@@ -1,8 +1,9 @@
 """The reference model's log-likelihoods of preference pairs, computed once.
 
-A `tfpack.models.PreferenceModel` with a frozen reference model runs that
-reference on every step; `reference_log_likelihoods` runs it once, through
-`predict`, so the packs carry its numbers instead.
+A `tfpack.models.PreferenceModel` with a frozen reference model (its own
+copy of the policy, or a model given) runs that reference on every step;
+`reference_log_likelihoods` runs it once, through `predict`, so the packs
+carry its numbers instead, read by ``PreferenceModel(reference="precomputed")``.
 """
 
 from tfpack.inference.predict import predict
@@ -21,8 +22,9 @@ def reference_log_likelihoods(reference, examples, *, max_length, max_sequences_
     """The reference's log-likelihoods of every pair, computed once (`tfpack.predict`).
 
     Pass the result to `tfpack.builders.preference_examples` as
-    ``reference=``: the packs then carry them and a `PreferenceModel`
-    without a reference model reads them (half the compute per step).
+    ``reference=``: the packs then carry them and a
+    ``PreferenceModel(policy, reference="precomputed")`` reads them (half the
+    compute per step).
 
     >>> import tfpack
     >>> from tfpack.models import CausalLM, DecoderBackbone

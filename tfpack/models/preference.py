@@ -37,11 +37,22 @@ pairs of the whole update, counted from the features before the forward
 pass and summed over micro-batches and replicas (`tfpack.training.Trainer`,
 ``target_counts``), so gradients equal those of the unpacked update.
 
-The reference's log-likelihoods come from a frozen ``reference`` model run
-in the same step, or, computed once beforehand with
-`tfpack.inference.reference_log_likelihoods` (`tfpack.predict`), from the packs
-(``reference_chosen_log_likelihood``, ``reference_rejected_log_likelihood``):
-the same numbers, at half the compute per step.
+The reference's log-likelihoods (``sigmoid``, ``ipo``) come from one of:
+
+- ``reference=None`` (the default): a frozen copy of the policy made when
+  the model is constructed (`tfpack.models.frozen_copy`, TRL's
+  ``ref_model=None``), run in the same step; the reference-free losses make
+  none;
+- a ``reference`` model: a distinct causal LM, frozen, run in the same step;
+- ``reference="precomputed"``: the packs carry them
+  (``reference_chosen_log_likelihood``, ``reference_rejected_log_likelihood``),
+  computed once beforehand with `tfpack.inference.reference_log_likelihoods`
+  (`tfpack.predict`) and passed to ``preference_examples(reference=)``: the
+  same numbers, at half the compute per step.
+
+Exactly one source is read: packs carrying the reference's log-likelihoods
+are refused by a model that runs a reference, and packs without them by
+``reference="precomputed"``.
 
 Example:
 
@@ -66,17 +77,38 @@ from tfpack.errors import TfpackError
 from tfpack.layers.losses import sequence_log_likelihoods
 from tfpack.layers.statistic_ratio import StatisticRatio
 from tfpack.models.backbone import backbone_input_features
+from tfpack.models.frozen_copy import frozen_copy
 from tfpack.models.lm_scorer import next_token_targets
+from tfpack.models.shared_prompt import assert_no_shared_prompts
 from tfpack.models.shared_prompt import check_shared_prompt_policy
+from tfpack.models.shared_prompt import refuse_shared_prompts
 from tfpack.models.shared_prompt import shared_prompt_logits
 from tfpack.models.task import Task
-from tfpack.params import Anything, Boolean, Options, Real, validate_params
+from tfpack.params import Anything, Boolean, Constraint, Options, Real, validate_params
 
 __all__ = ["PreferenceModel", "LOSSES", "preference_losses"]
 
 LOSSES = ("sigmoid", "ipo", "simpo", "orpo")
+# `reference=PRECOMPUTED`: the reference's log-likelihoods travel in the packs.
+PRECOMPUTED = "precomputed"
 _REFERENCE_LOSSES = ("sigmoid", "ipo")
 _REFERENCE_FEATURES = ("reference_chosen_log_likelihood", "reference_rejected_log_likelihood")
+
+
+class _CausalLM(Constraint):
+    """A causal LM: callable, with a ``backbone`` (`tfpack.params` declaration)."""
+
+    description = ("a causal LM with a `backbone` returning `logits` (e.g. "
+                   "tfpack.models.CausalLM)")
+
+    def holds(self, value) -> bool:
+        return callable(value) and getattr(value, "backbone", None) is not None
+
+    def bad_values(self) -> list:
+        return [object(), 1, "no-such-model"]
+
+
+_CAUSAL_LM = _CausalLM()
 
 
 def split_pairs(sequence_ids, branch_ids, position_ids, num_pairs):
@@ -164,8 +196,6 @@ def preference_losses(loss, chosen, rejected, chosen_tokens, rejected_tokens,
 def _check_distinct(policy, reference) -> None:
     """The reference is frozen: one sharing the policy (itself, its backbone or any
     weight) would freeze the policy too, and `fit` would change nothing."""
-    if reference is None:
-        return
     shared = reference is policy or reference.backbone is policy.backbone
     if not shared:
         mine = {id(v) for v in getattr(policy, "weights", [])}
@@ -173,8 +203,9 @@ def _check_distinct(policy, reference) -> None:
     if shared:
         raise TfpackError(
             "`reference` must be a distinct model sharing no layer or weight with the policy "
-            "(it is frozen: a shared one freezes the policy), or None to read the reference's "
-            "log-likelihoods from the packs. Received: reference="
+            "(it is frozen: a shared one freezes the policy), None for a frozen copy of the "
+            f"policy, or {PRECOMPUTED!r} to read the reference's log-likelihoods from the "
+            "packs. Received: reference="
             + ("the policy itself" if reference is policy else "a model sharing the policy's "
                "backbone or weights"))
     sizes = [getattr(lm, "vocabulary_size", None) or getattr(lm.backbone, "vocabulary_size", None)
@@ -188,32 +219,40 @@ def _check_distinct(policy, reference) -> None:
 class PreferenceModel(Task):
     """Preference optimization of a causal LM on packed pairs (module docstring).
 
-    Example (the reference's log-likelihoods from a frozen copy, same step):
+    Example (DPO against a frozen copy of the policy, made here: at first
+    the policy equals its reference, and every pair's loss is log 2):
 
     >>> import numpy as np
     >>> from tfpack.builders import preference_pair
     >>> from tfpack.models import CausalLM, DecoderBackbone
     >>> from tfpack.testing import pack_examples
-    >>> def lm():
-    ...     return CausalLM(DecoderBackbone(vocabulary_size=20, num_layers=1, hidden_dim=8,
-    ...                                     num_heads=2, intermediate_dim=16))
-    >>> policy, reference = lm(), lm()
-    >>> model = PreferenceModel(policy, reference, loss="sigmoid", beta=0.1)
+    >>> policy = CausalLM(DecoderBackbone(vocabulary_size=20, num_layers=1, hidden_dim=8,
+    ...                                   num_heads=2, intermediate_dim=16))
+    >>> model = PreferenceModel(policy, loss="sigmoid", beta=0.1)
     >>> packs = pack_examples([preference_pair([1, 2], [3], [4, 5])], max_length=8)
-    >>> _ = model(packs)  # builds both
-    >>> reference.set_weights(policy.get_weights())
-    >>> round(float(model(packs)["loss"][0, 0]), 4)  # policy = reference: log 2
+    >>> round(float(model(packs)["loss"][0, 0]), 4)  # log 2
     0.6931
+    >>> model.reference.trainable, len(model.trainable_weights) == len(policy.trainable_weights)
+    (False, True)
 
     Args:
         policy: the causal LM trained (a `tfpack.models.CausalLM` or a model
             with a ``backbone`` returning ``{"logits": [B, L, V]}``). For
             segmented attention, build its backbone with
             ``max_sequences_per_pack=2 * K`` (two sequences a pair).
-        reference: a frozen causal LM run in the same step (made
-            non-trainable), or None: the losses that need one (``sigmoid``,
-            ``ipo``) then read the reference's log-likelihoods from the
-            packs.
+        reference: where the reference's log-likelihoods of ``sigmoid`` and
+            ``ipo`` come from. None (default): a frozen copy of the policy,
+            made here (`tfpack.models.frozen_copy`: the policy's weights now,
+            so load pretrained weights into the policy first), run in the
+            same step. A causal LM: that model, distinct from the policy
+            (sharing no layer or weight), made non-trainable, run in the same
+            step. ``"precomputed"``: read from the packs
+            (``reference_chosen_log_likelihood``,
+            ``reference_rejected_log_likelihood``, from
+            `tfpack.inference.reference_log_likelihoods` and
+            ``preference_examples(reference=)``); packs without them are
+            refused. ``simpo`` and ``orpo`` read no reference: None makes no
+            copy for them.
         loss: ``"sigmoid"`` (DPO), ``"ipo"``, ``"simpo"`` or ``"orpo"``.
         beta: DPO's and SimPO's beta; IPO's tau (the target margin is
             ``1 / (2 beta)``); unused by ORPO.
@@ -222,13 +261,15 @@ class PreferenceModel(Task):
         share_prompt: the packs store each prompt once
             (`tfpack.builders.preference_examples(share_prompt=True)`); the
             policy (and reference) must be a `CausalLM` on a dense
-            `DecoderBackbone` (`tfpack.models.shared_prompt`).
+            `DecoderBackbone` (`tfpack.models.shared_prompt`). Without it,
+            packs that share their prompts are refused (each response would
+            be scored without its prompt).
         **kwargs: passed on to `keras.Model`.
 
     Call arguments:
         inputs: the packed features: ``input_ids``, ``sequence_ids``,
             ``position_ids``, ``branch_ids``, ``response_mask``,
-            ``sequence_mask`` and, without a ``reference`` model, the
+            ``sequence_mask`` and, with ``reference="precomputed"``, the
             reference's log-likelihoods for ``sigmoid`` and ``ipo``.
         training: whether dropout is active.
 
@@ -245,8 +286,9 @@ class PreferenceModel(Task):
     packing_roles = "preference"
 
     @validate_params({
+        # Checked in the body, so that the common API test can make one (an object).
         "policy": Anything("a causal LM, checked below"),
-        "reference": Anything("None or a distinct causal LM, checked below"),
+        "reference": [None, Options(PRECOMPUTED), _CAUSAL_LM],
         "loss": Options(*LOSSES),
         "beta": Real(0, None, closed="neither"),
         "simpo_gamma": Real(),
@@ -255,21 +297,29 @@ class PreferenceModel(Task):
     })
     def __init__(self, policy, reference=None, *, loss="sigmoid", beta=0.1, simpo_gamma=0.5,
                  orpo_lambda=0.1, share_prompt=False, **kwargs):
-        for name, lm in (("policy", policy), ("reference", reference)):
-            if lm is not None and (not callable(lm) or getattr(lm, "backbone", None) is None):
-                raise TfpackError(
-                    f"`{name}` must be a causal LM with a `backbone` returning `logits` (e.g. "
-                    f"tfpack.models.CausalLM). Received: {name}={lm!r}"[:300])
-        _check_distinct(policy, reference)
+        if not _CAUSAL_LM.holds(policy):
+            raise TfpackError(f"`policy` must be {_CAUSAL_LM.description}. "
+                              f"Received: policy={policy!r}"[:300])
+        model = reference if _CAUSAL_LM.holds(reference) else None
+        if model is not None:
+            _check_distinct(policy, model)
         if share_prompt:
             check_shared_prompt_policy(policy)
-            if reference is not None:
-                check_shared_prompt_policy(reference, "reference")
+            if model is not None:
+                check_shared_prompt_policy(model, "reference")
+        copies = reference is None and loss in _REFERENCE_LOSSES
+        if copies:
+            # Made before any update (and before Keras traces a first call):
+            # the policy's weights of this moment.
+            model = frozen_copy(policy)
         super().__init__(policy.backbone, **kwargs)
         self.policy = policy
-        self.reference = reference
-        if reference is not None:
-            reference.trainable = False
+        self.reference = model
+        if model is not None:
+            model.trainable = False
+        # How `reference` was given (`get_config`): a copy is made again from the policy.
+        self.copies_policy = copies
+        self.precomputed = isinstance(reference, str)  # PRECOMPUTED, the one string accepted
         self.loss = loss
         self.beta = float(beta)
         self.simpo_gamma = float(simpo_gamma)
@@ -287,8 +337,8 @@ class PreferenceModel(Task):
     @property
     def optional_features(self):
         # Required (so `tfpack.predict` and the `Trainer` refuse packs without
-        # them before tracing) when the loss reads them and no model gives them.
-        needed = self.loss in _REFERENCE_LOSSES and self.reference is None
+        # them before tracing) when the loss reads them from the packs.
+        needed = self.loss in _REFERENCE_LOSSES and self.precomputed
         return () if needed else _REFERENCE_FEATURES
 
     @property
@@ -331,21 +381,50 @@ class PreferenceModel(Task):
             self.loss, chosen, rejected, chosen_tokens, rejected_tokens, reference_chosen,
             reference_rejected, beta=self.beta, simpo_gamma=self.simpo_gamma,
             orpo_lambda=self.orpo_lambda)
-        return {"chosen_log_likelihood": chosen * mask, "rejected_log_likelihood": rejected * mask,
-                "reward_margin": margin * mask, "loss": loss * mask}
+        outputs = {"chosen_log_likelihood": chosen * mask,
+                   "rejected_log_likelihood": rejected * mask,
+                   "reward_margin": margin * mask, "loss": loss * mask}
+        if self.share_prompt:
+            return outputs
+        return assert_no_shared_prompts(self, inputs, outputs)
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Checked before Keras's call wrapper, which would add lines to a refusal.
+        if isinstance(inputs, dict):
+            self._check_reference_source(inputs)
+            if not self.share_prompt:  # Each response would be scored without its prompt.
+                refuse_shared_prompts(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def _check_reference_source(self, inputs):
+        """Exactly one source of the reference's log-likelihoods: the packs or a model."""
+        if self.loss not in _REFERENCE_LOSSES:
+            return
+        carried = [n for n in _REFERENCE_FEATURES if n in inputs]
+        if self.reference is not None and carried:  # Which one was meant cannot be told.
+            made = ("a frozen copy of the policy (reference=None)" if self.copies_policy
+                    else "its `reference` model")
+            raise TfpackError(
+                f"`PreferenceModel(loss={self.loss!r})` reads the reference's log-likelihoods "
+                f"from one source; this one computes them with {made}, so packs must not "
+                f"carry them: pass reference={PRECOMPUTED!r} to read them from the packs, or "
+                "build the packs without preference_examples(reference=). "
+                f"Received: packs carrying {carried}")
+        missing = [n for n in _REFERENCE_FEATURES if n not in inputs]
+        if self.reference is None and missing:
+            raise TfpackError(
+                f"`PreferenceModel(loss={self.loss!r}, reference={PRECOMPUTED!r})` reads the "
+                "reference's log-likelihoods from the packs: build them with "
+                "preference_examples(..., reference=reference_log_likelihoods(...)), or pass "
+                "reference=None (a frozen copy of the policy) or a reference model. "
+                f"Received: packs without {missing}")
 
     def _reference(self, features, inputs, sequences, num_pairs):
+        self._check_reference_source(inputs)  # Again: `build` runs `call` itself.
         if self.reference is not None:
             chosen, rejected, _, _ = self._scores(self.reference, features, inputs, sequences,
                                                   num_pairs, False)
             return ops.stop_gradient(chosen), ops.stop_gradient(rejected)
-        missing = [n for n in _REFERENCE_FEATURES if n not in inputs]
-        if missing:
-            raise TfpackError(
-                f"`PreferenceModel(loss={self.loss!r})` needs the reference's log-likelihoods: "
-                "a `reference` model, or packs carrying them (preference_examples(..., "
-                f"reference=reference_log_likelihoods(...))). Received: neither (packs "
-                f"without {missing})")
         return tuple(ops.cast(inputs[n], "float32") for n in _REFERENCE_FEATURES)
 
     def loss_statistics(self, x, y_pred):
@@ -365,10 +444,16 @@ class PreferenceModel(Task):
     def get_config(self):
         config = super().get_config()
         del config["backbone"]  # The policy's: serialized with it.
+        if self.precomputed:
+            reference = PRECOMPUTED
+        elif self.reference is None or self.copies_policy:
+            reference = None  # A copy is made from the policy again (its weights then load).
+        else:
+            reference = keras.saving.serialize_keras_object(self.reference)
+        if self.copies_policy:
+            config["reference_copied"] = True  # Not a config of before: see `from_config`.
         config.update(
-            policy=keras.saving.serialize_keras_object(self.policy),
-            reference=(None if self.reference is None
-                       else keras.saving.serialize_keras_object(self.reference)),
+            policy=keras.saving.serialize_keras_object(self.policy), reference=reference,
             loss=self.loss, beta=self.beta, simpo_gamma=self.simpo_gamma,
             orpo_lambda=self.orpo_lambda, share_prompt=self.share_prompt)
         return config
@@ -376,7 +461,13 @@ class PreferenceModel(Task):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        copied = config.pop("reference_copied", False)
+        if (config.get("reference") is None and not copied
+                and config.get("loss", "sigmoid") in _REFERENCE_LOSSES):
+            # Written when reference=None meant what PRECOMPUTED means now (its file
+            # holds no reference weights): read as it was written.
+            config["reference"] = PRECOMPUTED
         config["policy"] = keras.saving.deserialize_keras_object(config["policy"])
-        if config.get("reference") is not None:
+        if isinstance(config.get("reference"), dict):
             config["reference"] = keras.saving.deserialize_keras_object(config["reference"])
         return cls(**config)

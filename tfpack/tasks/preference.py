@@ -12,7 +12,7 @@ branch 0, seen by both branches, and the branches' positions continue from
 the prompt. ``response_mask`` marks response tokens, whose log-likelihoods
 the losses compare. The reference model's log-likelihoods may travel in the
 packs, computed once beforehand (`tfpack.builders.preference_examples`,
-``reference=``).
+``reference=``; read by ``PreferenceModel(reference="precomputed")``).
 
 Worked example, prompt ``[1, 2]``, chosen ``[7]``, rejected ``[8, 9]``::
 
