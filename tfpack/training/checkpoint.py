@@ -3,7 +3,9 @@
 A checkpoint is a directory ``<root>/ckpt-<step>/`` holding a
 `tf.train.Checkpoint` (model, optimizer, data-iterator position, step) and
 ``tfpack_checkpoint.json``: the step and the *signature* of the model, its
-variable paths and shapes. It is written under a temporary name in the same
+variable paths and shapes, and, where the data position is not in the state
+(per-host packing, `tfpack.training.HostPacking`), the *stream* it counts in:
+the files, hosts and packing settings, which a resumed run must share. It is written under a temporary name in the same
 directory and renamed into place, so a crash leaves either the previous
 checkpoint or the new one, never a partial one; ``latest`` is found by
 listing complete ``ckpt-*`` directories, not from a pointer file that could
@@ -86,14 +88,18 @@ class Checkpointer:
         model: the Keras model; its signature is checked on restore.
         max_to_keep: complete checkpoints kept (oldest deleted first).
         is_chief: whether this process keeps what it writes (multi-worker).
+        stream: a JSON-able description of the input the saved step counts
+            in (`None`: a dataset, or its iterator is saved); a checkpoint of
+            another stream is refused on restore.
         **objects: other trackables saved alongside (``optimizer=``,
             ``iterator=``, ``step=``).
     """
 
     def __init__(self, directory: str, *, model, max_to_keep: int = 3,
-                 is_chief: bool = True, **objects):
+                 is_chief: bool = True, stream: dict | None = None, **objects):
         self.directory = os.fspath(directory)
         self.model = model
+        self.stream = stream
         self.max_to_keep = max_to_keep
         self.is_chief = is_chief
         self._checkpoint = tf.train.Checkpoint(model=model, **objects)
@@ -138,7 +144,8 @@ class Checkpointer:
                 return final
             with open(os.path.join(tmp, _META), "w") as f:
                 json.dump({"format": "tfpack-checkpoint", "version": 1, "step": int(step),
-                           "signature": model_signature(self.model)}, f)
+                           "signature": model_signature(self.model),
+                           **({"stream": self.stream} if self.stream is not None else {})}, f)
             if os.path.lexists(final):  # Same step written twice: replace it whole.
                 self._delete(final, f"ckpt-{step}")
                 if os.path.lexists(final):
@@ -221,6 +228,8 @@ class Checkpointer:
                 f"(variable paths and shapes); {len(diffs)} differ: "
                 + "; ".join(diffs[:5]) + ("; ..." if len(diffs) > 5 else "")
                 + f". Received: checkpoint={path!r}")
+        if not partial:
+            _check_stream(meta.get("stream"), self.stream, path)
         try:
             status = self._checkpoint.read(os.path.join(path, "state"))
             if partial:
@@ -230,6 +239,19 @@ class Checkpointer:
         except (tf.errors.OpError, ValueError, AssertionError, IndexError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise _Damaged(f"{path} ({type(error).__name__}: {message})") from None
+
+
+def _check_stream(saved, current, path: str) -> None:
+    """Refuse a checkpoint whose step counts in another input stream: resumed, the
+    run would skip the packs of that stream in this one (some twice, some never)."""
+    saved, current = saved if isinstance(saved, dict) else {}, current or {}
+    diffs = [f"{key}: checkpoint {saved.get(key)!r:.200} vs now {current.get(key)!r:.200}"
+             for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
+    if diffs:
+        raise TfpackError(
+            "A run must resume on the input stream of its checkpoint (per-host packing: the "
+            "same files, hosts and packing settings; start a new checkpoint_dir for new "
+            f"ones); {len(diffs)} differ: " + "; ".join(diffs) + f". Received: checkpoint={path!r}")
 
 
 class _Damaged(Exception):

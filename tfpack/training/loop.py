@@ -447,8 +447,10 @@ class Trainer:
         return self._run(num_steps, lambda resumed: iter(self.distribute_packed(
             output, start_step=resumed)), save_iterator=False)
 
-    def _run(self, num_steps: int, resume_iterator, save_iterator: bool = True) -> TrainResult:
-        """The training loop of `fit`; ``resume_iterator(step)`` continues a restored run."""
+    def _run(self, num_steps: int, resume_iterator, save_iterator: bool = True,
+             stream: dict | None = None) -> TrainResult:
+        """The training loop of `fit`; ``resume_iterator(step)`` continues a restored run
+        (of the same ``stream``, `Checkpointer`)."""
         resumed, checkpointer = None, None
         if self.checkpoint_dir is not None:
             saves_iterator = save_iterator and isinstance(
@@ -457,7 +459,7 @@ class Trainer:
             checkpointer = Checkpointer(
                 self.checkpoint_dir, model=self.model, optimizer=self.optimizer,
                 step=self.step, max_to_keep=self.max_to_keep, is_chief=self._is_chief(),
-                random_state=random_state(self.model), **extra)
+                stream=stream, random_state=random_state(self.model), **extra)
             if int(self.step.numpy()) == 0:
                 learning_rate = learning_rate_variable(self.optimizer)
                 wanted = None if learning_rate is None else learning_rate.numpy()
