@@ -13,7 +13,8 @@ process start (the strategy can be made once), in order:
    sequences it trained on (all workers, from the log) and this worker's report;
 3. ``resumed``: a new trainer resuming that epoch from its half-way checkpoint to its end
    (losses and weights against 2.), then resumes refused: other files, another planner,
-   one host (the chief alone, on the default strategy);
+   one host (the chief alone, on the default strategy), a checkpoint folder of its own
+   on the other worker (empty there);
 4. ``cli``: ``tfpack train --per-host`` on the same strategy for one epoch (2 packs a
    micro-batch): exit status, updates and the sequences of the chief's log.jsonl.
 """
@@ -91,7 +92,7 @@ def resumed(strategy, pattern, folder, epoch_steps, reference):
     """A new trainer resumes the epoch from its half-way checkpoint (the epoch's own
     checkpoint removed, as a kill after the first would leave it) to the epoch's end: its
     losses and weights against the uninterrupted epoch's (``reference``); then resuming
-    with other files, another planner, or (the chief alone) one host."""
+    with other files, another planner, (the chief alone) one host, or folders not shared."""
     import shutil
 
     import numpy as np
@@ -119,6 +120,14 @@ def resumed(strategy, pattern, folder, epoch_steps, reference):
             refused[name] = None
         except TfpackError as error:
             refused[name] = str(error)
+    # Folders not shared: the chief would resume, the other worker start afresh (a hang).
+    own = folder if chief else os.path.join(os.path.dirname(folder), "own")
+    try:
+        trainer(strategy, packs := source(pattern), 1, 2, checkpoint_dir=own).fit(
+            packs, epoch_steps + 1)
+        refused["folders"] = None
+    except TfpackError as error:
+        refused["folders"] = str(error)
     return {"resumed_from": rest.resumed_from, "steps": rest.step,
             "losses": [r["loss"] for r in rest.history],
             "sequences": sum(r["sequences"] for r in rest.history),

@@ -130,13 +130,21 @@ def test_a_resumed_per_host_run_trains_every_example_once(results):
 
 @pytest.mark.slow
 def test_resuming_a_per_host_run_on_other_files_planner_or_hosts_is_refused(results):
-    named = {"files": "files: checkpoint", "algorithm": "algorithm: checkpoint 'ffd' vs now "
-             "'bfd'", "hosts": "hosts: checkpoint 2 vs now 1"}
+    """Other files, another planner, one host: refused by the stream the checkpoint records;
+    a checkpoint folder each (the other worker's empty): refused on both, not a hang."""
+    stream = "A run must resume on the input stream of its checkpoint"
+    named = {"files": (stream, "files: checkpoint"),
+             "algorithm": (stream, "algorithm: checkpoint 'ffd' vs now 'bfd'"),
+             "hosts": (stream, "hosts: checkpoint 2 vs now 1"),
+             "folders": ("Every worker must resume from the same checkpoint",
+                         "Received: restored steps [{0}, None]")}
     assert set(results[0]["resumed"]["refused"]) == set(named)  # one host: the chief alone
+    assert set(results[1]["resumed"]["refused"]) == set(named) - {"hosts"}
     for worker in results:
+        steps = worker["trainer"]["epoch_steps"]
         for change, message in worker["resumed"]["refused"].items():
-            assert message and "A run must resume on the input stream of its checkpoint" \
-                in message and named[change] in message, (change, message)
+            assert message and all(m.format(steps) in message for m in named[change]), \
+                (change, message)
 
 
 def test_a_checkpoint_of_another_input_stream_is_refused_but_export_reads_it(tmp_path):

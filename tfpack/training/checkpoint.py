@@ -46,7 +46,8 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 
-__all__ = ["Checkpointer", "learning_rate_variable", "model_signature", "random_state"]
+__all__ = ["Checkpointer", "agreed_step", "learning_rate_variable", "model_signature",
+           "random_state"]
 
 _META = "tfpack_checkpoint.json"
 _PATTERN = re.compile(r"^ckpt-(\d+)$")
@@ -252,6 +253,29 @@ def _check_stream(saved, current, path: str) -> None:
             "A run must resume on the input stream of its checkpoint (per-host packing: the "
             "same files, hosts and packing settings; start a new checkpoint_dir for new "
             f"ones); {len(diffs)} differ: " + "; ".join(diffs) + f". Received: checkpoint={path!r}")
+
+
+def agreed_step(strategy: tf.distribute.Strategy, restored: int | None) -> int | None:
+    """``restored``, once every replica restored the same step (one collective).
+
+    Workers that restored different steps (a ``checkpoint_dir`` that is not one
+    folder all of them see) would run different numbers of updates and hang in
+    a collective; they are refused instead, every one of them.
+
+    >>> agreed_step(tf.distribute.get_strategy(), 7)
+    7
+    """
+    if strategy.num_replicas_in_sync == 1:
+        return restored
+    from tfpack.data import strategy_all_gather
+
+    steps = strategy_all_gather(strategy)(-1 if restored is None else restored)
+    if len(set(steps)) > 1:
+        raise TfpackError(
+            "Every worker must resume from the same checkpoint: `checkpoint_dir` must be one "
+            "folder that all workers see (a shared file system). Received: restored steps "
+            f"{[None if s < 0 else s for s in steps]} (one a replica)")
+    return restored
 
 
 class _Damaged(Exception):

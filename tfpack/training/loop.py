@@ -56,7 +56,8 @@ from tfpack.packing.workers import PackSplit, split_packs
 from tfpack.params import (Anything, Boolean, InstanceOf, Integer, OutputPath,
                            validate_params)
 from tfpack.training import hosts, inputs
-from tfpack.training.checkpoint import Checkpointer, learning_rate_variable, random_state
+from tfpack.training.checkpoint import Checkpointer, agreed_step, learning_rate_variable
+from tfpack.training.checkpoint import random_state
 from tfpack.training.exactness import check_before_training
 from tfpack.training import trained_lengths
 from tfpack.training.logging import JsonLinesLogger, ProgressBar, truncate_log
@@ -463,7 +464,7 @@ class Trainer:
             if int(self.step.numpy()) == 0:
                 learning_rate = learning_rate_variable(self.optimizer)
                 wanted = None if learning_rate is None else learning_rate.numpy()
-                resumed = checkpointer.restore()
+                resumed = agreed_step(self.strategy, checkpointer.restore())
                 if resumed and wanted is not None:
                     learning_rate.assign(wanted)  # The rate passed in, not the checkpoint's.
                 if self.log_path and self._is_chief():
