@@ -120,7 +120,7 @@ def resumed(strategy, pattern, folder, epoch_steps, reference):
             refused[name] = None
         except TfpackError as error:
             refused[name] = str(error)
-    # Folders not shared: the chief would resume, the other worker start afresh (a hang).
+    # Folders not shared: the chief resumed, the other started afresh (a collective failed).
     own = folder if chief else os.path.join(os.path.dirname(folder), "own")
     try:
         trainer(strategy, packs := source(pattern), 1, 2, checkpoint_dir=own).fit(

@@ -259,8 +259,9 @@ def agreed_step(strategy: tf.distribute.Strategy, restored: int | None) -> int |
     """``restored``, once every replica restored the same step (one collective).
 
     Workers that restored different steps (a ``checkpoint_dir`` that is not one
-    folder all of them see) would run different numbers of updates and hang in
-    a collective; they are refused instead, every one of them.
+    folder all of them see) would run different numbers of updates, one's
+    resumed update all-reduced with another's first, until a collective fails;
+    they are refused instead, every one of them.
 
     >>> agreed_step(tf.distribute.get_strategy(), 7)
     7
