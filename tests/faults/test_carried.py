@@ -204,3 +204,38 @@ def test_a_direct_call_refuses_shared_prompt_packs_for_a_model_without_it(scorer
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"PreferenceModel\(share_prompt=True\) to read pairs that share"):
         tf.function(lambda x: scorer(x))(packs)
+
+
+@pytest.mark.slow  # one JAX process: 20-35 s on the shared 2 cores
+def test_keras_on_jax_refuses_what_the_tensorflow_assertions_refuse():
+    """Keras `fit`, `evaluate` and `predict` on JAX (jitted steps, no TensorFlow assertion)
+    trained on labels past the head and on shared prompts for a model without them, without
+    a word; now each batch is checked on the host before the step (one JAX process,
+    `carried_jax_run.py`)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.jax_env import jax_env
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    done = subprocess.run([sys.executable, os.path.join(here, "carried_jax_run.py")],
+                          capture_output=True, text=True, timeout=300,
+                          env=jax_env(PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    labels = "refused: `labels` must be class ids in [0, 3) (num_classes of the model). " \
+             "Received: labels=5"
+    shared = ("refused: `model` must be a PreferenceModel(share_prompt=True) to read pairs "
+              "that share their prompt")
+    assert got.pop("labels_fit") == got.pop("labels_fit_second_batch") == labels
+    assert got.pop("labels_evaluate") == labels
+    assert got.pop("weights_kept") is True
+    assert got.pop("sequence_labels_evaluate") == (
+        "refused: `labels` must be class ids in [0, 2) (num_classes of the model). "
+        "Received: labels=2")
+    for call in ("fit", "evaluate", "predict"):
+        assert got.pop(f"shared_prompt_{call}").startswith(shared)
+    assert got == {"empty_slot_label_evaluate": "accepted", "shared_prompt_model_fit": "accepted"}

@@ -9,9 +9,13 @@ process start (the strategy can be made once), in order:
 1. ``refused``: `Trainer.fit` on a `HostPacking` whose collective is not finite, then
    one that disagrees with this worker's own count (each worker's error message);
 2. ``trainer``: `Trainer.fit(HostPacking(...))` for exactly one epoch (1 pack a
-   micro-batch, 2 accumulated): the updates, the sequences it trained on (all workers,
-   from the log) and this worker's report;
-3. ``cli``: ``tfpack train --per-host`` on the same strategy for one epoch (2 packs a
+   micro-batch, 2 accumulated) in two calls, checkpointed after each: the updates, the
+   sequences it trained on (all workers, from the log) and this worker's report;
+3. ``resumed``: a new trainer resuming that epoch from its half-way checkpoint to its end
+   (losses and weights against 2.), then resumes refused: other files, another planner,
+   one host (the chief alone, on the default strategy), a checkpoint folder of its own
+   on the other worker (empty there);
+4. ``cli``: ``tfpack train --per-host`` on the same strategy for one epoch (2 packs a
    micro-batch): exit status, updates and the sequences of the chief's log.jsonl.
 """
 
@@ -27,7 +31,7 @@ import tensorflow as tf  # noqa: E402
 L, K, M, V = 32, 3, 6, 40
 
 
-def trainer(strategy, source, micro, acc):
+def trainer(strategy, source, micro, acc, **options):
     import keras
 
     from tfpack.training import Lamb, Trainer
@@ -39,7 +43,7 @@ def trainer(strategy, source, micro, acc):
                                       max_predictions_per_pack=M),
                        Lamb(learning_rate=0.01), micro_batch_size=micro,
                        accumulation_steps=acc, strategy=strategy, log_every=1,
-                       progress=False, jit_compile=False, check_exact=False)
+                       progress=False, jit_compile=False, check_exact=False, **options)
 
 
 def refused(strategy, pattern):
@@ -61,20 +65,73 @@ def refused(strategy, pattern):
     return messages
 
 
-def one_epoch(strategy, pattern):
+def source(pattern, algorithm="ffd"):
     from tfpack.training import HostPacking
 
-    source = HostPacking(pattern, max_length=L, max_sequences_per_pack=K,
-                         max_predictions_per_pack=M, algorithm="ffd")
-    run = trainer(strategy, source, 1, 2)
-    run.fit(source, 0)  # packs (the workers agree on the count), trains nothing
+    return HostPacking(pattern, max_length=L, max_sequences_per_pack=K,
+                       max_predictions_per_pack=M, algorithm=algorithm)
+
+
+def one_epoch(strategy, pattern, folder):
+    """One epoch in two `fit` calls, a checkpoint at the end of each (in ``folder``)."""
+    packs = source(pattern)
+    run = trainer(strategy, packs, 1, 2, checkpoint_dir=folder)
+    run.fit(packs, 0)  # packs (the workers agree on the count), trains nothing
     report = run.host_report
     steps = report.packs // 2
-    result = run.fit(source, steps)
-    return {"steps": result.step, "epoch_steps": steps,
-            "sequences": sum(r["sequences"] for r in result.history),
+    history = run.fit(packs, steps // 2).history + run.fit(packs, steps).history
+    return {"steps": run.step.numpy().item(), "epoch_steps": steps,
+            "sequences": sum(r["sequences"] for r in history),
+            "step_sequences": [r["sequences"] for r in history],
+            "losses": [r["loss"] for r in history],
             "own_sequences": report.sequences, "packs": report.packs,
-            "host_packs": report.host_packs, "padding_packs": report.padding_packs}
+            "host_packs": report.host_packs, "padding_packs": report.padding_packs}, run
+
+
+def resumed(strategy, pattern, folder, epoch_steps, reference):
+    """A new trainer resumes the epoch from its half-way checkpoint (the epoch's own
+    checkpoint removed, as a kill after the first would leave it) to the epoch's end: its
+    losses and weights against the uninterrupted epoch's (``reference``); then resuming
+    with other files, another planner, (the chief alone) one host, or folders not shared."""
+    import shutil
+
+    import numpy as np
+
+    from tfpack.data import strategy_all_gather
+    from tfpack.errors import TfpackError
+
+    chief = json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 0
+    if chief:
+        shutil.rmtree(os.path.join(folder, f"ckpt-{epoch_steps}"))
+    strategy_all_gather(strategy)(0)  # a collective: no worker restores before the removal
+    again = trainer(strategy, source(pattern), 1, 2, checkpoint_dir=folder)
+    rest = again.fit(source(pattern), epoch_steps)
+    weights = [np.abs(a.numpy() - b.numpy()).max() for a, b in
+               zip(again.model.weights, reference.model.weights)]
+    refused = {}
+    changed = {"files": (strategy, source(os.path.join(os.path.dirname(pattern),
+                                                       "part-[01].tfrecord"))),
+               "algorithm": (strategy, source(pattern, "bfd"))}
+    if chief:
+        changed["hosts"] = (tf.distribute.get_strategy(), source(pattern))
+    for name, (where, packs) in changed.items():
+        try:
+            trainer(where, packs, 1, 2, checkpoint_dir=folder).fit(packs, epoch_steps + 1)
+            refused[name] = None
+        except TfpackError as error:
+            refused[name] = str(error)
+    # Folders not shared: the chief resumed, the other started afresh (a collective failed).
+    own = folder if chief else os.path.join(os.path.dirname(folder), "own")
+    try:
+        trainer(strategy, packs := source(pattern), 1, 2, checkpoint_dir=own).fit(
+            packs, epoch_steps + 1)
+        refused["folders"] = None
+    except TfpackError as error:
+        refused["folders"] = str(error)
+    return {"resumed_from": rest.resumed_from, "steps": rest.step,
+            "losses": [r["loss"] for r in rest.history],
+            "sequences": sum(r["sequences"] for r in rest.history),
+            "max_weight_difference": float(max(weights)), "refused": refused}
 
 
 def cli(strategy, pattern, out, steps):
@@ -99,8 +156,11 @@ def main():
     pattern = os.path.join(folder, "part-*.tfrecord")
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-    results = {"refused": refused(strategy, pattern),
-               "trainer": one_epoch(strategy, pattern)}
+    results = {"refused": refused(strategy, pattern)}
+    checkpoints = os.path.join(folder, "checkpoints")
+    results["trainer"], reference = one_epoch(strategy, pattern, checkpoints)
+    results["resumed"] = resumed(strategy, pattern, checkpoints,
+                                 results["trainer"]["epoch_steps"], reference)
     results["cli"] = cli(strategy, pattern, os.path.join(folder, f"run{index}"),
                          results["trainer"]["epoch_steps"])
     with open(out, "w") as f:

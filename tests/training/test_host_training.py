@@ -2,10 +2,13 @@
 two MultiWorkerMirroredStrategy workers (processes on 127.0.0.1) each pack only the Google
 records of their own files; one epoch trains on every example exactly once across the
 workers; a collective that disagrees with a worker's own count, or is not finite, is refused
-on every worker. One process pair runs every check (`host_training_run.py`)."""
+on every worker; half an epoch resumed from its checkpoint trains what the uninterrupted epoch
+does, and resuming on other files, another planner or one host is refused. One process pair
+runs every check (`host_training_run.py`)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -76,11 +79,11 @@ def results(tmp_path_factory):
                                        "task": {"type": "worker", "index": i}})),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
     for process in processes:  # a worker with fewer updates than the other would hang
-        _wait(process, timeout=300)  # three trainings: 140 s on the loaded 2 cores
+        _wait(process, timeout=480)  # an epoch, its resume, four refused resumes: 137-254 s loaded
     return [json.loads((folder / f"out{i}.json").read_text()) for i in range(2)]
 
 
-@pytest.mark.slow  # two TensorFlow processes, three trainings: 39-69 s, 140-167 s loaded
+@pytest.mark.slow  # two TensorFlow processes: 137-254 s with the resumes, by the load of the 2 cores
 def test_a_collective_not_finite_or_disagreeing_is_refused_on_every_worker(results):
     for worker in results:
         not_finite, disagreeing = worker["refused"]
@@ -108,3 +111,61 @@ def test_tfpack_train_per_host_trains_every_example_once(results):
     assert chief["code"] == other["code"] == 0
     assert chief["steps"] == results[0]["trainer"]["epoch_steps"]
     assert chief["sequences"] == sum(SIZES)
+
+
+@pytest.mark.slow
+def test_a_resumed_per_host_run_trains_every_example_once(results):
+    """A new trainer resumes an epoch from its half-way checkpoint in the same folder: the
+    same updates (losses and weights) as the uninterrupted epoch's second half, so no pack
+    is trained twice or skipped, on either worker (restarting the stream instead: fails)."""
+    for worker in results:
+        resumed, epoch = worker["resumed"], worker["trainer"]
+        half = epoch["epoch_steps"] // 2
+        assert resumed["resumed_from"] == half > 0
+        assert resumed["steps"] == epoch["steps"] == epoch["epoch_steps"]
+        np.testing.assert_allclose(resumed["losses"], epoch["losses"][half:], rtol=1e-5)
+        assert sum(epoch["step_sequences"][:half]) + resumed["sequences"] == sum(SIZES)
+        assert resumed["max_weight_difference"] < 1e-5
+
+
+@pytest.mark.slow
+def test_resuming_a_per_host_run_on_other_files_planner_or_hosts_is_refused(results):
+    """Other files, another planner, one host: refused by the stream the checkpoint records;
+    a checkpoint folder each (the other worker's empty): refused on both (a collective failed
+    with a traceback before)."""
+    stream = "A run must resume on the input stream of its checkpoint"
+    named = {"files": (stream, "files: checkpoint"),
+             "algorithm": (stream, "algorithm: checkpoint 'ffd' vs now 'bfd'"),
+             "hosts": (stream, "hosts: checkpoint 2 vs now 1"),
+             "folders": ("Every worker must resume from the same checkpoint",
+                         "Received: restored steps [{0}, None]")}
+    assert set(results[0]["resumed"]["refused"]) == set(named)  # one host: the chief alone
+    assert set(results[1]["resumed"]["refused"]) == set(named) - {"hosts"}
+    for worker in results:
+        steps = worker["trainer"]["epoch_steps"]
+        for change, message in worker["resumed"]["refused"].items():
+            assert message and all(m.format(steps) in message for m in named[change]), \
+                (change, message)
+
+
+def test_a_checkpoint_of_another_input_stream_is_refused_but_export_reads_it(tmp_path):
+    """`Checkpointer(stream=...)`: the stream saved with the step must equal the resuming
+    run's (a plain dataset's is none); a partial restore (the model alone, for export) reads
+    any."""
+    import keras
+    import tensorflow as tf
+
+    from tfpack.errors import TfpackError
+    from tfpack.training.checkpoint import Checkpointer
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    step = tf.Variable(0, dtype="int64")
+    Checkpointer(tmp_path, model=model, step=step, stream={"hosts": 2, "seed": 0}).save(3)
+    assert Checkpointer(tmp_path, model=model, step=step,
+                        stream={"hosts": 2, "seed": 0}).restore() == 3
+    for other, named in (({"hosts": 1, "seed": 0}, "1 differ: hosts: checkpoint 2 vs now 1"),
+                         (None, "2 differ: hosts: checkpoint 2 vs now None; seed")):
+        with pytest.raises(TfpackError, match=r"A run must resume on the input stream of its "
+                                              r"checkpoint .*" + re.escape(named)):
+            Checkpointer(tmp_path, model=model, step=step, stream=other).restore()
+    assert Checkpointer(tmp_path, model=model).restore(partial=True) == 3

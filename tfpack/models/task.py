@@ -40,6 +40,8 @@ Example:
 (True, ('lm',), ('labels', 'loss_weights'))
 """
 
+import itertools
+
 import keras
 from keras import ops
 
@@ -67,7 +69,8 @@ TASK_PARAMETERS = {
 def _checked(model, x, loss):
     """``loss`` after the trainer's named assertions on the packs (class labels past
     ``num_classes``, shared prompts for a model without them), on TensorFlow: Keras
-    `fit` and `evaluate` refuse what the `Trainer` refuses (XLA drops assertions)."""
+    `fit` and `evaluate` refuse what the `Trainer` refuses (XLA drops assertions; on
+    JAX the same rules run on the host, `_checked_step`)."""
     if keras.backend.backend() != "tensorflow":
         return loss
     import tensorflow as tf
@@ -79,6 +82,39 @@ def _checked(model, x, loss):
         return loss
     with tf.control_dependencies(checks):
         return tf.identity(loss)
+
+
+# The variables in a Keras JAX step's ``state``, by step.
+_STATE = {"train": ("trainable_variables", "non_trainable_variables", "optimizer_variables",
+                    "metrics_variables"),
+          "test": ("trainable_variables", "non_trainable_variables", "metrics_variables"),
+          "predict": ("trainable_variables", "non_trainable_variables")}
+
+
+def _checked_step(model, step, kind: str):
+    """Keras on JAX: ``step(state, iterator)`` with the batches it takes checked on the
+    host first (`check_batch`): no assertion runs inside the jitted step. Keras takes
+    the variables' values out for the loop (``state``); a refused batch puts them back
+    before the error leaves, so the model stays usable. Wrapped once a model."""
+    if keras.backend.backend() != "jax" or step is None or getattr(step, "checked", False):
+        return step
+    from tfpack.training.validation import check_batch
+
+    def checked(state, iterator):
+        batches = list(itertools.islice(iterator, model.steps_per_execution))
+        try:
+            for data in batches:
+                x = data[0] if isinstance(data, (tuple, list)) else data
+                if isinstance(x, dict):
+                    check_batch(model, x)
+        except TfpackError:
+            model._jax_state, model._jax_state_synced = dict(zip(_STATE[kind], state)), False
+            model.jax_state_sync()
+            raise
+        return step(state, iter(batches))
+
+    checked.checked = True
+    return checked
 
 
 class Task(keras.Model):
@@ -196,6 +232,22 @@ class Task(keras.Model):
             # the optimizer sums the replicas' gradients.
             loss = loss + ops.cast(ops.sum(self.losses), "float32") / num_replicas()
         return _checked(self, x, loss)
+
+    # Keras on JAX jits its whole step: the packs are checked on the host before it.
+    def make_train_function(self, force=False):
+        made = super().make_train_function(force)
+        self.train_function = _checked_step(self, self.train_function, "train")
+        return made
+
+    def make_test_function(self, force=False):
+        made = super().make_test_function(force)
+        self.test_function = _checked_step(self, self.test_function, "test")
+        return made
+
+    def make_predict_function(self, force=False):
+        super().make_predict_function(force)
+        self.predict_function = _checked_step(self, self.predict_function, "predict")
+        return self.predict_function
 
     def compile(self, *args, **kwargs):
         super().compile(*args, **kwargs)

@@ -3,7 +3,9 @@
 A checkpoint is a directory ``<root>/ckpt-<step>/`` holding a
 `tf.train.Checkpoint` (model, optimizer, data-iterator position, step) and
 ``tfpack_checkpoint.json``: the step and the *signature* of the model, its
-variable paths and shapes. It is written under a temporary name in the same
+variable paths and shapes, and, where the data position is not in the state
+(per-host packing, `tfpack.training.HostPacking`), the *stream* it counts in:
+the files, hosts and packing settings, which a resumed run must share. It is written under a temporary name in the same
 directory and renamed into place, so a crash leaves either the previous
 checkpoint or the new one, never a partial one; ``latest`` is found by
 listing complete ``ckpt-*`` directories, not from a pointer file that could
@@ -44,7 +46,8 @@ import tensorflow as tf
 
 from tfpack.errors import TfpackError
 
-__all__ = ["Checkpointer", "learning_rate_variable", "model_signature", "random_state"]
+__all__ = ["Checkpointer", "agreed_step", "learning_rate_variable", "model_signature",
+           "random_state"]
 
 _META = "tfpack_checkpoint.json"
 _PATTERN = re.compile(r"^ckpt-(\d+)$")
@@ -86,14 +89,18 @@ class Checkpointer:
         model: the Keras model; its signature is checked on restore.
         max_to_keep: complete checkpoints kept (oldest deleted first).
         is_chief: whether this process keeps what it writes (multi-worker).
+        stream: a JSON-able description of the input the saved step counts
+            in (`None`: a dataset, or its iterator is saved); a checkpoint of
+            another stream is refused on restore.
         **objects: other trackables saved alongside (``optimizer=``,
             ``iterator=``, ``step=``).
     """
 
     def __init__(self, directory: str, *, model, max_to_keep: int = 3,
-                 is_chief: bool = True, **objects):
+                 is_chief: bool = True, stream: dict | None = None, **objects):
         self.directory = os.fspath(directory)
         self.model = model
+        self.stream = stream
         self.max_to_keep = max_to_keep
         self.is_chief = is_chief
         self._checkpoint = tf.train.Checkpoint(model=model, **objects)
@@ -138,7 +145,8 @@ class Checkpointer:
                 return final
             with open(os.path.join(tmp, _META), "w") as f:
                 json.dump({"format": "tfpack-checkpoint", "version": 1, "step": int(step),
-                           "signature": model_signature(self.model)}, f)
+                           "signature": model_signature(self.model),
+                           **({"stream": self.stream} if self.stream is not None else {})}, f)
             if os.path.lexists(final):  # Same step written twice: replace it whole.
                 self._delete(final, f"ckpt-{step}")
                 if os.path.lexists(final):
@@ -221,6 +229,8 @@ class Checkpointer:
                 f"(variable paths and shapes); {len(diffs)} differ: "
                 + "; ".join(diffs[:5]) + ("; ..." if len(diffs) > 5 else "")
                 + f". Received: checkpoint={path!r}")
+        if not partial:
+            _check_stream(meta.get("stream"), self.stream, path)
         try:
             status = self._checkpoint.read(os.path.join(path, "state"))
             if partial:
@@ -230,6 +240,43 @@ class Checkpointer:
         except (tf.errors.OpError, ValueError, AssertionError, IndexError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise _Damaged(f"{path} ({type(error).__name__}: {message})") from None
+
+
+def _check_stream(saved, current, path: str) -> None:
+    """Refuse a checkpoint whose step counts in another input stream: resumed, the
+    run would skip the packs of that stream in this one (some twice, some never)."""
+    saved, current = saved if isinstance(saved, dict) else {}, current or {}
+    diffs = [f"{key}: checkpoint {saved.get(key)!r:.200} vs now {current.get(key)!r:.200}"
+             for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
+    if diffs:
+        raise TfpackError(
+            "A run must resume on the input stream of its checkpoint (per-host packing: the "
+            "same files, hosts and packing settings; start a new checkpoint_dir for new "
+            f"ones); {len(diffs)} differ: " + "; ".join(diffs) + f". Received: checkpoint={path!r}")
+
+
+def agreed_step(strategy: tf.distribute.Strategy, restored: int | None) -> int | None:
+    """``restored``, once every replica restored the same step (one collective).
+
+    Workers that restored different steps (a ``checkpoint_dir`` that is not one
+    folder all of them see) would run different numbers of updates, one's
+    resumed update all-reduced with another's first, until a collective fails;
+    they are refused instead, every one of them.
+
+    >>> agreed_step(tf.distribute.get_strategy(), 7)
+    7
+    """
+    if strategy.num_replicas_in_sync == 1:
+        return restored
+    from tfpack.data import strategy_all_gather
+
+    steps = strategy_all_gather(strategy)(-1 if restored is None else restored)
+    if len(set(steps)) > 1:
+        raise TfpackError(
+            "Every worker must resume from the same checkpoint: `checkpoint_dir` must be one "
+            "folder that all workers see (a shared file system). Received: restored steps "
+            f"{[None if s < 0 else s for s in steps]} (one a replica)")
+    return restored
 
 
 class _Damaged(Exception):

@@ -18,7 +18,12 @@ hand-written input function, on every worker of the strategy:
    worker that read it.
 
 A resumed run packs again (the same files give the same packs: planning is
-seeded) and skips the packs the restored updates consumed.
+seeded) and skips the packs the restored updates consumed: every example is
+still trained on exactly once an epoch. The checkpoint records the stream its
+step counts in (`stream`: the files with their sizes, the number of hosts, the
+packing settings, the updates' size and each host's pack count); resuming on
+another one (a file added or changed, another planner, more or fewer hosts)
+is refused with one `TfpackError` naming what differs, on every worker.
 
 Example (one process, one worker: every file is its own):
 
@@ -32,6 +37,7 @@ Example (one process, one worker: every file is its own):
 from __future__ import annotations
 
 import collections.abc
+import os
 
 import tensorflow as tf
 
@@ -124,12 +130,27 @@ def distribute(trainer, source: HostPacking, start_step: int = 0):
         packer = source.packer(context, trainer.strategy, per_replica)
         packs = source.examples(context).apply(packer)
         seen["spec"], seen["report"] = packs.element_spec, packer.report
+        seen["hosts"] = context.num_input_pipelines
         per_worker = context.num_replicas_in_sync // context.num_input_pipelines
         packs = packs.repeat().skip(start_step * per_replica * max(per_worker, 1))
         return packs.batch(trainer.micro_batch_size, drop_remainder=True).prefetch(
             tf.data.AUTOTUNE)
 
     return trainer.strategy.distribute_datasets_from_function(dataset_fn), seen
+
+
+def stream(trainer, source: HostPacking, seen: dict) -> dict:
+    """What a checkpoint's step counts in (`Checkpointer`): equal on every worker."""
+    files = host_files(source.files, None)  # every host's, in the order they are shared
+    settings = ("max_length", "max_sequences_per_pack", "max_predictions_per_pack",
+                "algorithm", "truncate", "seed", "remainder")
+    return {"kind": "per-host packing", "hosts": seen["hosts"],
+            "files": [[os.path.abspath(f) if "://" not in f else f,
+                       int(tf.io.gfile.stat(f).length)] for f in files],
+            **{name: getattr(source, name) for name in settings},
+            "roles": None if source.roles is None else repr(source.roles),
+            "packs_per_update": trainer.packs_per_update,
+            "host_packs": [int(c) for c in seen["report"].host_packs]}
 
 
 def fit(trainer, source: HostPacking, num_steps: int):
@@ -144,5 +165,6 @@ def fit(trainer, source: HostPacking, num_steps: int):
         trainer.host_report = seen["report"]
         trainer._build(trainer._element_spec)
         trainer._iterator = iter(distributed)
+        trainer._host_stream = stream(trainer, source, seen)
     return trainer._run(num_steps, lambda resumed: iter(distribute(trainer, source, resumed)[0]),
-                        save_iterator=False)
+                        save_iterator=False, stream=trainer._host_stream)

@@ -56,7 +56,8 @@ from tfpack.packing.workers import PackSplit, split_packs
 from tfpack.params import (Anything, Boolean, InstanceOf, Integer, OutputPath,
                            validate_params)
 from tfpack.training import hosts, inputs
-from tfpack.training.checkpoint import Checkpointer, learning_rate_variable, random_state
+from tfpack.training.checkpoint import Checkpointer, agreed_step, learning_rate_variable
+from tfpack.training.checkpoint import random_state
 from tfpack.training.exactness import check_before_training
 from tfpack.training import trained_lengths
 from tfpack.training.logging import JsonLinesLogger, ProgressBar, truncate_log
@@ -447,8 +448,10 @@ class Trainer:
         return self._run(num_steps, lambda resumed: iter(self.distribute_packed(
             output, start_step=resumed)), save_iterator=False)
 
-    def _run(self, num_steps: int, resume_iterator, save_iterator: bool = True) -> TrainResult:
-        """The training loop of `fit`; ``resume_iterator(step)`` continues a restored run."""
+    def _run(self, num_steps: int, resume_iterator, save_iterator: bool = True,
+             stream: dict | None = None) -> TrainResult:
+        """The training loop of `fit`; ``resume_iterator(step)`` continues a restored run
+        (of the same ``stream``, `Checkpointer`)."""
         resumed, checkpointer = None, None
         if self.checkpoint_dir is not None:
             saves_iterator = save_iterator and isinstance(
@@ -457,11 +460,11 @@ class Trainer:
             checkpointer = Checkpointer(
                 self.checkpoint_dir, model=self.model, optimizer=self.optimizer,
                 step=self.step, max_to_keep=self.max_to_keep, is_chief=self._is_chief(),
-                random_state=random_state(self.model), **extra)
+                stream=stream, random_state=random_state(self.model), **extra)
             if int(self.step.numpy()) == 0:
                 learning_rate = learning_rate_variable(self.optimizer)
                 wanted = None if learning_rate is None else learning_rate.numpy()
-                resumed = checkpointer.restore()
+                resumed = agreed_step(self.strategy, checkpointer.restore())
                 if resumed and wanted is not None:
                     learning_rate.assign(wanted)  # The rate passed in, not the checkpoint's.
                 if self.log_path and self._is_chief():

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 from tfpack import features as contract
@@ -34,7 +35,7 @@ from tfpack.errors import TfpackError
 from tfpack.params import Anything, InstanceOf, validate_params
 
 __all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes",
-           "label_checks", "pair_layout_checks"]
+           "label_checks", "pair_layout_checks", "check_batch"]
 
 def _dimension(name: str, task) -> str | None:
     """L, K or M of a contract feature (None: a scalar, unknown or ambiguous)."""
@@ -151,6 +152,49 @@ def validate_element_spec(model, element_spec) -> dict:
     return {kind: size for kind, (_, size) in dataset.items()}
 
 
+def _label_rule(model, x: dict):
+    """Class labels past the head: ``(bad, labels, message)`` or `None`.
+
+    Written with array operators only, so one rule serves TensorFlow tensors
+    (`label_checks`) and the host's numpy arrays (`check_batch`).
+    """
+    classes = getattr(model, "num_classes", None)
+    if not isinstance(classes, int) or "labels" not in x:
+        return None
+    labels = x["labels"]
+    if _dimension("labels", getattr(model, "task", None)) == "K" and "sequence_mask" in x:
+        real = x["sequence_mask"] > 0
+    else:
+        real = labels != contract.IGNORE_LABEL
+    bad = real & ((labels < 0) | (labels >= classes))
+    return bad, labels, (f"`labels` must be class ids in [0, {classes}) (num_classes of the "
+                         "model). Received: labels=")
+
+
+def _pair_rule(model, x: dict):
+    """Shared prompts (real tokens of ``branch_ids`` 0) for a model without them."""
+    if getattr(model, "share_prompt", True) or "branch_ids" not in x:
+        return None
+    bad = (x["sequence_ids"] > 0) & (x["branch_ids"] == 0)
+    return bad, None, ("`model` must be a PreferenceModel(share_prompt=True) to read pairs "
+                       "that share their prompt (prompt tokens of branch_ids 0). "
+                       "Received: share_prompt=False")
+
+
+# What the rules read: all `check_batch` copies to the host.
+_RULE_FEATURES = ("labels", "sequence_mask", "sequence_ids", "branch_ids")
+
+
+def _assertion(found, name: str) -> list:
+    """``found`` (a rule's result) as a named TensorFlow assertion."""
+    if found is None:
+        return []
+    bad, values, message = found
+    shown = [] if values is None else [tf.boolean_mask(values, bad)[:1]]
+    return [tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [message] + shown,
+                                name=name)]
+
+
 def label_checks(model, x: dict) -> list:
     """Named assertions: every class label a loss reads is inside ``[0, num_classes)``.
 
@@ -168,19 +212,7 @@ def label_checks(model, x: dict) -> list:
     ...     print("`labels` must be class ids in [0, 3)" in error.message)
     True
     """
-    classes = getattr(model, "num_classes", None)
-    if not isinstance(classes, int) or "labels" not in x:
-        return []
-    labels = tf.cast(x["labels"], tf.int32)
-    if _dimension("labels", getattr(model, "task", None)) == "K" and "sequence_mask" in x:
-        real = tf.cast(x["sequence_mask"], tf.float32) > 0
-    else:
-        real = tf.not_equal(labels, contract.IGNORE_LABEL)
-    bad = real & ((labels < 0) | (labels >= classes))
-    return [tf.debugging.Assert(
-        tf.logical_not(tf.reduce_any(bad)),
-        [f"`labels` must be class ids in [0, {classes}) (num_classes of the model). "
-         "Received: labels=", tf.boolean_mask(labels, bad)[:1]], name="check_label_range")]
+    return _assertion(_label_rule(model, x), "check_label_range")
 
 
 def pair_layout_checks(model, x: dict) -> list:
@@ -190,14 +222,30 @@ def pair_layout_checks(model, x: dict) -> list:
     (`tfpack.inference.layouts`); another model would score each response
     without its prompt.
     """
-    if getattr(model, "share_prompt", True) or "branch_ids" not in x:
-        return []
-    shared = (x["sequence_ids"] > 0) & tf.equal(x["branch_ids"], 0)
-    return [tf.debugging.Assert(
-        tf.logical_not(tf.reduce_any(shared)),
-        ["`model` must be a PreferenceModel(share_prompt=True) to read pairs that share their "
-         "prompt (prompt tokens of branch_ids 0). Received: share_prompt=False"],
-        name="check_pair_layout")]
+    return _assertion(_pair_rule(model, x), "check_pair_layout")
+
+
+def check_batch(model, x: dict) -> None:
+    """The rules of `label_checks` and `pair_layout_checks` on a batch on the host.
+
+    Where no TensorFlow assertion runs (Keras on JAX, whose steps are jitted):
+    the models check each batch before their compiled step
+    (`tfpack.models.task`). Raises one `TfpackError` with the assertion's message.
+
+    >>> class Tagger:
+    ...     task, num_classes = "token_classification", 3
+    >>> check_batch(Tagger(), {"labels": [[0, 2, -100]]})  # -100: ignored
+    >>> check_batch(Tagger(), {"labels": [[0, 5, -100]]})
+    Traceback (most recent call last):
+    ...
+    tfpack.errors.TfpackError: `labels` must be class ids in [0, 3) (num_classes of the model). Received: labels=5
+    """
+    x = {name: np.asarray(x[name]) for name in _RULE_FEATURES if name in x}
+    for rule in (_label_rule, _pair_rule):
+        found = rule(model, x)
+        if found is not None and found[0].any():
+            bad, values, message = found
+            raise TfpackError(message + ("" if values is None else str(values[bad][0])))
 
 
 def target_counts(model, x: dict) -> dict:
