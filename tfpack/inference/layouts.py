@@ -1,21 +1,11 @@
-"""What a preference pack's layout implies, read from the packs and checked against the model.
+"""Positions per sequence of preference packs, checked against the model's position table.
 
-A pair is one packed item (`tfpack.tasks.preference`); its features say how it
-was built, and the model that reads it must agree:
-
-- a shared prompt (``preference_examples(share_prompt=True)``) is stored as
-  real tokens of ``branch_ids`` 0; only a ``PreferenceModel(share_prompt=True)``
-  lets both responses see them (another model scores each response without
-  its prompt: wrong log-likelihoods, without a word). A pair whose prompt is
-  one token has no such tokens and reads the same either way.
-- positions belong to each of the pair's two sequences, not to the item:
-  the rejected sequence's positions restart where the chosen one's started
-  (`tfpack.models.preference.split_pairs`), so a position table of 8 rows
-  serves pairs of two 6-token sequences.
-
-`tfpack.predict` calls `check_pair_layout` on every batch of packs before the
-model runs (a `PreferenceModel` called eagerly calls it too), and checks
-`positions_per_sequence` against the model's position table.
+Positions belong to each of a pair's two sequences, not to the packed item:
+the rejected sequence's positions restart where the chosen one's started
+(`tfpack.models.preference.split_pairs`), so a position table of 8 rows
+serves pairs of two 6-token sequences. `tfpack.predict` checks
+`positions_per_sequence` against the model's table (the shared prompt is
+checked by `tfpack.training.layouts`).
 
 Example:
 
@@ -25,19 +15,13 @@ Example:
 ...          "position_ids": np.arange(6)[None], "example_ids": np.array([[7]])}
 >>> positions_per_sequence(batch).tolist()
 [[0, 1, 2, 1, 2, 3]]
->>> check_pair_layout(batch, share_prompt=False)
-Traceback (most recent call last):
-...
-tfpack.errors.TfpackError: `model` must be a PreferenceModel(share_prompt=True) to read pairs that share their prompt (preference_examples(share_prompt=True): prompt tokens of branch_ids 0, seen by both responses; `reference_log_likelihoods(..., share_prompt=True)`); another model scores each response without its prompt. Received: share_prompt=False and a shared prompt in example 7
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tfpack.errors import TfpackError
-
-__all__ = ["check_pair_layout", "positions_per_sequence"]
+__all__ = ["positions_per_sequence"]
 
 
 def positions_per_sequence(batch: dict) -> np.ndarray:
@@ -48,24 +32,3 @@ def positions_per_sequence(batch: dict) -> np.ndarray:
     _, positions = split_pairs(batch["sequence_ids"], batch["branch_ids"],
                                batch["position_ids"], num_pairs)
     return np.asarray(positions)
-
-
-def check_pair_layout(batch: dict, *, share_prompt: bool) -> None:
-    """Refuse packs whose pairs share their prompt when the model does not read one."""
-    if share_prompt:
-        return  # Pairs without a shared prompt read the same through it.
-    shared = (batch["sequence_ids"] > 0) & (batch["branch_ids"] == 0)
-    if not shared.any():
-        return
-    row, column = (int(i) for i in np.argwhere(shared)[0])
-    pair = int(batch["sequence_ids"][row, column])
-    if "example_ids" in batch:
-        where = f"example {int(batch['example_ids'][row, pair - 1])}"
-    else:  # A model called on packs without example ids.
-        where = f"pair {pair} of pack {row}"
-    raise TfpackError(
-        "`model` must be a PreferenceModel(share_prompt=True) to read pairs that share their "
-        "prompt (preference_examples(share_prompt=True): prompt tokens of branch_ids 0, seen "
-        "by both responses; `reference_log_likelihoods(..., share_prompt=True)`); another "
-        "model scores each response without its prompt. "
-        f"Received: share_prompt=False and a shared prompt in {where}")

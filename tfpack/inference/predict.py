@@ -46,7 +46,8 @@ from tfpack.data.boundary import raising_tfpack_errors
 from tfpack.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
-from tfpack.inference.layouts import check_pair_layout, positions_per_sequence
+from tfpack.inference.layouts import positions_per_sequence
+from tfpack.training.layouts import check_pair_layout
 from tfpack.inference.limits import input_limits
 from tfpack.inference.pairs import predict_pairs
 from tfpack.inference.unpack import Collector

@@ -85,17 +85,17 @@ def refuse_shared_prompts(inputs) -> None:
     """Refuse packs whose pairs share their prompt, for a model without ``share_prompt``.
 
     A shared prompt is real tokens of ``branch_ids`` 0
-    (`tfpack.inference.layouts`): a model without ``share_prompt`` would score
+    (`tfpack.training.layouts`): a model without ``share_prompt`` would score
     each response without its prompt. With values at hand (eager TensorFlow,
     JAX outside ``jit``, NumPy) this raises one `TfpackError` naming the
-    example (`tfpack.inference.layouts.check_pair_layout`, what
+    example (`tfpack.training.layouts.check_pair_layout`, what
     `tfpack.predict` runs); on symbolic values it does nothing
     (`assert_no_shared_prompts` is the graph's check).
     """
     names = ("sequence_ids", "branch_ids", "example_ids")
     if "branch_ids" not in inputs or _traced(inputs["branch_ids"]):
         return
-    from tfpack.inference.layouts import check_pair_layout
+    from tfpack.training.layouts import check_pair_layout
 
     check_pair_layout({n: np.asarray(ops.convert_to_numpy(inputs[n])) for n in names
                        if n in inputs}, share_prompt=False)

@@ -219,7 +219,7 @@ def pair_layout_checks(model, x: dict) -> list:
     """A named assertion: pairs that share their prompt need ``PreferenceModel(share_prompt=True)``.
 
     Shared prompts are real tokens of ``branch_ids`` 0
-    (`tfpack.inference.layouts`); another model would score each response
+    (`tfpack.training.layouts`); another model would score each response
     without its prompt.
     """
     return _assertion(_pair_rule(model, x), "check_pair_layout")
