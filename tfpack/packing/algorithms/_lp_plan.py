@@ -29,7 +29,7 @@ Plan = dict[tuple[int, ...], int]  # pack (lengths, longest first) -> how many
 
 def plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at=0.0,
          smooth=Tuning.SMOOTHING, others=(), dives=True, heuristic=None, first_round=True,
-         repair=0.0, seeds=(), used: list | None = None,
+         repair=0.0, seeds=(), keep: list | None = None,
          budget: _budget.Budget | None = None) -> tuple[Plan, int]:
     """Column generation and rounding: the best plan found and the proven bound.
 
@@ -43,8 +43,8 @@ def plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at
     ``repair``: column generation gets this share less of ``budget``, kept
     for the repair (the LP rounded down, what that leaves planned on its own).
     ``seeds``: more packs (tuples of ``lengths``) for the first LP.
-    ``used``: if given, the packs of the last LP in its solution are appended
-    (to seed a finer LP: `_paths.refine`).
+    ``keep``: if given, the last LP (`_column_generation.LP`) is appended:
+    its packs seed a finer LP and its duals lift a bound (`_paths.plan_up`).
     ``budget``: column generation stops when it ends, with its last LP (or,
     before the first LP is solved, the best fit plan and ``simple``); one
     rounding is always made, the others only within the budget.
@@ -62,9 +62,8 @@ def plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at
                                     first_round=first_round)
     except _budget.OutOfTime:  # before the first LP: no columns to round
         return fewest([heuristic, *[o for o in others if o]]), simple
-    if used is not None:
-        used.extend(tuple(np.repeat(lengths[rows], copies).tolist())
-                    for (rows, copies), x in zip(lp.patterns, lp.x) if x > 0)
+    if keep is not None:
+        keep.append(lp)
 
     def rounding(fill):
         return _rounding.round_lp(lp.patterns, lp.x, lengths, demand, max_length,

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _column_generation,
-                                       _exact_fill, _groups,
+                                       _exact_fill, _groups, _lift,
                                        _lp_plan, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
@@ -444,12 +444,20 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     warm_start = {}
     if warm:  # the last plan's packs, each length the longest of these up to it: they fit
-        warm_start = dict(used=[], seeds=[tuple(v // unit for v in pack) for pack in
+        warm_start = dict(keep=[], seeds=[tuple(v // unit for v in pack) for pack in
                                           finer_packs(search.columns, lengths * unit)])
     packs, _ = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
                              budget=inner, first_round=first_round, repair=repair, **warm_start)
-    if warm_start.get("used"):
-        search.columns = [tuple(unit * v for v in pack) for pack in warm_start["used"]]
+    for lp in warm_start.get("keep", ()):
+        search.columns = [tuple((unit * np.repeat(lengths[rows], copies)).tolist())
+                          for (rows, copies), x in zip(lp.patterns, lp.x) if x > 0]
+        # Its duals, over the real lengths, prove a bound (`_lift`: Farley's, valid for any).
+        # On groups of a grid of units only: on `_groups.balanced` ones (L=12,288 depth 16,
+        # 610 groups) they proved 206,302, 0.27% below the rounded-down LP's 206,877 on 256
+        # groups, for 0.05 s (groups of equal width over the lengths present: 207,042).
+        if unit > 1:
+            search.prove(_lift.lifted(histogram, length * unit, max_sequences_per_pack,
+                                      lengths * unit, lp.duals, budget), "lp")
     if packs:
         plan = _lp_plan.result(packs, 0)
         strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
