@@ -1,10 +1,12 @@
-"""Finer grouped plans started from the last plan's packs where the bound is proven first (issue 35).
+"""Finer grouped plans from the last plan's packs; a bound from their duals (issue 35, item 5).
 
 Where `_paths.prove_down` runs (stretched long contexts), `_paths.refine`'s plans on
 finer groups start from the packs of the last grouped plan's LP (`plan_up` with
 ``warm``), shrunk to the finer lengths (`_paths.finer_packs`): on the long-context
 suite's L=16,384 depth 4 case, units of 8 took 11 rounds instead of 47 (0.23 s of CPU
-instead of 0.54 s), so a finer plan fits in the budget beside the bound.
+instead of 0.54 s), so a finer plan fits in the budget beside the bound. The duals of
+each such LP, interpolated over the real lengths, prove Farley's bound (`_lift`), which
+holds for any duals: checked here against the brute-force optimum for random ones.
 """
 
 import pytest
@@ -73,12 +75,9 @@ def test_a_plan_keeps_its_lp_and_takes_more_seeds(monkeypatch):
     assert bound_again == bound and sum(again.values()) == sum(packs.values())
 
 
-@settings(max_examples=40, deadline=None)
-@given(narrow_instances())
-def test_warm_finer_plans_are_valid_and_the_bound_holds(instance):
-    """Groups on every histogram, the bound proven first (`PROVE_ABOVE` 0), so `refine`
-    plans warm: every plan is valid, and bound <= optimum <= plan."""
-    histogram, max_length, depth = instance
+def pack_proving_first(histogram, max_length, depth):
+    """`optimal` with groups on every histogram and the bound proven first (`PROVE_ABOVE`
+    0): the result, and ``warm`` of each grouped plan (`plan_up`)."""
     warm = []
     plan_up = _paths.plan_up
     with pytest.MonkeyPatch.context() as patch:
@@ -87,6 +86,16 @@ def test_warm_finer_plans_are_valid_and_the_bound_holds(instance):
         patch.setattr(_paths, "plan_up", lambda *a, **k: (warm.append(k.get("warm")),
                                                          plan_up(*a, **k))[1])
         result = optimal.pack(histogram, max_length, depth, seed=0, time_limit=None)
+    return result, warm
+
+
+@settings(max_examples=40, deadline=None)
+@given(narrow_instances())
+def test_warm_finer_plans_are_valid_and_the_bound_holds(instance):
+    """Groups on every histogram, the bound proven first, so `refine` plans warm: every
+    plan is valid, and bound <= optimum <= plan."""
+    histogram, max_length, depth = instance
+    result, warm = pack_proving_first(histogram, max_length, depth)
     assert_valid(result, histogram, max_length, depth)
     best = brute_force_packs(histogram, max_length, depth)
     assert result.lower_bound_packs <= best <= result.counts.sum()
@@ -97,15 +106,7 @@ def test_warm_finer_plans_are_valid_and_the_bound_holds(instance):
 def test_the_warm_path_is_taken_by_hand():
     """Five 7s and a 1 in packs of 20 (depth 4), groups everywhere: the grouped plan is
     warm, and it and the bound are the optimum, 3 (no three 7s fit)."""
-    histogram = make_histogram(20, {7: 5, 1: 1})
-    warm = []
-    plan_up = _paths.plan_up
-    with pytest.MonkeyPatch.context() as patch:
-        groups_everywhere(patch)
-        patch.setattr(Tuning, "PROVE_ABOVE", 0.0)
-        patch.setattr(_paths, "plan_up", lambda *a, **k: (warm.append(k.get("warm")),
-                                                         plan_up(*a, **k))[1])
-        result = optimal.pack(histogram, 20, 4, seed=0, time_limit=None)
+    result, warm = pack_proving_first(make_histogram(20, {7: 5, 1: 1}), 20, 4)
     assert warm == [True]
     assert (int(result.counts.sum()), result.lower_bound_packs) == (3, 3)
 
@@ -113,8 +114,8 @@ def test_the_warm_path_is_taken_by_hand():
 def test_the_lifted_bound_by_hand():
     """Five 3s and three 5s in packs of 10, duals 1/3 at 3 and 1/2 at 5: the best packs
     (3, 3, 3) and (5, 5) are worth 1, so ceil(5/3 + 3/2) = 4 (tokens: 3); 4 packs do it.
-    Interpolated from duals at 2 and 6 (0.25 and 0.55: 1/3 at 3, 0.475 at 5), the best
-    pack, (5, 5), is worth 0.95: (5/3 + 1.425) / 0.95 = 3.25, so 4 again."""
+    Interpolated from duals at 2 and 6 (0.25 and 0.55: 0.325 at 3, 0.475 at 5), the best
+    pack, (3, 3, 3), is worth 0.975: (1.625 + 1.425) / 0.975 = 3.13, so 4 again."""
     histogram = make_histogram(10, {3: 5, 5: 3})
     assert _lift.lifted(histogram, 10, None, np.array([3, 5]), np.array([1 / 3, 1 / 2])) == 4
     assert _lift.lifted(histogram, 10, None, np.array([2, 6]), np.array([0.25, 0.55])) == 4

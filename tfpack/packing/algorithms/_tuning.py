@@ -121,7 +121,8 @@ class Tuning:
     # each LP started from the last one's packs), the rest after them. All of it first left
     # the finer plans no time (long-context suite, L=16,384 depth 4: 190,948 packs on a bound
     # of 190,552 from 1,024 groups, 0.208%); with half, a plan in units of 8 fits (started
-    # from the last plan's packs: 0.23 s of CPU, 0.54 s cold): 190,791 on 190,432, 0.189%.
+    # from the last plan's packs: 0.23 s of CPU, 0.54 s cold): 190,791 on 190,432, 0.189%
+    # (before the bound from the plan's duals, `_lift`: 190,651 now).
     PROVE_BEFORE_REFINE = 0.5
     # Their shortest and longest lengths present exact: 16 each cost 60 rows and 2x the time
     # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
