@@ -219,9 +219,9 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         # 0.7 s. (Where it did not, as on 3 of `tests/packing/optimal_plans.py`'s cases, its
         # packs say little and the plan is made as before.)
         search.columns = list(proving[2])
-        if unit == 1:  # and the plan is on a grid of units, whose duals prove a bound (`_lift`)
-            unit = divisor(max_length, max_length // Tuning.UNIT_ROWS)
-            starts = np.arange(1, max_length + 1, unit)
+        grid = divisor(max_length, max_length // Tuning.UNIT_ROWS)
+        if unit == 1 and grid > 1:  # and the plan on a grid of units: its duals prove a bound
+            unit, starts = grid, np.arange(1, max_length + 1, grid)  # (`_lift`)
     for up, share in order:
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
