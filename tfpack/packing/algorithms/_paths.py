@@ -212,12 +212,13 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
             proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
                                  budget.share(Tuning.PROVE_SHARE))
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
-    if warm and _bounds.strongest(search.bounds)[1] == "lp":
-        # Where that LP proved more than the simple bounds, its packs seed the plan's LP (each
-        # length shrunk to the longest rounded-up one up to it, `finer_packs`): L=12,288
-        # depth 16, 610 groups: 207,414 packs in 0.48 s of CPU; cold, 207,900-208,184 cut at
-        # 0.7 s. (Where it did not, as on 3 of `tests/packing/optimal_plans.py`'s cases, its
-        # packs say little and the plan is made as before.)
+    if warm and (_bounds.strongest(search.bounds)[1] == "lp" or
+                 max_length >= Tuning.LONG_CONTEXT_FROM):
+        # Where that LP proved more than the simple bounds, or on long contexts, its packs
+        # seed the plan's LP (each length shrunk to the longest rounded-up one up to it,
+        # `finer_packs`): L=12,288 depth 16, 610 groups: 207,414 packs in 0.48 s of CPU; cold,
+        # 207,900-208,184 cut at 0.7 s. (Elsewhere, as on 3 of `tests/packing/optimal_plans.py`'s
+        # cases at L=2,048-8,192, the plan is made as before.)
         search.columns = list(proving[2])
         grid = divisor(max_length, max_length // Tuning.UNIT_ROWS)
         if unit == 1 and grid > 1:  # and the plan on a grid of units: its duals prove a bound
