@@ -270,10 +270,10 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
     packs (``warm``) and only with `Tuning.PROVE_GROWTH` times the last plan's
     time (``planned`` seconds at first) left; whatever they leave goes to the
     next bound, cut by the budget or not (Farley's bound holds at any round).
-    On the long-context suite's L=16,384 depth 4 case: 190,791 packs on a
-    bound of 190,432 (0.189%), where all the time to the bound first gave
-    190,948 on 190,552 (0.208%); at L=12,288 depth 16, 207,414 on 207,045
-    (0.178%), 207,900 on 206,877 (0.49%) before.
+    On the long-context suite's L=16,384 depth 4 case, with the bound from
+    the plans' duals (`plan_up`): 190,791 packs on 190,651 (0.073%); with all
+    the time to the rounded-down bounds first, as before, 190,948 on 190,552
+    (0.208%).
     """
     proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
                          budget.share(Tuning.PROVE_BEFORE_REFINE), *proving)
@@ -442,7 +442,8 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     1.13 s of a second without it).
     With ``warm``, its LP starts from the packs of the last one kept in
     ``search.columns`` (`finer_packs`: lengths only shrink, so they fit), and
-    keeps its own there for the next.
+    keeps its own there for the next; on a grid of units (``unit`` > 1) its
+    duals, interpolated over the real lengths, prove a bound (`_lift`).
     """
     inner = budget.less(search.reserve)
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0

@@ -127,9 +127,10 @@ class Tuning:
     # From this max_length the plan there is seeded with the rounded-down LP's packs and made on
     # a grid of units (whose duals prove a bound, `_lift`) even where that LP proved no more than
     # the simple bounds: on 256 groups it did not on 3 of 16 unseen long-context cases
-    # (`planners_long_context.py --cases 32`, cases 26, 27, 29: 0.31%, 0.66%, 0.68% -> 0.23%,
-    # 0.14%, 0.26%). Below, where the suite's plans were tuned (L=2,048-8,192), it changed 3 of
-    # `tests/packing/optimal_plans.py`'s stored plans (to as few or fewer packs).
+    # (`planners_long_context.py --cases 32`, cases 26, 27, 29: 0.31%, 0.66%, 0.68% -> 0.22%,
+    # 0.14%, 0.26%), and cost case 16 (short documents, L=12,288 depth 8) its balanced groups:
+    # 0.18% -> 0.22%. Below, where the suite's plans were tuned (L=2,048-8,192), it changed 3
+    # of `tests/packing/optimal_plans.py`'s stored plans (to as few or fewer packs).
     LONG_CONTEXT_FROM = 12288
     # Their shortest and longest lengths present exact: 16 each cost 60 rows and 2x the time
     # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
