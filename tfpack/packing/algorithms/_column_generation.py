@@ -41,6 +41,7 @@ class LP:
     plan: dict[tuple[int, ...], int] | None = None  # the best rounding of an earlier LP
     master: _lp.Master | None = None  # solved last at ``x``, for `_diving.dive`
     rounded: bool = False  # ``plan`` includes this LP's rounding at EARLY_FILL
+    duals: np.ndarray | None = None  # float64 [rows]: the duals of the LP at ``x``
 
 
 def run(lengths, demand, max_length, max_sequences_per_pack, seed_packs, simple, *,
@@ -125,11 +126,12 @@ class _Generation:
                 if last is None:
                     raise
                 # The last LP solved, over the columns it had (the newer ones at zero).
-                value, x = last
+                value, x, duals = last
                 x = np.concatenate([x, np.zeros(len(self.master.columns) - len(x))])
                 return LP(self.master.columns, x, value,
-                          max(self.simple, ceil(self.best_bound)), rounds, self.plan, None, False)
-            last = value, x
+                          max(self.simple, ceil(self.best_bound)), rounds, self.plan, None, False,
+                          duals)
+            last = value, x, duals
             near = n <= Tuning.EARLY_ROWS and \
                 ceil(value) <= max(self.simple, ceil(self.best_bound)) + 1
             if near:  # within a pack of the bound: this LP's rounding may meet it already
@@ -139,11 +141,11 @@ class _Generation:
             budget = self.budget
             if pricing is None:  # out of time while pricing: this LP is the last
                 return LP(self.master.columns, x, value, lower_bound, rounds, self.plan,
-                          self.master, near)
+                          self.master, near, duals)
             if self.done(value, lower_bound, rounds) or not self.add(fresh):
                 lower_bound = self.exact_bound(lower_bound)
                 return LP(self.master.columns, x, value, lower_bound, rounds, self.plan,
-                          self.master, near)
+                          self.master, near, duals)
 
     def round_early(self, x) -> None:
         rounded = _rounding.round_lp(self.master.columns, x, self.lengths, self.demand,

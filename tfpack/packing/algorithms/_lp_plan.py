@@ -29,7 +29,8 @@ Plan = dict[tuple[int, ...], int]  # pack (lengths, longest first) -> how many
 
 def plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at=0.0,
          smooth=Tuning.SMOOTHING, others=(), dives=True, heuristic=None, first_round=True,
-         repair=0.0, budget: _budget.Budget | None = None) -> tuple[Plan, int]:
+         repair=0.0, seeds=(), keep: list | None = None,
+         budget: _budget.Budget | None = None) -> tuple[Plan, int]:
     """Column generation and rounding: the best plan found and the proven bound.
 
     ``stop_at``: column generation may stop once the LP value is this low.
@@ -41,6 +42,9 @@ def plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at
     (`_column_generation.run`); ``False``: it stops there too.
     ``repair``: column generation gets this share less of ``budget``, kept
     for the repair (the LP rounded down, what that leaves planned on its own).
+    ``seeds``: more packs (tuples of ``lengths``) for the first LP.
+    ``keep``: if given, the last LP (`_column_generation.LP`) is appended:
+    its packs seed a finer LP and its duals lift a bound (`_paths.plan_up`).
     ``budget``: column generation stops when it ends, with its last LP (or,
     before the first LP is solved, the best fit plan and ``simple``); one
     rounding is always made, the others only within the budget.
@@ -53,11 +57,13 @@ def plan(lengths, demand, max_length, max_sequences_per_pack, simple, *, stop_at
         return heuristic, simple  # no LP can say much more
     try:
         lp = _column_generation.run(lengths, demand, max_length, max_sequences_per_pack,
-                                    heuristic, simple, stop_at=stop_at, smooth=smooth,
+                                    [*heuristic, *seeds], simple, stop_at=stop_at, smooth=smooth,
                                     budget=budget.share(1.0 - repair) if repair else budget,
                                     first_round=first_round)
     except _budget.OutOfTime:  # before the first LP: no columns to round
         return fewest([heuristic, *[o for o in others if o]]), simple
+    if keep is not None:
+        keep.append(lp)
 
     def rounding(fill):
         return _rounding.round_lp(lp.patterns, lp.x, lengths, demand, max_length,

@@ -117,6 +117,21 @@ class Tuning:
     # little, so it starts only with this many times the last one's time left (2.5 kept
     # L=16,384 depth 16 from its 1,024 groups by 0.01 s: 0.208% above the plan, not 0.148%).
     PROVE_GROWTH = 2.0
+    # Of the time the plan leaves there, for finer bounds before finer plans (`_paths.refine`,
+    # each LP started from the last one's packs), the rest after them. All of it first left
+    # the finer plans no time (long-context suite, L=16,384 depth 4: 190,948 packs on a bound
+    # of 190,552 from 1,024 groups, 0.208%); with half, a plan in units of 8 fits (started
+    # from the last plan's packs: 0.23 s of CPU, 0.54 s cold): 190,791 on 190,432, 0.189%
+    # (before the bound from the plan's duals, `_lift`: 190,651 now).
+    PROVE_BEFORE_REFINE = 0.5
+    # From this max_length the plan there is seeded with the rounded-down LP's packs and made on
+    # a grid of units (whose duals prove a bound, `_lift`) even where that LP proved no more than
+    # the simple bounds: on 256 groups it did not on 3 of 16 unseen long-context cases
+    # (`planners_long_context.py --cases 32`, cases 26, 27, 29: 0.31%, 0.66%, 0.68% -> 0.22%,
+    # 0.14%, 0.26%), and cost case 16 (short documents, L=12,288 depth 8) its balanced groups:
+    # 0.18% -> 0.22%. Below, where the suite's plans were tuned (L=2,048-8,192), it changed 3
+    # of `tests/packing/optimal_plans.py`'s stored plans (to as few or fewer packs).
+    LONG_CONTEXT_FROM = 12288
     # Their shortest and longest lengths present exact: 16 each cost 60 rows and 2x the time
     # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
     PROVE_ENDS = 0

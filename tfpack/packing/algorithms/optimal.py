@@ -6,7 +6,8 @@ relaxation has one column per feasible pack; column generation
 (`_column_generation`) solves it with HiGHS and a knapsack for pricing, and
 proves Farley's lower bound at every round; its solution is rounded into a plan
 (`_lp_plan`). Where there are thousands of lengths, the search first plans on
-length groups, full packs or a quick grouped bound (`_paths`). The tuning
+length groups, full packs or a quick grouped bound (`_paths`; a grouped
+plan's duals also prove a bound over the real lengths, `_lift`). The tuning
 constants, each with the measurement that chose it, are in `_tuning.Tuning`;
 how and why it all works is in ``docs/packing.md`` ("How `optimal` works").
 
