@@ -89,3 +89,13 @@ def test_optimal_plans_compounds_where_both_kinds_of_pair_mix():
     p = plan(counts, max_length=(128, 32), max_sequences_per_pack=16, algorithm="optimal", time_limit=None)
     assert p.metrics["lower_bound_kind"] == "target_conflict"
     assert p.metrics["packs"] <= 1.01 * p.metrics["lower_bound_packs"]
+
+
+def test_compounds_are_tried_where_partners_and_places_suffice():
+    from tfpack.packing.pairs.algorithms import _compounds_fit
+    counts = counts_of([(12, 2)] * 10 + [(4, 6)] * 10, (16, 8))  # as many target-heavy as input-heavy
+    assert _compounds_fit(counts, (16, 8, 16), 4, inputs=True)
+    assert not _compounds_fit(counts, (16, 8, 4), 4, inputs=True)  # 2 places for 4 pairs a pack
+    counts[3, 5] += 1  # one more target-heavy (4, 6): they outnumber their partners
+    assert not _compounds_fit(counts, (16, 8, 16), 4, inputs=True)
+    assert _compounds_fit(counts, (16, 8, 16), 4, inputs=False)  # joined on the targets' side
