@@ -66,7 +66,9 @@ def test_both_rows_binding_beats_every_one_length_bound():
     result = _lp_bound.lp_bound(counts, (8, 4, None))
     assert (result.bound, result.converged) == (6, True)
     p = plan(counts, max_length=(8, 4), max_sequences_per_pack=None, algorithm="optimal", time_limit=None)
-    assert (p.metrics["packs"], p.metrics["lower_bound_packs"], p.metrics["lower_bound_kind"]) == (6, 6, "pair_lp")
+    # The conflict bound (a (1, 4) packs alone, no two (6, 1) share) proves it before the LP runs.
+    assert (p.metrics["packs"], p.metrics["lower_bound_packs"], p.metrics["lower_bound_kind"]) == \
+        (6, 6, "target_conflict")
 
 
 def test_fractional_lp_rounds_up():

@@ -48,8 +48,11 @@ def strategies_of(pack: np.ndarray, a: np.ndarray, b: np.ndarray,
     codes = (a[order] - 1) * max_target_length + b[order]
     width = int(codes.max())
     result = strategies_of_packs(codes, boundaries, width)
-    strategies = [tuple(((c - 1) // max_target_length + 1, (c - 1) % max_target_length + 1)
-                        for c in strategy) for strategy in result.strategies]
+    # Each code's pair built once (a plan of 1e6 pairs has some 1e5 distinct packs, 2e5 codes).
+    used = np.unique(codes)
+    pair = dict(zip(used.tolist(), zip(((used - 1) // max_target_length + 1).tolist(),
+                                       ((used - 1) % max_target_length + 1).tolist())))
+    strategies = [tuple(map(pair.__getitem__, strategy)) for strategy in result.strategies]
     return strategies, result.counts
 
 
