@@ -130,7 +130,7 @@ def default_device(backend):
 
 def choose_implementation(attention_implementation, *, backend, length,
                           max_sequences_per_pack, segment_length,
-                          device="cpu"):
+                          device="cpu", work_ratio=None):
     """`"dense"`, `"segmented"` or `"flash"` for a layer traced at row length `length`.
 
     Example:
@@ -155,6 +155,9 @@ def choose_implementation(attention_implementation, *, backend, length,
         segment_length: `S`, or None for `L`.
         device: `"cpu"`, `"gpu"` or `"tpu"` (`default_device(backend)` in
             the layers): a GPU has its own threshold, a TPU gets dense.
+        work_ratio: dense scores over segmented scores of the layer, if not
+            `length**2 / segment_work(length, K, S)` (cross-attention of
+            pairs: `Ld * Le / pair_work`).
     """
     if attention_implementation != "auto":
         return attention_implementation
@@ -166,6 +169,7 @@ def choose_implementation(attention_implementation, *, backend, length,
             or device not in ("cpu", "gpu")):
         return "dense"
     threshold = GPU_MIN_WORK_RATIO if device == "gpu" else MIN_WORK_RATIO[backend]
-    work_ratio = length ** 2 / segment_work(length, max_sequences_per_pack,
-                                            segment_length)
+    if work_ratio is None:
+        work_ratio = length ** 2 / segment_work(length, max_sequences_per_pack,
+                                                segment_length)
     return "segmented" if work_ratio >= threshold else "dense"
