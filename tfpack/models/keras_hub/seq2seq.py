@@ -41,6 +41,7 @@ from tfpack.layers.pair_segmented_attention import attend_across_rows
 from tfpack.layers.pair_segmented_attention import pair_work
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
+from tfpack.models.keras_hub.internals import private
 from tfpack.tasks.seq2seq import DECODER_FEATURES
 from tfpack.tasks.seq2seq import ENCODER_FEATURES
 from tfpack.tasks.seq2seq import SEQ2SEQ_BACKBONE_OUTPUTS
@@ -243,6 +244,22 @@ def cross_attend(rows, query, key, value, *, scale=1.0, dropout_layer=None, trai
         **rows.options, **extras)
 
 
+def keras_attention(mha, x, mask, training, context=None):
+    """A Keras `MultiHeadAttention` (keras-hub's cached one too): the
+    self-attention of `x`, or its cross-attention to `context`, under the
+    boolean `mask` (the layer itself) or in segmented `Rows` (its
+    projections, query scale and probability dropout)."""
+    source = x if context is None else context
+    if not segmented(mask):
+        return mha(query=x, value=source, attention_mask=mask, training=training)
+    query = private(mha, "_query_dense")(x)
+    key, value = (private(mha, name)(source) for name in ("_key_dense", "_value_dense"))
+    options = dict(scale=private(mha, "_inverse_sqrt_key_dim"),
+                   dropout_layer=private(mha, "_dropout_layer"), training=training)
+    attend = self_attend if context is None else cross_attend
+    return private(mha, "_output_dense")(attend(mask, query, key, value, **options))
+
+
 def segmented(mask):
     """Whether `mask` (a value of `KerasHubSeq2SeqBackbone.masks`) is `Rows`."""
     return isinstance(mask, Rows)
@@ -262,5 +279,5 @@ def additive(bias, allowed):
     return bias + ops.expand_dims(blocked, 1)
 
 
-__all__ = ["KerasHubSeq2SeqBackbone", "Rows", "additive", "cross_attend", "relative_positions",
-           "segmented", "self_attend"]
+__all__ = ["KerasHubSeq2SeqBackbone", "Rows", "additive", "cross_attend", "keras_attention",
+           "relative_positions", "segmented", "self_attend"]
