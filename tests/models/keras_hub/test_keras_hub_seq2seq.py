@@ -177,12 +177,6 @@ def test_edrec_has_no_tied_head_to_score_with():
         model({k: packs[k] for k in model.input_features})
 
 
-def test_segmented_attention_is_refused():
-    with pytest.raises(TfpackError, match=r"Received: attention_implementation='segmented'"):
-        from_keras_hub(FAMILIES["t5"](), attention_implementation="segmented",
-                       max_sequences_per_pack=3, segment_length=8)
-
-
 @pytest.mark.slow
 def test_packed_pairs_equal_each_pair_alone_on_jax():
     """Outputs and gradients of every family on Keras's JAX backend, under
