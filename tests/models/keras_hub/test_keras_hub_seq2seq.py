@@ -19,8 +19,10 @@ PAIRS = [([3, 4, 5, 6, 7], [1, 8, 9]), ([10, 11], [1, 12, 13, 14]),
          ([15, 16, 17], [1, 18]), ([19, 20, 21, 22, 23, 24], [1, 25, 26, 27, 28]),
          ([29], [1, 30, 31])]
 LE, LD = 12, 10
-# The families checked on JAX (outputs and gradients, `seq2seq_jax_run.py`).
+# The families checked on JAX (outputs and gradients, `seq2seq_jax_run.py`),
+# dense and segmented (test_keras_hub_seq2seq_segmented.py on TensorFlow).
 JAX_FAMILIES = ("t5", "bart", "t5gemma", "t5gemma2", "edrec")
+JAX_RUNS = JAX_FAMILIES + tuple(f"{name}:segmented" for name in JAX_FAMILIES)
 
 # T5Gemma and T5Gemma 2: both sides two layers (windowed, then full), hidden 8,
 # grouped queries (2 heads, 1 key-value head).
@@ -193,7 +195,7 @@ def test_packed_pairs_equal_each_pair_alone_on_jax():
     path = os.pathsep.join([str(here), str(here.parents[1]), str(here.parents[2])] + [
         p for p in (os.environ.get("PYTHONPATH"),) if p])
     done = subprocess.run(
-        [sys.executable, str(here / "seq2seq_jax_run.py"), *JAX_FAMILIES],
+        [sys.executable, str(here / "seq2seq_jax_run.py"), *JAX_RUNS],
         env=jax_env(PYTHONPATH=path), capture_output=True, text=True, timeout=600,
         cwd=here.parents[2])
     assert done.returncode == 0, done.stderr[-3000:]

@@ -129,3 +129,11 @@ def test_flash_is_refused_for_pairs(backbones):
                                           r"Received: attention_implementation='flash'"):
         KerasHubT5(backbones("t5"), attention_implementation="flash",
                    max_sequences_per_pack=3)
+
+
+def test_the_run_time_pair_probe_runs_segmented(backbones):
+    """`check_packing_exact` probes the adapter as configured."""
+    from tfpack.testing import check_packing_exact
+
+    _, adapter = _adapter(backbones("t5"))
+    assert check_packing_exact(adapter).implementation == "segmented"

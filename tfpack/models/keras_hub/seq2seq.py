@@ -76,8 +76,7 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
         backbone: a keras-hub encoder-decoder backbone of `backbone_names`.
         attention_implementation: `"auto"`, `"dense"` or `"segmented"`
             (each kind where it pays, or all dense, or all segmented; see
-            `implementations`); `"flash"` is refused (no pair kernel), and
-            `"segmented"` by a family with a `segmented_refusal`.
+            `implementations`); `"flash"` is refused (no pair kernel).
         **kwargs: passed on to `KerasHubBackbone` (`max_sequences_per_pack`:
             `K` pairs a pack; `segment_length`: the longest input or target,
             if below its row).
@@ -94,19 +93,12 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
     input_features = ENCODER_FEATURES + DECODER_FEATURES
     packed_outputs = dict(SEQ2SEQ_BACKBONE_OUTPUTS)
 
-    # Why a family's layers cannot run segmented attention, or None.
-    segmented_refusal = None
-
     def __init__(self, backbone, attention_implementation="auto", **kwargs):
-        allowed = ("auto", "dense") if self.segmented_refusal else ("auto", "dense",
-                                                                     "segmented")
-        if attention_implementation not in allowed:
-            reason = self.segmented_refusal or (
-                "Encoder-decoder adapters have no flash kernel for the cross "
-                "mask between two rows")
+        if attention_implementation == "flash":
             raise TfpackError(
-                f"{reason}: `attention_implementation` must be one of "
-                f"{', '.join(repr(a) for a in allowed)}. "
+                "Encoder-decoder adapters have no flash kernel for the cross "
+                "mask between two rows: `attention_implementation` must be "
+                "'auto', 'dense' or 'segmented'. "
                 f"Received: attention_implementation={attention_implementation!r}")
         super().__init__(backbone, attention_implementation=attention_implementation,
                          **kwargs)
@@ -138,12 +130,10 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
         ...     intermediate_dim=16)
         >>> adapter = KerasHubT5(backbone, max_sequences_per_pack=16,
         ...                      segment_length=128)
-        >>> adapter.implementations(2048, 512)
+        >>> adapter.implementations(2048, 256)  # TensorFlow: dense below L=512
         {'encoder': 'segmented', 'decoder': 'dense', 'cross': 'segmented'}
         """
         k, s = self.max_sequences_per_pack, self.segment_length
-        if self.segmented_refusal is not None:
-            return dict.fromkeys(("encoder", "decoder", "cross"), "dense")
         backend = keras.backend.backend()
         rule = dict(backend=backend, max_sequences_per_pack=k, segment_length=s,
                     device=default_device(backend))
