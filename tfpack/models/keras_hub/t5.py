@@ -8,10 +8,11 @@ causal masks are folded. Packed, the distance is taken between positions
 inside each sequence (`encoder_position_ids`, `decoder_position_ids`), with
 keras-hub's own bucketing, and the folded mask is the packed one
 (block-diagonal, causal inside each sequence); cross-attention (no bias)
-gets the pair mask. Segmented (`KerasHubSeq2SeqBackbone.implementations`),
-the adapter runs each layer's steps on its own sublayers: the bias of each
-row from the row's positions, cross-attention in rows pairing target k
-with input k.
+gets the pair mask. The adapter runs each layer's steps on its own
+sublayers, so that segmented attention
+(`KerasHubSeq2SeqBackbone.implementations`) can replace either: the bias of
+each row from the row's positions, cross-attention in rows pairing target
+k with input k.
 """
 
 from keras import ops
@@ -50,22 +51,35 @@ def _heads(attention, x):
                            attention.key_value_dim))
 
 
-def _attention(attention, x, rows, training, context=None, bias=None):
+def _rows(attention, x, rows, training, context=None, **bias):
     """`T5MultiHeadAttention` (unscaled scores, its probability dropout) in
-    segmented `rows`: self-attention of `x` with the per-row position
-    `bias` callable, or cross-attention to `context`."""
+    segmented `rows`: self-attention of `x` (`bias`: `attend_in_rows`'
+    `bias` and `row_features`), or cross-attention to `context`."""
     query = _heads(attention, attention.query_projector(x))
     source = x if context is None else context
     key = _heads(attention, attention.key_projector(source))
     value = _heads(attention, attention.value_projector(source))
     options = dict(dropout_layer=attention.dropout_layer, training=training)
     if context is None:
-        out = self_attend(rows, query, key, value, bias=bias[0],
-                          row_features={"positions": bias[1]}, **options)
+        out = self_attend(rows, query, key, value, **bias, **options)
     else:
         out = cross_attend(rows, query, key, value, **options)
     return attention.output_projector(ops.reshape(out, (ops.shape(x)[0], -1,
                                                         attention.inner_dim)))
+
+
+def _self_attention(first, positions, allowed, training):
+    """A stack's self-attention `attend(layer, h)`: keras-hub's, under T5's
+    bias with the packed mask `allowed` folded in, or in segmented rows
+    (`allowed` is `Rows`) with the bias of each row from its positions;
+    `first` is the stack's first self-attention, which owns the bias."""
+    if segmented(allowed):
+        bias = dict(bias=lambda rows: position_bias(first, rows["positions"]),
+                    row_features={"positions": positions})
+        return lambda layer, h: _rows(layer.self_attention, h, allowed, training, **bias)
+    folded = relative_bias(first, positions, allowed)
+    return lambda layer, h: layer.self_attention(h, position_bias=folded,
+                                                 training=training)[0]
 
 
 def _feedforward(layer, x, training):
@@ -80,16 +94,16 @@ def _feedforward(layer, x, training):
     return x + h
 
 
-def _segmented_layer(layer, x, self_attention, training, context=None, cross=None):
-    """keras-hub `T5TransformerLayer.call`'s steps with `self_attention(h)`
-    and, in the decoder, cross-attention to `context` (segmented `cross`
-    rows, or the dense pair mask)."""
+def _layer(layer, x, attend, training, context=None, cross=None):
+    """keras-hub `T5TransformerLayer.call`'s steps with the stack's
+    `attend(layer, h)` and, in the decoder, cross-attention to `context`
+    (under the pair mask `cross`, or in its segmented rows)."""
     h = layer.self_attention_layer_norm(x)
-    x = x + layer.self_attention_dropout(self_attention(h), training=training)
+    x = x + layer.self_attention_dropout(attend(layer, h), training=training)
     if context is not None:
         h = layer.cross_attention_layer_norm(x)
         if segmented(cross):
-            h = _attention(layer.cross_attention, h, cross, training, context=context)
+            h = _rows(layer.cross_attention, h, cross, training, context=context)
         else:
             h = layer.cross_attention(h, key_value_states=context, mask=cross,
                                       training=training)[0]
@@ -132,34 +146,17 @@ class KerasHubT5(KerasHubSeq2SeqBackbone):
                 *self.backbone.decoder_transformer_layers]
 
     def _stack(self, side, ids, positions, allowed, training, context=None, cross=None):
-        """One side's stack (`side`: "encoder" or "decoder"): embedding, T5's
-        bias from per-sequence positions (with the packed mask `allowed`
-        folded in, or per row where `allowed` is segmented `Rows`), the
-        layers (`context`, `cross`: the decoder's encoder output and its
-        cross-attention mask or rows), the final norm."""
+        """One side's stack (`side`: "encoder" or "decoder"): embedding, the
+        layers' steps with T5's bias from per-sequence positions (dense under
+        the packed mask `allowed`, or per row of its `Rows`; `context`,
+        `cross`: the decoder's encoder output and its cross mask or rows),
+        the final norm."""
         b = self.backbone
         layers = getattr(b, f"{side}_transformer_layers")
         x = getattr(b, f"{side}_embedding_dropout")(b.token_embedding(ids), training=training)
-        first = layers[0].self_attention
-        if not segmented(allowed) and not segmented(cross):
-            bias = relative_bias(first, positions, allowed)
-            extra = {} if context is None else dict(encoder_hidden_states=context,
-                                                    encoder_attention_mask=cross)
-            for layer in layers:
-                x, _ = layer(x, position_bias=bias, use_causal_mask=False, training=training,
-                             **extra)
-        else:
-            if segmented(allowed):
-                row_bias = (lambda rows: position_bias(first, rows["positions"]), positions)
-            else:
-                bias = relative_bias(first, positions, allowed)
-            for layer in layers:
-                def attend(h, layer=layer):
-                    if segmented(allowed):
-                        return _attention(layer.self_attention, h, allowed, training,
-                                          bias=row_bias)
-                    return layer.self_attention(h, position_bias=bias, training=training)[0]
-                x = _segmented_layer(layer, x, attend, training, context, cross)
+        attend = _self_attention(layers[0].self_attention, positions, allowed, training)
+        for layer in layers:
+            x = _layer(layer, x, attend, training, context, cross)
         return getattr(b, f"{side}_dropout")(getattr(b, f"{side}_layer_norm")(x),
                                              training=training)
 
