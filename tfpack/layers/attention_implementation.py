@@ -39,7 +39,7 @@ never picks it today. The TensorFlow backend refuses it (use
 
 from tfpack.errors import TfpackError
 from tfpack.layers.segmented_attention import segment_work
-from tfpack.params import Integer, Options
+from tfpack.params import Integer, IntegerPair, Options
 
 IMPLEMENTATIONS = ("auto", "dense", "segmented", "flash")
 # The declared arguments (`tfpack.params`) of every layer and backbone that
@@ -49,6 +49,9 @@ IMPLEMENTATION_PARAMETERS = {
     "max_sequences_per_pack": [None, Integer(1)],
     "segment_length": [None, Integer(1)],
 }
+# An encoder-decoder's `segment_length`: one bound for inputs and targets, or
+# `(inputs, targets)` (`tfpack.models.keras_hub.seq2seq`).
+PAIR_SEGMENT_LENGTH = [None, Integer(1), IntegerPair(1)]
 # Backends that run the flash kernel (Pallas).
 FLASH_BACKENDS = ("jax",)
 # (backend, device) -> the shortest row length `L` at which "flash" measured

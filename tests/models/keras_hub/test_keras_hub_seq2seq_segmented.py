@@ -137,3 +137,29 @@ def test_the_run_time_pair_probe_runs_segmented(backbones):
 
     _, adapter = _adapter(backbones("t5"))
     assert check_packing_exact(adapter).implementation == "segmented"
+
+
+def test_a_segment_length_per_side_bounds_each_side(backbones):
+    """`(inputs, targets)`: the rows follow each side's bound (the packs'
+    longest input is 6 and target 5, so they fit and stay exact), the
+    choice of "auto" follows them, and the config keeps the pair."""
+    backbone, adapter = _adapter(backbones("t5"), segment_length=(6, 5))
+    assert adapter.segment_lengths == (6, 5)
+    assert check_pairs_alone(backbone, adapter) > 0
+    auto = KerasHubT5(backbone, max_sequences_per_pack=16, segment_length=(128, 16))
+    assert auto.implementations(2048, 512) == {
+        "encoder": "segmented", "decoder": "segmented", "cross": "segmented"}
+    assert KerasHubT5.from_config(auto.get_config()).segment_lengths == (128, 16)
+
+
+def test_a_pair_of_segment_lengths_is_refused_where_one_stream_is_packed(backbones):
+    import keras_hub
+
+    bert = keras_hub.models.BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2,
+                                         hidden_dim=8, intermediate_dim=16,
+                                         max_sequence_length=16)
+    with pytest.raises(TfpackError, match=r"`segment_length` must be .*"
+                                          r"Received: segment_length=\(8, 4\)"):
+        from_keras_hub(bert, segment_length=(8, 4), check_exact=False)
+    with pytest.raises(TfpackError, match=r"Received: segment_length=\(8, 0\)"):
+        KerasHubT5(backbones("t5"), segment_length=(8, 0))

@@ -24,7 +24,7 @@ window per row), cross-attention in rows pairing target k with input k
 kind where its work ratio (dense scores over segmented ones, from `Le`,
 `Ld`, `K` and `S`) passes the measured threshold of
 `tfpack.layers.attention_implementation`; `segment_length` bounds the
-sequences of both sides.
+sequences of both sides, or is `(inputs, targets)`.
 """
 
 import dataclasses
@@ -34,6 +34,7 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
+from tfpack.layers.attention_implementation import PAIR_SEGMENT_LENGTH
 from tfpack.layers.attention_implementation import default_device
 from tfpack.layers.attention_mask import PackedAttentionMask
 from tfpack.layers.attention_mask import pair_attention_mask
@@ -42,6 +43,7 @@ from tfpack.layers.pair_segmented_attention import pair_work
 from tfpack.models.keras_hub.base import KerasHubBackbone
 from tfpack.models.keras_hub.base import attend_segmented
 from tfpack.models.keras_hub.internals import private
+from tfpack.params import check
 from tfpack.tasks.seq2seq import DECODER_FEATURES
 from tfpack.tasks.seq2seq import ENCODER_FEATURES
 from tfpack.tasks.seq2seq import SEQ2SEQ_BACKBONE_OUTPUTS
@@ -77,9 +79,10 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
         attention_implementation: `"auto"`, `"dense"` or `"segmented"`
             (each kind where it pays, or all dense, or all segmented; see
             `implementations`); `"flash"` is refused (no pair kernel).
+        segment_length: the longest input and target (one number), or
+            `(inputs, targets)`, where below their rows; None: the rows.
         **kwargs: passed on to `KerasHubBackbone` (`max_sequences_per_pack`:
-            `K` pairs a pack; `segment_length`: the longest input or target,
-            if below its row).
+            `K` pairs a pack).
 
     Call arguments:
         inputs: dict with the six pair-pack input features.
@@ -93,15 +96,21 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
     input_features = ENCODER_FEATURES + DECODER_FEATURES
     packed_outputs = dict(SEQ2SEQ_BACKBONE_OUTPUTS)
 
-    def __init__(self, backbone, attention_implementation="auto", **kwargs):
+    def __init__(self, backbone, attention_implementation="auto", segment_length=None,
+                 **kwargs):
         if attention_implementation == "flash":
             raise TfpackError(
                 "Encoder-decoder adapters have no flash kernel for the cross "
                 "mask between two rows: `attention_implementation` must be "
                 "'auto', 'dense' or 'segmented'. "
                 f"Received: attention_implementation={attention_implementation!r}")
+        check("segment_length", segment_length, PAIR_SEGMENT_LENGTH)
+        pair = isinstance(segment_length, (tuple, list))
         super().__init__(backbone, attention_implementation=attention_implementation,
-                         **kwargs)
+                         segment_length=None if pair else segment_length, **kwargs)
+        self.segment_length = tuple(segment_length) if pair else segment_length
+        # (inputs, targets): the longest sequence of each side, or None.
+        self.segment_lengths = self.segment_length if pair else (segment_length,) * 2
         self.decoder_mask = PackedAttentionMask(
             causal=True, mask_type="boolean", dtype=self.dtype_policy,
             name="causal_pair_attention")
@@ -133,22 +142,21 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
         >>> adapter.implementations(2048, 256)  # TensorFlow: dense below L=512
         {'encoder': 'segmented', 'decoder': 'dense', 'cross': 'segmented'}
         """
-        k, s = self.max_sequences_per_pack, self.segment_length
+        k, (se, sd) = self.max_sequences_per_pack, self.segment_lengths
         backend = keras.backend.backend()
-        rule = dict(backend=backend, max_sequences_per_pack=k, segment_length=s,
-                    device=default_device(backend))
+        rule = dict(backend=backend, max_sequences_per_pack=k, device=default_device(backend))
         known = None not in (k, encoder_length, decoder_length)
         cross_ratio = (encoder_length * decoder_length
-                       / pair_work(decoder_length, encoder_length, k, s, s)) if known else None
+                       / pair_work(decoder_length, encoder_length, k, sd, se)) if known else None
         return {
             "encoder": choose_implementation(self.attention_implementation,
-                                             length=encoder_length, **rule),
+                                             length=encoder_length, segment_length=se, **rule),
             "decoder": choose_implementation(self.attention_implementation,
-                                             length=decoder_length, **rule),
+                                             length=decoder_length, segment_length=sd, **rule),
             "cross": choose_implementation(
                 self.attention_implementation,
                 length=max(encoder_length, decoder_length) if known else None,
-                work_ratio=cross_ratio, **rule)}
+                segment_length=None, work_ratio=cross_ratio, **rule)}
 
     def masks(self, encoder_sequence_ids, decoder_sequence_ids):
         """Per kind, the boolean mask of dense attention (`{"encoder": [B, Le,
@@ -156,18 +164,18 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
         `implementations` chose segmented, its `Rows`."""
         chosen = self.implementations(encoder_sequence_ids.shape[1],
                                       decoder_sequence_ids.shape[1])
-        k, s = self.max_sequences_per_pack, self.segment_length
+        k, (se, sd) = self.max_sequences_per_pack, self.segment_lengths
         rows = {
             "encoder": lambda: Rows(dict(sequence_ids=encoder_sequence_ids,
-                                         max_sequences_per_pack=k, segment_length=s,
+                                         max_sequences_per_pack=k, segment_length=se,
                                          causal=False)),
             "decoder": lambda: Rows(dict(sequence_ids=decoder_sequence_ids,
-                                         max_sequences_per_pack=k, segment_length=s,
+                                         max_sequences_per_pack=k, segment_length=sd,
                                          causal=True)),
             "cross": lambda: Rows(dict(query_sequence_ids=decoder_sequence_ids,
                                        key_sequence_ids=encoder_sequence_ids,
-                                       max_sequences_per_pack=k, query_segment_length=s,
-                                       key_segment_length=s)),
+                                       max_sequences_per_pack=k, query_segment_length=sd,
+                                       key_segment_length=se)),
         }
         dense = {
             "encoder": lambda: self.attention_mask(encoder_sequence_ids),
