@@ -4,15 +4,16 @@ A keras-hub `T5Backbone` (2 layers, hidden 64, 4 heads) through
 `tfpack.models.from_keras_hub` trains as `tfpack.models.Seq2SeqLM` on the same
 pair packs (`pack_pairs`, first fit, `K` pairs a row) with
 `attention_implementation="dense"` (the `[Ld, Le]` cross mask, `[Le, Le]` and
-`[Ld, Ld]` self masks) and `"segmented"` (every kind in rows: encoder and
+`[Ld, Ld]` self masks), `"segmented"` (every kind in rows: encoder and
 decoder self-attention per sequence, cross-attention pairing target k with
-input k, `tfpack.layers.pair_segmented_attention`), each one compiled
-`tf.function` step. Inputs are 1/2 to 1 of `S` tokens, targets 4 to `S / 4`,
-so rows are cut to `S` on both sides. After a warm-up, timed rounds alternate;
-the result is the median step time per implementation, the median of the
-per-round ratios dense / segmented (above 1: segmented is faster), with the
-spread, and what `"auto"` picks per kind at that shape (the work ratios are
-the dense scores over the segmented rows' scores).
+input k, `tfpack.layers.pair_segmented_attention`) and `"auto"` (each kind
+as the rule picks it), each one compiled `tf.function` step, with
+`segment_length=(Se, Sd)`. Inputs are `Se / 2` to `Se` tokens, targets 4 to
+`Sd`. After a warm-up, timed rounds alternate; the result is the median step
+time per implementation and the medians of the per-round ratios dense /
+segmented and dense / auto (above 1: faster than dense), with their spread,
+and the work ratios (dense scores over the segmented rows' scores) that
+`"auto"` decides by.
 
 Usage:
     python benchmarks/seq2seq_attention.py [--quick] [--output benchmarks/results/seq2seq_attention.md]
@@ -41,12 +42,14 @@ from tfpack.layers.pair_segmented_attention import pair_work  # noqa: E402
 from tfpack.layers.segmented_attention import segment_work  # noqa: E402
 from tfpack.models import Seq2SeqLM, from_keras_hub  # noqa: E402
 
-# (Le, Ld, K, S): rows of Le and Ld tokens, K pairs a row, sequences of S tokens at most.
-SHAPES = ((512, 128, 6, 128), (1024, 256, 12, 128), (2048, 512, 24, 128),
-          (2048, 512, 8, 384))
+# (Le, Ld, K, Se, Sd): rows of Le and Ld tokens, K pairs a row, inputs of Se
+# and targets of Sd tokens at most.
+SHAPES = ((512, 128, 6, 128, 32), (1024, 256, 12, 128, 32), (2048, 512, 24, 128, 32),
+          (2048, 512, 8, 384, 96), (1024, 512, 8, 192, 96))
+IMPLEMENTATIONS = ("dense", "segmented", "auto")
 
 
-def _model(implementation: str, k: int, s: int, seed: int):
+def _model(implementation: str, k: int, s: tuple, seed: int):
     keras.utils.set_random_seed(seed)
     backbone = keras_hub.models.T5Backbone(
         vocabulary_size=VOCAB, num_layers=2, num_heads=4, hidden_dim=64, intermediate_dim=128,
@@ -63,34 +66,34 @@ def _seconds(step, batches, cursor, steps):
     return (time.perf_counter() - start) / steps
 
 
-def shape_result(le: int, ld: int, k: int, s: int, args) -> dict:
+def shape_result(le: int, ld: int, k: int, se: int, sd: int, args) -> dict:
     rng = np.random.default_rng(args.seed)
     n = args.rows * k
-    found = np.stack([rng.integers(s // 2, s + 1, n), rng.integers(4, max(5, s // 4), n)], 1)
-    pairs = pairs_of(found, s, s, args.seed)
+    found = np.stack([rng.integers(se // 2, se + 1, n), rng.integers(4, sd + 1, n)], 1)
+    pairs = pairs_of(found, se, sd, args.seed)
     packs = pack_pairs(pairs, max_pairs_per_pack=k, max_encoder_length=le,
                        max_decoder_length=ld)
     batches = _batches(packs, args.micro)
     runs = {}
-    for implementation in ("dense", "segmented"):
-        adapter, step = _model(implementation, k, s, args.seed)
+    for implementation in IMPLEMENTATIONS:
+        adapter, step = _model(implementation, k, (se, sd), args.seed)
         _seconds(step, batches, 0, 2)  # Tracing happens here.
-        runs[implementation] = step
+        runs[implementation] = (adapter, step)
     times = {name: [] for name in runs}
     for r in range(args.rounds):
-        for name, step in runs.items():
+        for name, (_, step) in runs.items():
             times[name].append(_seconds(step, batches, r * args.steps, args.steps))
-    ratios = [d / g for d, g in zip(times["dense"], times["segmented"])]
-    work = {"encoder": le ** 2 / segment_work(le, k, s), "decoder": ld ** 2 / segment_work(ld, k, s),
-            "cross": le * ld / pair_work(ld, le, k, s, s)}
-    auto = from_keras_hub(adapter.backbone, max_sequences_per_pack=k, segment_length=s,
-                          check_exact=False).implementations(le, ld)
-    return {"shape": (le, ld, k, s), "pairs_per_row": float(np.mean(
+    ratios = {name: [d / g for d, g in zip(times["dense"], times[name])]
+              for name in ("segmented", "auto")}
+    work = {"encoder": le ** 2 / segment_work(le, k, se),
+            "decoder": ld ** 2 / segment_work(ld, k, sd),
+            "cross": le * ld / pair_work(ld, le, k, sd, se)}
+    return {"shape": (le, ld, k, se, sd), "pairs_per_row": float(np.mean(
         np.sum(packs["example_ids"] >= 0, axis=1))),
-            "dense": statistics.median(times["dense"]),
-            "segmented": statistics.median(times["segmented"]),
-            "ratio": statistics.median(ratios), "spread": (min(ratios), max(ratios)),
-            "work": work, "auto": auto}
+            "times": {name: statistics.median(t) for name, t in times.items()},
+            "ratios": {name: (statistics.median(r), min(r), max(r))
+                       for name, r in ratios.items()},
+            "work": work, "auto": runs["auto"][0].implementations(le, ld)}
 
 
 def markdown(results, args, command, seconds) -> str:
@@ -101,24 +104,28 @@ def markdown(results, args, command, seconds) -> str:
         f"{tf.__version__}, Keras {keras.__version__}, keras-hub {keras_hub.__version__}. "
         f"Wall time {seconds:.0f} s.", "",
         "Model: keras-hub `T5Backbone` (2 layers, hidden 64, 4 heads), `Seq2SeqLM`, SGD, one "
-        f"`tf.function` step of {args.micro} pair packs (first fit, K pairs a row); inputs "
-        "S/2..S tokens, targets 4..S/4. Step time: median of "
-        f"{args.rounds} interleaved rounds of {args.steps} steps after a warm-up; dense / "
-        "segmented: median of the per-round ratios (above 1: segmented faster), with the "
-        "spread. Work ratios: dense scores / segmented rows' scores (encoder, decoder, "
-        "cross); auto: what `\"auto\"` picks per kind.", "",
-        "| Le / Ld / K / S | pairs per row | dense step | segmented step | dense / segmented "
-        "(spread) | work ratio enc / dec / cross | auto enc / dec / cross |",
+        f"`tf.function` step of {args.micro} pair packs (first fit, K pairs a row), "
+        "`segment_length=(Se, Sd)`; inputs Se/2..Se tokens, targets 4..Sd. Step time: median "
+        f"of {args.rounds} interleaved rounds of {args.steps} steps after a warm-up; dense / "
+        "segmented and dense / auto: medians of the per-round ratios (above 1: faster than "
+        "dense), with the spread. Work ratios: dense scores / segmented rows' scores "
+        "(encoder, decoder, cross); auto: what `\"auto\"` picks per kind (s = segmented, "
+        "d = dense).", "",
+        "| Le / Ld / K / Se / Sd | pairs per row | dense / segmented / auto step | "
+        "dense / segmented (spread) | dense / auto (spread) | work ratio enc / dec / cross | "
+        "auto enc / dec / cross |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
-        w, a = r["work"], r["auto"]
+        w, a, t = r["work"], r["auto"], r["times"]
+        ratio = {name: f"{m:.2f}x ({lo:.2f}-{hi:.2f})" for name, (m, lo, hi) in
+                 r["ratios"].items()}
         lines.append(
             f"| {' / '.join(map(str, r['shape']))} | {r['pairs_per_row']:.1f} | "
-            f"{r['dense'] * 1e3:.0f} ms | {r['segmented'] * 1e3:.0f} ms | {r['ratio']:.2f}x "
-            f"({r['spread'][0]:.2f}-{r['spread'][1]:.2f}) | {w['encoder']:.2f} / "
-            f"{w['decoder']:.2f} / {w['cross']:.2f} | {a['encoder']} / {a['decoder']} / "
-            f"{a['cross']} |")
+            + " / ".join(f"{t[name] * 1e3:.0f}" for name in IMPLEMENTATIONS) + " ms | "
+            f"{ratio['segmented']} | {ratio['auto']} | {w['encoder']:.2f} / "
+            f"{w['decoder']:.2f} / {w['cross']:.2f} | "
+            + " / ".join(a[kind][0] for kind in ("encoder", "decoder", "cross")) + " |")
     return "\n".join(lines + [""])
 
 

@@ -117,21 +117,23 @@ class KerasHubT5Gemma2(KerasHubT5Gemma):
         chosen = super().implementations(encoder_length, decoder_length)
         return dict(chosen, decoder=chosen["cross"])
 
-    def _sliding(self, layer, before, after):
-        """`(before, after)` on "sliding_attention" layers, else None."""
-        if layer.attention_type != "sliding_attention" or layer.sliding_window is None:
+    @staticmethod
+    def _sliding(layer):
+        """`W` of a "sliding_attention" layer, else None."""
+        if layer.attention_type != "sliding_attention":
             return None
-        return (before, after)
+        return layer.sliding_window
 
     def encoder_window(self, layer):
         """keras-hub's bidirectional window: `(W + 1) // 2 - 1` positions
         back, `W // 2` ahead."""
-        window = layer.sliding_window
-        return self._sliding(layer, (window + 1) // 2 - 1 if window else 0, (window or 0) // 2)
+        window = self._sliding(layer)
+        return None if window is None else ((window + 1) // 2 - 1, window // 2)
 
     def decoder_window(self, layer):
         """`W - 1` positions back (keras-hub's `q - (W - 1) <= k`)."""
-        return self._sliding(layer, (layer.sliding_window or 1) - 1, 0)
+        window = self._sliding(layer)
+        return None if window is None else (window - 1, 0)
 
     def decoder_attention(self, layer, x, positions, encoder_output, masks, training):
         """The merged self- and cross-attention sublayer."""
