@@ -45,7 +45,9 @@ from tfpack.models import Seq2SeqLM, from_keras_hub  # noqa: E402
 # (Le, Ld, K, Se, Sd): rows of Le and Ld tokens, K pairs a row, inputs of Se
 # and targets of Sd tokens at most.
 SHAPES = ((512, 128, 6, 128, 32), (1024, 256, 12, 128, 32), (2048, 512, 24, 128, 32),
-          (2048, 512, 8, 384, 96), (1024, 512, 8, 192, 96))
+          (2048, 512, 8, 384, 96), (1024, 512, 8, 192, 96),
+          # Near break-even: work ratios 1.0-1.4 (few long pairs a row).
+          (512, 512, 4, 256, 256), (1024, 256, 4, 512, 128))
 IMPLEMENTATIONS = ("dense", "segmented", "auto")
 
 

@@ -23,8 +23,9 @@ window per row), cross-attention in rows pairing target k with input k
 (`tfpack.layers.pair_segmented_attention`). `"auto"` picks segmented for a
 kind where its work ratio (dense scores over segmented ones, from `Le`,
 `Ld`, `K` and `S`) passes the measured threshold of
-`tfpack.layers.attention_implementation`; `segment_length` bounds the
-sequences of both sides, or is `(inputs, targets)`.
+`tfpack.layers.attention_implementation` (`PAIR_MIN_WORK_RATIO` on a
+CPU); `segment_length` bounds the sequences of both sides, or is
+`(inputs, targets)`.
 """
 
 import dataclasses
@@ -34,6 +35,7 @@ from keras import ops
 
 from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import choose_implementation
+from tfpack.layers.attention_implementation import PAIR_MIN_WORK_RATIO
 from tfpack.layers.attention_implementation import PAIR_SEGMENT_LENGTH
 from tfpack.layers.attention_implementation import default_device
 from tfpack.layers.attention_mask import PackedAttentionMask
@@ -130,7 +132,8 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
         at row lengths `Le`, `Ld`: `attention_implementation`, or under
         `"auto"` the rule of `choose_implementation` per kind (self-attention
         at its row length; cross-attention at the longer row, by its work
-        ratio `Ld * Le / pair_work`).
+        ratio `Ld * Le / pair_work`), on a CPU at the pairs' measured
+        threshold `PAIR_MIN_WORK_RATIO` (2.0).
 
         >>> import keras_hub
         >>> from tfpack.models.keras_hub import KerasHubT5
@@ -144,7 +147,8 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
         """
         k, (se, sd) = self.max_sequences_per_pack, self.segment_lengths
         backend = keras.backend.backend()
-        rule = dict(backend=backend, max_sequences_per_pack=k, device=default_device(backend))
+        rule = dict(backend=backend, max_sequences_per_pack=k, device=default_device(backend),
+                    min_work_ratio=PAIR_MIN_WORK_RATIO)
         known = None not in (k, encoder_length, decoder_length)
         cross_ratio = (encoder_length * decoder_length
                        / pair_work(decoder_length, encoder_length, k, sd, se)) if known else None
