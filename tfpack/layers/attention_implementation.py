@@ -91,10 +91,11 @@ GPU_MIN_WORK_RATIO = 4.0
 # Encoder-decoders (pair packs; `tfpack.models.keras_hub.seq2seq`), on a CPU:
 # a keras-hub T5 (2 layers, hidden 64) training step, all three attentions
 # segmented against all dense (`benchmarks/seq2seq_attention.py`, TensorFlow,
-# medians of 7 interleaved rounds): work ratios 1.23 (self) and 1.00 (cross)
-# 0.56-0.68x; 2.67 1.26x; 3.6-3.8 2.0-2.3x; 5.33 2.5x; 10.7 5.2x. Break-even
-# by interpolation near 1.9, so 2.0 for every kind of a pair adapter (T5's
-# bias per row and the two rows' gathers cost more than one stream's 1.1).
+# medians of 7 interleaved rounds, two runs): work ratios 1.23 (self) and
+# 1.00 (cross) 0.56-0.78x; 2.67 1.25-1.26x; 3.6-3.8 2.0-2.3x; 5.33 2.5-2.7x;
+# 10.7 5.1-5.2x. Break-even by interpolation near 1.9, so 2.0 for every kind
+# of a pair adapter (T5's bias per row and the two rows' gathers cost more
+# than one stream's 1.1); with it "auto" ran 0.99-1.01x of dense at 1.0-1.23.
 PAIR_MIN_WORK_RATIO = 2.0
 
 
