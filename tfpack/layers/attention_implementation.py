@@ -39,7 +39,7 @@ never picks it today. The TensorFlow backend refuses it (use
 
 from tfpack.errors import TfpackError
 from tfpack.layers.segmented_attention import segment_work
-from tfpack.params import Integer, Options
+from tfpack.params import Integer, IntegerPair, Options
 
 IMPLEMENTATIONS = ("auto", "dense", "segmented", "flash")
 # The declared arguments (`tfpack.params`) of every layer and backbone that
@@ -49,6 +49,9 @@ IMPLEMENTATION_PARAMETERS = {
     "max_sequences_per_pack": [None, Integer(1)],
     "segment_length": [None, Integer(1)],
 }
+# An encoder-decoder's `segment_length`: one bound for inputs and targets, or
+# `(inputs, targets)` (`tfpack.models.keras_hub.seq2seq`).
+PAIR_SEGMENT_LENGTH = [None, Integer(1), IntegerPair(1)]
 # Backends that run the flash kernel (Pallas).
 FLASH_BACKENDS = ("jax",)
 # (backend, device) -> the shortest row length `L` at which "flash" measured
@@ -85,6 +88,15 @@ MIN_WORK_RATIO = {"tensorflow": 1.1, "jax": 1.5}
 # K=64): 1.28x. Break-even by interpolation near 3.6, so 4.0. TensorFlow on
 # a GPU is not measured and gets the same rule (the cost is the device's).
 GPU_MIN_WORK_RATIO = 4.0
+# Encoder-decoders (pair packs; `tfpack.models.keras_hub.seq2seq`), on a CPU:
+# a keras-hub T5 (2 layers, hidden 64) training step, all three attentions
+# segmented against all dense (`benchmarks/seq2seq_attention.py`, TensorFlow,
+# medians of 7 interleaved rounds, two runs): work ratios 1.23 (self) and
+# 1.00 (cross) 0.56-0.78x; 2.67 1.25-1.26x; 3.6-3.8 2.0-2.3x; 5.33 2.5-2.7x;
+# 10.7 5.1-5.2x. Break-even by interpolation near 1.9, so 2.0 for every kind
+# of a pair adapter (T5's bias per row and the two rows' gathers cost more
+# than one stream's 1.1); with it "auto" ran 0.99-1.01x of dense at 1.0-1.23.
+PAIR_MIN_WORK_RATIO = 2.0
 
 
 def validate_implementation(attention_implementation, max_sequences_per_pack,
@@ -130,7 +142,7 @@ def default_device(backend):
 
 def choose_implementation(attention_implementation, *, backend, length,
                           max_sequences_per_pack, segment_length,
-                          device="cpu"):
+                          device="cpu", work_ratio=None, min_work_ratio=None):
     """`"dense"`, `"segmented"` or `"flash"` for a layer traced at row length `length`.
 
     Example:
@@ -155,6 +167,11 @@ def choose_implementation(attention_implementation, *, backend, length,
         segment_length: `S`, or None for `L`.
         device: `"cpu"`, `"gpu"` or `"tpu"` (`default_device(backend)` in
             the layers): a GPU has its own threshold, a TPU gets dense.
+        work_ratio: dense scores over segmented scores of the layer, if not
+            `length**2 / segment_work(length, K, S)` (cross-attention of
+            pairs: `Ld * Le / pair_work`).
+        min_work_ratio: the CPU threshold, if not `MIN_WORK_RATIO[backend]`
+            (pair adapters: `PAIR_MIN_WORK_RATIO`); a GPU keeps its own.
     """
     if attention_implementation != "auto":
         return attention_implementation
@@ -165,7 +182,9 @@ def choose_implementation(attention_implementation, *, backend, length,
             or backend not in MIN_LENGTH or length < MIN_LENGTH[backend]
             or device not in ("cpu", "gpu")):
         return "dense"
-    threshold = GPU_MIN_WORK_RATIO if device == "gpu" else MIN_WORK_RATIO[backend]
-    work_ratio = length ** 2 / segment_work(length, max_sequences_per_pack,
-                                            segment_length)
+    threshold = (GPU_MIN_WORK_RATIO if device == "gpu"
+                 else min_work_ratio or MIN_WORK_RATIO[backend])
+    if work_ratio is None:
+        work_ratio = length ** 2 / segment_work(length, max_sequences_per_pack,
+                                                segment_length)
     return "segmented" if work_ratio >= threshold else "dense"

@@ -65,7 +65,7 @@ def segment_work(length, max_sequences_per_pack, segment_length=None):
                segment_tiers(length, max_sequences_per_pack, segment_length))
 
 
-def segment_layout(sequence_ids, tiers, max_sequences_per_pack):
+def segment_layout(sequence_ids, tiers, max_sequences_per_pack, ranking=None):
     """Where each token goes in the rows of `tiers`.
 
     Example:
@@ -84,6 +84,10 @@ def segment_layout(sequence_ids, tiers, max_sequences_per_pack):
         sequence_ids: int `[batch, length]`, 1..K per sequence, 0 = padding.
         tiers: `segment_tiers(length, K, S)`.
         max_sequences_per_pack: `K`.
+        ranking: int `[batch, K]`, the score that ranks the sequences (rank
+            0 = the highest; ties to the lower id), or None for their token
+            counts (two rows sharing one ranking put sequence k in the same
+            row of both: `tfpack.layers.pair_segmented_attention`).
 
     Returns:
         dict of `fits` (scalar bool) and `tiers`, one dict per tier:
@@ -102,8 +106,9 @@ def segment_layout(sequence_ids, tiers, max_sequences_per_pack):
     starts = ops.min(ops.where(member, positions[:, None], length), axis=1)
     ends = ops.max(ops.where(member, positions[:, None], -1), axis=1)
     # Rank 0 is the longest sequence; ties go to the lower sequence id.
-    longer = ops.expand_dims(counts, 1) > ops.expand_dims(counts, 2)
-    tie = ops.logical_and(ops.expand_dims(counts, 1) == ops.expand_dims(counts, 2),
+    score = counts if ranking is None else ops.cast(ranking, "int32")
+    longer = ops.expand_dims(score, 1) > ops.expand_dims(score, 2)
+    tie = ops.logical_and(ops.expand_dims(score, 1) == ops.expand_dims(score, 2),
                           ids[None, None, :] < ids[None, :, None])  # j < k
     ranks = ops.sum(ops.cast(ops.logical_or(longer, tie), "int32"), axis=2)
     by_rank = ops.cast(ops.equal(ops.expand_dims(ranks, 2),

@@ -140,7 +140,10 @@ def check_pairs_exact(backbone, *, tolerance=None):
     alone = _alone(variables, reference, pairs)
     packed = _packed(backbone, variables, pairs)
     width = sum(n for pair in lengths for n in pair) + 2 * _PADDING
-    context = (f"{dtype}, dense attention, {keras.backend.backend()}, "
+    rows = [sum(pair[side] for pair in lengths) + _PADDING for side in (0, 1)]
+    chosen = backbone.implementations(*rows) if hasattr(backbone, "implementations") else {}
+    implementation = "/".join(sorted(set(chosen.values()))) or "dense"
+    context = (f"{dtype}, {implementation} attention, {keras.backend.backend()}, "
                f"Le+Ld={width}, reference: keras-hub backbone")
     differences = {}
     for stream in (0, 1):
@@ -154,5 +157,5 @@ def check_pairs_exact(backbone, *, tolerance=None):
     # largest gradient); the floor is 1e-2 of the largest gradient here.
     comparison.compare_gradients(variables, packed[1], alone[1], rtol, context,
                                  differences, floor=_GRADIENT_FLOOR)
-    return ExactnessResult(lengths, width, "keras-hub backbone", dtype, "dense", rtol,
+    return ExactnessResult(lengths, width, "keras-hub backbone", dtype, implementation, rtol,
                            differences, time.perf_counter() - start)

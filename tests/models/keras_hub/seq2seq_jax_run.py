@@ -3,6 +3,8 @@ encoder-decoder family named on the command line, two pairs packed in one
 pair pack give each pair's encoder and decoder outputs equal to the keras-hub
 backbone on that pair alone, and the gradients of a loss summed over the
 pairs equal the sum of the per-pair gradients, under jax.jit, float32.
+A name followed by ":segmented" runs the family with segmented attention
+(every kind, `K=2`): the two pairs rank differently on the two sides.
 
 The loss is a fixed random linear function of each pair's outputs, so the
 gradients reach every variable that the outputs depend on."""
@@ -31,12 +33,15 @@ def _run(model, fixed, features, weights):
     return jax.jit(jax.value_and_grad(loss, has_aux=True))
 
 
-def check(name):
+def check(argument):
+    name, _, implementation = argument.partition(":")
     keras.utils.set_random_seed(0)
     backbone = t.FAMILIES[name]()
+    options = {} if not implementation else dict(
+        attention_implementation=implementation, max_sequences_per_pack=len(PAIRS))
     # Compared with keras-hub on each pair below: the run-time pair probe would
     # compile each family again on JAX.
-    adapter = from_keras_hub(backbone, check_exact=False)
+    adapter = from_keras_hub(backbone, check_exact=False, **options)
     packs = pack_pairs(PAIRS, max_encoder_length=t.LE, max_decoder_length=t.LD)
     assert len(packs["example_ids"]) == 1 and packs["sequence_mask"].sum() == len(PAIRS)
     where = t._where(packs)
@@ -77,14 +82,14 @@ def check(name):
             scale = max(scale, float(np.abs(want).max()))
             np.testing.assert_allclose(np.asarray(out[n][row])[index], want,
                                        atol=t._tolerance(want), rtol=0,
-                                       err_msg=f"{name} pair {i} {n}")
+                                       err_msg=f"{argument} pair {i} {n}")
     compared = 0
     for k, want in enumerate(alone_grads):
         compared += bool(np.any(want))
         np.testing.assert_allclose(np.asarray(packed_grads[k]), want,
                                    atol=1e-4 * max(1.0, float(np.abs(want).max())),
-                                   rtol=0, err_msg=f"{name} {variables[k].path}")
-    assert compared >= 10, (name, compared)
+                                   rtol=0, err_msg=f"{argument} {variables[k].path}")
+    assert compared >= 10, (argument, compared)
     assert scale > 0
 
 

@@ -75,6 +75,7 @@ Example:
 
 from tfpack.errors import TfpackError
 from tfpack.layers.attention_implementation import IMPLEMENTATION_PARAMETERS
+from tfpack.layers.attention_implementation import PAIR_SEGMENT_LENGTH
 # Each adapter module registers its class (`base.register`) when imported.
 from tfpack.models.keras_hub.alibi import KerasHubAlibiDecoder
 from tfpack.models.keras_hub.base import KerasHubBackbone
@@ -119,7 +120,9 @@ def supported_backbones():
 
 @validate_params({"backbone": Anything("a keras-hub backbone, checked below"),
                   **IMPLEMENTATION_PARAMETERS, "trust_subclass": Boolean(),
-                  "check_exact": Boolean()})
+                  "check_exact": Boolean(),
+                  # An encoder-decoder takes one per side; the others refuse a pair.
+                  "segment_length": PAIR_SEGMENT_LENGTH})
 def from_keras_hub(backbone, *, attention_implementation="auto",
                    max_sequences_per_pack=None, segment_length=None,
                    trust_subclass=False, check_exact=True):
@@ -148,7 +151,9 @@ def from_keras_hub(backbone, *, attention_implementation="auto",
             their sliding windows, soft caps and query scaling); see
             docs/model.md, "Attention implementations".
         max_sequences_per_pack: `K` of the packs, for segmented attention.
-        segment_length: longest sequence of the packs, if below `L`.
+        segment_length: longest sequence of the packs, if below `L`
+            (encoder-decoders: one number for inputs and targets, or
+            `(inputs, targets)`).
         trust_subclass: deprecated, no effect: a user's subclass is
             accepted or refused by the exactness check (`check_exact`), by
             its numbers.

@@ -5,14 +5,40 @@ BART's encoder stacks keras-hub `TransformerEncoder` layers and its decoder
 learned position table, after an embedding layer norm. Packed, each side's
 `PositionEmbedding` looks positions up by its per-sequence positions
 (`encoder_position_ids`, `decoder_position_ids`), and the layers get the
-packed masks through their public mask arguments: block-diagonal for the
-encoder, causal inside each sequence for the decoder (merged with the
-layer's own causal mask, which it already implies), the pair mask for
-cross-attention.
+blocks' steps run on their own sublayers with the packed masks:
+block-diagonal for the encoder, causal inside each sequence for the
+decoder, the pair mask for cross-attention (segmented: the Keras attention
+layers' projections in rows, `KerasHubSeq2SeqBackbone.implementations`).
 """
 
 from tfpack.models.keras_hub.base import register
+from tfpack.models.keras_hub.internals import private
 from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
+from tfpack.models.keras_hub.seq2seq import keras_attention
+
+
+def _residual(layer, x, name, sublayer, training):
+    """keras-hub's `TransformerEncoder`/`TransformerDecoder` residual around
+    `sublayer`, with the block's `_{name}_layer_norm` (first or last) and
+    `_{name}_dropout`."""
+    norm = private(layer, f"_{name}_layer_norm")
+    h = sublayer(norm(x) if layer.normalize_first else x)
+    x = x + private(layer, f"_{name}_dropout")(h, training=training)
+    return x if layer.normalize_first else norm(x)
+
+
+def block(layer, x, mask, training, context=None, cross=None):
+    """keras-hub's `TransformerEncoder.call` (or `TransformerDecoder.call`
+    with cross-attention to `context`) under the packed `mask` and `cross`
+    (boolean masks or segmented `Rows`)."""
+    x = _residual(layer, x, "self_attention", lambda h: keras_attention(
+        private(layer, "_self_attention_layer"), h, mask, training), training)
+    if context is not None:
+        x = _residual(layer, x, "cross_attention", lambda h: keras_attention(
+            private(layer, "_cross_attention_layer"), h, cross, training, context), training)
+    return _residual(layer, x, "feedforward", lambda h: private(
+        layer, "_feedforward_output_dense")(private(
+            layer, "_feedforward_intermediate_dense")(h)), training)
 
 
 @register
@@ -63,14 +89,12 @@ class KerasHubBart(KerasHubSeq2SeqBackbone):
         ids, _, positions = encoder
         x = self._embed(ids, positions, "encoder", training)
         for layer in self.backbone.encoder_transformer_layers:
-            x = layer(x, attention_mask=masks["encoder"], training=training)
+            x = block(layer, x, masks["encoder"], training)
         return x
 
     def decode(self, decoder, encoder_output, masks, training):
         ids, _, positions = decoder
         x = self._embed(ids, positions, "decoder", training)
         for layer in self.backbone.decoder_transformer_layers:
-            x = layer(decoder_sequence=x, encoder_sequence=encoder_output,
-                      decoder_attention_mask=masks["decoder"],
-                      encoder_attention_mask=masks["cross"], training=training)
+            x = block(layer, x, masks["decoder"], training, encoder_output, masks["cross"])
         return x

@@ -205,12 +205,26 @@ FAMILIES = {
             methods={"_relative_position_bucket": (
                 "bidirectional=", "num_buckets=", "max_distance=")}),
     }),
-    "bart": Family("BART"),
+    # Segmented attention runs each block's steps on its sublayers and the
+    # Keras attention layers' projections.
+    "bart": Family("BART", classes={
+        "TransformerEncoder": Hub(
+            "keras_hub.src.layers.modeling.transformer_encoder", _TRANSFORMER_BLOCK),
+        "TransformerDecoder": Hub(
+            "keras_hub.src.layers.modeling.transformer_decoder",
+            _TRANSFORMER_BLOCK + ("_cross_attention_dropout", "_cross_attention_layer",
+                                  "_cross_attention_layer_norm")),
+        "MultiHeadAttention": Hub(
+            "keras.src.layers.attention.multi_head_attention", _KERAS_MHA),
+    }),
     "t5gemma": Family("T5Gemma", classes={
         "T5GemmaAttention": Hub(_models("t5gemma.t5gemma_attention"),
                                 methods=_COMPUTE_TRAINING),
     }, functions={_models("t5gemma.t5gemma_attention"): ("repeat_kv",)}),
-    "edrec": Family("EdRec"),
+    "edrec": Family("EdRec", classes={
+        "MultiHeadAttention": Hub(
+            "keras.src.layers.attention.multi_head_attention", _KERAS_MHA),
+    }),
     "t5gemma2": Family("T5Gemma 2", classes={
         cls: Hub(_models("t5gemma2.t5gemma2_attention"), methods={"_compute_attention": (
             "query_states", "key_states", "value_states", "attention_mask", "training=")})

@@ -6,7 +6,8 @@ layer); the decoder's blocks add cross-attention. Its blocks fold a padding
 mask (and the decoder's causal mask) into their attention masks, so the
 adapter runs each block's steps on its own sublayers with the packed masks:
 block-diagonal in the encoder, causal inside each sequence in the decoder,
-the pair mask for cross-attention. EdRec's LM head is a `Dense` layer of
+the pair mask for cross-attention (segmented: the Keras attention layers'
+projections in rows). EdRec's LM head is a `Dense` layer of
 `EdRecSeq2SeqLM`, not of the backbone: the adapter gives the backbone's
 outputs, and `tfpack.models.Seq2SeqLM` (which ties the head to the token
 embedding) refuses it.
@@ -15,14 +16,14 @@ embedding) refuses it.
 from tfpack.errors import TfpackError
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
+from tfpack.models.keras_hub.seq2seq import keras_attention
 
 
 def _attention(x, normalize, attention, mask, dropout, training, context=None):
     """EdRec's pre-norm attention residual: self-attention of `x`, or its
-    cross-attention to `context`, under the boolean `mask`."""
-    h = normalize(x)
-    out = attention(query=h, value=h if context is None else context, attention_mask=mask,
-                    training=training)
+    cross-attention to `context`, under the boolean `mask` or in segmented
+    `Rows`."""
+    out = keras_attention(attention, normalize(x), mask, training, context)
     return x + dropout(out, training=training)
 
 

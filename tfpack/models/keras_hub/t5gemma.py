@@ -10,6 +10,10 @@ angles from the per-sequence positions, the packed masks (block-diagonal in
 the encoder, which keras-hub 0.32 does not window; causal inside each
 sequence and windowed by position distance in the decoder) and the pair
 mask for cross-attention, all as keras-hub's additive -1e9 masks.
+Segmented (`KerasHubSeq2SeqBackbone.implementations`), the same
+projections attend in rows: each sequence alone (windows as bands of row
+offsets, which are position offsets inside a sequence; soft caps, query
+scaling) and each target with its own input.
 """
 
 from keras import ops
@@ -17,13 +21,10 @@ from keras import ops
 from tfpack.models.keras_hub import internals
 from tfpack.models.keras_hub.base import register
 from tfpack.models.keras_hub.seq2seq import KerasHubSeq2SeqBackbone
+from tfpack.models.keras_hub.seq2seq import cross_attend
 from tfpack.models.keras_hub.seq2seq import relative_positions
-
-
-def _repeat_kv(attention, states):
-    """keras-hub's grouped-query `repeat_kv` (T5Gemma's attention module)."""
-    repeat = internals.function(type(attention).__module__, "repeat_kv")
-    return repeat(states, attention.num_key_value_groups)
+from tfpack.models.keras_hub.seq2seq import segmented
+from tfpack.models.keras_hub.seq2seq import self_attend
 
 
 def additive_mask(allowed, dtype):
@@ -31,16 +32,56 @@ def additive_mask(allowed, dtype):
     return ops.expand_dims((1.0 - ops.cast(allowed, dtype)) * -1e9, 1)
 
 
-def self_attention(attention, x, position_ids, mask, training):
-    """`T5GemmaAttention`'s self-attention with rotary angles at `position_ids`
-    under the additive `mask` `[B, 1, L, L]`."""
+def within(allowed, position_ids, window):
+    """`allowed` `[B, L, L]` limited to keys at most `before` positions before
+    and `after` after the query (`window = (before, after)`, in positions
+    inside a sequence; None: unchanged)."""
+    if window is None:
+        return allowed
+    before, after = window
+    offset = relative_positions(position_ids, position_ids)  # key minus query
+    return ops.logical_and(allowed, ops.logical_and(offset >= -before, offset <= after))
+
+
+def row_options(attention, training):
+    """The segmented rows' arguments of a Gemma-style attention layer."""
+    return dict(scale=attention.scaling, dropout_layer=attention.dropout_layer,
+                training=training, logit_soft_cap=attention.logit_soft_cap)
+
+
+def attend(attention, query, key, value, allowed, position_ids, window, training):
+    """The attention of a T5Gemma (or T5Gemma 2) layer on its rotated
+    `query`, `key`, `value` (before the output projection): keras-hub's
+    grouped-query `_compute_attention` under the boolean `allowed`
+    narrowed by `window`, or in segmented rows (`allowed` is `Rows`)."""
+    if segmented(allowed):
+        return self_attend(allowed, query, key, value, window=window,
+                           **row_options(attention, training))
+    repeat = internals.function(type(attention).__module__, "repeat_kv")
+    groups = attention.num_key_value_groups
+    compute = internals.private(attention, "_compute_attention")
+    mask = additive_mask(within(allowed, position_ids, window), query.dtype)
+    return compute(query, repeat(key, groups), repeat(value, groups), mask, training=training)
+
+
+def self_attention(attention, x, position_ids, allowed, window, training):
+    """`T5GemmaAttention`'s self-attention with rotary angles at
+    `position_ids`, under `allowed` (boolean or `Rows`) and `window`."""
     query = attention.rotary_embedding(attention.query_dense(x), positions=position_ids)
     key = attention.rotary_embedding(attention.key_dense(x), positions=position_ids)
-    value = attention.value_dense(x)
-    compute = internals.private(attention, "_compute_attention")
-    output = compute(query, _repeat_kv(attention, key), _repeat_kv(attention, value), mask,
-                     training=training)
-    return attention.output_dense(output)
+    return attention.output_dense(attend(attention, query, key, attention.value_dense(x),
+                                         allowed, position_ids, window, training))
+
+
+def cross_attention(attention, x, encoder_output, allowed, training):
+    """`T5GemmaAttention`'s cross-attention of `x` to `encoder_output` under
+    the pair mask `allowed` (boolean) or in segmented `Rows`."""
+    if not segmented(allowed):
+        return attention(inputs=[x, encoder_output], attention_mask=additive_mask(
+            allowed, x.dtype), training=training)[0]
+    out = cross_attend(allowed, attention.query_dense(x), attention.key_dense(encoder_output),
+                       attention.value_dense(encoder_output), **row_options(attention, training))
+    return attention.output_dense(out)
 
 
 def _sublayer(x, normalize, block, finish, dropout, training):
@@ -113,10 +154,10 @@ class KerasHubT5Gemma(KerasHubSeq2SeqBackbone):
     # The family's self-attention at per-sequence positions (a hook for T5Gemma 2).
     self_attention = staticmethod(self_attention)
 
-    def encoder_self_mask(self, layer, positions, block):
-        """The encoder layer's boolean self-attention mask: block-diagonal
+    def encoder_window(self, layer):
+        """The encoder layer's `(before, after)` window, or None: none
         (keras-hub 0.32 does not window T5Gemma's encoder)."""
-        return block
+        return None
 
     def encode(self, encoder, masks, training):
         b = self.backbone
@@ -124,38 +165,32 @@ class KerasHubT5Gemma(KerasHubSeq2SeqBackbone):
         x = self._embed(b.token_embedding, b.encoder_hidden_dim, ids, b.encoder_dropout,
                         training)
         for layer in b.encoder_layers:
-            mask = additive_mask(self.encoder_self_mask(layer, positions, masks["encoder"]),
-                                 x.dtype)
             x = _sublayer(x, layer.pre_self_attn_layernorm,
-                          lambda h, layer=layer, mask=mask: self.self_attention(
-                              layer.self_attn, h, positions, mask, training),
+                          lambda h, layer=layer: self.self_attention(
+                              layer.self_attn, h, positions, masks["encoder"],
+                              self.encoder_window(layer), training),
                           layer.post_self_attn_layernorm, layer.dropout, training)
             x = self._feedforward(layer, x, training)
         return b.encoder_dropout(b.encoder_norm(x), training=training)
 
-    def decoder_self_mask(self, layer, positions, causal):
-        """The layer's boolean self-attention mask: the packed causal mask, and
-        for "sliding_attention" layers keys at most `sliding_window` positions
-        back (keras-hub's `q - W <= k`, in positions inside the sequence)."""
+    def decoder_window(self, layer):
+        """The decoder layer's window: on "sliding_attention" layers keys at
+        most `sliding_window` positions back (keras-hub's `q - W <= k`)."""
         if layer.layer_type != "sliding_attention":
-            return causal
-        back = -relative_positions(positions, positions)  # query minus key position
-        return ops.logical_and(causal, back <= layer.sliding_window)
+            return None
+        return (layer.sliding_window, 0)
 
     def decoder_attention(self, layer, x, positions, encoder_output, masks, training):
         """The decoder layer's attention sublayers: self-attention, then
         cross-attention to the pair's own encoder sequence."""
-        mask = additive_mask(self.decoder_self_mask(layer, positions, masks["decoder"]),
-                             x.dtype)
         x = _sublayer(x, layer.pre_self_attn_layernorm,
-                      lambda h: self.self_attention(layer.self_attn, h, positions, mask,
-                                                    training),
+                      lambda h: self.self_attention(layer.self_attn, h, positions,
+                                                    masks["decoder"],
+                                                    self.decoder_window(layer), training),
                       layer.post_self_attn_layernorm, layer.dropout, training)
-        cross = additive_mask(masks["cross"], x.dtype)
         return _sublayer(x, layer.pre_cross_attn_layernorm,
-                         lambda h: layer.cross_attn(inputs=[h, encoder_output],
-                                                    attention_mask=cross,
-                                                    training=training)[0],
+                         lambda h: cross_attention(layer.cross_attn, h, encoder_output,
+                                                   masks["cross"], training),
                          layer.post_cross_attn_layernorm, layer.dropout, training)
 
     def decode(self, decoder, encoder_output, masks, training):

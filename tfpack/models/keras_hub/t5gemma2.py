@@ -9,7 +9,10 @@ and values, then the encoder's, under one mask). Packed, the adapter runs
 each layer's steps on its own sublayers as for T5Gemma
 (`tfpack.models.keras_hub.t5gemma`): rotary angles from per-sequence
 positions, windows by position distance inside a sequence, and the merged
-mask's two halves the packed causal mask and the pair mask. A backbone
+mask's two halves the packed causal mask and the pair mask (segmented:
+rows holding a target's own keys, then its input's, under one softmax;
+the decoder's self-attention is segmented exactly when its cross-attention
+is, as they share it). A backbone
 with a `vision_encoder` (images interleaved into the encoder row) is
 refused: a pair pack carries no images.
 """
@@ -17,14 +20,14 @@ refused: a pair pack carries no images.
 from keras import ops
 
 from tfpack.errors import TfpackError
-from tfpack.models.keras_hub import internals
 from tfpack.models.keras_hub.base import register
-from tfpack.models.keras_hub.seq2seq import relative_positions
+from tfpack.models.keras_hub.seq2seq import cross_attend
+from tfpack.models.keras_hub.seq2seq import segmented
 from tfpack.models.keras_hub.t5gemma import KerasHubT5Gemma
+from tfpack.models.keras_hub.t5gemma import row_options
 from tfpack.models.keras_hub.t5gemma import _sublayer
-from tfpack.models.keras_hub.t5gemma import additive_mask
-
-_MODULE = "keras_hub.src.models.t5gemma2.t5gemma2_attention"
+from tfpack.models.keras_hub.t5gemma import attend
+from tfpack.models.keras_hub.t5gemma import within
 
 
 def _project(attention, x, position_ids):
@@ -37,32 +40,32 @@ def _project(attention, x, position_ids):
             attention.value_dense(x))
 
 
-def _attend(attention, query, key, value, mask, training):
-    """keras-hub's grouped-query attention of `attention` under the additive
-    `mask`, through its output projection."""
-    repeat = internals.function(_MODULE, "repeat_kv")
-    groups = attention.num_key_value_groups
-    compute = internals.private(attention, "_compute_attention")
-    return attention.output_dense(compute(query, repeat(key, groups), repeat(value, groups),
-                                          mask, training=training))
+def self_attention(attention, x, position_ids, allowed, window, training):
+    """`T5Gemma2Attention` at per-sequence `position_ids` under `allowed`
+    (boolean or `Rows`) and `window`."""
+    return attention.output_dense(attend(attention, *_project(attention, x, position_ids),
+                                         allowed, position_ids, window, training))
 
 
-def self_attention(attention, x, position_ids, mask, training):
-    """`T5Gemma2Attention` at per-sequence `position_ids` under `mask`."""
-    return _attend(attention, *_project(attention, x, position_ids), mask, training)
-
-
-def merged_attention(attention, x, position_ids, encoder_output, mask, training):
-    """`T5Gemma2MergedAttention`: the decoder's rotated keys, then the
-    encoder's (normalised, not rotated), under the merged `mask`
-    `[B, 1, Ld, Ld + Le]`."""
+def merged_attention(attention, x, position_ids, encoder_output, masks, window, training):
+    """`T5Gemma2MergedAttention`: the decoder's rotated keys (causal, inside
+    `window`), then the encoder's (normalised, not rotated), in one softmax:
+    under the merged mask `[B, 1, Ld, Ld + Le]` of `masks["decoder"]` and
+    `masks["cross"]`, or in the segmented rows `masks["cross"]`."""
     query, key, value = _project(attention, x, position_ids)
     cross_key = attention.key_dense(encoder_output)
     if attention.use_query_key_norm:
         cross_key = attention.key_norm(cross_key)
     cross_value = attention.value_dense(encoder_output)
-    return _attend(attention, query, ops.concatenate([key, cross_key], axis=1),
-                   ops.concatenate([value, cross_value], axis=1), mask, training)
+    if segmented(masks["cross"]):
+        return attention.output_dense(cross_attend(
+            masks["cross"], query, cross_key, cross_value, self_key=key, self_value=value,
+            self_window=window, **row_options(attention, training)))
+    allowed = ops.concatenate([within(masks["decoder"], position_ids, window),
+                               masks["cross"]], axis=-1)
+    return attention.output_dense(attend(
+        attention, query, ops.concatenate([key, cross_key], axis=1),
+        ops.concatenate([value, cross_value], axis=1), allowed, None, None, training))
 
 
 @register
@@ -108,32 +111,34 @@ class KerasHubT5Gemma2(KerasHubT5Gemma):
                 f"backbone.vision_encoder of type {type(backbone.vision_encoder).__name__}")
         super().__init__(backbone, **kwargs)
 
-    def _window(self, layer, positions, allowed, back, ahead):
-        """`allowed` limited, on "sliding_attention" layers, to keys at most
-        `back` positions before and `ahead` after the query."""
-        if layer.attention_type != "sliding_attention" or layer.sliding_window is None:
-            return allowed
-        after = relative_positions(positions, positions)  # key minus query position
-        return ops.logical_and(allowed, ops.logical_and(-after <= back, after <= ahead))
+    def implementations(self, encoder_length, decoder_length):
+        """As `KerasHubSeq2SeqBackbone.implementations`, the decoder's
+        self-attention as its cross-attention (one merged softmax)."""
+        chosen = super().implementations(encoder_length, decoder_length)
+        return dict(chosen, decoder=chosen["cross"])
 
-    def encoder_self_mask(self, layer, positions, block):
-        """Block-diagonal, windowed as keras-hub's bidirectional window:
-        `(W + 1) // 2 - 1` positions back, `W // 2` ahead."""
-        window = layer.sliding_window
-        return self._window(layer, positions, block, (window + 1) // 2 - 1, window // 2)
+    @staticmethod
+    def _sliding(layer):
+        """`W` of a "sliding_attention" layer, else None."""
+        if layer.attention_type != "sliding_attention":
+            return None
+        return layer.sliding_window
 
-    def decoder_self_mask(self, layer, positions, causal):
-        """Causal inside each sequence; "sliding_attention" layers see
-        `W - 1` positions back (keras-hub's `q - (W - 1) <= k`)."""
-        return self._window(layer, positions, causal, layer.sliding_window - 1, 0)
+    def encoder_window(self, layer):
+        """keras-hub's bidirectional window: `(W + 1) // 2 - 1` positions
+        back, `W // 2` ahead."""
+        window = self._sliding(layer)
+        return None if window is None else ((window + 1) // 2 - 1, window // 2)
+
+    def decoder_window(self, layer):
+        """`W - 1` positions back (keras-hub's `q - (W - 1) <= k`)."""
+        window = self._sliding(layer)
+        return None if window is None else (window - 1, 0)
 
     def decoder_attention(self, layer, x, positions, encoder_output, masks, training):
         """The merged self- and cross-attention sublayer."""
-        mask = ops.concatenate(
-            [additive_mask(self.decoder_self_mask(layer, positions, masks["decoder"]),
-                           x.dtype),
-             additive_mask(masks["cross"], x.dtype)], axis=-1)
         return _sublayer(x, layer.pre_self_attn_layernorm,
                          lambda h: merged_attention(layer.merged_attn, h, positions,
-                                                    encoder_output, mask, training),
+                                                    encoder_output, masks,
+                                                    self.decoder_window(layer), training),
                          layer.post_self_attn_layernorm, layer.dropout, training)
