@@ -23,6 +23,7 @@ settings.load_profile("tfpack")
 # tests/training comes last): a long file started last would leave the other
 # worker idle at the end. Every other file keeps its place after these.
 HEAVY_FILES_FIRST = (
+    "tests/training/test_host_training.py",
     "tests/models/keras_hub/test_keras_hub_flash.py",
     "tests/test_readme.py",
     "tests/models/keras_hub/test_keras_hub_recurrent.py",
@@ -31,6 +32,8 @@ HEAVY_FILES_FIRST = (
     "tests/models/test_preference_training.py",
     "tests/cli/test_train.py",
     "tests/models/test_preference_example.py",
+    "tests/faults/test_carried.py",
+    "tests/models/keras_hub/test_keras_hub_seq2seq_segmented.py",
     "tests/export/test_minilm_serving.py",
     "tests/training/test_multihost_jax.py",
     "tests/training/test_distributed_packed.py",
