@@ -240,12 +240,23 @@ def check_batch(model, x: dict) -> None:
     ...
     tfpack.errors.TfpackError: `labels` must be class ids in [0, 3) (num_classes of the model). Received: labels=5
     """
-    x = {name: np.asarray(x[name]) for name in _RULE_FEATURES if name in x}
+    x = {name: _local(x[name]) for name in _RULE_FEATURES if name in x}
     for rule in (_label_rule, _pair_rule):
         found = rule(model, x)
         if found is not None and found[0].any():
             bad, values, message = found
             raise TfpackError(message + ("" if values is None else str(values[bad][0])))
+
+
+def _local(value) -> np.ndarray:
+    """``value`` as numpy; of a `jax.Array` spread over several processes
+    (Keras on JAX across hosts), this process's shards in device order (each
+    process checks the rows it holds; the features share one sharding, so
+    their rows stay aligned)."""
+    if getattr(value, "is_fully_addressable", True):
+        return np.asarray(value)
+    shards = sorted(value.addressable_shards, key=lambda shard: shard.device.id)
+    return np.concatenate([np.asarray(shard.data) for shard in shards])
 
 
 def target_counts(model, x: dict) -> dict:
