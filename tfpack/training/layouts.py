@@ -29,14 +29,20 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 
-__all__ = ["check_pair_layout"]
+__all__ = ["check_pair_layout", "shared_prompt_tokens"]
+
+
+def shared_prompt_tokens(sequence_ids, branch_ids):
+    """Where a pack holds shared-prompt tokens: real tokens of ``branch_ids`` 0
+    (array operators only: numpy arrays and TensorFlow tensors alike)."""
+    return (sequence_ids > 0) & (branch_ids == 0)
 
 
 def check_pair_layout(batch: dict, *, share_prompt: bool) -> None:
     """Refuse packs whose pairs share their prompt when the model does not read one."""
     if share_prompt:
         return  # Pairs without a shared prompt read the same through it.
-    shared = (batch["sequence_ids"] > 0) & (batch["branch_ids"] == 0)
+    shared = shared_prompt_tokens(batch["sequence_ids"], batch["branch_ids"])
     if not shared.any():
         return
     row, column = (int(i) for i in np.argwhere(shared)[0])

@@ -33,6 +33,7 @@ import tensorflow as tf
 from tfpack import features as contract
 from tfpack.errors import TfpackError
 from tfpack.params import Anything, InstanceOf, validate_params
+from tfpack.training.layouts import shared_prompt_tokens
 
 __all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes",
            "label_checks", "pair_layout_checks", "check_batch"]
@@ -175,7 +176,7 @@ def _pair_rule(model, x: dict):
     """Shared prompts (real tokens of ``branch_ids`` 0) for a model without them."""
     if getattr(model, "share_prompt", True) or "branch_ids" not in x:
         return None
-    bad = (x["sequence_ids"] > 0) & (x["branch_ids"] == 0)
+    bad = shared_prompt_tokens(x["sequence_ids"], x["branch_ids"])
     return bad, None, ("`model` must be a PreferenceModel(share_prompt=True) to read pairs "
                        "that share their prompt (prompt tokens of branch_ids 0). "
                        "Received: share_prompt=False")
