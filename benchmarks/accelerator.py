@@ -179,24 +179,52 @@ def timed(steps, data, rounds):
     return seconds
 
 
+# A variant further from the dense variant than this (largest difference
+# over the loss and every gradient, relative to the dense one's largest
+# entry, on the first batch) is a failure: bfloat16 rounding stays far below.
+AGREEMENT = 0.1
+
+
 def prepared(makers, data):
-    """`(steps, memory, failures)`: each variant compiled and run once; one
-    that does not fit is a failure, not an exception."""
-    steps, memory, failures = {}, {}, {}
+    """`(steps, memory, failures, agreement)`: each variant compiled and run
+    once. One that does not fit, or does not compile or run on this device,
+    is a failure row, not an exception (the run goes on; `main` exits
+    non-zero for the second kind). `agreement[key]`: how far its first
+    batch's loss and gradients are from the dense variant's."""
+    steps, memory, failures, results = {}, {}, {}, {}
     for key, make in makers.items():
         try:
             steps[key], memory[key] = make()
-            steps[key](data[key][0])
+            results[key] = steps[key](data[key][0])
         except Exception as error:  # noqa: BLE001 - reported as a row
-            if not out_of_memory(error):
-                raise
             steps.pop(key, None)
-            failures[key] = "does not fit (out of memory)"
-    return steps, memory, failures
+            failures[key] = ("does not fit (out of memory)" if out_of_memory(error)
+                             else "failed: " + _first_line(error))
+    agreement = {}
+    if "packed, dense" in results:
+        for key, result in results.items():
+            if key.startswith("packed, ") and key != "packed, dense":
+                agreement[key] = _difference(result, results["packed, dense"])
+    return steps, memory, failures, agreement
 
 
-def rows_of(name, parameters, length, seconds, memory, failures, data,
-            baseline_key):
+def _first_line(error):
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0][:200] if lines else ''}"
+
+
+def _difference(got, want):
+    """Largest `|got - want|` over the leaves (the loss, each gradient),
+    relative to the largest `|want|` of all of them: a leaf that is zero in
+    exact arithmetic (the key bias's gradient) holds rounding noise only."""
+    pairs = [(np.asarray(a, np.float32), np.asarray(b, np.float32))
+             for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want))]
+    scale = max(float(np.abs(b).max()) for _, b in pairs) or 1.0
+    return max(float(np.abs(a - b).max()) for a, b in pairs) / scale
+
+
+def rows_of(name, parameters, length, seconds, memory, failures, agreement,
+            data, baseline_key):
     rows = []
     baseline = (statistics.median(t / s for s, t in seconds[baseline_key])
                 if baseline_key in seconds else None)
@@ -204,12 +232,12 @@ def rows_of(name, parameters, length, seconds, memory, failures, data,
         rows_a_batch = data[key][0]["sequence_ids"].shape[0]
         if key in failures:
             rows.append((name, parameters, length, key, rows_a_batch, None,
-                         None, failures[key]))
+                         None, failures[key], None))
             continue
         rates = [tokens / s for s, tokens in seconds[key]]
         speedup = None if baseline is None else statistics.median(rates) / baseline
         rows.append((name, parameters, length, key, rows_a_batch, rates,
-                     speedup, memory.get(key)))
+                     speedup, memory.get(key), agreement.get(key)))
     return rows
 
 
@@ -255,11 +283,12 @@ def run(name, config, rounds, policy, variants=VARIANTS, seed=0):
     data = {key: padded if key == "padded" else packed for key in variants}
     makers = {key: (lambda m=model, key=key: step_fn(m, data[key][0]))
               for key, model in models.items()}
-    steps, memory, failures = prepared(makers, data)
+    steps, memory, failures, agreement = prepared(makers, data)
     seconds = timed(steps, data, rounds)
     parameters = models[variants[0]].count_params()
     return rows_of(name, parameters, config[4], seconds, memory, failures,
-                   data, "padded" if "padded" in seconds else "packed, dense")
+                   agreement, data,
+                   "padded" if "padded" in seconds else "packed, dense")
 
 
 def run_attention(name, config, rounds, variants=VARIANTS, seed=0):
@@ -278,28 +307,30 @@ def run_attention(name, config, rounds, variants=VARIANTS, seed=0):
     makers = {key: (lambda key=key: attention_fn(IMPLEMENTATION[key], decoder, k, s,
                                                  data[key][0]))
               for key in packed_variants}
-    steps, memory, failures = prepared(makers, data)
+    steps, memory, failures, agreement = prepared(makers, data)
     seconds = timed(steps, data, rounds)
-    return rows_of(name, 0, length, seconds, memory, failures, data,
+    return rows_of(name, 0, length, seconds, memory, failures, agreement, data,
                    "packed, dense")
 
 
 def table(rows, with_parameters=True):
     head = ("| model | parameters | L | variant | rows a batch | tokens/s | speed-up "
-            "| memory GiB |") if with_parameters else (
+            "| memory GiB | vs dense |") if with_parameters else (
             "| model | L | variant | rows a batch | tokens/s | speed-up over dense "
-            "| memory GiB |")
-    lines = [head, "|" + " --- |" * (8 if with_parameters else 7)]
-    for name, parameters, length, key, batch, rates, speedup, memory in rows:
+            "| memory GiB | vs dense |")
+    lines = [head, "|" + " --- |" * (9 if with_parameters else 8)]
+    for (name, parameters, length, key, batch, rates, speedup, memory,
+         agreement) in rows:
         cells = [name] + ([f"{parameters:,}"] if with_parameters else []) + [
             str(length), key, str(batch)]
         if rates is None:
-            cells += [memory, "-", "-"]
+            cells += [memory, "-", "-", "-"]
         else:
             cells += [f"{statistics.median(rates):,.0f} ({min(rates):,.0f}-"
                       f"{max(rates):,.0f})",
                       "-" if speedup is None else f"{speedup:.2f}x",
-                      "?" if memory is None else f"{memory:.2f}"]
+                      "?" if memory is None else f"{memory:.2f}",
+                      "-" if agreement is None else f"{agreement:.1e}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -316,7 +347,9 @@ def report(rows, command, toy, attention_rows=()):
         f"device(s); {versions}; Keras JAX backend, TensorFlow not imported; "
         "bfloat16 mixed precision; jit-compiled forward+backward; real tokens "
         "per second, median (min-max) of the rounds; speed-up = median "
-        "tokens/s over the padded baseline's.",
+        "tokens/s over the padded baseline's; vs dense = largest difference "
+        "of the first batch's loss and gradients from the packed dense "
+        "variant's, relative to their largest entry.",
         "",
     ]
     if toy:
@@ -362,13 +395,21 @@ def main(argv=None):
         rows += run(name, config, rounds, "mixed_bfloat16", variants)
         if args.attention:
             attention_rows += run_attention(name, config, rounds, variants)
+        # Written after each model: a run stopped later keeps its figures.
+        command = "python benchmarks/accelerator.py " + " ".join(argv or sys.argv[1:])
+        text = report(rows, command.strip(), args.toy, attention_rows)
+        pathlib.Path(args.output).write_text(text)
+    print(text)
     if "tensorflow" in sys.modules:
         sys.exit("benchmarks/accelerator.py imported TensorFlow; it must run "
                  "where only JAX is installed")
-    command = "python benchmarks/accelerator.py " + " ".join(argv or sys.argv[1:])
-    text = report(rows, command.strip(), args.toy, attention_rows)
-    pathlib.Path(args.output).write_text(text)
-    print(text)
+    bad = [f"{row[0]} {row[3]}: {row[7] if row[5] is None else row[8]}"
+           for row in rows + attention_rows
+           if (row[5] is None and not str(row[7]).startswith("does not fit"))
+           or (row[8] is not None and row[8] > AGREEMENT)]
+    if bad:
+        sys.exit("variants that failed or disagree with dense (> "
+                 f"{AGREEMENT}): " + "; ".join(bad))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ def test_accelerator_benchmark_toy_runs_on_jax_without_tensorflow(tmp_path):
     assert "TensorFlow not imported" in text
     assert re.search(r"Device: cpu .*jax \d", text)
     assert "GPU figures: pending" in text
-    rate = r"[\d,]+ \([\d,]+-[\d,]+\) \| \d+\.\d\dx \| \d+\.\d\d \|$"
+    rate = (r"[\d,]+ \([\d,]+-[\d,]+\) \| \d+\.\d\dx \| \d+\.\d\d "
+            r"\| (?:-|\d\.\de[-+]\d\d) \|$")
     rows = re.findall(r"^\| (BERT-base|decoder-100M-8k) \| [\d,]+ \| (\d+) \| "
                       r"(padded|packed, dense|packed, segmented|packed, flash) "
                       r"\| \d+ \| " + rate, text, re.M)

@@ -132,3 +132,60 @@ def test_block_sizes_are_checked():
                         np.ones((1, 4, 2, 2), "float32"),
                         np.ones((1, 4, 2, 2), "float32"),
                         sequence_ids=np.ones((1, 4), int))
+
+
+def test_bfloat16_operands_stay_close_to_float32(pack):
+    """bfloat16 q, k, v (the GPU case): dots on bfloat16 with float32 sums,
+    within bfloat16's rounding of the float32 reference."""
+    def flash(q, k, v, **kw):
+        return flash_attention(q.astype(jnp.bfloat16), k.astype(jnp.bfloat16),
+                               v.astype(jnp.bfloat16), sequence_ids=pack["ids"],
+                               block_q=8, block_k=8, interpret=True,
+                               **kw).astype(jnp.float32)
+
+    def dense(q, k, v, **kw):
+        return dense_attention(q, k, v, pack["ids"], **kw)
+
+    args = (pack["q"], pack["k"], pack["v"], pack["sinks"])
+    (_, got), got_grads = _loss(flash, pack, {"causal": True})(*args)
+    (_, want), want_grads = _loss(dense, pack, {"causal": True})(*args)
+    real = np.asarray(pack["ids"] > 0)
+    np.testing.assert_allclose(np.asarray(got)[real], np.asarray(want)[real],
+                               atol=3e-2, rtol=3e-2)
+    for got_grad, want_grad in zip(got_grads[:3], want_grads[:3]):
+        scale = float(np.abs(want_grad).max())
+        np.testing.assert_allclose(np.asarray(got_grad), np.asarray(want_grad),
+                                   atol=3e-2 * scale)
+
+
+@pytest.mark.parametrize("options", [
+    {"causal": True},
+    {"causal": True, "window": (64, 0), "logit_soft_cap": 30.0},
+    {"causal": True, "sinks": True},
+    {"causal": True, "alibi_slopes": True},
+], ids=["causal", "window_soft_cap", "sinks", "alibi"])
+def test_kernels_lower_for_cuda(options):
+    """Forward and backward lower to Triton for a CUDA GPU, checked here on
+    the CPU (`jax.export` to the `cuda` platform): JAX's default Pallas GPU
+    backend (Mosaic GPU) and boolean reductions do not lower, which only a
+    GPU run would otherwise show."""
+    from jax import export
+
+    heads = 12  # not a power of two: the per-head vectors' block
+    q = jnp.zeros((1, 256, heads, 64), jnp.bfloat16)
+    k = jnp.zeros((1, 256, 4, 64), jnp.bfloat16)
+    ids = jnp.ones((1, 256), jnp.int32)
+    extra = {name: jnp.zeros((heads,), jnp.float32)
+             for name in ("sinks", "alibi_slopes") if options.get(name)}
+    options = {**{k: v for k, v in options.items() if k not in extra}, **extra}
+
+    def loss(q, k, v):
+        return flash_attention(q, k, v, sequence_ids=ids, interpret=False,
+                               **options).astype(jnp.float32).sum()
+
+    triton = export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")
+    exported = export.export(
+        jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2))),
+        platforms=["cuda"], disabled_checks=[triton])(q, k, k)
+    # Three kernels: forward, dq, dk and dv.
+    assert exported.mlir_module().count("__gpu$xla.gpu.triton") == 3

@@ -24,8 +24,11 @@ gradient is a sum over the saved log-sum-exp (no kernel).
 
 On the CPU the kernels run in Pallas interpret mode (`interpret=True`, the
 default there): the same kernel code, checked against dense attention in
-CI. On a GPU they lower through Triton (unmeasured: no GPU rows yet, see
-BENCHMARKS.md); TPU lowering is untested.
+CI. On a GPU they lower through Triton (named in `compiler_params`: JAX's
+default GPU backend for Pallas, Mosaic GPU, does not take these kernels);
+their lowering for CUDA is checked on the CPU in CI (`jax.export` to the
+`cuda` platform, tests/layers). Operands stay in their dtype (bfloat16 on
+the tensor cores) with float32 sums. TPU lowering is untested.
 """
 
 import dataclasses
@@ -84,11 +87,31 @@ def block_sizes(length, block_q=None, block_k=None):
     return block_q, block_k, -(-length // step) * step
 
 
+_PLAIN = (((1,), (0,)), ((), ()))
+_TRANSPOSE_A = (((0,), (0,)), ((), ()))
+_TRANSPOSE_B = (((1,), (1,)), ((), ()))
+
+
+def _dot(a, b, dimensions=_PLAIN):
+    """`a @ b` (or with `a` or `b` transposed) on `b`'s dtype, summed in
+    float32: bfloat16 operands stay bfloat16 for the tensor cores, as in
+    FlashAttention-2 (probabilities and score gradients are rounded to it)."""
+    return jax.lax.dot_general(a.astype(b.dtype), b, dimensions,
+                               preferred_element_type=jnp.float32)
+
+
+def _all(x, axis):
+    return jnp.min(x.astype(jnp.float32), axis=axis) > 0
+
+
+def _any(x, axis):
+    return jnp.max(x.astype(jnp.float32), axis=axis)
+
+
 def _scores(q, k, qb, kb, qids, kids, h, slopes_ref, config):
     """Capped, biased scores `[bq, bk]` in float32, their tanh (soft cap)
     and the mask of allowed pairs."""
-    s = jax.lax.dot_general(q, k, (((1,), (1,)), ((), ())),
-                            preferred_element_type=jnp.float32)
+    s = _dot(q, k, _TRANSPOSE_B)
     tanh = None
     if config.cap is not None:
         tanh = jnp.tanh(s / config.cap)
@@ -111,7 +134,7 @@ def _scores(q, k, qb, kb, qids, kids, h, slopes_ref, config):
 def _forward_kernel(bounds_ref, qids_ref, kids_ref, q_ref, k_ref, v_ref,
                     sinks_ref, slopes_ref, o_ref, lse_ref, *, config):
     h, qb = pl.program_id(1), pl.program_id(2)
-    q = q_ref[...].astype(jnp.float32)
+    q = q_ref[...]
     qids = qids_ref[...]
     bq, bk = config.block_q, config.block_k
     if config.sinks:
@@ -125,8 +148,7 @@ def _forward_kernel(bounds_ref, qids_ref, kids_ref, q_ref, k_ref, v_ref,
     def body(kb, carry):
         acc, m, l, poisoned = carry
         keys = pl.ds(pl.multiple_of(kb * bk, bk), bk)
-        k = k_ref[keys, :].astype(jnp.float32)
-        v = v_ref[keys, :].astype(jnp.float32)
+        k, v = k_ref[keys, :], v_ref[keys, :]
         s, _, mask = _scores(q, k, qb, kb, qids, kids_ref[keys], h,
                              slopes_ref, config)
         m_new = jnp.maximum(m, s.max(axis=1))
@@ -134,18 +156,19 @@ def _forward_kernel(bounds_ref, qids_ref, kids_ref, q_ref, k_ref, v_ref,
         alpha = jnp.exp(m - m_new)
         # A non-finite value reaches only the queries allowed to see it
         # (0 * NaN would reach every query of a boundary block).
-        finite = jnp.isfinite(v).all(axis=1)
-        poisoned = poisoned | (mask & ~finite[None, :]).any(axis=1)
-        v = jnp.where(finite[:, None], v, 0.0)
-        acc = alpha[:, None] * acc + jnp.dot(p, v)
+        # (Reductions over floats: Triton lowers no boolean all/any.)
+        finite = _all(jnp.isfinite(v), axis=1)
+        poisoned = jnp.maximum(poisoned, _any(mask & ~finite[None, :], axis=1))
+        v = jnp.where(finite[:, None], v, jnp.zeros_like(v))
+        acc = alpha[:, None] * acc + _dot(p, v)
         return acc, m_new, alpha * l + p.sum(axis=1), poisoned
 
     acc, m, l, poisoned = jax.lax.fori_loop(
         bounds_ref[0], bounds_ref[1], body,
-        (acc, m, l, jnp.zeros((bq,), jnp.bool_)))
+        (acc, m, l, jnp.zeros((bq,), jnp.float32)))
     seen = l > 0
     o = acc / jnp.where(seen, l, 1.0)[:, None]
-    o_ref[...] = jnp.where(poisoned[:, None], jnp.nan, o).astype(o_ref.dtype)
+    o_ref[...] = jnp.where(poisoned[:, None] > 0, jnp.nan, o).astype(o_ref.dtype)
     lse_ref[...] = jnp.where(seen, m + jnp.log(jnp.where(seen, l, 1.0)), 0.0)
 
 
@@ -162,19 +185,17 @@ def _score_gradient(p, dp, delta, tanh):
 def _dq_kernel(bounds_ref, qids_ref, kids_ref, q_ref, k_ref, v_ref,
                slopes_ref, do_ref, lse_ref, delta_ref, dq_ref, *, config):
     h, qb = pl.program_id(1), pl.program_id(2)
-    q = q_ref[...].astype(jnp.float32)
-    do = do_ref[...].astype(jnp.float32)
+    q, do = q_ref[...], do_ref[...]
     qids, lse, delta = qids_ref[...], lse_ref[...], delta_ref[...]
     bk = config.block_k
 
     def body(kb, dq):
         keys = pl.ds(pl.multiple_of(kb * bk, bk), bk)
-        k = k_ref[keys, :].astype(jnp.float32)
-        v = v_ref[keys, :].astype(jnp.float32)
+        k, v = k_ref[keys, :], v_ref[keys, :]
         p, tanh = _probabilities(q, k, qb, kb, qids, kids_ref[keys], lse, h,
                                  slopes_ref, config)
-        dp = jax.lax.dot_general(do, v, (((1,), (1,)), ((), ())))
-        return dq + jnp.dot(_score_gradient(p, dp, delta, tanh), k)
+        dp = _dot(do, v, _TRANSPOSE_B)
+        return dq + _dot(_score_gradient(p, dp, delta, tanh), k)
 
     dq = jax.lax.fori_loop(bounds_ref[0], bounds_ref[1], body,
                            jnp.zeros(q.shape, jnp.float32))
@@ -185,28 +206,34 @@ def _dkdv_kernel(bounds_ref, qids_ref, kids_ref, q_ref, k_ref, v_ref,
                  slopes_ref, do_ref, lse_ref, delta_ref, dk_ref, dv_ref, *,
                  config):
     h, kb = pl.program_id(1), pl.program_id(2)
-    k = k_ref[...].astype(jnp.float32)
-    v = v_ref[...].astype(jnp.float32)
+    k, v = k_ref[...], v_ref[...]
     kids = kids_ref[...]
     bq = config.block_q
 
     def body(qb, carry):
         dk, dv = carry
         rows = pl.ds(pl.multiple_of(qb * bq, bq), bq)
-        q = q_ref[rows, :].astype(jnp.float32)
-        do = do_ref[rows, :].astype(jnp.float32)
+        q, do = q_ref[rows, :], do_ref[rows, :]
         p, tanh = _probabilities(q, k, qb, kb, qids_ref[rows], kids,
                                  lse_ref[rows], h, slopes_ref, config)
-        dp = jax.lax.dot_general(do, v, (((1,), (1,)), ((), ())))
+        dp = _dot(do, v, _TRANSPOSE_B)
         ds = _score_gradient(p, dp, delta_ref[rows], tanh)
-        transposed = (((0,), (0,)), ((), ()))
-        return (dk + jax.lax.dot_general(ds, q, transposed),
-                dv + jax.lax.dot_general(p, do, transposed))
+        return (dk + _dot(ds, q, _TRANSPOSE_A), dv + _dot(p, do, _TRANSPOSE_A))
 
     zeros = jnp.zeros(k.shape, jnp.float32)
     dk, dv = jax.lax.fori_loop(bounds_ref[0], bounds_ref[1], body,
                                (zeros, zeros))
     dk_ref[...], dv_ref[...] = dk, dv
+
+
+def _compiler_params(config):
+    """Triton on a GPU, named: JAX's default there is Mosaic GPU, whose
+    `pallas_call` lowering these kernels do not meet (nor is it meant for
+    `pallas_call` any more)."""
+    if config.interpret:
+        return None
+    from jax.experimental.pallas import triton as pallas_triton
+    return pallas_triton.CompilerParams(num_warps=4, num_stages=2)
 
 
 def _specs(config, length, head_dim):
@@ -251,7 +278,8 @@ def _forward(q, k, v, sinks, slopes, ids, key_ranges, config):
         out_specs=[spec["q"], spec["rows_q"]],
         out_shape=[jax.ShapeDtypeStruct(q.shape, q.dtype),
                    jax.ShapeDtypeStruct((batch, heads, length), jnp.float32)],
-        interpret=config.interpret, name="tfpack_flash_forward",
+        interpret=config.interpret,
+        compiler_params=_compiler_params(config), name="tfpack_flash_forward",
     )(key_ranges, ids, ids, q, k, v, sinks, slopes)
 
 
@@ -272,7 +300,8 @@ def _backward(q, k, v, slopes, ids, ranges, o, lse, do, config):
                   spec["rows_q"], spec["rows_q"]],
         out_specs=spec["q"],
         out_shape=jax.ShapeDtypeStruct(q.shape, f32),
-        interpret=config.interpret, name="tfpack_flash_dq",
+        interpret=config.interpret,
+        compiler_params=_compiler_params(config), name="tfpack_flash_dq",
     )(key_ranges, ids, ids, q, k, v, slopes, do, lse, delta)
     dk, dv = pl.pallas_call(
         functools.partial(_dkdv_kernel, config=config),
@@ -282,7 +311,8 @@ def _backward(q, k, v, slopes, ids, ranges, o, lse, do, config):
                   spec["rows_all"], spec["rows_all"]],
         out_specs=[spec["k_head"], spec["k_head"]],
         out_shape=[jax.ShapeDtypeStruct(q.shape, f32)] * 2,
-        interpret=config.interpret, name="tfpack_flash_dkdv",
+        interpret=config.interpret,
+        compiler_params=_compiler_params(config), name="tfpack_flash_dkdv",
     )(query_ranges, ids, ids, q, k, v, slopes, do, lse, delta)
     kv_heads = k.shape[2]
     # Per query head, summed over the heads that share a kv head.
