@@ -35,13 +35,60 @@ def test_tensorflow_refuses_flash():
 
 
 @pytest.mark.parametrize("device", ["cpu", "gpu", "tpu"])
-@pytest.mark.parametrize("length", [512, 4096, 32768])
-def test_auto_never_picks_flash_without_measurements(device, length):
+@pytest.mark.parametrize("length", [512, 2048, 4096, 32768])
+def test_auto_picks_flash_only_where_measured_faster(device, length):
+    # Measured: JAX on an H200, faster than dense and segmented from L=4,096
+    # (BENCHMARKS.md); the CPU runs it in interpret mode, TPUs are unmeasured,
+    # TensorFlow has no kernel.
     for backend in ("jax", "tensorflow"):
         chosen = choose_implementation(
             "auto", backend=backend, length=length, max_sequences_per_pack=64,
             segment_length=512, device=device)
-        assert chosen in ("dense", "segmented")
+        measured = backend == "jax" and device == "gpu" and length >= 4096
+        assert (chosen == "flash") == measured, (backend, device, length)
+
+
+def test_auto_flash_only_for_layers_that_can_run_it(monkeypatch):
+    """A layer with attention dropout, a family with a per-row bias or
+    without a checked flash path, and a pair's attentions keep the
+    work-ratio rule on a GPU: "auto" never picks what the layer refuses."""
+    import keras
+    import keras_hub
+
+    from tfpack.layers import self_attention
+    from tfpack.models.keras_hub import base
+    from tfpack.models.keras_hub.base import KerasHubCausalBackbone
+
+    llama = keras_hub.models.LlamaBackbone(
+        vocabulary_size=30, num_layers=1, num_query_heads=2,
+        num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
+    adapter = models.from_keras_hub(llama, max_sequences_per_pack=32,
+                                    segment_length=512)
+    # The rule as JAX on a GPU would run it (pure: backend and device in).
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    for module in (self_attention, base):
+        monkeypatch.setattr(module, "default_device", lambda backend: "gpu")
+    for dropout, want in ((0.0, "flash"), (0.1, "dense")):
+        layer = PackedSelfAttention.__new__(PackedSelfAttention)
+        layer.__dict__.update(attention_implementation="auto", dropout=dropout,
+                              max_sequences_per_pack=32, segment_length=512)
+        assert layer.implementation_for(4096) == want
+
+    families = {cls.__name__: cls for cls in _subclasses(base.KerasHubBackbone)}
+    checked = {name for name, cls in families.items()
+               if issubclass(cls, KerasHubCausalBackbone)} - {
+                   "KerasHubQwen3_5", "KerasHubRWKV7"}
+    for name, cls in families.items():
+        assert cls.flash_kernel == (name in checked), name
+    assert adapter.implementation(4096) == "flash"
+    llama.dropout = 0.1
+    assert adapter.implementation(4096) == "dense"
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
 
 
 @pytest.mark.slow

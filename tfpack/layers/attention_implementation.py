@@ -30,11 +30,18 @@ get dense.
 `"flash"` (JAX only, `tfpack.layers.flash_attention`) is a fused kernel
 whose key loop visits only the key blocks of each query block's sequences.
 `"auto"` picks it only on a (backend, device) with measurements in
-`FLASH_MIN_LENGTH`, which is empty: it has run in Pallas interpret mode on
-the CPU (exact, slow: CPU runs are not its target) and not yet on a GPU or a
-TPU (`benchmarks/accelerator.py`'s flash rows are unmeasured), so `"auto"`
-never picks it today. The TensorFlow backend refuses it (use
-`"segmented"`).
+`FLASH_MIN_LENGTH`, from the row length measured faster than dense and
+segmented there, and only for a layer that can run it (no attention
+dropout, no per-row relative-position bias, not a pair's cross-attention:
+`flash=False`):
+
+    flash      when  (backend, device) in FLASH_MIN_LENGTH  and  flash
+                     and  L >= FLASH_MIN_LENGTH[(backend, device)]
+                     (JAX on a GPU: 4,096)
+
+On the CPU it runs in Pallas interpret mode (exact, slow: not its target),
+so `"auto"` never picks it there; TPUs are unmeasured. The TensorFlow
+backend refuses it (use `"segmented"`).
 """
 
 from tfpack.errors import TfpackError
@@ -56,9 +63,12 @@ PAIR_SEGMENT_LENGTH = [None, Integer(1), IntegerPair(1)]
 FLASH_BACKENDS = ("jax",)
 # (backend, device) -> the shortest row length `L` at which "flash" measured
 # faster than both dense and segmented on that device (with the measurement
-# that chose it). Empty: no device measurement yet, so "auto" never picks
-# "flash" (issue 36; BENCHMARKS.md's flash rows are unmeasured).
-FLASH_MIN_LENGTH = {}
+# that chose it). JAX on one NVIDIA H200 (`benchmarks/accelerator.py
+# --attention`, bfloat16, BENCHMARKS.md "Flash attention on a GPU"): L=512,
+# K=3 (BERT-base): whole step 1.01x of dense, attention alone 0.89x; L=4,096,
+# K=32: 4.44x / 7.78x; L=8,192, K=64: 5.93x / 8.20x (segmented 1.30x). So
+# 4,096 (between 512 and 4,096 unmeasured).
+FLASH_MIN_LENGTH = {("jax", "gpu"): 4096}
 
 # Measured on 2 CPU cores (see the module docstring and BENCHMARKS.md);
 # the GPU's threshold is below.
@@ -142,7 +152,8 @@ def default_device(backend):
 
 def choose_implementation(attention_implementation, *, backend, length,
                           max_sequences_per_pack, segment_length,
-                          device="cpu", work_ratio=None, min_work_ratio=None):
+                          device="cpu", work_ratio=None, min_work_ratio=None,
+                          flash=True):
     """`"dense"`, `"segmented"` or `"flash"` for a layer traced at row length `length`.
 
     Example:
@@ -156,6 +167,10 @@ def choose_implementation(attention_implementation, *, backend, length,
     >>> choose_implementation("auto", backend="jax", length=4096,
     ...                       max_sequences_per_pack=32, segment_length=512,
     ...                       device="gpu")
+    'flash'
+    >>> choose_implementation("auto", backend="jax", length=4096,
+    ...                       max_sequences_per_pack=32, segment_length=512,
+    ...                       device="gpu", flash=False)
     'dense'
 
     Args:
@@ -172,11 +187,15 @@ def choose_implementation(attention_implementation, *, backend, length,
             pairs: `Ld * Le / pair_work`).
         min_work_ratio: the CPU threshold, if not `MIN_WORK_RATIO[backend]`
             (pair adapters: `PAIR_MIN_WORK_RATIO`); a GPU keeps its own.
+        flash: whether the layer can run the flash kernel (False: attention
+            dropout, a per-row bias, a pair's cross-attention); `"auto"`
+            then never picks it.
     """
     if attention_implementation != "auto":
         return attention_implementation
     flash_from = FLASH_MIN_LENGTH.get((backend, device))
-    if flash_from is not None and length is not None and length >= flash_from:
+    if (flash and flash_from is not None and length is not None
+            and length >= flash_from):
         return "flash"
     if (max_sequences_per_pack is None or length is None
             or backend not in MIN_LENGTH or length < MIN_LENGTH[backend]

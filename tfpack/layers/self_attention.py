@@ -151,7 +151,8 @@ class PackedSelfAttention(keras.layers.Layer):
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
             segment_length=self.segment_length,
-            device=default_device(keras.backend.backend()))
+            device=default_device(keras.backend.backend()),
+            flash=not self.dropout)
 
     def call(self, inputs, attention_mask=None, position_ids=None,
              sequence_ids=None, training=None):

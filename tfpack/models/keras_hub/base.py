@@ -292,6 +292,11 @@ class KerasHubBackbone(Backbone):
     # The key of the adapter's private keras-hub names in
     # `declarations.FAMILIES` (checked by `internals.check`).
     family = None
+    # Whether `"auto"` may pick the flash kernel where it is measured faster
+    # (`FLASH_MIN_LENGTH`): the decoder families whose flash path is checked
+    # equal to dense (tests/models/keras_hub/test_keras_hub_flash.py).
+    # `"flash"` by name is each family's own to accept or refuse.
+    flash_kernel = False
 
     @validate_params({"backbone": Anything("a keras-hub backbone of its classes, checked below"),
                       **IMPLEMENTATION_PARAMETERS, "trust_subclass": Boolean()})
@@ -380,7 +385,14 @@ class KerasHubBackbone(Backbone):
             self.attention_implementation, backend=keras.backend.backend(),
             length=length, max_sequences_per_pack=self.max_sequences_per_pack,
             segment_length=self.segment_length,
-            device=default_device(keras.backend.backend()))
+            device=default_device(keras.backend.backend()),
+            flash=self.flash_kernel and not self._attention_dropout())
+
+    def _attention_dropout(self):
+        """Whether the backbone may drop attention weights (the kernel has
+        no dropout): its `dropout` or `attention_dropout` is not zero."""
+        return any(getattr(self.backbone, name, 0) or 0
+                   for name in ("dropout", "attention_dropout"))
 
     def segmented_options(self, sequence_ids, window=None):
         """`attend_segmented` options of one layer's segmented attention.
@@ -541,6 +553,8 @@ class KerasHubCausalBackbone(KerasHubBackbone):
     >>> decoder.logits(keras.ops.ones((1, 3, 8))).shape
     TensorShape([1, 3, 30])
     """
+
+    flash_kernel = True
 
     @classmethod
     def is_causal(cls, backbone):

@@ -166,6 +166,8 @@ class KerasHubQwen3_5(KerasHubCausalBackbone):
     also adds the experts' load-balancing loss).
     """
 
+    flash_kernel = False  # its flash path is not checked
+
     backbone_names = ("Qwen3_5Backbone", "Qwen3_5MoeBackbone")
     family = "qwen3_5"
 

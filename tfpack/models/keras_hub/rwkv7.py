@@ -106,6 +106,8 @@ class KerasHubRWKV7(KerasHubCausalBackbone):
     keras-hub's `head`.
     """
 
+    flash_kernel = False  # its flash path is not checked
+
     backbone_names = ("RWKV7Backbone",)
 
     @property

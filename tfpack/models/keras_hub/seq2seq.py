@@ -148,7 +148,7 @@ class KerasHubSeq2SeqBackbone(KerasHubBackbone):
         k, (se, sd) = self.max_sequences_per_pack, self.segment_lengths
         backend = keras.backend.backend()
         rule = dict(backend=backend, max_sequences_per_pack=k, device=default_device(backend),
-                    min_work_ratio=PAIR_MIN_WORK_RATIO)
+                    min_work_ratio=PAIR_MIN_WORK_RATIO, flash=False)
         known = None not in (k, encoder_length, decoder_length)
         cross_ratio = (encoder_length * decoder_length
                        / pair_work(decoder_length, encoder_length, k, sd, se)) if known else None
