@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import platform
 import re
 import statistics
@@ -66,6 +65,7 @@ from lengths import windowed_histogram  # noqa: E402
 from tfpack.datasets import histogram  # noqa: E402
 from tfpack.layers import PackedTransformerBlock  # noqa: E402
 from tfpack.packing import plan  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 # name: (layers, width, heads, vocabulary, L, K, S, decoder, packed batch,
 #        padded batch: None = as many rows as the packed batch holds sequences)
@@ -398,7 +398,7 @@ def main(argv=None):
         # Written after each model: a run stopped later keeps its figures.
         command = "python benchmarks/accelerator.py " + " ".join(argv or sys.argv[1:])
         text = report(rows, command.strip(), args.toy, attention_rows)
-        pathlib.Path(args.output).write_text(text)
+        write_results(args.output, text)
     print(text)
     if "tensorflow" in sys.modules:
         sys.exit("benchmarks/accelerator.py imported TensorFlow; it must run "

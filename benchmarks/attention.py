@@ -51,6 +51,7 @@ from lengths import position_ids  # noqa: E402
 from lengths import sequence_ids_from_plan  # noqa: E402
 from lengths import stdlib_lengths  # noqa: E402
 from lengths import windowed_histogram  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 VOCAB = 1000
 # name: (L, K, S, batch, layers, width, heads, rounds, lengths)
@@ -268,7 +269,7 @@ def main():
     command = "python benchmarks/attention.py " + " ".join(
         a for a in sys.argv[1:] if a != "--report-only")
     text = report(results, command.strip(), ", ".join(versions))
-    pathlib.Path(args.output).write_text(text)
+    write_results(args.output, text)
     print(text)
 
 

@@ -32,6 +32,7 @@ from keras import ops  # noqa: E402
 
 from tfpack.layers import PackedAttentionMask  # noqa: E402
 from tfpack.layers.dense_attention import softmax_attention  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 # name: (batch, L, heads, head_dim)
 CASES = {"L=512": (8, 512, 4, 32), "L=2048": (2, 2048, 4, 32)}
@@ -115,8 +116,7 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        write_results(args.output, text)
 
 
 if __name__ == "__main__":

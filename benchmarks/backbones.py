@@ -41,6 +41,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tfpack import datasets, models, packing, testing  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 VOCABULARY = 4096
 BACKBONES = {
@@ -238,9 +239,7 @@ def main():
     results = [measure(name, build, args) for name, build in BACKBONES.items()]
     command = ("python benchmarks/backbones.py " + " ".join(sys.argv[1:])).strip()
     if args.output:
-        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
-        with open(args.output, "w") as f:
-            f.write(markdown(results, args, command))
+        write_results(args.output, markdown(results, args, command))
     print(json.dumps(results))
 
 

@@ -45,6 +45,7 @@ from lengths import stdlib_lengths  # noqa: E402
 
 import tfpack  # noqa: E402
 from tfpack.training import for_packing  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "balance.md"
 REPLICA_RESULTS = RESULTS.with_name("balance_replicas.md")
@@ -172,7 +173,7 @@ def main() -> None:
     args = parser.parse_args()
     cases = [case for case in REPLICA_CASES
              if not (args.no_wikipedia and case[0] == "wikipedia")]
-    REPLICA_RESULTS.write_text("\n".join(replicas_table(cases)) + "\n")
+    write_results(REPLICA_RESULTS, "\n".join(replicas_table(cases)) + "\n")
     if args.replicas_only:
         return
     stdlib = stdlib_lengths()
@@ -226,7 +227,7 @@ def main() -> None:
                 f"{report.unbalanced_high} in shuffled order; rule note: "
                 f"{rule.note or 'none'}")
     lines += ["", "The balancing reports (a group = the packs of one update):", ""] + notes
-    RESULTS.write_text("\n".join(lines) + "\n")
+    write_results(RESULTS, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

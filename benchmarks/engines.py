@@ -59,6 +59,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pipeline  # noqa: E402  (benchmarks/pipeline.py: the synthetic Google records)
+from results_file import write_results  # noqa: E402
 
 L, K, M = pipeline.L, pipeline.K, pipeline.M_PACK
 TARGET = 0.35  # local engine / floor, examples per second (issue 17)
@@ -401,9 +402,7 @@ def main(argv=None) -> int:
             throughputs.append(throughput(name, args.records, args.rounds, args.seed, args.beam))
             print(json.dumps(throughputs[-1]), flush=True)
     text = report(throughputs, asg)
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w") as f:
-        f.write(text)
+    write_results(args.output, text)
     print(text)
     return 0
 

@@ -26,6 +26,7 @@ import sys
 import time
 
 import numpy as np
+from results_file import write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -131,9 +132,7 @@ interleaved rounds, min-max in parentheses).
 | one full read of the packs it returns | {spread(read)} |
 | ratio, verification / one read | {np.median(share):.2f}x ({share.min():.2f}-{share.max():.2f}) |
 """
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w") as f:
-        f.write(text)
+    write_results(args.output, text)
     print(text)
     return 0
 

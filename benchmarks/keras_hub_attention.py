@@ -73,6 +73,7 @@ import numpy as np  # noqa: E402
 from lengths import position_ids  # noqa: E402
 from lengths import sequence_ids_from_plan  # noqa: E402
 from lengths import windowed_histogram  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 HERE = pathlib.Path(__file__).parent
 RAW = HERE / "results" / "keras_hub_attention.jsonl"
@@ -657,7 +658,7 @@ def main():
                       flush=True)
     results = [json.loads(line) for line in args.raw.read_text().splitlines()
                if line.strip()]
-    args.output.write_text(report(results))
+    write_results(args.output, report(results))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import statistics
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras_hub_attention as suite  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 OUTPUT = pathlib.Path(__file__).parent / "results" / "keras_hub_dense.md"
 
@@ -139,7 +140,7 @@ def main():
               f"{statistics.median(times['keras']) * 1e3:.0f} ms",
               f"{statistics.median(times['tfpack']) * 1e3:.0f} ms",
               flush=True)
-    args.output.write_text(report(rows, command))
+    write_results(args.output, report(rows, command))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ import tensorflow as tf  # noqa: E402
 from tfpack import datasets, models, packing  # noqa: E402
 from tfpack.testing import next_token_labels, pack_examples  # noqa: E402
 from tfpack.training.speed import SpeedupResult  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 L, K, BATCH, VOCAB = 512, 8, 4, 1000
 _SMALL = dict(vocabulary_size=VOCAB, num_layers=2, num_query_heads=4,
@@ -180,7 +181,7 @@ def main() -> None:
     results = {family: measure(family, examples, lengths, args)
                for family in args.families}
     text = report(results, args, time.perf_counter() - began)
-    pathlib.Path(args.output).write_text(text)
+    write_results(args.output, text)
     print(text)
 
 

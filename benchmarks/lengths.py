@@ -19,6 +19,7 @@ import sysconfig
 import tokenize
 
 import numpy as np
+from results_file import write_results
 
 CACHE = pathlib.Path(__file__).resolve().parent / "data" / "stdlib_lengths.txt"
 
@@ -51,7 +52,7 @@ def stdlib_lengths() -> np.ndarray:
         CACHE.parent.mkdir(exist_ok=True)
         header = (f"# Python tokens per top-level function/class of Lib/*.py, "
                   f"Python {platform.python_version()}; benchmarks/lengths.py\n")
-        CACHE.write_text(header + "\n".join(map(str, lengths)) + "\n")
+        write_results(CACHE, header + "\n".join(map(str, lengths)) + "\n")
     lines = CACHE.read_text().splitlines()
     return np.array([int(x) for x in lines if x and not x.startswith("#")])
 

@@ -35,6 +35,7 @@ import tensorflow as tf  # noqa: E402
 
 from tfpack.models import BertEncoder, BertPretrainer  # noqa: E402
 from tfpack.testing import pack_examples  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 CONFIGS = {
     # name: (encoder kwargs, batch, length, max predictions)
@@ -218,8 +219,7 @@ def main(argv=None):
     text = _markdown(results, command.strip(), args.xla, args.steps)
     print(text)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        write_results(args.output, text)
 
 
 if __name__ == "__main__":

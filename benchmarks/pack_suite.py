@@ -53,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import engines  # noqa: E402  (the floor)
 import pipeline  # noqa: E402  (synthetic Google features)
+from results_file import write_results  # noqa: E402
 
 L, K, M_SEQ, M_PACK = pipeline.L, pipeline.K, pipeline.M_SEQ, pipeline.M_PACK
 TARGET = 0.5
@@ -377,8 +378,7 @@ def main(argv=None) -> int:
     text = report(rows, args, (start_load, os.getloadavg()[0]))
     old = open(args.output).read() if os.path.exists(args.output) else ""
     kept = old[old.find(MEMORY_TITLE):] if MEMORY_TITLE in old else ""
-    with open(args.output, "w") as f:  # the memory section (--memory) stays
-        f.write(text + ("\n" + kept if kept else ""))
+    write_results(args.output, text + ("\n" + kept if kept else ""))  # the memory section (--memory) stays
     print(text)
     return 0
 

@@ -28,6 +28,7 @@ import sysconfig
 import numpy as np
 
 from planners_corpora import DATA, _count_tokens
+from results_file import write_results
 
 
 def _debian() -> list[tuple[str, str]] | None:
@@ -87,7 +88,7 @@ def pairs(name: str, seed: int = 0) -> np.ndarray | None:
             return None
         inputs = _count_tokens([x for x, _ in texts])
         targets = _count_tokens([y for _, y in texts])
-        cache.write_text(f"# WordPiece (bert-base-uncased) tokens of (input, target) pairs of {name}; "
+        write_results(cache, f"# WordPiece (bert-base-uncased) tokens of (input, target) pairs of {name}; "
                          "benchmarks/pair_corpora.py\n" + "".join(f"{x} {y}\n" for x, y in zip(inputs, targets)))
     rows = [line.split() for line in cache.read_text().splitlines() if line and not line.startswith("#")]
     return np.array(rows, dtype=np.int64).reshape(-1, 2)

@@ -31,6 +31,7 @@ import sys
 import time
 
 import numpy as np
+from results_file import write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 L, K, M_SEQ, M_PACK = 512, 3, 76, 80
@@ -332,9 +333,7 @@ def main(argv=None) -> int:
             packs.append(pack_benchmark(int(size), args.seed))
             print(json.dumps(packs[-1]), flush=True)
     text = report(args, tp, stream, packs)
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w") as f:
-        f.write(text)
+    write_results(args.output, text)
     print(text)
     return 0
 

@@ -41,6 +41,7 @@ import knapsack_reference  # noqa: E402
 import planners_suite  # noqa: E402
 
 from tfpack.packing.algorithms import _fit_decreasing, _groups, _knapsack, optimal  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 # (family, L): pricing-heavy (L=2,048 depth 16; L=8,192), grouped plans at L=65,536.
 CASES = [("bimodal", 2048), ("spikes", 8192), ("lognormal", 8192), ("spikes", 65536),
@@ -178,7 +179,7 @@ def main(argv=None) -> int:
     worst = min(rows, key=lambda row: row[2]["ratio"])
     lines += ["", f"Slowest speed-up: {worst[2]['ratio']:.1f}x ({worst[1]}, {worst[0]}); "
               f"all equal: {'yes' if all(m['equal'] for _, _, m in rows) else 'no'}.", ""]
-    pathlib.Path(args.output).write_text("\n".join(lines))
+    write_results(args.output, "\n".join(lines))
     print("\n".join(lines))
     return 0 if all(m["equal"] for _, _, m in rows) else 1
 

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from tfpack import datasets, packing
+from results_file import write_results
 
 RESULTS = pathlib.Path(__file__).parent / "results" / "planners.md"
 
@@ -153,7 +154,7 @@ def main(argv=None) -> int:
     ])
     print(text)
     pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(args.output).write_text(text)
+    write_results(args.output, text)
     return 0
 
 

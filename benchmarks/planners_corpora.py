@@ -43,6 +43,7 @@ import sysconfig
 import zlib
 
 import numpy as np
+from results_file import write_results
 
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 FORTUNES = pathlib.Path("/usr/share/games/fortunes")
@@ -165,7 +166,7 @@ def lengths(name: str) -> np.ndarray | None:
             return None
         counts = _count_tokens(documents)
         DATA.mkdir(exist_ok=True)
-        cache.write_text(f"# WordPiece (bert-base-uncased) tokens per document of {name}; "
+        write_results(cache, f"# WordPiece (bert-base-uncased) tokens per document of {name}; "
                          f"benchmarks/planners_corpora.py\n" + "\n".join(map(str, counts)) + "\n")
     lines = cache.read_text().splitlines()
     return np.array([int(x) for x in lines if x and not x.startswith("#")], dtype=np.int64)

@@ -41,6 +41,7 @@ sys.path.insert(0, str(HERE))
 import lengths  # noqa: E402  (benchmarks/lengths.py)
 
 from tfpack import packing  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 L = 8192
 TARGET_SECONDS = 1.0
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
                      f"{max(s):.2f}) | {'yes' if med < TARGET_SECONDS else 'no'} |")
     text = "\n".join(lines + [""])
     pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(args.output).write_text(text)
+    write_results(args.output, text)
     print(text)
     return 0
 

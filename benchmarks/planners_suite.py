@@ -57,6 +57,7 @@ sys.path.insert(0, str(HERE))
 import planners_corpora  # noqa: E402  (benchmarks/planners_corpora.py)
 
 from tfpack import packing  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 FAMILIES = ("lognormal", "bimodal", "zipf", "spikes", "windows", "uniform")
 MAX_LENGTHS = (512, 2048, 8192, 32768, 65536)
@@ -274,7 +275,7 @@ def main(argv=None) -> int:
 def write(text: str, output: str) -> None:
     """Write a report to ``output`` (its folder made if missing) and print it."""
     pathlib.Path(output).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(output).write_text(text)
+    write_results(output, text)
     print(text)
 
 

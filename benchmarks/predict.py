@@ -39,6 +39,7 @@ import tensorflow as tf  # noqa: E402
 import tfpack  # noqa: E402
 from tfpack import datasets, models  # noqa: E402
 from tfpack.data import tokenize_documents  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 
 def corpus(L: int) -> list[np.ndarray]:
@@ -195,8 +196,7 @@ def main():
     text = markdown(result, "python " + " ".join(sys.argv))
     print(text)
     if not args.quick:
-        with open(args.output, "w") as f:
-            f.write(text)
+        write_results(args.output, text)
 
 
 if __name__ == "__main__":

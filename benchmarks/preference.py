@@ -41,6 +41,7 @@ import tensorflow as tf  # noqa: E402
 
 from tfpack import builders, data, models, training  # noqa: E402
 from tfpack.training.speed import measure_speedup  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 VOCAB = 256
 # name: (prompt, chosen, rejected) length samplers, each (rng, n) -> int array.
@@ -217,8 +218,7 @@ def main() -> None:
     command = "python benchmarks/preference.py " + " ".join(sys.argv[1:])
     text = markdown(results, sharing, args, command.strip(), time.perf_counter() - start)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        write_results(args.output, text)
     print(text)
 
 

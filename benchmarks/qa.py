@@ -40,6 +40,7 @@ import tensorflow as tf  # noqa: E402
 from tfpack import models, packing, training  # noqa: E402
 from tfpack.testing import pack_examples  # noqa: E402
 from tfpack.training.speed import measure_speedup  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 L, K, VOCAB = 384, 3, 2000
 
@@ -150,8 +151,7 @@ def main():
     result = run(args)
     command = "python benchmarks/qa.py " + " ".join(sys.argv[1:])
     text = markdown(result, command.strip())
-    with open(args.output, "w") as f:
-        f.write(text)
+    write_results(args.output, text)
     print(text)
 
 

@@ -47,6 +47,7 @@ from keras_hub_families import batches, chunk, sequences  # noqa: E402
 from tfpack import models  # noqa: E402
 from tfpack.layers import recurrence  # noqa: E402
 from tfpack.training.speed import SpeedupResult  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 HEADS, HEAD_DIM = 4, 16
 FAMILIES = {
@@ -257,7 +258,7 @@ def main() -> None:
     rules = recurrences(data, args)
     text = report(trained, rules, plan, data, args,
                   time.perf_counter() - began)
-    pathlib.Path(args.output).write_text(text)
+    write_results(args.output, text)
     print(text)
 
 

@@ -47,6 +47,7 @@ import tensorflow as tf  # noqa: E402
 
 from tfpack.builders import pack_pairs  # noqa: E402
 from tfpack.models import Seq2SeqLM, from_keras_hub  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 VOCAB = 512
 
@@ -230,8 +231,7 @@ def main() -> None:
     results = [r for r in (case_result(c, args) for c in cases) if r is not None]
     command = ("python benchmarks/seq2seq.py " + " ".join(sys.argv[1:])).strip()
     text = markdown(results, args, command, time.perf_counter() - start)
-    with open(args.output, "w") as f:
-        f.write(text)
+    write_results(args.output, text)
     print(text)
 
 

@@ -41,6 +41,7 @@ from tfpack.builders import pack_pairs  # noqa: E402
 from tfpack.layers.pair_segmented_attention import pair_work  # noqa: E402
 from tfpack.layers.segmented_attention import segment_work  # noqa: E402
 from tfpack.models import Seq2SeqLM, from_keras_hub  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 # (Le, Ld, K, Se, Sd): rows of Le and Ld tokens, K pairs a row, inputs of Se
 # and targets of Sd tokens at most.
@@ -148,8 +149,7 @@ def main() -> None:
     results = [shape_result(*shape, args) for shape in shapes]
     command = ("python benchmarks/seq2seq_attention.py " + " ".join(sys.argv[1:])).strip()
     text = markdown(results, args, command, time.perf_counter() - start)
-    with open(args.output, "w") as f:
-        f.write(text)
+    write_results(args.output, text)
     print(text)
 
 

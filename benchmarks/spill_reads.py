@@ -41,6 +41,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pack_suite  # noqa: E402  (the suite's generated inputs)
+from results_file import write_results  # noqa: E402
 
 
 def _rss_file_kb() -> int:
@@ -190,8 +191,7 @@ def main(argv=None) -> int:
                   f"{row['high']:.2f}), file MB maps {row['maps_file_mb']:.0f} reads "
                   f"{row['reads_file_mb']:.0f}", file=sys.stderr, flush=True)
     text = report(rows, args, (start_load, os.getloadavg()[0]))
-    with open(args.output, "w") as f:
-        f.write(text)
+    write_results(args.output, text)
     print(text)
     return 0
 

@@ -51,6 +51,7 @@ import tensorflow as tf  # noqa: E402
 
 from tfpack import builders, data, datasets, models, packing, training  # noqa: E402
 from tfpack.training.speed import SpeedupResult  # noqa: E402
+from results_file import write_results  # noqa: E402
 
 
 def examples(documents: int, L: int, M: int, seed: int):
@@ -224,9 +225,7 @@ def main():
     result = run(args)
     command = "python benchmarks/training.py " + " ".join(sys.argv[1:])
     if args.output:
-        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
-        with open(args.output, "w") as f:
-            f.write(markdown(result, command.strip()))
+        write_results(args.output, markdown(result, command.strip()))
     print(json.dumps({k: v for k, v in result.items() if k != "curves"}))
 
 
