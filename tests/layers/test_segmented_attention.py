@@ -386,3 +386,28 @@ def test_rows_carry_sinks_and_biases_and_the_whole_pack_fallback_matches():
                              bias=bias, row_features={"positions": positions})
         np.testing.assert_allclose(np.asarray(out)[0, :, 0], expected,
                                    rtol=1e-6, err_msg=f"K={k}")
+
+
+def test_auto_reads_a_mask_it_is_given(monkeypatch):
+    """Under "auto" a given `attention_mask` is read (dense), even where the
+    rule would skip cross-sequence work: a mask that lets the two sequences
+    see each other must change the outputs."""
+    import keras
+
+    from tfpack.layers import self_attention
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, 2048, 8)).astype("float32")
+    ids = np.repeat(np.arange(1, 9), 256)[None].astype("int32")
+    layer = PackedSelfAttention(2, 8, max_sequences_per_pack=8, segment_length=256)
+    assert layer.implementation_for(2048) == "segmented"
+    seen = []
+    original = self_attention.packed_attention
+    monkeypatch.setattr(self_attention, "packed_attention",
+                        lambda *a, **kw: seen.append(kw["implementation"])
+                        or original(*a, **kw))
+    apart = keras.ops.convert_to_numpy(layer(x, sequence_ids=ids))
+    everywhere = np.zeros((1, 1, 2048, 2048), "float32")  # all pairs allowed
+    mixed = keras.ops.convert_to_numpy(layer(x, everywhere, sequence_ids=ids))
+    assert seen == ["segmented", "dense"]
+    assert not np.allclose(apart, mixed, atol=1e-3)

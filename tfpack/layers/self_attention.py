@@ -41,7 +41,9 @@ class PackedSelfAttention(keras.layers.Layer):
       `flash_attention`, whose key loop visits only the key blocks of each
       query block's sequences; no `L x L` buffer; no attention dropout
       while training. Needs `sequence_ids`; ignores `attention_mask`.
-    - `"auto"` (default): the rule of `attention_implementation`, measured.
+    - `"auto"` (default): the rule of `attention_implementation`, measured;
+      dense whenever a call is given an `attention_mask` (a mask other than
+      the block-diagonal one, e.g. shared prompts' branches, must be read).
 
     On the JAX backend, without active dropout, both use
     `jax.nn.dot_product_attention` (cuDNN on GPUs where it applies, XLA
@@ -69,7 +71,8 @@ class PackedSelfAttention(keras.layers.Layer):
         causal: tokens attend to earlier tokens of their sequence only (used
             where the layer builds the mask itself, and by `"segmented"`).
         max_sequences_per_pack: `K`, sequences per pack the segmented rows
-            hold; required by `"segmented"`, and `"auto"` is dense without.
+            hold; required by `"segmented"`, and `"auto"` does not pick
+            segmented without it.
         segment_length: `S`, longest sequence the segmented rows hold;
             None = `L`.
         **kwargs: passed on to `keras.layers.Layer`.
@@ -166,9 +169,13 @@ class PackedSelfAttention(keras.layers.Layer):
         if attention_mask is None and sequence_ids is None:
             raise TfpackError("PackedSelfAttention needs `attention_mask` or "
                               "`sequence_ids`. Received: neither")
+        # "auto" never passes over a mask it is given (a branch mask, an
+        # ablation's): only dense attention reads one.
+        implementation = ("dense" if attention_mask is not None
+                          and self.attention_implementation == "auto"
+                          else self.implementation_for(inputs.shape[1]))
         context = packed_attention(
-            query, key, value,
-            implementation=self.implementation_for(inputs.shape[1]),
+            query, key, value, implementation=implementation,
             dense_bias=lambda: (attention_mask if attention_mask is not None
                                 else self.mask_layer(sequence_ids)),
             sequence_ids=sequence_ids, causal=self.causal,

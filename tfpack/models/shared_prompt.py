@@ -46,10 +46,11 @@ def shared_prompt_logits(lm, inputs, positions, training=None):
     backbone = lm.backbone
     length = inputs["input_ids"].shape[1]
     layers = backbone.transformer_layers
-    if layers and layers[0].attention.implementation_for(length) != "dense":
+    # The layers are handed the branch mask: under "auto" they run it dense.
+    chosen = layers[0].attention.attention_implementation if layers else "dense"
+    if chosen not in ("dense", "auto"):
         raise TfpackError("`share_prompt=True` runs dense attention only. Received: a "
-                          f"backbone choosing {layers[0].attention.implementation_for(length)!r}"
-                          f" at L={length}")
+                          f"backbone with attention_implementation={chosen!r} at L={length}")
     x = backbone.token_embedding(ops.cast(inputs["input_ids"], "int32"))
     if backbone.learned_positions is not None:
         x = x + backbone.learned_positions(positions)
