@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfpack.errors import TfpackError
 from tfpack.training import Trainer
 from tinymodels import TinyPretrainer, dataset, packed_examples
 
@@ -68,3 +69,8 @@ def _graph_nodes(acc):
 def test_traced_update_does_not_grow_with_accumulation_steps():
     # The Python loop this replaced traced every micro-batch: 276 nodes for 2, 2,198 for 64.
     assert _graph_nodes(2) == _graph_nodes(64)
+
+
+def test_accumulation_steps_beyond_the_int32_loop_counters_are_refused():
+    with pytest.raises(TfpackError, match=r"accumulation_steps.*Received: accumulation_steps=2147483648"):
+        _trainer(2**31)

@@ -85,7 +85,7 @@ class Trainer:
             callable returning one. Wrapped in `keras.optimizers.LossScaleOptimizer`
             when the model computes in float16.
         micro_batch_size: packs per replica per forward/backward pass.
-        accumulation_steps: micro-batches per optimizer update.
+        accumulation_steps: micro-batches per optimizer update (int32 loop counters).
         strategy: a `tf.distribute.Strategy` (default: the current one).
         jit_compile: compile the per-replica forward/backward with XLA.
         checkpoint_dir: where checkpoints go; an existing one is resumed.
@@ -108,7 +108,7 @@ class Trainer:
     @validate_params({
         "model": Anything("a tfpack model or a callable returning one: the contract is checked"),
         "optimizer": Anything("a Keras optimizer or a callable returning one"),
-        "micro_batch_size": Integer(1), "accumulation_steps": Integer(1),
+        "micro_batch_size": Integer(1), "accumulation_steps": Integer(1, 2**31 - 1),
         "strategy": [None, InstanceOf(tf.distribute.Strategy)], "jit_compile": Boolean(),
         "checkpoint_dir": [None, OutputPath("directory")],
         "checkpoint_every": [None, Integer(1)], "log_path": [None, OutputPath("file")],
