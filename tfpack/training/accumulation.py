@@ -18,11 +18,18 @@ once, as the unrolled graph did. Each micro-batch meets the same ops in the
 same order as before, so results are bitwise those of the unrolled loop.
 
 >>> import tensorflow as tf
->>> batches = {"x": tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])}
->>> total = fold_micro_batches(lambda x, s: s + tf.reduce_sum(x["x"]), batches,
-...                            tf.constant(0.0), steps=3)
->>> float(total)
-21.0
+>>> strategy = tf.distribute.get_strategy()
+>>> iterator = iter(tf.data.Dataset.range(4).map(lambda i: {"x": tf.fill([2], i)}))
+>>> @tf.function
+... def read():
+...     complete, arrays = read_micro_batches(
+...         strategy, iterator, 3, {"x": tf.TensorSpec([2], tf.int64)})
+...     return complete, stacked_micro_batches(strategy, arrays)["x"]
+>>> complete, x = read()
+>>> bool(complete), x.numpy().tolist()
+(True, [[0, 0], [1, 1], [2, 2]])
+>>> bool(read()[0])  # one micro-batch left: no complete update
+False
 """
 
 from __future__ import annotations
@@ -103,6 +110,11 @@ def fold_micro_batches(fn, batches: dict, initial, steps: int, start: int = 0):
 
     ``batches`` holds ``[steps, ...]`` features; one `tf.while_loop`, so the
     graph holds ``fn`` once whatever ``steps`` is.
+
+    >>> batches = {"x": tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])}
+    >>> float(fold_micro_batches(lambda x, s: s + tf.reduce_sum(x["x"]), batches,
+    ...                          tf.constant(0.0), steps=3))
+    21.0
     """
     def body(j, state):
         return j + 1, fn({k: v[j] for k, v in batches.items()}, state)
