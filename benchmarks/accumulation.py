@@ -104,10 +104,10 @@ def main() -> None:
               f"{r['next_update_s']} | {r['peak_rss_mb']} | {r['rss_growth_mb']} |"
               for r in rows]
     text = "\n".join(lines) + "\n"
+    print(text)
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)
-    print(text)
 
 
 if __name__ == "__main__":

@@ -72,5 +72,6 @@ def test_traced_update_does_not_grow_with_accumulation_steps():
 
 
 def test_accumulation_steps_beyond_the_int32_loop_counters_are_refused():
-    with pytest.raises(TfpackError, match=r"accumulation_steps.*Received: accumulation_steps=2147483648"):
+    with pytest.raises(TfpackError,
+                       match=r"accumulation_steps.*Received: accumulation_steps=2147483648"):
         _trainer(2**31)
