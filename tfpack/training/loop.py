@@ -8,7 +8,7 @@
 2. ``compute_gradients`` (XLA, ``jit_compile=True``, fixed shapes, inside
    ``strategy.run``): forward, ``model.loss_statistics``, loss = per-term
    local loss sums over the global counts, backward; gradients are summed over
-   the micro-batches on the replica.
+   the micro-batches on the replica (graph loops: `accumulation`).
 3. ``apply_gradients``: the optimizer all-reduces (sums) the gradients over
    replicas and updates the weights (with loss scaling under mixed precision).
 
@@ -55,7 +55,7 @@ from tfpack.errors import TfpackError
 from tfpack.packing.workers import PackSplit, split_packs
 from tfpack.params import (Anything, Boolean, InstanceOf, Integer, OutputPath,
                            validate_params)
-from tfpack.training import hosts, inputs
+from tfpack.training import accumulation, hosts, inputs
 from tfpack.training.checkpoint import Checkpointer, agreed_step, learning_rate_variable
 from tfpack.training.checkpoint import random_state
 from tfpack.training.exactness import check_before_training
@@ -85,7 +85,7 @@ class Trainer:
             callable returning one. Wrapped in `keras.optimizers.LossScaleOptimizer`
             when the model computes in float16.
         micro_batch_size: packs per replica per forward/backward pass.
-        accumulation_steps: micro-batches per optimizer update.
+        accumulation_steps: micro-batches per optimizer update (int32 loop counters).
         strategy: a `tf.distribute.Strategy` (default: the current one).
         jit_compile: compile the per-replica forward/backward with XLA.
         checkpoint_dir: where checkpoints go; an existing one is resumed.
@@ -108,7 +108,7 @@ class Trainer:
     @validate_params({
         "model": Anything("a tfpack model or a callable returning one: the contract is checked"),
         "optimizer": Anything("a Keras optimizer or a callable returning one"),
-        "micro_batch_size": Integer(1), "accumulation_steps": Integer(1),
+        "micro_batch_size": Integer(1), "accumulation_steps": Integer(1, 2**31 - 1),
         "strategy": [None, InstanceOf(tf.distribute.Strategy)], "jit_compile": Boolean(),
         "checkpoint_dir": [None, OutputPath("directory")],
         "checkpoint_every": [None, Integer(1)], "log_path": [None, OutputPath("file")],
@@ -186,12 +186,10 @@ class Trainer:
         return names
 
     def count_targets(self, batches):
-        """Per replica: targets of each loss term (and real tokens) in ``batches``."""
-        totals = None
-        for x in batches:
-            counts = target_counts(self.model, x)
-            totals = counts if totals is None else {k: totals[k] + counts[k] for k in counts}
-        return totals
+        """Per replica: targets of each loss term (and real tokens) in ``batches``
+        (features stacked ``[accumulation_steps, micro_batch_size, ...]``)."""
+        return accumulation.sum_micro_batches(lambda x: target_counts(self.model, x), batches,
+                                              self.accumulation_steps)
 
     def _zeros(self):
         return ([tf.zeros_like(v) for v in self.model.trainable_variables],
@@ -225,7 +223,8 @@ class Trainer:
         stats = {k: statistics[k] + tf.cast(stats[k], tf.float32) for k in statistics}
         return grads, stats
 
-    def _replica_gradients(self, *args):
+    def accumulate_gradients(self, batches, denominators):
+        """Per replica: `compute_gradients` of each micro-batch of ``batches``, summed."""
         # One compiled function per replica: a `tf.function` does not key its
         # trace cache on captured variables, so a single one shared by the
         # replicas would run replica 0's trace (and variables) on every device
@@ -236,7 +235,11 @@ class Trainer:
         if replica not in self._compiled:
             self._compiled[replica] = tf.function(
                 self.compute_gradients, jit_compile=self.jit_compile, reduce_retracing=True)
-        return self._compiled[replica](*args)
+        step = self._compiled[replica]
+        # Zeros first, so the compiled step has one signature (one XLA compile).
+        return accumulation.fold_micro_batches(
+            lambda x, state: step(x, denominators, *state), batches, self._zeros(),
+            self.accumulation_steps)
 
     def apply_gradients(self, gradients):
         """Per replica: the optimizer all-reduces (sums) and applies the gradients."""
@@ -252,11 +255,20 @@ class Trainer:
         self.optimizer.apply(gradients, self.model.trainable_variables)
 
     def train_step(self, iterator):
-        """One optimizer update (cross-replica context, inside `tf.function`)."""
-        self.update([next(iterator) for _ in range(self.accumulation_steps)])
+        """One optimizer update (cross-replica context, inside `tf.function`); its graph
+        does not grow with ``accumulation_steps`` (`tfpack.training.accumulation`). A
+        stream that ends within an update ends training; that update is not applied."""
+        complete, arrays = accumulation.read_micro_batches(
+            self.strategy, iterator, self.accumulation_steps,
+            accumulation.micro_batch_spec(self._element_spec, self.micro_batch_size))
+        if complete:
+            self.update(accumulation.stacked_micro_batches(self.strategy, arrays))
+        else:
+            self._exhausted.assign(True)
 
     def update(self, batches):
-        """One optimizer update on ``accumulation_steps`` distributed micro-batches."""
+        """One optimizer update on distributed micro-batches ``batches``
+        (per replica, features stacked ``[accumulation_steps, micro_batch_size, ...]``)."""
         counts = self._sum_over_replicas(self.strategy.run(self.count_targets, args=(batches,)))
         expected = getattr(self.model, "expected_counts", None) or {}
         # Loss balancing (seed 000, appendix T.6): a fixed expected count per
@@ -264,11 +276,8 @@ class Trainer:
         denominators = {t: (tf.constant(expected[t] * self.packs_per_update, tf.float32)
                             if t in expected else tf.maximum(counts[t], 1.0))
                         for t in self.terms}
-        # Zeros first, so the compiled step has one signature (one XLA compile).
-        grads, stats = self.strategy.run(self._zeros)
-        for x in batches:
-            grads, stats = self.strategy.run(
-                self._replica_gradients, args=(x, denominators, grads, stats))
+        grads, stats = self.strategy.run(self.accumulate_gradients,
+                                         args=(batches, denominators))
         self.strategy.run(self.apply_gradients, args=(grads,))
         stats = self._sum_over_replicas(stats)
         for k in ("real_tokens", "sequences"):
@@ -296,15 +305,7 @@ class Trainer:
         # Up to `num_steps` updates in one graph (one host sync per call);
         # stops early once a non-finite loss was seen.
         def body(i):
-            # Optionals, so that a finite dataset ends the loop instead of
-            # raising OutOfRangeError; an incomplete last update is not applied.
-            optionals = [iterator.get_next_as_optional()
-                         for _ in range(self.accumulation_steps)]
-            complete = tf.reduce_all(tf.stack([o.has_value() for o in optionals]))
-            if complete:
-                self.update([o.get_value() for o in optionals])
-            else:
-                self._exhausted.assign(True)
+            self.train_step(iterator)
             return (i + 1,)
 
         def keep_going(i):
