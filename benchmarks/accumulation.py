@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from results_file import write_results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -106,8 +108,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        write_results(args.output, text)
 
 
 if __name__ == "__main__":
