@@ -1,5 +1,7 @@
 """Helpers shared by the export tests."""
 
+import os
+
 import numpy as np
 
 
@@ -25,3 +27,14 @@ def unpacked(rows, max_length, max_sequences_per_pack, *, max_predictions=None, 
         f["labels"] = np.zeros((n, max_sequences_per_pack), np.int32)
         f["labels"][:, 0] = labels
     return f
+
+
+def served_ids_shape(path):
+    """``input_ids``' shape in serving_default's signature (-1: any size), as TensorFlow
+    Serving reads it from saved_model.pb: no `tf.saved_model.load` restoring the weights."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
+        graph = saved_model_pb2.SavedModel.FromString(f.read()).meta_graphs[0]
+    return [d.size for d in graph.signature_def["serving_default"].inputs["input_ids"]
+            .tensor_shape.dim]

@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tests.faults.inprocess import run_cli_here
 from tfpack import models
 from tfpack.export import paths
 
@@ -25,8 +26,10 @@ def _env():
 
 
 def _export(keras_file, output, length):
-    return [sys.executable, "-m", "tfpack.cli", "export", "--model", str(keras_file),
-            "--output", str(output), "--max-length", str(length), "--max-sequences-per-pack", "2"]
+    """``tfpack export`` argv: the exports that are not killed run in this process (a
+    process start imports TensorFlow again), the killed ones in their own."""
+    return ["export", "--model", str(keras_file), "--output", str(output),
+            "--max-length", str(length), "--max-sequences-per-pack", "2"]
 
 
 def _check(path, model):
@@ -57,12 +60,12 @@ def test_killed_export_leaves_the_old_or_the_new_saved_model(tmp_path):
            "sequence_mask": np.array([[1.0, 0.0]], np.float32)})  # Built: weights saved.
     model.save(tmp_path / "m.keras")
     out = tmp_path / "served"
-    first = subprocess.run(_export(tmp_path / "m.keras", out, 8), capture_output=True,
-                           timeout=300, env=_env())
-    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    first = run_cli_here(*_export(tmp_path / "m.keras", out, 8))
+    assert first.returncode == 0, first.stderr[-2000:]
     rng = random.Random(0)
     for attempt in range(2):
-        process = subprocess.Popen(_export(tmp_path / "m.keras", out, 6 + attempt),
+        process = subprocess.Popen([sys.executable, "-m", "tfpack.cli",
+                                    *_export(tmp_path / "m.keras", out, 6 + attempt)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env=_env())
         deadline = time.monotonic() + 240
@@ -73,8 +76,7 @@ def test_killed_export_leaves_the_old_or_the_new_saved_model(tmp_path):
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
         _check(out, model)
-    last = subprocess.run(_export(tmp_path / "m.keras", out, 8), capture_output=True,
-                          timeout=300, env=_env())
-    assert last.returncode == 0, last.stderr.decode()[-2000:]
+    last = run_cli_here(*_export(tmp_path / "m.keras", out, 8))
+    assert last.returncode == 0, last.stderr[-2000:]
     _check(out, model)
     assert sorted(os.listdir(tmp_path)) == ["m.keras", "served"]

@@ -2,6 +2,8 @@
 sequence run alone, for every loss, packed or not, prompts shared or not; gradients equal
 the unpacked ones. Training, prediction and the reference paths: test_preference_training.py."""
 
+import functools
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -43,6 +45,17 @@ def test_one_pair_by_hand_in_numpy():
     assert float(out["loss"][0, 0]) == pytest.approx(loss, abs=2e-6)
 
 
+@functools.cache
+def policy_and_alone(pairs_seed, **kwargs):
+    """A seeded policy and every sequence of ``make_pairs(pairs_seed)`` run alone through it.
+
+    Shared by the losses' parametrizations (nothing here trains the policy): running each
+    sequence alone is most of a test's cost, and it does not depend on the loss.
+    """
+    policy = decoder_policy(**kwargs)
+    return policy, pairs_alone(policy, make_pairs(seed=pairs_seed))
+
+
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("implementation", ["dense", "segmented", "learned_positions"])
 def test_every_pair_equals_its_sequences_run_alone(loss, implementation):
@@ -52,7 +65,7 @@ def test_every_pair_equals_its_sequences_run_alone(loss, implementation):
               "segmented": {"attention_implementation": "segmented",
                             "max_sequences_per_pack": 6},
               "learned_positions": {"position_embedding": "learned"}}[implementation]
-    policy = decoder_policy(**kwargs)
+    policy, alone = policy_and_alone(0, **kwargs)
     pairs = make_pairs()
     reference = reference_scores()
     model = PreferenceModel(policy, "precomputed", loss=loss, **LOSS_OPTIONS)
@@ -60,7 +73,6 @@ def test_every_pair_equals_its_sequences_run_alone(loss, implementation):
     packs = [[4, 1, 6], [2, 0], [5], [3]]
     out = model(pack(with_reference(items(pairs), reference), packs, max_pairs=3))
     got = per_pair(out, packs, len(pairs))
-    alone = pairs_alone(policy, pairs)
     want_loss, want_margin = numpy_losses(
         loss, alone, np.array([reference["chosen"], reference["rejected"]]).T, **LOSS_OPTIONS)
     assert close(got["chosen_log_likelihood"], alone[:, 0])
@@ -140,7 +152,8 @@ def test_a_precomputed_reference_absent_from_the_packs_is_refused():
 @pytest.mark.parametrize("loss", ["sigmoid", "simpo"])
 @pytest.mark.parametrize("positions", ["rotary", "learned"])
 def test_prompt_sharing_equals_the_unshared_computation(loss, positions):
-    policy = decoder_policy(attention_implementation="dense", position_embedding=positions)
+    policy, alone = policy_and_alone(3, attention_implementation="dense",
+                                     position_embedding=positions)
     pairs = make_pairs(seed=3)
     reference = reference_scores()
     packs = [[4, 1, 6], [2, 0], [5], [3]]
@@ -151,7 +164,6 @@ def test_prompt_sharing_equals_the_unshared_computation(loss, positions):
         batch = pack(with_reference(items(pairs, share_prompt=share), reference), packs,
                      max_pairs=3)
         outputs[share] = per_pair(model(batch), packs, len(pairs))
-    alone = pairs_alone(policy, pairs)
     assert close(outputs[True]["chosen_log_likelihood"], alone[:, 0])
     assert close(outputs[True]["rejected_log_likelihood"], alone[:, 1])
     for name in outputs[False]:

@@ -50,6 +50,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 
 import tensorflow as tf
@@ -150,16 +151,20 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
     row_lengthsspec = tf.TensorSpec([None], tf.int32, name="lengths")
     # The functions reach the SavedModel as its signatures only. As attributes of
     # the module, `tf.saved_model.save` would trace each again (its save context is
-    # part of a function's cache key) and write every graph twice.
-    serve_sequences = tf.function(
+    # part of a function's cache key) and write every graph twice. No AutoGraph:
+    # the served code has no Python control flow on tensors (a tensor used as a
+    # Python bool would fail the trace loudly), and converting the model's and
+    # the in-graph packer's source cost more than the rest of the trace.
+    function = functools.partial(tf.function, autograph=False)
+    serve_sequences = function(
         lambda input_ids, lengths: sequences(input_ids, tf.zeros_like(input_ids), lengths),
         input_signature=[ids_spec(), row_lengthsspec])
-    serve_sequences_with_token_types = tf.function(
+    serve_sequences_with_token_types = function(
         sequences, input_signature=[
             ids_spec(), tf.TensorSpec([None, None], tf.int32, name="token_type_ids"),
             row_lengthsspec])
     signatures = {
-        "serving_default": tf.function(
+        "serving_default": function(
             packed, input_signature=list(specs.values())).get_concrete_function(),
         "serve_sequences": serve_sequences.get_concrete_function(),
         "serve_sequences_with_token_types":
@@ -170,7 +175,7 @@ def _serving_module(model, specs, kinds, sizes, padding_id):
             return sequences(input_ids, tf.zeros_like(input_ids),
                              _unpadded_lengths(input_ids, padding_id))
 
-        signatures["serve_padded_sequences"] = tf.function(
+        signatures["serve_padded_sequences"] = function(
             padded, input_signature=[ids_spec()]).get_concrete_function()
     # Track exactly the variables the graphs read (their own tf.Variables).
     module.served_variables = list({id(v): v for function in signatures.values()
