@@ -129,3 +129,23 @@ def test_keras_steps_bound_each_sequence_of_a_pair_by_the_position_table():
     nine = [{"prompt": [1, 2, 3], "chosen": [4, 5, 6, 7, 8, 9], "rejected": [7]}]
     _held(judge_call(lambda: model.evaluate(_pairs(nine), batch_size=1, verbose=0),
                      refuse=True, match="Received: position_ids=8"))
+
+
+def test_an_adapter_without_a_position_table_bounds_no_position():
+    """A keras-hub adapter saying ``max_sequence_length=None`` (rotary GPT-NeoX and ESM-2,
+    relative DeBERTa-v3) has no table, whatever its keras-hub backbone's number: Keras
+    steps, `predict` and the export read 512 there and would refuse longer packs."""
+    from tfpack.models.limits import input_limits
+
+    class KerasHubBackbone:
+        max_sequence_length = 512
+
+    class Adapter:
+        max_sequence_length, backbone = None, KerasHubBackbone()
+
+    class Task:
+        vocabulary_size, backbone = 20, Adapter()
+
+    assert input_limits(Task()) == {"input_ids": 20}
+    Adapter.max_sequence_length = 16  # a learned table of its own
+    assert input_limits(Task()) == {"input_ids": 20, "position_ids": 16}
