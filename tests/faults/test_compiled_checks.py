@@ -104,31 +104,37 @@ def _pairs(pairs, share_prompt=False):
                          max_length=16, max_sequences_per_pack=2)
 
 
-def test_xla_fit_refuses_shared_prompt_packs_for_a_model_without_it():
-    keras.utils.set_random_seed(0)
-    policy = tfpack.models.CausalLM(tfpack.models.DecoderBackbone(
-        vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2, intermediate_dim=16))
-    model = tfpack.models.PreferenceModel(policy, loss="simpo")
-    model.compile(optimizer="sgd", jit_compile=True)
-    _held(judge_call(lambda: model.fit(_pairs(PAIRS, share_prompt=True), batch_size=1,
-                                       verbose=0), refuse=True, match=SHARED))
-
-
-def test_keras_steps_bound_each_sequence_of_a_pair_by_the_position_table():
-    """A table of 8 rows reads pairs of two 6-token sequences (12 tokens a pair) and
-    refuses a 9-token chosen sequence, on the positions each sequence is read at (`evaluate`
-    traces a cheaper step than `fit`; both are checked alike)."""
+@pytest.fixture(scope="module")
+def pair_model():
+    """A `PreferenceModel` without ``share_prompt`` on a learned position table of 8 rows,
+    compiled with XLA (its steps traced once for every scenario: the packs share shapes)."""
     keras.utils.set_random_seed(0)
     policy = tfpack.models.CausalLM(tfpack.models.DecoderBackbone(
         vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2, intermediate_dim=16,
         position_embedding="learned", max_sequence_length=8))
     model = tfpack.models.PreferenceModel(policy, loss="simpo")
-    model.compile(optimizer="sgd", jit_compile=False)
-    six = [{"prompt": [1, 2, 3], "chosen": [4, 5, 6], "rejected": [7, 8, 9]}]
-    assert np.isfinite(model.evaluate(_pairs(six), batch_size=1, verbose=0)).all()
-    nine = [{"prompt": [1, 2, 3], "chosen": [4, 5, 6, 7, 8, 9], "rejected": [7]}]
-    _held(judge_call(lambda: model.evaluate(_pairs(nine), batch_size=1, verbose=0),
-                     refuse=True, match="Received: position_ids=8"))
+    model.compile(optimizer="sgd", jit_compile=True)
+    return model
+
+
+def test_xla_fit_refuses_shared_prompt_packs_for_a_model_without_it(pair_model):
+    _held(judge_call(lambda: pair_model.fit(_pairs(PAIRS, share_prompt=True), batch_size=1,
+                                            verbose=0), refuse=True, match=SHARED))
+
+
+def test_keras_steps_bound_each_sequence_of_a_pair_by_the_position_table(pair_model):
+    """A table of 8 rows reads pairs of two 6-token sequences (12 tokens a pair) and
+    refuses a 9-token chosen sequence, on the positions each sequence is read at."""
+    from tfpack.models.batch_checks import graph_checked, refusing
+
+    nine = _pairs([{"prompt": [1, 2, 3], "chosen": [4, 5, 6, 7, 8, 9], "rejected": [7]}])
+    _held(judge_call(lambda: pair_model.fit(nine, batch_size=1, verbose=0), refuse=True,
+                     match="Received: position_ids=8"))
+    # The same checks around a step that returns its positions, without tracing a model.
+    step = refusing(tf.function(graph_checked(pair_model, lambda x: x["position_ids"])))
+    six = _pairs([{"prompt": [1, 2, 3], "chosen": [4, 5, 6], "rejected": [7, 8, 9]}])
+    assert step(six).numpy().max() == 11  # the pack's positions; each sequence ends at 5
+    _held(judge_call(lambda: step(nine), refuse=True, match="Received: position_ids=8"))
 
 
 def test_an_adapter_without_a_position_table_bounds_no_position():
