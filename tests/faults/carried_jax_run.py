@@ -14,7 +14,11 @@ Prints one JSON object: scenario -> ``"refused: <message>"`` (a `TfpackError`),
   empty slot (read by no loss: accepted);
 - ``shared_prompt_fit`` / ``_evaluate`` / ``_predict``: pairs that share their
   prompt through a `PreferenceModel` without ``share_prompt``;
-  ``shared_prompt_model_fit``: the same packs through one with it (accepted).
+  ``shared_prompt_model_fit``: the same packs through one with it (accepted);
+- ``positions_fit`` / ``_evaluate`` / ``_predict``: a position 9 for a learned
+  position table of 8 rows (JAX's lookup filled it without a word; TensorFlow's
+  gather raised); ``pair_positions_fit``: a pair whose rejected sequence reaches
+  position 8 of its own (9 in the pack) for a table of 8 rows.
 """
 
 import json
@@ -102,5 +106,28 @@ def shared_prompts():
     return results
 
 
+def positions():
+    model = tfpack.models.TokenClassifier(encoder(), num_classes=3, dropout=0.0)
+    ids = np.array([[2, 5, 7, 9, 3, 4, 6, 8]] * 2, np.int32)
+    x = {"input_ids": ids, "sequence_ids": np.ones_like(ids),
+         "position_ids": np.tile(np.arange(8, dtype=np.int32), (2, 1)),
+         "token_type_ids": np.zeros_like(ids), "labels": np.zeros_like(ids)}
+    x["position_ids"][1, 7] = 9
+    model.compile(optimizer="sgd")
+    results = {f"positions_{name}": outcome(lambda call=call: call(x, batch_size=2, verbose=0))
+               for name, call in (("fit", model.fit), ("evaluate", model.evaluate),
+                                  ("predict", model.predict))}
+    keras.utils.set_random_seed(0)
+    policy = tfpack.models.CausalLM(tfpack.models.DecoderBackbone(
+        vocabulary_size=20, num_layers=1, hidden_dim=8, num_heads=2, intermediate_dim=16,
+        position_embedding="learned", max_sequence_length=8))
+    pairs = tfpack.models.PreferenceModel(policy, loss="simpo")
+    pairs.compile(optimizer="sgd")
+    packs = pack_examples([preference_pair([1, 2, 3], [4], [5, 6, 7, 8, 9, 10])],
+                          max_length=16, max_sequences_per_pack=2)
+    results["pair_positions_fit"] = outcome(lambda: pairs.fit(packs, batch_size=1, verbose=0))
+    return results
+
+
 if __name__ == "__main__":
-    print(json.dumps({**token_tags(), **sequence_labels(), **shared_prompts()}))
+    print(json.dumps({**token_tags(), **sequence_labels(), **shared_prompts(), **positions()}))

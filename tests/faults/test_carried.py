@@ -182,9 +182,10 @@ def test_the_trainer_refuses_shared_prompt_packs_for_a_model_without_it(policy):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"PreferenceModel\(share_prompt=True\) to read pairs that share"):
         trainer.fit(tf.data.Dataset.from_tensor_slices(packs), num_steps=1)
-    # Keras `evaluate` (and `fit`) of the same model, on TensorFlow without XLA, alike.
+    # Keras `evaluate` (and `fit`) of the same model, on TensorFlow without XLA: one
+    # `TfpackError`, as on JAX (`tests/faults/test_compiled_checks.py`: with XLA too).
     trainer.model.compile(optimizer="sgd", jit_compile=False)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"share_prompt=True\) to read"):
+    with pytest.raises(tfpack.errors.TfpackError, match=r"share_prompt=True\) to read"):
         trainer.model.evaluate(tf.data.Dataset.from_tensor_slices(packs).batch(1), verbose=0)
 
 
@@ -209,9 +210,9 @@ def test_a_direct_call_refuses_shared_prompt_packs_for_a_model_without_it(scorer
 @pytest.mark.slow  # one JAX process: 20-35 s on the shared 2 cores
 def test_keras_on_jax_refuses_what_the_tensorflow_assertions_refuse():
     """Keras `fit`, `evaluate` and `predict` on JAX (jitted steps, no TensorFlow assertion)
-    trained on labels past the head and on shared prompts for a model without them, without
-    a word; now each batch is checked on the host before the step (one JAX process,
-    `carried_jax_run.py`)."""
+    trained on labels past the head, on shared prompts for a model without them and on
+    positions past the learned position table, without a word; now each batch is checked on
+    the host before the step (one JAX process, `carried_jax_run.py`)."""
     import json
     import os
     import subprocess
@@ -238,4 +239,9 @@ def test_keras_on_jax_refuses_what_the_tensorflow_assertions_refuse():
         "Received: labels=2")
     for call in ("fit", "evaluate", "predict"):
         assert got.pop(f"shared_prompt_{call}").startswith(shared)
+    positions = ("refused: `position_ids` must be inside [0, 8) (the rows of the model's "
+                 "position table). Received: position_ids=")
+    for call in ("fit", "evaluate", "predict"):
+        assert got.pop(f"positions_{call}") == positions + "9"
+    assert got.pop("pair_positions_fit") == positions + "8"  # its own position, not the pack's
     assert got == {"empty_slot_label_evaluate": "accepted", "shared_prompt_model_fit": "accepted"}

@@ -62,7 +62,7 @@ from tfpack.export.graph_packing import (gather_sequence_outputs, gather_token_o
 from tfpack.export.shapes import SIZE_PARAMETERS, feature_specs, serving_lengths
 from tfpack.export.value_checks import packed_checks, packed_rules, shape_checks
 from tfpack.formats import outputs
-from tfpack.inference.limits import input_limits
+from tfpack.models.limits import input_limits
 from tfpack.params import INT32_MAX, Boolean, Integer, OutputPath, validate_params
 from tfpack.version import __version__
 

@@ -32,7 +32,7 @@ import tensorflow as tf
 
 from tfpack import features as contract
 from tfpack.errors import TfpackError
-from tfpack.inference.limits import input_limits
+from tfpack.models.limits import input_limits
 from tfpack.params import Anything, InstanceOf, Integer, validate_params
 from tfpack.training import trained_lengths
 from tfpack.training.validation import lengths_of

@@ -3,7 +3,7 @@
 A packed request to ``serving_default`` is checked before the model runs,
 with the same rules `write_packed` applies
 (`tfpack.formats.packed_values.value_rule`, derived from the feature table)
-and the model's own tables (`tfpack.inference.limits`): ``input_ids`` and
+and the model's own tables (`tfpack.models.limits`): ``input_ids`` and
 ``token_type_ids`` inside the model's vocabularies, ``position_ids`` inside
 the pack (``[0, L)``, and the model's position table), ``sequence_ids`` in
 ``[0, K]``, ``cls_positions`` and ``masked_lm_positions`` inside the pack,

@@ -4,7 +4,7 @@ The examples are packed as they stream in (`tfpack.data.pack` with
 ``window=``: memory bounded by the window, not the corpus), batched to one
 fixed shape ``[batch_size, L]`` (the last batch is filled with empty packs;
 fewer packs than ``batch_size`` in all give one call of just those), checked
-against the model's tables (`tfpack.inference.limits`: an id outside the
+against the model's tables (`tfpack.models.limits`: an id outside the
 vocabulary, a position past the position table is refused, naming the
 example, before the compiled step, where XLA would clamp it),
 run through the model compiled once (``jit_compile``), and every output is
@@ -47,8 +47,8 @@ from tfpack.features import FeatureRoles
 from tfpack.data.pack import pack
 from tfpack.errors import TfpackError
 from tfpack.inference.layouts import positions_per_sequence
+from tfpack.models.limits import input_limits
 from tfpack.training.layouts import check_pair_layout
-from tfpack.inference.limits import input_limits
 from tfpack.inference.pairs import predict_pairs
 from tfpack.inference.unpack import Collector
 from tfpack.params import (Anything, Boolean, InstanceOf, Integer, IntegerPair, token_ids,

@@ -360,6 +360,13 @@ class PreferenceModel(Task):
         features.update(sequence_ids=sequences, position_ids=positions)
         return features, sequences, num_pairs
 
+    def sequence_positions(self, inputs):
+        """Each token's position inside its own sequence (a pair's chosen or rejected one):
+        the row of the position table it reads (checked by
+        `tfpack.training.validation.position_checks`)."""
+        return split_pairs(inputs["sequence_ids"], inputs["branch_ids"], inputs["position_ids"],
+                           inputs["sequence_mask"].shape[-1])[1]
+
     def _scores(self, lm, features, inputs, sequences, num_pairs, training):
         if self.share_prompt:
             logits = shared_prompt_logits(lm, inputs, features["position_ids"], training)

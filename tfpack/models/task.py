@@ -40,8 +40,6 @@ Example:
 (True, ('lm',), ('labels', 'loss_weights'))
 """
 
-import itertools
-
 import keras
 from keras import ops
 
@@ -55,6 +53,8 @@ from tfpack.layers.step_loss import EvaluationLoss, StepLoss
 from tfpack.models.backbone import backbone_input_features
 from tfpack.models.backbone import build_by_calling
 from tfpack.models.backbone import check_backbone
+from tfpack.models.batch_checks import checked_loss, graph_checked, host_checked, refusing
+from tfpack.models.limits import input_limits
 from tfpack.params import Anything, InstanceOf, validate_params
 from tfpack.training import trained_lengths
 
@@ -64,57 +64,6 @@ TASK_PARAMETERS = {
     "backbone": Anything("a backbone, checked by check_backbone"),
     "expected_counts": [None, InstanceOf(dict, description="a dict of loss term -> count")],
 }
-
-
-def _checked(model, x, loss):
-    """``loss`` after the trainer's named assertions on the packs (class labels past
-    ``num_classes``, shared prompts for a model without them), on TensorFlow: Keras
-    `fit` and `evaluate` refuse what the `Trainer` refuses (XLA drops assertions; on
-    JAX the same rules run on the host, `_checked_step`)."""
-    if keras.backend.backend() != "tensorflow":
-        return loss
-    import tensorflow as tf
-
-    from tfpack.training.validation import label_checks, pair_layout_checks
-
-    checks = label_checks(model, x) + pair_layout_checks(model, x)
-    if not checks:
-        return loss
-    with tf.control_dependencies(checks):
-        return tf.identity(loss)
-
-
-# The variables in a Keras JAX step's ``state``, by step.
-_STATE = {"train": ("trainable_variables", "non_trainable_variables", "optimizer_variables",
-                    "metrics_variables"),
-          "test": ("trainable_variables", "non_trainable_variables", "metrics_variables"),
-          "predict": ("trainable_variables", "non_trainable_variables")}
-
-
-def _checked_step(model, step, kind: str):
-    """Keras on JAX: ``step(state, iterator)`` with the batches it takes checked on the
-    host first (`check_batch`): no assertion runs inside the jitted step. Keras takes
-    the variables' values out for the loop (``state``); a refused batch puts them back
-    before the error leaves, so the model stays usable. Wrapped once a model."""
-    if keras.backend.backend() != "jax" or step is None or getattr(step, "checked", False):
-        return step
-    from tfpack.training.validation import check_batch
-
-    def checked(state, iterator):
-        batches = list(itertools.islice(iterator, model.steps_per_execution))
-        try:
-            for data in batches:
-                x = data[0] if isinstance(data, (tuple, list)) else data
-                if isinstance(x, dict):
-                    check_batch(model, x)
-        except TfpackError:
-            model._jax_state, model._jax_state_synced = dict(zip(_STATE[kind], state)), False
-            model.jax_state_sync()
-            raise
-        return step(state, iter(batches))
-
-    checked.checked = True
-    return checked
 
 
 class Task(keras.Model):
@@ -186,6 +135,13 @@ class Task(keras.Model):
                      if n not in optional)
 
     @property
+    def position_table_rows(self):
+        """Rows of the learned position table ``position_ids`` are read in, or `None`
+        (rotary positions: no table). Keras `fit`, `evaluate` and `predict` refuse a
+        position past it (`tfpack.training.validation.position_checks`)."""
+        return input_limits(self).get("position_ids")
+
+    @property
     def encoder(self):
         """The backbone (the name before tasks took any backbone)."""
         return self.backbone
@@ -231,22 +187,41 @@ class Task(keras.Model):
             # Each replica adds its 1 / R of the regularization, as Keras does:
             # the optimizer sums the replicas' gradients.
             loss = loss + ops.cast(ops.sum(self.losses), "float32") / num_replicas()
-        return _checked(self, x, loss)
+        return checked_loss(self, x, loss)
 
-    # Keras on JAX jits its whole step: the packs are checked on the host before it.
+    # Keras `fit`, `evaluate` and `predict` check each batch before its step
+    # (`tfpack.models.batch_checks`): on the host on JAX, in the step's graph on TensorFlow.
+    def _checked_function(self, function, kind):
+        backend = keras.backend.backend()
+        if backend == "jax":
+            return host_checked(self, function, kind)
+        if backend != "tensorflow":
+            return function
+        if not hasattr(keras.Model, "_autoconvert_optionals"):
+            raise TfpackError(
+                "Keras's TensorFlow trainer must pass each step through "
+                "`_autoconvert_optionals`, where tfpack checks the batch outside XLA. "
+                f"Received: keras=={keras.__version__}, which has no such method")
+        return refusing(function)
+
+    def _autoconvert_optionals(self, step_func):
+        # Keras's TensorFlow trainer passes its one-batch step (compiled with XLA under
+        # `jit_compile=True`) through here; the checks run around it, in the graph.
+        return graph_checked(self, super()._autoconvert_optionals(step_func))
+
     def make_train_function(self, force=False):
         made = super().make_train_function(force)
-        self.train_function = _checked_step(self, self.train_function, "train")
+        self.train_function = self._checked_function(self.train_function, "train")
         return made
 
     def make_test_function(self, force=False):
         made = super().make_test_function(force)
-        self.test_function = _checked_step(self, self.test_function, "test")
+        self.test_function = self._checked_function(self.test_function, "test")
         return made
 
     def make_predict_function(self, force=False):
         super().make_predict_function(force)
-        self.predict_function = _checked_step(self, self.predict_function, "predict")
+        self.predict_function = self._checked_function(self.predict_function, "predict")
         return self.predict_function
 
     def compile(self, *args, **kwargs):

@@ -27,6 +27,8 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import tensorflow as tf
 
@@ -36,7 +38,8 @@ from tfpack.params import Anything, InstanceOf, validate_params
 from tfpack.training.layouts import shared_prompt_tokens
 
 __all__ = ["validate_element_spec", "target_counts", "lengths_of", "build_shapes",
-           "label_checks", "pair_layout_checks", "check_batch"]
+           "label_checks", "pair_layout_checks", "position_checks", "batch_checks",
+           "check_batch", "refusal"]
 
 def _dimension(name: str, task) -> str | None:
     """L, K or M of a contract feature (None: a scalar, unknown or ambiguous)."""
@@ -182,8 +185,26 @@ def _pair_rule(model, x: dict):
                        "Received: share_prompt=False")
 
 
-# What the rules read: all `check_batch` copies to the host.
-_RULE_FEATURES = ("labels", "sequence_mask", "sequence_ids", "branch_ids")
+def _position_rule(model, x):
+    """Positions past the model's learned position table (``position_table_rows``), read
+    where the table is: each sequence's own positions (``sequence_positions``: a pair's two
+    sequences). TensorFlow's CPU gather refuses such a position with a raw error; XLA
+    clamps it to the last row and Keras on JAX fills it, both without a word."""
+    rows = getattr(model, "position_table_rows", None)
+    if not isinstance(rows, int) or "position_ids" not in x or "sequence_ids" not in x:
+        return None
+    reader = getattr(model, "sequence_positions", None)
+    positions = x["position_ids"] if reader is None else reader(x)
+    bad = (x["sequence_ids"] > 0) & ((positions < 0) | (positions >= rows))
+    return bad, positions, (f"`position_ids` must be inside [0, {rows}) (the rows of the "
+                            "model's position table). Received: position_ids=")
+
+
+# The rules, by the name of their TensorFlow assertion; what they read (all `check_batch`
+# copies to the host).
+_RULES = {"check_label_range": _label_rule, "check_pair_layout": _pair_rule,
+          "check_position_range": _position_rule}
+_RULE_FEATURES = ("labels", "sequence_mask", "sequence_ids", "branch_ids", "position_ids")
 
 
 def _assertion(found, name: str) -> list:
@@ -226,8 +247,20 @@ def pair_layout_checks(model, x: dict) -> list:
     return _assertion(_pair_rule(model, x), "check_pair_layout")
 
 
+def position_checks(model, x: dict) -> list:
+    """A named assertion: every real token's position has a row in the model's learned
+    position table (``position_table_rows``; each sequence's own positions for pairs)."""
+    return _assertion(_position_rule(model, x), "check_position_range")
+
+
+def batch_checks(model, x: dict) -> list:
+    """All the named assertions on a batch: `label_checks`, `pair_layout_checks` and
+    `position_checks` (the rules `check_batch` runs on the host)."""
+    return [check for name, rule in _RULES.items() for check in _assertion(rule(model, x), name)]
+
+
 def check_batch(model, x: dict) -> None:
-    """The rules of `label_checks` and `pair_layout_checks` on a batch on the host.
+    """The rules of `batch_checks` on a batch on the host.
 
     Where no TensorFlow assertion runs (Keras on JAX, whose steps are jitted):
     the models check each batch before their compiled step
@@ -242,11 +275,45 @@ def check_batch(model, x: dict) -> None:
     tfpack.errors.TfpackError: `labels` must be class ids in [0, 3) (num_classes of the model). Received: labels=5
     """
     x = {name: _local(x[name]) for name in _RULE_FEATURES if name in x}
-    for rule in (_label_rule, _pair_rule):
+    for rule in _RULES.values():
         found = rule(model, x)
-        if found is not None and found[0].any():
-            bad, values, message = found
-            raise TfpackError(message + ("" if values is None else str(values[bad][0])))
+        if found is None:
+            continue
+        bad, values, message = found
+        bad = np.asarray(bad)
+        if bad.any():
+            raise TfpackError(message + ("" if values is None else
+                                         str(np.asarray(values)[bad][0])))
+
+
+# A failed `batch_checks` assertion: its node, its message and the value it shows.
+_FAILED = re.compile(r"\{\{node (?:[^{}]*/)?(?:" + "|".join(_RULES) + r")(?:_\d+)?/Assert\}\}")
+_ASSERTED = re.compile(r"assertion failed: \[(.*? Received: [^\[\]]*)\](?: \[([^\[\]]*)\])?")
+
+
+def refusal(error: Exception) -> TfpackError | None:
+    """The `TfpackError` of `check_batch` for ``error``, a failed `batch_checks` assertion
+    (`None` for any other error), so that a graph refuses a batch as the host does.
+
+    >>> @tf.function
+    ... def step(labels):
+    ...     class Tagger:
+    ...         task, num_classes = "token_classification", 3
+    ...     with tf.control_dependencies(batch_checks(Tagger(), {"labels": labels})):
+    ...         return tf.identity(labels)
+    >>> try:
+    ...     step(tf.constant([[0, 5, -100]]))
+    ... except tf.errors.InvalidArgumentError as error:
+    ...     print(refusal(error))
+    `labels` must be class ids in [0, 3) (num_classes of the model). Received: labels=5
+    """
+    text = getattr(error, "message", str(error))
+    found = _ASSERTED.search(text) if _FAILED.search(text) else None
+    if found is None:
+        return None
+    # TensorFlow prints the message's quotes and backslashes escaped (model\'s).
+    message = re.sub(r"\\(['\"\\])", r"\1", found.group(1))
+    return TfpackError(message + (found.group(2) or ""))
 
 
 def _local(value) -> np.ndarray:
@@ -263,11 +330,11 @@ def _local(value) -> np.ndarray:
 def target_counts(model, x: dict) -> dict:
     """Float32 scalars: targets per loss term, ``real_tokens`` and ``sequences``.
 
-    The model's class labels and a pair layout are checked first
-    (`label_checks`, `pair_layout_checks`): the trainer counts targets outside
-    its compiled step, where an assertion still runs.
+    The model's class labels, a pair layout and positions are checked first
+    (`batch_checks`): the trainer counts targets outside its compiled step,
+    where an assertion still runs.
     """
-    with tf.control_dependencies(label_checks(model, x) + pair_layout_checks(model, x)):
+    with tf.control_dependencies(batch_checks(model, x)):
         x = {k: tf.identity(v) for k, v in x.items()}
     if hasattr(model, "target_counts"):
         counts = {t: tf.cast(c, tf.float32) for t, c in model.target_counts(x).items()}

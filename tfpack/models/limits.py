@@ -63,9 +63,10 @@ def _position_rows(owners) -> int | None:
         if any(isinstance(layer, TransformerBackbone) for layer in layers):
             return None  # tfpack's own backbone without a position table: rotary.
     for owner in owners:  # keras-hub adapters: the rows of their table, None if rotary.
-        rows = _integer(getattr(owner, "max_sequence_length", None))
-        if rows is not None:
-            return rows
+        # The nearest owner saying decides: an adapter's None (rotary or relative positions)
+        # stands over its keras-hub backbone's `max_sequence_length`, which sizes no table.
+        if hasattr(owner, "max_sequence_length"):
+            return _integer(owner.max_sequence_length)
     return None
 
 
