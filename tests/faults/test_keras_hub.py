@@ -100,9 +100,11 @@ def _poisoned_pack(family, implementation):
                            / "keras_hub"))
     from keras_hub_helpers import examples, make_backbone
 
+    # The NaN is what is checked here; each family's exactness probe runs in
+    # tests/models/keras_hub/test_conformance.py (it was half of this CPU).
     adapter = from_keras_hub(make_backbone(family),
                              attention_implementation=implementation,
-                             max_sequences_per_pack=2)
+                             max_sequences_per_pack=2, check_exact=False)
     first, second = examples(family)[:2]
     first = {**first, "input_ids": np.concatenate([[49], first["input_ids"][1:]])}
     second = {**second, "input_ids": np.where(second["input_ids"] == 49, 48,

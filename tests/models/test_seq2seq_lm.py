@@ -59,7 +59,10 @@ def _keras_hub_batch_loss(lm, pairs):
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_packed_loss_and_gradients_equal_keras_hub_unpacked(name):
     backbone = _backbone(name)
-    model = Seq2SeqLM(from_keras_hub(backbone))
+    # Compared below with keras-hub's Seq2SeqLM on each pair alone, loss and
+    # gradients: the run-time pair probe (test_keras_hub_seq2seq.py runs it
+    # on every family) was 40% of this test's CPU.
+    model = Seq2SeqLM(from_keras_hub(backbone, check_exact=False))
     lm = TASKS[name](backbone=backbone, preprocessor=None)
     packs = {k: tf.constant(v) for k, v in pack_pairs(
         PAIRS, max_encoder_length=12, max_decoder_length=10).items()}

@@ -212,7 +212,10 @@ print("loaded", len(sys.argv) - 1)
 def test_keras_files_load_in_a_fresh_process(tmp_path):
     paths = []
     for family in sorted(FAMILIES):
-        adapter = models.from_keras_hub(make_backbone(family),
+        # What the file holds and gives after loading is checked here; the
+        # adapters' exactness, in test_packed_equals_each_sequence_alone
+        # (the probe was half this test's CPU).
+        adapter = models.from_keras_hub(make_backbone(family), check_exact=False,
                                         **_implementations(family)[-1][1])
         _, packed = _packed(family)
         path = str(tmp_path / f"{family}.keras")

@@ -86,7 +86,9 @@ def test_causal_lm_trains_a_step_and_predict_scores(family):
     # Short rows (the long ones are above): XLA compiles RWKV-7's loop
     # over the row.
     backbone = make(family)
-    model = models.CausalLM(models.from_keras_hub(backbone))
+    # The exactness probe of the dense adapter: in
+    # test_the_run_time_check_passes_against_keras_hub (a tenth of this CPU).
+    model = models.CausalLM(models.from_keras_hub(backbone, check_exact=False))
     rng = np.random.default_rng(3)
     data = [{"input_ids": rng.integers(1, VOCAB, n)} for n in (5, 1, 2, 4, 3)]
     scored = predict(model, [e["input_ids"] for e in data], max_length=8,
