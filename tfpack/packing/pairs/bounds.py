@@ -44,7 +44,7 @@ import numpy as np
 from tfpack.packing.algorithms._bounds import long_bound
 
 KINDS = ("input_tokens", "target_tokens", "sequences", "input_long", "target_long",
-         "target_conflict", "input_conflict", "input_lp", "target_lp", "pair_lp")
+         "target_conflict", "input_conflict", "input_lp", "target_lp", "pair_lp", "grid_lp")
 
 
 def simple(counts: np.ndarray, limits) -> dict[str, int]:
