@@ -52,7 +52,7 @@ from tfpack.packing.algorithms._lp import Master
 from tfpack.packing.pairs._lp_bound import Classes, _serving
 from tfpack.packing.pairs._packs import cells
 
-__all__ = ["GridLP", "Tables", "grid_classes", "solve"]
+__all__ = ["GridLP", "Tables", "grid", "grid_classes", "solve", "units_for"]
 
 _TOLERANCE = 1e-7  # a pack worth up to 1 + this under the duals does not improve the LP
 _COLUMNS = 600  # packs priced each round: the best splits of the last combination (fewer rounds)
@@ -251,19 +251,39 @@ def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray
     return list(found.values())
 
 
-_UNITS = 32  # units a row: 1e6 balanced pairs at 512/128, K=4: LP of rounded-up pairs 259,735 (48: 258,902)
-_DOWN_SHARE = 0.4  # share of the time the bound's LP (rounded down) gets; the plan's LP the rest
+# Units a row of the bound's LP: the finest whose grid has at most `_MOST_CLASSES` classes. 1e6
+# pairs at 512/128, K=4: bimodal, 64 units (2,334 classes): bound 259,895 in 1.3 s (32 units:
+# 250,000: short targets lose up to 4 of their ~6 tokens rounded down); balanced, 32 units (1,017;
+# 64 units have 3,804): 256,140 in 0.5 s (64 units: 256,790 in 18 s).
+_UNITS = (64, 32)
+# Units a row of the plan's LP: rounding its solution into a plan costs ~1 s at 1,000 classes but
+# 335 s at 2,291 (bimodal, 64 units: `_rounding._redirected` goes cell by cell; 265,820 packs where
+# the LP had 261,793), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
+_PLAN_UNITS = 32
+_MOST_CLASSES = 2_500
+_DOWN_SHARE = 0.45  # share of the time the bound's LP (rounded down) gets; the plan's LP the rest
 
 
-def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int = _UNITS):
+def units_for(counts: np.ndarray, limits) -> int:
+    """The finest units of `_UNITS` whose grid has at most `_MOST_CLASSES` classes (the coarsest otherwise)."""
+    a, b, _ = cells(counts)
+    for units in _UNITS:
+        if np.unique(_units(a, limits[0], units, False) * (units + 1)
+                     + _units(b, limits[1], units, False)).size <= _MOST_CLASSES:
+            return units
+    return _UNITS[-1]
+
+
+def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int | None = None):
     """A plan rounded from the LP of rounded-up pairs, and the bound of the rounded-down LP (module notes).
 
     The plan is None where no LP was solved in time; the bound 0 likewise.
+    ``units``: a row's units in both LPs (default: `units_for` for the bound, `_PLAN_UNITS` for the plan).
     """
     from tfpack.packing.pairs._rounding import from_solution  # noqa: PLC0415  (_rounding builds on _lp_bound)
 
     budget = Budget(time_limit)
-    down = solve(counts, limits, units, budget.share(_DOWN_SHARE), up=False)
-    up = solve(counts, limits, units, budget, up=True)
+    down = solve(counts, limits, units or units_for(counts, limits), budget.share(_DOWN_SHARE), up=False)
+    up = solve(counts, limits, units or _PLAN_UNITS, budget, up=True)
     placed = None if up.x is None else from_solution(counts, limits, up.columns, up.x, up.grouped)
     return placed, down.bound
