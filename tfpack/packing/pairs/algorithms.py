@@ -10,7 +10,12 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   its places. Holds every pair in memory (at most 2^25).
 - ``ffd``: first fit decreasing, pairs with the larger share of a limit
   first (`_first_fit`).
-- ``optimal``: candidates in turn, until one is within 0.1% of the bound or
+- ``optimal``: at up to 4 pairs a pack where tokens need about as many
+  packs as places (`_grid_first`), first the LPs on a grid of units
+  (`_grid`: a plan rounded from the LP of rounded-up pairs, the bound
+  ``grid_lp`` of the LP of rounded-down ones; `_GRID_SECONDS` of their own),
+  then only the binding side's templates, for their bound. Otherwise
+  candidates in turn, until one is within 0.1% of the bound or
   the time is up: where a pack has places for twice the pairs it must hold
   (`_compounds_fit`), templates of compounds on the side whose tokens bind
   first (`_compounds`: each pair heavy on the other side joined to one heavy
