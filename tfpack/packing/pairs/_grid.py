@@ -59,6 +59,7 @@ import numpy as np
 
 from tfpack.packing.algorithms._budget import Budget, OutOfTime
 from tfpack.packing.algorithms._lp import Master
+from tfpack.packing.pairs import _lp_bound
 from tfpack.packing.pairs._lp_bound import Classes, _serving
 from tfpack.packing.pairs._packs import cells
 
@@ -150,13 +151,8 @@ class Tables:
 
 def _running_max(values: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Running maximum over both axes, carrying the id that holds it."""
-    values, ids = values.copy(), ids.copy()
     for axis in (0, 1):
-        view_v, view_i = np.moveaxis(values, axis, 0), np.moveaxis(ids, axis, 0)
-        for k in range(1, view_v.shape[0]):
-            take = view_v[k - 1] > view_v[k]
-            view_v[k][take] = view_v[k - 1][take]
-            view_i[k][take] = view_i[k - 1][take]
+        values, ids = _lp_bound._running_max(values, ids, axis)
     return values, ids
 
 
