@@ -13,7 +13,8 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
 - ``optimal``: at up to 4 pairs a pack where tokens need about as many
   packs as places (`_grid_first`), first the LPs on a grid of units
   (`_grid`: a plan rounded from the LP of rounded-up pairs, the bound
-  ``grid_lp`` of the LP of rounded-down ones; `_GRID_SECONDS` of their own),
+  ``grid_lp`` of the LP of rounded-down ones), where ``time_limit`` is None
+  or at least `_GRID_SECONDS` (4 s, counted in it: they need about that),
   then only the binding side's templates, for their bound. Otherwise
   candidates in turn, until one is within 0.1% of the bound or
   the time is up: where a pack has places for twice the pairs it must hold
@@ -69,7 +70,8 @@ _TEMPLATE_SHARE = 0.3
 # (1e6 bimodal pairs at 2048/512, K=16: 0.74% -> 0.48% above the bound); on fewer cells the next
 # candidates need the time (stdlib docstrings at 512/128, K=16: 690 packs with 0.6, 685 with 0.3).
 _COMPOUND_SHARE = 0.6
-# The LPs on a grid of units (`_grid`), where they run first, get this many seconds of their own:
+# The LPs on a grid of units (`_grid`) run first, where `time_limit` is None or at least this many
+# seconds, and get them (counted in `time_limit`):
 # they converge in 1.4-3 s CPU on 1e6 balanced or bimodal pairs at K=4 (not in 0.8 s: 278,258
 # packs on balanced, 11.3% above the bound).
 _GRID_SECONDS = 4.0
@@ -158,9 +160,10 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
               if (kind, depth) != (sides[0][0], depths[1])]
     best = None
-    if _grid_first(found, limits):  # its own time, before the candidates' (`_GRID_SECONDS`)
+    if _grid_first(found, limits) and (time_limit is None or time_limit >= _GRID_SECONDS):
+        # Within the budget, where it allows the grid's `_GRID_SECONDS` (in less it loses to the
+        # templates: 11.3% above the bound in 0.8 s on 1e6 balanced pairs at 512/128, K=4).
         best, found["grid_lp"] = grid(counts, limits, time_limit=None if time_limit is None else _GRID_SECONDS)
-        budget = Budget(time_limit)
         # Then the binding side's templates alone, for their bound (the others lost to the grid's
         # plan on every case measured and, on 1e6 pairs, take seconds each: ffd 3.4 s).
         close = best is not None and best.packs <= _CLOSE * max(found.values())
