@@ -32,7 +32,7 @@ from tfpack.packing.pairs._blend import _assign, _fitting
 from tfpack.packing.pairs._first_fit import Placed, refit
 from tfpack.packing.pairs._packs import cells
 
-__all__ = ["rounded"]
+__all__ = ["from_solution", "rounded"]
 
 
 def rounded(counts: np.ndarray, limits, time_limit: float | None, most: int = _lp_bound.MOST_CLASSES,
@@ -48,9 +48,17 @@ def rounded(counts: np.ndarray, limits, time_limit: float | None, most: int = _l
     result = _lp_bound.lp_bound(counts, limits, Budget(time_limit), most=most, plan=plan)
     if result.x is None or not result.columns or (converged and not result.converged):
         return None, result
-    grouped = result.grouped
-    take = np.floor(result.x + 1e-9).astype(np.int64)
-    slot_pack, slot_class, packs = _slots(result.columns, take)
+    return from_solution(counts, limits, result.columns, result.x, result.grouped), result
+
+
+def from_solution(counts: np.ndarray, limits, columns, x: np.ndarray, grouped: _lp_bound.Classes) -> Placed:
+    """A plan from an LP solution: ``x[p]`` packs of column ``p`` (``(rows, copies)`` over ``grouped``).
+
+    Rounded down, filled with the pairs of each class, repaired and completed
+    by first fit (module notes); valid for any ``x >= 0``.
+    """
+    take = np.floor(x + 1e-9).astype(np.int64)
+    slot_pack, slot_class, packs = _slots(columns, take)
     a, b, n = cells(counts)
     cls = grouped.index(a, b)
     slots = np.bincount(slot_class, minlength=grouped.n.size)
@@ -67,7 +75,7 @@ def rounded(counts: np.ndarray, limits, time_limit: float | None, most: int = _l
                         np.concatenate([pa, np.repeat(a, left)]), np.concatenate([pb, np.repeat(b, left)]),
                         max(packs, 1))
     keep = np.concatenate([keep, np.zeros(int(left.sum()), dtype=bool)])
-    return refit(everything, keep, limits, counts.shape), result
+    return refit(everything, keep, limits, counts.shape)
 
 
 def _slots(columns, take: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

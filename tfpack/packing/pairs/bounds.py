@@ -18,7 +18,12 @@ one-length problem on either projection therefore bounds the two-length one:
   which the ``optimal`` pair planner computes as it plans;
 - ``pair_lp``: the LP relaxation over packs of both lengths at once
   (`_lp_bound`: column generation, Farley's bound, valid when stopped early).
-  It alone knows that a pack cannot fill both rows with any mix of pairs.
+  It alone knows that a pack cannot fill both rows with any mix of pairs;
+- ``grid_lp``: the same LP with lengths rounded down to ``Le / G`` and
+  ``Ld / G`` tokens (`_grid`: every real pack is a pack of rounded-down
+  pairs, so its LP bounds every plan; priced exactly on ``G x G`` units,
+  Farley's bound, valid when stopped early). ``optimal`` computes it first at
+  up to 4 pairs a pack where tokens need about as many packs as places.
   The ``optimal`` pair planner computes it for histograms of up to 5,000
   non-empty cells (past 2,000 its classes round lengths down, which costs
   some of its strength).
@@ -44,7 +49,7 @@ import numpy as np
 from tfpack.packing.algorithms._bounds import long_bound
 
 KINDS = ("input_tokens", "target_tokens", "sequences", "input_long", "target_long",
-         "target_conflict", "input_conflict", "input_lp", "target_lp", "pair_lp")
+         "target_conflict", "input_conflict", "input_lp", "target_lp", "pair_lp", "grid_lp")
 
 
 def simple(counts: np.ndarray, limits) -> dict[str, int]:

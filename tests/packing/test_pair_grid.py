@@ -1,0 +1,115 @@
+"""The LPs on a grid of units (`tfpack.packing.pairs._grid`): bound <= optimum <= plan, exact pricing.
+
+Optima of tiny histograms by brute force (`test_pair_lp_bound.optimum`), the
+LP itself by enumerating every pack (`test_pair_lp_bound.lp_value`).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from tfpack.packing import plan
+from tfpack.packing.pairs import _grid
+from tfpack.packing.pairs._rounding import from_solution
+
+from test_pair_lp_bound import histogram, lp_value, optimum
+
+
+def assert_valid(placed, counts, limits):
+    """Every pair in exactly one pack; each pack within both limits and K pairs."""
+    seen = np.zeros_like(counts)
+    np.add.at(seen, (placed.a - 1, placed.b - 1), 1)
+    assert (seen == counts).all()
+    for row, limit in ((placed.a, limits[0]), (placed.b, limits[1])):
+        assert np.bincount(placed.pack, row).max() <= limit
+    if limits[2] is not None:
+        assert np.bincount(placed.pack).max() <= limits[2]
+
+
+def test_hand_checked():
+    # (6, 1) x2 and (2, 3) x2 at Le=8, Ld=4, units 4 (2 input tokens, 1 target token a unit):
+    # up, (3, 1) and (1, 3) units fill a pack; down the same (the lengths are on the grid).
+    counts = histogram([(6, 1), (6, 1), (2, 3), (2, 3)], (8, 4))
+    down = _grid.solve(counts, (8, 4, 2), 4, None, up=False)
+    up = _grid.solve(counts, (8, 4, 2), 4, None, up=True)
+    assert (down.bound, down.converged, up.value) == (2, True, 2.0)
+    placed = from_solution(counts, (8, 4, 2), up.columns, up.x, up.grouped)
+    assert placed.packs == 2
+    assert_valid(placed, counts, (8, 4, 2))
+
+
+def test_rounding_down_loses_what_the_grid_cannot_see():
+    # (5, 1) x2 at Le=8: two never share a pack. With 2 units a row (4 tokens), 5 rounds down
+    # to 1 unit: the bound sees two in a pack (1 pack); rounded up to 2 units, one a pack (2).
+    counts = histogram([(5, 1), (5, 1)], (8, 4))
+    assert _grid.solve(counts, (8, 4, None), 2, None, up=False).bound == 1
+    assert _grid.solve(counts, (8, 4, None), 2, None, up=True).value == 2.0
+    assert _grid.solve(counts, (8, 4, None), 8, None, up=False).bound == 2
+
+
+pair = st.tuples(st.integers(1, 10), st.integers(1, 6))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(pair, min_size=1, max_size=8), st.sampled_from([1, 2, 3, 4, None]),
+       st.sampled_from([2, 3, 4, 5, 8]))
+@example([(6, 1), (6, 1), (1, 5), (1, 5), (4, 3)], 4, 3)
+def test_bound_below_optimum_below_plan(pairs, depth, units):
+    limits = (10, 6, depth)
+    counts = histogram(pairs, limits[:2])
+    best = optimum(counts, limits)
+    lp = lp_value(counts, limits)
+    down = _grid.solve(counts, limits, units, None, up=False)
+    up = _grid.solve(counts, limits, units, None, up=True)
+    assert down.converged and up.converged
+    assert down.bound <= best and down.value <= lp + 1e-6
+    # (The LP of rounded-up pairs is no restriction of `lp`: its packs may hold more copies of a
+    # class than there are pairs; its plan is what must hold the real pairs.)
+    placed = from_solution(counts, limits, up.columns, up.x, up.grouped)
+    assert_valid(placed, counts, limits)
+    assert placed.packs >= best
+    placed, bound = _grid.grid(counts, limits, None, units=units)
+    assert_valid(placed, counts, limits)
+    assert bound <= best <= placed.packs
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(2, 4), st.integers(1, 5), st.data())
+def test_pricing_is_exact(units, depth, data):
+    # The most a pack of at most `depth` cells within `units` a row is worth, by enumeration.
+    size = units + 1
+    values = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.4, 0.7]),
+                                         min_size=size * size, max_size=size * size))).reshape(size, size)
+    ids = np.arange(size * size).reshape(size, size)
+    tables = _grid.Tables(values, ids, depth)
+    cells_ = [(e, d) for e in range(size) for d in range(size)]
+    best = 0.0
+    for k in range(1, depth + 1):
+        for pack in itertools.combinations_with_replacement(cells_, k):
+            if sum(e for e, _ in pack) <= units and sum(d for _, d in pack) <= units:
+                best = max(best, sum(values[e, d] for e, d in pack))
+    assert abs(tables.worth - best) < 1e-9
+    members = tables.packs(1)[0]  # the best pack, as class ids (here: cells), fits and is worth it
+    e, d = np.divmod(np.asarray(members, dtype=np.int64), size)
+    assert len(members) <= depth and e.sum() <= units and d.sum() <= units
+    assert abs(values[e, d].sum() - best) < 1e-9
+
+
+def test_optimal_runs_the_grid_where_both_rows_bind():
+    # Both rows bind at 4 pairs a pack: tokens need 0.96 of the packs places need.
+    rng = np.random.default_rng(0)
+    z = rng.multivariate_normal([0, 0], [[1, 0.5], [0.5, 1]], 400)
+    a = np.minimum(np.exp(np.log(0.2 * 32) + 0.6 * z[:, 0]).astype(np.int64) + 1, 32)
+    b = np.minimum(np.exp(np.log(0.2 * 16) + 0.6 * z[:, 1]).astype(np.int64) + 1, 16)
+    counts = np.zeros((32, 16), dtype=np.int64)
+    np.add.at(counts, (a - 1, b - 1), 1)
+    p = plan(counts, max_length=(32, 16), max_sequences_per_pack=4, algorithm="optimal", time_limit=None)
+    m = p.metrics
+    placed, bound = _grid.grid(counts, (32, 16, 4), None)
+    assert bound > 100  # 400 pairs: 100 packs of 4 at best; the grid proves more
+    assert m["lower_bound_packs"] >= bound and m["packs"] <= placed.packs
+    assert m["lower_bound_packs"] <= m["packs"]

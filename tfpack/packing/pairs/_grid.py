@@ -1,0 +1,295 @@
+"""The two-length LP on a grid of units: a plan from above and a bound from below.
+
+Each row's limit is cut into ``G`` units (``Le / G`` input tokens, ``Ld / G``
+target tokens). A pair of lengths ``(a, b)`` is rounded *up* to whole units,
+``(ceil(a G / Le), ceil(b G / Ld))``, for the plan, and *down*,
+``(floor(a G / Le), floor(b G / Ld))``, for the bound; pairs on the same
+units form a class. A pack of units fits ``G`` units a row and at most ``K``
+pairs. Both LPs, ``minimize sum(x_p) subject to sum_p A_p x_p >= n, x >= 0``
+over packs of units ``p`` (``A_p[c]``: pairs of class ``c`` in ``p``), are
+solved by column generation with exact pricing (below).
+
+- Plan (rounded up). A real pair is at most its units' tokens
+  (``a <= ceil(a G / Le) Le / G``), so a pack of rounded-up classes within
+  ``G`` units a row holds any real pairs of those classes. The restricted
+  master is feasible at every round: its solution, each column's packs
+  rounded down, filled with the real pairs of its classes, and the pairs
+  left over placed by first fit (`_rounding.from_solution`), is a valid plan
+  whether or not the LP converged.
+- Bound (rounded down). A real pack, rounded down, is a pack of units:
+  ``sum floor(a G / Le) <= floor(sum a G / Le) <= G`` on each row, with the
+  same pairs. So every plan of the real pairs is a plan of the rounded-down
+  classes, and any lower bound on those bounds the real problem. For duals
+  ``y >= 0`` of the rounded-down master and ``w`` the most a pack of units
+  is worth under them (exact, `Tables`), ``y / max(1, w)`` is feasible for
+  the dual of the full LP (every pack of units is worth at most 1 under it),
+  so Farley's ``y.n / max(1, w)`` bounds the LP, hence every plan, from
+  below at every round, converged or not. At convergence (``w <= 1``) it is
+  the LP's value. Copies of a class beyond its pairs are allowed in a pack:
+  more packs, a weaker relaxation, still valid.
+
+The gap between them shrinks as ``G`` grows, but classes (rows of the LP)
+grow with ``G^2``: 1e6 balanced pairs (both medians at 20% of their limits)
+at 512/128, K=4: 32 units give 256,140 <= optimum <= LP of rounded-up pairs
+259,735 (plan 260,669); 64 units 256,790 and 258,112 in 18 and 21 s.
+
+Pricing, exact on units: ``P_1[e, d]`` the best single pair within ``(e,
+d)`` units (a running maximum over both axes), ``P_2k = P_k (+) P_k`` (max-plus
+convolution, over the corners of ``P_k`` where it rises), and the best pack
+of at most ``K`` pairs at ``(G, G)`` as the best split between a half of
+``2^m`` pairs and the rest (``K = 4``: ``max over (e, d) of P_2[e, d] +
+P_2[G - e, G - d]``); ``O(G^4)`` a convolution, one a round at ``K = 4``.
+Each round adds the packs of the best splits (`_COLUMNS`: fewer, longer
+rounds; 135 rounds at 24 columns, 15 at 600).
+
+>>> import numpy as np
+>>> counts = np.zeros((8, 4), dtype=np.int64)
+>>> counts[5, 0] = 3; counts[1, 2] = 3  # three (6, 1), three (2, 3); Le=8, Ld=4
+>>> result = solve(counts, (8, 4, None), units=8, budget=None)
+>>> result.value, result.converged  # a pack holds one of each: 3 packs
+(3.0, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from tfpack.packing.algorithms._budget import Budget, OutOfTime
+from tfpack.packing.algorithms._lp import Master
+from tfpack.packing.pairs import _lp_bound
+from tfpack.packing.pairs._lp_bound import Classes, _serving
+from tfpack.packing.pairs._packs import cells
+
+__all__ = ["GridLP", "Tables", "grid", "grid_classes", "solve", "units_for"]
+
+_TOLERANCE = 1e-7  # a pack worth up to 1 + this under the duals does not improve the LP
+_COLUMNS = 600  # packs priced each round: the best splits of the last combination (fewer rounds)
+
+
+@dataclasses.dataclass(frozen=True)
+class GridLP:
+    """What `solve` found: the proven bound, the restricted master and its classes."""
+
+    bound: int  # proven lower bound on the packs of any plan (module notes)
+    value: float  # the last restricted master's optimum (packs of rounded-up pairs, fractional)
+    rounds: int
+    converged: bool
+    columns: list = dataclasses.field(repr=False)  # (rows, copies) over the classes
+    x: np.ndarray | None = dataclasses.field(repr=False)
+    grouped: Classes = dataclasses.field(repr=False)  # rounded-up classes, lengths in tokens
+
+
+class Tables:
+    """Exact pricing on units: the most a pack of at most ``depth`` pairs is worth, and such packs.
+
+    ``values``: ``[G + 1, G + 1]``, the worth of a single pair of units ``(e,
+    d)`` (0 where none); ``ids``: its class (-1: none).
+
+    >>> values = np.zeros((5, 5)); ids = np.full((5, 5), -1)
+    >>> values[2, 1], ids[2, 1] = 0.5, 0; values[3, 3], ids[3, 3] = 0.6, 1
+    >>> t = Tables(values, ids, depth=4)
+    >>> round(t.worth, 6), t.packs(1)  # two of (2, 1) fill 4 input units; (3, 3) with (2, 1) does not fit
+    (1.0, [[0, 0]])
+    """
+
+    def __init__(self, values: np.ndarray, ids: np.ndarray, depth: int) -> None:
+        g = values.shape[0] - 1
+        self.g = g
+        values, ids = _running_max(values.astype(np.float64), ids.astype(np.int64))
+        self.one = values
+        self.powers = [("one", values, ids)]  # (kind, table, backtrack) for 1, 2, 4, ... pairs
+        if depth == 1:
+            self.total, self.top, self.rest = values[-1:, -1:], None, None
+            self.worth = float(values[-1, -1])
+            return
+        # depth = half + the rest: a half of 2^m pairs and a rest of depth - 2^m <= ... pairs.
+        half = 1 << (depth.bit_length() - 2) if depth >= 2 else 1
+        while len(self.powers) - 1 < (half.bit_length() - 1):
+            table, split = _convolve(self.powers[-1][1], self.powers[-1][1])
+            self.powers.append(("two", table, split))
+        self.top = len(self.powers) - 1
+        rest, self.rest = None, None
+        left = depth - half
+        while left:  # largest parts first, each at most `half`
+            k = min(left.bit_length() - 1, self.top)
+            if rest is None:
+                rest, self.rest = self.powers[k][1], ("power", k)
+            else:
+                rest, split = _convolve(rest, self.powers[k][1])
+                self.rest = ("join", self.rest, k, split)
+            left -= 1 << k
+        self.total = self.powers[self.top][1] + rest[::-1, ::-1]
+        self.worth = float(self.total.max())
+
+    def packs(self, most: int) -> list[list[int]]:
+        """Up to ``most`` packs (class ids), the best splits of the last combination first."""
+        if self.top is None:
+            return [self._members(0, self.g, self.g)]
+        found = []
+        for flat in np.argsort(-self.total, axis=None, kind="stable")[:most].tolist():
+            e, d = divmod(flat, self.g + 1)
+            found.append(sorted(self._members(self.top, e, d) + self._rest(self.rest, self.g - e, self.g - d)))
+        return found
+
+    def _members(self, k: int, e: int, d: int) -> list[int]:
+        kind, _, track = self.powers[k]
+        if kind == "one":
+            return [int(track[e, d])] if track[e, d] >= 0 else []
+        e1, d1 = divmod(int(track[e, d]), self.g + 1)
+        return self._members(k - 1, e1, d1) + self._members(k - 1, e - e1, d - d1)
+
+    def _rest(self, part, e: int, d: int) -> list[int]:
+        if part[0] == "power":
+            return self._members(part[1], e, d)
+        _, inner, k, split = part
+        e1, d1 = divmod(int(split[e, d]), self.g + 1)
+        return self._rest(inner, e1, d1) + self._members(k, e - e1, d - d1)
+
+
+def _running_max(values: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Running maximum over both axes, carrying the id that holds it."""
+    for axis in (0, 1):
+        values, ids = _lp_bound._running_max(values, ids, axis)
+    return values, ids
+
+
+def _convolve(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``max over (e1, d1) of left[e1, d1] + right[e - e1, d - d1]``, and the ``(e1, d1)`` (flat).
+
+    Both are nondecreasing in both axes; only the corners of ``left`` (where
+    it rises over both neighbours below) can be the best ``(e1, d1)``.
+    """
+    g = left.shape[0] - 1
+    out = left[0, 0] + right
+    split = np.zeros(out.shape, dtype=np.int64)
+    rise = left > 0
+    rise[1:, :] &= left[1:, :] > left[:-1, :]
+    rise[:, 1:] &= left[:, 1:] > left[:, :-1]
+    rise[0, 0] = False
+    for flat in np.flatnonzero(rise).tolist():
+        e1, d1 = divmod(flat, g + 1)
+        value = left[e1, d1] + right[:g + 1 - e1, :g + 1 - d1]
+        view, where = out[e1:, d1:], split[e1:, d1:]
+        better = value > view
+        view[better] = value[better]
+        where[better] = flat
+    return out, split
+
+
+def _units(lengths: np.ndarray, limit: int, units: int, up: bool) -> np.ndarray:
+    return -(-lengths * units // limit) if up else lengths * units // limit
+
+
+def grid_classes(counts: np.ndarray, limits, units: int, up: bool) -> tuple[Classes, np.ndarray, np.ndarray]:
+    """The pairs' classes: their lengths rounded up (or down) to whole units (module notes).
+
+    A class's lengths (``a``, ``b``) are in tokens: the most (up) or the least
+    (down) that its units hold; then each class's units on both rows.
+
+    >>> counts = np.zeros((8, 4), dtype=np.int64); counts[[4, 5, 6], 1] = 1  # (5, 2), (6, 2), (7, 2)
+    >>> up, ua, ub = grid_classes(counts, (8, 4, None), 4, up=True)
+    >>> up.a.tolist(), up.b.tolist(), up.n.tolist(), ua.tolist()  # units of 2 tokens: 5 -> 6; 6 -> 6; 7 -> 8
+    ([6, 8], [2, 2], [2, 1], [3, 4])
+    >>> grid_classes(counts, (8, 4, None), 4, up=False)[0].a.tolist()  # 5 -> 4; 6, 7 -> 6
+    [4, 6]
+    """
+    a, b, n = cells(counts)
+    ua, ub = _units(a, limits[0], units, up), _units(b, limits[1], units, up)
+    distinct, cls = np.unique(ua * (units + 1) + ub, return_inverse=True)
+    cls = cls.reshape(-1)
+    cell_class = np.full(counts.shape, -1, dtype=np.int64)
+    cell_class[a - 1, b - 1] = cls
+    ca, cb = distinct // (units + 1), distinct % (units + 1)
+    tokens = [(-(-c * limit // units), c * limit // units)[up] for c, limit in ((ca, limits[0]), (cb, limits[1]))]
+    return Classes(*tokens, np.bincount(cls, n, distinct.size).astype(np.int64), cell_class), ca, cb
+
+
+def solve(counts: np.ndarray, limits, units: int, budget: Budget | None, up: bool = True,
+          most: int | None = None) -> GridLP:
+    """The LP over packs of pairs rounded up (a plan) or down (a bound) to ``units`` a row (module notes).
+
+    ``most``: columns priced each round (default `_COLUMNS`). Rounded down,
+    ``bound`` is the best Farley bound seen (valid whenever it stops); rounded
+    up, it is 0 (that LP bounds nothing).
+    """
+    grouped, ca, cb = grid_classes(counts, limits, units, up)
+    demand = grouped.n
+    depth = int(min(limits[2] or units, units, demand.sum())) if up else int(min(limits[2] or demand.sum(),
+                                                                                 demand.sum()))
+    master = Master(demand.astype(np.float64), _serving(grouped.a, grouped.b))
+    with np.errstate(divide="ignore"):
+        fit = np.minimum(np.minimum(units // ca, units // cb), depth)
+    master.add([(np.array([c]), np.array([max(1, fit[c])])) for c in range(demand.size)])
+    best, value, rounds, converged, x = 0.0, math.inf, 0, False, None
+    while budget is None or not budget.expired():
+        try:
+            value, x, duals = master.solve(budget)
+        except OutOfTime:
+            break
+        rounds += 1
+        values = np.zeros((units + 1, units + 1))
+        ids = np.full(values.shape, -1, dtype=np.int64)
+        values[ca, cb], ids[ca, cb] = duals, np.arange(duals.size)
+        tables = Tables(values, ids, depth)
+        best = max(best, float(duals @ demand) / max(1.0, tables.worth))
+        if tables.worth <= 1.0 + _TOLERANCE:
+            converged = True
+            break
+        packs = _columns(tables.packs(most or _COLUMNS), duals)
+        if not packs:
+            break
+        master.add(packs)
+    bound = 0 if up else math.ceil(best - 1e-6 * max(1.0, best))
+    columns = master.columns[:0 if x is None else x.size]
+    return GridLP(bound, float(value), rounds, converged, columns, x, grouped)
+
+
+def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Distinct packs worth more than 1 as master columns ``(rows, copies)``."""
+    found = {}
+    for members in packs:
+        rows, copies = np.unique(np.asarray(members, dtype=np.int64), return_counts=True)
+        if rows.size and float(duals[rows] @ copies) > 1.0 + _TOLERANCE:
+            found[tuple(members)] = (rows, copies.astype(np.int64))
+    return list(found.values())
+
+
+# Units a row of the bound's LP: the finest whose grid has at most `_MOST_CLASSES` classes. 1e6
+# pairs at 512/128, K=4: bimodal, 64 units (2,334 classes): bound 259,895 in 1.3 s (32 units:
+# 250,000: short targets lose up to 4 of their ~6 tokens rounded down); balanced, 32 units (1,017;
+# 64 units have 3,804): 256,140 in 0.5 s (64 units: 256,790 in 18 s).
+_UNITS = (64, 32)
+# Units a row of the plan's LP: rounding its solution into a plan costs ~1 s at 1,000 classes but
+# 335 s at 2,291 (bimodal, 64 units: `_rounding._redirected` goes cell by cell; 265,820 packs where
+# the LP had 261,793), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
+_PLAN_UNITS = 32
+_MOST_CLASSES = 2_500
+_DOWN_SHARE = 0.45  # share of the time the bound's LP (rounded down) gets; the plan's LP the rest
+
+
+def units_for(counts: np.ndarray, limits) -> int:
+    """The finest units of `_UNITS` whose grid has at most `_MOST_CLASSES` classes (the coarsest otherwise)."""
+    a, b, _ = cells(counts)
+    for units in _UNITS:
+        if np.unique(_units(a, limits[0], units, False) * (units + 1)
+                     + _units(b, limits[1], units, False)).size <= _MOST_CLASSES:
+            return units
+    return _UNITS[-1]
+
+
+def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int | None = None):
+    """A plan rounded from the LP of rounded-up pairs, and the bound of the rounded-down LP (module notes).
+
+    The plan is None where no LP was solved in time; the bound 0 likewise.
+    ``units``: a row's units in both LPs (default: `units_for` for the bound, `_PLAN_UNITS` for the plan).
+    """
+    from tfpack.packing.pairs._rounding import from_solution  # noqa: PLC0415  (_rounding builds on _lp_bound)
+
+    budget = Budget(time_limit)
+    down = solve(counts, limits, units or units_for(counts, limits), budget.share(_DOWN_SHARE), up=False)
+    up = solve(counts, limits, units or _PLAN_UNITS, budget, up=True)
+    placed = None if up.x is None else from_solution(counts, limits, up.columns, up.x, up.grouped)
+    return placed, down.bound
