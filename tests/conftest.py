@@ -17,6 +17,13 @@ settings.register_profile(
 )
 settings.load_profile("tfpack")
 
+# TensorFlow's `jit_compile=True` (and every subprocess) compiles with the
+# fast XLA settings the JAX runs use (tests/jax_env.py): what the tests check
+# is the compiled program's values, not XLA's optimizations.
+from jax_env import fast_compile_xla_flags  # noqa: E402
+
+os.environ["XLA_FLAGS"] = fast_compile_xla_flags(os.environ.get("XLA_FLAGS"))
+
 # The heaviest test files, heaviest first (seconds of tests plus module fixtures,
 # from `--durations` runs of each directory). `make test` runs them first (with
 # `--no-loadscope-reorder`, xdist hands out files in collection order, and
@@ -62,6 +69,8 @@ HEAVY_FILES_FIRST = (
     "tests/export/test_export_kill.py",
     "tests/models/keras_hub/test_keras_hub_decoder_attention.py",
     "tests/faults/test_pack_compiled.py",
+    "tests/faults/test_compiled_checks.py",
+    "tests/training/test_accumulation.py",
 )
 
 
