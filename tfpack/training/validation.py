@@ -200,11 +200,29 @@ def _position_rule(model, x):
                             "model's position table). Received: position_ids=")
 
 
+def _row_position_rule(row: str):
+    """`_position_rule` for one row of a pair pack (``row``: ``"encoder"`` or ``"decoder"``,
+    BART's two learned tables of ``position_table_rows`` rows)."""
+    def rule(model, x):
+        rows = getattr(model, "position_table_rows", None)
+        positions, ids = x.get(f"{row}_position_ids"), x.get(f"{row}_sequence_ids")
+        if not isinstance(rows, int) or positions is None or ids is None:
+            return None
+        bad = (ids > 0) & ((positions < 0) | (positions >= rows))
+        return bad, positions, (f"`{row}_position_ids` must be inside [0, {rows}) (the rows of "
+                                f"the model's position table). Received: {row}_position_ids=")
+    return rule
+
+
 # The rules, by the name of their TensorFlow assertion; what they read (all `check_batch`
 # copies to the host).
 _RULES = {"check_label_range": _label_rule, "check_pair_layout": _pair_rule,
-          "check_position_range": _position_rule}
-_RULE_FEATURES = ("labels", "sequence_mask", "sequence_ids", "branch_ids", "position_ids")
+          "check_position_range": _position_rule,
+          "check_encoder_position_range": _row_position_rule("encoder"),
+          "check_decoder_position_range": _row_position_rule("decoder")}
+_RULE_FEATURES = ("labels", "sequence_mask", "sequence_ids", "branch_ids", "position_ids",
+                  "encoder_sequence_ids", "encoder_position_ids", "decoder_sequence_ids",
+                  "decoder_position_ids")
 
 
 def _assertion(found, name: str) -> list:
@@ -248,9 +266,11 @@ def pair_layout_checks(model, x: dict) -> list:
 
 
 def position_checks(model, x: dict) -> list:
-    """A named assertion: every real token's position has a row in the model's learned
-    position table (``position_table_rows``; each sequence's own positions for pairs)."""
-    return _assertion(_position_rule(model, x), "check_position_range")
+    """Named assertions: every real token's position has a row in the model's learned
+    position table (``position_table_rows``; each sequence's own positions for pairs; both
+    rows of an encoder-decoder's pair packs)."""
+    return [check for name, rule in _RULES.items() if "position" in name
+            for check in _assertion(rule(model, x), name)]
 
 
 def batch_checks(model, x: dict) -> list:
