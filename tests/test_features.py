@@ -32,6 +32,7 @@ NOT_FEATURES = {
     "band_mask": "a function name (tfpack.layers.dense_attention)",
     "row_mask": "a function name (tfpack.layers.dense_attention)",
     "flat_ids": "a function name (tfpack.builders.offsets)",
+    "sequence_positions": "a method name (PreferenceModel.sequence_positions)",
     "token_ids": "a declared parameter kind (tfpack.params) and a probe's local name",
     "padding_mask": "keras-hub's input name (tfpack.testing.exactness runs keras-hub)",
     "segment_ids": "keras-hub's input name (tfpack.testing.exactness runs keras-hub)",
