@@ -17,13 +17,6 @@ settings.register_profile(
 )
 settings.load_profile("tfpack")
 
-# TensorFlow's `jit_compile=True` (and every subprocess) compiles with the
-# fast XLA settings the JAX runs use (tests/jax_env.py): what the tests check
-# is the compiled program's values, not XLA's optimizations.
-from jax_env import fast_compile_xla_flags  # noqa: E402
-
-os.environ["XLA_FLAGS"] = fast_compile_xla_flags(os.environ.get("XLA_FLAGS"))
-
 # The heaviest test files, heaviest first (seconds of tests plus module fixtures,
 # from `--durations` runs of each directory). `make test` runs them first (with
 # `--no-loadscope-reorder`, xdist hands out files in collection order, and
