@@ -195,9 +195,7 @@ def _position_rule(model, x):
         return None
     reader = getattr(model, "sequence_positions", None)
     positions = x["position_ids"] if reader is None else reader(x)
-    bad = (x["sequence_ids"] > 0) & ((positions < 0) | (positions >= rows))
-    return bad, positions, (f"`position_ids` must be inside [0, {rows}) (the rows of the "
-                            "model's position table). Received: position_ids=")
+    return _past_the_table(rows, x["sequence_ids"], positions, "position_ids")
 
 
 def _row_position_rule(row: str):
@@ -208,10 +206,15 @@ def _row_position_rule(row: str):
         positions, ids = x.get(f"{row}_position_ids"), x.get(f"{row}_sequence_ids")
         if not isinstance(rows, int) or positions is None or ids is None:
             return None
-        bad = (ids > 0) & ((positions < 0) | (positions >= rows))
-        return bad, positions, (f"`{row}_position_ids` must be inside [0, {rows}) (the rows of "
-                                f"the model's position table). Received: {row}_position_ids=")
+        return _past_the_table(rows, ids, positions, f"{row}_position_ids")
     return rule
+
+
+def _past_the_table(rows: int, sequence_ids, positions, name: str):
+    """The position rules' result: real tokens whose position has no row of ``rows``."""
+    bad = (sequence_ids > 0) & ((positions < 0) | (positions >= rows))
+    return bad, positions, (f"`{name}` must be inside [0, {rows}) (the rows of the model's "
+                            f"position table). Received: {name}=")
 
 
 # The rules, by the name of their TensorFlow assertion; what they read (all `check_batch`
