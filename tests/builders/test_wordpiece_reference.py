@@ -78,7 +78,10 @@ pieces = st.one_of(
     st.text(alphabet, max_size=12),
     st.sampled_from([s for d in tfpack.datasets.stdlib_documents(max_documents=5) for s in d]),
     st.builds(lambda c, n: c * n, st.sampled_from("aé中x\u00adαя"), st.integers(45, 105)),
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=8))
+    # Any character of Unicode 3.2, the documented domain (docs/model.md): the
+    # reference's tables and Python's differ on about 500 assigned since.
+    st.text(st.characters(blacklist_categories=("Cs",)).filter(
+        lambda c: unicodedata.ucd_3_2_0.category(c) != "Cn"), max_size=8))
 
 
 @settings(max_examples=300, deadline=None)
