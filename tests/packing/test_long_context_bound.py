@@ -7,7 +7,10 @@ one pricing over the real lengths, 0.3-0.4 s of CPU on 12,000 lengths at L=16,38
 cut by the budget, it proved nothing before. Once such a bound is the best, the
 finer rounded-down bounds do not run before the finer plans (`prove_then_refine`),
 and a warm finer plan starts with as much time left as the last one took
-(`Tuning.REFINE_GROWTH`). Each is checked here on a clock that only moves when told.
+(`Tuning.REFINE_GROWTH`). From `Tuning.LONG_CONTEXT_FROM`, the rounded-down LP runs
+first wherever the best plan is past the 0.2% target above the simple bounds
+(`Tuning.LONG_PROVE_ABOVE`; 1% below it). Each is checked here on a clock that only
+moves when told, or none.
 """
 
 import numpy as np
@@ -105,3 +108,34 @@ def test_a_warm_finer_plan_starts_with_as_much_time_left_as_the_last_took(monkey
                       took=0.6)
         assert started == [True] * plans, spent
 
+
+
+class Proving(Exception):
+    """`prove_down` was called."""
+
+
+def proves_first(monkeypatch, long_context_from: int) -> bool:
+    """Whether `grouped` proves first at L=16 with the best plan 0.5% above the token bound."""
+    def prove_down(*args, **kwargs):
+        raise Proving
+
+    monkeypatch.setattr(Tuning, "LONG_CONTEXT_FROM", long_context_from)
+    monkeypatch.setattr(_paths, "prove_down", prove_down)
+    monkeypatch.setattr(_paths, "plan_up", lambda *a, **k: None)
+    monkeypatch.setattr(_paths, "refine", lambda *a, **k: None)
+    search = _paths.Search({"tokens": 1000})
+    search.packs = 1005
+    try:
+        _paths.grouped(search, make_histogram(16, {5: 3000, 6: 200}), 16, 4,
+                       _budget.Budget(None))
+    except Proving:
+        return True
+    return False
+
+
+def test_long_contexts_prove_first_from_the_target_gap(monkeypatch):
+    """0.5% above the bound: past LONG_PROVE_ABOVE (0.2%) from LONG_CONTEXT_FROM, the
+    rounded-down LP runs first; below it, not (PROVE_ABOVE, 1%, as before)."""
+    assert (Tuning.PROVE_ABOVE, Tuning.LONG_PROVE_ABOVE) == (0.01, 0.002)
+    assert proves_first(monkeypatch, 16)
+    assert not proves_first(monkeypatch, 32)

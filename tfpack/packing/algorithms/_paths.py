@@ -208,7 +208,9 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         order = ((False, 0.5), (True, 1.0))
     else:
         order = ((True, 1.0),)
-        if search.packs > search.bound * (1 + Tuning.PROVE_ABOVE):
+        above = Tuning.LONG_PROVE_ABOVE if \
+            Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW else Tuning.PROVE_ABOVE
+        if search.packs > search.bound * (1 + above):
             # The bound on groups of the lengths present (`prove_down`), finer while time lasts.
             proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
                                  budget.share(Tuning.PROVE_SHARE))

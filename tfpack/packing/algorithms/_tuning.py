@@ -100,6 +100,16 @@ class Tuning:
     # L=16,384 depth 16: the token bound 10.4% below the plan, this LP's 0.008%). Where it
     # proves nothing, the plan loses its time.
     PROVE_ABOVE = 0.01
+    # and from `LONG_CONTEXT_FROM`, where this far (the 0.2% target): best fit 0.2-1% above the
+    # simple bounds left them unproven, whatever the time (`planners_long_context.py --seed 2`,
+    # case 34, L=16,384 depth 6: 423,568 packs on Martello-Toth's 420,638, 0.697%, with 1 s or
+    # 30 s; with the rounded-down LP and the lift first, on 423,408: 0.038%).
+    LONG_PROVE_ABOVE = 0.002
+    # but below this max_length: at L=32,768-65,536 (planners_suite.py, seed 0) it cost the
+    # plans their time for no better bound (log-normal L=32,768 depth 16: 61,317 -> 61,318-
+    # 61,324 packs, 0.180% -> 0.191%; spikes L=65,536 depth 24: 5,279,590 -> 5,279,683-
+    # 5,279,751 in 1.09-1.11 s of CPU).
+    LONG_PROVE_BELOW = 32768
     # Of the grouped path's time, for that LP there. Half (as where the depth binds) cost
     # the suite's log-normal L=8,192 depth 3 its target (124,103-124,140 packs -> 124,190 on
     # the bound 123,912: 0.225%; with a third, 124,159); a fifth lost the LP bound on 3 of
