@@ -19,6 +19,7 @@ Run:
 
     PYTHONPATH=. .venv/bin/python benchmarks/planners_long_context.py          # 16 cases
     PYTHONPATH=. .venv/bin/python benchmarks/planners_long_context.py --cases 32 --isolate 120
+    PYTHONPATH=. .venv/bin/python benchmarks/planners_long_context.py --seed 1 --cases 48  # unseen
 
 Writes ``benchmarks/results/planners_long_context.md`` (``--output``).
 """
@@ -43,11 +44,16 @@ DEPTHS = (4, 6, 8, 12, 16)
 TARGET_GAP = 0.002
 
 
-def case(index: int) -> dict:
-    """The parameters of case ``index``, drawn from its seed."""
-    rng = np.random.default_rng([35, index])
+def _seed(index: int, seed: int) -> list:
+    """The case's seed entropy: ``[35, index]`` for suite seed 0 (the suite as first run)."""
+    return [35, index] if seed == 0 else [35, seed, index]
+
+
+def case(index: int, seed: int = 0) -> dict:
+    """The parameters of case ``index`` of suite ``seed``, drawn from its seed."""
+    rng = np.random.default_rng(_seed(index, seed))
     narrow = index % 2 == 1  # documents of about one length: remainders near L / 3-L / 2
-    return dict(index=index, max_length=int(rng.choice(MAX_LENGTHS)), depth=int(rng.choice(DEPTHS)),
+    return dict(index=index, seed=seed, max_length=int(rng.choice(MAX_LENGTHS)), depth=int(rng.choice(DEPTHS)),
                 median=float(rng.uniform(0.25, 0.5) if narrow else rng.uniform(0.03, 0.6)),
                 sigma=float(rng.uniform(0.05, 0.3) if narrow else rng.uniform(0.2, 1.5)),
                 runs=1 if narrow else int(rng.choice([1, 1, 2, 4])),
@@ -57,28 +63,35 @@ def case(index: int) -> dict:
 def histogram_of(params: dict) -> np.ndarray:
     """int64 ``[L]``: about ``windows`` windows of stretched log-normal documents."""
     L = params["max_length"]
-    rng = np.random.default_rng([35, params["index"], 1])
+    rng = np.random.default_rng(_seed(params["index"], params["seed"]) + [1])
 
     def documents(n):
         return np.maximum(1, np.exp(rng.normal(np.log(params["median"] * L), params["sigma"], n))
                           ).astype(np.int64)
 
-    pilot = planners_corpora.stretched(documents(20_000), L, params["runs"], seed=params["index"])
+    pilot = planners_corpora.stretched(documents(20_000), L, params["runs"], seed=params["index"] + 1000 * params["seed"])
     n = max(1000, int(20_000 * params["windows"] / max(1, pilot.sum())))
-    return planners_corpora.stretched(documents(n), L, params["runs"], seed=params["index"])
+    return planners_corpora.stretched(documents(n), L, params["runs"],
+                                      seed=params["index"] + 1000 * params["seed"])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the suite's seed (0: the suite it was tuned on)")
+    parser.add_argument("--only", default="", help="comma-separated case indices to run")
     parser.add_argument("--isolate", type=float, default=120.0,
                         help="each plan in a child killed after this many wall seconds")
     parser.add_argument("--time-limit", type=float, default=1.0)
     parser.add_argument("--output", default=str(HERE / "results" / "planners_long_context.md"))
     args = parser.parse_args(argv)
     rows = []
+    only = {int(i) for i in args.only.split(",") if i}
     for index in range(args.cases):
-        params = case(index)
+        if only and index not in only:
+            continue
+        params = case(index, args.seed)
         histogram = histogram_of(params)
         L, depth = params["max_length"], params["depth"]
         metrics = planners_suite.run_plan(histogram, L, depth, "optimal", args.time_limit,

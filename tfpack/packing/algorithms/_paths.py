@@ -45,6 +45,7 @@ class Search:
         # The packs (in tokens) of the last grouped plan's LP solution, where `plan_up` keeps
         # them: they seed the LP on finer groups (`refine`).
         self.columns: list[tuple[int, ...]] = []
+        self.lifted = 0  # the best bound from a grouped plan's duals (`_lift`)
 
     @property
     def bound(self) -> int:
@@ -161,7 +162,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     with half of ``budget``; each has at most about `Tuning.GROUP_ROWS` lengths, so
     both together take a fraction of the LP over all lengths. Rounding costs
     each pack about (depth x width / 2) tokens, so groups are as narrow as the
-    rows allow. From L=16,384 (or where pricing's table, rows x depth x
+    rows allow. From L=12,288 (`Tuning.UNITS_FROM`, or where pricing's table, rows x depth x
     ``max_length``, would pass `Tuning.TABLE_CELLS`), when a width ``w`` divides
     ``max_length``, the groups are multiples of ``w`` and the problem is
     solved in units of ``w`` tokens (`in_units`): pricing's table shrinks
@@ -207,7 +208,9 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         order = ((False, 0.5), (True, 1.0))
     else:
         order = ((True, 1.0),)
-        if search.packs > search.bound * (1 + Tuning.PROVE_ABOVE):
+        above = Tuning.LONG_PROVE_ABOVE if \
+            Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW else Tuning.PROVE_ABOVE
+        if search.packs > search.bound * (1 + above):
             # The bound on groups of the lengths present (`prove_down`), finer while time lasts.
             proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
                                  budget.share(Tuning.PROVE_SHARE))
@@ -270,13 +273,17 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
     packs (``warm``) and only with `Tuning.PROVE_GROWTH` times the last plan's
     time (``planned`` seconds at first) left; whatever they leave goes to the
     next bound, cut by the budget or not (Farley's bound holds at any round).
+    Where a plan's duals proved the best bound already (`Search.lifted`), the
+    finer rounded-down bounds, which approach the LP from below, come after the
+    finer plans only.
     On the long-context suite's L=16,384 depth 4 case, with the bound from
     the plans' duals (`plan_up`): 190,791 packs on 190,651 (0.073%); with all
     the time to the rounded-down bounds first, as before, 190,948 on 190,552
     (0.208%).
     """
-    proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
-                         budget.share(Tuning.PROVE_BEFORE_REFINE), *proving)
+    if search.lifted < search.bound:  # else the plan's duals proved more: finer plans first
+        proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
+                             budget.share(Tuning.PROVE_BEFORE_REFINE), *proving)
     refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget,
            warm=True, took=planned)
     prove_down(search, histogram, max_length, max_sequences_per_pack, budget, *proving,
@@ -400,7 +407,7 @@ def refine(search: Search, histogram, max_length, max_sequences_per_pack, starts
     """
     ends = min(Tuning.BALANCED_ENDS, len(starts) // 4)
     took = took if warm else 0.0
-    while budget.left() > max(Tuning.REFINE_LEFT, warm * Tuning.PROVE_GROWTH * took) and \
+    while budget.left() > max(Tuning.REFINE_LEFT, warm * Tuning.REFINE_GROWTH * took) and \
             not search.within(_lp_plan.slack(search.bound)):
         if unit > 1 and len(starts) < max_length // unit:  # balanced on a grid: twice the rows
             finer = on_grid(histogram, unit, 2 * len(starts))
@@ -443,9 +450,15 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     With ``warm``, its LP starts from the packs of the last one kept in
     ``search.columns`` (`finer_packs`: lengths only shrink, so they fit), and
     keeps its own there for the next; on a grid of units (``unit`` > 1) its
-    duals, interpolated over the real lengths, prove a bound (`_lift`).
+    duals, interpolated over the real lengths, prove a bound (`_lift`), with
+    `Tuning.LIFT_SHARE` of ``budget`` kept from the LP for it where an LP bound
+    is the best and no lift proved it yet.
     """
-    inner = budget.less(search.reserve)
+    lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a lift proves the best bound
+    if warm and unit > 1 and budget.limited and search.lifted < search.bound and \
+            _bounds.strongest(search.bounds)[1] == "lp":
+        lift = Tuning.LIFT_SHARE * budget.left()
+    inner = budget.less(search.reserve + lift)
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     warm_start = {}
     if warm:  # the last plan's packs, each length the longest of these up to it: they fit
@@ -461,8 +474,10 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
         # 610 groups) they proved 206,302, 0.27% below the rounded-down LP's 206,877 on 256
         # groups, for 0.05 s (groups of equal width over the lengths present: 207,042).
         if unit > 1:
-            search.prove(_lift.lifted(histogram, length * unit, max_sequences_per_pack,
-                                      lengths * unit, lp.duals, budget), "lp")
+            search.lifted = max(search.lifted, _lift.lifted(
+                histogram, length * unit, max_sequences_per_pack, lengths * unit, lp.duals,
+                budget))
+            search.prove(search.lifted, "lp")
     if packs:
         plan = _lp_plan.result(packs, 0)
         strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]

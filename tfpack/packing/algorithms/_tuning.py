@@ -100,6 +100,16 @@ class Tuning:
     # L=16,384 depth 16: the token bound 10.4% below the plan, this LP's 0.008%). Where it
     # proves nothing, the plan loses its time.
     PROVE_ABOVE = 0.01
+    # and from `LONG_CONTEXT_FROM`, where this far (the 0.2% target): best fit 0.2-1% above the
+    # simple bounds left them unproven, whatever the time (`planners_long_context.py --seed 2`,
+    # case 34, L=16,384 depth 6: 423,568 packs on Martello-Toth's 420,638, 0.697%, with 1 s or
+    # 30 s; with the rounded-down LP and the lift first, on 423,408: 0.038%).
+    LONG_PROVE_ABOVE = 0.002
+    # but below this max_length: at L=32,768-65,536 (planners_suite.py, seed 0) it cost the
+    # plans their time for no better bound (log-normal L=32,768 depth 16: 61,317 -> 61,318-
+    # 61,324 packs, 0.180% -> 0.191%; spikes L=65,536 depth 24: 5,279,590 -> 5,279,683-
+    # 5,279,751 in 1.09-1.11 s of CPU).
+    LONG_PROVE_BELOW = 32768
     # Of the grouped path's time, for that LP there. Half (as where the depth binds) cost
     # the suite's log-normal L=8,192 depth 3 its target (124,103-124,140 packs -> 124,190 on
     # the bound 123,912: 0.225%; with a third, 124,159); a fifth lost the LP bound on 3 of
@@ -135,10 +145,30 @@ class Tuning:
     # Their shortest and longest lengths present exact: 16 each cost 60 rows and 2x the time
     # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
     PROVE_ENDS = 0
+    # Of a warm grouped plan's time on a grid (`_paths.plan_up`), kept from its LP for the bound
+    # from its duals (`_lift`: one pricing over the real lengths, 0.3-0.4 s of CPU on 12,000
+    # lengths at L=16,384 depth 8-12), where an LP bound is the best and no lift proved it yet:
+    # cut by the budget before, it proved nothing (`planners_long_context.py --seed 1`, case 5:
+    # 378,900 packs on 376,805, 0.556% -> 378,903 on 378,360, 0.144%; the bound with 30 s:
+    # 378,361). 0.3 left it no time there; 0.7 cut the LP so early that its duals proved less
+    # (377,326). Not where the token bound is the best: there the plan is what is loose (0.4 of
+    # the time cost seed 0's case 26 0.219% -> 0.286%).
+    LIFT_SHARE = 0.5
+    # A warm finer plan (`_paths.refine`) starts with this many times the last plan's time left
+    # (`PROVE_GROWTH`, 2, before): started from the last plan's packs it takes less than that
+    # one (seed 0's case 29, L=12,288 depth 16: 0.5 s left after a 0.3 s plan; its finer plan
+    # made 221,694 -> 221,442-221,495 packs on 221,120: 0.260% -> 0.146%-0.170%).
+    REFINE_GROWTH = 1.0
     GROUP_ROWS = 512  # lengths (groups) of their LPs at most
     TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
     UNIT_ROWS = 1024  # rows in units of tokens (`in_units`): pricing stays cheap
-    UNITS_FROM = 16384  # max lengths from which groups are in units (or where the table is too big)
+    # Max lengths from which groups are in units (or where the table is too big); 16,384 before:
+    # at L=12,288 depth 8-16 the table held 640-1,210 balanced groups of single tokens, and the
+    # plan lost what rounding up within them loses (`planners_long_context.py --seed 1`, cases
+    # 0, 14, 40: 0.277%, 0.206%, 0.457% above the token bound); in units of 12, balanced on a
+    # grid of 3 (`fine_grid`): 0.168%, 0.158%, 0.233% (seed 0's case 16: 0.217% -> 0.155%). The
+    # suite's L are 512-8,192 and 16,384-65,536: none changes.
+    UNITS_FROM = 12288
     GRID_LOSS = 2e-3  # rounding up to the unit loses more (of the token bound's tokens): `fine_grid`
     FINE_ROWS = 4096  # the finer grid's unit: max_length / this tokens
 

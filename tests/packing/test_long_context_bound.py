@@ -1,0 +1,141 @@
+"""The time of `optimal`'s long-context path: the lift's share, finer plans first (issue 35, item 5).
+
+Where the best bound is an LP bound (the simple bounds are loose: stretched long
+contexts), a grouped plan on a grid (`_paths.plan_up`, ``warm``) keeps
+`Tuning.LIFT_SHARE` of its time from its LP for the bound from its duals (`_lift`,
+one pricing over the real lengths, 0.3-0.4 s of CPU on 12,000 lengths at L=16,384):
+cut by the budget, it proved nothing before. Once such a bound is the best, the
+finer rounded-down bounds do not run before the finer plans (`prove_then_refine`),
+and a warm finer plan starts with as much time left as the last one took
+(`Tuning.REFINE_GROWTH`). From `Tuning.LONG_CONTEXT_FROM`, the rounded-down LP runs
+first wherever the best plan is past the 0.2% target above the simple bounds
+(`Tuning.LONG_PROVE_ABOVE`; 1% below it). Each is checked here on a clock that only
+moves when told, or none.
+"""
+
+import numpy as np
+
+from test_optimal import make_histogram
+from tfpack.packing.algorithms import _budget, _column_generation, _lp_plan, _paths
+from tfpack.packing.algorithms._tuning import Tuning
+
+
+class Clock:
+    """CPU seconds that pass only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def plan_up_budget(monkeypatch, bounds, lifted=0, unit=8, warm=True, limit=1.0):
+    """Seconds left to the LP of one `plan_up` of ``limit`` s on a still clock, and the search."""
+    seen = []
+
+    def plan(lengths, demand, length, depth, simple, *, budget, **options):
+        seen.append(budget.left())
+        if "keep" in options:  # its duals: 1/2 at 8 and 16 tokens
+            options["keep"].append(_column_generation.LP(
+                [(np.array([0, 1]), np.array([1, 1]))], np.array([1.0]), 1.0, 1, 1,
+                duals=np.array([0.5, 0.5])))
+        return {}, 1  # no plan: only the time and the bound are checked
+
+    monkeypatch.setattr(_lp_plan, "plan", plan)
+    search = _paths.Search(bounds)
+    search.lifted = lifted
+    histogram = make_histogram(16, {16: 1, 8: 1})
+    budget = _budget.Budget(limit, Clock())
+    _paths.plan_up(search, histogram, np.array([1, 2]), np.array([1, 1]), 2, None, 1,
+                   np.arange(1, 17, 8), unit, budget, warm=warm)
+    return seen[0], search
+
+
+def test_the_lift_keeps_its_share_where_an_lp_bound_is_the_best(monkeypatch):
+    """Bounds tokens 1, lp 2: the LP gets 1 - LIFT_SHARE (0.5) of the second; the lift
+    proves 2 (a 16 and an 8 share no pack of 16: the best is worth 1/2, 1 / (1/2) = 2) and
+    is kept as `Search.lifted`. Where the token bound is the best (the plan is what is
+    loose), where a lift proved the best bound already, off a grid (``unit`` 1: no lift),
+    not warm, or without a limit: no share."""
+    left, search = plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2})
+    assert Tuning.LIFT_SHARE == 0.5 and left == 0.5
+    assert search.lifted == 2 and search.bounds["lp"] == 2
+    assert plan_up_budget(monkeypatch, {"tokens": 2, "lp": 1})[0] == 1.0
+    assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, lifted=2)[0] == 1.0
+    assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, unit=1)[0] == 1.0
+    assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, warm=False)[0] == 1.0
+    assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, limit=None)[0] == np.inf
+
+
+def calls_of_prove_then_refine(monkeypatch, lifted):
+    calls = []
+    monkeypatch.setattr(_paths, "prove_down", lambda *a, **k: (calls.append("prove"),
+                                                               (512, 0.1, []))[1])
+    monkeypatch.setattr(_paths, "refine", lambda *a, **k: calls.append("refine"))
+    search = _paths.Search({"tokens": 1, "lp": 3})
+    search.lifted = lifted
+    _paths.prove_then_refine(search, make_histogram(16, {16: 1}), 16, None, np.arange(1, 17, 8),
+                             8, _budget.Budget(1.0, Clock()), (512, 0.1, []), 0.3)
+    return calls
+
+
+def test_finer_plans_first_once_the_plans_duals_proved_the_bound(monkeypatch):
+    """The lift at the best bound (3): refine, then the rounded-down bounds on what is left;
+    below it (2), the rounded-down bounds first, as before."""
+    assert calls_of_prove_then_refine(monkeypatch, 3) == ["refine", "prove"]
+    assert calls_of_prove_then_refine(monkeypatch, 2) == ["prove", "refine", "prove"]
+
+
+def test_a_warm_finer_plan_starts_with_as_much_time_left_as_the_last_took(monkeypatch):
+    """The last plan took 0.6 s, 0.7 s are left: a finer plan starts (REFINE_GROWTH 1), where
+    twice that time (PROVE_GROWTH, as before) would have stopped it; with 0.5 s left, not."""
+    assert Tuning.REFINE_GROWTH == 1.0
+    for spent, plans in ((0.3, 1), (0.5, 0)):
+        clock, started = Clock(), []
+
+        def plan_up(*a, **k):
+            started.append(k.get("warm"))
+            clock.now += 1.0  # the plan takes the rest
+
+        monkeypatch.setattr(_paths, "plan_up", plan_up)
+        budget = _budget.Budget(1.0, clock)
+        clock.now = spent  # 1 - spent left
+        search = _paths.Search({"tokens": 1})
+        search.packs = 10
+        histogram = make_histogram(16, {13: 1, 14: 1, 15: 1, 16: 1})
+        _paths.refine(search, histogram, 16, None, np.arange(1, 17, 8), 8, budget, warm=True,
+                      took=0.6)
+        assert started == [True] * plans, spent
+
+
+
+class Proving(Exception):
+    """`prove_down` was called."""
+
+
+def proves_first(monkeypatch, long_context_from: int) -> bool:
+    """Whether `grouped` proves first at L=16 with the best plan 0.5% above the token bound."""
+    def prove_down(*args, **kwargs):
+        raise Proving
+
+    monkeypatch.setattr(Tuning, "LONG_CONTEXT_FROM", long_context_from)
+    monkeypatch.setattr(_paths, "prove_down", prove_down)
+    monkeypatch.setattr(_paths, "plan_up", lambda *a, **k: None)
+    monkeypatch.setattr(_paths, "refine", lambda *a, **k: None)
+    search = _paths.Search({"tokens": 1000})
+    search.packs = 1005
+    try:
+        _paths.grouped(search, make_histogram(16, {5: 3000, 6: 200}), 16, 4,
+                       _budget.Budget(None))
+    except Proving:
+        return True
+    return False
+
+
+def test_long_contexts_prove_first_from_the_target_gap(monkeypatch):
+    """0.5% above the bound: past LONG_PROVE_ABOVE (0.2%) from LONG_CONTEXT_FROM, the
+    rounded-down LP runs first; below it, not (PROVE_ABOVE, 1%, as before)."""
+    assert (Tuning.PROVE_ABOVE, Tuning.LONG_PROVE_ABOVE) == (0.01, 0.002)
+    assert proves_first(monkeypatch, 16)
+    assert not proves_first(monkeypatch, 32)
