@@ -72,7 +72,10 @@ def test_killed_export_leaves_the_old_or_the_new_saved_model(tmp_path):
         while process.poll() is None and time.monotonic() < deadline and not [
                 n for n in os.listdir(tmp_path) if "tfpack-export-partial" in n]:
             time.sleep(0.02)  # Until the new SavedModel is being written.
-        time.sleep(rng.uniform(0.0, 0.6))
+        try:  # a process done sooner is not waited for
+            process.wait(timeout=rng.uniform(0.0, 0.6))
+        except subprocess.TimeoutExpired:
+            pass
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
         _check(out, model)

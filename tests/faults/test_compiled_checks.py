@@ -157,13 +157,12 @@ def test_an_adapter_without_a_position_table_bounds_no_position():
     assert input_limits(Task()) == {"input_ids": 20, "position_ids": 16}
 
 
-@pytest.mark.parametrize("row", ["encoder", "decoder"])
-def test_xla_fit_refuses_a_pair_position_past_bart_s_table(row):
-    """Encoder-decoder pair packs: BART's learned tables of 8 rows, a position 9 in one row.
-    XLA clamped it to the last row and trained without a word."""
+@pytest.fixture(scope="module")
+def bart():
+    """A `Seq2SeqLM` on BART's learned tables of 8 rows, compiled with XLA (its train step
+    traced once for both rows: the packs share shapes)."""
     import keras_hub
 
-    from tfpack.builders import pack_pairs
     from tfpack.models import Seq2SeqLM, from_keras_hub
 
     keras.utils.set_random_seed(0)
@@ -171,13 +170,22 @@ def test_xla_fit_refuses_a_pair_position_past_bart_s_table(row):
                                              hidden_dim=8, intermediate_dim=16,
                                              max_sequence_length=8)
     model = Seq2SeqLM(from_keras_hub(backbone, check_exact=False))
-    assert model.position_table_rows == 8
     model.compile(optimizer="sgd", jit_compile=True)
+    return model
+
+
+@pytest.mark.parametrize("row", ["encoder", "decoder"])
+def test_xla_fit_refuses_a_pair_position_past_bart_s_table(bart, row):
+    """Encoder-decoder pair packs: BART's learned tables of 8 rows, a position 9 in one row.
+    XLA clamped it to the last row and trained without a word."""
+    from tfpack.builders import pack_pairs
+
+    assert bart.position_table_rows == 8
     packs = pack_pairs([([0, 5, 2], [2, 0, 7, 2]), ([0, 6, 2], [2, 0, 2])],
                        max_encoder_length=8, max_decoder_length=8)
     x = {name: np.asarray(value) for name, value in packs.items()}
     x[f"{row}_position_ids"][0, 1] = 9
-    weights = [w.copy() for w in model.get_weights()]
-    _held(judge_call(lambda: model.fit(x, batch_size=1, verbose=0), refuse=True,
+    weights = [w.copy() for w in bart.get_weights()]
+    _held(judge_call(lambda: bart.fit(x, batch_size=1, verbose=0), refuse=True,
                      match=f"Received: {row}_position_ids=9"))
-    assert all(np.array_equal(a, b) for a, b in zip(weights, model.get_weights()))
+    assert all(np.array_equal(a, b) for a, b in zip(weights, bart.get_weights()))

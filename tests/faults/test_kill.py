@@ -82,11 +82,15 @@ def test_kill_9_at_random_points_of_export_keeps_a_whole_saved_model_and_the_use
         # anywhere.
         phase = "write" if round_ == 0 else rng.choice(["import", "trace", "write"])
         if phase == "import":  # importing TensorFlow, loading the model
-            time.sleep(float(rng.uniform(0.5, 4.0)))
+            delay = float(rng.uniform(0.5, 4.0))
         else:  # tracing into the staging folder, or writing, marking and swapping it
             _wait_for(child, tmp_path, tracing=phase == "trace")
-            time.sleep(0.0 if round_ == 0 else float(rng.uniform(0.0, 3.0 if phase == "trace"
-                                                                  else 0.3)))
+            delay = 0.0 if round_ == 0 else float(rng.uniform(0.0, 3.0 if phase == "trace"
+                                                              else 0.3))
+        try:  # a child done sooner is not waited for
+            child.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            pass
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=60)
         loss = outcomes.changed_files(tmp_path, beside) + outcomes.changed_files(

@@ -23,6 +23,7 @@ from hypothesis import given, strategies as st
 import tfpack
 from tests.faults import outcomes
 from tests.faults.campaign import campaign
+from tests.faults.inprocess import run_cli_here
 from tfpack.data.boundary import tfpack_message
 from tfpack.errors import TfpackError
 from tfpack.formats.records import serialize_packs
@@ -349,13 +350,13 @@ def test_tfpack_pack_overwrite_while_a_reader_repeats(tmp_path):
     out = tmp_path / "packed"
     args = ["pack", "--input", inputs, "--output", out, "--max-length", 16,
             "--max-sequences-per-pack", 3, "--packs-per-shard", 4]
-    assert outcomes.run_cli(*args).returncode == 0
+    assert run_cli_here(*args).returncode == 0  # the CLI in this process: no TF import again
     first = sorted(json.loads((out / "manifest.json").read_text())["shards"],
                    key=lambda s: s["name"])
     write_google(inputs, count=90, seed=1)
 
     def repack():
-        result = outcomes.run_cli(*args, "--overwrite")
+        result = run_cli_here(*args, "--overwrite")
         assert result.returncode == 0, result.stderr
     repack.epoch = 1
 
@@ -389,15 +390,26 @@ def test_max_predictions_zero_packs_and_reads_end_to_end(tmp_path):
                 [101] + [7] * (n - 2) + [102], [0] * n, [], [], i % 2,
                 max_seq_length=16, max_predictions_per_seq=0))
     out = tmp_path / "packed"
-    packed = outcomes.run_cli("pack", "--input", inputs, "--output", out, "--max-length", 16,
-                              "--max-sequences-per-pack", 3, "--max-predictions", 0)
-    assert outcomes.judge_cli(packed, refuse=False).outcome == outcomes.HELD, packed.stderr
-    # Read in a fresh process: a segfault is observed, not suffered.
-    code = (f"import tfpack; packs = list(tfpack.formats.read_packed({str(out)!r})"
-            ".as_numpy_iterator()); print(len(packs), packs[0]['masked_lm_ids'].shape, "
+    argv = ["pack", "--input", str(inputs), "--output", str(out), "--max-length", "16",
+            "--max-sequences-per-pack", "3", "--max-predictions", "0"]
+    # One fresh process packs (the CLI, its streams captured as `run_cli_here` does) and
+    # then reads: a segfault of either is observed, not suffered.
+    code = ("import json; from tests.faults.inprocess import run_cli_here; "
+            f"packed = run_cli_here(*{argv!r}); "
+            "print(json.dumps([packed.returncode, packed.stdout, packed.stderr]), flush=True); "
+            "assert packed.returncode == 0; import tfpack; "
+            f"packs = list(tfpack.formats.read_packed({str(out)!r}).as_numpy_iterator()); "
+            "print(len(packs), packs[0]['masked_lm_ids'].shape, "
             "sum(int((p['sequence_ids'] > 0).sum()) for p in packs))")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     read = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+                          timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+                                            "PYTHONPATH": os.pathsep.join(
+                                                [root, os.environ.get("PYTHONPATH", "")])})
+    assert read.returncode >= 0, (read.returncode, read.stderr[-2000:])  # no crash
+    status, stdout, stderr = json.loads(read.stdout.split("\n")[0])
+    packed = subprocess.CompletedProcess(["tfpack", *argv], status, stdout, stderr)
+    assert outcomes.judge_cli(packed, refuse=False).outcome == outcomes.HELD, packed.stderr
     stats = json.loads((out / "stats.json").read_text())
     want = f"{stats['packs']} (0,) {stats['tokens']}"
     verdict = outcomes.judge_cli(read, refuse=False, check=lambda r: r.stdout.split("\n")[-2]
