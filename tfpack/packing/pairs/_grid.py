@@ -80,6 +80,7 @@ class GridLP:
     columns: list = dataclasses.field(repr=False)  # (rows, copies) over the classes
     x: np.ndarray | None = dataclasses.field(repr=False)
     grouped: Classes = dataclasses.field(repr=False)  # rounded-up classes, lengths in tokens
+    duals: np.ndarray | None = dataclasses.field(default=None, repr=False)  # the last master's
 
 
 class Tables:
@@ -208,12 +209,13 @@ def grid_classes(counts: np.ndarray, limits, units: int, up: bool) -> tuple[Clas
 
 
 def solve(counts: np.ndarray, limits, units: int, budget: Budget | None, up: bool = True,
-          most: int | None = None) -> GridLP:
+          most: int | None = None, seed: GridLP | None = None) -> GridLP:
     """The LP over packs of pairs rounded up (a plan) or down (a bound) to ``units`` a row (module notes).
 
     ``most``: columns priced each round (default `_COLUMNS`). Rounded down,
     ``bound`` is the best Farley bound seen (valid whenever it stops); rounded
-    up, it is 0 (that LP bounds nothing).
+    up, it is 0 (that LP bounds nothing). ``seed``: an LP of rounded-up pairs
+    whose columns join this one's first (`_seeded`; only rounded down).
     """
     grouped, ca, cb = grid_classes(counts, limits, units, up)
     demand = grouped.n
@@ -223,17 +225,16 @@ def solve(counts: np.ndarray, limits, units: int, budget: Budget | None, up: boo
     with np.errstate(divide="ignore"):
         fit = np.minimum(np.minimum(units // ca, units // cb), depth)
     master.add([(np.array([c]), np.array([max(1, fit[c])])) for c in range(demand.size)])
-    best, value, rounds, converged, x = 0.0, math.inf, 0, False, None
+    if seed is not None:
+        master.add(_seeded(seed, grouped))
+    best, value, rounds, converged, x, duals = 0.0, math.inf, 0, False, None, None
     while budget is None or not budget.expired():
         try:
             value, x, duals = master.solve(budget)
         except OutOfTime:
             break
         rounds += 1
-        values = np.zeros((units + 1, units + 1))
-        ids = np.full(values.shape, -1, dtype=np.int64)
-        values[ca, cb], ids[ca, cb] = duals, np.arange(duals.size)
-        tables = Tables(values, ids, depth)
+        tables = _tables(duals, ca, cb, units, depth)
         best = max(best, float(duals @ demand) / max(1.0, tables.worth))
         if tables.worth <= 1.0 + _TOLERANCE:
             converged = True
@@ -244,17 +245,57 @@ def solve(counts: np.ndarray, limits, units: int, budget: Budget | None, up: boo
         master.add(packs)
     bound = 0 if up else math.ceil(best - 1e-6 * max(1.0, best))
     columns = master.columns[:0 if x is None else x.size]
-    return GridLP(bound, float(value), rounds, converged, columns, x, grouped)
+    return GridLP(bound, float(value), rounds, converged, columns, x, grouped, duals)
+
+
+def _tables(duals: np.ndarray, ca: np.ndarray, cb: np.ndarray, units: int, depth: int) -> Tables:
+    values = np.zeros((units + 1, units + 1))
+    ids = np.full(values.shape, -1, dtype=np.int64)
+    values[ca, cb], ids[ca, cb] = duals, np.arange(duals.size)
+    return Tables(values, ids, depth)
+
+
+def _seeded(lp: GridLP, down: Classes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The used columns of an LP of rounded-up pairs, over the classes of rounded-down ones.
+
+    Each rounded-up class stands for the rounded-down class with the most
+    pairs among those of its cells. A pack of rounded-up classes is a pack of rounded-down ones
+    at any units: a pair's units down at ``G'`` are at most ``a G' / L <=
+    ceil(a G / L) G' / L``, so on each row ``sum floor(a G' / L) <= G' / G sum
+    ceil(a G / L) <= G'``. Seeded so, the LP starts at about the other's value
+    (1e6 balanced pairs at 512/128, K=4: 259,735 where single pairs give 406,350).
+    """
+    cls_up, cls_down = lp.grouped.cell_class, down.cell_class
+    where = np.flatnonzero(cls_up.ravel() >= 0)
+    up, below = cls_up.ravel()[where], cls_down.ravel()[where]
+    # The most numerous down class of each up class: sorted by its pairs, the last of each wins.
+    heaviest = np.zeros(lp.grouped.n.size, dtype=np.int64)
+    order = np.argsort(down.n[below], kind="stable")
+    heaviest[up[order]] = below[order]
+    found = {}
+    for j in np.flatnonzero(lp.x > 1e-9).tolist():
+        rows, copies = lp.columns[j]
+        mapped, inverse = np.unique(heaviest[rows], return_inverse=True)
+        found[tuple(mapped.tolist()) + tuple(np.bincount(inverse.reshape(-1), copies).tolist())] = (
+            mapped, np.bincount(inverse.reshape(-1), copies).astype(np.int64))
+    return list(found.values())
 
 
 def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Distinct packs worth more than 1 as master columns ``(rows, copies)``."""
-    found = {}
-    for members in packs:
-        rows, copies = np.unique(np.asarray(members, dtype=np.int64), return_counts=True)
-        if rows.size and float(duals[rows] @ copies) > 1.0 + _TOLERANCE:
-            found[tuple(members)] = (rows, copies.astype(np.int64))
-    return list(found.values())
+    distinct = list(dict.fromkeys(tuple(members) for members in packs if members))
+    if not distinct:
+        return []
+    width = max(len(members) for members in distinct)
+    table = np.full((len(distinct), width), duals.size, dtype=np.int64)  # padded with a row worth 0
+    for i, members in enumerate(distinct):
+        table[i, :len(members)] = members
+    worth = np.append(duals, 0.0)[table].sum(axis=1)
+    found = []
+    for i in np.flatnonzero(worth > 1.0 + _TOLERANCE).tolist():
+        rows = sorted(set(distinct[i]))
+        found.append((np.array(rows, dtype=np.int64), np.array([distinct[i].count(r) for r in rows], dtype=np.int64)))
+    return found
 
 
 # Units a row of the bound's LP: the finest whose grid has at most `_MOST_CLASSES` classes. 1e6
@@ -267,7 +308,7 @@ _UNITS = (64, 32)
 # the LP had 261,793), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
 _PLAN_UNITS = 32
 _MOST_CLASSES = 2_500
-_DOWN_SHARE = 0.45  # share of the time the bound's LP (rounded down) gets; the plan's LP the rest
+_UP_SHARE = 0.7  # share of the time the plan's LP (rounded up) gets, first; the bound's LP the rest
 
 
 def units_for(counts: np.ndarray, limits) -> int:
@@ -289,7 +330,8 @@ def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int
     from tfpack.packing.pairs._rounding import from_solution  # noqa: PLC0415  (_rounding builds on _lp_bound)
 
     budget = Budget(time_limit)
-    down = solve(counts, limits, units or units_for(counts, limits), budget.share(_DOWN_SHARE), up=False)
-    up = solve(counts, limits, units or _PLAN_UNITS, budget, up=True)
+    up = solve(counts, limits, units or _PLAN_UNITS, budget.share(_UP_SHARE), up=True)
+    down = solve(counts, limits, units or units_for(counts, limits), budget, up=False,
+                 seed=None if up.x is None else up)
     placed = None if up.x is None else from_solution(counts, limits, up.columns, up.x, up.grouped)
     return placed, down.bound

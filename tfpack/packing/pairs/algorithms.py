@@ -74,7 +74,7 @@ _COMPOUND_SHARE = 0.6
 # seconds, and get them (counted in `time_limit`):
 # they converge in 1.4-3 s CPU on 1e6 balanced or bimodal pairs at K=4 (not in 0.8 s: 278,258
 # packs on balanced, 11.3% above the bound).
-_GRID_SECONDS = 4.0
+_GRID_SHARE = 1.0
 # ... first where tokens need this share of the packs places need (`_grid_first`): past it one row
 # binds and its templates prove their plan (SQuAD-like x 10 at 512/128: 1.34, within 0.001%).
 _GRID_TOKENS = (0.85, 1.02)
@@ -160,14 +160,14 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
               if (kind, depth) != (sides[0][0], depths[1])]
     best = None
-    if _grid_first(found, limits) and (time_limit is None or time_limit >= _GRID_SECONDS):
-        # Within the budget, where it allows the grid's `_GRID_SECONDS` (in less it loses to the
-        # templates: 11.3% above the bound in 0.8 s on 1e6 balanced pairs at 512/128, K=4).
-        best, found["grid_lp"] = grid(counts, limits, time_limit=None if time_limit is None else _GRID_SECONDS)
-        # Then the binding side's templates alone, for their bound (the others lost to the grid's
-        # plan on every case measured and, on 1e6 pairs, take seconds each: ffd 3.4 s).
-        close = best is not None and best.packs <= _CLOSE * max(found.values())
-        tries = [] if close else [(sides[0][0], functools.partial(sides[0][1], depth=depths[0]))]
+    if _grid_first(found, limits):
+        best, found["grid_lp"] = grid(counts, limits, time_limit=None if time_limit is None
+                                      else _GRID_SHARE * time_limit)
+        # Then, in the time left or where the grid gave no plan, the binding side's templates alone,
+        # for their bound (the others lost to the grid's plan on every case measured and, on 1e6
+        # pairs, take seconds each: ffd 3.4 s).
+        done = best is not None and (best.packs <= _CLOSE * max(found.values()) or budget.expired())
+        tries = [] if done else [(sides[0][0], functools.partial(sides[0][1], depth=depths[0]))]
     for kind, make in tries:
         share = _COMPOUND_SHARE if make is joins[0] and np.count_nonzero(counts) > _FFD_CELLS else _TEMPLATE_SHARE
         share = None if time_limit is None else share * budget.left()
@@ -180,7 +180,7 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
             break
     # The two-length LP: its own share of the time, so a plan found late still gets a bound.
     left = None if time_limit is None else max(budget.left(), _BOUND_SHARE * time_limit)
-    if best.packs > max(found.values()) and _worth_a_bound(counts, limits, left):
+    if best.packs > max(found.values()) and "grid_lp" not in found and _worth_a_bound(counts, limits, left):
         # Its solution, rounded into a plan, beats the others where both rows bind (`_rounding`).
         placed, result = rounded(counts, limits, left, plan=best, converged=True)
         found["pair_lp"] = result.bound
