@@ -74,3 +74,51 @@ def test_optimal_takes_the_rounded_plan_where_it_has_fewer_packs():
     p = plan(histogram(pairs, (12, 8)), max_length=(12, 8), max_sequences_per_pack=4, algorithm="optimal",
              time_limit=None)
     assert (p.metrics["packs"], p.metrics["lower_bound_packs"]) == (6, 6)
+
+
+def _redirected_cell_by_cell(a, b, n, cls, assigned, slots, grouped, limits):
+    """The reference: each cell, largest first, scans every class for the least long dominating one."""
+    empty = slots - np.bincount(cls, assigned, slots.size).astype(np.int64)
+    left = n - assigned
+    weight = grouped.a / limits[0] + grouped.b / limits[1]
+    extra = []
+    for row in np.flatnonzero(left)[np.argsort(-(a / limits[0] + b / limits[1])[left > 0], kind="stable")]:
+        need = int(left[row])
+        while need:
+            c = cls[row]
+            holds = np.flatnonzero((empty > 0) & (grouped.a >= grouped.a[c]) & (grouped.b >= grouped.b[c]))
+            if not holds.size:
+                break
+            target = int(holds[np.argmin(weight[holds])])
+            moved = min(need, int(empty[target]))
+            empty[target] -= moved
+            need -= moved
+            extra.append((row, target, moved))
+        left[row] = need
+    if not extra:
+        return a, b, n, cls, assigned
+    rows, targets, moved = (np.array(column, dtype=np.int64) for column in zip(*extra))
+    n = n - np.bincount(rows, moved, n.size).astype(np.int64)
+    return (np.concatenate([a, a[rows]]), np.concatenate([b, b[rows]]), np.concatenate([n, moved]),
+            np.concatenate([cls, targets]), np.concatenate([n - left, moved]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_redirection_walks_as_the_cell_by_cell_scan(data):
+    # Classes on a 4 x 3 grid of lengths (ties in weight included), cells of them with pairs and slots.
+    size = data.draw(st.integers(1, 6))
+    ca = np.array(data.draw(st.lists(st.integers(1, 4), min_size=size, max_size=size)))
+    cb = np.array(data.draw(st.lists(st.integers(1, 3), min_size=size, max_size=size)))
+    grouped = _lp_bound.Classes(ca, cb, np.zeros(size, np.int64), np.full((4, 3), -1))
+    cells_ = data.draw(st.integers(1, 8))
+    cls = np.array(data.draw(st.lists(st.integers(0, size - 1), min_size=cells_, max_size=cells_)))
+    a = ca[cls] + np.array(data.draw(st.lists(st.integers(0, 1), min_size=cells_, max_size=cells_)))
+    b = cb[cls] + np.array(data.draw(st.lists(st.integers(0, 1), min_size=cells_, max_size=cells_)))
+    n = np.array(data.draw(st.lists(st.integers(1, 5), min_size=cells_, max_size=cells_)))
+    assigned = np.minimum(n, np.array(data.draw(st.lists(st.integers(0, 5), min_size=cells_, max_size=cells_))))
+    slots = np.bincount(cls, assigned, size).astype(np.int64) + np.array(
+        data.draw(st.lists(st.integers(0, 4), min_size=size, max_size=size)))
+    args = (a, b, n, cls, assigned, slots, grouped, (8, 6))
+    got, want = _redirected(*args), _redirected_cell_by_cell(*args)
+    assert [x.tolist() for x in got] == [x.tolist() for x in want]
