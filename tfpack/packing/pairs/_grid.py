@@ -28,6 +28,10 @@ solved by column generation with exact pricing (below).
   the LP's value. Copies of a class beyond its pairs are allowed in a pack:
   more packs, a weaker relaxation, still valid.
 
+The plan's LP is solved first; its columns, over the rounded-down classes
+(`_seeded`), start the bound's LP near its optimum (1e6 pairs at K=4: 0.16-0.44
+s CPU to converge where it took 0.45-1.35 s from single pairs).
+
 The gap between them shrinks as ``G`` grows, but classes (rows of the LP)
 grow with ``G^2``: 1e6 balanced pairs (both medians at 20% of their limits)
 at 512/128, K=4: 32 units give 256,140 <= optimum <= LP of rounded-up pairs
@@ -299,13 +303,13 @@ def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray
 
 
 # Units a row of the bound's LP: the finest whose grid has at most `_MOST_CLASSES` classes. 1e6
-# pairs at 512/128, K=4: bimodal, 64 units (2,334 classes): bound 259,895 in 1.3 s (32 units:
+# pairs at 512/128, K=4: bimodal, 64 units (2,334 classes): bound 259,895 in 1.3 s, 0.4 s seeded (32 units:
 # 250,000: short targets lose up to 4 of their ~6 tokens rounded down); balanced, 32 units (1,017;
 # 64 units have 3,804): 256,140 in 0.5 s (64 units: 256,790 in 18 s).
 _UNITS = (64, 32)
-# Units a row of the plan's LP: rounding its solution into a plan costs ~1 s at 1,000 classes but
-# 335 s at 2,291 (bimodal, 64 units: `_rounding._redirected` goes cell by cell; 265,820 packs where
-# the LP had 261,793), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
+# Units a row of the plan's LP: at 64 units its plan was no better (bimodal: 265,820 packs where
+# the LP had 261,793; rounding then took 335 s, when `_rounding._redirected` rescanned every
+# class for every cell), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
 _PLAN_UNITS = 32
 _MOST_CLASSES = 2_500
 _UP_SHARE = 0.7  # share of the time the plan's LP (rounded up) gets, first; the bound's LP the rest

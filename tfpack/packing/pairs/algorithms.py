@@ -13,17 +13,18 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
 - ``optimal``: at up to 4 pairs a pack where tokens need about as many
   packs as places (`_grid_first`), first the LPs on a grid of units
   (`_grid`: a plan rounded from the LP of rounded-up pairs, the bound
-  ``grid_lp`` of the LP of rounded-down ones), where ``time_limit`` is None
-  or at least `_GRID_SECONDS` (4 s, counted in it: they need about that),
-  then only the binding side's templates, for their bound. Otherwise
+  ``grid_lp`` of the LP of rounded-down ones, seeded with the other's
+  columns), in ``time_limit``; then, only where time is left or the grid
+  gave no plan, the binding side's templates, for their bound. Otherwise
   candidates in turn, until one is within 0.1% of the bound or
   the time is up: where a pack has places for twice the pairs it must hold
   (`_compounds_fit`), templates of compounds on the side whose tokens bind
   first (`_compounds`: each pair heavy on the other side joined to one heavy
   on this side, 0.6 of the time left for its one-length plan); templates
   planned by the one-length ``optimal`` on that side, one deeper than the
-  pairs a pack must hold and at that (`_template_depths`), the other side
-  fitted into them and repaired (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
+  pairs a pack must hold and at that (`_template_depths`; 0.45 of
+  ``time_limit`` each), the other side fitted into them and repaired
+  (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
   of both lengths (`_blend`); the other side's templates; both sides at the
   other depths. The best plan, with the strongest of `bounds`: both
   one-length LP bounds and, where the plan is above them, the two-length LP
@@ -74,12 +75,9 @@ _BINDING_SHARE = 0.45
 # (1e6 bimodal pairs at 2048/512, K=16: 0.74% -> 0.48% above the bound); on fewer cells the next
 # candidates need the time (stdlib docstrings at 512/128, K=16: 690 packs with 0.6, 685 with 0.3).
 _COMPOUND_SHARE = 0.6
-# The LPs on a grid of units (`_grid`) run first, where `time_limit` is None or at least this many
-# seconds, and get them (counted in `time_limit`):
-# they converge in 1.4-3 s CPU on 1e6 balanced or bimodal pairs at K=4 (not in 0.8 s: 278,258
-# packs on balanced, 11.3% above the bound).
-_GRID_SHARE = 1.0
-# ... first where tokens need this share of the packs places need (`_grid_first`): past it one row
+# The LPs on a grid of units (`_grid`) run first, in the whole `time_limit` (they converge in
+# 0.55-1.2 s CPU on 1e6 balanced or bimodal pairs at K=4, and rounding their plan takes 0.3-1 s more),
+# where tokens need this share of the packs places need (`_grid_first`): past it one row
 # binds and its templates prove their plan (SQuAD-like x 10 at 512/128: 1.34, within 0.001%).
 _GRID_TOKENS = (0.85, 1.02)
 # `optimal` stops trying candidates at a plan within this factor of its bound.
@@ -165,8 +163,7 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
               if (kind, depth) != (sides[0][0], depths[1])]
     best = None
     if _grid_first(found, limits):
-        best, found["grid_lp"] = grid(counts, limits, time_limit=None if time_limit is None
-                                      else _GRID_SHARE * time_limit)
+        best, found["grid_lp"] = grid(counts, limits, time_limit=time_limit)
         # Then, in the time left or where the grid gave no plan, the binding side's templates alone,
         # for their bound (the others lost to the grid's plan on every case measured and, on 1e6
         # pairs, take seconds each: ffd 3.4 s).
