@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tfpack.packing import plan
 from tfpack.packing.pairs import _lp_bound
 from tfpack.packing.pairs._packs import strategies_of
-from tfpack.packing.pairs._rounding import _redirected, rounded
+from tfpack.packing.pairs._rounding import _followed, _redirected, rounded
 from tfpack.packing.pairs.checks import check_pair_plan
 
 from test_pair_lp_bound import histogram, optimum
@@ -122,3 +122,21 @@ def test_redirection_walks_as_the_cell_by_cell_scan(data):
     args = (a, b, n, cls, assigned, slots, grouped, (8, 6))
     got, want = _redirected(*args), _redirected_cell_by_cell(*args)
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
+
+
+def test_left_out_pairs_follow_the_lps_flows_where_the_nearest_class_would_strand_one():
+    # Limits (8, 8). Classes X (4, 4), Y (4, 2), W (7, 2), Z (1, 4); X and W have an empty slot
+    # each; a Y pair and a Z pair are left out. Y's least long dominating class is X, so
+    # `_redirected` puts it there and strands Z (only X dominates it); the LP's flows say W -> Y,
+    # X -> Z, and following them places both.
+    grouped = _lp_bound.Classes(np.array([4, 4, 7, 1]), np.array([4, 2, 2, 4]), np.zeros(4, np.int64),
+                                np.full((8, 8), -1))
+    args = (np.array([4, 1]), np.array([2, 4]), np.array([1, 1]), np.array([1, 3]), np.array([0, 0]),
+            np.array([1, 0, 1, 0]), grouped, (8, 8))
+    _, _, n, cls, assigned = _redirected(*args)
+    assert (n.tolist(), cls.tolist(), assigned.tolist()) == ([0, 1, 1], [1, 3, 0], [0, 0, 1])  # Z left out
+    serving = _lp_bound._serving(grouped.a, grouped.b).toarray()
+    flows = np.array([float(serving[2, j] < 0 and serving[1, j] > 0 or serving[0, j] < 0 and serving[3, j] > 0)
+                      for j in range(serving.shape[1])])
+    _, _, n, cls, assigned = _followed(*args, flows)
+    assert (n.tolist(), cls.tolist(), assigned.tolist()) == ([0, 0, 1, 1], [1, 3, 2, 0], [0, 0, 1, 1])

@@ -85,6 +85,7 @@ class GridLP:
     x: np.ndarray | None = dataclasses.field(repr=False)
     grouped: Classes = dataclasses.field(repr=False)  # rounded-up classes, lengths in tokens
     duals: np.ndarray | None = dataclasses.field(default=None, repr=False)  # the last master's
+    flows: np.ndarray | None = dataclasses.field(default=None, repr=False)  # its zero-cost columns' (`_serving`)
 
 
 class Tables:
@@ -249,7 +250,7 @@ def solve(counts: np.ndarray, limits, units: int, budget: Budget | None, up: boo
         master.add(packs)
     bound = 0 if up else math.ceil(best - 1e-6 * max(1.0, best))
     columns = master.columns[:0 if x is None else x.size]
-    return GridLP(bound, float(value), rounds, converged, columns, x, grouped, duals)
+    return GridLP(bound, float(value), rounds, converged, columns, x, grouped, duals, master.fixed_x)
 
 
 def _tables(duals: np.ndarray, ca: np.ndarray, cb: np.ndarray, units: int, depth: int) -> Tables:
@@ -337,5 +338,5 @@ def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int
     up = solve(counts, limits, units or _PLAN_UNITS, budget.share(_UP_SHARE), up=True)
     down = solve(counts, limits, units or units_for(counts, limits), budget, up=False,
                  seed=None if up.x is None else up)
-    placed = None if up.x is None else from_solution(counts, limits, up.columns, up.x, up.grouped)
+    placed = None if up.x is None else from_solution(counts, limits, up.columns, up.x, up.grouped, flows=up.flows)
     return placed, down.bound
