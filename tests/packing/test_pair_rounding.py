@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tfpack.packing import plan
 from tfpack.packing.pairs import _lp_bound
 from tfpack.packing.pairs._packs import strategies_of
-from tfpack.packing.pairs._rounding import _followed, _redirected, rounded
+from tfpack.packing.pairs._rounding import _added, _followed, _redirected, rounded
 from tfpack.packing.pairs.checks import check_pair_plan
 
 from test_pair_lp_bound import histogram, optimum
@@ -97,10 +97,7 @@ def _redirected_cell_by_cell(a, b, n, cls, assigned, slots, grouped, limits):
         left[row] = need
     if not extra:
         return a, b, n, cls, assigned
-    rows, targets, moved = (np.array(column, dtype=np.int64) for column in zip(*extra))
-    n = n - np.bincount(rows, moved, n.size).astype(np.int64)
-    return (np.concatenate([a, a[rows]]), np.concatenate([b, b[rows]]), np.concatenate([n, moved]),
-            np.concatenate([cls, targets]), np.concatenate([n - left, moved]))
+    return _added(a, b, n, cls, left, *(np.array(column, dtype=np.int64) for column in zip(*extra)))
 
 
 @settings(max_examples=60, deadline=None)

@@ -171,8 +171,15 @@ def _moved(a, b, n, cls, assigned, limits, taken):
         cell = np.searchsorted(need, lo, side="right")
         extra.append(np.stack([members[cell], given[np.searchsorted(have, lo, side="right"), 1], hi - lo]))
     rows, targets, moved = np.concatenate(extra, axis=1)
-    n = n - np.bincount(rows, moved, n.size).astype(np.int64)
-    left = left - np.bincount(rows, moved, left.size).astype(np.int64)
+    return _added(a, b, n, cls, left - np.bincount(rows, moved, left.size).astype(np.int64), rows, targets, moved)
+
+
+def _added(a, b, n, cls, left, rows, targets, moved):
+    """Cells with rows added: ``moved[i]`` pairs of cell ``rows[i]`` in slots of class ``targets[i]``.
+
+    ``left``: each cell's pairs still left out after the moves.
+    """
+    n = n - np.bincount(rows, moved, n.size).astype(np.int64)  # the moved pairs leave their cell's row
     return (np.concatenate([a, a[rows]]), np.concatenate([b, b[rows]]), np.concatenate([n, moved]),
             np.concatenate([cls, targets]), np.concatenate([n - left, moved]))
 
@@ -215,10 +222,7 @@ def _redirected(a, b, n, cls, assigned, slots, grouped, limits):
         left[row] = need
     if not extra:
         return a, b, n, cls, assigned
-    rows, targets, moved = (np.array(column, dtype=np.int64) for column in zip(*extra))
-    n = n - np.bincount(rows, moved, n.size).astype(np.int64)  # the moved pairs leave their cell's row
-    return (np.concatenate([a, a[rows]]), np.concatenate([b, b[rows]]), np.concatenate([n, moved]),
-            np.concatenate([cls, targets]), np.concatenate([n - left, moved]))
+    return _added(a, b, n, cls, left, *(np.array(column, dtype=np.int64) for column in zip(*extra)))
 
 
 def _assigned(a, b, n, cls, slots, limits) -> np.ndarray:
