@@ -113,3 +113,33 @@ def test_optimal_runs_the_grid_where_both_rows_bind():
     assert bound > 100  # 400 pairs: 100 packs of 4 at best; the grid proves more
     assert m["lower_bound_packs"] >= bound and m["packs"] <= placed.packs
     assert m["lower_bound_packs"] <= m["packs"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(pair, min_size=1, max_size=8), st.sampled_from([2, 3, 4, None]),
+       st.sampled_from([2, 3, 4]), st.sampled_from([2, 3, 5, 8]))
+@example([(6, 1), (6, 1), (1, 5), (1, 5), (4, 3)], 4, 3, 5)
+def test_seeded_columns_are_packs_of_the_rounded_down_units(pairs, depth, up_units, down_units):
+    # The rounded-up LP's columns, mapped to rounded-down classes at any units, fit those units;
+    # seeded with them, the rounded-down LP converges to the same value and bound.
+    limits = (10, 6, depth)
+    counts = histogram(pairs, limits[:2])
+    up = _grid.solve(counts, limits, up_units, None, up=True)
+    grouped, ca, cb = _grid.grid_classes(counts, limits, down_units, up=False)
+    for rows, copies in _grid._seeded(up, grouped):
+        assert (ca[rows] * copies).sum() <= down_units and (cb[rows] * copies).sum() <= down_units
+        assert depth is None or copies.sum() <= depth
+    plain = _grid.solve(counts, limits, down_units, None, up=False)
+    seeded = _grid.solve(counts, limits, down_units, None, up=False, seed=up)
+    assert seeded.converged and abs(seeded.value - plain.value) < 1e-6 and seeded.bound == plain.bound
+
+
+def test_seeding_maps_each_class_to_the_most_numerous_class_below_it():
+    # Le=8, Ld=4, units 4 (2 input tokens, 1 target token): (3, 1) and (4, 1) round up to (2, 1)
+    # units; down to (1, 1) and (2, 1), the latter with 2 pairs. The up LP packs its class twice
+    # (4 input units): down, (2, 1) twice.
+    counts = histogram([(3, 1), (4, 1), (4, 1)], (8, 4))
+    up = _grid.solve(counts, (8, 4, 2), 4, None, up=True)
+    grouped, ca, cb = _grid.grid_classes(counts, (8, 4, 2), 4, up=False)
+    columns = [(ca[rows].tolist(), cb[rows].tolist(), copies.tolist()) for rows, copies in _grid._seeded(up, grouped)]
+    assert columns == [([2], [1], [2])]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tfpack.packing import plan
 from tfpack.packing.pairs import _lp_bound
 from tfpack.packing.pairs._packs import strategies_of
-from tfpack.packing.pairs._rounding import _redirected, rounded
+from tfpack.packing.pairs._rounding import _added, _followed, _redirected, rounded
 from tfpack.packing.pairs.checks import check_pair_plan
 
 from test_pair_lp_bound import histogram, optimum
@@ -74,3 +74,66 @@ def test_optimal_takes_the_rounded_plan_where_it_has_fewer_packs():
     p = plan(histogram(pairs, (12, 8)), max_length=(12, 8), max_sequences_per_pack=4, algorithm="optimal",
              time_limit=None)
     assert (p.metrics["packs"], p.metrics["lower_bound_packs"]) == (6, 6)
+
+
+def _redirected_cell_by_cell(a, b, n, cls, assigned, slots, grouped, limits):
+    """The reference: each cell, largest first, scans every class for the least long dominating one."""
+    empty = slots - np.bincount(cls, assigned, slots.size).astype(np.int64)
+    left = n - assigned
+    weight = grouped.a / limits[0] + grouped.b / limits[1]
+    extra = []
+    for row in np.flatnonzero(left)[np.argsort(-(a / limits[0] + b / limits[1])[left > 0], kind="stable")]:
+        need = int(left[row])
+        while need:
+            c = cls[row]
+            holds = np.flatnonzero((empty > 0) & (grouped.a >= grouped.a[c]) & (grouped.b >= grouped.b[c]))
+            if not holds.size:
+                break
+            target = int(holds[np.argmin(weight[holds])])
+            moved = min(need, int(empty[target]))
+            empty[target] -= moved
+            need -= moved
+            extra.append((row, target, moved))
+        left[row] = need
+    if not extra:
+        return a, b, n, cls, assigned
+    return _added(a, b, n, cls, left, *(np.array(column, dtype=np.int64) for column in zip(*extra)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_redirection_walks_as_the_cell_by_cell_scan(data):
+    # Classes on a 4 x 3 grid of lengths (ties in weight included), cells of them with pairs and slots.
+    size = data.draw(st.integers(1, 6))
+    ca = np.array(data.draw(st.lists(st.integers(1, 4), min_size=size, max_size=size)))
+    cb = np.array(data.draw(st.lists(st.integers(1, 3), min_size=size, max_size=size)))
+    grouped = _lp_bound.Classes(ca, cb, np.zeros(size, np.int64), np.full((4, 3), -1))
+    cells_ = data.draw(st.integers(1, 8))
+    cls = np.array(data.draw(st.lists(st.integers(0, size - 1), min_size=cells_, max_size=cells_)))
+    a = ca[cls] + np.array(data.draw(st.lists(st.integers(0, 1), min_size=cells_, max_size=cells_)))
+    b = cb[cls] + np.array(data.draw(st.lists(st.integers(0, 1), min_size=cells_, max_size=cells_)))
+    n = np.array(data.draw(st.lists(st.integers(1, 5), min_size=cells_, max_size=cells_)))
+    assigned = np.minimum(n, np.array(data.draw(st.lists(st.integers(0, 5), min_size=cells_, max_size=cells_))))
+    slots = np.bincount(cls, assigned, size).astype(np.int64) + np.array(
+        data.draw(st.lists(st.integers(0, 4), min_size=size, max_size=size)))
+    args = (a, b, n, cls, assigned, slots, grouped, (8, 6))
+    got, want = _redirected(*args), _redirected_cell_by_cell(*args)
+    assert [x.tolist() for x in got] == [x.tolist() for x in want]
+
+
+def test_left_out_pairs_follow_the_lps_flows_where_the_nearest_class_would_strand_one():
+    # Limits (8, 8). Classes X (4, 4), Y (4, 2), W (7, 2), Z (1, 4); X and W have an empty slot
+    # each; a Y pair and a Z pair are left out. Y's least long dominating class is X, so
+    # `_redirected` puts it there and strands Z (only X dominates it); the LP's flows say W -> Y,
+    # X -> Z, and following them places both.
+    grouped = _lp_bound.Classes(np.array([4, 4, 7, 1]), np.array([4, 2, 2, 4]), np.zeros(4, np.int64),
+                                np.full((8, 8), -1))
+    args = (np.array([4, 1]), np.array([2, 4]), np.array([1, 1]), np.array([1, 3]), np.array([0, 0]),
+            np.array([1, 0, 1, 0]), grouped, (8, 8))
+    _, _, n, cls, assigned = _redirected(*args)
+    assert (n.tolist(), cls.tolist(), assigned.tolist()) == ([0, 1, 1], [1, 3, 0], [0, 0, 1])  # Z left out
+    serving = _lp_bound._serving(grouped.a, grouped.b).toarray()
+    flows = np.array([float(serving[2, j] < 0 and serving[1, j] > 0 or serving[0, j] < 0 and serving[3, j] > 0)
+                      for j in range(serving.shape[1])])
+    _, _, n, cls, assigned = _followed(*args, flows)
+    assert (n.tolist(), cls.tolist(), assigned.tolist()) == ([0, 0, 1, 1], [1, 3, 2, 0], [0, 0, 1, 1])

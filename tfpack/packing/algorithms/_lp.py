@@ -77,6 +77,7 @@ class Master:
         use = _HIGHS is not None if incremental is None else incremental and _HIGHS is not None
         self._highs = None
         self._solved = False
+        self.fixed_x = np.zeros(self.fixed.shape[1])  # the zero-cost columns' values at the last solve
         if use:
             # highspy prints its banner from C++ while it is constructed, before
             # `output_flag` can be set; a planner prints nothing.
@@ -174,6 +175,7 @@ class Master:
             duals = np.asarray(solution.row_dual)
             value = float(self._highs.getInfo().objective_function_value)
             offset = self.fixed.shape[1]
+            self.fixed_x = x[:offset] * self.scale
             return value * self.scale, x[offset: offset + k] * self.scale, np.maximum(duals, 0.0)
         matrix = scipy.sparse.hstack([_sparse(self.columns, self.n), self.fixed], format="csc")
         cost = np.concatenate([np.ones(k), np.zeros(self.fixed.shape[1])])
@@ -184,6 +186,7 @@ class Master:
             raise OutOfTime
         if res.status != 0:  # pragma: no cover - always feasible
             raise RuntimeError(f"HiGHS failed on the packing LP: {res.message}")
+        self.fixed_x = res.x[k:] * self.scale
         return (float(res.fun) * self.scale, res.x[:k] * self.scale,
                 np.maximum(-res.ineqlin.marginals, 0.0))
 

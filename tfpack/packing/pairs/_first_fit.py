@@ -67,10 +67,14 @@ class Groups:
         room = np.stack([max_input - np.bincount(pack, a, packs).astype(np.int64),
                          max_target - np.bincount(pack, b, packs).astype(np.int64),
                          depth - np.bincount(pack, minlength=packs)])
-        keys, inverse = np.unique(room, axis=1, return_inverse=True)
+        # One integer key a room (rooms are within the limits): `np.unique(room, axis=1)` sorts
+        # rows as records, 0.8 s on 2.6e5 packs; on keys 0.03 s, the same groups in the same order.
+        span = (max_target + 1) * (depth + 1)
+        distinct, inverse = np.unique(room[0] * span + room[1] * (depth + 1) + room[2], return_inverse=True)
         inverse = inverse.reshape(-1)
+        keys = np.stack([distinct // span, distinct % span // (depth + 1), distinct % (depth + 1)])
         order = np.argsort(inverse, kind="stable")
-        splits = np.cumsum(np.bincount(inverse, minlength=keys.shape[1]))[:-1]
+        splits = np.cumsum(np.bincount(inverse, minlength=distinct.size))[:-1]
         members = np.split(order, splits)
         groups = cls(limits, tuple(keys), members)
         groups.packs = packs
@@ -178,9 +182,11 @@ def refit(placed: Placed, keep: np.ndarray, limits, shape) -> Placed:
     la, lb, ln = cells(left)
     order = decreasing(la, lb, limits)
     extra = first_fit(la[order], lb[order], ln[order], limits, groups)
-    used, pack = np.unique(np.concatenate([pack, extra.pack]), return_inverse=True)
-    return Placed(pack.reshape(-1).astype(np.int64), np.concatenate([a, extra.a]),
-                  np.concatenate([b, extra.b]), int(used.size))
+    pack = np.concatenate([pack, extra.pack])
+    used = np.bincount(pack, minlength=extra.packs) > 0  # ids in order, as `np.unique` numbers them
+    number = np.cumsum(used) - 1
+    return Placed(number[pack].astype(np.int64), np.concatenate([a, extra.a]),
+                  np.concatenate([b, extra.b]), int(used.sum()))
 
 
 def decreasing(a: np.ndarray, b: np.ndarray, limits) -> np.ndarray:

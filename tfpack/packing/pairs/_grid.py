@@ -28,6 +28,10 @@ solved by column generation with exact pricing (below).
   the LP's value. Copies of a class beyond its pairs are allowed in a pack:
   more packs, a weaker relaxation, still valid.
 
+The plan's LP is solved first; its columns, over the rounded-down classes
+(`_seeded`), start the bound's LP near its optimum (1e6 pairs at K=4: 0.16-0.44
+s CPU to converge where it took 0.45-1.35 s from single pairs).
+
 The gap between them shrinks as ``G`` grows, but classes (rows of the LP)
 grow with ``G^2``: 1e6 balanced pairs (both medians at 20% of their limits)
 at 512/128, K=4: 32 units give 256,140 <= optimum <= LP of rounded-up pairs
@@ -57,7 +61,7 @@ import math
 
 import numpy as np
 
-from tfpack.packing.algorithms._budget import Budget, OutOfTime
+from tfpack.packing.algorithms._budget import Budget
 from tfpack.packing.algorithms._lp import Master
 from tfpack.packing.pairs import _lp_bound
 from tfpack.packing.pairs._lp_bound import Classes, _serving
@@ -80,6 +84,8 @@ class GridLP:
     columns: list = dataclasses.field(repr=False)  # (rows, copies) over the classes
     x: np.ndarray | None = dataclasses.field(repr=False)
     grouped: Classes = dataclasses.field(repr=False)  # rounded-up classes, lengths in tokens
+    duals: np.ndarray | None = dataclasses.field(default=None, repr=False)  # the last master's
+    flows: np.ndarray | None = dataclasses.field(default=None, repr=False)  # its zero-cost columns' (`_serving`)
 
 
 class Tables:
@@ -208,12 +214,13 @@ def grid_classes(counts: np.ndarray, limits, units: int, up: bool) -> tuple[Clas
 
 
 def solve(counts: np.ndarray, limits, units: int, budget: Budget | None, up: bool = True,
-          most: int | None = None) -> GridLP:
+          most: int | None = None, seed: GridLP | None = None) -> GridLP:
     """The LP over packs of pairs rounded up (a plan) or down (a bound) to ``units`` a row (module notes).
 
     ``most``: columns priced each round (default `_COLUMNS`). Rounded down,
     ``bound`` is the best Farley bound seen (valid whenever it stops); rounded
-    up, it is 0 (that LP bounds nothing).
+    up, it is 0 (that LP bounds nothing). ``seed``: an LP of rounded-up pairs
+    whose columns join this one's first (`_seeded`; only rounded down).
     """
     grouped, ca, cb = grid_classes(counts, limits, units, up)
     demand = grouped.n
@@ -223,17 +230,15 @@ def solve(counts: np.ndarray, limits, units: int, budget: Budget | None, up: boo
     with np.errstate(divide="ignore"):
         fit = np.minimum(np.minimum(units // ca, units // cb), depth)
     master.add([(np.array([c]), np.array([max(1, fit[c])])) for c in range(demand.size)])
-    best, value, rounds, converged, x = 0.0, math.inf, 0, False, None
+    if seed is not None:
+        master.add(_seeded(seed, grouped))
+    best, value, rounds, converged, x, duals = 0.0, math.inf, 0, False, None, None
     while budget is None or not budget.expired():
-        try:
-            value, x, duals = master.solve(budget)
-        except OutOfTime:
-            break
+        # Each solve runs to its end (0.005-0.3 s CPU at up to 2,500 classes): HiGHS's own limit is
+        # on the wall clock, and on a loaded machine it stopped the first solve, leaving no plan.
+        value, x, duals = master.solve(None)
         rounds += 1
-        values = np.zeros((units + 1, units + 1))
-        ids = np.full(values.shape, -1, dtype=np.int64)
-        values[ca, cb], ids[ca, cb] = duals, np.arange(duals.size)
-        tables = Tables(values, ids, depth)
+        tables = _tables(duals, ca, cb, units, depth)
         best = max(best, float(duals @ demand) / max(1.0, tables.worth))
         if tables.worth <= 1.0 + _TOLERANCE:
             converged = True
@@ -244,30 +249,71 @@ def solve(counts: np.ndarray, limits, units: int, budget: Budget | None, up: boo
         master.add(packs)
     bound = 0 if up else math.ceil(best - 1e-6 * max(1.0, best))
     columns = master.columns[:0 if x is None else x.size]
-    return GridLP(bound, float(value), rounds, converged, columns, x, grouped)
+    return GridLP(bound, float(value), rounds, converged, columns, x, grouped, duals, master.fixed_x)
+
+
+def _tables(duals: np.ndarray, ca: np.ndarray, cb: np.ndarray, units: int, depth: int) -> Tables:
+    values = np.zeros((units + 1, units + 1))
+    ids = np.full(values.shape, -1, dtype=np.int64)
+    values[ca, cb], ids[ca, cb] = duals, np.arange(duals.size)
+    return Tables(values, ids, depth)
+
+
+def _seeded(lp: GridLP, down: Classes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The used columns of an LP of rounded-up pairs, over the classes of rounded-down ones.
+
+    Each rounded-up class stands for the rounded-down class with the most
+    pairs among those of its cells. A pack of rounded-up classes is a pack of rounded-down ones
+    at any units: a pair's units down at ``G'`` are at most ``a G' / L <=
+    ceil(a G / L) G' / L``, so on each row ``sum floor(a G' / L) <= G' / G sum
+    ceil(a G / L) <= G'``. Seeded so, the LP starts at about the other's value
+    (1e6 balanced pairs at 512/128, K=4: 259,735 where single pairs give 406,350).
+    """
+    cls_up, cls_down = lp.grouped.cell_class, down.cell_class
+    where = np.flatnonzero(cls_up.ravel() >= 0)
+    up, below = cls_up.ravel()[where], cls_down.ravel()[where]
+    # The most numerous down class of each up class: sorted by its pairs, the last of each wins.
+    heaviest = np.zeros(lp.grouped.n.size, dtype=np.int64)
+    order = np.argsort(down.n[below], kind="stable")
+    heaviest[up[order]] = below[order]
+    found = {}
+    for j in np.flatnonzero(lp.x > 1e-9).tolist():
+        rows, copies = lp.columns[j]
+        mapped, inverse = np.unique(heaviest[rows], return_inverse=True)
+        found[tuple(mapped.tolist()) + tuple(np.bincount(inverse.reshape(-1), copies).tolist())] = (
+            mapped, np.bincount(inverse.reshape(-1), copies).astype(np.int64))
+    return list(found.values())
 
 
 def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Distinct packs worth more than 1 as master columns ``(rows, copies)``."""
-    found = {}
-    for members in packs:
-        rows, copies = np.unique(np.asarray(members, dtype=np.int64), return_counts=True)
-        if rows.size and float(duals[rows] @ copies) > 1.0 + _TOLERANCE:
-            found[tuple(members)] = (rows, copies.astype(np.int64))
-    return list(found.values())
+    distinct = list(dict.fromkeys(tuple(members) for members in packs if members))
+    if not distinct:
+        return []
+    width = max(len(members) for members in distinct)
+    table = np.full((len(distinct), width), duals.size, dtype=np.int64)  # padded with a row worth 0
+    for i, members in enumerate(distinct):
+        table[i, :len(members)] = members
+    worth = np.append(duals, 0.0)[table].sum(axis=1)
+    found = []
+    for i in np.flatnonzero(worth > 1.0 + _TOLERANCE).tolist():
+        rows = sorted(set(distinct[i]))
+        found.append((np.array(rows, dtype=np.int64), np.array([distinct[i].count(r) for r in rows], dtype=np.int64)))
+    return found
 
 
 # Units a row of the bound's LP: the finest whose grid has at most `_MOST_CLASSES` classes. 1e6
-# pairs at 512/128, K=4: bimodal, 64 units (2,334 classes): bound 259,895 in 1.3 s (32 units:
+# pairs at 512/128, K=4: bimodal, 64 units (2,334 classes): bound 259,895 in 1.3 s, 0.4 s seeded (32 units:
 # 250,000: short targets lose up to 4 of their ~6 tokens rounded down); balanced, 32 units (1,017;
 # 64 units have 3,804): 256,140 in 0.5 s (64 units: 256,790 in 18 s).
 _UNITS = (64, 32)
-# Units a row of the plan's LP: rounding its solution into a plan costs ~1 s at 1,000 classes but
-# 335 s at 2,291 (bimodal, 64 units: `_rounding._redirected` goes cell by cell; 265,820 packs where
-# the LP had 261,793), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
+# Units a row of the plan's LP: at 64 units its plan was no better (bimodal: 265,820 packs where
+# the LP had 261,793; rounding then took 335 s, when `_rounding._redirected` rescanned every
+# class for every cell), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
 _PLAN_UNITS = 32
 _MOST_CLASSES = 2_500
-_DOWN_SHARE = 0.45  # share of the time the bound's LP (rounded down) gets; the plan's LP the rest
+_UP_SHARE = 0.7  # share of the time the plan's LP (rounded up) gets, first; the bound's LP the rest
+_DOWN_LEAST = 0.3  # ... and at least this share of the whole (seeded, it converges in 0.16-0.44 s)
 
 
 def units_for(counts: np.ndarray, limits) -> int:
@@ -289,7 +335,10 @@ def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int
     from tfpack.packing.pairs._rounding import from_solution  # noqa: PLC0415  (_rounding builds on _lp_bound)
 
     budget = Budget(time_limit)
-    down = solve(counts, limits, units or units_for(counts, limits), budget.share(_DOWN_SHARE), up=False)
-    up = solve(counts, limits, units or _PLAN_UNITS, budget, up=True)
-    placed = None if up.x is None else from_solution(counts, limits, up.columns, up.x, up.grouped)
+    up = solve(counts, limits, units or _PLAN_UNITS, budget.share(_UP_SHARE), up=True)
+    # The bound's LP gets at least `_DOWN_LEAST` of the time, even past it: a plan needs its bound.
+    rest = None if time_limit is None else max(budget.left(), _DOWN_LEAST * time_limit)
+    down = solve(counts, limits, units or units_for(counts, limits), Budget(rest), up=False,
+                 seed=None if up.x is None else up)
+    placed = None if up.x is None else from_solution(counts, limits, up.columns, up.x, up.grouped, flows=up.flows)
     return placed, down.bound

@@ -51,11 +51,14 @@ def rounded(counts: np.ndarray, limits, time_limit: float | None, most: int = _l
     return from_solution(counts, limits, result.columns, result.x, result.grouped), result
 
 
-def from_solution(counts: np.ndarray, limits, columns, x: np.ndarray, grouped: _lp_bound.Classes) -> Placed:
+def from_solution(counts: np.ndarray, limits, columns, x: np.ndarray, grouped: _lp_bound.Classes,
+                  flows: np.ndarray | None = None) -> Placed:
     """A plan from an LP solution: ``x[p]`` packs of column ``p`` (``(rows, copies)`` over ``grouped``).
 
     Rounded down, filled with the pairs of each class, repaired and completed
-    by first fit (module notes); valid for any ``x >= 0``.
+    by first fit (module notes); valid for any ``x >= 0``. ``flows``: the
+    values of the LP's zero-cost columns (`_lp_bound._serving`), which
+    pairs left out then follow first (`_followed`).
     """
     take = np.floor(x + 1e-9).astype(np.int64)
     slot_pack, slot_class, packs = _slots(columns, take)
@@ -63,6 +66,8 @@ def from_solution(counts: np.ndarray, limits, columns, x: np.ndarray, grouped: _
     cls = grouped.index(a, b)
     slots = np.bincount(slot_class, minlength=grouped.n.size)
     assigned = _assigned(a, b, n, cls, slots, limits)
+    if flows is not None:
+        a, b, n, cls, assigned = _followed(a, b, n, cls, assigned, slots, grouped, limits, flows)
     a, b, n, cls, assigned = _redirected(a, b, n, cls, assigned, slots, grouped, limits)
     # `_assign` places sizes 1.. largest first: classes ranked by their share of both limits.
     weight = grouped.a / limits[0] + grouped.b / limits[1]
@@ -94,6 +99,91 @@ def _slots(columns, take: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     return np.concatenate(packs), np.concatenate(classes).astype(np.int64), int(first[-1])
 
 
+def _followed(a, b, n, cls, assigned, slots, grouped, limits, flows):
+    """Pairs left out given empty slots along the LP's own flows between classes.
+
+    A zero-cost column of the LP passes ``flows[j]`` slots of a class (the
+    giver) to the next class it dominates (the taker, `_lp_bound._serving`).
+    Classes go from the longest down (a giver before its takers): a class's
+    pool is its empty slots and the slots passed to it (each still the slot
+    of the class that holds it, which dominates this one); its pairs left out
+    take them, least long first, then it passes the flows on, rounded, as far
+    as its pool goes. Where the rounded-down packs leave the flows short,
+    `_redirected` and first fit place the rest. (1e6 bimodal pairs at
+    2048/512, K=4: the LP's 263,557 packs; 268,172 from `_redirected` alone.)
+    """
+    serving = _lp_bound._serving(grouped.a, grouped.b).tocsc()
+    taker = serving.indices[serving.data > 0]  # one +1 (taker) and one -1 (giver) a column, in order
+    giver = serving.indices[serving.data < 0]
+    weight = grouped.a / limits[0] + grouped.b / limits[1]
+    left = n - assigned
+    deficit = np.bincount(cls, left, slots.size).astype(np.int64)
+    pools: list[dict[int, int]] = [{} for _ in range(slots.size)]
+    for c, spare in enumerate((slots - np.bincount(cls, assigned, slots.size)).astype(np.int64).tolist()):
+        if spare:
+            pools[c][c] = spare
+    out_edges: dict[int, list[tuple[int, float]]] = {}
+    for j in np.flatnonzero(flows > 0.5).tolist():
+        out_edges.setdefault(int(giver[j]), []).append((int(taker[j]), float(flows[j])))
+    taken = []  # (class, slot class, pairs)
+    for c in np.argsort(-weight, kind="stable").tolist():
+        pool = pools[c]
+        order = sorted(pool, key=lambda o: weight[o])
+        need = int(deficit[c])
+        for origin in order:
+            if not need:
+                break
+            if origin == c:
+                continue  # its own empty slots: no pair of it is left out while they are
+            moved = min(need, pool[origin])
+            if moved:
+                pool[origin] -= moved
+                need -= moved
+                taken.append((c, origin, moved))
+        for t, flow in out_edges.get(c, []):
+            give = int(round(flow))
+            for origin in sorted(pool, key=lambda o: weight[o]):
+                if not give:
+                    break
+                moved = min(give, pool[origin])
+                if moved:
+                    pool[origin] -= moved
+                    pools[t][origin] = pools[t].get(origin, 0) + moved
+                    give -= moved
+    if not taken:
+        return a, b, n, cls, assigned
+    return _moved(a, b, n, cls, assigned, limits, np.array(taken, dtype=np.int64).reshape(-1, 3))
+
+
+def _moved(a, b, n, cls, assigned, limits, taken):
+    """Rows added for ``taken[i] = (class, slot class, pairs)``: a class's cells left out, largest first."""
+    left = n - assigned
+    rows = np.flatnonzero(left)
+    rows = rows[np.lexsort((-(a / limits[0] + b / limits[1])[rows], cls[rows]))]
+    extra = []
+    for c in np.unique(taken[:, 0]).tolist():
+        members = rows[cls[rows] == c]
+        given = taken[taken[:, 0] == c]
+        need, have = np.cumsum(left[members]), np.cumsum(given[:, 2])
+        edges = np.union1d(np.concatenate([[0], need]), np.concatenate([[0], have]))
+        edges = edges[edges <= min(need[-1], have[-1])]
+        lo, hi = edges[:-1], edges[1:]
+        cell = np.searchsorted(need, lo, side="right")
+        extra.append(np.stack([members[cell], given[np.searchsorted(have, lo, side="right"), 1], hi - lo]))
+    rows, targets, moved = np.concatenate(extra, axis=1)
+    return _added(a, b, n, cls, left - np.bincount(rows, moved, left.size).astype(np.int64), rows, targets, moved)
+
+
+def _added(a, b, n, cls, left, rows, targets, moved):
+    """Cells with rows added: ``moved[i]`` pairs of cell ``rows[i]`` in slots of class ``targets[i]``.
+
+    ``left``: each cell's pairs still left out after the moves.
+    """
+    n = n - np.bincount(rows, moved, n.size).astype(np.int64)  # the moved pairs leave their cell's row
+    return (np.concatenate([a, a[rows]]), np.concatenate([b, b[rows]]), np.concatenate([n, moved]),
+            np.concatenate([cls, targets]), np.concatenate([n - left, moved]))
+
+
 def _redirected(a, b, n, cls, assigned, slots, grouped, limits):
     """Pairs left out given the empty slots of classes at least as long as theirs on both sides.
 
@@ -103,31 +193,36 @@ def _redirected(a, b, n, cls, assigned, slots, grouped, limits):
     least long class that dominates its class (its class's lengths, not its
     own: 1e6 bimodal pairs, K=4, 262,856 -> 262,432 packs; a pack that
     overflows is repaired). Rows are added for the pairs moved, with the class
-    of their slots.
+    of their slots. Each class walks its dominating classes, least long first,
+    once (slots only empty): 4.8 s -> 0.3 s on 265,000 cells.
     """
-    empty = slots - np.bincount(cls, assigned, slots.size).astype(np.int64)
+    empty = (slots - np.bincount(cls, assigned, slots.size)).astype(np.int64).tolist()
     left = n - assigned
     weight = grouped.a / limits[0] + grouped.b / limits[1]
+    by_weight = np.argsort(weight, kind="stable")
+    walks: dict[int, tuple[list[int], list[int]]] = {}  # class -> (dominating classes in order, position)
     extra = []
-    for row in np.flatnonzero(left)[np.argsort(-(a / limits[0] + b / limits[1])[left > 0], kind="stable")]:
+    rows = np.flatnonzero(left)
+    for row in rows[np.argsort(-(a / limits[0] + b / limits[1])[rows], kind="stable")].tolist():
+        c = int(cls[row])
+        if c not in walks:
+            dominating = (grouped.a[by_weight] >= grouped.a[c]) & (grouped.b[by_weight] >= grouped.b[c])
+            walks[c] = (by_weight[dominating].tolist(), [0])
+        order, at = walks[c]
         need = int(left[row])
-        while need:
-            c = cls[row]
-            holds = np.flatnonzero((empty > 0) & (grouped.a >= grouped.a[c]) & (grouped.b >= grouped.b[c]))
-            if not holds.size:
-                break
-            target = int(holds[np.argmin(weight[holds])])
-            moved = min(need, int(empty[target]))
+        while need and at[0] < len(order):
+            target = order[at[0]]
+            if not empty[target]:
+                at[0] += 1
+                continue
+            moved = min(need, empty[target])
             empty[target] -= moved
             need -= moved
             extra.append((row, target, moved))
         left[row] = need
     if not extra:
         return a, b, n, cls, assigned
-    rows, targets, moved = (np.array(column, dtype=np.int64) for column in zip(*extra))
-    n = n - np.bincount(rows, moved, n.size).astype(np.int64)  # the moved pairs leave their cell's row
-    return (np.concatenate([a, a[rows]]), np.concatenate([b, b[rows]]), np.concatenate([n, moved]),
-            np.concatenate([cls, targets]), np.concatenate([n - left, moved]))
+    return _added(a, b, n, cls, left, *(np.array(column, dtype=np.int64) for column in zip(*extra)))
 
 
 def _assigned(a, b, n, cls, slots, limits) -> np.ndarray:

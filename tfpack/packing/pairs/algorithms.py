@@ -13,17 +13,18 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
 - ``optimal``: at up to 4 pairs a pack where tokens need about as many
   packs as places (`_grid_first`), first the LPs on a grid of units
   (`_grid`: a plan rounded from the LP of rounded-up pairs, the bound
-  ``grid_lp`` of the LP of rounded-down ones), where ``time_limit`` is None
-  or at least `_GRID_SECONDS` (4 s, counted in it: they need about that),
-  then only the binding side's templates, for their bound. Otherwise
+  ``grid_lp`` of the LP of rounded-down ones, seeded with the other's
+  columns), in ``time_limit``; then, only where time is left or the grid
+  gave no plan, the binding side's templates, for their bound. Otherwise
   candidates in turn, until one is within 0.1% of the bound or
   the time is up: where a pack has places for twice the pairs it must hold
   (`_compounds_fit`), templates of compounds on the side whose tokens bind
   first (`_compounds`: each pair heavy on the other side joined to one heavy
   on this side, 0.6 of the time left for its one-length plan); templates
   planned by the one-length ``optimal`` on that side, one deeper than the
-  pairs a pack must hold and at that (`_template_depths`), the other side
-  fitted into them and repaired (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
+  pairs a pack must hold and at that (`_template_depths`; 0.45 of
+  ``time_limit`` each), the other side fitted into them and repaired
+  (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
   of both lengths (`_blend`); the other side's templates; both sides at the
   other depths. The best plan, with the strongest of `bounds`: both
   one-length LP bounds and, where the plan is above them, the two-length LP
@@ -65,17 +66,18 @@ __all__ = ["get", "names", "register"]
 _REGISTRY: dict[str, Callable] = {}
 # Share of the time left that each one-length plan of `optimal` (one template) gets.
 _TEMPLATE_SHARE = 0.3
+# ... but the binding side's first two templates this share of `time_limit` each: the one-length
+# plan gains most from time there (stdlib docstrings x 205 at 512/128, K=16, depth 8: 142,103
+# packs in 0.13 s, 139,334 in 0.3 s, 138,886 in 0.6 s on a bound of 138,885).
+_BINDING_SHARE = 0.45
 # ... and the compound templates, where they come first (`_compounds_fit`) on over `_FFD_CELLS`
 # non-empty cells: there one candidate takes the whole budget anyway and they gain most from time
 # (1e6 bimodal pairs at 2048/512, K=16: 0.74% -> 0.48% above the bound); on fewer cells the next
 # candidates need the time (stdlib docstrings at 512/128, K=16: 690 packs with 0.6, 685 with 0.3).
 _COMPOUND_SHARE = 0.6
-# The LPs on a grid of units (`_grid`) run first, where `time_limit` is None or at least this many
-# seconds, and get them (counted in `time_limit`):
-# they converge in 1.4-3 s CPU on 1e6 balanced or bimodal pairs at K=4 (not in 0.8 s: 278,258
-# packs on balanced, 11.3% above the bound).
-_GRID_SECONDS = 4.0
-# ... first where tokens need this share of the packs places need (`_grid_first`): past it one row
+# The LPs on a grid of units (`_grid`) run first, in the whole `time_limit` (they converge in
+# 0.55-1.2 s CPU on 1e6 balanced or bimodal pairs at K=4, and rounding their plan takes 0.3-1 s more),
+# where tokens need this share of the packs places need (`_grid_first`): past it one row
 # binds and its templates prove their plan (SQuAD-like x 10 at 512/128: 1.34, within 0.001%).
 _GRID_TOKENS = (0.85, 1.02)
 # `optimal` stops trying candidates at a plan within this factor of its bound.
@@ -160,17 +162,19 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
               if (kind, depth) != (sides[0][0], depths[1])]
     best = None
-    if _grid_first(found, limits) and (time_limit is None or time_limit >= _GRID_SECONDS):
-        # Within the budget, where it allows the grid's `_GRID_SECONDS` (in less it loses to the
-        # templates: 11.3% above the bound in 0.8 s on 1e6 balanced pairs at 512/128, K=4).
-        best, found["grid_lp"] = grid(counts, limits, time_limit=None if time_limit is None else _GRID_SECONDS)
-        # Then the binding side's templates alone, for their bound (the others lost to the grid's
-        # plan on every case measured and, on 1e6 pairs, take seconds each: ffd 3.4 s).
-        close = best is not None and best.packs <= _CLOSE * max(found.values())
-        tries = [] if close else [(sides[0][0], functools.partial(sides[0][1], depth=depths[0]))]
+    if _grid_first(found, limits):
+        best, found["grid_lp"] = grid(counts, limits, time_limit=time_limit)
+        # Then, in the time left or where the grid gave no plan, the binding side's templates alone,
+        # for their bound (the others lost to the grid's plan on every case measured and, on 1e6
+        # pairs, take seconds each: ffd 3.4 s).
+        done = best is not None and (best.packs <= _CLOSE * max(found.values()) or budget.expired())
+        tries = [] if done else [(sides[0][0], functools.partial(sides[0][1], depth=depths[0]))]
+    binding = {id(make) for kind, make in tries[:3] if kind == sides[0][0]}
     for kind, make in tries:
         share = _COMPOUND_SHARE if make is joins[0] and np.count_nonzero(counts) > _FFD_CELLS else _TEMPLATE_SHARE
         share = None if time_limit is None else share * budget.left()
+        if time_limit is not None and id(make) in binding:
+            share = min(budget.left(), _BINDING_SHARE * time_limit)
         placed, bound = make(counts, limits, time_limit=share)
         if kind is not None and bound is not None:
             found[kind] = max(found.get(kind, 0), bound)
@@ -180,7 +184,7 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
             break
     # The two-length LP: its own share of the time, so a plan found late still gets a bound.
     left = None if time_limit is None else max(budget.left(), _BOUND_SHARE * time_limit)
-    if best.packs > max(found.values()) and _worth_a_bound(counts, limits, left):
+    if best.packs > max(found.values()) and "grid_lp" not in found and _worth_a_bound(counts, limits, left):
         # Its solution, rounded into a plan, beats the others where both rows bind (`_rounding`).
         placed, result = rounded(counts, limits, left, plan=best, converged=True)
         found["pair_lp"] = result.bound

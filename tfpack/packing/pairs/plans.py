@@ -193,12 +193,13 @@ def plan_pairs(histogram, max_length, max_sequences_per_pack, algorithm: str = "
         algorithm: one of `tfpack.packing.pairs.algorithms.names()`:
             ``greedy`` (seqio's next fit), ``ffd``, ``optimal``.
         seed: for ``greedy``'s order.
-        time_limit: CPU seconds ``optimal`` tries candidates for (each
-            one-length plan inside gets 30% of what is left), or ``None`` (all
+        time_limit: CPU seconds ``optimal`` tries candidates for (the
+            binding side's first two one-length plans get 45% of it each,
+            later ones 30% of what is left), or ``None`` (all
             candidates, the same plan on every machine). The candidate running
-            when it ends finishes: on 1e6 pairs, 1-3 s in all, up to 6 s at
-            up to 4 pairs a pack where both rows bind (the grid LPs get 4 s
-            of their own; `benchmarks/results/pair_planner.md`).
+            when it ends finishes: on 1e6 pairs, 1-3.5 s in all (building
+            and checking a plan of 1e5 distinct packs, and rounding the grid
+            LPs' plan, come after it; `benchmarks/results/pair_planner.md`).
 
     Returns:
         A checked `PairPackingPlan`.
