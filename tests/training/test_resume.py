@@ -9,7 +9,6 @@ import shutil
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.training import Lamb, Trainer
