@@ -1,10 +1,14 @@
 """Subprocess entry for the distributed tests: train the tiny model, save its weights.
 
     python distributed_run.py MODE OUT.npz [--steps N] [--micro B] [--acc A]
+        [--checkpoint-dir DIR [--resume-to N]]
 
 MODE: ``mirrored`` (MirroredStrategy over two logical CPUs: the Trainer, then
 `model.fit` of the real BertPretrainer into OUT-fit.npz) or ``multiworker``
-(MultiWorkerMirroredStrategy; TF_CONFIG set by the caller). Only the chief
+(MultiWorkerMirroredStrategy; TF_CONFIG set by the caller). With ``--resume-to``,
+a new Trainer (new model and optimizer) in the same process then resumes from the
+checkpoint of the first to update N, and OUT holds its weights and losses (one
+process start, TensorFlow's import and the strategy paid once). Only the chief
 writes OUT. `train` is also imported by the tests for the one-device run.
 """
 
@@ -65,6 +69,7 @@ def main():
     parser.add_argument("--micro", type=int, default=2)
     parser.add_argument("--acc", type=int, default=1)
     parser.add_argument("--checkpoint-dir", default=None)
+    parser.add_argument("--resume-to", type=int, default=None)
     args = parser.parse_args()
     if args.mode == "mirrored":
         cpu = tf.config.list_physical_devices("CPU")[0]
@@ -75,6 +80,14 @@ def main():
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     weights, losses, chief = train(strategy, micro=args.micro, steps=args.steps, acc=args.acc,
                                    checkpoint_dir=args.checkpoint_dir)
+    if args.resume_to is not None:
+        from tfpack.data import strategy_all_gather
+
+        # A collective: the chief's checkpoint is written (renamed into place) before
+        # any worker restores, as when new processes start after the job ended.
+        strategy_all_gather(strategy)(0)
+        weights, losses, chief = train(strategy, micro=args.micro, steps=args.resume_to,
+                                       acc=args.acc, checkpoint_dir=args.checkpoint_dir)
     if chief:
         np.savez(args.out, *weights, loss=losses)
     if args.mode == "mirrored":  # One process for both: TensorFlow starts once.

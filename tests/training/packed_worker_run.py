@@ -2,9 +2,11 @@
 (TF_CONFIG set by the caller) trains on a packed output it reads its share of.
 
     python packed_worker_run.py trainer|fit PACKED_DIR OUT.npz [--steps N] [--micro B]
-        [--acc A] [--checkpoint-dir DIR]
+        [--acc A] [--checkpoint-dir DIR [--resume-to N]]
 
-``trainer``: `tfpack.training.Trainer.fit(PACKED_DIR)` of the tiny model;
+``trainer``: `tfpack.training.Trainer.fit(PACKED_DIR)` of the tiny model (with
+``--resume-to``, a new Trainer, new model and optimizer, in the same process then
+resumes from the first one's checkpoint to update N: OUT holds its weights);
 ``fit``: `model.fit` of a one-layer BertPretrainer on
 `tfpack.training.packed_dataset_fn` (``--micro`` packs per worker per step).
 Only the chief writes OUT (weights, logged losses).
@@ -76,6 +78,7 @@ def main():
     parser.add_argument("--micro", type=int, default=2)
     parser.add_argument("--acc", type=int, default=1)
     parser.add_argument("--checkpoint-dir", default=None)
+    parser.add_argument("--resume-to", type=int, default=None)
     args = parser.parse_args()
     import keras
 
@@ -85,6 +88,15 @@ def main():
         weights, losses, chief = trainer_weights(
             strategy, args.directory, micro=args.micro, acc=args.acc, steps=args.steps,
             checkpoint_dir=args.checkpoint_dir)
+        if args.resume_to is not None:
+            from tfpack.data import strategy_all_gather
+
+            # A collective: the chief's checkpoint is in place before any worker
+            # restores, as when new processes start after the job ended.
+            strategy_all_gather(strategy)(0)
+            weights, losses, chief = trainer_weights(
+                strategy, args.directory, micro=args.micro, acc=args.acc,
+                steps=args.resume_to, checkpoint_dir=args.checkpoint_dir)
     else:
         weights, losses = fit_weights(strategy, args.directory,
                                       global_batch=args.micro * strategy.num_replicas_in_sync,

@@ -96,20 +96,18 @@ def test_mirrored_two_logical_cpus_matches_one_device(reference, mirrored):
 
 
 def test_multi_worker_two_processes_matches_one_process(reference, tmp_path):
-    """Two workers train 2 updates and checkpoint, then two new workers resume to update 3:
-    the weights equal 3 straight updates in one process (nothing lost or repeated)."""
+    """Two workers train 2 updates and checkpoint, then a new Trainer (new model and
+    optimizer) in each worker resumes to update 3: the weights equal 3 straight updates in
+    one process (nothing lost or repeated)."""
     out, checkpoints = tmp_path / "w.npz", tmp_path / "checkpoints"
-    for steps in (STEPS - 1, STEPS):
-        ports = _free_ports(2)
-        cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-        workers = [
-            _run("multiworker", out, GLOBAL_MICRO // 2, steps=steps,
-                 extra=("--checkpoint-dir", str(checkpoints)),
-                 TF_CONFIG=json.dumps({"cluster": cluster,
-                                       "task": {"type": "worker", "index": i}}))
-            for i in range(2)]
-        for worker in workers:
-            _wait(worker)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+    workers = [
+        _run("multiworker", out, GLOBAL_MICRO // 2, steps=STEPS - 1,
+             extra=("--checkpoint-dir", str(checkpoints), "--resume-to", str(STEPS)),
+             TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
+        for i in range(2)]
+    for worker in workers:
+        _wait(worker, timeout=2 * TIMEOUT)  # two trainings a process
     assert sorted(os.listdir(checkpoints)) == [f"ckpt-{STEPS - 1}", f"ckpt-{STEPS}"]
     weights, losses = _weights(out)
     for a, b in zip(weights, reference[0]):

@@ -31,7 +31,7 @@ def output(tmp_path_factory):
     return write_sharded(tmp_path_factory.mktemp("packed"), packs, COUNTS), packs
 
 
-def _workers(mode, directory, out, steps, extra=()):
+def _workers(mode, directory, out, steps, extra=(), timeout=TIMEOUT):
     ports = _free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     processes = [subprocess.Popen(
@@ -41,7 +41,7 @@ def _workers(mode, directory, out, steps, extra=()):
                                        "task": {"type": "worker", "index": i}})),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
     for process in processes:
-        _wait(process)
+        _wait(process, timeout)
 
 
 def _global_stream(directory, packs, packs_per_step, worker_batch, epochs):
@@ -53,7 +53,8 @@ def _global_stream(directory, packs, packs_per_step, worker_batch, epochs):
 
 def test_two_workers_read_their_shares_and_match_one_process(output, tmp_path):
     """3 updates (the third starts epoch 2; each worker's second update holds one empty
-    pack): 2 updates, checkpoint, 2 fresh workers resume to 3 == one process, 3 updates."""
+    pack): 2 updates, checkpoint, a new Trainer (new model and optimizer) in each worker
+    resumes to 3 == one process, 3 updates."""
     import keras
 
     from tfpack.training import Lamb, Trainer
@@ -61,8 +62,9 @@ def test_two_workers_read_their_shares_and_match_one_process(output, tmp_path):
 
     directory, packs = output
     out, checkpoints = tmp_path / "w.npz", tmp_path / "checkpoints"
-    for steps in (2, 3):
-        _workers("trainer", directory, out, steps, ("--checkpoint-dir", str(checkpoints)))
+    _workers("trainer", directory, out, 2,
+             ("--checkpoint-dir", str(checkpoints), "--resume-to", "3"),
+             timeout=2 * TIMEOUT)  # two trainings a process
     weights, losses = _weights(out)
     keras.utils.set_random_seed(0)
     reference = Trainer(TinyPretrainer(), Lamb(learning_rate=0.02), micro_batch_size=2 * MICRO,

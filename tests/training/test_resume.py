@@ -4,11 +4,11 @@ uninterrupted), a finite dataset ends cleanly, logs do not repeat, leftovers are
 
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tfpack.errors import TfpackError
 from tfpack.training import Lamb, Trainer
@@ -42,47 +42,58 @@ def _weights(trainer):
     return [w.numpy() for w in trainer.model.weights]
 
 
+@pytest.fixture(scope="module")
+def four_updates(tmp_path_factory):
+    """The checkpoints (ckpt-2, ckpt-4) of 4 updates at learning rate 0.02, trained once
+    for the tests that resume from a copy."""
+    folder = tmp_path_factory.mktemp("four_updates")
+    _trainer(str(folder), checkpoint_every=2).fit(dataset(40).repeat(), 4)
+    return folder
+
+
 def test_dropout_resumed_equals_uninterrupted(tmp_path):
     data = dataset(40).repeat()
-    straight = _trainer(model=DropoutPretrainer)
+    straight = _trainer(str(tmp_path), model=DropoutPretrainer, checkpoint_every=2)
     straight.fit(data, 4)
-    _trainer(str(tmp_path), model=DropoutPretrainer, checkpoint_every=2).fit(data, 2)
+    shutil.rmtree(tmp_path / "ckpt-4")  # as a kill between the two saves leaves the folder
     resumed = _trainer(str(tmp_path), model=DropoutPretrainer, checkpoint_every=2)
     assert resumed.fit(data, 4).resumed_from == 2
     for x, y in zip(_weights(resumed), _weights(straight)):
         np.testing.assert_allclose(x, y, atol=1e-6)
 
 
-def test_resume_applies_the_new_learning_rate(tmp_path):
-    data = dataset(40).repeat()
-    _trainer(str(tmp_path), learning_rate=0.02).fit(data, 2)
-    second = _trainer(str(tmp_path), learning_rate=0.005)
-    assert second.fit(data, 3).resumed_from == 2
+def test_resume_applies_the_new_learning_rate(tmp_path, four_updates):
+    shutil.copytree(four_updates, tmp_path / "run")
+    second = _trainer(str(tmp_path / "run"), learning_rate=0.005)
+    assert second.fit(dataset(40).repeat(), 5).resumed_from == 4
     assert float(second.optimizer.learning_rate.numpy()) == pytest.approx(0.005)
 
 
 @pytest.mark.parametrize("damage", ["metadata", "state"])
-def test_damaged_latest_checkpoint_falls_back_with_a_warning(tmp_path, damage):
+def test_damaged_latest_checkpoint_falls_back_with_a_warning(tmp_path, four_updates, damage):
     data = dataset(40).repeat()
-    _trainer(str(tmp_path), checkpoint_every=2).fit(data, 4)
-    latest = tmp_path / "ckpt-4"
+    folder = tmp_path / "run"
+    shutil.copytree(four_updates, folder)
+    latest = folder / "ckpt-4"
     if damage == "metadata":
         (latest / "tfpack_checkpoint.json").write_text('{"step": 4, "sig')
     else:
         index = next(p for p in latest.iterdir() if p.name.endswith(".index"))
         index.write_bytes(index.read_bytes()[:20])
-    resumed = _trainer(str(tmp_path), checkpoint_every=2)
+    resumed = _trainer(str(folder), checkpoint_every=2)
     with pytest.warns(RuntimeWarning, match=r"skipping damaged checkpoint .*ckpt-4"):
         result = resumed.fit(data, 5)
     assert result.resumed_from == 2 and result.step == 5
 
 
-def test_every_checkpoint_damaged_is_a_clear_error(tmp_path):
-    _trainer(str(tmp_path)).fit(dataset(40).repeat(), 1)
-    (tmp_path / "ckpt-1" / "tfpack_checkpoint.json").write_text("[")
+def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, four_updates):
+    shutil.copytree(four_updates, tmp_path / "run")
+    for step in (2, 4):
+        (tmp_path / "run" / f"ckpt-{step}" / "tfpack_checkpoint.json").write_text("[")
     with pytest.warns(RuntimeWarning), pytest.raises(
-            TfpackError, match=r"A checkpoint must be intact to resume from. Received: .*ckpt-1"):
-        _trainer(str(tmp_path)).fit(dataset(40).repeat(), 2)
+            TfpackError, match=r"A checkpoint must be intact to resume from. Received: "
+                               r".*ckpt-4.*ckpt-2"):
+        _trainer(str(tmp_path / "run")).fit(dataset(40).repeat(), 5)
 
 
 def test_finite_dataset_ends_cleanly_with_consistent_counters(tmp_path):
