@@ -114,10 +114,13 @@ def test_attention_suite_segmented_equals_dense(attention_cases, family):
     for shape, length, seed, k, s, histogram in chosen:
         batch = keras_hub_attention.batches_of(histogram, length, seed, k, count=1)[0]
         batch = {name: value[:4] for name, value in batch.items()}
+        # Compared with `dense` here, not with keras-hub: no exactness probe each
+        # (the dense reference runs its own above; `auto` is only asked its choice).
         segmented = from_keras_hub(backbone, attention_implementation="segmented",
-                                   max_sequences_per_pack=k, segment_length=s)
+                                   max_sequences_per_pack=k, segment_length=s,
+                                   check_exact=False)
         auto = from_keras_hub(backbone, attention_implementation="auto",
-                              max_sequences_per_pack=k, segment_length=s)
+                              max_sequences_per_pack=k, segment_length=s, check_exact=False)
         real = batch["sequence_ids"] > 0
         want = np.asarray(dense(batch)["sequence_output"])[real]
         got = np.asarray(segmented(batch)["sequence_output"])[real]
