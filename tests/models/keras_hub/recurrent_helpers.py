@@ -66,15 +66,23 @@ def returns_logits(backbone):
     return type(backbone).__name__ == "RWKV7Backbone"
 
 
-def alone(backbone, ids):
-    """keras-hub's output on one sequence."""
-    ids = np.asarray(ids, "int32")[None]
-    return backbone({"token_ids": ids, "padding_mask": np.ones_like(ids)},
-                    training=False)[0]
+def alone_in_one_batch(backbone, sequences):
+    """keras-hub's output on each of `sequences` alone, all in one call: each
+    its own row, right padded to the longest (the models are causal:
+    padding after a sequence's tokens never reaches them), so keras-hub's
+    eager chunk loops run once rather than once a sequence."""
+    longest = max(len(ids) for ids in sequences)
+    ids = np.zeros((len(sequences), longest), "int32")
+    mask = np.zeros_like(ids)
+    for row, sequence in enumerate(sequences):
+        ids[row, :len(sequence)] = sequence
+        mask[row, :len(sequence)] = 1
+    out = backbone({"token_ids": ids, "padding_mask": mask}, training=False)
+    return [out[row, :len(sequence)] for row, sequence in enumerate(sequences)]
 
 
 def packed_output(adapter, packed):
-    """The adapter's output comparable with `alone`."""
+    """The adapter's output comparable with `alone_in_one_batch`."""
     out = adapter(packed, training=False)["sequence_output"]
     return adapter.logits(out) if returns_logits(adapter.backbone) else out
 

@@ -98,11 +98,26 @@ class _RotarySpy:
             patch.stop()
 
 
+@pytest.fixture(scope="module")
+def backbones():
+    """Each family's backbone, built once for the tests that leave its
+    weights as they are (`test_fit_under_xla_and_saved_model` trains its
+    own)."""
+    built = {}
+
+    def get(family):
+        if family not in built:
+            built[family] = make_backbone(family)
+        return built[family]
+
+    return get
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_packed_equals_each_sequence_alone(family):
+def test_packed_equals_each_sequence_alone(family, backbones):
     """Outputs and gradients of every variable (through a fixed random linear
     function of the outputs), dense and segmented."""
-    backbone = make_backbone(family)
+    backbone = backbones(family)
     data, packed = _packed(family)
     rng = np.random.default_rng(1)
     weights = [rng.normal(size=(len(e["input_ids"]), backbone.hidden_dim))
@@ -142,8 +157,8 @@ def test_packed_equals_each_sequence_alone(family):
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_no_cross_contamination(family):
-    backbone = make_backbone(family)
+def test_no_cross_contamination(family, backbones):
+    backbone = backbones(family)
     _, packed = _packed(family)
     for _, options in _implementations(family):
         # The exactness check ran on these in test_packed_equals_each_sequence_alone
@@ -155,7 +170,9 @@ def test_no_cross_contamination(family):
 
 def _task(family):
     """A tfpack task on the family's adapter and a dataset of its packs."""
-    adapter = models.from_keras_hub(make_backbone(family))
+    # A backbone of its own (the fit trains it); its adapter's exactness
+    # check: in test_packed_equals_each_sequence_alone.
+    adapter = models.from_keras_hub(make_backbone(family), check_exact=False)
     rng = np.random.default_rng(2)
     data = examples(family)
     if adapter.causal:
@@ -209,13 +226,13 @@ print("loaded", len(sys.argv) - 1)
 
 
 @pytest.mark.slow
-def test_keras_files_load_in_a_fresh_process(tmp_path):
+def test_keras_files_load_in_a_fresh_process(tmp_path, backbones):
     paths = []
     for family in sorted(FAMILIES):
         # What the file holds and gives after loading is checked here; the
         # adapters' exactness, in test_packed_equals_each_sequence_alone
         # (the probe was half this test's CPU).
-        adapter = models.from_keras_hub(make_backbone(family), check_exact=False,
+        adapter = models.from_keras_hub(backbones(family), check_exact=False,
                                         **_implementations(family)[-1][1])
         _, packed = _packed(family)
         path = str(tmp_path / f"{family}.keras")

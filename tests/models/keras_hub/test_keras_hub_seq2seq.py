@@ -191,8 +191,8 @@ def test_edrec_has_no_tied_head_to_score_with():
 @pytest.mark.slow
 def test_packed_pairs_equal_each_pair_alone_on_jax():
     """Outputs and gradients of every family on Keras's JAX backend, under
-    jit (`seq2seq_jax_run.py`, one subprocess for all `JAX_RUNS`: 105 s of
-    CPU, 280 s on 2 loaded cores; 45 s of CPU before the segmented runs)."""
+    jit (`seq2seq_jax_run.py`, one subprocess for all `JAX_RUNS`: 77 s of
+    CPU, 95 s with a compilation for each reference pair)."""
     import os
     import pathlib
     import subprocess
