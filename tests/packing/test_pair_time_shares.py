@@ -21,17 +21,20 @@ def _docstring_like(seed=0, pairs=3000):
     return counts
 
 
+def _recording(monkeypatch, name):
+    """Replace template ``name`` by one that records the time limit of each call."""
+    seen, make = [], getattr(algorithms, name)
+
+    def call(counts, limits, *, depth, time_limit):
+        seen.append(time_limit)
+        return make(counts, limits, depth=depth, time_limit=time_limit)
+
+    monkeypatch.setattr(algorithms, name, call)
+    return seen
+
+
 def test_the_binding_sides_first_templates_get_their_share_of_the_time_limit(monkeypatch):
-    shares = {"fill": [], "swapped": []}
-
-    def recording(name, make):
-        def call(counts, limits, *, depth, time_limit):
-            shares[name].append(time_limit)
-            return make(counts, limits, depth=depth, time_limit=time_limit)
-        return call
-
-    monkeypatch.setattr(algorithms, "fill", recording("fill", algorithms.fill))
-    monkeypatch.setattr(algorithms, "swapped", recording("swapped", algorithms.swapped))
+    shares = {name: _recording(monkeypatch, name) for name in ("fill", "swapped")}
     counts = _docstring_like()
     placed, *_ = algorithms.optimal(counts, (512, 128, 16), seed=0, time_limit=1.0)
     assert placed.packs > 0 and shares["fill"], shares
@@ -42,13 +45,6 @@ def test_the_binding_sides_first_templates_get_their_share_of_the_time_limit(mon
 
 
 def test_without_a_time_limit_no_share_is_imposed(monkeypatch):
-    seen = []
-    make = algorithms.fill
-
-    def call(counts, limits, *, depth, time_limit):
-        seen.append(time_limit)
-        return make(counts, limits, depth=depth, time_limit=time_limit)
-
-    monkeypatch.setattr(algorithms, "fill", call)
+    seen = _recording(monkeypatch, "fill")
     algorithms.optimal(_docstring_like(pairs=500), (512, 128, 16), seed=0, time_limit=None)
     assert seen and all(s is None for s in seen)
