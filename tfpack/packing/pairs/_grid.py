@@ -66,6 +66,7 @@ from tfpack.packing.algorithms._lp import Master
 from tfpack.packing.pairs import _lp_bound
 from tfpack.packing.pairs._lp_bound import Classes, _serving
 from tfpack.packing.pairs._packs import cells
+from tfpack.packing.pairs._rounding import from_solution
 
 __all__ = ["GridLP", "Tables", "grid", "grid_classes", "solve", "units_for"]
 
@@ -280,8 +281,8 @@ def _seeded(lp: GridLP, down: Classes) -> list[tuple[np.ndarray, np.ndarray]]:
     for j in np.flatnonzero(lp.x > 1e-9).tolist():
         rows, copies = lp.columns[j]
         mapped, inverse = np.unique(heaviest[rows], return_inverse=True)
-        found[tuple(mapped.tolist()) + tuple(np.bincount(inverse.reshape(-1), copies).tolist())] = (
-            mapped, np.bincount(inverse.reshape(-1), copies).astype(np.int64))
+        merged = np.bincount(inverse.reshape(-1), copies).astype(np.int64)
+        found[tuple(mapped.tolist()) + tuple(merged.tolist())] = (mapped, merged)
     return list(found.values())
 
 
@@ -332,8 +333,6 @@ def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int
     The plan is None where no LP was solved in time; the bound 0 likewise.
     ``units``: a row's units in both LPs (default: `units_for` for the bound, `_PLAN_UNITS` for the plan).
     """
-    from tfpack.packing.pairs._rounding import from_solution  # noqa: PLC0415  (_rounding builds on _lp_bound)
-
     budget = Budget(time_limit)
     up = solve(counts, limits, units or _PLAN_UNITS, budget.share(_UP_SHARE), up=True)
     # The bound's LP gets at least `_DOWN_LEAST` of the time, even past it: a plan needs its bound.

@@ -128,31 +128,34 @@ def _followed(a, b, n, cls, assigned, slots, grouped, limits, flows):
     taken = []  # (class, slot class, pairs)
     for c in np.argsort(-weight, kind="stable").tolist():
         pool = pools[c]
-        order = sorted(pool, key=lambda o: weight[o])
-        need = int(deficit[c])
-        for origin in order:
-            if not need:
-                break
-            if origin == c:
-                continue  # its own empty slots: no pair of it is left out while they are
-            moved = min(need, pool[origin])
-            if moved:
-                pool[origin] -= moved
-                need -= moved
-                taken.append((c, origin, moved))
+        # Its own empty slots are skipped: no pair of it is left out while they are.
+        taken += [(c, origin, moved) for origin, moved in _drawn(pool, int(deficit[c]), weight, skip=c)]
         for t, flow in out_edges.get(c, []):
-            give = int(round(flow))
-            for origin in sorted(pool, key=lambda o: weight[o]):
-                if not give:
-                    break
-                moved = min(give, pool[origin])
-                if moved:
-                    pool[origin] -= moved
-                    pools[t][origin] = pools[t].get(origin, 0) + moved
-                    give -= moved
+            for origin, moved in _drawn(pool, int(round(flow)), weight):
+                pools[t][origin] = pools[t].get(origin, 0) + moved
     if not taken:
         return a, b, n, cls, assigned
     return _moved(a, b, n, cls, assigned, limits, np.array(taken, dtype=np.int64).reshape(-1, 3))
+
+
+def _drawn(pool: dict[int, int], amount: int, weight: np.ndarray, skip: int | None = None
+           ) -> list[tuple[int, int]]:
+    """Up to ``amount`` slots taken out of ``pool`` (slot class -> slots), least long class first.
+
+    >>> pool = {0: 2, 1: 3}
+    >>> _drawn(pool, 4, np.array([0.9, 0.5])), pool
+    ([(1, 3), (0, 1)], {0: 1, 1: 0})
+    """
+    drawn = []
+    for origin in sorted(pool, key=lambda o: weight[o]):
+        if not amount:
+            break
+        moved = 0 if origin == skip else min(amount, pool[origin])
+        if moved:
+            pool[origin] -= moved
+            amount -= moved
+            drawn.append((origin, moved))
+    return drawn
 
 
 def _moved(a, b, n, cls, assigned, limits, taken):
