@@ -228,3 +228,14 @@ def keras_hub_alone(backbone, example):
     if isinstance(outputs, dict):
         outputs = outputs["sequence_output"]
     return outputs[0]
+
+
+def right_padded(sequences):
+    """Token ids and padding mask `[len(sequences), longest]`: each sequence its
+    own row, right padded with 0 (for references computed on every sequence
+    alone in one batch; rows of a batch never meet)."""
+    ids = np.zeros((len(sequences), max(len(s) for s in sequences)), "int32")
+    mask = np.zeros_like(ids)
+    for row, sequence in enumerate(sequences):
+        ids[row, :len(sequence)], mask[row, :len(sequence)] = sequence, 1
+    return ids, mask

@@ -7,7 +7,7 @@ import TensorFlow).
 import keras
 import numpy as np
 
-from keras_hub_helpers import randomize_zeros
+from keras_hub_helpers import randomize_zeros, right_padded
 from tfpack.testing import pack_examples
 
 keras_hub = __import__("pytest").importorskip("keras_hub")
@@ -71,12 +71,7 @@ def alone_in_one_batch(backbone, sequences):
     its own row, right padded to the longest (the models are causal:
     padding after a sequence's tokens never reaches them), so keras-hub's
     eager chunk loops run once rather than once a sequence."""
-    longest = max(len(ids) for ids in sequences)
-    ids = np.zeros((len(sequences), longest), "int32")
-    mask = np.zeros_like(ids)
-    for row, sequence in enumerate(sequences):
-        ids[row, :len(sequence)] = sequence
-        mask[row, :len(sequence)] = 1
+    ids, mask = right_padded(sequences)
     out = backbone({"token_ids": ids, "padding_mask": mask}, training=False)
     return [out[row, :len(sequence)] for row, sequence in enumerate(sequences)]
 

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 
 import test_keras_hub_seq2seq as t
+from keras_hub_helpers import right_padded
 from tfpack.builders import pack_pairs
 from tfpack.models import from_keras_hub
 
@@ -43,11 +44,7 @@ def _padded_batch(group, pair_weights):
     backbone's features and the loss weights (zero on padding)."""
     features = {}
     for k, side in enumerate(("encoder", "decoder")):
-        sequences = [PAIRS[i][k] for i in group]
-        ids = np.zeros((len(group), max(map(len, sequences))), "int32")
-        mask = np.zeros_like(ids)
-        for row, sequence in enumerate(sequences):
-            ids[row, :len(sequence)], mask[row, :len(sequence)] = sequence, 1
+        ids, mask = right_padded([PAIRS[i][k] for i in group])
         features[f"{side}_token_ids"], features[f"{side}_padding_mask"] = ids, mask
     weights = {n: np.zeros(features[f"{n.split('_')[0]}_token_ids"].shape + (8,),
                            "float32") for n in NAMES}
