@@ -122,6 +122,36 @@ def test_the_lifted_bound_by_hand():
     assert brute_force_packs(histogram, 10, None) == 4
 
 
+def test_the_lift_prices_without_the_depth_unless_it_binds(monkeypatch):
+    """Three 3s and three 2s in packs of 10, duals 1/3 at 3 and 1/4 at 2 (h.y = 7/4).
+    Without the depth the best pack is (3, 3, 2, 2), worth 7/6: ceil(3/2) = 2. At depth 2
+    it holds too many, so the pricing with the depth follows: (3, 3), worth 2/3, so
+    ceil(21/8) = 3, the optimum; if the budget ends before it, the relaxed value stands (2:
+    still a bound). At depth 3 with 1/10 at 2, the relaxed best, (3, 3, 3) worth 1, fits the
+    depth: one pricing, ceil(13/10) = 2."""
+    histogram = make_histogram(10, {3: 3, 2: 3})
+    at = np.array([2, 3])
+    depths = []
+    price = _lift._knapsack.price
+    monkeypatch.setattr(_lift._knapsack, "price", lambda *a, **k: (depths.append(a[4]),
+                                                                   price(*a, **k))[1])
+    assert _lift.lifted(histogram, 10, None, at, np.array([1 / 4, 1 / 3])) == 2
+    assert depths == [None]
+    assert _lift.lifted(histogram, 10, 2, at, np.array([1 / 4, 1 / 3])) == 3
+    assert depths == [None, None, 2]
+    assert brute_force_packs(histogram, 10, 2) == 3
+    assert _lift.lifted(histogram, 10, 3, at, np.array([1 / 10, 1 / 3])) == 2
+    assert depths == [None, None, 2, None]
+
+    def out_of_time(*args, **kwargs):
+        if args[4] is not None:
+            raise _lift._budget.OutOfTime
+        return price(*args, **kwargs)
+
+    monkeypatch.setattr(_lift._knapsack, "price", out_of_time)
+    assert _lift.lifted(histogram, 10, 2, at, np.array([1 / 4, 1 / 3])) == 2
+
+
 @settings(max_examples=80, deadline=None)
 @given(narrow_instances(), st.lists(st.tuples(st.integers(1, 24), st.floats(0.0, 1.0)),
                                     min_size=1, max_size=6))

