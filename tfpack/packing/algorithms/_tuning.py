@@ -146,17 +146,19 @@ class Tuning:
     # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
     PROVE_ENDS = 0
     # Of a warm grouped plan's time on a grid (`_paths.plan_up`), kept from its LP for the bound
-    # from its duals (`_lift`: one pricing over the real lengths, 0.3-0.4 s of CPU on 12,000
-    # lengths at L=16,384 depth 8-12), where an LP bound is the best and no lift proved it yet:
-    # cut by the budget before, it proved nothing (`planners_long_context.py --seed 1`, case 5:
-    # 378,900 packs on 376,805, 0.556% -> 378,903 on 378,360, 0.144%; the bound with 30 s:
-    # 378,361). 0.3 left it no time there; 0.7 cut the LP so early that its duals proved less
-    # (377,326). Not where the token bound is the best: there the plan is what is loose (0.4 of
-    # the time cost seed 0's case 26 0.219% -> 0.286%).
+    # from its duals (`_lift`: one pricing over the real lengths), where an LP bound is the best
+    # and no lift proved it yet: cut by the budget before, it proved nothing
+    # (`planners_long_context.py --seed 1`, case 5: 378,900 packs on 376,805, 0.556% -> 378,903
+    # on 378,360, 0.144%; the bound with 30 s: 378,361). With the pricing over all lengths (0.3-
+    # 0.5 s of CPU on 12,000 lengths at L=16,384 depth 8-12) 0.5 was needed (0.3 left it no time,
+    # 0.7 cut the LP so early that its duals proved less: 377,326); priced without the depth
+    # (0.1-0.2 s there), 0.5 cut the LP before its duals were good on seed 1's case 1 (L=16,384
+    # depth 12: 316,520, 317,606 with 0.2 or 0.3), and 0.3 keeps case 5. Not where the token
+    # bound is the best: there the plan is what is loose (0.4 of the time cost seed 0's case 26
+    # 0.219% -> 0.286%).
     LIFT_SHARE = 0.3
     # and where Martello-Toth's bound is the best too (the lift had only the plan's leftovers
-    # there: seed 1's case 1, L=16,384 depth 12, 318,048 packs on 317,095, 0.301%; the lift
-    # proves 317,606 in 0.16 s of CPU, `_lift`'s pricing without the depth: 0.139%).
+    # there: seed 1's case 1, 318,048 packs on 317,095, 0.301%; the lift proves 317,606: 0.139%).
     LIFT_KINDS = ("lp", "long")
     # A warm finer plan (`_paths.refine`) starts with this many times the last plan's time left
     # (`PROVE_GROWTH`, 2, before): started from the last plan's packs it takes less than that
