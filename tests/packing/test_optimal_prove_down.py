@@ -88,8 +88,36 @@ def test_long_context_bound_within_0_2_percent_where_equal_groups_were_1_percent
     """Stretched documents of about 0.37 L at L=12,288 depth 16 (lengths 2,7xx-7,xxx): the
     plan has 2,171 packs (2,170 before its groups were in units at L=12,288,
     `Tuning.UNITS_FROM`). Groups of equal width over all of L proved 2,147 (1.07% below:
-    before this path); groups over the lengths present prove 2,167 (0.18%)."""
+    before this path); groups over the lengths present prove 2,167 (0.18%), and their LP's
+    duals over the real lengths (`_lift.prove`) 2,168 (0.14%)."""
     histogram = stretched(12288, 5000, 0.37, 0.11, seed=0)
     result = optimal.pack(histogram, 12288, 16, seed=0, time_limit=None)
     assert (int(result.counts.sum()), result.lower_bound_packs, result.lower_bound_kind) == \
-        (2171, 2167, "lp")
+        (2171, 2168, "lp")
+
+
+def test_the_rounded_down_lps_duals_lift_a_bound_over_the_real_lengths(monkeypatch):
+    """Two 4s, two 5s and a 6 in packs of 12 (tokens: 2 packs). In one group rounded down to
+    4, five 4s fit three a pack: the LP is 5/3, so 2. Its dual, 1/3 for a 4, holds for every
+    real length (`_lift`); over the real lengths no three fit in 12 (4 + 4 + 5 > 12, and
+    only two 4s), so the best pack is worth 2/3 and the bound is (5/3) / (2/3) = 2.5, so 3:
+    the optimum. Without the lift, 2 (one group only: finer ones would prove 3 too)."""
+    monkeypatch.setattr(Tuning, "PROVE_MOST_ROWS", 1)
+    histogram = make_histogram(12, {4: 2, 5: 2, 6: 1})
+    assert proven(histogram, 12, None, 1) == 3 == brute_force_packs(histogram, 12, None)
+    monkeypatch.setattr(_paths._lift, "prove", lambda *args, **kwargs: None)
+    assert proven(histogram, 12, None, 1) == 2
+
+
+def test_a_lift_does_not_start_with_less_time_left_than_the_last_took(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_paths._lift, "lifted", lambda *args: calls.append(args) or 7)
+    search = _paths.Search({"tokens": 1})
+    search.lift_seconds = 0.5
+    budget = _budget.Budget(0.4, clock=lambda: 0.0)
+    histogram = make_histogram(12, {4: 2})
+    _paths._lift.prove(search, histogram, None, np.array([4]), np.array([0.5]), budget)
+    assert calls == [] and "lp" not in search.bounds
+    _paths._lift.prove(search, histogram, None, np.array([4]), np.array([0.5]),
+                       _budget.Budget(0.6, clock=lambda: 0.0))
+    assert len(calls) == 1 and search.bounds["lp"] == 7 == search.lifted

@@ -35,7 +35,7 @@ import numpy as np
 
 from tfpack.packing.algorithms import _budget, _column_generation, _knapsack
 
-__all__ = ["lifted"]
+__all__ = ["lifted", "prove"]
 
 
 def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None,
@@ -70,6 +70,22 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
     if best <= 0.0:
         return 0
     return _column_generation.ceil(math.fsum((demand * values).tolist()) / best)
+
+
+def prove(search, histogram: np.ndarray, max_sequences_per_pack: int | None,
+          group_lengths: np.ndarray, duals: np.ndarray, budget: _budget.Budget) -> None:
+    """`lifted` at an LP's duals, proven in ``search`` (`_paths.Search`) as its best lift.
+
+    Not started with less time left than the last one took: each prices the same
+    real lengths, and one cut by the budget proves nothing.
+    """
+    if budget.limited and budget.left() < search.lift_seconds:
+        return
+    began = budget.spent()
+    search.lifted = max(search.lifted, lifted(histogram, len(histogram), max_sequences_per_pack,
+                                              group_lengths, duals, budget))
+    search.lift_seconds = budget.spent() - began
+    search.prove(search.lifted, "lp")
 
 
 def _best_value(lengths, bounds, values, max_length, depth, budget) -> float:

@@ -46,6 +46,7 @@ class Search:
         # them: they seed the LP on finer groups (`refine`).
         self.columns: list[tuple[int, ...]] = []
         self.lifted = 0  # the best bound from a grouped plan's duals (`_lift`)
+        self.lift_seconds = 0.0  # the CPU seconds of the last lift
 
     @property
     def bound(self) -> int:
@@ -379,6 +380,10 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
         coarser = [tuple(np.repeat(lengths[r], c).tolist()) for (r, c), x in
                    zip(lp.patterns, lp.x) if x > 0]
         search.prove(lp.lower_bound, "lp")  # a relaxation: its bound bounds the real problem
+        if lp.duals is not None and lp.lower_bound >= search.bounds.get("tokens", 0):
+            # Where it reaches the token bound, its duals over the real lengths may prove more
+            # (below it, rounding down lost too many tokens: `_lift.prove`).
+            _lift.prove(search, histogram, max_sequences_per_pack, lengths, lp.duals, budget)
         if np.array_equal(rounded, histogram):
             break  # every length its own group: finer groups prove no more
         rows, first, took = 2 * rows, False, budget.spent() - began
@@ -514,10 +519,8 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
         # 610 groups) they proved 206,302, 0.27% below the rounded-down LP's 206,877 on 256
         # groups, for 0.05 s (groups of equal width over the lengths present: 207,042).
         if unit > 1:
-            search.lifted = max(search.lifted, _lift.lifted(
-                histogram, length * unit, max_sequences_per_pack, lengths * unit, lp.duals,
-                budget))
-            search.prove(search.lifted, "lp")
+            _lift.prove(search, histogram, max_sequences_per_pack, lengths * unit, lp.duals,
+                        budget)
     if packs:
         plan = _lp_plan.result(packs, 0)
         strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
