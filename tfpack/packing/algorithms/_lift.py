@@ -14,7 +14,11 @@ and to float32 only raise it). On the stretched long contexts of
 groups stays 0.05-0.2% below the LP over all lengths, the duals of the first
 plan's LP (units of 16 tokens) gave 215,882 at L=16,384 depth 12 (the LP over
 all lengths: 215,861 or more; 1,024 groups rounded down: 215,765) and 190,648
-at depth 4 (the LP: 190,651), for one pricing, 0.05-0.09 s of CPU.
+at depth 4 (the LP: 190,651), for one pricing, 0.05-0.09 s of CPU. `prove` does it
+for the rounded-down LPs of `_paths.prove_down` too (their duals at the groups'
+shortest lengths): on documents near L / 3 they lift more than the plan's
+(L=12,288 depth 4: 229,417 from them, 228,358 from the plan's, 229,021 rounded
+down; the LP over all lengths at least 229,560).
 
 Hand-checked: five 3s and three 5s in packs of 10, duals 1/3 at 3 and 1/2 at 5.
 The best packs, (3, 3, 3) and (5, 5), are worth 1, so the bound is
