@@ -360,6 +360,20 @@ def test_the_grid_loss_is_counted_past_int64():
     assert unit == 4 and np.all((starts - 1) % 4 == 0)
 
 
+@pytest.mark.parametrize("length, unit", [(1023, 32), (1022, 16), (1021, 4)])
+def test_a_grid_of_half_the_unit_where_rounding_up_loses_a_little_too_much(length, unit):
+    """`fine_grid` in units of 32 at L=1,024: ten sequences of ``length`` (token bound 10)
+    lose ``1024 - length`` tokens each, 0.098%, 0.195% or 0.293% of the bound's tokens:
+    under `Tuning.HALF_GRID_LOSS` (0.15%) the unit stays, up to `Tuning.GRID_LOSS` (0.2%)
+    the grid is half the unit, past it L / `Tuning.FINE_ROWS` (256 here: 4)."""
+    histogram = np.zeros(1024, dtype=np.int64)
+    histogram[length - 1] = 10
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Tuning, "FINE_ROWS", 256)
+        got, starts = _paths.fine_grid(histogram, 32, np.arange(1, 1025, 32), 10, 2)
+    assert got == unit and np.all((starts - 1) % unit == 0)
+
+
 def test_a_grid_plan_is_refined_on_twice_the_groups_of_the_same_grid(monkeypatch):
     """`_refine` after a plan on a finer grid: twice the balanced groups, on the same grid,
     until they would be one a grid length; each plan a candidate."""

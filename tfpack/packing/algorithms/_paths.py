@@ -537,19 +537,24 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth):
     0.2%), the plan is made on `Tuning.UNIT_ROWS` balanced groups (`on_grid`) on
     a grid of ``max_length / Tuning.FINE_ROWS`` tokens (8 there: 0.13%; 61,422 ->
     61,301 packs on a bound of 61,207), where pricing's table stays within
-    `Tuning.TABLE_CELLS`. Elsewhere ``unit`` stays: the finer table is slower, and
+    `Tuning.TABLE_CELLS`; past `Tuning.HALF_GRID_LOSS` only, on a grid of half the
+    unit (a smaller table: the LP gets further; long-context seed 0 case 26, 0.171%
+    lost in units of 16: 175,150 packs, 175,122 on a grid of 4, 175,082 of 8).
+    Elsewhere ``unit`` stays: the finer table is slower, and
     with the 4x wider table at depth 32 (bimodal L=8,192, suite seed 1:
     5,604 packs in units of 8 then 4 by `refine`, 5,606-5,608 on grids of 2
     or 4), or on a grid that loses little already (spikes L=32,768: 14,973
     in units of 32, 15,040 on the finer grid), it did worse.
     """
     max_length = len(histogram)
-    fine = divisor(max_length, max_length // Tuning.FINE_ROWS)
-    cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
     # float64: tokens lost may pass 2**63 where the tokens do not (2**59 ones, units of 32)
     loss = (-np.arange(1, max_length + 1) % unit).astype(np.float64) @ histogram
-    if fine >= unit or cells > Tuning.TABLE_CELLS or \
-            loss <= Tuning.GRID_LOSS * tokens_bound * max_length:
+    if loss <= Tuning.HALF_GRID_LOSS * tokens_bound * max_length:
+        return unit, starts
+    half = loss <= Tuning.GRID_LOSS * tokens_bound * max_length
+    fine = divisor(max_length, unit // 2 if half else max_length // Tuning.FINE_ROWS)
+    cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
+    if fine >= unit or cells > Tuning.TABLE_CELLS:
         return unit, starts
     return fine, on_grid(histogram, fine, Tuning.UNIT_ROWS)
 
