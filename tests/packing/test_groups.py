@@ -360,6 +360,47 @@ def test_the_grid_loss_is_counted_past_int64():
     assert unit == 4 and np.all((starts - 1) % 4 == 0)
 
 
+@pytest.mark.parametrize("length, half, unit", [(1023, True, 32), (1022, True, 16),
+                                                (1022, False, 32), (1021, False, 4),
+                                                (1021, True, 4)])
+def test_a_grid_of_half_the_unit_where_rounding_up_loses_a_little_too_much(length, half, unit):
+    """`fine_grid` in units of 32 at L=1,024: ten sequences of ``length`` (token bound 10)
+    lose ``1024 - length`` tokens each, 0.098%, 0.195% or 0.293% of the bound's tokens:
+    with ``half``, past `Tuning.HALF_GRID_LOSS` (0.15%) and up to `Tuning.GRID_LOSS` (0.2%)
+    the grid is half the unit; past GRID_LOSS, L / `Tuning.FINE_ROWS` (256 here: 4)."""
+    histogram = np.zeros(1024, dtype=np.int64)
+    histogram[length - 1] = 10
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Tuning, "FINE_ROWS", 256)
+        got, starts = _paths.fine_grid(histogram, 32, np.arange(1, 1025, 32), 10, 2, half=half)
+    assert got == unit and np.all((starts - 1) % unit == 0)
+
+
+@pytest.mark.parametrize("proved, unit", [(-1, 16), (0, 32)])
+def test_the_half_grid_only_where_the_rounded_down_lp_stays_below_the_token_bound(
+        proved, unit, monkeypatch):
+    """`grouped`: rounding up to 32 loses 0.8% of the tokens (1-3 a sequence), between
+    HALF_GRID_LOSS and GRID_LOSS here; where `prove_down`'s LP proves less than the token bound (``proved``
+    relative to it) the plan is on half the unit, where it reaches it on the unit (its
+    duals lift the bound there)."""
+    histogram = _units_case(monkeypatch, lossy=True, less=(1, 2, 3))
+    for name, value in (("HALF_GRID_LOSS", 0.001), ("GRID_LOSS", 0.1), ("PROVE_ABOVE", -0.5),
+                        ("REFINE_LEFT", math.inf)):
+        monkeypatch.setattr(Tuning, name, value)
+
+    def prove_down(search, *args, **kwargs):
+        search.prove(search.bounds["tokens"] + proved, "lp")
+        return 0, 0.0, []
+
+    units = []
+    plan_up = _paths.plan_up
+    monkeypatch.setattr(_paths, "prove_down", prove_down)
+    monkeypatch.setattr(_paths, "plan_up", lambda *a, **k: (units.append(a[8]), plan_up(*a, **k)))
+    result = optimal.pack(histogram, 1024, 16, seed=0, time_limit=None)
+    assert_valid(result, histogram, 1024, 16)
+    assert units[:1] == [unit]
+
+
 def test_a_grid_plan_is_refined_on_twice_the_groups_of_the_same_grid(monkeypatch):
     """`_refine` after a plan on a finer grid: twice the balanced groups, on the same grid,
     until they would be one a grid length; each plan a candidate."""

@@ -173,7 +173,8 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     at L=8,192 depth 3 that plan is 0.4 pp closer than one in units).
     """
     depth = max_sequences_per_pack or 1
-    tokens_bind = search.bounds["tokens"] >= search.bounds.get("sequences", 0)
+    tokens_bound = search.bounds["tokens"]  # the rounded-down LP below it: `fine_grid`'s ``half``
+    tokens_bind = tokens_bound >= search.bounds.get("sequences", 0)
     # Below `Tuning.MANY_LENGTHS`, the LP over all lengths runs within the budget (and rounds
     # early, `Tuning.EARLY_ROWS`): the grouped plan only takes its time where it can be close.
     few_lengths = np.count_nonzero(histogram) < Tuning.MANY_LENGTHS
@@ -215,6 +216,8 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
             # The bound on groups of the lengths present (`prove_down`), finer while time lasts.
             proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
                                  budget.share(Tuning.PROVE_SHARE))
+            if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
+                unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
     if warm and (_bounds.strongest(search.bounds)[1] == "lp" or
                  max_length >= Tuning.LONG_CONTEXT_FROM):
@@ -528,28 +531,31 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     search.reserve = max(search.reserve, inner.past())
 
 
-def fine_grid(histogram, unit, starts, tokens_bound, depth):
+def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     """The unit and groups of the plan where the tokens bind: ``unit`` unless it loses too much.
 
-    Rounding every length up to a multiple of ``unit`` costs tokens that no
-    plan on it gets back. Past `Tuning.GRID_LOSS` of the token bound's tokens
-    (log-normal L=32,768 depth 16: 0.35% in units of 32, so no plan within
-    0.2%), the plan is made on `Tuning.UNIT_ROWS` balanced groups (`on_grid`) on
-    a grid of ``max_length / Tuning.FINE_ROWS`` tokens (8 there: 0.13%; 61,422 ->
-    61,301 packs on a bound of 61,207), where pricing's table stays within
-    `Tuning.TABLE_CELLS`. Elsewhere ``unit`` stays: the finer table is slower, and
-    with the 4x wider table at depth 32 (bimodal L=8,192, suite seed 1:
-    5,604 packs in units of 8 then 4 by `refine`, 5,606-5,608 on grids of 2
-    or 4), or on a grid that loses little already (spikes L=32,768: 14,973
-    in units of 32, 15,040 on the finer grid), it did worse.
+    Rounding every length up to a multiple of ``unit`` costs tokens no plan on it
+    gets back. Past `Tuning.GRID_LOSS` of the token bound's tokens (log-normal
+    L=32,768 depth 16: 0.35% in units of 32), the plan is on `Tuning.UNIT_ROWS`
+    balanced groups (`on_grid`) on a grid of ``max_length / Tuning.FINE_ROWS``
+    tokens (8 there: 61,422 -> 61,301 packs on 61,207), where pricing's table stays
+    within `Tuning.TABLE_CELLS`. With ``half`` (`grouped`: the rounded-down LP lost
+    the tokens, so the plan is loose, not the bound) past `Tuning.HALF_GRID_LOSS`,
+    on half the unit (long-context seed 0 case 26, 0.171% lost in units of 16:
+    175,150 packs; 175,122 on a grid of 4, 175,082 of 8; the lift needs the unit's
+    grid: case 5 0.078% -> 0.306% on 8). Elsewhere the finer table did worse
+    (bimodal L=8,192 depth 32: 5,604 packs in units of 8 then 4, 5,606-5,608 on
+    grids of 2 or 4; spikes L=32,768: 14,973 in units of 32, 15,040 finer).
     """
     max_length = len(histogram)
-    fine = divisor(max_length, max_length // Tuning.FINE_ROWS)
-    cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
     # float64: tokens lost may pass 2**63 where the tokens do not (2**59 ones, units of 32)
     loss = (-np.arange(1, max_length + 1) % unit).astype(np.float64) @ histogram
-    if fine >= unit or cells > Tuning.TABLE_CELLS or \
-            loss <= Tuning.GRID_LOSS * tokens_bound * max_length:
+    if loss <= (Tuning.HALF_GRID_LOSS if half else Tuning.GRID_LOSS) * tokens_bound * max_length:
+        return unit, starts
+    half = loss <= Tuning.GRID_LOSS * tokens_bound * max_length
+    fine = divisor(max_length, unit // 2 if half else max_length // Tuning.FINE_ROWS)
+    cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
+    if fine >= unit or cells > Tuning.TABLE_CELLS:
         return unit, starts
     return fine, on_grid(histogram, fine, Tuning.UNIT_ROWS)
 

@@ -177,6 +177,12 @@ class Tuning:
     UNITS_FROM = 12288
     GRID_LOSS = 2e-3  # rounding up to the unit loses more (of the token bound's tokens): `fine_grid`
     FINE_ROWS = 4096  # the finer grid's unit: max_length / this tokens
+    # Past this (and up to GRID_LOSS), where `prove_down`'s LP stays below the token bound, the
+    # plan is on a grid of half the unit (`fine_grid`): long-context seed 0 case 26 (0.171% lost
+    # in units of 16): 0.219% -> 0.180% above the bound. Where that LP reaches it, the unit stays
+    # (seed 0 cases 5 and 9, 0.152-0.154% lost: 0.08% -> 0.31% and 0.035% -> 0.125% on the half
+    # grid, the lift from the unit's grid lost).
+    HALF_GRID_LOSS = 1.5e-3
 
     # --- The LP over all lengths, last (`optimal`) ---
     # Skipped with less time left than LAST_LP_SECONDS where there are more than
