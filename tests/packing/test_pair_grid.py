@@ -51,6 +51,33 @@ def test_rounding_down_loses_what_the_grid_cannot_see():
     assert _grid.solve(counts, (8, 4, None), 8, None, up=False).bound == 2
 
 
+def test_rounding_down_wins_back_a_unit_where_it_binds():
+    # Le=10, 2 units a row (5 tokens): inputs 7 and 6 never share a pack (optimum 2). floor(a G / L)
+    # gives each 1 unit and the bound 1 pack; ceil(a (G + 1) / L) - 1 gives 7 -> 2 (7 * 3 / 10 = 2.1)
+    # and 6 -> 1 (1.8): 3 units over 2, so 2 packs, the optimum.
+    counts = histogram([(7, 2), (6, 4)], (10, 6))
+    assert optimum(counts, (10, 6, 3)) == 2
+    assert _grid.solve(counts, (10, 6, 3), 2, None, up=False).bound == 2
+
+
+def partitions(total: int, most: int):
+    """Every multiset of lengths 1..most summing to ``total`` (non-increasing tuples)."""
+    if total == 0:
+        yield ()
+        return
+    for first in range(min(total, most), 0, -1):
+        for rest in partitions(total - first, first):
+            yield (first,) + rest
+
+
+def test_every_real_pack_rounded_down_fits_its_units():
+    # Exhaustive up to L=14: the lengths of any pack (sum <= L), rounded down, fit G units.
+    for limit in range(1, 15):
+        packs = [np.array(p) for total in range(1, limit + 1) for p in partitions(total, limit)]
+        for units in range(1, 2 * limit + 1):
+            assert max(_grid._units(p, limit, units, up=False).sum() for p in packs) <= units
+
+
 pair = st.tuples(st.integers(1, 10), st.integers(1, 6))
 
 

@@ -2,8 +2,9 @@
 
 Each row's limit is cut into ``G`` units (``Le / G`` input tokens, ``Ld / G``
 target tokens). A pair of lengths ``(a, b)`` is rounded *up* to whole units,
-``(ceil(a G / Le), ceil(b G / Ld))``, for the plan, and *down*,
-``(floor(a G / Le), floor(b G / Ld))``, for the bound; pairs on the same
+``(ceil(a G / Le), ceil(b G / Ld))``, for the plan, and *down*, ``(ceil(a (G
++ 1) / Le) - 1, ceil(b (G + 1) / Ld) - 1)``, for the bound (`_units`:
+below ``a (G + 1) / L``, at least ``floor(a G / L)``); pairs on the same
 units form a class. A pack of units fits ``G`` units a row and at most ``K``
 pairs. Both LPs, ``minimize sum(x_p) subject to sum_p A_p x_p >= n, x >= 0``
 over packs of units ``p`` (``A_p[c]``: pairs of class ``c`` in ``p``), are
@@ -16,9 +17,12 @@ solved by column generation with exact pricing (below).
   rounded down, filled with the real pairs of its classes, and the pairs
   left over placed by first fit (`_rounding.from_solution`), is a valid plan
   whether or not the LP converged.
-- Bound (rounded down). A real pack, rounded down, is a pack of units:
-  ``sum floor(a G / Le) <= floor(sum a G / Le) <= G`` on each row, with the
-  same pairs. So every plan of the real pairs is a plan of the rounded-down
+- Bound (rounded down). A real pack, rounded down, is a pack of units: on
+  each row ``sum (ceil(a (G + 1) / L) - 1) < sum a (G + 1) / L <= G + 1``,
+  and a sum of whole units under ``G + 1`` is at most ``G``; same pairs.
+  (``floor(a G / L)`` is also valid but loses half a unit a pair where this
+  loses about ``1/2 - a / L``: a pack's pairs win back about a unit a row;
+  1e5 balanced pairs at 512/128, K=4, 32 units: 25,621 -> 25,710.) So every plan of the real pairs is a plan of the rounded-down
   classes, and any lower bound on those bounds the real problem. For duals
   ``y >= 0`` of the rounded-down master and ``w`` the most a pack of units
   is worth under them (exact, `Tables`), ``y / max(1, w)`` is feasible for
@@ -187,21 +191,32 @@ def _convolve(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _units(lengths: np.ndarray, limit: int, units: int, up: bool) -> np.ndarray:
-    return -(-lengths * units // limit) if up else lengths * units // limit
+    """Units of each length: ``ceil(a G / L)`` up; ``ceil(a (G + 1) / L) - 1`` down (module notes).
+
+    >>> _units(np.array([1, 3, 4, 5, 7, 8]), 8, 4, up=False).tolist()  # floor(a G / L): 0, 1, 2, 2, 3, 4
+    [0, 1, 2, 3, 4, 4]
+    """
+    return -(-lengths * units // limit) if up else -(-lengths * (units + 1) // limit) - 1
+
+
+def _least(units_: np.ndarray, limit: int, units: int, up: bool) -> np.ndarray:
+    """The most (up) or the least (down) tokens of a length with ``units_`` units (`_units`)."""
+    return -(-units_ * limit // units) if up else units_ * limit // (units + 1) + 1
 
 
 def grid_classes(counts: np.ndarray, limits, units: int, up: bool) -> tuple[Classes, np.ndarray, np.ndarray]:
     """The pairs' classes: their lengths rounded up (or down) to whole units (module notes).
 
     A class's lengths (``a``, ``b``) are in tokens: the most (up) or the least
-    (down) that its units hold; then each class's units on both rows.
+    (down) of a length on its units; then each class's units on both rows.
 
     >>> counts = np.zeros((8, 4), dtype=np.int64); counts[[4, 5, 6], 1] = 1  # (5, 2), (6, 2), (7, 2)
     >>> up, ua, ub = grid_classes(counts, (8, 4, None), 4, up=True)
     >>> up.a.tolist(), up.b.tolist(), up.n.tolist(), ua.tolist()  # units of 2 tokens: 5 -> 6; 6 -> 6; 7 -> 8
     ([6, 8], [2, 2], [2, 1], [3, 4])
-    >>> grid_classes(counts, (8, 4, None), 4, up=False)[0].a.tolist()  # 5 -> 4; 6, 7 -> 6
-    [4, 6]
+    >>> down, da, _ = grid_classes(counts, (8, 4, None), 4, up=False)
+    >>> da.tolist(), down.a.tolist()  # 5, 6 -> 3 units (lengths 5-6); 7 -> 4 units (7-8)
+    ([3, 4], [5, 7])
     """
     a, b, n = cells(counts)
     ua, ub = _units(a, limits[0], units, up), _units(b, limits[1], units, up)
@@ -210,7 +225,7 @@ def grid_classes(counts: np.ndarray, limits, units: int, up: bool) -> tuple[Clas
     cell_class = np.full(counts.shape, -1, dtype=np.int64)
     cell_class[a - 1, b - 1] = cls
     ca, cb = distinct // (units + 1), distinct % (units + 1)
-    tokens = [(-(-c * limit // units), c * limit // units)[up] for c, limit in ((ca, limits[0]), (cb, limits[1]))]
+    tokens = [_least(c, limit, units, up) for c, limit in ((ca, limits[0]), (cb, limits[1]))]
     return Classes(*tokens, np.bincount(cls, n, distinct.size).astype(np.int64), cell_class), ca, cb
 
 
@@ -265,9 +280,8 @@ def _seeded(lp: GridLP, down: Classes) -> list[tuple[np.ndarray, np.ndarray]]:
 
     Each rounded-up class stands for the rounded-down class with the most
     pairs among those of its cells. A pack of rounded-up classes is a pack of rounded-down ones
-    at any units: a pair's units down at ``G'`` are at most ``a G' / L <=
-    ceil(a G / L) G' / L``, so on each row ``sum floor(a G' / L) <= G' / G sum
-    ceil(a G / L) <= G'``. Seeded so, the LP starts at about the other's value
+    at any units: it holds any real pairs of its classes, ``sum a <= L`` on each
+    row, and a real pack rounded down fits ``G'`` units (module notes). Seeded so, the LP starts at about the other's value
     (1e6 balanced pairs at 512/128, K=4: 259,735 where single pairs give 406,350).
     """
     cls_up, cls_down = lp.grouped.cell_class, down.cell_class
