@@ -170,3 +170,11 @@ def test_seeding_maps_each_class_to_the_most_numerous_class_below_it():
     grouped, ca, cb = _grid.grid_classes(counts, (8, 4, 2), 4, up=False)
     columns = [(ca[rows].tolist(), cb[rows].tolist(), copies.tolist()) for rows, copies in _grid._seeded(up, grouped)]
     assert columns == [([2], [1], [2])]
+
+
+def test_the_plans_lp_takes_the_finer_units_while_its_classes_are_few(monkeypatch):
+    # (30, 10) and (31, 10) at 64/16: 48 units round them up to (23, 30) and (24, 30): 2 classes.
+    counts = histogram([(30, 10), (31, 10)], (64, 16))
+    assert _grid.units_for(counts, (64, 16, 4), up=True) == 48
+    monkeypatch.setattr(_grid, "_PLAN_CLASSES", 1)  # 2 classes at 48 units are too many; 32 is the coarsest
+    assert _grid.units_for(counts, (64, 16, 4), up=True) == 32

@@ -322,33 +322,38 @@ def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray
 # 250,000: short targets lose up to 4 of their ~6 tokens rounded down); balanced, 32 units (1,017;
 # 64 units have 3,804): 256,140 in 0.5 s (64 units: 256,790 in 18 s).
 _UNITS = (64, 32)
-# Units a row of the plan's LP: at 64 units its plan was no better (bimodal: 265,820 packs where
-# the LP had 261,793; rounding then took 335 s, when `_rounding._redirected` rescanned every
-# class for every cell), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
-_PLAN_UNITS = 32
+# Units a row of the plan's LP: the finest whose grid of rounded-up pairs has at most
+# `_PLAN_CLASSES` classes. 1e6 pairs, K=4, untimed: bimodal at 512/128, 48 units (1,379 classes),
+# 262,432 packs in 0.84 s CPU (LP 0.5 s), 32 units 263,328; 64 units 261,792 in 1.9 s; balanced,
+# 32 units (967 classes): 259,732 in 1.3 s, 48 units (2,121) 258,915 in 6.6 s.
+_PLAN_UNITS = (48, 32)
+_PLAN_CLASSES = 1_500
 _MOST_CLASSES = 2_500
 _UP_SHARE = 0.7  # share of the time the plan's LP (rounded up) gets, first; the bound's LP the rest
 _DOWN_LEAST = 0.3  # ... and at least this share of the whole (seeded, it converges in 0.16-0.44 s)
 
 
-def units_for(counts: np.ndarray, limits) -> int:
-    """The finest units of `_UNITS` whose grid has at most `_MOST_CLASSES` classes (the coarsest otherwise)."""
+def units_for(counts: np.ndarray, limits, up: bool = False) -> int:
+    """The finest units of `_UNITS` whose grid has at most `_MOST_CLASSES` classes (the coarsest otherwise).
+
+    ``up``: for the plan's LP, of `_PLAN_UNITS` and `_PLAN_CLASSES`.
+    """
     a, b, _ = cells(counts)
-    for units in _UNITS:
-        if np.unique(_units(a, limits[0], units, False) * (units + 1)
-                     + _units(b, limits[1], units, False)).size <= _MOST_CLASSES:
+    choices, most = (_PLAN_UNITS, _PLAN_CLASSES) if up else (_UNITS, _MOST_CLASSES)
+    for units in choices:
+        if np.unique(_units(a, limits[0], units, up) * (units + 1) + _units(b, limits[1], units, up)).size <= most:
             return units
-    return _UNITS[-1]
+    return choices[-1]
 
 
 def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int | None = None):
     """A plan rounded from the LP of rounded-up pairs, and the bound of the rounded-down LP (module notes).
 
     The plan is None where no LP was solved in time; the bound 0 likewise.
-    ``units``: a row's units in both LPs (default: `units_for` for the bound, `_PLAN_UNITS` for the plan).
+    ``units``: a row's units in both LPs (default: `units_for` each).
     """
     budget = Budget(time_limit)
-    up = solve(counts, limits, units or _PLAN_UNITS, budget.share(_UP_SHARE), up=True)
+    up = solve(counts, limits, units or units_for(counts, limits, up=True), budget.share(_UP_SHARE), up=True)
     # The bound's LP gets at least `_DOWN_LEAST` of the time, even past it: a plan needs its bound.
     rest = None if time_limit is None else max(budget.left(), _DOWN_LEAST * time_limit)
     down = solve(counts, limits, units or units_for(counts, limits), Budget(rest), up=False,
