@@ -38,8 +38,8 @@ s CPU to converge where it took 0.45-1.35 s from single pairs).
 
 The gap between them shrinks as ``G`` grows, but classes (rows of the LP)
 grow with ``G^2``: 1e6 balanced pairs (both medians at 20% of their limits)
-at 512/128, K=4: 32 units give 256,140 <= optimum <= LP of rounded-up pairs
-259,735 (plan 260,669); 64 units 256,790 and 258,112 in 18 and 21 s.
+at 512/128, K=4: 32 units give 257,026 <= optimum <= LP of rounded-up pairs
+259,735 (plan 259,732); 64 units 257,184 (6.8 s seeded) and 258,112 (21 s).
 
 Pricing, exact on units: ``P_1[e, d]`` the best single pair within ``(e,
 d)`` units (a running maximum over both axes), ``P_2k = P_k (+) P_k`` (max-plus
