@@ -51,6 +51,33 @@ def test_rounding_down_loses_what_the_grid_cannot_see():
     assert _grid.solve(counts, (8, 4, None), 8, None, up=False).bound == 2
 
 
+def test_rounding_down_wins_back_a_unit_where_it_binds():
+    # Le=10, 2 units a row (5 tokens): inputs 7 and 6 never share a pack (optimum 2). floor(a G / L)
+    # gives each 1 unit and the bound 1 pack; ceil(a (G + 1) / L) - 1 gives 7 -> 2 (7 * 3 / 10 = 2.1)
+    # and 6 -> 1 (1.8): 3 units over 2, so 2 packs, the optimum.
+    counts = histogram([(7, 2), (6, 4)], (10, 6))
+    assert optimum(counts, (10, 6, 3)) == 2
+    assert _grid.solve(counts, (10, 6, 3), 2, None, up=False).bound == 2
+
+
+def partitions(total: int, most: int):
+    """Every multiset of lengths 1..most summing to ``total`` (non-increasing tuples)."""
+    if total == 0:
+        yield ()
+        return
+    for first in range(min(total, most), 0, -1):
+        for rest in partitions(total - first, first):
+            yield (first,) + rest
+
+
+def test_every_real_pack_rounded_down_fits_its_units():
+    # Exhaustive up to L=14: the lengths of any pack (sum <= L), rounded down, fit G units.
+    for limit in range(1, 15):
+        packs = [np.array(p) for total in range(1, limit + 1) for p in partitions(total, limit)]
+        for units in range(1, 2 * limit + 1):
+            assert max(_grid._units(p, limit, units, up=False).sum() for p in packs) <= units
+
+
 pair = st.tuples(st.integers(1, 10), st.integers(1, 6))
 
 
@@ -143,3 +170,27 @@ def test_seeding_maps_each_class_to_the_most_numerous_class_below_it():
     grouped, ca, cb = _grid.grid_classes(counts, (8, 4, 2), 4, up=False)
     columns = [(ca[rows].tolist(), cb[rows].tolist(), copies.tolist()) for rows, copies in _grid._seeded(up, grouped)]
     assert columns == [([2], [1], [2])]
+
+
+def test_the_plans_lp_takes_the_finer_units_while_its_classes_are_few(monkeypatch):
+    # (30, 10) and (31, 10) at 64/16: 48 units round them up to (23, 30) and (24, 30): 2 classes.
+    counts = histogram([(30, 10), (31, 10)], (64, 16))
+    assert _grid.units_for(counts, (64, 16, 4), up=True) == 48
+    monkeypatch.setattr(_grid, "_PLAN_CLASSES", 1)  # 2 classes at 48 units are too many; 32 is the coarsest
+    assert _grid.units_for(counts, (64, 16, 4), up=True) == 32
+
+
+def test_the_plans_lp_gets_most_of_the_time_limit(monkeypatch):
+    # Balanced pairs at K=4: the LP of rounded-up pairs converges in 0.86 s CPU on 1e6 of them
+    # (its plan: 260,348 packs from 0.7 s, 259,732 converged); the bound's LP, seeded, in 0.23 s.
+    seen, solve = [], _grid.solve
+
+    def recording(counts, limits, units, budget, up=True, **kwargs):
+        seen.append((up, budget.left()))
+        return solve(counts, limits, units, budget, up=up, **kwargs)
+
+    monkeypatch.setattr(_grid, "solve", recording)
+    _grid.grid(histogram([(6, 1), (6, 1), (2, 3), (2, 3)], (8, 4)), (8, 4, 2), time_limit=1.0)
+    (up, first), (down, second) = seen
+    assert up and not down
+    assert _grid._UP_SHARE == 0.9 and 0.85 < first <= 0.9 and second >= _grid._DOWN_LEAST

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from tfpack.packing import plan
 from tfpack.packing.pairs import _lp_bound
 from tfpack.packing.pairs._packs import strategies_of
-from tfpack.packing.pairs._rounding import _added, _followed, _redirected, rounded
+from tfpack.packing.pairs._grid import grid_classes
+from tfpack.packing.pairs._rounding import _added, _followed, _redirected, from_solution, rounded
 from tfpack.packing.pairs.checks import check_pair_plan
 
 from test_pair_lp_bound import histogram, optimum
@@ -41,6 +42,17 @@ def test_left_out_pairs_take_the_empty_slots_of_a_longer_class():
     a, b, n, cls, assigned = _redirected(np.array([4]), np.array([2]), np.array([2]), np.array([0]),
                                          np.array([1]), np.array([1, 1]), grouped, (8, 4))
     assert (n.tolist(), assigned.tolist()) == ([2], [1])
+
+
+def test_a_solution_over_more_classes_than_the_blend_has_sizes_rounds_to_every_pair():
+    # 64 x 64 units, a pair on every cell: 4,096 classes (the blend's sizes stop at 2,048; pairs of
+    # the classes ranked past them were left unplaced). Each class alone in its packs: 4,096 packs.
+    counts = np.ones((64, 64), dtype=np.int64)
+    grouped = grid_classes(counts, (64, 64, 4), 64, up=True)[0]
+    columns = [(np.array([c]), np.array([1])) for c in range(grouped.n.size)]
+    placed = from_solution(counts, (64, 64, 4), columns, grouped.n.astype(np.float64), grouped)
+    valid(placed, counts, (64, 64, 4))
+    assert grouped.n.size == 4096 and placed.packs <= 4096
 
 
 @settings(max_examples=60, deadline=None)

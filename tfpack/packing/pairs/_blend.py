@@ -46,8 +46,9 @@ def blend(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed,
 
 
 def _assign(a, b, n, size, slot_pack, slot_size, limits, packs):
-    """Pairs into slots of their size: input-heavy pairs to the target-heavy packs first."""
+    """Pairs into slots of their size (1, 2, ...): input-heavy pairs to the target-heavy packs first."""
     max_input, max_target, _ = limits
+    top = int(max(size.max(initial=0), slot_size.max(initial=0)))  # `_rounding`: past SCALE classes
     lean = a / max_input - b / max_target  # > 0: input-heavy
     order = np.lexsort((-lean, -size))
     pair_a, pair_b = np.repeat(a[order], n[order]), np.repeat(b[order], n[order])
@@ -57,9 +58,9 @@ def _assign(a, b, n, size, slot_pack, slot_size, limits, packs):
     load = np.zeros((2, packs))
     out = np.empty(pair_a.size, dtype=np.int64)
     # Sizes largest first; within a size, slots one rank at a time (a pack's first slot of it, ...).
-    pair_bounds = np.searchsorted(-pair_size, -np.arange(SCALE, -1, -1), side="left")
-    slot_bounds = np.searchsorted(-slot_size, -np.arange(SCALE, -1, -1), side="left")
-    for s in range(SCALE):
+    pair_bounds = np.searchsorted(-pair_size, -np.arange(top, -1, -1), side="left")
+    slot_bounds = np.searchsorted(-slot_size, -np.arange(top, -1, -1), side="left")
+    for s in range(top):
         lo, hi = pair_bounds[s], pair_bounds[s + 1]
         if lo == hi:
             continue

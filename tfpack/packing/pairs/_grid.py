@@ -2,8 +2,9 @@
 
 Each row's limit is cut into ``G`` units (``Le / G`` input tokens, ``Ld / G``
 target tokens). A pair of lengths ``(a, b)`` is rounded *up* to whole units,
-``(ceil(a G / Le), ceil(b G / Ld))``, for the plan, and *down*,
-``(floor(a G / Le), floor(b G / Ld))``, for the bound; pairs on the same
+``(ceil(a G / Le), ceil(b G / Ld))``, for the plan, and *down*, ``(ceil(a (G
++ 1) / Le) - 1, ceil(b (G + 1) / Ld) - 1)``, for the bound (`_units`:
+below ``a (G + 1) / L``, at least ``floor(a G / L)``); pairs on the same
 units form a class. A pack of units fits ``G`` units a row and at most ``K``
 pairs. Both LPs, ``minimize sum(x_p) subject to sum_p A_p x_p >= n, x >= 0``
 over packs of units ``p`` (``A_p[c]``: pairs of class ``c`` in ``p``), are
@@ -16,9 +17,12 @@ solved by column generation with exact pricing (below).
   rounded down, filled with the real pairs of its classes, and the pairs
   left over placed by first fit (`_rounding.from_solution`), is a valid plan
   whether or not the LP converged.
-- Bound (rounded down). A real pack, rounded down, is a pack of units:
-  ``sum floor(a G / Le) <= floor(sum a G / Le) <= G`` on each row, with the
-  same pairs. So every plan of the real pairs is a plan of the rounded-down
+- Bound (rounded down). A real pack, rounded down, is a pack of units: on
+  each row ``sum (ceil(a (G + 1) / L) - 1) < sum a (G + 1) / L <= G + 1``,
+  and a sum of whole units under ``G + 1`` is at most ``G``; same pairs.
+  (``floor(a G / L)`` is also valid but loses half a unit a pair where this
+  loses about ``1/2 - a / L``: a pack's pairs win back about a unit a row;
+  1e5 balanced pairs at 512/128, K=4, 32 units: 25,621 -> 25,710.) So every plan of the real pairs is a plan of the rounded-down
   classes, and any lower bound on those bounds the real problem. For duals
   ``y >= 0`` of the rounded-down master and ``w`` the most a pack of units
   is worth under them (exact, `Tables`), ``y / max(1, w)`` is feasible for
@@ -34,8 +38,8 @@ s CPU to converge where it took 0.45-1.35 s from single pairs).
 
 The gap between them shrinks as ``G`` grows, but classes (rows of the LP)
 grow with ``G^2``: 1e6 balanced pairs (both medians at 20% of their limits)
-at 512/128, K=4: 32 units give 256,140 <= optimum <= LP of rounded-up pairs
-259,735 (plan 260,669); 64 units 256,790 and 258,112 in 18 and 21 s.
+at 512/128, K=4: 32 units give 257,026 <= optimum <= LP of rounded-up pairs
+259,735 (plan 259,732); 64 units 257,184 (6.8 s seeded) and 258,112 (21 s).
 
 Pricing, exact on units: ``P_1[e, d]`` the best single pair within ``(e,
 d)`` units (a running maximum over both axes), ``P_2k = P_k (+) P_k`` (max-plus
@@ -187,21 +191,32 @@ def _convolve(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _units(lengths: np.ndarray, limit: int, units: int, up: bool) -> np.ndarray:
-    return -(-lengths * units // limit) if up else lengths * units // limit
+    """Units of each length: ``ceil(a G / L)`` up; ``ceil(a (G + 1) / L) - 1`` down (module notes).
+
+    >>> _units(np.array([1, 3, 4, 5, 7, 8]), 8, 4, up=False).tolist()  # floor(a G / L): 0, 1, 2, 2, 3, 4
+    [0, 1, 2, 3, 4, 4]
+    """
+    return -(-lengths * units // limit) if up else -(-lengths * (units + 1) // limit) - 1
+
+
+def _least(units_: np.ndarray, limit: int, units: int, up: bool) -> np.ndarray:
+    """The most (up) or the least (down) tokens of a length with ``units_`` units (`_units`)."""
+    return -(-units_ * limit // units) if up else units_ * limit // (units + 1) + 1
 
 
 def grid_classes(counts: np.ndarray, limits, units: int, up: bool) -> tuple[Classes, np.ndarray, np.ndarray]:
     """The pairs' classes: their lengths rounded up (or down) to whole units (module notes).
 
     A class's lengths (``a``, ``b``) are in tokens: the most (up) or the least
-    (down) that its units hold; then each class's units on both rows.
+    (down) of a length on its units; then each class's units on both rows.
 
     >>> counts = np.zeros((8, 4), dtype=np.int64); counts[[4, 5, 6], 1] = 1  # (5, 2), (6, 2), (7, 2)
     >>> up, ua, ub = grid_classes(counts, (8, 4, None), 4, up=True)
     >>> up.a.tolist(), up.b.tolist(), up.n.tolist(), ua.tolist()  # units of 2 tokens: 5 -> 6; 6 -> 6; 7 -> 8
     ([6, 8], [2, 2], [2, 1], [3, 4])
-    >>> grid_classes(counts, (8, 4, None), 4, up=False)[0].a.tolist()  # 5 -> 4; 6, 7 -> 6
-    [4, 6]
+    >>> down, da, _ = grid_classes(counts, (8, 4, None), 4, up=False)
+    >>> da.tolist(), down.a.tolist()  # 5, 6 -> 3 units (lengths 5-6); 7 -> 4 units (7-8)
+    ([3, 4], [5, 7])
     """
     a, b, n = cells(counts)
     ua, ub = _units(a, limits[0], units, up), _units(b, limits[1], units, up)
@@ -210,7 +225,7 @@ def grid_classes(counts: np.ndarray, limits, units: int, up: bool) -> tuple[Clas
     cell_class = np.full(counts.shape, -1, dtype=np.int64)
     cell_class[a - 1, b - 1] = cls
     ca, cb = distinct // (units + 1), distinct % (units + 1)
-    tokens = [(-(-c * limit // units), c * limit // units)[up] for c, limit in ((ca, limits[0]), (cb, limits[1]))]
+    tokens = [_least(c, limit, units, up) for c, limit in ((ca, limits[0]), (cb, limits[1]))]
     return Classes(*tokens, np.bincount(cls, n, distinct.size).astype(np.int64), cell_class), ca, cb
 
 
@@ -265,9 +280,8 @@ def _seeded(lp: GridLP, down: Classes) -> list[tuple[np.ndarray, np.ndarray]]:
 
     Each rounded-up class stands for the rounded-down class with the most
     pairs among those of its cells. A pack of rounded-up classes is a pack of rounded-down ones
-    at any units: a pair's units down at ``G'`` are at most ``a G' / L <=
-    ceil(a G / L) G' / L``, so on each row ``sum floor(a G' / L) <= G' / G sum
-    ceil(a G / L) <= G'``. Seeded so, the LP starts at about the other's value
+    at any units: it holds any real pairs of its classes, ``sum a <= L`` on each
+    row, and a real pack rounded down fits ``G'`` units (module notes). Seeded so, the LP starts at about the other's value
     (1e6 balanced pairs at 512/128, K=4: 259,735 where single pairs give 406,350).
     """
     cls_up, cls_down = lp.grouped.cell_class, down.cell_class
@@ -308,33 +322,38 @@ def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray
 # 250,000: short targets lose up to 4 of their ~6 tokens rounded down); balanced, 32 units (1,017;
 # 64 units have 3,804): 256,140 in 0.5 s (64 units: 256,790 in 18 s).
 _UNITS = (64, 32)
-# Units a row of the plan's LP: at 64 units its plan was no better (bimodal: 265,820 packs where
-# the LP had 261,793; rounding then took 335 s, when `_rounding._redirected` rescanned every
-# class for every cell), so the plan's LP stays at 32 units (bimodal 263,338 -> 264,468 packs).
-_PLAN_UNITS = 32
+# Units a row of the plan's LP: the finest whose grid of rounded-up pairs has at most
+# `_PLAN_CLASSES` classes. 1e6 pairs, K=4, untimed: bimodal at 512/128, 48 units (1,379 classes),
+# 262,432 packs in 0.84 s CPU (LP 0.5 s), 32 units 263,328; 64 units 261,792 in 1.9 s; balanced,
+# 32 units (967 classes): 259,732 in 1.3 s, 48 units (2,121) 258,915 in 6.6 s.
+_PLAN_UNITS = (48, 32)
+_PLAN_CLASSES = 1_500
 _MOST_CLASSES = 2_500
-_UP_SHARE = 0.7  # share of the time the plan's LP (rounded up) gets, first; the bound's LP the rest
+_UP_SHARE = 0.9  # share of the time the plan's LP (rounded up) gets, first (balanced 1e6 pairs, K=4: converges in 0.86 s)
 _DOWN_LEAST = 0.3  # ... and at least this share of the whole (seeded, it converges in 0.16-0.44 s)
 
 
-def units_for(counts: np.ndarray, limits) -> int:
-    """The finest units of `_UNITS` whose grid has at most `_MOST_CLASSES` classes (the coarsest otherwise)."""
+def units_for(counts: np.ndarray, limits, up: bool = False) -> int:
+    """The finest units of `_UNITS` whose grid has at most `_MOST_CLASSES` classes (the coarsest otherwise).
+
+    ``up``: for the plan's LP, of `_PLAN_UNITS` and `_PLAN_CLASSES`.
+    """
     a, b, _ = cells(counts)
-    for units in _UNITS:
-        if np.unique(_units(a, limits[0], units, False) * (units + 1)
-                     + _units(b, limits[1], units, False)).size <= _MOST_CLASSES:
+    choices, most = (_PLAN_UNITS, _PLAN_CLASSES) if up else (_UNITS, _MOST_CLASSES)
+    for units in choices:
+        if np.unique(_units(a, limits[0], units, up) * (units + 1) + _units(b, limits[1], units, up)).size <= most:
             return units
-    return _UNITS[-1]
+    return choices[-1]
 
 
 def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int | None = None):
     """A plan rounded from the LP of rounded-up pairs, and the bound of the rounded-down LP (module notes).
 
     The plan is None where no LP was solved in time; the bound 0 likewise.
-    ``units``: a row's units in both LPs (default: `units_for` for the bound, `_PLAN_UNITS` for the plan).
+    ``units``: a row's units in both LPs (default: `units_for` each).
     """
     budget = Budget(time_limit)
-    up = solve(counts, limits, units or _PLAN_UNITS, budget.share(_UP_SHARE), up=True)
+    up = solve(counts, limits, units or units_for(counts, limits, up=True), budget.share(_UP_SHARE), up=True)
     # The bound's LP gets at least `_DOWN_LEAST` of the time, even past it: a plan needs its bound.
     rest = None if time_limit is None else max(budget.left(), _DOWN_LEAST * time_limit)
     down = solve(counts, limits, units or units_for(counts, limits), Budget(rest), up=False,
