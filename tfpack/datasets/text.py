@@ -19,12 +19,11 @@ True
 from __future__ import annotations
 
 import ast
-import importlib.machinery
+import importlib.util
 import inspect
 import os
 import re
 import sys
-import sysconfig
 
 from tfpack.params import Integer, validate_params
 
@@ -75,16 +74,14 @@ def stdlib_modules() -> list[tuple[str, str, bool]]:
     >>> path.endswith(".py"), isinstance(is_package, bool)
     (True, True)
     """
-    # Searched in the standard library's own folder, never through the import
-    # system: that would miss the modules Python keeps frozen (os, io, abc,
-    # codecs, ...) and follow what is installed (setuptools answers for
-    # "distutils"), so the documents would depend on the environment.
-    folder = [sysconfig.get_paths()["stdlib"]]
     modules = []
     for name in sorted(sys.stdlib_module_names):
         if name.startswith("_") or name in _SKIP:
             continue
-        spec = importlib.machinery.PathFinder.find_spec(name, folder)
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
         if spec is not None and spec.origin and spec.origin.endswith(".py"):
             modules.append((name, spec.origin, bool(spec.submodule_search_locations)))
     return modules
