@@ -291,20 +291,10 @@ def finer_units(search: Search, histogram, max_length, max_sequences_per_pack, u
             return  # the LP over all lengths follows
         rounded = in_units(_groups.rounded(histogram, np.arange(1, max_length + 1, unit),
                                            up=False), unit, up=False)
-        lengths = np.flatnonzero(rounded) + 1
-        if not len(lengths):
+        if not rounded.any():
             continue  # every sequence shorter than this unit
-        demand = rounded[lengths - 1]
-        length = max_length // unit
-        simple = max(_bounds.simple(rounded, length, max_sequences_per_pack).values())
-        seeds = list(_best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, length,
-                                    max_sequences_per_pack))
-        try:
-            lp = _column_generation.run(lengths, demand, length, max_sequences_per_pack, seeds,
-                                        simple, first_round=False, budget=budget)
-        except _budget.OutOfTime:
+        if _rounded_down_lp(search, rounded, max_sequences_per_pack, [], False, budget) is None:
             return
-        search.prove(lp.lower_bound, "lp")  # a relaxation: its bound bounds the real problem
 
 
 def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_pack, starts,
@@ -367,22 +357,12 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
         rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS),
                                   up=False)
         lengths = np.flatnonzero(rounded) + 1
-        demand = rounded[lengths - 1]
-        simple = max(_bounds.simple(rounded, max_length, max_sequences_per_pack).values())
-        # Seeded with best fit's packs (as `_lp_plan.plan`; without them, 490 rows took 86
-        # rounds instead of 16) and the last LP's, the bound only: no plan rounded from it.
-        coarser = finer_packs(coarser, lengths)
-        seeds = list(_best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {},
-                                    max_length, max_sequences_per_pack))
-        try:
-            lp = _column_generation.run(lengths, demand, max_length, max_sequences_per_pack,
-                                        seeds + coarser, simple, first_round=first,
-                                        budget=budget)
-        except _budget.OutOfTime:
+        lp = _rounded_down_lp(search, rounded, max_sequences_per_pack,
+                              finer_packs(coarser, lengths), first, budget)
+        if lp is None:
             break
         coarser = [tuple(np.repeat(lengths[r], c).tolist()) for (r, c), x in
                    zip(lp.patterns, lp.x) if x > 0]
-        search.prove(lp.lower_bound, "lp")  # a relaxation: its bound bounds the real problem
         if lp.duals is not None and lp.lower_bound >= search.bounds.get("tokens", 0):
             # Where it reaches the token bound, its duals over the real lengths may prove more
             # (below it, rounding down lost too many tokens: `_lift.prove`).
@@ -392,6 +372,26 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
         rows, first, took = 2 * rows, False, budget.spent() - began
     return rows, took, coarser
 
+
+def _rounded_down_lp(search: Search, rounded, max_sequences_per_pack, more_seeds, first, budget):
+    """The LP on ``rounded`` (lengths rounded down: a relaxation, so its bound bounds the
+    real problem), proven in ``search``; None where ``budget`` ran out before a bound.
+
+    Seeded with best fit's packs (as `_lp_plan.plan`; without them, 490 rows took 86
+    rounds instead of 16) and ``more_seeds``; the bound only: no plan rounded from it.
+    """
+    lengths = np.flatnonzero(rounded) + 1
+    demand = rounded[lengths - 1]
+    simple = max(_bounds.simple(rounded, len(rounded), max_sequences_per_pack).values())
+    seeds = list(_best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, len(rounded),
+                                max_sequences_per_pack))
+    try:
+        lp = _column_generation.run(lengths, demand, len(rounded), max_sequences_per_pack,
+                                    seeds + more_seeds, simple, first_round=first, budget=budget)
+    except _budget.OutOfTime:
+        return None
+    search.prove(lp.lower_bound, "lp")
+    return lp
 
 def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
     """Packs of coarser rounded-down lengths, each length the longest of ``lengths`` up to it.
