@@ -15,7 +15,7 @@ ORDER = ["planners", "optimal", "planners_long", "planners_suite", "planners_uns
          "training", "accumulation", "predict", "qa", "preference", "seq2seq", "seq2seq_attention", "backbones", "attention", "keras_hub_attention",
          "keras_hub_dense", "keras_hub_families", "recurrent", "attention_isolation",
          "accelerator", "accelerator_flash",
-         "integrity", "reading", "worker_reads"]
+         "integrity", "reading", "worker_reads", "suite_cpu"]
 
 
 def main() -> None:
