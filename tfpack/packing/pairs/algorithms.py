@@ -21,15 +21,17 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   (`_compounds_fit`), templates of compounds on the side whose tokens bind
   first (`_compounds`: each pair heavy on the other side joined to one heavy
   on this side, 0.6 of the time left for its one-length plan); templates
-  planned by the one-length ``optimal`` on that side, one deeper than the
-  pairs a pack must hold and at that (`_template_depths`; 0.45 of
-  ``time_limit`` each), the other side fitted into them and repaired
+  planned by the one-length ``optimal`` on that side, at the pairs a pack
+  must hold rounded up and one deeper, the one with 10% room first
+  (`_template_depths`; 0.7 and 0.45 of ``time_limit``), the other side
+  fitted into them and repaired
   (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
   of both lengths (`_blend`); the other side's templates; both sides at the
   other depths. The best plan, with the strongest of `bounds`: both
   one-length LP bounds and, where the plan is above them, the two-length LP
   bound (`_lp_bound`, seeded with the plan's packs) in the time left, at
-  least half of ``time_limit``: on up to 5,000 non-empty cells, or at up to 4
+  least half of ``time_limit`` (past 4 pairs a pack only where half is left:
+  `_bound_seconds`): on up to 5,000 non-empty cells, or at up to 4
   pairs a pack given 2 s (``time_limit >= 4``); 300 cells without a time
   limit, to its end (`_worth_a_bound`); where it converged, its solution
   rounded into a plan (`_rounding`) replaces the best where it has fewer packs.
