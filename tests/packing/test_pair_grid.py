@@ -191,6 +191,46 @@ def test_the_plans_lp_gets_most_of_the_time_limit(monkeypatch):
 
     monkeypatch.setattr(_grid, "solve", recording)
     _grid.grid(histogram([(6, 1), (6, 1), (2, 3), (2, 3)], (8, 4)), (8, 4, 2), time_limit=1.0)
-    (up, first), (down, second) = seen
-    assert up and not down
+    # Then, in the time left, the plan's LP on finer units and the bound's on finer units.
+    (up, first), second = seen[0], next(left for up, left in seen if not up)
+    assert up
     assert _grid._UP_SHARE == 0.9 and 0.85 < first <= 0.9 and second >= _grid._DOWN_LEAST
+
+
+def test_finer_units_in_the_time_left_prove_more():
+    # Three (67, 1) at 200/200: two share a pack (201 > 200), so 2 packs. Rounded down to 64 or 96
+    # units (21 or 32 a pair: 63 <= 64, 96 <= 96) three fit; to 128 units, 43 a pair, 129 > 128.
+    counts = histogram([(67, 1)] * 3, (200, 200))
+    assert optimum(counts, (200, 200, 4)) == 2
+    assert _grid.units_for(counts, (200, 200, 4)) == 64
+    assert _grid.grid(counts, (200, 200, 4), None)[1] == 1  # no time limit: the first units only
+    assert _grid.grid(counts, (200, 200, 4), 5.0)[1] == 2
+
+
+def test_finer_units_only_with_the_time_they_need(monkeypatch):
+    units, solve = [], _grid.solve
+
+    def recording(counts, limits, g, budget, up=True, **kwargs):
+        units.append((g, up))
+        return solve(counts, limits, g, budget, up=up, **kwargs)
+
+    monkeypatch.setattr(_grid, "solve", recording)
+    counts = histogram([(67, 1)] * 3, (200, 200))
+    _grid.grid(counts, (200, 200, 4), 5.0)
+    assert units == [(48, True), (64, True), (64, False), (96, False), (128, False)]
+    units.clear()
+    monkeypatch.setattr(_grid, "_FINER_NEED", 1e9)  # the first LP's time times this is never left
+    _grid.grid(counts, (200, 200, 4), 5.0)
+    assert units == [(48, True), (64, False)]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 200), st.integers(1, 200)), min_size=1, max_size=7),
+       st.sampled_from([1, 2, 3, 4]))
+@example([(67, 1)] * 3, 4)
+def test_finer_units_keep_bound_below_optimum_below_plan(pairs, depth):
+    limits = (200, 200, depth)
+    counts = histogram(pairs, limits[:2])
+    placed, bound = _grid.grid(counts, limits, 5.0)
+    assert_valid(placed, counts, limits)
+    assert bound <= optimum(counts, limits) <= placed.packs

@@ -39,12 +39,56 @@ def test_the_binding_sides_first_templates_get_their_share_of_the_time_limit(mon
     placed, *_ = algorithms.optimal(counts, (512, 128, 16), seed=0, time_limit=1.0)
     assert placed.packs > 0 and shares["fill"], shares
     # The input row binds, so `fill` (input-side templates) is the binding side; its first
-    # call gets 0.45 of the limit, where a share of the time left would give at most 0.3.
-    assert shares["fill"][0] == pytest.approx(algorithms._BINDING_SHARE * 1.0)
+    # call gets 0.7 of the limit, where a share of the time left would give at most 0.3.
+    assert shares["fill"][0] == pytest.approx(algorithms._BINDING_SHARE[0] * 1.0)
     assert all(s is None or s <= 1.0 for s in shares["fill"] + shares["swapped"])
+    # The second gets 0.45 at most (stdlib docstrings' one-length plan at 1024/256 needs 0.6 s for
+    # 354 packs on 353, so the first gets more).
+    assert len(shares["fill"]) > 1 and shares["fill"][1] <= algorithms._BINDING_SHARE[1] + 1e-9
 
 
 def test_without_a_time_limit_no_share_is_imposed(monkeypatch):
     seen = _recording(monkeypatch, "fill")
     algorithms.optimal(_docstring_like(pairs=500), (512, 128, 16), seed=0, time_limit=None)
     assert seen and all(s is None for s in seen)
+
+
+@pytest.mark.parametrize("pairs, first", [(717, 8), (780, 9)])
+def test_template_depths_start_at_the_average_rounded_up_where_it_leaves_room(pairs, first):
+    counts = np.zeros((8, 4), np.int64)
+    counts[0, 0] = pairs
+    # 100 packs: 7.17 pairs a pack -> 8 places leave 11.6% room, first; 7.8 -> 8 leave 2.6%: 9 first.
+    assert algorithms._template_depths(counts, (8, 4, 16), 100) == [first, 17 - first, 10, 16]
+
+
+class _Left(algorithms.Budget):
+    """A budget with a fixed time left, never expired."""
+
+    seconds_left = 0.0
+
+    def left(self) -> float:
+        return self.seconds_left
+
+    def expired(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("depth, left, seconds", [(16, 0.3, 0.0), (16, 0.8, 0.8), (4, 0.3, 0.5), (4, 0.8, 0.8)])
+def test_the_pair_lp_past_four_pairs_a_pack_gets_only_the_time_left(monkeypatch, depth, left, seconds):
+    monkeypatch.setattr(_Left, "seconds_left", left)
+    # At K=16 the LP stops far under its plan (Farley 237 on 356 packs, stdlib docstrings): it
+    # starts only where half the limit is left; at K=4 it converges and gets at least that half.
+    assert algorithms._bound_seconds(_Left(1.0), (512, 128, depth), 1.0) == seconds
+
+
+def test_optimal_skips_the_pair_lp_at_sixteen_pairs_a_pack_without_the_time(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_Left, "seconds_left", 0.3)
+    monkeypatch.setattr(algorithms, "Budget", _Left)
+    monkeypatch.setattr(algorithms, "rounded", lambda *args, **kwargs: calls.append(args[2]) or (None, _NoBound()))
+    placed, bound, _ = algorithms.optimal(_docstring_like(pairs=1000), (512, 128, 16), seed=0, time_limit=1.0)
+    assert placed.packs > bound and calls == []  # a plan above its bound, yet no LP
+
+
+class _NoBound:
+    bound = 0

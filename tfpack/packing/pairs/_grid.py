@@ -40,6 +40,11 @@ The gap between them shrinks as ``G`` grows, but classes (rows of the LP)
 grow with ``G^2``: 1e6 balanced pairs (both medians at 20% of their limits)
 at 512/128, K=4: 32 units give 257,026 <= optimum <= LP of rounded-up pairs
 259,735 (plan 259,732); 64 units 257,184 (6.8 s seeded) and 258,112 (21 s).
+Where the time left allows (`_FINER_NEED` times what the first LP took; never
+within the default 1 s on 1e6 pairs), the plan's LP runs again on finer units
+(`_PLAN_FINER`, its plan kept where it has fewer packs) and the bound's on
+`_FINER_UNITS` in turn, the best bound kept: 1e6 bimodal pairs at K=4 with
+``time_limit=8`` are within 0.23-0.33% of their bound (0.77-1.98% in 1 s).
 
 Pricing, exact on units: ``P_1[e, d]`` the best single pair within ``(e,
 d)`` units (a running maximum over both axes), ``P_2k = P_k (+) P_k`` (max-plus
@@ -329,8 +334,19 @@ _UNITS = (64, 32)
 _PLAN_UNITS = (48, 32)
 _PLAN_CLASSES = 1_500
 _MOST_CLASSES = 2_500
+# Finer units the bound's LP takes in turn (seeded like the first) while the time left is at least
+# `_FINER_NEED` times the last one's CPU seconds (never within the default 1 s on 1e6 pairs). 1e6
+# bimodal pairs, K=4, seeded from the plan's LP: 64 / 96 / 128 units prove 260,440 / 260,929 /
+# 261,195 packs in 0.34 / 0.97 / 4.2 s at 512/128, 257,457 / 260,605 / 261,145 in 0.32 / 1.05 /
+# 3.9 s at 2048/512 (balanced, 512/128: 32 units 257,026; 64 units 257,184 in 6.5 s).
+_FINER_UNITS = (96, 128)
+_FINER_NEED = 3.0
+# ... and the plan's LP these units, where the time left allows as much (its plan kept where it has
+# fewer packs): 1e6 bimodal pairs, K=4, 512/128: 261,792 packs in 1.9 s, 262,432 from 48 units.
+_PLAN_FINER = 64
 _UP_SHARE = 0.9  # share of the time the plan's LP (rounded up) gets, first (balanced 1e6 pairs, K=4: converges in 0.86 s)
-_DOWN_LEAST = 0.3  # ... and at least this share of the whole (seeded, it converges in 0.16-0.44 s)
+_DOWN_LEAST = 0.5  # ... and at least this share of the whole (seeded, it converges in 0.16-0.44 s; under a load of 14
+# on 2 cores, 0.3 of 1 s stopped it early once: 1e6 bimodal pairs at 1024/256, bound 259,036 -> 250,000)
 
 
 def units_for(counts: np.ndarray, limits, up: bool = False) -> int:
@@ -353,10 +369,39 @@ def grid(counts: np.ndarray, limits, time_limit: float | None = None, units: int
     ``units``: a row's units in both LPs (default: `units_for` each).
     """
     budget = Budget(time_limit)
-    up = solve(counts, limits, units or units_for(counts, limits, up=True), budget.share(_UP_SHARE), up=True)
+    plan_budget, plan_units = budget.share(_UP_SHARE), units or units_for(counts, limits, up=True)
+    up = solve(counts, limits, plan_units, plan_budget, up=True)
+    finer = None
+    if time_limit is not None and units is None and up.converged and _PLAN_FINER > plan_units \
+            and plan_budget.left() >= _FINER_NEED * budget.spent():
+        finer = solve(counts, limits, _PLAN_FINER, Budget(plan_budget.left()), up=True)
     # The bound's LP gets at least `_DOWN_LEAST` of the time, even past it: a plan needs its bound.
     rest = None if time_limit is None else max(budget.left(), _DOWN_LEAST * time_limit)
-    down = solve(counts, limits, units or units_for(counts, limits), Budget(rest), up=False,
-                 seed=None if up.x is None else up)
+    before = budget.spent()
+    down_units = units or units_for(counts, limits)
+    down = solve(counts, limits, down_units, Budget(rest), up=False, seed=None if up.x is None else up)
+    bound = down.bound
+    if time_limit is not None and units is None and up.x is not None:
+        bound = max(bound, _finer_bound(counts, limits, budget, up, down_units, budget.spent() - before))
     placed = None if up.x is None else from_solution(counts, limits, up.columns, up.x, up.grouped, flows=up.flows)
-    return placed, down.bound
+    if finer is not None and finer.converged:
+        other = from_solution(counts, limits, finer.columns, finer.x, finer.grouped, flows=finer.flows)
+        placed = other if other.packs < placed.packs else placed
+    return placed, bound
+
+
+def _finer_bound(counts: np.ndarray, limits, budget: Budget, up: GridLP, units: int, spent: float) -> int:
+    """The best bound of the rounded-down LP on `_FINER_UNITS` past ``units``, in the time left (0: none).
+
+    Each is valid at any units and wherever it stops (module notes); one
+    starts only where the time left is `_FINER_NEED` times what the last
+    took (``spent`` CPU seconds), seeded with ``up``'s columns.
+    """
+    best = 0
+    for finer in (u for u in _FINER_UNITS if u > units):
+        if budget.left() < _FINER_NEED * spent:
+            break
+        before = budget.spent()
+        best = max(best, solve(counts, limits, finer, Budget(budget.left()), up=False, seed=up).bound)
+        spent = budget.spent() - before
+    return best

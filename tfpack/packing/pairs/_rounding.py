@@ -163,10 +163,16 @@ def _moved(a, b, n, cls, assigned, limits, taken):
     left = n - assigned
     rows = np.flatnonzero(left)
     rows = rows[np.lexsort((-(a / limits[0] + b / limits[1])[rows], cls[rows]))]
+    # Each class's rows and takes as slices (one sort each, not a scan of all of them a class:
+    # 2 s on 1e6 bimodal pairs at 2048/512, K=4).
+    taken = taken[np.argsort(taken[:, 0], kind="stable")]
+    classes, firsts = np.unique(taken[:, 0], return_index=True)
+    lasts = np.append(firsts[1:], taken.shape[0])
+    row_starts = np.searchsorted(cls[rows], np.stack([classes, classes + 1]))
     extra = []
-    for c in np.unique(taken[:, 0]).tolist():
-        members = rows[cls[rows] == c]
-        given = taken[taken[:, 0] == c]
+    for first, last, lo_row, hi_row in zip(firsts.tolist(), lasts.tolist(), *row_starts.tolist()):
+        members = rows[lo_row:hi_row]
+        given = taken[first:last]
         need, have = np.cumsum(left[members]), np.cumsum(given[:, 2])
         edges = np.union1d(np.concatenate([[0], need]), np.concatenate([[0], have]))
         edges = edges[edges <= min(need[-1], have[-1])]

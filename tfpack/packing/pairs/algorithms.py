@@ -21,15 +21,17 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   (`_compounds_fit`), templates of compounds on the side whose tokens bind
   first (`_compounds`: each pair heavy on the other side joined to one heavy
   on this side, 0.6 of the time left for its one-length plan); templates
-  planned by the one-length ``optimal`` on that side, one deeper than the
-  pairs a pack must hold and at that (`_template_depths`; 0.45 of
-  ``time_limit`` each), the other side fitted into them and repaired
+  planned by the one-length ``optimal`` on that side, at the pairs a pack
+  must hold rounded up and one deeper, the one with 10% room first
+  (`_template_depths`; 0.7 and 0.45 of ``time_limit``), the other side
+  fitted into them and repaired
   (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
   of both lengths (`_blend`); the other side's templates; both sides at the
   other depths. The best plan, with the strongest of `bounds`: both
   one-length LP bounds and, where the plan is above them, the two-length LP
   bound (`_lp_bound`, seeded with the plan's packs) in the time left, at
-  least half of ``time_limit``: on up to 5,000 non-empty cells, or at up to 4
+  least half of ``time_limit`` (past 4 pairs a pack only where half is left:
+  `_bound_seconds`): on up to 5,000 non-empty cells, or at up to 4
   pairs a pack given 2 s (``time_limit >= 4``); 300 cells without a time
   limit, to its end (`_worth_a_bound`); where it converged, its solution
   rounded into a plan (`_rounding`) replaces the best where it has fewer packs.
@@ -66,10 +68,12 @@ __all__ = ["get", "names", "register"]
 _REGISTRY: dict[str, Callable] = {}
 # Share of the time left that each one-length plan of `optimal` (one template) gets.
 _TEMPLATE_SHARE = 0.3
-# ... but the binding side's first two templates this share of `time_limit` each: the one-length
+# ... but the binding side's first two templates these shares of `time_limit`: the one-length
 # plan gains most from time there (stdlib docstrings x 205 at 512/128, K=16, depth 8: 142,103
-# packs in 0.13 s, 139,334 in 0.3 s, 138,886 in 0.6 s on a bound of 138,885).
-_BINDING_SHARE = 0.45
+# packs in 0.13 s, 139,334 in 0.3 s, 138,886 in 0.6 s on a bound of 138,885; x 205 at 1024/256,
+# depth 15: 72,873 in 0.45, 72,633 in 0.5, 72,457 in 0.6, 72,373 in 1 on 72,356; x 1: its one-length
+# plan 356 in 0.45, 354 in 0.6 (357 in another run) on 353).
+_BINDING_SHARE = (0.7, 0.45)
 # ... and the compound templates, where they come first (`_compounds_fit`) on over `_FFD_CELLS`
 # non-empty cells: there one candidate takes the whole budget anyway and they gain most from time
 # (1e6 bimodal pairs at 2048/512, K=16: 0.74% -> 0.48% above the bound); on fewer cells the next
@@ -82,7 +86,9 @@ _COMPOUND_SHARE = 0.6
 _GRID_TOKENS = (0.85, 1.02)
 # `optimal` stops trying candidates at a plan within this factor of its bound.
 _CLOSE = 1.001
-# The two-length LP bound gets at least this share of `time_limit` (more when plans left more)
+# The two-length LP bound gets at least this share of `time_limit` (more when plans left more) at
+# up to 4 pairs a pack; past that only the time left: there it stops far below its LP (stdlib
+# docstrings and Debian at K=16: Farley 237-106,272 on plans of 356-138,886, 0.5-0.6 s each).
 _BOUND_SHARE = 0.5
 # ... on histograms of up to this many non-empty cells; past them, at up to 4 pairs a pack
 # (2-D tables price it: it converges) where it has this many seconds: 1e6 bimodal pairs at
@@ -95,6 +101,9 @@ _BOUND_SECONDS = 2.0
 _UNTIMED_CELLS = 300
 # `optimal` tries `ffd` up to this many non-empty cells (its scan costs cells x 4,096).
 _FFD_CELLS = 50_000
+# The binding side's first template has at least this factor of the average pairs a pack as
+# places (`_template_depths`).
+_DEPTH_ROOM = 1.1
 
 
 def register(name: str):
@@ -156,7 +165,7 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     depths = _template_depths(counts, limits, max(found.values()))
     # Most often best first: compounds on the binding side where pairs, two a place, leave the
     # depth free; the binding side near its depth; then what wins where both bind.
-    tries = [(None, joins[0])] if _compounds_fit(counts, limits, depths[0], joins[0] is compound) else []
+    tries = [(None, joins[0])] if _compounds_fit(counts, limits, max(depths[:2]), joins[0] is compound) else []
     tries += [(sides[0][0], functools.partial(sides[0][1], depth=depth)) for depth in depths[:2]]
     tries += [(None, _ffd_if_small), (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
     tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
@@ -169,12 +178,12 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
         # pairs, take seconds each: ffd 3.4 s).
         done = best is not None and (best.packs <= _CLOSE * max(found.values()) or budget.expired())
         tries = [] if done else [(sides[0][0], functools.partial(sides[0][1], depth=depths[0]))]
-    binding = {id(make) for kind, make in tries[:3] if kind == sides[0][0]}
+    binding = [id(make) for kind, make in tries[:3] if kind == sides[0][0]]
     for kind, make in tries:
         share = _COMPOUND_SHARE if make is joins[0] and np.count_nonzero(counts) > _FFD_CELLS else _TEMPLATE_SHARE
         share = None if time_limit is None else share * budget.left()
         if time_limit is not None and id(make) in binding:
-            share = min(budget.left(), _BINDING_SHARE * time_limit)
+            share = min(budget.left(), _BINDING_SHARE[binding.index(id(make))] * time_limit)
         placed, bound = make(counts, limits, time_limit=share)
         if kind is not None and bound is not None:
             found[kind] = max(found.get(kind, 0), bound)
@@ -182,8 +191,7 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
             best = placed
         if best.packs <= _CLOSE * max(found.values()) or budget.expired():
             break
-    # The two-length LP: its own share of the time, so a plan found late still gets a bound.
-    left = None if time_limit is None else max(budget.left(), _BOUND_SHARE * time_limit)
+    left = _bound_seconds(budget, limits, time_limit)
     if best.packs > max(found.values()) and "grid_lp" not in found and _worth_a_bound(counts, limits, left):
         # Its solution, rounded into a plan, beats the others where both rows bind (`_rounding`).
         placed, result = rounded(counts, limits, left, plan=best, converged=True)
@@ -210,11 +218,32 @@ def _grid_first(found: dict[str, int], limits) -> bool:
     return _GRID_TOKENS[0] * found["sequences"] <= tokens <= _GRID_TOKENS[1] * found["sequences"]
 
 
+def _bound_seconds(budget: Budget, limits, time_limit: float | None) -> float | None:
+    """Seconds of the two-length LP bound (None: no limit; 0: none).
+
+    At up to 4 pairs a pack its own share of the time (`_BOUND_SHARE`), so a
+    plan found late still gets a bound; past that only where that share is
+    left (it stops far under its LP there).
+
+    >>> from tfpack.packing.algorithms._budget import Budget
+    >>> _bound_seconds(Budget(1.0), (8, 4, 16), 1.0) > 0.5, _bound_seconds(Budget(None), (8, 4, 16), None)
+    (True, None)
+    """
+    if time_limit is None:
+        return None
+    share = _BOUND_SHARE * time_limit
+    if limits[2] is not None and limits[2] <= _lp_bound.FEW:
+        return max(budget.left(), share)
+    return budget.left() if budget.left() >= share else 0.0
+
+
 def _worth_a_bound(counts: np.ndarray, limits, seconds: float | None) -> bool:
     """Whether the two-length LP bound may prove more than the others in ``seconds`` (None: no limit)."""
     cells = np.count_nonzero(counts)
     if seconds is None:
         return cells <= _UNTIMED_CELLS
+    if seconds <= 0:
+        return False
     few = limits[2] is not None and limits[2] <= _lp_bound.FEW  # priced on 2-D tables: it converges
     return cells <= _BOUND_CELLS or (few and seconds >= _BOUND_SECONDS)
 
@@ -224,13 +253,18 @@ def _template_depths(counts: np.ndarray, limits, bound: int) -> list[int | None]
 
     The one-length plan of one side, free to fill a pack with many short
     inputs, gives the other side many targets there: limiting templates to
-    about the pairs a pack holds on average (``ceil(n / bound)``) plus one
-    spreads them (stdlib docstrings, K=16: 16.1% -> 0.4% above the bound).
-    Only the plan at the limit itself gives a bound.
+    about the pairs a pack holds on average (``n / bound``), rounded up, plus
+    one spreads them (stdlib docstrings, K=16: 16.1% -> 0.4% above the bound);
+    where rounding up alone leaves `_DEPTH_ROOM` more places than that
+    average, without the one (stdlib docstrings at 512/128, 7.17 pairs a
+    pack: 138,886 packs at depth 8, 140,506 at 9; at 1024/256, 13.76 pairs a
+    pack: 72,373 at depth 15, 74,554 at 14). Only the plan at the limit
+    itself gives a bound.
     """
     depth = limits[2]
     least = -(-int(counts.sum()) // bound)
-    depths = [least + 1, least, least + 2, depth]
+    first = least if least * bound >= _DEPTH_ROOM * int(counts.sum()) else least + 1
+    depths = [first, 2 * least + 1 - first, least + 2, depth]
     depths = [d if depth is None or d is None else min(d, depth) for d in depths]
     return list(dict.fromkeys(depths))
 

@@ -194,8 +194,8 @@ def plan_pairs(histogram, max_length, max_sequences_per_pack, algorithm: str = "
             ``greedy`` (seqio's next fit), ``ffd``, ``optimal``.
         seed: for ``greedy``'s order.
         time_limit: CPU seconds ``optimal`` tries candidates for (the
-            binding side's first two one-length plans get 45% of it each,
-            later ones 30% of what is left), or ``None`` (all
+            binding side's first two one-length plans get 70% and 45% of
+            it, later ones 30% of what is left), or ``None`` (all
             candidates, the same plan on every machine). The candidate running
             when it ends finishes: on 1e6 pairs, 1-3.5 s in all (building
             and checking a plan of 1e5 distinct packs, and rounding the grid
