@@ -7,11 +7,20 @@ time. The level changes how fast XLA's code runs, not what it computes (no fast
 math at any level); the flags are appended to any ``XLA_FLAGS`` already set.
 The same flags set in the suite's own process (``fast_compile_xla_flags``)
 make TensorFlow's ``jit_compile=True`` compile faster too.
+
+TensorFlow is blocked there (``tests/no_tensorflow/sitecustomize.py``): Keras
+on JAX must run without it (an accelerator machine may have none), and a
+subprocess that imported it for nothing paid seconds of CPU. A check that
+reads TFRecords or tf.data asks for it (``jax_env(tensorflow=True)``).
 """
 
 import os
+import pathlib
 import subprocess
 import sys
+
+# A folder whose ``sitecustomize`` blocks TensorFlow (Keras on JAX needs none).
+NO_TENSORFLOW = pathlib.Path(__file__).resolve().parent / "no_tensorflow"
 
 FAST_COMPILE_XLA_FLAGS = ("--xla_backend_optimization_level=0 "
                           "--xla_llvm_disable_expensive_passes=true")
@@ -34,10 +43,21 @@ def fast_compile_xla_flags(flags=None) -> str:
                              if f not in words])
 
 
-def jax_env(**extra) -> dict:
-    """``os.environ`` with ``KERAS_BACKEND=jax``, fast-compiling XLA, and ``extra``."""
+def jax_env(*, tensorflow: bool = False, **extra) -> dict:
+    """``os.environ`` with ``KERAS_BACKEND=jax``, fast-compiling XLA, and ``extra``;
+    TensorFlow blocked (`NO_TENSORFLOW` first on ``PYTHONPATH``) unless ``tensorflow``.
+
+    >>> env = jax_env(PYTHONPATH="src")
+    >>> env["PYTHONPATH"].split(os.pathsep) == [str(NO_TENSORFLOW), "src"]
+    True
+    >>> jax_env(tensorflow=True, PYTHONPATH="src")["PYTHONPATH"]
+    'src'
+    """
     env = dict(os.environ, KERAS_BACKEND="jax", **extra)
     env["XLA_FLAGS"] = fast_compile_xla_flags(os.environ.get("XLA_FLAGS"))
+    if not tensorflow:
+        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join([str(NO_TENSORFLOW)] + paths)
     return env
 
 
