@@ -11,6 +11,9 @@
 - `ExactnessCheck`: the Keras callback that refuses, before `model.fit`
   trains, a packed model that is not exact (`Trainer` checks by itself).
 
+`Trainer`, `packed_dataset_fn` and `HostPacking` need TensorFlow (imported on
+first use); the rest runs on any Keras backend without it.
+
 Example:
 
 >>> from tfpack.training import Lamb, for_packing
