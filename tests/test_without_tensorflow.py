@@ -7,12 +7,13 @@ exactness check on a tiny packed model, and calls the TensorFlow-only entry
 points.
 """
 
-import subprocess
-import sys
+import pathlib
 
 import pytest
 
-from jax_env import jax_env
+from jax_env import run_jax_check
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 _SCRIPT = r"""
 import sys
@@ -69,7 +70,4 @@ print("ok")
 @pytest.mark.slow  # One JAX process: ~10 s of CPU (imports, one probe pack compiled).
 def test_keras_on_jax_runs_tfpack_models_without_tensorflow():
     pytest.importorskip("jax")
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=jax_env(),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("ok"), done.stdout
+    run_jax_check(_SCRIPT, [ROOT], timeout=300)
