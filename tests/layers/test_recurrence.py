@@ -14,43 +14,13 @@ import pytest
 import tensorflow as tf
 
 from jax_env import run_jax_check
+from recurrence_inputs import (LENGTH, ROWS, delta_inputs, row_ids, rwkv_inputs,
+                               sequence_spans)
 from tfpack.layers import recurrence
 
 gdn = pytest.importorskip(
     "keras_hub.src.models.qwen3_5.qwen3_5_gated_delta_net")
 rwkv = pytest.importorskip("keras_hub.src.models.rwkv7.rwkv7_layer")
-
-ROWS = [[70, 1, 2, 50], [64, 3, 60]]  # 130 and 127 tokens in rows of 130.
-LENGTH = 130
-HEADS, DK, DV = 2, 4, 3
-
-
-def _segments(rows=ROWS, length=LENGTH):
-    """`[B, L]` sequence ids of rows of `rows`' lengths, padded with 0."""
-    ids = np.zeros((len(rows), length), "int32")
-    for r, lengths in enumerate(rows):
-        ids[r, :sum(lengths)] = np.repeat(np.arange(1, len(lengths) + 1),
-                                          lengths)
-    return ids
-
-
-def _spans(rows=ROWS):
-    """(row, start, stop) of every sequence."""
-    return [(r, sum(lengths[:i]), sum(lengths[:i + 1]))
-            for r, lengths in enumerate(rows) for i in range(len(lengths))]
-
-
-def _delta_inputs(seed=0, rows=ROWS, length=LENGTH):
-    rng = np.random.default_rng(seed)
-    batch = len(rows)
-    return [
-        rng.normal(size=(batch, length, HEADS, DK)).astype("float32"),
-        rng.normal(size=(batch, length, HEADS, DK)).astype("float32"),
-        rng.normal(size=(batch, length, HEADS, DV)).astype("float32"),
-        -rng.uniform(0.0, 0.5, (batch, length, HEADS)).astype("float32"),
-        rng.uniform(size=(batch, length, HEADS)).astype("float32"),
-    ]
-
 
 def _weights(shape):
     return np.random.default_rng(7).normal(size=shape).astype("float32")
@@ -62,7 +32,7 @@ def _alone(alone_fn, inputs, rows):
     variables = [tf.Variable(x) for x in inputs]
     results, loss = [], 0.0
     with tf.GradientTape() as tape:
-        for r, start, stop in _spans(rows):
+        for r, start, stop in sequence_spans(rows):
             out = alone_fn(*(tf.identity(v[r:r + 1, start:stop])
                              for v in variables))
             weights = _weights((len(rows), inputs[0].shape[1])
@@ -110,7 +80,7 @@ def _keras_hub_recurrent(q, k, v, g, beta):
 
 def _chunked_alone():
     if not _CHUNKED_ALONE:  # keras-hub's eager chunks are slow: once.
-        _CHUNKED_ALONE["alone"] = _alone(_keras_hub_chunked, _delta_inputs(),
+        _CHUNKED_ALONE["alone"] = _alone(_keras_hub_chunked, delta_inputs(),
                                          ROWS)
     return _CHUNKED_ALONE["alone"]
 
@@ -121,7 +91,7 @@ def test_chunked_gated_delta_rule_equals_keras_hub_on_each_sequence(
     worst = _compare(
         lambda *a: recurrence.chunked_gated_delta_rule(
             *a[:5], recurrence.segments_of(a[5]), chunk_size=chunk_size),
-        _chunked_alone(), _delta_inputs(), _segments())
+        _chunked_alone(), delta_inputs(), row_ids())
     assert worst < 1e-5
 
 
@@ -129,24 +99,24 @@ def test_without_resets_the_comparison_fails():
     one_segment = np.ones((len(ROWS), LENGTH), "int32")
     worst = _compare(
         lambda *a: recurrence.chunked_gated_delta_rule(*a[:5], one_segment),
-        _chunked_alone(), _delta_inputs(), _segments(), gradients=False)
+        _chunked_alone(), delta_inputs(), row_ids(), gradients=False)
     assert worst > 1e-2
 
 
 def test_recurrent_gated_delta_rule_equals_keras_hub_on_each_sequence():
     rows = [[9, 1, 2, 4]]
-    segments = _segments(rows, 18)
+    segments = row_ids(rows, 18)
     worst = _compare(
         lambda *a: recurrence.recurrent_gated_delta_rule(
             *a[:5], recurrence.segments_of(a[5])),
-        _alone(_keras_hub_recurrent, _delta_inputs(1, rows, 18), rows),
-        _delta_inputs(1, rows, 18), segments)
+        _alone(_keras_hub_recurrent, delta_inputs(1, rows, 18), rows),
+        delta_inputs(1, rows, 18), segments)
     assert worst < 1e-5
 
 
 def test_causal_conv1d_reads_no_other_sequence():
     rows = [[5, 1, 2, 3, 4], [3, 12]]
-    segments = _segments(rows, 16)
+    segments = row_ids(rows, 16)
     rng = np.random.default_rng(2)
     x = rng.normal(size=(2, 16, 6)).astype("float32")
     kernel = rng.normal(size=(6, 4)).astype("float32")
@@ -164,7 +134,7 @@ def test_causal_conv1d_reads_no_other_sequence():
 
 def test_token_shift_is_rwkvs_on_each_sequence():
     rows = [[1, 4, 2]]
-    segments = _segments(rows, 8)
+    segments = row_ids(rows, 8)
     x = np.random.default_rng(3).normal(size=(1, 8, 3)).astype("float32")
     shift = rwkv.TimeShift()
     worst = _compare(
@@ -173,20 +143,9 @@ def test_token_shift_is_rwkvs_on_each_sequence():
     assert worst == 0.0
 
 
-def _rwkv_inputs(rows, length, seed=4):
-    rng = np.random.default_rng(seed)
-    shape = (len(rows), length, HEADS, DK)
-    r, k, v = (rng.normal(size=shape).astype("float32") for _ in range(3))
-    w = (-rng.uniform(0.5, 3.0, shape)).astype("float32")
-    kk = rng.normal(size=shape).astype("float32")
-    kk /= np.linalg.norm(kk, axis=-1, keepdims=True)
-    a = rng.uniform(size=shape).astype("float32")
-    return [r, w, k, v, -kk, kk * a]
-
-
 def test_generalized_delta_rule_equals_rwkvs_on_each_sequence():
     rows = [[7, 1, 2, 5], [3, 12]]
-    segments = _segments(rows, 16)
+    segments = row_ids(rows, 16)
 
     def alone(*inputs):
         return rwkv.rnn_generalized_delta_rule(*inputs)[0]
@@ -194,24 +153,24 @@ def test_generalized_delta_rule_equals_rwkvs_on_each_sequence():
     worst = _compare(
         lambda *a: recurrence.generalized_delta_rule(
             *a[:6], recurrence.segments_of(a[6])),
-        _alone(alone, _rwkv_inputs(rows, 16), rows), _rwkv_inputs(rows, 16),
+        _alone(alone, rwkv_inputs(rows, 16), rows), rwkv_inputs(rows, 16),
         segments)
     assert worst < 1e-5
 
 
 def test_other_sequences_do_not_move_a_sequences_outputs():
     # Bit for bit: another sequence's inputs never enter a sum.
-    segments = recurrence.segments_of(_segments())
-    inputs = _delta_inputs()
-    changed = _delta_inputs(seed=9)
-    mixed = [np.where((_segments() == 2)[..., None, None]
-                      if x.ndim == 4 else (_segments() == 2)[..., None], c, x)
+    segments = recurrence.segments_of(row_ids())
+    inputs = delta_inputs()
+    changed = delta_inputs(seed=9)
+    mixed = [np.where((row_ids() == 2)[..., None, None]
+                      if x.ndim == 4 else (row_ids() == 2)[..., None], c, x)
              for x, c in zip(inputs, changed)]
     for fn in (lambda *a: recurrence.chunked_gated_delta_rule(*a, 64),
                lambda *a: recurrence.chunked_gated_delta_rule(*a, 8)):
         before = np.asarray(fn(*inputs, segments))
         after = np.asarray(fn(*mixed, segments))
-        others = _segments() != 2
+        others = row_ids() != 2
         np.testing.assert_array_equal(before[others], after[others])
         assert not np.array_equal(before[~others], after[~others])
 
@@ -229,7 +188,7 @@ assert keras.backend.backend() == "jax"
 from keras_hub.src.models.qwen3_5 import qwen3_5_gated_delta_net as gdn
 from keras_hub.src.models.rwkv7 import rwkv7_layer as rwkv
 from tfpack.layers import recurrence
-from test_recurrence import _delta_inputs, _rwkv_inputs, _segments, _spans
+from recurrence_inputs import delta_inputs, row_ids, rwkv_inputs, sequence_spans
 
 
 def chunked(*a):
@@ -247,9 +206,9 @@ rwkv_rows = [[7, 1, 2, 5]]
 # so its gradient reference is the rule on each sequence alone, which
 # test_recurrence's TensorFlow tests hold equal to keras-hub's.
 cases = [
-    (_delta_inputs(0, rows, 70), _segments(rows, 70), chunked,
+    (delta_inputs(0, rows, 70), row_ids(rows, 70), chunked,
      lambda *a: gdn._chunk_gated_delta_rule(*a)[0], one(chunked), rows),
-    (_rwkv_inputs(rwkv_rows, 16), _segments(rwkv_rows, 16),
+    (rwkv_inputs(rwkv_rows, 16), row_ids(rwkv_rows, 16),
      lambda *a: recurrence.generalized_delta_rule(*a[:6], a[6]),
      lambda *a: rwkv.rnn_generalized_delta_rule(*a)[0],
      lambda *a: rwkv.rnn_generalized_delta_rule(*a)[0], rwkv_rows),
@@ -265,14 +224,14 @@ for inputs, ids, packed_fn, alone_fn, alone_grad_fn, rows in cases:
 
     def alone_loss(inputs):
         return sum((alone_grad_fn(*(x[r:r + 1, a:b] for x in inputs))
-                    * weights[r:r + 1, a:b]).sum() for r, a, b in _spans(rows))
+                    * weights[r:r + 1, a:b]).sum() for r, a, b in sequence_spans(rows))
 
     grads = jax.jit(jax.grad(packed_loss))(inputs)
     expected = jax.jit(jax.grad(alone_loss))(inputs)
     # keras-hub's function on every sequence alone, each its own row right
     # padded, in one batch (causal: padding after a sequence never reaches
     # it): one copy of its loops to compile, not one a sequence.
-    spans = _spans(rows)
+    spans = sequence_spans(rows)
     longest = max(b - a for _, a, b in spans)
     alone_all = np.asarray(jax.jit(alone_fn)(*(
         np.stack([np.pad(x[r, a:b], [(0, longest - (b - a))] + [(0, 0)] * (x.ndim - 2))

@@ -25,7 +25,9 @@
   pairs into pair packs (`tfpack.tasks.seq2seq`), first fit on both rows.
 
 The builder functions are also exported by `tfpack.data`, where most users
-meet them; the tokenizer adapter and the result types live here only.
+meet them; the tokenizer adapter and the result types live here only. The
+builders of `tf.data` datasets need TensorFlow (imported on first use);
+`pack_pairs`, `preference_pair`, `seq2seq_examples` and the tokenizers do not.
 
 Example:
 
@@ -35,31 +37,13 @@ Example:
 ['input_ids', 'labels', 'token_type_ids']
 """
 
-from tfpack.builders.bert import (
-    bert_pretraining_examples,
-    compact_vocabulary,
-    create_bert_examples,
-    examples_to_dataset,
-    load_vocab,
-    tokenize_documents,
-)
-from tfpack.builders.causal_lm import causal_lm_examples, sft_examples
-from tfpack.builders.classification import classification_examples
-from tfpack.builders.embedding import embedding_examples
-from tfpack.builders.preference import preference_examples, preference_pair
-from tfpack.builders.question_answering import (
-    QAExamples,
-    QAWindow,
-    best_answers,
-    question_answering_examples,
-)
-from tfpack.builders.token_classification import (
-    TaggingExamples,
-    token_classification_examples,
-    word_predictions,
-)
+import importlib
+
+from tfpack import _tensorflow
+from tfpack.builders.preference import preference_pair
 from tfpack.builders.seq2seq import pack_pairs, seq2seq_examples
 from tfpack.builders.tokenizers import TextTokenizer, text_tokenizer
+from tfpack.builders.vocab import load_vocab
 
 __all__ = [
     "QAExamples",
@@ -86,3 +70,31 @@ __all__ = [
     "tokenize_documents",
     "word_predictions",
 ]
+
+# The builders that return `tf.data` datasets, by module, imported on first use:
+# the rest serves Keras on another backend without TensorFlow, where these raise
+# `tfpack._tensorflow.TensorFlowMissing`.
+_NEEDS_TENSORFLOW = {
+    "bert": ("bert_pretraining_examples", "compact_vocabulary", "create_bert_examples",
+             "examples_to_dataset", "tokenize_documents"),
+    "causal_lm": ("causal_lm_examples", "sft_examples"),
+    "classification": ("classification_examples",),
+    "embedding": ("embedding_examples",),
+    "preference": ("preference_examples",),
+    "question_answering": ("QAExamples", "QAWindow", "best_answers",
+                           "question_answering_examples"),
+    "token_classification": ("TaggingExamples", "token_classification_examples",
+                             "word_predictions"),
+}
+_MODULE_OF = {name: module for module, names in _NEEDS_TENSORFLOW.items() for name in names}
+
+
+def __getattr__(name):
+    if name in _MODULE_OF:
+        _tensorflow.require(f"tfpack.builders.{name}")
+        return getattr(importlib.import_module(f"tfpack.builders.{_MODULE_OF[name]}"), name)
+    raise AttributeError(f"module 'tfpack.builders' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -26,8 +26,7 @@ Example (``max_length=4``)::
 
 from __future__ import annotations
 
-import tensorflow as tf
-
+from tfpack import _tensorflow
 from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.features import FeatureRoles
 from tfpack.errors import TfpackError
@@ -86,6 +85,7 @@ def causal_lm_examples(
         A dataset of ``{"input_ids": int32 [n]}``, ``min_length <= n <= L``,
         in document order.
     """
+    tf = _tensorflow.require("tfpack.builders.causal_lm_examples")
     if isinstance(documents, tf.data.Dataset):
         if tokenizer is not None:
             raise TfpackError("`tokenizer` tokenizes text: `documents` must be a list of "
@@ -132,6 +132,7 @@ def _with_tokenizer(documents, tokenizer, vocab_path) -> tf.data.Dataset:
 
 def _ids_dataset(columns: dict) -> tf.data.Dataset:
     """One example per row of equal-length rows: int32 ids, float32 ``loss_weights``."""
+    tf = _tensorflow.require("tfpack.builders' tf.data datasets (causal LM, SFT, preferences)")
     ragged = {name: tf.ragged.constant(rows, dtype=tf.float32 if name == "loss_weights"
                                        else tf.int32)
               for name, rows in columns.items()}

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-import tensorflow as tf
 
+from tfpack import _tensorflow
 from tfpack.builders.causal_lm import _pair_ids, _tokenized_texts
 from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.errors import TfpackError
@@ -181,6 +181,7 @@ def preference_examples(
 
 
 def _rows(pairs) -> list[dict]:
+    tf = _tensorflow.require("tfpack.builders.preference_examples")
     if isinstance(pairs, tf.data.Dataset):
         pairs = [{k: (v.decode() if isinstance(v, bytes) else v.tolist())
                   for k, v in row.items()} for row in pairs.as_numpy_iterator()]
@@ -256,6 +257,7 @@ def _reference_columns(reference, count) -> dict:
 
 
 def _dataset(columns: dict, scalars: dict) -> tf.data.Dataset:
+    tf = _tensorflow.require("tfpack.builders.preference_examples")
     ragged = {name: tf.RaggedTensor.from_row_lengths(
         np.concatenate(rows).astype(np.int32), [len(r) for r in rows])
         for name, rows in columns.items()}

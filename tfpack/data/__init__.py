@@ -27,6 +27,10 @@ Example:
 TensorShape([24])
 """
 
+from tfpack import _tensorflow
+
+_tensorflow.require("tfpack.data (tf.data pipelines)")
+
 from tfpack.data.assemble import assemble
 from tfpack.data.features import packed_feature_spec
 from tfpack.data.flatten import flatten

@@ -19,6 +19,10 @@ Example:
 >>> path = export_saved_model(model, max_length=128)  # doctest: +SKIP
 """
 
+from tfpack import _tensorflow
+
+_tensorflow.require("tfpack.export (SavedModels)")
+
 from tfpack.export.graph_packing import pack_sequences
 from tfpack.export.saved_model import DEFAULT_EXPORT_DIR, export_saved_model
 from tfpack.export.shapes import serving_lengths

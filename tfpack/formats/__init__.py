@@ -21,6 +21,10 @@ Example:
 'manifest.json'
 """
 
+from tfpack import _tensorflow
+
+_tensorflow.require("tfpack.formats (TFRecords)")
+
 from tfpack.formats.records import (
     PackedOutput,
     google_example,

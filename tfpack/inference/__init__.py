@@ -18,6 +18,10 @@ Example:
 [0.0, 1.0, 2.0]
 """
 
+from tfpack import _tensorflow
+
+_tensorflow.require("tfpack.inference (tfpack.predict packs with tf.data)")
+
 from tfpack.inference.predict import output_kinds, predict
 from tfpack.inference.preference import reference_log_likelihoods
 from tfpack.inference.unpack import Collector, unpack_batch

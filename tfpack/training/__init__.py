@@ -11,6 +11,9 @@
 - `ExactnessCheck`: the Keras callback that refuses, before `model.fit`
   trains, a packed model that is not exact (`Trainer` checks by itself).
 
+`Trainer`, `packed_dataset_fn` and `HostPacking` need TensorFlow (imported on
+first use); the rest runs on any Keras backend without it.
+
 Example:
 
 >>> from tfpack.training import Lamb, for_packing
@@ -20,12 +23,13 @@ Example:
 2
 """
 
+import importlib
+
+from tfpack import _tensorflow
 from tfpack.training.batching import BatchRule, for_packing, packing_factor_of
 from tfpack.training.exactness import ExactnessCheck
-from tfpack.training.hosts import HostPacking
-from tfpack.training.inputs import packed_dataset_fn
 from tfpack.training.lamb import DEFAULT_EXCLUDE, Lamb
-from tfpack.training.loop import NonFiniteLossError, Trainer, TrainResult
+from tfpack.training.results import NonFiniteLossError, TrainResult
 from tfpack.training.validation import validate_element_spec
 
 __all__ = [
@@ -42,3 +46,20 @@ __all__ = [
     "packing_factor_of",
     "validate_element_spec",
 ]
+
+# The tf.distribute loop and its tf.data inputs, imported on first use: the rest
+# (and `tfpack.models`, which reads `trained_lengths`) runs without TensorFlow on
+# another Keras backend, where these raise `tfpack._tensorflow.TensorFlowMissing`.
+_NEEDS_TENSORFLOW = {"HostPacking": "hosts", "packed_dataset_fn": "inputs", "Trainer": "loop"}
+
+
+def __getattr__(name):
+    if name in _NEEDS_TENSORFLOW:
+        _tensorflow.require(f"tfpack.training.{name}")
+        module = importlib.import_module(f"tfpack.training.{_NEEDS_TENSORFLOW[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'tfpack.training' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -34,7 +34,9 @@ False
 
 from __future__ import annotations
 
-import tensorflow as tf
+from tfpack import _tensorflow
+
+tf = _tensorflow.require("tfpack.training.accumulation (the Trainer's accumulation)")
 
 __all__ = ["read_micro_batches", "micro_batch_spec", "stacked_micro_batches",
            "fold_micro_batches", "sum_micro_batches"]

@@ -42,9 +42,11 @@ import uuid
 import warnings
 
 import keras
-import tensorflow as tf
 
+from tfpack import _tensorflow
 from tfpack.errors import TfpackError
+
+tf = _tensorflow.require("tfpack.training.checkpoint (the Trainer's checkpoints)")
 
 __all__ = ["Checkpointer", "agreed_step", "learning_rate_variable", "model_signature",
            "random_state"]

@@ -39,13 +39,14 @@ from __future__ import annotations
 import collections.abc
 import os
 
-import tensorflow as tf
-
+from tfpack import _tensorflow
 from tfpack.data import pack
 from tfpack.data.hosts import host_files, strategy_all_gather
 from tfpack.data.pack import PARAMETERS
 from tfpack.errors import TfpackError
 from tfpack.params import Anything, InstanceOf, validate_params
+
+tf = _tensorflow.require("tfpack.training.HostPacking")
 
 __all__ = ["HostPacking"]
 

@@ -37,14 +37,15 @@ from __future__ import annotations
 
 import os
 
-import tensorflow as tf
-
+from tfpack import _tensorflow
 from tfpack import features as contract
 from tfpack.errors import TfpackError
 from tfpack.formats.packed import PackedOutput, read_packed
 from tfpack.formats.packed import packed_output as formats_packed_output
 from tfpack.packing.workers import PackSplit, split_packs
 from tfpack.params import Directory, InstanceOf, Integer, Text, validate_params
+
+tf = _tensorflow.require("tfpack.training.packed_dataset_fn")
 
 __all__ = ["PackedOutput", "packed_output", "empty_packs", "worker_packs", "packed_dataset_fn",
            "num_input_pipelines"]

@@ -49,8 +49,8 @@ import math
 import time
 
 import keras
-import tensorflow as tf
 
+from tfpack import _tensorflow
 from tfpack.errors import TfpackError
 from tfpack.packing.workers import PackSplit, split_packs
 from tfpack.params import (Anything, Boolean, InstanceOf, Integer, OutputPath,
@@ -63,6 +63,8 @@ from tfpack.training import trained_lengths
 from tfpack.training.logging import JsonLinesLogger, ProgressBar, truncate_log
 from tfpack.training.results import NonFiniteLossError, TrainResult, loss_record
 from tfpack.training.validation import target_counts, validate_element_spec
+
+tf = _tensorflow.require("tfpack.training.Trainer")
 
 __all__ = ["Trainer", "TrainResult", "NonFiniteLossError"]
 

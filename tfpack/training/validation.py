@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import tensorflow as tf
 
+from tfpack import _tensorflow
 from tfpack import features as contract
 from tfpack.errors import TfpackError
 from tfpack.params import Anything, InstanceOf, validate_params
@@ -232,6 +232,7 @@ def _assertion(found, name: str) -> list:
     """``found`` (a rule's result) as a named TensorFlow assertion."""
     if found is None:
         return []
+    tf = _tensorflow.require("tfpack.training.validation's TensorFlow assertions")
     bad, values, message = found
     shown = [] if values is None else [tf.boolean_mask(values, bad)[:1]]
     return [tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [message] + shown,
@@ -246,6 +247,7 @@ def label_checks(model, x: dict) -> list:
     step (a label per sequence where ``sequence_mask`` is set, per token where
     it is not ``-100``), so both refuse it alike.
 
+    >>> import tensorflow as tf
     >>> class Tagger:
     ...     task, num_classes = "token_classification", 3
     >>> _ = label_checks(Tagger(), {"labels": tf.constant([[0, 2, -100]])})  # -100: ignored
@@ -318,6 +320,7 @@ def refusal(error: Exception) -> TfpackError | None:
     """The `TfpackError` of `check_batch` for ``error``, a failed `batch_checks` assertion
     (`None` for any other error), so that a graph refuses a batch as the host does.
 
+    >>> import tensorflow as tf
     >>> @tf.function
     ... def step(labels):
     ...     class Tagger:
@@ -357,6 +360,7 @@ def target_counts(model, x: dict) -> dict:
     (`batch_checks`): the trainer counts targets outside its compiled step,
     where an assertion still runs.
     """
+    tf = _tensorflow.require("tfpack.training.validation.target_counts")
     with tf.control_dependencies(batch_checks(model, x)):
         x = {k: tf.identity(v) for k, v in x.items()}
     if hasattr(model, "target_counts"):
