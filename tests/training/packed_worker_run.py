@@ -2,14 +2,17 @@
 (TF_CONFIG set by the caller) trains on a packed output it reads its share of.
 
     python packed_worker_run.py trainer|fit PACKED_DIR OUT.npz [--steps N] [--micro B]
-        [--acc A] [--checkpoint-dir DIR [--resume-to N]]
+        [--acc A] [--checkpoint-dir DIR [--resume-to N]] [--then-fit FIT.npz --fit-steps N]
 
 ``trainer``: `tfpack.training.Trainer.fit(PACKED_DIR)` of the tiny model (with
 ``--resume-to``, a new Trainer, new model and optimizer, in the same process then
 resumes from the first one's checkpoint to update N: OUT holds its weights);
 ``fit``: `model.fit` of a one-layer BertPretrainer on
 `tfpack.training.packed_dataset_fn` (``--micro`` packs per worker per step).
-Only the chief writes OUT (weights, logged losses).
+Only the chief writes OUT (weights, logged losses). ``--then-fit``: after ``trainer``,
+the same process (TensorFlow and the strategy started once) runs ``fit`` for
+``--fit-steps`` into FIT.npz, or, where `model.fit` raises, writes the error to
+FIT.npz.error<worker index> and exits 0.
 """
 
 import argparse
@@ -79,6 +82,8 @@ def main():
     parser.add_argument("--acc", type=int, default=1)
     parser.add_argument("--checkpoint-dir", default=None)
     parser.add_argument("--resume-to", type=int, default=None)
+    parser.add_argument("--then-fit", default=None)
+    parser.add_argument("--fit-steps", type=int, default=None)
     args = parser.parse_args()
     import keras
 
@@ -104,6 +109,25 @@ def main():
         chief = json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 0
     if chief:
         np.savez(args.out, *weights, loss=losses)
+    if args.then_fit:
+        then_fit(strategy, args)
+
+
+def then_fit(strategy, args):
+    """`model.fit` after the trainer, in the same process: its weights, or its error."""
+    import traceback
+
+    index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    try:
+        weights, losses = fit_weights(strategy, args.directory,
+                                      global_batch=args.micro * strategy.num_replicas_in_sync,
+                                      steps=args.fit_steps)
+    except Exception:  # noqa: BLE001 - the test reports it (a known Keras failure)
+        with open(f"{args.then_fit}.error{index}", "w") as f:
+            f.write(traceback.format_exc())
+        return
+    if index == 0:
+        np.savez(args.then_fit, *weights, loss=losses)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Two MultiWorkerMirroredStrategy workers (processes on 127.0.0.1), each reading only its
 share of a packed output of uneven shards, reach the weights of one process fed the same
 global batches (`split_packs(...).global_batches`), across an epoch boundary with empty
-packs, resumed after a checkpoint; and the same for `model.fit` on `packed_dataset_fn`."""
+packs, resumed after a checkpoint; and the same for `model.fit` on `packed_dataset_fn`.
+One worker pair runs both (`packed_worker_run.py trainer ... --then-fit`): TensorFlow and
+the strategy start once."""
 
 import json
 import os
@@ -51,7 +53,19 @@ def _global_stream(directory, packs, packs_per_step, worker_batch, epochs):
     return tf.data.Dataset.from_tensor_slices(in_order(packs, order, empty))
 
 
-def test_two_workers_read_their_shares_and_match_one_process(output, tmp_path):
+@pytest.fixture(scope="module")
+def workers(output, tmp_path_factory):
+    """The worker pair: the Trainer (2 updates, then resumed to 3), then `model.fit` for an
+    epoch of global batch 4 (2 per worker: 4 steps, the last with an empty pack per worker)."""
+    folder = tmp_path_factory.mktemp("workers")
+    _workers("trainer", output[0], folder / "w.npz", 2,
+             ("--checkpoint-dir", str(folder / "checkpoints"), "--resume-to", "3",
+              "--then-fit", str(folder / "fit.npz"), "--fit-steps", "4"),
+             timeout=3 * TIMEOUT)  # three trainings a process
+    return folder
+
+
+def test_two_workers_read_their_shares_and_match_one_process(output, workers):
     """3 updates (the third starts epoch 2; each worker's second update holds one empty
     pack): 2 updates, checkpoint, a new Trainer (new model and optimizer) in each worker
     resumes to 3 == one process, 3 updates."""
@@ -61,11 +75,7 @@ def test_two_workers_read_their_shares_and_match_one_process(output, tmp_path):
     from tinymodels import TinyPretrainer
 
     directory, packs = output
-    out, checkpoints = tmp_path / "w.npz", tmp_path / "checkpoints"
-    _workers("trainer", directory, out, 2,
-             ("--checkpoint-dir", str(checkpoints), "--resume-to", "3"),
-             timeout=2 * TIMEOUT)  # two trainings a process
-    weights, losses = _weights(out)
+    weights, losses = _weights(workers / "w.npz")
     keras.utils.set_random_seed(0)
     reference = Trainer(TinyPretrainer(), Lamb(learning_rate=0.02), micro_batch_size=2 * MICRO,
                         accumulation_steps=ACC, log_every=1, progress=False, jit_compile=False)
@@ -79,14 +89,14 @@ def test_two_workers_read_their_shares_and_match_one_process(output, tmp_path):
     "Keras 3 `fit` under MultiWorkerMirroredStrategy fails for every model "
     "(tensorflow/tensorflow#72388: it reduces a batch of dict features and scalar logs with "
     "`strategy.reduce`, which MWMS refuses); passes, and must then lose this mark, once fixed"))
-def test_model_fit_on_packed_dataset_fn_matches_one_process(output, tmp_path):
+def test_model_fit_on_packed_dataset_fn_matches_one_process(output, workers):
     from packed_worker_run import bert
 
     directory, packs = output
-    out = tmp_path / "fit.npz"
-    # Global batch 4 (2 per worker): 4 steps an epoch, the last with an empty pack per worker.
-    _workers("fit", directory, out, 4)
-    weights, losses = _weights(out)
+    for index in range(2):  # `model.fit` raised on a worker (which went on to exit 0)
+        error = workers / f"fit.npz.error{index}"
+        assert not error.exists(), f"worker {index}:\n{error.read_text()[-3000:]}"
+    weights, losses = _weights(workers / "fit.npz")
     model = bert(tf.distribute.get_strategy())
     data = _global_stream(directory, packs, MICRO, MICRO, 1).batch(2 * MICRO)
     history = model.fit(data, epochs=1, verbose=0)
