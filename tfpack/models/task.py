@@ -209,6 +209,31 @@ class Task(keras.Model):
         # `jit_compile=True`) through here; the checks run around it, in the graph.
         return graph_checked(self, super()._autoconvert_optionals(step_func))
 
+    def fit(self, x=None, y=None, *args, **kwargs):
+        self._build_before_tracing(x)
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        self._build_before_tracing(x)
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def _build_before_tracing(self, x):
+        """Builds the model, its compiled metrics and its optimizer from the element
+        spec of a `tf.data.Dataset` ``x``, before Keras's TensorFlow trainer traces
+        its step.
+
+        Without a `tf.distribute` strategy that trainer builds them inside the
+        step's first trace, and a `tf.function` that made variables on its first
+        call traces itself again: every ``fit`` paid for its step (and, under
+        ``jit_compile=True``, its XLA compilation) twice. Under a strategy, or with
+        other inputs, Keras builds them as it always does.
+        """
+        if (keras.backend.backend() != "tensorflow" or not self.compiled
+                or not hasattr(x, "element_spec")
+                or getattr(self, "_distribute_strategy", None) is not None):
+            return
+        self._symbolic_build(data_batch=x.element_spec)
+
     def make_train_function(self, force=False):
         made = super().make_train_function(force)
         self.train_function = self._checked_function(self.train_function, "train")
