@@ -24,12 +24,12 @@ import numpy as np
 
 from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _column_generation,
                                        _exact_fill, _groups, _lift,
-                                       _lp_plan, base)
+                                       _lp_plan, _units, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["Search", "quick", "full_packs_first", "grouped", "prove_down", "prove_then_refine",
-           "finer_packs", "finer_units", "present_groups",
-           "refine", "plan_up", "fine_grid", "on_grid", "divisor", "in_units"]
+           "few", "finer_packs", "present_groups",
+           "refine", "plan_up", "fine_grid", "on_grid"]
 
 
 class Search:
@@ -177,9 +177,10 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     tokens_bind = tokens_bound >= search.bounds.get("sequences", 0)
     # Below `Tuning.MANY_LENGTHS`, the LP over all lengths runs within the budget (and rounds
     # early, `Tuning.EARLY_ROWS`): the grouped plan only takes its time where it can be close.
-    few_lengths = np.count_nonzero(histogram) < Tuning.MANY_LENGTHS
+    # Not on long contexts where pricing's table is large (`Tuning.SLOW_TABLE`): there it does not.
+    few_lengths = few(histogram, max_sequences_per_pack)
     rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
-    unit = divisor(max_length, max_length // Tuning.UNIT_ROWS) \
+    unit = _units.divisor(max_length, max_length // Tuning.UNIT_ROWS) \
         if max_length >= Tuning.UNITS_FROM or rows < Tuning.GROUP_ROWS else 1
     if unit > 1:
         starts = down_starts = np.arange(1, max_length + 1, unit)
@@ -205,7 +206,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # what is loose (lengths just over L / 3 pair at most, which no simple bound sees): the
     # bound first there too, with less of the time (issue 35: the worst gap of
     # benchmarks/planners_long_context.py from 17.8% to under 1%).
-    proving, planned = None, 0.0
+    proving, planned, bounded = None, 0.0, 0.0
     if not tokens_bind:
         order = ((False, 0.5), (True, 1.0))
     else:
@@ -215,7 +216,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         if search.packs > search.bound * (1 + above):
             # The bound on groups of the lengths present (`prove_down`), finer while time lasts.
             proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
-                                 budget.share(Tuning.PROVE_SHARE))
+                                 budget.share(Tuning.PROVE_SHARE), lifts=budget)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
@@ -227,13 +228,13 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         # 207,900-208,184 cut at 0.7 s. (Elsewhere, as on 3 of `tests/packing/optimal_plans.py`'s
         # cases at L=2,048-8,192, the plan is made as before.)
         search.columns = list(proving[2])
-        grid = divisor(max_length, max_length // Tuning.UNIT_ROWS)
+        grid = _units.divisor(max_length, max_length // Tuning.UNIT_ROWS)
         if unit == 1 and grid > 1:  # and the plan on a grid of units: its duals prove a bound
             unit, starts = grid, np.arange(1, max_length + 1, grid)  # (`_lift`)
     for up, share in order:
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
-            rounded, length = in_units(rounded, unit, up=up), max_length // unit
+            rounded, length = _units.in_units(rounded, unit, up=up), max_length // unit
         else:
             length = max_length
         lengths = np.flatnonzero(rounded) + 1
@@ -254,9 +255,11 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         # Its first round runs to its end where its size is bounded (`_column_generation.small`):
         # cut by the budget, it proved nothing above the simple bounds on long contexts
         # (stretched L=16,384 depth 4: 5.69% below the plan, 0.13% with its first round).
+        began = budget.spent()
         _, bound = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
                                  dives=False, budget=budget.share(share))
         search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
+        bounded = budget.spent() - began  # `finer_units` times its finer LPs by it
     if warm:
         prove_then_refine(search, histogram, max_length, max_sequences_per_pack, starts, unit,
                           budget, proving, planned)
@@ -266,35 +269,10 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     if tokens_bind and not few_lengths:
         refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
     elif unit > 1 and not few_lengths:  # where the depth binds: the bound in finer units
-        finer_units(search, histogram, max_length, max_sequences_per_pack, unit, budget)
+        _units.finer_units(search, histogram, max_length, max_sequences_per_pack, unit, budget,
+                           bounded)
 
 
-def finer_units(search: Search, histogram, max_length, max_sequences_per_pack, unit,
-                budget: _budget.Budget) -> None:
-    """Where the depth binds, bounds on lengths rounded down to finer units while time lasts.
-
-    The grouped plan there converges in a round or two and leaves most of the
-    budget, while the bound on lengths rounded down to units (`in_units`) is what
-    is loose: it drops the sequences shorter than a unit (a pack's slot each, where
-    the depth binds) and shortens the others by up to a unit. Each finer unit (half,
-    rounded down to a divisor of ``max_length``) is a relaxation too, its LP
-    seeded with best fit's packs; Farley's bound holds at any round, so one cut
-    by the budget only proves less. Without a time limit, the LP over all lengths
-    follows instead (stretched short documents at L=12,288 depth 8,
-    `planners_long_context.py --seed 3` case 10: 69,714 packs, 69,372 proven in
-    units of 12 (0.49%), 69,527 in units of 6 (0.27%); the optimum is 69,705).
-    """
-    while budget.limited and budget.left() > Tuning.REFINE_LEFT and \
-            not search.within(_lp_plan.slack(search.bound)):
-        unit = divisor(max_length, unit // 2)
-        if unit < 2:
-            return  # the LP over all lengths follows
-        rounded = in_units(_groups.rounded(histogram, np.arange(1, max_length + 1, unit),
-                                           up=False), unit, up=False)
-        if not rounded.any():
-            continue  # every sequence shorter than this unit
-        if _rounded_down_lp(search, rounded, max_sequences_per_pack, [], False, budget) is None:
-            return
 
 
 def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_pack, starts,
@@ -326,7 +304,7 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
 
 def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
                budget: _budget.Budget, rows: int = 0, took: float = 0.0, coarser=(),
-               growth: float = Tuning.PROVE_GROWTH):
+               growth: float = Tuning.PROVE_GROWTH, lifts: _budget.Budget | None = None):
     """Bounds on `present_groups` rounded down, twice the groups while ``budget`` lasts.
 
     Where the tokens bind and the simple bounds are loose (stretched long
@@ -344,7 +322,11 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     less; the best is kept. The first LP's first round runs to its end
     (`_column_generation.run`), the others' do not, and a finer one starts
     only with ``growth`` times the last one's time left (0: with any time
-    left, where nothing else would use it). A finer
+    left, where nothing else would use it). Their lifts (`_lift.prove`) end with
+    ``lifts`` where given (`grouped`: its own budget), not with ``budget``: one
+    pricing, and a lift cut by the budget proves nothing, so where the first LP
+    ended near its share, the bound came or not by the load (`planners_long_context.py
+    --seed 2`, case 11, L=16,384 depth 16: 144,996 or 145,049 on 145,314 packs). A finer
     LP starts from the last one's columns (`finer_packs`: 490 groups took 11
     rounds instead of 16). Returns ``(rows, took, coarser)``, to resume with
     more time (``rows`` 0: from the first).
@@ -357,7 +339,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
         rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS),
                                   up=False)
         lengths = np.flatnonzero(rounded) + 1
-        lp = _rounded_down_lp(search, rounded, max_sequences_per_pack,
+        lp = _units.rounded_down_lp(search, rounded, max_sequences_per_pack,
                               finer_packs(coarser, lengths), first, budget)
         if lp is None:
             break
@@ -366,32 +348,37 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
         if lp.duals is not None and lp.lower_bound >= search.bounds.get("tokens", 0):
             # Where it reaches the token bound, its duals over the real lengths may prove more
             # (below it, rounding down lost too many tokens: `_lift.prove`).
-            _lift.prove(search, histogram, max_sequences_per_pack, lengths, lp.duals, budget)
+            _lift.prove(search, histogram, max_sequences_per_pack, lengths, lp.duals,
+                        lifts or budget)
         if np.array_equal(rounded, histogram):
             break  # every length its own group: finer groups prove no more
         rows, first, took = 2 * rows, False, budget.spent() - began
     return rows, took, coarser
 
 
-def _rounded_down_lp(search: Search, rounded, max_sequences_per_pack, more_seeds, first, budget):
-    """The LP on ``rounded`` (lengths rounded down: a relaxation, so its bound bounds the
-    real problem), proven in ``search``; None where ``budget`` ran out before a bound.
 
-    Seeded with best fit's packs (as `_lp_plan.plan`; without them, 490 rows took 86
-    rounds instead of 16) and ``more_seeds``; the bound only: no plan rounded from it.
+def few(histogram, max_sequences_per_pack) -> bool:
+    """Whether the LP over all lengths runs within the budget (`grouped` plans only where close).
+
+    Below `Tuning.MANY_LENGTHS` lengths it does, except on long contexts
+    (`Tuning.LONG_CONTEXT_FROM`) where pricing's table (lengths x (depth + 1) x
+    (L + 1)) passes `Tuning.SLOW_TABLE`: stretched documents of about L / 4 at
+    L=12,288 depth 12 (`planners_long_context.py --seed 4`, case 25, 1,758 lengths),
+    its LP took 2.9 s of CPU to its plan (168,764 packs); with 1 s, cut, the plan
+    on units of 12 stood (169,408 on 168,583, 0.49%); planned as among many lengths
+    (finer plans, `refine`, and the lift), 168,791 on 168,652 (0.08%).
+
+    >>> few(np.ones(8192, dtype=np.int64), 16), few(np.ones(12288, dtype=np.int64), 16)
+    (False, False)
+    >>> h = np.zeros(12288, dtype=np.int64); h[:1000] = 1
+    >>> few(h, 4), few(h, 12)
+    (True, False)
     """
-    lengths = np.flatnonzero(rounded) + 1
-    demand = rounded[lengths - 1]
-    simple = max(_bounds.simple(rounded, len(rounded), max_sequences_per_pack).values())
-    seeds = list(_best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, len(rounded),
-                                max_sequences_per_pack))
-    try:
-        lp = _column_generation.run(lengths, demand, len(rounded), max_sequences_per_pack,
-                                    seeds + more_seeds, simple, first_round=first, budget=budget)
-    except _budget.OutOfTime:
-        return None
-    search.prove(lp.lower_bound, "lp")
-    return lp
+    lengths, max_length = np.count_nonzero(histogram), len(histogram)
+    cells = lengths * ((max_sequences_per_pack or 1) + 1) * (max_length + 1)
+    return lengths < Tuning.MANY_LENGTHS and not (
+        max_length >= Tuning.LONG_CONTEXT_FROM and cells > Tuning.SLOW_TABLE)
+
 
 def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
     """Packs of coarser rounded-down lengths, each length the longest of ``lengths`` up to it.
@@ -475,7 +462,7 @@ def refine(search: Search, histogram, max_length, max_sequences_per_pack, starts
         rounded = _groups.rounded(histogram, starts, up=True)
         length = max_length
         if unit > 1:
-            rounded, length = in_units(rounded, unit, up=True), max_length // unit
+            rounded, length = _units.in_units(rounded, unit, up=True), max_length // unit
         lengths = np.flatnonzero(rounded) + 1
         simple = max(_bounds.simple(rounded, length, max_sequences_per_pack).values())
         if simple >= search.packs:
@@ -553,7 +540,7 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     if loss <= (Tuning.HALF_GRID_LOSS if half else Tuning.GRID_LOSS) * tokens_bound * max_length:
         return unit, starts
     half = loss <= Tuning.GRID_LOSS * tokens_bound * max_length
-    fine = divisor(max_length, unit // 2 if half else max_length // Tuning.FINE_ROWS)
+    fine = _units.divisor(max_length, unit // 2 if half else max_length // Tuning.FINE_ROWS)
     cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
     if fine >= unit or cells > Tuning.TABLE_CELLS:
         return unit, starts
@@ -571,30 +558,9 @@ def on_grid(histogram, unit, rows):
     [1, 5]
     """
     grid = np.arange(1, len(histogram) + 1, unit)
-    units = in_units(_groups.rounded(histogram, grid, up=True), unit, up=True)
+    units = _units.in_units(_groups.rounded(histogram, grid, up=True), unit, up=True)
     ends = min(Tuning.BALANCED_ENDS, rows // 4)
     return (_groups.balanced(units, rows - 2 * ends, ends=ends) - 1) * unit + 1
 
 
-def divisor(max_length: int, most: int) -> int:
-    """The largest divisor of ``max_length`` up to ``most`` (1 if none is larger)."""
-    return max((d for d in range(1, max(1, most) + 1) if max_length % d == 0), default=1)
 
-
-def in_units(rounded: np.ndarray, unit: int, *, up: bool) -> np.ndarray:
-    """A histogram rounded to multiples of ``unit`` (`_groups.rounded`), in those units.
-
-    Up, every length is a multiple of ``unit`` already. Down, lengths are group
-    starts ``k unit + 1``: in units, ``k`` (at most ``unit`` tokens less), and
-    sequences shorter than a unit are dropped: fewer sequences need no more
-    packs, so the bound stays valid.
-
-    >>> in_units(np.array([0, 0, 0, 2, 0, 0, 0, 1]), 4, up=True).tolist()
-    [2, 1]
-    >>> in_units(np.array([3, 0, 0, 0, 2, 0, 0, 0]), 4, up=False).tolist()
-    [2, 0]
-    """
-    if up:
-        return rounded[unit - 1:: unit].copy()
-    scaled = rounded[unit:: unit].copy()  # lengths unit + 1, 2 unit + 1, ...: k = 1, 2, ...
-    return np.concatenate([scaled, np.zeros(len(rounded) // unit - len(scaled), dtype=np.int64)])
