@@ -84,19 +84,21 @@ def test_finer_unit_bounds_never_exceed_the_optimum(instance):
 
 
 def test_the_finest_unit_whose_lp_fits_in_the_time_left():
-    """An LP in units of ``d`` takes ``unit / d`` times the last one's time (in ``unit``):
-    from 12 at L=12,288 after 0.1 s, units of 3 need 0.4 s, 4 0.3 s, 6 0.2 s."""
+    """An LP in units of ``d`` takes ``unit / d`` times the last one's time (in ``unit``),
+    times `Tuning.FINER_GROWTH` (1.2): from 12 at L=12,288 after 0.1 s, units of 3 need
+    0.48 s, 4 0.36 s, 6 0.24 s, 8 0.18 s."""
     assert _units.finer_unit(12288, 12, 0.1, 0.5) == 3
-    assert _units.finer_unit(12288, 12, 0.1, 0.35) == 4
-    assert _units.finer_unit(12288, 12, 0.1, 0.25) == 6
-    assert _units.finer_unit(12288, 12, 0.1, 0.1) == 1  # none fits
+    assert _units.finer_unit(12288, 12, 0.1, 0.4) == 4
+    assert _units.finer_unit(12288, 12, 0.1, 0.3) == 6
+    assert _units.finer_unit(12288, 12, 0.1, 0.2) == 8
+    assert _units.finer_unit(12288, 12, 0.1, 0.15) == 1  # none fits
     assert _units.finer_unit(16384, 2, 0.0, 1.0) == 1  # none finer but 1
-    assert _units.finer_unit(24, 12, 19.0, 60.0) == 4  # 3 needs 76 s
+    assert _units.finer_unit(24, 12, 16.0, 60.0) == 4  # 4: 57.6 s; 3 needs 76.8 s
 
 
 def test_finer_units_goes_straight_to_the_finest_that_fits(monkeypatch):
-    """Six 5s in packs of 24, two a pack (3 packs). From units of 12, after an LP of 19 s,
-    60 s fit units of 4 (57 s) but not 3 (76 s): 4 first, then (its LP fast) 2; halving
+    """Six 5s in packs of 24, two a pack (3 packs). From units of 12, after an LP of 16 s,
+    60 s fit units of 4 (57.6 s) but not 3 (76.8 s): 4 first, then (its LP fast) 2; halving
     tried 6 then 3."""
     histogram = make_histogram(24, {5: 6})
     units = []
@@ -105,5 +107,5 @@ def test_finer_units_goes_straight_to_the_finest_that_fits(monkeypatch):
         units.append(24 // length), run(lengths, demand, length, *a, **k))[1])
     search = _paths.Search({"tokens": 1})
     search.packs = 100
-    _units.finer_units(search, histogram, 24, 2, 12, _budget.Budget(60.0), took=19.0)
+    _units.finer_units(search, histogram, 24, 2, 12, _budget.Budget(60.0), took=16.0)
     assert units == [4, 2] and search.bounds["lp"] == 3 == brute_force_packs(histogram, 24, 2)

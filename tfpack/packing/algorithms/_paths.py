@@ -45,7 +45,8 @@ class Search:
         # The packs (in tokens) of the last grouped plan's LP solution, where `plan_up` keeps
         # them: they seed the LP on finer groups (`refine`).
         self.columns: list[tuple[int, ...]] = []
-        self.lifted = 0  # the best bound from a grouped plan's duals (`_lift`)
+        self.lifted = 0  # the best bound from an LP's duals (`_lift`): a rounded-down LP's
+        self.plan_lifted = 0  # or a grouped plan's (`plan_up`): this one
         self.lift_seconds = 0.0  # the CPU seconds of the last lift
 
     @property
@@ -285,9 +286,13 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
     packs (``warm``) and only with `Tuning.PROVE_GROWTH` times the last plan's
     time (``planned`` seconds at first) left; whatever they leave goes to the
     next bound, cut by the budget or not (Farley's bound holds at any round).
-    Where a plan's duals proved the best bound already (`Search.lifted`), the
+    Where an LP's duals proved the best bound already (`Search.lifted`), the
     finer rounded-down bounds, which approach the LP from below, come after the
-    finer plans only.
+    finer plans only, and the finer plans start with any time left (`refine`'s
+    `Tuning.REFINE_LEFT`): the finer bounds after them proved less there, and a
+    finer plan cut by the budget still gains (`planners_long_context.py --seed 3`,
+    case 7, L=16,384 depth 16: 0.3 s left after a plan of 0.29 s; the bound 204,617
+    lifted; 205,112 packs, 0.242%; planned on a finer grid, 204,949, 0.162%).
     On the long-context suite's L=16,384 depth 4 case, with the bound from
     the plans' duals (`plan_up`): 190,791 packs on 190,651 (0.073%); with all
     the time to the rounded-down bounds first, as before, 190,948 on 190,552
@@ -297,7 +302,7 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
         proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
                              budget.share(Tuning.PROVE_BEFORE_REFINE), *proving)
     refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget,
-           warm=True, took=planned)
+           warm=True, took=planned if search.lifted < search.bound else 0.0)
     prove_down(search, histogram, max_length, max_sequences_per_pack, budget, *proving,
                growth=0.0)
 
@@ -376,8 +381,8 @@ def few(histogram, max_sequences_per_pack) -> bool:
     """
     lengths, max_length = np.count_nonzero(histogram), len(histogram)
     cells = lengths * ((max_sequences_per_pack or 1) + 1) * (max_length + 1)
-    return lengths < Tuning.MANY_LENGTHS and not (
-        max_length >= Tuning.LONG_CONTEXT_FROM and cells > Tuning.SLOW_TABLE)
+    return bool(lengths < Tuning.MANY_LENGTHS and not (
+        max_length >= Tuning.LONG_CONTEXT_FROM and cells > Tuning.SLOW_TABLE))
 
 
 def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
@@ -487,10 +492,13 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     keeps its own there for the next; on a grid of units (``unit`` > 1) its
     duals, interpolated over the real lengths, prove a bound (`_lift`), with
     `Tuning.LIFT_SHARE` of ``budget`` kept from the LP for it where an LP bound
-    is the best and no lift proved it yet.
+    is the best and no plan's lift proved it yet (`Search.plan_lifted`: a
+    rounded-down LP's lift, `prove_down`, may prove the best bound first and less
+    than the plan's: `planners_long_context.py --seed 1`, case 5, 377,823 from it,
+    378,360 from the plan's, on 378,900 packs).
     """
-    lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a lift proves the best bound
-    if warm and unit > 1 and budget.limited and search.lifted < search.bound and \
+    lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a plan's lift proves the best
+    if warm and unit > 1 and budget.limited and search.plan_lifted < search.bound and \
             _bounds.strongest(search.bounds)[1] in Tuning.LIFT_KINDS:
         lift = Tuning.LIFT_SHARE * budget.left()
     inner = budget.less(search.reserve + lift)
@@ -509,8 +517,8 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
         # 610 groups) they proved 206,302, 0.27% below the rounded-down LP's 206,877 on 256
         # groups, for 0.05 s (groups of equal width over the lengths present: 207,042).
         if unit > 1:
-            _lift.prove(search, histogram, max_sequences_per_pack, lengths * unit, lp.duals,
-                        budget)
+            search.plan_lifted = max(search.plan_lifted, _lift.prove(
+                search, histogram, max_sequences_per_pack, lengths * unit, lp.duals, budget))
     if packs:
         plan = _lp_plan.result(packs, 0)
         strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]

@@ -9,9 +9,9 @@ it on finer units with the time the plan leaves.
 
 >>> divisor(12288, 12), divisor(16384, 12)
 (12, 8)
->>> finer_unit(12288, 12, took=0.1, left=0.5)  # 12 / 4 = 3 would take 0.4 s: it fits
+>>> finer_unit(12288, 12, took=0.1, left=0.5)  # 3: 4 x 0.1 x 1.2 = 0.48 s, it fits
 3
->>> finer_unit(12288, 12, took=0.1, left=0.35)  # 4 would take 0.3 s
+>>> finer_unit(12288, 12, took=0.1, left=0.4)  # 4: 0.36 s
 4
 """
 
