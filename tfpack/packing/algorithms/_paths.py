@@ -492,15 +492,21 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     keeps its own there for the next; on a grid of units (``unit`` > 1) its
     duals, interpolated over the real lengths, prove a bound (`_lift`), with
     `Tuning.LIFT_SHARE` of ``budget`` kept from the LP for it where an LP bound
-    is the best and no plan's lift proved it yet (`Search.plan_lifted`: a
-    rounded-down LP's lift, `prove_down`, may prove the best bound first and less
-    than the plan's: `planners_long_context.py --seed 1`, case 5, 377,823 from it,
-    378,360 from the plan's, on 378,900 packs).
+    is the best and no lift proved it yet; where a rounded-down LP's lift
+    (`prove_down`) proved it but no plan's lift proved anything yet
+    (`Search.plan_lifted`), the time that lift took (one pricing over the same
+    lengths): the plan's may prove more (`planners_long_context.py --seed 1`,
+    case 5: 377,823 from the rounded-down LP's, 378,360 from the plan's, on
+    378,900 packs), and a whole share cost the plans there elsewhere (seed 3
+    case 35: 229,848 -> 229,881 packs).
     """
-    lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a plan's lift proves the best
-    if warm and unit > 1 and budget.limited and search.plan_lifted < search.bound and \
+    lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a lift proves the best bound
+    if warm and unit > 1 and budget.limited and \
+            (search.lifted < search.bound or not search.plan_lifted) and \
             _bounds.strongest(search.bounds)[1] in Tuning.LIFT_KINDS:
         lift = Tuning.LIFT_SHARE * budget.left()
+        if search.lifted >= search.bound:  # a rounded-down LP's lift did: its time, measured
+            lift = min(lift, search.lift_seconds)
     inner = budget.less(search.reserve + lift)
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     warm_start = {}
