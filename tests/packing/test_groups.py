@@ -348,26 +348,6 @@ def test_a_finer_grid_is_not_taken_where_its_table_is_too_large(monkeypatch):
     assert _paths.fine_grid(histogram, 32, starts, bound, 16)[0] == 32
 
 
-
-def test_on_long_contexts_the_finest_grid_has_a_group_for_each_point_its_table_allows(monkeypatch):
-    """`fine_grid` on the finest grid (4 tokens, 256 points at L=1,024): `Tuning.UNIT_ROWS`
-    (32) balanced groups, but from `LONG_CONTEXT_FROM` to `LONG_PROVE_BELOW` as many as the
-    grid has points (`LONG_FINE_ROWS` 1.0: 256), or as `TABLE_CELLS` allows at depth 16
-    (100 x 17 x 257 cells: 100). Short documents at L=12,288 (long-context seed 5 case 18,
-    seed 1 case 40): 0.231% -> 0.160%, 0.233% -> 0.196% above the token bound."""
-    histogram = _units_case(monkeypatch, lossy=True)
-    starts = np.arange(1, 1025, 32)
-    bound = _bounds.simple(histogram, 1024, 16)["tokens"]
-    rows, on_grid = [], _paths.on_grid
-    monkeypatch.setattr(_paths, "on_grid", lambda h, unit, n: (rows.append(n), on_grid(h, unit, n))[1])
-    assert _paths.fine_grid(histogram, 32, starts, bound, 16)[0] == 4  # L=1,024: not long
-    monkeypatch.setattr(Tuning, "LONG_CONTEXT_FROM", 1024)
-    monkeypatch.setattr(Tuning, "LONG_PROVE_BELOW", 2048)
-    assert _paths.fine_grid(histogram, 32, starts, bound, 16)[0] == 4
-    monkeypatch.setattr(Tuning, "TABLE_CELLS", 100 * 17 * 257)
-    assert _paths.fine_grid(histogram, 32, starts, bound, 16)[0] == 4
-    assert rows == [32, 256, 100]
-
 def test_the_grid_loss_is_counted_past_int64():
     """2**59 sequences of one token lose 31 * 2**59 > 2**63 tokens in units of 32: counted
     in int64 that wraps negative, and the coarse grid would look free."""
