@@ -558,11 +558,7 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
     if fine >= unit or cells > Tuning.TABLE_CELLS:
         return unit, starts
-    rows = Tuning.UNIT_ROWS
-    if not half and Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW:
-        rows = max(rows, min(int(Tuning.LONG_FINE_ROWS * max_length) // fine,  # the finest grid
-                             Tuning.TABLE_CELLS // ((depth + 1) * (max_length // fine + 1))))
-    return fine, on_grid(histogram, fine, rows)
+    return fine, on_grid(histogram, fine, Tuning.UNIT_ROWS)
 
 
 def on_grid(histogram, unit, rows):

@@ -66,10 +66,7 @@ class Tuning:
     # and only below this max_length: from L=32,768 its greedy (Python, a scan of up to L
     # lengths a join) ran 0.65-1.8 s to give up on the 5 suite cases there (seeds 0-1), and
     # never succeeded; with its 0.4 s share cut off, it only took that time from the plan.
-    # At L=12,288 (long contexts, `LONG_CONTEXT_FROM`) it took 0.13-0.25 s of 1 s and gave up on the
-    # two short-document cases out (`planners_long_context.py --seed 1` case 40, `--seed 5` case 18)
-    # before the grouped plan, which needed the time: 12,288 (16,384 before).
-    FULL_FIRST_BELOW = 12288
+    FULL_FIRST_BELOW = 16384
 
     # --- Quick bound (`_paths.quick`) ---
     # Where the tokens bind, with more than QUICK_PLAN_ROWS lengths (fewer than
@@ -194,12 +191,6 @@ class Tuning:
     # (seed 0 cases 5 and 9, 0.152-0.154% lost: 0.08% -> 0.31% and 0.035% -> 0.125% on the half
     # grid, the lift from the unit's grid lost).
     HALF_GRID_LOSS = 1.5e-3
-    # From LONG_CONTEXT_FROM to LONG_PROVE_BELOW, that grid's groups are this share of its points
-    # (within TABLE_CELLS), not UNIT_ROWS: short documents at L=12,288 (`planners_long_context.py
-    # --seed 5` case 18, depth 6, grid of 3; `--seed 1` case 40, depth 16), 1,024 / 2,048 / 4,096
-    # groups: 0.211/0.167/0.160% and 0.219/0.206/0.192% above the token bound (with full packs
-    # first off there, `FULL_FIRST_BELOW`); 768 and 512 groups did worse (0.225%, 0.300%).
-    LONG_FINE_ROWS = 1.0
 
     # --- The LP over all lengths, last (`optimal`) ---
     # Skipped with less time left than LAST_LP_SECONDS where there are more than
