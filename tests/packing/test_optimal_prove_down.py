@@ -122,22 +122,3 @@ def test_a_lift_does_not_start_with_less_time_left_than_the_last_took(monkeypatc
     _paths._lift.prove(search, histogram, None, np.array([4]), np.array([0.5]),
                        _budget.Budget(0.6, clock=lambda: 0.0))
     assert len(calls) == 1 and search.bounds["lp"] == 7 == search.lifted
-
-
-def test_the_lifts_end_with_their_own_budget_not_the_lps_share(monkeypatch):
-    """`prove_down(lifts=...)`: the lift of the hand case above (2 -> 3) is timed by
-    ``lifts`` (`grouped`'s budget), not by the share its LPs run in (seed 2 case 11 of
-    the long-context suite lost its lift, or not, by the load). A lift needing 0.5 s:
-    with 0.4 s in ``lifts`` none starts, whatever the LP's budget; with 0.6 s, it does."""
-    monkeypatch.setattr(Tuning, "PROVE_MOST_ROWS", 1)
-    monkeypatch.setattr(Tuning, "PROVE_ROWS", 1)
-    histogram = make_histogram(12, {4: 2, 5: 2, 6: 1})
-    bounds = []
-    for seconds in (0.4, 0.6):
-        search = _paths.Search(_bounds.simple(histogram, 12, None))
-        search.lift_seconds = 0.5
-        monkeypatch.setattr(_paths.Search, "done", lambda self: False)
-        _paths.prove_down(search, histogram, 12, None, _budget.Budget(None),
-                          lifts=_budget.Budget(seconds, clock=lambda: 0.0))
-        bounds.append(search.bounds["lp"])
-    assert bounds == [2, 3]

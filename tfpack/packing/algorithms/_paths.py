@@ -217,7 +217,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         if search.packs > search.bound * (1 + above):
             # The bound on groups of the lengths present (`prove_down`), finer while time lasts.
             proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
-                                 budget.share(Tuning.PROVE_SHARE), lifts=budget)
+                                 budget.share(Tuning.PROVE_SHARE))
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
@@ -309,7 +309,7 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
 
 def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
                budget: _budget.Budget, rows: int = 0, took: float = 0.0, coarser=(),
-               growth: float = Tuning.PROVE_GROWTH, lifts: _budget.Budget | None = None):
+               growth: float = Tuning.PROVE_GROWTH):
     """Bounds on `present_groups` rounded down, twice the groups while ``budget`` lasts.
 
     Where the tokens bind and the simple bounds are loose (stretched long
@@ -327,11 +327,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     less; the best is kept. The first LP's first round runs to its end
     (`_column_generation.run`), the others' do not, and a finer one starts
     only with ``growth`` times the last one's time left (0: with any time
-    left, where nothing else would use it). Their lifts (`_lift.prove`) end with
-    ``lifts`` where given (`grouped`: its own budget), not with ``budget``: one
-    pricing, and a lift cut by the budget proves nothing, so where the first LP
-    ended near its share, the bound came or not by the load (`planners_long_context.py
-    --seed 2`, case 11, L=16,384 depth 16: 144,996 or 145,049 on 145,314 packs). A finer
+    left, where nothing else would use it). A finer
     LP starts from the last one's columns (`finer_packs`: 490 groups took 11
     rounds instead of 16). Returns ``(rows, took, coarser)``, to resume with
     more time (``rows`` 0: from the first).
@@ -353,8 +349,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
         if lp.duals is not None and lp.lower_bound >= search.bounds.get("tokens", 0):
             # Where it reaches the token bound, its duals over the real lengths may prove more
             # (below it, rounding down lost too many tokens: `_lift.prove`).
-            _lift.prove(search, histogram, max_sequences_per_pack, lengths, lp.duals,
-                        lifts or budget)
+            _lift.prove(search, histogram, max_sequences_per_pack, lengths, lp.duals, budget)
         if np.array_equal(rounded, histogram):
             break  # every length its own group: finer groups prove no more
         rows, first, took = 2 * rows, False, budget.spent() - began
