@@ -77,19 +77,21 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
 
 
 def prove(search, histogram: np.ndarray, max_sequences_per_pack: int | None,
-          group_lengths: np.ndarray, duals: np.ndarray, budget: _budget.Budget) -> None:
+          group_lengths: np.ndarray, duals: np.ndarray, budget: _budget.Budget) -> int:
     """`lifted` at an LP's duals, proven in ``search`` (`_paths.Search`) as its best lift.
 
     Not started with less time left than the last one took: each prices the same
-    real lengths, and one cut by the budget proves nothing.
+    real lengths, and one cut by the budget proves nothing. Returns what it lifted
+    (0 where it did not start or was cut).
     """
     if budget.limited and budget.left() < search.lift_seconds:
-        return
+        return 0
     began = budget.spent()
-    search.lifted = max(search.lifted, lifted(histogram, len(histogram), max_sequences_per_pack,
-                                              group_lengths, duals, budget))
+    bound = lifted(histogram, len(histogram), max_sequences_per_pack, group_lengths, duals, budget)
+    search.lifted = max(search.lifted, bound)
     search.lift_seconds = budget.spent() - began
     search.prove(search.lifted, "lp")
+    return bound
 
 
 def _best_value(lengths, bounds, values, max_length, depth, budget) -> float:

@@ -24,12 +24,12 @@ import numpy as np
 
 from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _column_generation,
                                        _exact_fill, _groups, _lift,
-                                       _lp_plan, base)
+                                       _lp_plan, _units, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["Search", "quick", "full_packs_first", "grouped", "prove_down", "prove_then_refine",
-           "finer_packs", "finer_units", "present_groups",
-           "refine", "plan_up", "fine_grid", "on_grid", "divisor", "in_units"]
+           "few", "finer_packs", "present_groups",
+           "refine", "plan_up", "fine_grid", "on_grid"]
 
 
 class Search:
@@ -45,7 +45,8 @@ class Search:
         # The packs (in tokens) of the last grouped plan's LP solution, where `plan_up` keeps
         # them: they seed the LP on finer groups (`refine`).
         self.columns: list[tuple[int, ...]] = []
-        self.lifted = 0  # the best bound from a grouped plan's duals (`_lift`)
+        self.lifted = 0  # the best bound from an LP's duals (`_lift`): a rounded-down LP's
+        self.plan_lifted = 0  # or a grouped plan's (`plan_up`): this one
         self.lift_seconds = 0.0  # the CPU seconds of the last lift
 
     @property
@@ -177,9 +178,10 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     tokens_bind = tokens_bound >= search.bounds.get("sequences", 0)
     # Below `Tuning.MANY_LENGTHS`, the LP over all lengths runs within the budget (and rounds
     # early, `Tuning.EARLY_ROWS`): the grouped plan only takes its time where it can be close.
-    few_lengths = np.count_nonzero(histogram) < Tuning.MANY_LENGTHS
+    # Not on long contexts where pricing's table is large (`Tuning.SLOW_TABLE`): there it does not.
+    few_lengths = few(histogram, max_sequences_per_pack)
     rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
-    unit = divisor(max_length, max_length // Tuning.UNIT_ROWS) \
+    unit = _units.divisor(max_length, max_length // Tuning.UNIT_ROWS) \
         if max_length >= Tuning.UNITS_FROM or rows < Tuning.GROUP_ROWS else 1
     if unit > 1:
         starts = down_starts = np.arange(1, max_length + 1, unit)
@@ -205,7 +207,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # what is loose (lengths just over L / 3 pair at most, which no simple bound sees): the
     # bound first there too, with less of the time (issue 35: the worst gap of
     # benchmarks/planners_long_context.py from 17.8% to under 1%).
-    proving, planned = None, 0.0
+    proving, planned, bounded = None, 0.0, 0.0
     if not tokens_bind:
         order = ((False, 0.5), (True, 1.0))
     else:
@@ -227,13 +229,13 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         # 207,900-208,184 cut at 0.7 s. (Elsewhere, as on 3 of `tests/packing/optimal_plans.py`'s
         # cases at L=2,048-8,192, the plan is made as before.)
         search.columns = list(proving[2])
-        grid = divisor(max_length, max_length // Tuning.UNIT_ROWS)
+        grid = _units.divisor(max_length, max_length // Tuning.UNIT_ROWS)
         if unit == 1 and grid > 1:  # and the plan on a grid of units: its duals prove a bound
             unit, starts = grid, np.arange(1, max_length + 1, grid)  # (`_lift`)
     for up, share in order:
         rounded = _groups.rounded(histogram, starts if up else down_starts, up=up)
         if unit > 1:
-            rounded, length = in_units(rounded, unit, up=up), max_length // unit
+            rounded, length = _units.in_units(rounded, unit, up=up), max_length // unit
         else:
             length = max_length
         lengths = np.flatnonzero(rounded) + 1
@@ -254,9 +256,11 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         # Its first round runs to its end where its size is bounded (`_column_generation.small`):
         # cut by the budget, it proved nothing above the simple bounds on long contexts
         # (stretched L=16,384 depth 4: 5.69% below the plan, 0.13% with its first round).
+        began = budget.spent()
         _, bound = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
                                  dives=False, budget=budget.share(share))
         search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
+        bounded = budget.spent() - began  # `finer_units` times its finer LPs by it
     if warm:
         prove_then_refine(search, histogram, max_length, max_sequences_per_pack, starts, unit,
                           budget, proving, planned)
@@ -266,35 +270,10 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     if tokens_bind and not few_lengths:
         refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
     elif unit > 1 and not few_lengths:  # where the depth binds: the bound in finer units
-        finer_units(search, histogram, max_length, max_sequences_per_pack, unit, budget)
+        _units.finer_units(search, histogram, max_length, max_sequences_per_pack, unit, budget,
+                           bounded)
 
 
-def finer_units(search: Search, histogram, max_length, max_sequences_per_pack, unit,
-                budget: _budget.Budget) -> None:
-    """Where the depth binds, bounds on lengths rounded down to finer units while time lasts.
-
-    The grouped plan there converges in a round or two and leaves most of the
-    budget, while the bound on lengths rounded down to units (`in_units`) is what
-    is loose: it drops the sequences shorter than a unit (a pack's slot each, where
-    the depth binds) and shortens the others by up to a unit. Each finer unit (half,
-    rounded down to a divisor of ``max_length``) is a relaxation too, its LP
-    seeded with best fit's packs; Farley's bound holds at any round, so one cut
-    by the budget only proves less. Without a time limit, the LP over all lengths
-    follows instead (stretched short documents at L=12,288 depth 8,
-    `planners_long_context.py --seed 3` case 10: 69,714 packs, 69,372 proven in
-    units of 12 (0.49%), 69,527 in units of 6 (0.27%); the optimum is 69,705).
-    """
-    while budget.limited and budget.left() > Tuning.REFINE_LEFT and \
-            not search.within(_lp_plan.slack(search.bound)):
-        unit = divisor(max_length, unit // 2)
-        if unit < 2:
-            return  # the LP over all lengths follows
-        rounded = in_units(_groups.rounded(histogram, np.arange(1, max_length + 1, unit),
-                                           up=False), unit, up=False)
-        if not rounded.any():
-            continue  # every sequence shorter than this unit
-        if _rounded_down_lp(search, rounded, max_sequences_per_pack, [], False, budget) is None:
-            return
 
 
 def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_pack, starts,
@@ -307,9 +286,13 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
     packs (``warm``) and only with `Tuning.PROVE_GROWTH` times the last plan's
     time (``planned`` seconds at first) left; whatever they leave goes to the
     next bound, cut by the budget or not (Farley's bound holds at any round).
-    Where a plan's duals proved the best bound already (`Search.lifted`), the
+    Where an LP's duals proved the best bound already (`Search.lifted`), the
     finer rounded-down bounds, which approach the LP from below, come after the
-    finer plans only.
+    finer plans only, and the finer plans start with any time left (`refine`'s
+    `Tuning.REFINE_LEFT`): the finer bounds after them proved less there, and a
+    finer plan cut by the budget still gains (`planners_long_context.py --seed 3`,
+    case 7, L=16,384 depth 16: 0.3 s left after a plan of 0.29 s; the bound 204,617
+    lifted; 205,112 packs, 0.242%; planned on a finer grid, 204,949, 0.162%).
     On the long-context suite's L=16,384 depth 4 case, with the bound from
     the plans' duals (`plan_up`): 190,791 packs on 190,651 (0.073%); with all
     the time to the rounded-down bounds first, as before, 190,948 on 190,552
@@ -319,7 +302,7 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
         proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
                              budget.share(Tuning.PROVE_BEFORE_REFINE), *proving)
     refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget,
-           warm=True, took=planned)
+           warm=True, took=planned if search.lifted < search.bound else 0.0)
     prove_down(search, histogram, max_length, max_sequences_per_pack, budget, *proving,
                growth=0.0)
 
@@ -357,7 +340,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
         rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS),
                                   up=False)
         lengths = np.flatnonzero(rounded) + 1
-        lp = _rounded_down_lp(search, rounded, max_sequences_per_pack,
+        lp = _units.rounded_down_lp(search, rounded, max_sequences_per_pack,
                               finer_packs(coarser, lengths), first, budget)
         if lp is None:
             break
@@ -373,25 +356,29 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     return rows, took, coarser
 
 
-def _rounded_down_lp(search: Search, rounded, max_sequences_per_pack, more_seeds, first, budget):
-    """The LP on ``rounded`` (lengths rounded down: a relaxation, so its bound bounds the
-    real problem), proven in ``search``; None where ``budget`` ran out before a bound.
 
-    Seeded with best fit's packs (as `_lp_plan.plan`; without them, 490 rows took 86
-    rounds instead of 16) and ``more_seeds``; the bound only: no plan rounded from it.
+def few(histogram, max_sequences_per_pack) -> bool:
+    """Whether the LP over all lengths runs within the budget (`grouped` plans only where close).
+
+    Below `Tuning.MANY_LENGTHS` lengths it does, except on long contexts
+    (`Tuning.LONG_CONTEXT_FROM`) where pricing's table (lengths x (depth + 1) x
+    (L + 1)) passes `Tuning.SLOW_TABLE`: stretched documents of about L / 4 at
+    L=12,288 depth 12 (`planners_long_context.py --seed 4`, case 25, 1,758 lengths),
+    its LP took 2.9 s of CPU to its plan (168,764 packs); with 1 s, cut, the plan
+    on units of 12 stood (169,408 on 168,583, 0.49%); planned as among many lengths
+    (finer plans, `refine`, and the lift), 168,791 on 168,652 (0.08%).
+
+    >>> few(np.ones(8192, dtype=np.int64), 16), few(np.ones(12288, dtype=np.int64), 16)
+    (False, False)
+    >>> h = np.zeros(12288, dtype=np.int64); h[:1000] = 1
+    >>> few(h, 4), few(h, 12)
+    (True, False)
     """
-    lengths = np.flatnonzero(rounded) + 1
-    demand = rounded[lengths - 1]
-    simple = max(_bounds.simple(rounded, len(rounded), max_sequences_per_pack).values())
-    seeds = list(_best_fit.fill(dict(zip(lengths.tolist(), demand.tolist())), {}, len(rounded),
-                                max_sequences_per_pack))
-    try:
-        lp = _column_generation.run(lengths, demand, len(rounded), max_sequences_per_pack,
-                                    seeds + more_seeds, simple, first_round=first, budget=budget)
-    except _budget.OutOfTime:
-        return None
-    search.prove(lp.lower_bound, "lp")
-    return lp
+    lengths, max_length = np.count_nonzero(histogram), len(histogram)
+    cells = lengths * ((max_sequences_per_pack or 1) + 1) * (max_length + 1)
+    return bool(lengths < Tuning.MANY_LENGTHS and not (
+        max_length >= Tuning.LONG_CONTEXT_FROM and cells > Tuning.SLOW_TABLE))
+
 
 def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
     """Packs of coarser rounded-down lengths, each length the longest of ``lengths`` up to it.
@@ -475,7 +462,7 @@ def refine(search: Search, histogram, max_length, max_sequences_per_pack, starts
         rounded = _groups.rounded(histogram, starts, up=True)
         length = max_length
         if unit > 1:
-            rounded, length = in_units(rounded, unit, up=True), max_length // unit
+            rounded, length = _units.in_units(rounded, unit, up=True), max_length // unit
         lengths = np.flatnonzero(rounded) + 1
         simple = max(_bounds.simple(rounded, length, max_sequences_per_pack).values())
         if simple >= search.packs:
@@ -500,12 +487,21 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     keeps its own there for the next; on a grid of units (``unit`` > 1) its
     duals, interpolated over the real lengths, prove a bound (`_lift`), with
     `Tuning.LIFT_SHARE` of ``budget`` kept from the LP for it where an LP bound
-    is the best and no lift proved it yet.
+    is the best and no lift proved it yet; where a rounded-down LP's lift
+    (`prove_down`) proved it but no plan's lift proved anything yet
+    (`Search.plan_lifted`), the time that lift took (one pricing over the same
+    lengths): the plan's may prove more (`planners_long_context.py --seed 1`,
+    case 5: 377,823 from the rounded-down LP's, 378,360 from the plan's, on
+    378,900 packs), and a whole share cost the plans there elsewhere (seed 3
+    case 35: 229,848 -> 229,881 packs).
     """
     lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a lift proves the best bound
-    if warm and unit > 1 and budget.limited and search.lifted < search.bound and \
+    if warm and unit > 1 and budget.limited and \
+            (search.lifted < search.bound or not search.plan_lifted) and \
             _bounds.strongest(search.bounds)[1] in Tuning.LIFT_KINDS:
         lift = Tuning.LIFT_SHARE * budget.left()
+        if search.lifted >= search.bound:  # a rounded-down LP's lift did: its time, measured
+            lift = min(lift, search.lift_seconds)
     inner = budget.less(search.reserve + lift)
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     warm_start = {}
@@ -522,8 +518,8 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
         # 610 groups) they proved 206,302, 0.27% below the rounded-down LP's 206,877 on 256
         # groups, for 0.05 s (groups of equal width over the lengths present: 207,042).
         if unit > 1:
-            _lift.prove(search, histogram, max_sequences_per_pack, lengths * unit, lp.duals,
-                        budget)
+            search.plan_lifted = max(search.plan_lifted, _lift.prove(
+                search, histogram, max_sequences_per_pack, lengths * unit, lp.duals, budget))
     if packs:
         plan = _lp_plan.result(packs, 0)
         strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]
@@ -553,7 +549,7 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     if loss <= (Tuning.HALF_GRID_LOSS if half else Tuning.GRID_LOSS) * tokens_bound * max_length:
         return unit, starts
     half = loss <= Tuning.GRID_LOSS * tokens_bound * max_length
-    fine = divisor(max_length, unit // 2 if half else max_length // Tuning.FINE_ROWS)
+    fine = _units.divisor(max_length, unit // 2 if half else max_length // Tuning.FINE_ROWS)
     cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
     if fine >= unit or cells > Tuning.TABLE_CELLS:
         return unit, starts
@@ -571,30 +567,9 @@ def on_grid(histogram, unit, rows):
     [1, 5]
     """
     grid = np.arange(1, len(histogram) + 1, unit)
-    units = in_units(_groups.rounded(histogram, grid, up=True), unit, up=True)
+    units = _units.in_units(_groups.rounded(histogram, grid, up=True), unit, up=True)
     ends = min(Tuning.BALANCED_ENDS, rows // 4)
     return (_groups.balanced(units, rows - 2 * ends, ends=ends) - 1) * unit + 1
 
 
-def divisor(max_length: int, most: int) -> int:
-    """The largest divisor of ``max_length`` up to ``most`` (1 if none is larger)."""
-    return max((d for d in range(1, max(1, most) + 1) if max_length % d == 0), default=1)
 
-
-def in_units(rounded: np.ndarray, unit: int, *, up: bool) -> np.ndarray:
-    """A histogram rounded to multiples of ``unit`` (`_groups.rounded`), in those units.
-
-    Up, every length is a multiple of ``unit`` already. Down, lengths are group
-    starts ``k unit + 1``: in units, ``k`` (at most ``unit`` tokens less), and
-    sequences shorter than a unit are dropped: fewer sequences need no more
-    packs, so the bound stays valid.
-
-    >>> in_units(np.array([0, 0, 0, 2, 0, 0, 0, 1]), 4, up=True).tolist()
-    [2, 1]
-    >>> in_units(np.array([3, 0, 0, 0, 2, 0, 0, 0]), 4, up=False).tolist()
-    [2, 0]
-    """
-    if up:
-        return rounded[unit - 1:: unit].copy()
-    scaled = rounded[unit:: unit].copy()  # lengths unit + 1, 2 unit + 1, ...: k = 1, 2, ...
-    return np.concatenate([scaled, np.zeros(len(rounded) // unit - len(scaled), dtype=np.int64)])

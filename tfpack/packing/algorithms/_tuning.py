@@ -165,6 +165,14 @@ class Tuning:
     # one (seed 0's case 29, L=12,288 depth 16: 0.5 s left after a 0.3 s plan; its finer plan
     # made 221,694 -> 221,442-221,495 packs on 221,120: 0.260% -> 0.146%-0.170%).
     REFINE_GROWTH = 1.0
+    # Where the depth binds, `_units.finer_units` bounds on the finest unit whose LP takes about
+    # (rows x the last LP's time per row) x this, within the time left: at L=12,288 depth 8
+    # (`planners_long_context.py --seed 3`, case 10) LPs in units of 12, 6, 4, 3 took 0.09,
+    # 0.23, 0.41, 0.55 s of CPU (1.0 predicts 0.18, 0.27, 0.36); halving (6, then 3 cut by the
+    # budget) proved 69,527 on 69,714 packs (0.27%), units of 4 straight after 12 69,638 (0.11%).
+    # At a load of 8 on the 2 cores the LP in units of 4 took 0.39 s or more than the 0.56 s left
+    # (1 run in 5, cut: 69,372 stood): 1.2, not 1.0, where a coarser unit is all that fits.
+    FINER_GROWTH = 1.2
     GROUP_ROWS = 512  # lengths (groups) of their LPs at most
     TABLE_CELLS = 2 ** 27  # and pricing's table (rows x (depth + 1) x (L + 1)) at most
     UNIT_ROWS = 1024  # rows in units of tokens (`in_units`): pricing stays cheap
