@@ -11,8 +11,8 @@ make TensorFlow's ``jit_compile=True`` compile faster too.
 TensorFlow is blocked there (``tests/no_tensorflow/sitecustomize.py``): Keras
 on JAX must run without it (an accelerator machine may have none), and a
 subprocess that imported it for nothing paid seconds of CPU. A check that
-reads TFRecords or tf.data asks for it (``jax_env(tensorflow=True)``,
-or its file is listed in `NEEDS_TENSORFLOW` with the reason).
+reads TFRecords or tf.data asks for it (``jax_env(tensorflow=True)``, with
+the reason beside the call).
 """
 
 import os
@@ -44,32 +44,11 @@ def fast_compile_xla_flags(flags=None) -> str:
                              if f not in words])
 
 
-# The test files whose JAX subprocesses need TensorFlow, and why: `jax_env`
-# called from them leaves it importable (as ``jax_env(tensorflow=True)`` does).
-NEEDS_TENSORFLOW = {
-    "training/test_multihost_jax.py":
-        "examples/multihost_jax.py reads the packed TFRecords with tf.data",
-    "models/keras_hub/test_keras_hub_seq2seq.py":
-        "seq2seq_jax_run.py imports this test module, which imports TensorFlow",
-}
-
-
-def _called_from_a_file_needing_tensorflow() -> bool:
-    """Whether the first caller outside this file is one of `NEEDS_TENSORFLOW`."""
-    here = pathlib.Path(__file__).resolve()
-    frame = sys._getframe(1)
-    while frame is not None and pathlib.Path(frame.f_code.co_filename).resolve() == here:
-        frame = frame.f_back
-    if frame is None:
-        return False
-    caller = pathlib.Path(frame.f_code.co_filename).resolve()
-    return any(caller == here.parent / name for name in NEEDS_TENSORFLOW)
-
-
 def jax_env(*, tensorflow: bool = False, **extra) -> dict:
     """``os.environ`` with ``KERAS_BACKEND=jax``, fast-compiling XLA, and ``extra``;
     TensorFlow blocked (`NO_TENSORFLOW` first on ``PYTHONPATH``) unless ``tensorflow``
-    or the caller is one of `NEEDS_TENSORFLOW`.
+    (a check that reads TFRecords with tf.data, or imports a module that imports
+    TensorFlow, says so at its call, with the reason).
 
     >>> env = jax_env(PYTHONPATH="src")
     >>> env["PYTHONPATH"].split(os.pathsep) == [str(NO_TENSORFLOW), "src"]
@@ -79,7 +58,7 @@ def jax_env(*, tensorflow: bool = False, **extra) -> dict:
     """
     env = dict(os.environ, KERAS_BACKEND="jax", **extra)
     env["XLA_FLAGS"] = fast_compile_xla_flags(os.environ.get("XLA_FLAGS"))
-    if not (tensorflow or _called_from_a_file_needing_tensorflow()):
+    if not tensorflow:
         paths = env.get("PYTHONPATH")  # kept as it is: an empty entry is the folder run in
         env["PYTHONPATH"] = str(NO_TENSORFLOW) + (os.pathsep + paths if paths else "")
     return env

@@ -66,8 +66,9 @@ def _command(packed, *args, trace=None):
 
 def _env():
     # Fast-compiling XLA (tests/jax_env.py): the three runs share the flags, so the
-    # two processes and the reference still compute the same program.
-    return jax_env(JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
+    # two processes and the reference still compute the same program. TensorFlow
+    # stays importable: examples/multihost_jax.py reads the packed TFRecords with tf.data.
+    return jax_env(tensorflow=True, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
                    PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
 
 

@@ -205,7 +205,9 @@ def test_packed_pairs_equal_each_pair_alone_on_jax():
         p for p in (os.environ.get("PYTHONPATH"),) if p])
     done = subprocess.run(
         [sys.executable, str(here / "seq2seq_jax_run.py"), *JAX_RUNS],
-        env=jax_env(PYTHONPATH=path), capture_output=True, text=True, timeout=600,
+        # TensorFlow stays importable: seq2seq_jax_run.py imports this module.
+        env=jax_env(tensorflow=True, PYTHONPATH=path), capture_output=True, text=True,
+        timeout=600,
         cwd=here.parents[2])
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok"), done.stdout
