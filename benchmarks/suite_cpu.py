@@ -77,10 +77,10 @@ def run(paths: list[str], workers: int, prefix: str, root=ROOT) -> tuple[int, fl
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"),  # cpu_probe
                                                         os.environ.get("PYTHONPATH")])))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "cpu_probe", "--dist", "loadfile",
-               "--no-loadscope-reorder", "-n", str(workers), *paths]
+               "--no-loadscope-reorder", "--durations=15", "-n", str(workers), *paths]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    status = subprocess.call(command, cwd=root, env=env, stdout=subprocess.DEVNULL)
+    status = subprocess.call(command, cwd=root, env=env)  # its report on our stdout
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
