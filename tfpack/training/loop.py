@@ -17,11 +17,10 @@ The loss statistics are summed on the device and read back only every
 model, optimizer, the data iterator's position, the random state (dropout's
 seed generators) and the step, so a resumed run continues the same stream with
 nothing lost or repeated and reaches the weights of an uninterrupted one. On
-resume, the optimizer's learning rate is the one passed in (not the
-checkpoint's), and log lines past the restored step are dropped from the log
-before new ones are appended. A finite dataset that runs out ends training
-after the last complete update (``TrainResult.data_exhausted``), with the step
-counter equal to the updates applied.
+resume, the learning rate is the one passed in (not the checkpoint's), and log
+lines past the restored step are dropped before new ones are appended. A finite
+dataset that runs out ends training after the last whole update
+(``TrainResult.data_exhausted``; the step counter counts updates applied).
 
 Data layout: ``fit`` takes an *unbatched* dataset of packed examples (the
 DESIGN.md features) and batches it itself so that every update sees the same
