@@ -24,7 +24,7 @@ from types import ModuleType
 
 from tfpack.errors import TfpackError
 
-__all__ = ["TensorFlowMissing", "require"]
+__all__ = ["TensorFlowMissing", "require", "on_first_use"]
 
 
 class TensorFlowMissing(TfpackError, ImportError):
@@ -45,3 +45,29 @@ def require(what: str) -> ModuleType:
             "tfpack.models, tfpack.testing, tfpack.evaluation and tfpack.packing without "
             f"it. Received: {error}"
         ) from None
+
+
+def on_first_use(namespace: dict, modules: dict[str, str]):
+    """``(__getattr__, __dir__)`` for a package whose names in ``modules`` (name ->
+    the package's module defining it) need TensorFlow: each is imported on first use,
+    after `require`, so the rest of the package imports without TensorFlow.
+
+    ``namespace``: the package's ``globals()`` (its ``__name__`` and ``__all__``).
+
+    >>> namespace = {"__name__": "tfpack.training", "__all__": ["Trainer"]}
+    >>> getattr_, dir_ = on_first_use(namespace, {"Trainer": "loop"})
+    >>> getattr_("Trainer").__name__, dir_()
+    ('Trainer', ['Trainer', '__all__', '__name__'])
+    """
+    package = namespace["__name__"]
+
+    def __getattr__(name):
+        if name in modules:
+            require(f"{package}.{name}")
+            return getattr(importlib.import_module(f"{package}.{modules[name]}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__():
+        return sorted(set(namespace) | set(namespace["__all__"]))
+
+    return __getattr__, __dir__

@@ -37,8 +37,6 @@ Example:
 ['input_ids', 'labels', 'token_type_ids']
 """
 
-import importlib
-
 from tfpack import _tensorflow
 from tfpack.builders.preference import preference_pair
 from tfpack.builders.seq2seq import pack_pairs, seq2seq_examples
@@ -86,15 +84,5 @@ _NEEDS_TENSORFLOW = {
     "token_classification": ("TaggingExamples", "token_classification_examples",
                              "word_predictions"),
 }
-_MODULE_OF = {name: module for module, names in _NEEDS_TENSORFLOW.items() for name in names}
-
-
-def __getattr__(name):
-    if name in _MODULE_OF:
-        _tensorflow.require(f"tfpack.builders.{name}")
-        return getattr(importlib.import_module(f"tfpack.builders.{_MODULE_OF[name]}"), name)
-    raise AttributeError(f"module 'tfpack.builders' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _tensorflow.on_first_use(
+    globals(), {name: module for module, names in _NEEDS_TENSORFLOW.items() for name in names})

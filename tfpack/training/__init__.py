@@ -23,8 +23,6 @@ Example:
 2
 """
 
-import importlib
-
 from tfpack import _tensorflow
 from tfpack.training.batching import BatchRule, for_packing, packing_factor_of
 from tfpack.training.exactness import ExactnessCheck
@@ -50,16 +48,5 @@ __all__ = [
 # The tf.distribute loop and its tf.data inputs, imported on first use: the rest
 # (and `tfpack.models`, which reads `trained_lengths`) runs without TensorFlow on
 # another Keras backend, where these raise `tfpack._tensorflow.TensorFlowMissing`.
-_NEEDS_TENSORFLOW = {"HostPacking": "hosts", "packed_dataset_fn": "inputs", "Trainer": "loop"}
-
-
-def __getattr__(name):
-    if name in _NEEDS_TENSORFLOW:
-        _tensorflow.require(f"tfpack.training.{name}")
-        module = importlib.import_module(f"tfpack.training.{_NEEDS_TENSORFLOW[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module 'tfpack.training' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _tensorflow.on_first_use(
+    globals(), {"HostPacking": "hosts", "packed_dataset_fn": "inputs", "Trainer": "loop"})
