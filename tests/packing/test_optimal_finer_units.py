@@ -7,13 +7,12 @@ LP fits in the time left (issue 35, item 5: `planners_long_context.py --seed 3`,
 0.49% -> 0.11%). Checked by hand, and against the brute-force optimum.
 """
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 
 from test_optimal import brute_force_packs, make_histogram
 from test_optimal_long_context import narrow_instances
-from tfpack.packing.algorithms import _budget, _column_generation, _paths, _units, optimal
+from tfpack.packing.algorithms import _budget, _column_generation, _paths, _units
 
 
 def finer_bounds(histogram, max_length, depth, unit, monkeypatch, limit=60.0):

@@ -26,12 +26,17 @@ Example (``max_length=4``)::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tfpack import _tensorflow
 from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.features import FeatureRoles
 from tfpack.errors import TfpackError
 from tfpack.params import (Anything, Boolean, ExistingFile, Integer, token_ids,
                            validate_params)
+
+if TYPE_CHECKING:  # the annotations' `tf`; the functions import it (`tfpack._tensorflow`)
+    import tensorflow as tf
 
 __all__ = ["causal_lm_examples", "sft_examples"]
 

@@ -32,6 +32,7 @@ Worked example (prompt ``[1, 2]``, chosen ``[7]``, rejected ``[8, 9]``)::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from tfpack.builders.tokenizers import reject_vocab_path, text_tokenizer
 from tfpack.errors import TfpackError
 from tfpack.params import (Anything, Boolean, ExistingFile, Integer, Options, token_ids,
                            validate_params)
+
+if TYPE_CHECKING:  # the annotations' `tf`; the functions import it (`tfpack._tensorflow`)
+    import tensorflow as tf
 
 __all__ = ["preference_examples", "preference_pair"]
 

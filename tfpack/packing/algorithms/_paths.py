@@ -22,9 +22,8 @@ import math
 
 import numpy as np
 
-from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _column_generation,
-                                       _exact_fill, _groups, _lift,
-                                       _lp_plan, _units, base)
+from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _exact_fill, _groups,
+                                       _lift, _lp_plan, _units, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["Search", "quick", "full_packs_first", "grouped", "prove_down", "prove_then_refine",
@@ -274,8 +273,6 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
                            bounded)
 
 
-
-
 def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_pack, starts,
                       unit, budget: _budget.Budget, proving, planned: float) -> None:
     """Finer bounds and finer plans in turn, after the first of each (`grouped`).
@@ -341,7 +338,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
                                   up=False)
         lengths = np.flatnonzero(rounded) + 1
         lp = _units.rounded_down_lp(search, rounded, max_sequences_per_pack,
-                              finer_packs(coarser, lengths), first, budget)
+                                    finer_packs(coarser, lengths), first, budget)
         if lp is None:
             break
         coarser = [tuple(np.repeat(lengths[r], c).tolist()) for (r, c), x in
@@ -354,7 +351,6 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
             break  # every length its own group: finer groups prove no more
         rows, first, took = 2 * rows, False, budget.spent() - began
     return rows, took, coarser
-
 
 
 def few(histogram, max_sequences_per_pack) -> bool:
@@ -570,6 +566,3 @@ def on_grid(histogram, unit, rows):
     units = _units.in_units(_groups.rounded(histogram, grid, up=True), unit, up=True)
     ends = min(Tuning.BALANCED_ENDS, rows // 4)
     return (_groups.balanced(units, rows - 2 * ends, ends=ends) - 1) * unit + 1
-
-
-
