@@ -15,14 +15,15 @@ import jax
 import keras
 import numpy as np
 
-import test_keras_hub_seq2seq as t
+from seq2seq_helpers import FAMILIES, LD, LE, pair_positions, tolerance
+from seq2seq_helpers import PAIRS as ALL_PAIRS
 from keras_hub_helpers import right_padded
 from tfpack.builders import pack_pairs
 from tfpack.models import from_keras_hub
 
 assert keras.backend.backend() == "jax"
 
-PAIRS = t.PAIRS[:2]  # One pack of two pairs (7 encoder, 7 decoder tokens).
+PAIRS = ALL_PAIRS[:2]  # One pack of two pairs (7 encoder, 7 decoder tokens).
 NAMES = ("encoder_sequence_output", "decoder_sequence_output")
 
 
@@ -95,22 +96,22 @@ def _alone(name, backbone, trainable, pair_weights):
 def check(argument):
     name, _, implementation = argument.partition(":")
     keras.utils.set_random_seed(0)
-    backbone = t.FAMILIES[name]()
+    backbone = FAMILIES[name]()
     options = {} if not implementation else dict(
         attention_implementation=implementation, max_sequences_per_pack=len(PAIRS))
     # Compared with keras-hub on each pair below: the run-time pair probe would
     # compile each family again on JAX.
     adapter = from_keras_hub(backbone, check_exact=False, **options)
-    packs = pack_pairs(PAIRS, max_encoder_length=t.LE, max_decoder_length=t.LD)
+    packs = pack_pairs(PAIRS, max_encoder_length=LE, max_decoder_length=LD)
     assert len(packs["example_ids"]) == 1 and packs["sequence_mask"].sum() == len(PAIRS)
-    where = t._where(packs)
+    where = pair_positions(packs)
     rng = np.random.default_rng(1)
     # Per pair, the loss weights of its own outputs; scattered into the pack.
     pair_weights = {i: {n: rng.normal(size=(len(index), 8)).astype("float32")
                         for n, index in zip(NAMES, (enc, dec))}
                     for i, (_, enc, dec) in where.items()}
-    packed_weights = {"encoder_sequence_output": np.zeros((1, t.LE, 8), "float32"),
-                      "decoder_sequence_output": np.zeros((1, t.LD, 8), "float32")}
+    packed_weights = {"encoder_sequence_output": np.zeros((1, LE, 8), "float32"),
+                      "decoder_sequence_output": np.zeros((1, LD, 8), "float32")}
     for i, (row, enc, dec) in where.items():
         for n, index in zip(NAMES, (enc, dec)):
             packed_weights[n][row, index] = pair_weights[i][n]
@@ -134,7 +135,7 @@ def check(argument):
             want = references[i][n]
             scale = max(scale, float(np.abs(want).max()))
             np.testing.assert_allclose(np.asarray(out[n][row])[index], want,
-                                       atol=t._tolerance(want), rtol=0,
+                                       atol=tolerance(want), rtol=0,
                                        err_msg=f"{argument} pair {i} {n}")
     compared = 0
     for k, want in enumerate(alone_grads):

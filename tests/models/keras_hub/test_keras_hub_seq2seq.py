@@ -3,7 +3,6 @@ outputs, and the gradients of a loss summed over the pairs, equal the
 keras-hub backbone's on that pair alone."""
 
 import keras
-import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,83 +11,14 @@ from tfpack.builders import pack_pairs
 from tfpack.errors import TfpackError
 from tfpack.models import from_keras_hub
 
-VOCAB = 40
-# (encoder ids, decoder ids): lengths chosen so the first-fit packs below hold
-# 3 and 2 pairs, with padding in both rows.
-PAIRS = [([3, 4, 5, 6, 7], [1, 8, 9]), ([10, 11], [1, 12, 13, 14]),
-         ([15, 16, 17], [1, 18]), ([19, 20, 21, 22, 23, 24], [1, 25, 26, 27, 28]),
-         ([29], [1, 30, 31])]
-LE, LD = 12, 10
-# The families checked on JAX (outputs and gradients, `seq2seq_jax_run.py`):
-# all dense, and segmented the three code paths of segmented pairs (T5's bias
-# per row and cross rows; T5Gemma 2's merged rows with windows, soft caps and
-# grouped queries; BART's Keras attention layers, which EdRec shares). Every
-# family runs segmented on TensorFlow (test_keras_hub_seq2seq_segmented.py).
-# Segmented EdRec on JAX misses this run's float32 bounds by rounding: a
-# random EdRec without a final norm (outputs up to 16.6, gradients up to
-# 66,128) had its second target 3.3e-4 off (2.0e-5 of the scale; the dense
-# adapter's eager call is 2.9e-4 off there) and one embedding gradient entry
-# of 320 1.09e-4 of the largest off; with float64 weights, packed and alone
-# agree to 6e-6 (the float32 softmax).
-JAX_FAMILIES = ("t5", "bart", "t5gemma", "t5gemma2", "edrec")
-JAX_RUNS = JAX_FAMILIES + ("t5:segmented", "t5gemma2:segmented", "bart:segmented")
-
-# T5Gemma and T5Gemma 2: both sides two layers (windowed, then full), hidden 8,
-# grouped queries (2 heads, 1 key-value head).
-_GEMMA_SIDES = dict(vocabulary_size=VOCAB, **{
-    f"{side}_{name}": value for side in ("encoder", "decoder") for name, value in (
-        ("hidden_dim", 8), ("intermediate_dim", 16), ("num_layers", 2),
-        ("num_attention_heads", 2), ("num_key_value_heads", 1), ("head_dim", 4),
-        ("layer_types", ["sliding_attention", "full_attention"]))})
-
-FAMILIES = {
-    "t5": lambda: keras_hub.models.T5Backbone(
-        vocabulary_size=VOCAB, num_layers=2, num_heads=2, hidden_dim=8,
-        intermediate_dim=16, dropout=0.0),
-    "t5_untied_relu": lambda: keras_hub.models.T5Backbone(
-        vocabulary_size=VOCAB, num_layers=1, num_heads=2, hidden_dim=8,
-        intermediate_dim=16, dropout=0.0, use_gated_activation=False,
-        tie_embedding_weights=False),
-    "bart": lambda: keras_hub.models.BartBackbone(
-        vocabulary_size=VOCAB, num_layers=2, num_heads=2, hidden_dim=8,
-        intermediate_dim=16, dropout=0.0, max_sequence_length=LE),
-    # Sliding windows (2) shorter than the targets, grouped queries, soft caps.
-    "t5gemma": lambda: keras_hub.models.T5GemmaBackbone(
-        **_GEMMA_SIDES, sliding_window=2, dropout_rate=0.0, attention_dropout=0.0,
-        attn_logit_softcapping=5.0, final_logit_softcapping=3.0),
-    # Text only; windows of 3 (encoder: 1 back, 1 ahead; decoder: 2 back),
-    # merged self- and cross-attention, query-key norms.
-    "t5gemma2": lambda: keras_hub.models.T5Gemma2Backbone(
-        **_GEMMA_SIDES, sliding_window=3, attn_logit_softcapping=5.0,
-        final_logit_softcapping=3.0),
-    # No positions at all: the masks alone keep the pairs apart.
-    "edrec": lambda: keras_hub.models.EdRecBackbone(
-        vocab_size=VOCAB, num_layers_enc=2, num_layers_dec=2, hidden_dim=8,
-        intermediate_dim=16, num_heads=2),
-}
+from seq2seq_helpers import FAMILIES, JAX_RUNS, LD, LE, PAIRS
+from seq2seq_helpers import pair_positions, tolerance
 
 
 def _alone(backbone, encoder_ids, decoder_ids):
     e, d = np.array([encoder_ids], "int32"), np.array([decoder_ids], "int32")
     return backbone({"encoder_token_ids": e, "encoder_padding_mask": np.ones_like(e),
                      "decoder_token_ids": d, "decoder_padding_mask": np.ones_like(d)})
-
-
-def _where(packs):
-    """Per pair: (row, encoder token indices, decoder token indices)."""
-    where = {}
-    for row, ids in enumerate(packs["example_ids"]):
-        for slot, pair in enumerate(ids):
-            if pair >= 0:
-                where[int(pair)] = (
-                    row, np.flatnonzero(packs["encoder_sequence_ids"][row] == slot + 1),
-                    np.flatnonzero(packs["decoder_sequence_ids"][row] == slot + 1))
-    return where
-
-
-def _tolerance(reference):
-    # float32 rounding relative to the outputs' scale, as the conformance suite.
-    return 1e-5 * max(1.0, float(np.max(np.abs(reference))))
 
 
 def _weights(seed, length, width):
@@ -110,7 +40,7 @@ def check_pairs_alone(backbone, adapter, pairs=PAIRS, le=LE, ld=LD):
     """Outputs and gradients of the packed adapter == the backbone per pair."""
     packs = pack_pairs(pairs, max_encoder_length=le, max_decoder_length=ld)
     assert packs["sequence_mask"].sum() == len(pairs) and len(packs["example_ids"]) < len(pairs)
-    where = _where(packs)
+    where = pair_positions(packs)
     inputs = {k: tf.constant(v) for k, v in packs.items() if k in adapter.input_features}
     variables = backbone.trainable_variables
     with tf.GradientTape() as tape:
@@ -134,13 +64,13 @@ def check_pairs_alone(backbone, adapter, pairs=PAIRS, le=LE, ld=LD):
             got = np.asarray(out[name][row])[index]
             want = np.asarray(ref[name][0])
             scale = max(scale, np.abs(want).max())
-            np.testing.assert_allclose(got, want, atol=_tolerance(want), rtol=0, err_msg=name)
+            np.testing.assert_allclose(got, want, atol=tolerance(want), rtol=0, err_msg=name)
     compared = 0
     for variable, got, want in zip(variables, packed_grads, alone_grads):
         got = np.zeros(variable.shape) if got is None else np.asarray(tf.convert_to_tensor(got))
         want = np.asarray(want)
         compared += bool(np.any(want))
-        np.testing.assert_allclose(got, want, atol=_tolerance(want) * 10, rtol=0,
+        np.testing.assert_allclose(got, want, atol=tolerance(want) * 10, rtol=0,
                                    err_msg=variable.path)
     assert compared >= 10
     return scale
@@ -205,8 +135,7 @@ def test_packed_pairs_equal_each_pair_alone_on_jax():
         p for p in (os.environ.get("PYTHONPATH"),) if p])
     done = subprocess.run(
         [sys.executable, str(here / "seq2seq_jax_run.py"), *JAX_RUNS],
-        # TensorFlow stays importable: seq2seq_jax_run.py imports this module.
-        env=jax_env(tensorflow=True, PYTHONPATH=path), capture_output=True, text=True,
+        env=jax_env(PYTHONPATH=path), capture_output=True, text=True,
         timeout=600,
         cwd=here.parents[2])
     assert done.returncode == 0, done.stderr[-3000:]

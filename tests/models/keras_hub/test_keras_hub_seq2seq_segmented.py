@@ -9,7 +9,8 @@ import keras
 import numpy as np
 import pytest
 
-from test_keras_hub_seq2seq import FAMILIES, check_pairs_alone
+from seq2seq_helpers import FAMILIES
+from test_keras_hub_seq2seq import check_pairs_alone
 from tfpack.errors import TfpackError
 from tfpack.layers.pair_segmented_attention import attend_across_rows, pair_tiers
 from tfpack.models import from_keras_hub
