@@ -288,3 +288,21 @@ def test_finer_units_keep_bound_below_optimum_below_plan(pairs, depth):
     placed, bound = _grid.grid(counts, limits, 5.0)
     assert_valid(placed, counts, limits)
     assert bound <= optimum(counts, limits) <= placed.packs
+
+
+def test_the_next_units_prove_a_bound_where_the_first_stop_early(monkeypatch):
+    # Three (70, 1) at 200/200, K=4: 64 units round each to 22 (66 > 64), so 2 packs, the optimum.
+    # The first units' LP stopped before its first round (as a loaded machine can) proves nothing;
+    # the next units of the list then run, and their bound is the grid's.
+    counts = histogram([(70, 1)] * 3, (200, 200))
+    assert optimum(counts, (200, 200, 4)) == 2
+    calls, solve = [], _grid.solve
+
+    def first_stops(counts, limits, units, budget, up=True, **kwargs):
+        calls.append((units, up))
+        stopped = not up and units == (96, 64)
+        return solve(counts, limits, units, _grid.Budget(0.0) if stopped else budget, up=up, **kwargs)
+
+    monkeypatch.setattr(_grid, "solve", first_stops)
+    assert _grid.grid(counts, (200, 200, 4), 1.0)[1] == 2
+    assert [units for units, up in calls if not up][:2] == [(96, 64), 64]
