@@ -7,6 +7,7 @@ LP itself by enumerating every pack (`test_pair_lp_bound.lp_value`).
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 from hypothesis import example, given, settings
@@ -78,7 +79,59 @@ def test_every_real_pack_rounded_down_fits_its_units():
             assert max(_grid._units(p, limit, units, up=False).sum() for p in packs) <= units
 
 
+SHARES = [Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1)]
+
+
+def test_every_pack_of_at_most_k_rounded_down_with_any_share_fits_its_units():
+    # Exhaustive up to L=12, K=4: ceil(a (G + s) / L + (1 - s) / K) - 1 over any <= K lengths of a
+    # pack (sum <= L) is at most G, for each share s; and `_least` is the least length on its units.
+    for limit in range(1, 13):
+        lengths = np.arange(1, limit + 1)
+        for depth in range(1, 5):
+            packs = [list(p) for total in range(1, limit + 1) for p in partitions(total, limit) if len(p) <= depth]
+            table = np.zeros((len(packs), depth), dtype=np.int64)  # column j: the pack's j-th length - 1, or -1
+            table -= 1
+            for i, p in enumerate(packs):
+                table[i, :len(p)] = np.array(p) - 1
+            for units in range(1, 2 * limit + 1):
+                for share in SHARES:
+                    rounded = _grid._units(lengths, limit, units, up=False, lean=(share, depth))
+                    assert (np.where(table >= 0, rounded[table], 0).sum(axis=1) <= units).all()
+                    least = _grid._least(rounded, limit, units, up=False, lean=(share, depth))
+                    first = np.searchsorted(rounded, rounded) + 1  # rounded is nondecreasing
+                    assert ((least == first) | (rounded == rounded[0])).all()
+
+
+def test_the_places_share_proves_what_the_lengths_share_cannot():
+    # (3, 4) and (10, 4) at Le=10, Ld=6, K=2: 13 > 10 input tokens, so 2 packs. On 2 units a row,
+    # s = 1 rounds 3 to ceil(0.9) - 1 = 0 units and 10 to 2: one pack. s = 0 (a pair of at most 2
+    # wins back 1/2 a unit): 3 -> ceil(0.6 + 0.5) - 1 = 1, 10 -> ceil(2.5) - 1 = 2: 3 > 2, 2 packs.
+    counts = histogram([(3, 4), (10, 4)], (10, 6))
+    assert optimum(counts, (10, 6, 2)) == 2
+    assert _grid.solve(counts, (10, 6, 2), 2, None, up=False).bound == 1
+    assert _grid.solve(counts, (10, 6, 2), 2, None, up=False, lean=(0, 0)).bound == 2
+    assert _grid.solve(counts, (10, 6, 2), (2, 3), None, up=False, lean=(0, Fraction(1, 2))).bound == 2
+
+
 pair = st.tuples(st.integers(1, 10), st.integers(1, 6))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(pair, min_size=1, max_size=8), st.sampled_from([1, 2, 3, 4]),
+       st.tuples(st.integers(1, 8), st.integers(1, 8)), st.tuples(st.sampled_from(SHARES), st.sampled_from(SHARES)))
+@example([(3, 4), (10, 4)], 2, (2, 2), (Fraction(0), Fraction(0)))
+def test_any_units_and_shares_bound_below_optimum(pairs, depth, units, lean):
+    # Input and target units apart, each row's share of its rounding down: still a bound, seeded too.
+    limits = (10, 6, depth)
+    counts = histogram(pairs, limits[:2])
+    best = optimum(counts, limits)
+    down = _grid.solve(counts, limits, units, None, up=False, lean=lean)
+    assert down.converged and down.bound <= best
+    up = _grid.solve(counts, limits, units, None, up=True)
+    seeded = _grid.solve(counts, limits, units, None, up=False, seed=up, lean=lean)
+    assert seeded.bound == down.bound and abs(seeded.value - down.value) < 1e-6
+    placed = from_solution(counts, limits, up.columns, up.x, up.grouped)
+    assert_valid(placed, counts, limits)
 
 
 @settings(max_examples=25, deadline=None)
@@ -107,22 +160,23 @@ def test_bound_below_optimum_below_plan(pairs, depth, units):
 @settings(max_examples=20, deadline=None)
 @given(st.integers(2, 4), st.integers(1, 5), st.data())
 def test_pricing_is_exact(units, depth, data):
-    # The most a pack of at most `depth` cells within `units` a row is worth, by enumeration.
-    size = units + 1
-    values = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.4, 0.7]),
-                                         min_size=size * size, max_size=size * size))).reshape(size, size)
-    ids = np.arange(size * size).reshape(size, size)
+    # The most a pack of at most `depth` cells within `units` input units (and `other` target
+    # units) is worth, by enumeration.
+    other = data.draw(st.integers(1, 4))
+    values = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.4, 0.7]), min_size=(units + 1) * (other + 1),
+                                         max_size=(units + 1) * (other + 1)))).reshape(units + 1, other + 1)
+    ids = np.arange(values.size).reshape(values.shape)
     tables = _grid.Tables(values, ids, depth)
-    cells_ = [(e, d) for e in range(size) for d in range(size)]
+    cells_ = [(e, d) for e in range(units + 1) for d in range(other + 1)]
     best = 0.0
     for k in range(1, depth + 1):
         for pack in itertools.combinations_with_replacement(cells_, k):
-            if sum(e for e, _ in pack) <= units and sum(d for _, d in pack) <= units:
+            if sum(e for e, _ in pack) <= units and sum(d for _, d in pack) <= other:
                 best = max(best, sum(values[e, d] for e, d in pack))
     assert abs(tables.worth - best) < 1e-9
     members = tables.packs(1)[0]  # the best pack, as class ids (here: cells), fits and is worth it
-    e, d = np.divmod(np.asarray(members, dtype=np.int64), size)
-    assert len(members) <= depth and e.sum() <= units and d.sum() <= units
+    e, d = np.divmod(np.asarray(members, dtype=np.int64), other + 1)
+    assert len(members) <= depth and e.sum() <= units and d.sum() <= other
     assert abs(values[e, d].sum() - best) < 1e-9
 
 
@@ -175,9 +229,9 @@ def test_seeding_maps_each_class_to_the_most_numerous_class_below_it():
 def test_the_plans_lp_takes_the_finer_units_while_its_classes_are_few(monkeypatch):
     # (30, 10) and (31, 10) at 64/16: 48 units round them up to (23, 30) and (24, 30): 2 classes.
     counts = histogram([(30, 10), (31, 10)], (64, 16))
-    assert _grid.units_for(counts, (64, 16, 4), up=True) == 48
+    assert _grid.units_for(counts, (64, 16, 4), up=True) == (48, (1, 1))
     monkeypatch.setattr(_grid, "_PLAN_CLASSES", 1)  # 2 classes at 48 units are too many; 32 is the coarsest
-    assert _grid.units_for(counts, (64, 16, 4), up=True) == 32
+    assert _grid.units_for(counts, (64, 16, 4), up=True) == (32, (1, 1))
 
 
 def test_the_plans_lp_gets_most_of_the_time_limit(monkeypatch):
@@ -198,11 +252,11 @@ def test_the_plans_lp_gets_most_of_the_time_limit(monkeypatch):
 
 
 def test_finer_units_in_the_time_left_prove_more():
-    # Three (67, 1) at 200/200: two share a pack (201 > 200), so 2 packs. Rounded down to 64 or 96
-    # units (21 or 32 a pair: 63 <= 64, 96 <= 96) three fit; to 128 units, 43 a pair, 129 > 128.
+    # Three (67, 1) at 200/200: two share a pack (201 > 200), so 2 packs. Rounded down to 96 input
+    # units (32 a pair, with s = 3/4 or 1: 96 <= 96) three fit; to 128 units, 43 a pair, 129 > 128.
     counts = histogram([(67, 1)] * 3, (200, 200))
     assert optimum(counts, (200, 200, 4)) == 2
-    assert _grid.units_for(counts, (200, 200, 4)) == 64
+    assert _grid.units_for(counts, (200, 200, 4)) == ((96, 64), (Fraction(3, 4), 1))
     assert _grid.grid(counts, (200, 200, 4), None)[1] == 1  # no time limit: the first units only
     assert _grid.grid(counts, (200, 200, 4), 5.0)[1] == 2
 
@@ -217,11 +271,11 @@ def test_finer_units_only_with_the_time_they_need(monkeypatch):
     monkeypatch.setattr(_grid, "solve", recording)
     counts = histogram([(67, 1)] * 3, (200, 200))
     _grid.grid(counts, (200, 200, 4), 5.0)
-    assert units == [(48, True), (64, True), (64, False), (96, False), (128, False)]
+    assert units == [(48, True), (64, True), ((96, 64), False), (96, False), (128, False)]
     units.clear()
     monkeypatch.setattr(_grid, "_FINER_NEED", 1e9)  # the first LP's time times this is never left
     _grid.grid(counts, (200, 200, 4), 5.0)
-    assert units == [(48, True), (64, False)]
+    assert units == [(48, True), ((96, 64), False)]
 
 
 @settings(max_examples=15, deadline=None)
@@ -234,3 +288,21 @@ def test_finer_units_keep_bound_below_optimum_below_plan(pairs, depth):
     placed, bound = _grid.grid(counts, limits, 5.0)
     assert_valid(placed, counts, limits)
     assert bound <= optimum(counts, limits) <= placed.packs
+
+
+def test_the_next_units_prove_a_bound_where_the_first_stop_early(monkeypatch):
+    # Three (70, 1) at 200/200, K=4: 64 units round each to 22 (66 > 64), so 2 packs, the optimum.
+    # The first units' LP stopped before its first round (as a loaded machine can) proves nothing;
+    # the next units of the list then run, and their bound is the grid's.
+    counts = histogram([(70, 1)] * 3, (200, 200))
+    assert optimum(counts, (200, 200, 4)) == 2
+    calls, solve = [], _grid.solve
+
+    def first_stops(counts, limits, units, budget, up=True, **kwargs):
+        calls.append((units, up))
+        stopped = not up and units == (96, 64)
+        return solve(counts, limits, units, _grid.Budget(0.0) if stopped else budget, up=up, **kwargs)
+
+    monkeypatch.setattr(_grid, "solve", first_stops)
+    assert _grid.grid(counts, (200, 200, 4), 1.0)[1] == 2
+    assert [units for units, up in calls if not up][:2] == [(96, 64), 64]
