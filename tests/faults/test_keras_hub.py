@@ -101,7 +101,7 @@ def _poisoned_pack(family, implementation):
     from keras_hub_helpers import examples, make_backbone
 
     # The NaN is what is checked here; each family's exactness probe runs in
-    # tests/models/keras_hub/test_conformance.py (it was half of this CPU).
+    # tests/models/keras_hub/test_keras_hub_exactness.py (it was half of this CPU).
     adapter = from_keras_hub(make_backbone(family),
                              attention_implementation=implementation,
                              max_sequences_per_pack=2, check_exact=False)

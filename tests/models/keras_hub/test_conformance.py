@@ -129,7 +129,10 @@ def test_packed_equals_each_sequence_alone(family, backbones):
     alone_gradients = _numpy(tape.gradient(loss, variables))
     alone = [np.asarray(a) for a in alone]
     for implementation, options in _implementations(family):
-        adapter = models.from_keras_hub(backbone, **options)
+        # Compared with keras-hub alone below (every output and gradient);
+        # the run-time check passing, dense and segmented, on every family:
+        # test_keras_hub_exactness.py.
+        adapter = models.from_keras_hub(backbone, check_exact=False, **options)
         with _RotarySpy(backbone) as rotary, tf.GradientTape() as tape:
             output = adapter(packed, training=False)["sequence_output"]
             outputs = [tf.gather(output[row], tokens)
@@ -161,8 +164,8 @@ def test_no_cross_contamination(family, backbones):
     backbone = backbones(family)
     _, packed = _packed(family)
     for _, options in _implementations(family):
-        # The exactness check ran on these in test_packed_equals_each_sequence_alone
-        # (half this test's time): skipped here.
+        # The exactness check of every family, dense and segmented:
+        # test_keras_hub_exactness.py (half this test's time): skipped here.
         adapter = models.from_keras_hub(backbone, check_exact=False, **options)
         result = assert_no_cross_contamination(adapter, packed)
         assert result.max_output_difference["sequence_output"] == 0.0
@@ -171,7 +174,7 @@ def test_no_cross_contamination(family, backbones):
 def _task(family):
     """A tfpack task on the family's adapter and a dataset of its packs."""
     # A backbone of its own (the fit trains it); its adapter's exactness
-    # check: in test_packed_equals_each_sequence_alone.
+    # check: in test_keras_hub_exactness.py.
     adapter = models.from_keras_hub(make_backbone(family), check_exact=False)
     rng = np.random.default_rng(2)
     data = examples(family)
@@ -230,8 +233,8 @@ def test_keras_files_load_in_a_fresh_process(tmp_path, backbones):
     paths = []
     for family in sorted(FAMILIES):
         # What the file holds and gives after loading is checked here; the
-        # adapters' exactness, in test_packed_equals_each_sequence_alone
-        # (the probe was half this test's CPU).
+        # adapters' exactness, in test_packed_equals_each_sequence_alone and
+        # test_keras_hub_exactness.py (the probe was half this test's CPU).
         adapter = models.from_keras_hub(backbones(family), check_exact=False,
                                         **_implementations(family)[-1][1])
         _, packed = _packed(family)

@@ -7,11 +7,14 @@ from tfpack.models import from_keras_hub
 
 from keras_hub_helpers import make_backbone
 
-# Segmented == dense == keras-hub on each sequence alone: test_conformance.py.
+# Segmented == dense == keras-hub on each sequence alone: test_conformance.py;
+# the run-time exactness check of every family, dense and segmented:
+# test_keras_hub_exactness.py (so adapters here are built unchecked).
 
 
 def test_adapter_config_keeps_the_implementation_and_checks_it():
-    adapter = from_keras_hub(make_backbone("bert"),
+    bert, llama = make_backbone("bert"), make_backbone("llama")
+    adapter = from_keras_hub(bert, check_exact=False,
                              attention_implementation="segmented",
                              max_sequences_per_pack=4, segment_length=8)
     config = adapter.get_config()
@@ -19,16 +22,15 @@ def test_adapter_config_keeps_the_implementation_and_checks_it():
             config["segment_length"]) == ("segmented", 4, 8)
     clone = type(adapter).from_config(config)
     assert clone.attention_implementation == "segmented"
-    assert from_keras_hub(make_backbone("llama")).attention_implementation \
-        == "auto"
+    assert from_keras_hub(llama, check_exact=False
+                          ).attention_implementation == "auto"
     with pytest.raises(TfpackError, match=r"needs `max_sequences_per_pack`.*"
                                           r"Received: max_sequences_per_pack"
                                           r"=None"):
-        from_keras_hub(make_backbone("llama"),
-                       attention_implementation="segmented")
+        from_keras_hub(llama, attention_implementation="segmented")
     with pytest.raises(TfpackError, match=r"Received: attention_implementation"
                                           r"='fused'"):
-        from_keras_hub(make_backbone("bert"), attention_implementation="fused")
+        from_keras_hub(bert, attention_implementation="fused")
 
 
 def _same_seed(layer):
@@ -80,7 +82,8 @@ def test_dense_attention_is_keras_hubs_with_scores_query_first(training,
     with mock.patch.object(type(mha), "_compute_attention",
                            side_effect=AssertionError("key-first einsum")):
         got = encoders.dense_attention(mha, x, mask, training)
-        adapter = from_keras_hub(bert, attention_implementation="dense")
+        adapter = from_keras_hub(bert, attention_implementation="dense",
+                                 check_exact=False)
         adapter({"input_ids": np.array([[5, 6, 7, 0]]),
                  "sequence_ids": np.array([[1, 1, 2, 0]]),
                  "position_ids": np.array([[0, 1, 0, 0]])}, training=training)

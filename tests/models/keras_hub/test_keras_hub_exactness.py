@@ -42,21 +42,39 @@ class SameCallLlama(keras_hub.models.LlamaBackbone):
 KERAS_HUB_FAILS_ALONE = {"qwen_moe"}
 
 
+# What `from_keras_hub(backbone, **options)` checks by default, for both
+# attentions (the conformance suite builds its adapters unchecked: it
+# compares every output and gradient with keras-hub itself). The segmented
+# probe is cut to the segment length: sequences of 5 and 1 tokens.
+IMPLEMENTATIONS = {
+    "dense": (dict(attention_implementation="dense"), (5, 1, 3)),
+    "segmented": (dict(attention_implementation="segmented",
+                       max_sequences_per_pack=3, segment_length=8), (5, 1)),
+}
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_adapted_family_passes(family):
-    adapter = from_keras_hub(make_backbone(family), check_exact=False)
-    if family in KERAS_HUB_FAILS_ALONE:
-        with pytest.warns(UserWarning, match="failed on a probe sequence alone"):
+    backbone = make_backbone(family)
+    for implementation, (options, lengths) in IMPLEMENTATIONS.items():
+        adapter = from_keras_hub(backbone, check_exact=False, **options)
+        if family in KERAS_HUB_FAILS_ALONE:
+            with pytest.warns(UserWarning,
+                              match="failed on a probe sequence alone"):
+                result = check_packing_exact(adapter)
+            assert result.reference == "packs of one"
+        else:
             result = check_packing_exact(adapter)
-        assert result.reference == "packs of one"
-    else:
-        result = check_packing_exact(adapter)
-        assert result.reference == "keras-hub backbone", family
-    assert result.lengths == (5, 1, 3)
-    layers = [name for name in result.differences if name.startswith("layer ")]
-    assert len(layers) >= 2, (family, layers)  # Each transformer layer compared.
-    assert result.worst[1] < 0.5, (family, result.worst)
-    assert sum(name.startswith("gradient of") for name in result.differences) >= 5
+            assert result.reference == "keras-hub backbone", family
+        assert (result.implementation, result.lengths) == (
+            implementation, lengths), family
+        layers = [name for name in result.differences
+                  if name.startswith("layer ")]
+        # Each transformer layer compared.
+        assert len(layers) >= 2, (family, implementation, layers)
+        assert result.worst[1] < 0.5, (family, implementation, result.worst)
+        assert sum(name.startswith("gradient of")
+                   for name in result.differences) >= 5
 
 
 def test_a_subclass_that_changes_the_computation_is_refused_by_its_numbers():

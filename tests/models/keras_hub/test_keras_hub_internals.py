@@ -107,7 +107,8 @@ def test_a_moved_module_is_refused(release):
 def test_the_tested_release_passes_and_reads_only_declared_names(release):
     release.setattr(keras_hub, "__version__", "0.32.0")
     backbone = make_backbone("gemma")
-    from_keras_hub(backbone)(PACK)
+    # The exactness check of every family: test_keras_hub_exactness.py.
+    from_keras_hub(backbone, check_exact=False)(PACK)
     assert "gemma" in internals._CHECKED
     attention = backbone.transformer_layers[0].attention
     with pytest.raises(TfpackError, match=r"without declaring it .* "
@@ -166,7 +167,8 @@ def test_importing_the_adapters_does_not_import_keras_hub():
 @pytest.mark.parametrize("family", ["bert", "llama", "albert"])
 def test_layer_outputs_are_every_layers_output(family):
     backbone = make_backbone(family)
-    adapter = from_keras_hub(backbone, attention_implementation="dense")
+    adapter = from_keras_hub(backbone, attention_implementation="dense",
+                             check_exact=False)
     outputs = adapter.layer_outputs(PACK)
     assert len(outputs) == len(adapter.layers()) >= 2
     final = adapter.final_norm(outputs[-1], None)

@@ -34,7 +34,7 @@ RELATIVE = {
 @pytest.mark.parametrize("family", sorted(RELATIVE))
 def test_relative_positions_come_from_position_ids(family):
     module, name, index, per_layer = RELATIVE[family]
-    # The exactness check of every family: in test_conformance.py.
+    # The exactness check of every family: test_keras_hub_exactness.py.
     adapter = from_keras_hub(make_backbone(family), check_exact=False)
     packed = pack_examples(examples(family), MAX_LENGTH, packs=PACKS)
     assert packed["position_ids"][0].max() < 14  # Positions restart.
