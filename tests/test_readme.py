@@ -24,5 +24,5 @@ def test_readme_tour_runs(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "99.88" in out  # the optimal plan's efficiency on Wikipedia-512, depth 3
     assert (tmp_path / "plan.json").is_file()
-    assert namespace["result"].step == 10
+    assert namespace["result"].step == 4
     assert (tmp_path / "saved_models" / "tour" / "saved_model.pb").is_file()

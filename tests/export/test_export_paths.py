@@ -24,6 +24,18 @@ def model():
                            intermediate_dim=16, max_sequence_length=L)
 
 
+@pytest.fixture(scope="module")
+def exported(model, tmp_path_factory):
+    """One export for the tests that start from an existing one: each replaces a copy."""
+    return export_saved_model(model, tmp_path_factory.mktemp("first") / "m", max_length=L)
+
+
+def _existing(exported, tmp_path):
+    """A copy of the module's export at ``tmp_path/m``, its files' sizes and times kept
+    (`shutil.copytree` copies with `copy2`), so every file is still one tfpack wrote."""
+    return str(shutil.copytree(exported, tmp_path / "m", symlinks=True))
+
+
 def _marker(path):
     with open(os.path.join(path, paths.MARKER)) as f:
         return json.load(f)
@@ -52,8 +64,8 @@ def test_a_file_is_refused(tmp_path, model):
     assert (tmp_path / "f").read_text() == "x"
 
 
-def test_replaces_a_tfpack_saved_model_and_leaves_nothing_else(tmp_path, model):
-    path = export_saved_model(model, tmp_path / "m", max_length=L)
+def test_replaces_a_tfpack_saved_model_and_leaves_nothing_else(tmp_path, model, exported):
+    path = _existing(exported, tmp_path)
     with pytest.raises(TfpackError, match=r"must not hold a SavedModel when overwrite=False"):
         export_saved_model(model, path, max_length=L - 1, overwrite=False)
     assert _marker(path)["lengths"] == {"L": L}
@@ -64,15 +76,16 @@ def test_replaces_a_tfpack_saved_model_and_leaves_nothing_else(tmp_path, model):
     assert served.structured_input_signature[1]["input_ids"].shape.as_list() == [None, L - 1]
 
 
-def test_replacing_without_atomic_exchange_still_ends_complete(tmp_path, model, monkeypatch):
-    path = export_saved_model(model, tmp_path / "m", max_length=L)
+def test_replacing_without_atomic_exchange_still_ends_complete(tmp_path, model, exported,
+                                                                monkeypatch):
+    path = _existing(exported, tmp_path)
     monkeypatch.setattr(outputs, "_exchange", lambda a, b: False)  # the one swap, shared with pack
     export_saved_model(model, path, max_length=L - 2)
     assert _marker(path)["lengths"] == {"L": L - 2} and os.listdir(tmp_path) == ["m"]
 
 
-def test_leftovers_of_an_interrupted_export_are_cleaned_up(tmp_path, model):
-    path = export_saved_model(model, tmp_path / "m", max_length=L)
+def test_leftovers_of_an_interrupted_export_are_cleaned_up(tmp_path, model, exported):
+    path = _existing(exported, tmp_path)
     # A crash while writing left a partial directory; one between the two fallback
     # renames left the previous export aside and none at the path.
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
@@ -87,8 +100,8 @@ def test_leftovers_of_an_interrupted_export_are_cleaned_up(tmp_path, model):
     assert os.listdir(tmp_path) == ["m"] and paths.is_tfpack_saved_model(path)
 
 
-def test_failure_while_saving_keeps_the_previous_export(tmp_path, model, monkeypatch):
-    path = export_saved_model(model, tmp_path / "m", max_length=L)
+def test_failure_while_saving_keeps_the_previous_export(tmp_path, model, exported, monkeypatch):
+    path = _existing(exported, tmp_path)
     before = sorted(os.listdir(path))
 
     def broken_save(*args, **kwargs):
@@ -119,8 +132,9 @@ def test_an_empty_directory_is_used(tmp_path, model):
     shutil.rmtree(tmp_path / "m")
 
 
-def test_replacing_an_export_keeps_the_users_files_and_serves_the_warmup_file(tmp_path, model):
-    path = export_saved_model(model, tmp_path / "m", max_length=L)
+def test_replacing_an_export_keeps_the_users_files_and_serves_the_warmup_file(tmp_path, model,
+                                                                             exported):
+    path = _existing(exported, tmp_path)
     warmup = os.path.join(path, "assets.extra", "tf_serving_warmup_requests")
     with tf.io.TFRecordWriter(warmup) as writer:  # what TensorFlow Serving replays at load
         writer.write(b"request-1")
