@@ -200,3 +200,20 @@ def test_loss_balancing_uses_expected_counts():
     g = tf.convert_to_tensor(grads[-1]).numpy()
     np.testing.assert_allclose(model.trainable_weights[-1].numpy(), start[-1] - g, atol=2e-6)
 
+
+class BranchingCounts(TinyPretrainer):
+    def target_counts(self, x):
+        counts = super().target_counts(x)
+        if counts["mlm"] > 0:  # A Python `if` on a tensor: needs AutoGraph in a graph.
+            counts["mlm"] = counts["mlm"] + 0.0
+        return counts
+
+
+def test_the_models_own_code_keeps_autograph():
+    """The Trainer traces its update loop without AutoGraph (cheaper to trace); the model's
+    code it calls there (`target_counts`, or its forward pass) is still converted."""
+    keras.utils.set_random_seed(0)
+    trainer = Trainer(BranchingCounts(), Lamb(), micro_batch_size=2, progress=False,
+                      log_every=1, jit_compile=False)
+    assert trainer.fit(dataset(4), 1).step == 1
+
