@@ -4,12 +4,14 @@
         [--checkpoint-dir DIR [--resume-to N]]
 
 MODE: ``mirrored`` (MirroredStrategy over two logical CPUs: the Trainer, then
-`model.fit` of the real BertPretrainer into OUT-fit.npz) or ``multiworker``
+`model.fit` of the real BertPretrainer into OUT-fit.npz; and, in the same process,
+their one-device references on the default strategy with the same global batch: the
+Trainer into OUT-reference.npz, `model.fit` with XLA into OUT-fit-xla.npz) or ``multiworker``
 (MultiWorkerMirroredStrategy; TF_CONFIG set by the caller). With ``--resume-to``,
 a new Trainer (new model and optimizer) in the same process then resumes from the
 checkpoint of the first to update N, and OUT holds its weights and losses (one
 process start, TensorFlow's import and the strategy paid once). Only the chief
-writes OUT. `train` is also imported by the tests for the one-device run.
+writes OUT.
 """
 
 import argparse
@@ -90,11 +92,17 @@ def main():
                                        acc=args.acc, checkpoint_dir=args.checkpoint_dir)
     if chief:
         np.savez(args.out, *weights, loss=losses)
-    if args.mode == "mirrored":  # One process for both: TensorFlow starts once.
+    if args.mode == "mirrored":  # One process for all four: TensorFlow starts once.
+        one_device = tf.distribute.get_strategy()
+        weights, losses, _ = train(one_device, micro=2 * args.micro, steps=args.steps,
+                                   acc=args.acc)
+        np.savez(args.out.replace(".npz", "-reference.npz"), *weights, loss=losses)
         # `fit(jit_compile=True)` fails under MirroredStrategy (docs/training.md).
-        weights, losses, _ = fit(strategy, batch=2 * args.micro, steps=args.steps,
-                                 jit_compile=False)
-        np.savez(args.out.replace(".npz", "-fit.npz"), *weights, loss=losses)
+        for where, jit_compile, name in ((strategy, False, "-fit.npz"),
+                                         (one_device, True, "-fit-xla.npz")):
+            weights, losses, _ = fit(where, batch=2 * args.micro, steps=args.steps,
+                                     jit_compile=jit_compile)
+            np.savez(args.out.replace(".npz", name), *weights, loss=losses)
 
 
 if __name__ == "__main__":

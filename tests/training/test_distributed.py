@@ -51,17 +51,6 @@ def _weights(path):
     return [data[f"arr_{i}"] for i in range(len(data.files) - 1)], data["loss"]
 
 
-@pytest.fixture(scope="module")
-def reference():
-    import tensorflow as tf
-
-    from distributed_run import train
-
-    weights, losses, _ = train(tf.distribute.get_strategy(), micro=GLOBAL_MICRO,
-                               steps=STEPS, acc=ACC)
-    return weights, losses
-
-
 def _free_ports(n):
     sockets = [socket.socket() for _ in range(n)]
     for s in sockets:
@@ -83,19 +72,25 @@ def _assert_same(weights, reference):
 
 @pytest.fixture(scope="module")
 def mirrored(tmp_path_factory):
-    """One subprocess: the Trainer, then `model.fit`, under MirroredStrategy."""
+    """One subprocess: the Trainer, then `model.fit`, under MirroredStrategy, and their
+    one-device references (the Trainer; `model.fit` with XLA): TensorFlow starts once."""
     out = tmp_path_factory.mktemp("mirrored") / "w.npz"
     process = _run("mirrored", out, GLOBAL_MICRO // 2)  # 2 per replica
     return process, out
 
 
-def test_mirrored_two_logical_cpus_matches_one_device(reference, mirrored):
+def _output(mirrored, suffix=""):
+    """The weights and losses the mirrored process wrote (``w{suffix}.npz``) once it ended."""
     process, out = mirrored
-    _wait(process)
-    _assert_same(_weights(out), reference)
+    _wait(process, timeout=3 * TIMEOUT)  # four trainings, two under MirroredStrategy
+    return _weights(str(out).replace(".npz", f"{suffix}.npz"))
 
 
-def test_multi_worker_two_processes_matches_one_process(reference, tmp_path):
+def test_mirrored_two_logical_cpus_matches_one_device(mirrored):
+    _assert_same(_output(mirrored), _output(mirrored, "-reference"))
+
+
+def test_multi_worker_two_processes_matches_one_process(mirrored, tmp_path):
     """Two workers train 2 updates and checkpoint, then a new Trainer (new model and
     optimizer) in each worker resumes to update 3: the weights equal 3 straight updates in
     one process (nothing lost or repeated)."""
@@ -110,6 +105,7 @@ def test_multi_worker_two_processes_matches_one_process(reference, tmp_path):
         _wait(worker, timeout=2 * TIMEOUT)  # two trainings a process
     assert sorted(os.listdir(checkpoints)) == [f"ckpt-{STEPS - 1}", f"ckpt-{STEPS}"]
     weights, losses = _weights(out)
+    reference = _output(mirrored, "-reference")
     for a, b in zip(weights, reference[0]):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
     np.testing.assert_allclose(losses, reference[1][-1:], rtol=1e-5)  # the resumed interval
@@ -118,15 +114,9 @@ def test_multi_worker_two_processes_matches_one_process(reference, tmp_path):
 def test_fit_under_mirrored_matches_single_device_fit_with_xla(mirrored):
     """`model.fit`: two replicas (jit_compile=False, see docs/training.md) reach the weights
     of one device with `jit_compile=True` and the same global batch."""
-    import tensorflow as tf
-
-    from distributed_run import fit
-
-    process, out = mirrored
-    weights, losses, _ = fit(tf.distribute.get_strategy(), batch=GLOBAL_MICRO, steps=STEPS,
-                             jit_compile=True)
-    _wait(process)
-    ours, their_losses = _weights(str(out).replace(".npz", "-fit.npz"))
-    for a, b in zip(ours, weights):
+    (ours, our_losses), (theirs, their_losses) = (_output(mirrored, "-fit"),
+                                                  _output(mirrored, "-fit-xla"))
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
-    np.testing.assert_allclose(their_losses, losses, rtol=1e-5)
+    np.testing.assert_allclose(our_losses, their_losses, rtol=1e-5)

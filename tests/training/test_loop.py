@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -49,47 +50,64 @@ def test_one_update_follows_the_global_mean_loss():
 
 
 def test_accumulation_equals_a_bigger_batch():
-    a = _trainer(micro=2, acc=2, jit_compile=True)
+    # Without XLA: the accumulation is the graph loop around the step, the same either way
+    # (`test_one_update_follows_the_global_mean_loss` runs it with the compiled step).
+    a = _trainer(micro=2, acc=2)
     a.fit(dataset(32), 3)
-    b = _trainer(micro=4, acc=1, jit_compile=True)
+    b = _trainer(micro=4, acc=1)
     b.fit(dataset(32), 3)
     for x, y in zip(_weights(a), _weights(b)):
         np.testing.assert_allclose(x, y, atol=1e-5)
 
 
-def test_logs_json_lines(tmp_path):
-    log = tmp_path / "log.jsonl"
-    result = _trainer(log_path=str(log)).fit(dataset(32), 4)
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """6 updates, logged every 2 (to a file), without checkpoints: the run the resumed one
+    must reach, and the log lines' test."""
+    log = tmp_path_factory.mktemp("straight") / "log.jsonl"
+    trainer = _trainer(log_path=str(log))
+    return trainer, trainer.fit(dataset(40).repeat(), 6), log
+
+
+def test_logs_json_lines(straight):
+    _, result, log = straight
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [line["step"] for line in lines] == [2, 4] == [r["step"] for r in result.history]
+    assert [line["step"] for line in lines] == [2, 4, 6] == [r["step"] for r in result.history]
     for key in ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy",
                 "real_tokens_per_second", "packs_per_second"):
         assert np.isfinite(lines[-1][key]), key
     assert lines[-1]["loss"] == pytest.approx(lines[-1]["mlm_loss"] + lines[-1]["nsp_loss"])
 
 
-def test_resume_continues_the_same_stream(tmp_path):
+@pytest.fixture(scope="module")
+def three_updates(tmp_path_factory):
+    """A run checkpointed every 2 updates, stopped at 3 (ckpt-2, ckpt-3): resumed by one
+    test, refused to another configuration by another (each from a copy)."""
+    folder = tmp_path_factory.mktemp("three_updates") / "run"
+    result = _trainer(checkpoint_dir=str(folder), checkpoint_every=2).fit(
+        dataset(40).repeat(), 3)
+    return folder, result
+
+
+def test_resume_continues_the_same_stream(tmp_path, straight, three_updates):
     # Packs are distinct, so a lost or repeated pack changes the weights.
-    data = dataset(40).repeat()
-    straight = _trainer()
-    straight.fit(data, 6)
-    first = _trainer(checkpoint_dir=str(tmp_path), checkpoint_every=2)
-    result = first.fit(data, 3)
+    folder, result = tmp_path / "run", three_updates[1]
+    shutil.copytree(three_updates[0], folder)
     assert result.checkpoint.endswith("ckpt-3")
-    second = _trainer(checkpoint_dir=str(tmp_path), checkpoint_every=2)
-    result = second.fit(data, 6)
+    second = _trainer(checkpoint_dir=str(folder), checkpoint_every=2)
+    result = second.fit(dataset(40).repeat(), 6)
     assert result.resumed_from == 3 and result.step == 6
-    for x, y in zip(_weights(second), _weights(straight)):
+    for x, y in zip(_weights(second), _weights(straight[0])):
         np.testing.assert_allclose(x, y, atol=1e-6)
     # Only complete checkpoints, nothing temporary, oldest pruned.
-    assert sorted(os.listdir(tmp_path)) == ["ckpt-3", "ckpt-4", "ckpt-6"]
+    assert sorted(os.listdir(folder)) == ["ckpt-3", "ckpt-4", "ckpt-6"]
 
 
-def test_checkpoint_from_another_config_is_refused(tmp_path):
-    _trainer(checkpoint_dir=str(tmp_path)).fit(dataset(16), 1)
+def test_checkpoint_from_another_config_is_refused(tmp_path, three_updates):
+    shutil.copytree(three_updates[0], tmp_path / "run")
     keras.utils.set_random_seed(0)
     other = Trainer(TinyPretrainer(hidden=6), Lamb(), micro_batch_size=2,
-                    checkpoint_dir=str(tmp_path), progress=False, jit_compile=False)
+                    checkpoint_dir=str(tmp_path / "run"), progress=False, jit_compile=False)
     with pytest.raises(TfpackError, match=r"same configuration .* differ: .*dense/kernel"):
         other.fit(dataset(16), 2)
 
@@ -112,7 +130,7 @@ def test_mixed_precision_uses_loss_scaling():
     keras.utils.set_random_seed(0)
     model = TinyPretrainer(dtype="mixed_float16")
     trainer = Trainer(model, Lamb(learning_rate=0.02), micro_batch_size=4, progress=False,
-                      log_every=2, jit_compile=True)
+                      log_every=2, jit_compile=False)
     assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
     result = trainer.fit(dataset(32), 4)
     assert np.isfinite(result.history[-1]["loss"])
@@ -181,3 +199,21 @@ def test_loss_balancing_uses_expected_counts():
     grads = tape.gradient(loss, probe.trainable_variables)
     g = tf.convert_to_tensor(grads[-1]).numpy()
     np.testing.assert_allclose(model.trainable_weights[-1].numpy(), start[-1] - g, atol=2e-6)
+
+
+class BranchingCounts(TinyPretrainer):
+    def target_counts(self, x):
+        counts = super().target_counts(x)
+        if counts["mlm"] > 0:  # A Python `if` on a tensor: needs AutoGraph in a graph.
+            counts["mlm"] = counts["mlm"] + 0.0
+        return counts
+
+
+def test_the_models_own_code_keeps_autograph():
+    """The Trainer traces its update loop without AutoGraph (cheaper to trace); the model's
+    code it calls there (`target_counts`, or its forward pass) is still converted."""
+    keras.utils.set_random_seed(0)
+    trainer = Trainer(BranchingCounts(), Lamb(), micro_batch_size=2, progress=False,
+                      log_every=1, jit_compile=False)
+    assert trainer.fit(dataset(4), 1).step == 1
+

@@ -12,7 +12,7 @@ import pytest
 
 from tfpack.errors import TfpackError
 from tfpack.training import Lamb, Trainer
-from tinymodels import TinyPretrainer, dataset
+from tinymodels import TinyPretrainer, dataset, packed_examples
 
 
 @keras.saving.register_keras_serializable(package="tfpack_tests")
@@ -43,12 +43,18 @@ def _weights(trainer):
 
 
 @pytest.fixture(scope="module")
-def four_updates(tmp_path_factory):
-    """The checkpoints (ckpt-2, ckpt-4) of 4 updates at learning rate 0.02, trained once
-    for the tests that resume from a copy."""
+def four_updates_run(tmp_path_factory):
+    """4 updates at learning rate 0.02, trained once: the checkpoints (ckpt-2, ckpt-4) for
+    the tests that resume from a copy, and the weights."""
     folder = tmp_path_factory.mktemp("four_updates")
-    _trainer(str(folder), checkpoint_every=2).fit(dataset(40).repeat(), 4)
-    return folder
+    trainer = _trainer(str(folder), checkpoint_every=2)
+    trainer.fit(dataset(40).repeat(), 4)
+    return folder, _weights(trainer)
+
+
+@pytest.fixture(scope="module")
+def four_updates(four_updates_run):
+    return four_updates_run[0]
 
 
 def test_dropout_resumed_equals_uninterrupted(tmp_path):
@@ -96,17 +102,19 @@ def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, four_updates):
         _trainer(str(tmp_path / "run")).fit(dataset(40).repeat(), 5)
 
 
-def test_finite_dataset_ends_cleanly_with_consistent_counters(tmp_path):
+def test_finite_dataset_ends_cleanly_with_consistent_counters(tmp_path, four_updates_run):
     # 9 packs, 2 per update: 4 updates, then the 9th pack alone is not an update.
     trainer = _trainer(str(tmp_path), log_every=3)
     result = trainer.fit(dataset(9), 10)
     assert result.data_exhausted and result.step == 4 == int(trainer.step.numpy())
     assert [r["step"] for r in result.history] == [3, 4]
     assert result.checkpoint.endswith("ckpt-4")
-    # The checkpoint holds the weights of exactly 4 updates.
-    again = _trainer()
-    again.fit(dataset(9), 4)
-    for x, y in zip(_weights(again), _weights(trainer)):
+    # The weights of exactly 4 updates: the fixture's, on the same first 8 packs
+    # (`packed_examples(9)` is the start of `packed_examples(40)`).
+    start = packed_examples(40)
+    for name, values in packed_examples(9).items():
+        np.testing.assert_array_equal(values, start[name][:9])
+    for x, y in zip(four_updates_run[1], _weights(trainer)):
         np.testing.assert_allclose(x, y, atol=1e-6)
 
 

@@ -5,10 +5,11 @@
 1. ``count_targets``: each replica counts the loss targets (masked tokens,
    sequences, ...) of all ``accumulation_steps`` micro-batches of the update;
    one all-reduce turns them into the GLOBAL counts.
-2. ``compute_gradients`` (XLA, ``jit_compile=True``, fixed shapes, inside
-   ``strategy.run``): forward, ``model.loss_statistics``, loss = per-term
-   local loss sums over the global counts, backward; gradients are summed over
-   the micro-batches on the replica (graph loops: `accumulation`).
+2. ``compute_gradients`` (XLA, ``jit_compile=True``, fixed shapes, inside ``strategy.run``):
+   forward, ``model.loss_statistics``, loss = per-term local loss sums over the global
+   counts, backward; gradients are summed over the micro-batches on the replica (graph
+   loops: `accumulation`). The update around them is traced without AutoGraph (cheaper to
+   trace); the model's own code keeps it.
 3. ``apply_gradients``: the optimizer all-reduces (sums) the gradients over
    replicas and updates the weights (with loss scaling under mixed precision).
 
@@ -165,7 +166,7 @@ class Trainer:
         self.eval_batch_size = eval_batch_size
         self._compiled = {}
         self._eval_step = None
-        self._loop = tf.function(self._train_loop)
+        self._loop = tf.function(self._train_loop, autograph=False)
         self._iterator = None
         self._dataset = None
         self._output = None
@@ -189,7 +190,8 @@ class Trainer:
     def count_targets(self, batches):
         """Per replica: targets of each loss term (and real tokens) in ``batches``
         (features stacked ``[accumulation_steps, micro_batch_size, ...]``)."""
-        return accumulation.sum_micro_batches(lambda x: target_counts(self.model, x), batches,
+        count = tf.autograph.to_graph(target_counts)  # the model's code keeps AutoGraph
+        return accumulation.sum_micro_batches(lambda x: count(self.model, x), batches,
                                               self.accumulation_steps)
 
     def _zeros(self):
@@ -262,10 +264,9 @@ class Trainer:
         complete, arrays = accumulation.read_micro_batches(
             self.strategy, iterator, self.accumulation_steps,
             accumulation.micro_batch_spec(self._element_spec, self.micro_batch_size))
-        if complete:
-            self.update(accumulation.stacked_micro_batches(self.strategy, arrays))
-        else:
-            self._exhausted.assign(True)
+        self._exhausted.assign(tf.logical_not(complete))  # it stays so: `_train_loop` ends
+        tf.cond(complete, lambda: self.update(accumulation.stacked_micro_batches(
+            self.strategy, arrays)), lambda: None)
 
     def update(self, batches):
         """One optimizer update on distributed micro-batches ``batches``
@@ -288,9 +289,8 @@ class Trainer:
         self.step.assign_add(1)
         loss = tf.add_n([stats[f"{t}_loss_sum"] / tf.maximum(stats[f"{t}_count"], 1.0)
                          for t in self.terms])
-        if tf.logical_and(tf.logical_not(tf.math.is_finite(loss)),
-                          self._first_bad_step < 0):
-            self._first_bad_step.assign(self.step)
+        bad = tf.logical_and(tf.logical_not(tf.math.is_finite(loss)), self._first_bad_step < 0)
+        self._first_bad_step.assign(tf.where(bad, self.step, self._first_bad_step))
         for k, v in self._sums.items():
             v.assign_add(tf.cast(stats[k], tf.float64))
 
