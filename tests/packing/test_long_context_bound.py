@@ -151,3 +151,31 @@ def test_long_contexts_prove_first_from_the_target_gap(monkeypatch):
     assert (Tuning.PROVE_ABOVE, Tuning.LONG_PROVE_ABOVE) == (0.01, 0.002)
     assert proves_first(monkeypatch, 16)
     assert not proves_first(monkeypatch, 32)
+
+
+def first_proof_growth(monkeypatch, long_context_from: int) -> float:
+    """The ``growth`` `grouped`'s first `prove_down` gets at L=16 (the plan 0.5% above)."""
+    def prove_down(*args, **kwargs):
+        raise Proving(kwargs["growth"])
+
+    monkeypatch.setattr(Tuning, "LONG_CONTEXT_FROM", long_context_from)
+    monkeypatch.setattr(Tuning, "PROVE_ABOVE", 0.001)  # proves first either way
+    monkeypatch.setattr(_paths, "prove_down", prove_down)
+    search = _paths.Search({"tokens": 1000})
+    search.packs = 1005
+    try:
+        _paths.grouped(search, make_histogram(16, {5: 3000, 6: 200}), 16, 4,
+                       _budget.Budget(None))
+    except Proving as proving:
+        return proving.args[0]
+    raise AssertionError("prove_down was not called")
+
+
+def test_long_contexts_go_on_to_finer_rounded_down_groups_sooner(monkeypatch):
+    """On long contexts the rounded-down LP's packs seed the plan's LP, and 512 groups'
+    seed it far better than 256's (seed 5 case 18: its first LP 116,715 instead of
+    116,938): 512 start with LONG_PROVE_GROWTH (1) times the first LP's time left, not
+    PROVE_GROWTH (2) as elsewhere."""
+    assert (Tuning.LONG_PROVE_GROWTH, Tuning.PROVE_GROWTH) == (1.0, 2.0)
+    assert first_proof_growth(monkeypatch, 16) == 1.0
+    assert first_proof_growth(monkeypatch, 32) == 2.0
