@@ -179,3 +179,30 @@ def test_long_contexts_go_on_to_finer_rounded_down_groups_sooner(monkeypatch):
     assert (Tuning.LONG_PROVE_GROWTH, Tuning.PROVE_GROWTH) == (1.0, 2.0)
     assert first_proof_growth(monkeypatch, 16) == 1.0
     assert first_proof_growth(monkeypatch, 32) == 2.0
+
+
+def full_packs_first_calls(monkeypatch, spike: int, long_context_from: int) -> int:
+    """How often `optimal` starts full packs first at L=64 (lengths 5-40 three times each,
+    and ``spike`` sequences of 64: the tokens bind, best fit a pack above them), with long
+    contexts from ``long_context_from``."""
+    from tfpack.packing.algorithms import optimal
+
+    calls = []
+    monkeypatch.setattr(Tuning, "LONG_CONTEXT_FROM", long_context_from)
+    monkeypatch.setattr(Tuning, "MANY_LENGTHS", 4)
+    monkeypatch.setattr(_paths, "full_packs_first", lambda *a, **k: calls.append(1))
+    histogram = make_histogram(64, {n: 3 for n in range(5, 41)})
+    histogram[-1] = spike
+    optimal.pack(histogram, 64, None, seed=0, time_limit=0.05)
+    return len(calls)
+
+
+def test_long_contexts_start_full_packs_first_only_where_full_windows_hold_a_share(monkeypatch):
+    """From LONG_CONTEXT_FROM, full packs first only where sequences of L hold
+    FULL_FIRST_SPIKE (30%) of the tokens or more: at L=12,288 it succeeded only at 38-69%
+    (seed 1 case 30) and gave up elsewhere after up to 0.24 s the plan needed (seed 5
+    case 18: 0.209% -> 0.171%). Lengths 5-40 three times: 2,430 tokens; 20 of 64 are 34.5%
+    of all, 17 30.9%, 16 29.6%."""
+    assert Tuning.FULL_FIRST_SPIKE == 0.3
+    assert [full_packs_first_calls(monkeypatch, s, 64) for s in (20, 17, 16)] == [1, 1, 0]
+    assert full_packs_first_calls(monkeypatch, 16, 65) == 1  # below long contexts: always

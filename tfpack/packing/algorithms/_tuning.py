@@ -66,10 +66,12 @@ class Tuning:
     # and only below this max_length: from L=32,768 its greedy (Python, a scan of up to L
     # lengths a join) ran 0.65-1.8 s to give up on the 5 suite cases there (seeds 0-1), and
     # never succeeded; with its 0.4 s share cut off, it only took that time from the plan.
-    # At L=12,288 (long contexts, `LONG_CONTEXT_FROM`) it took 0.13-0.25 s of 1 s and gave up
-    # on the short-document cases out (`planners_long_context.py --seed 5` case 18, `--seed 1`
-    # case 40) before the grouped plan, which needed the time: 12,288 (16,384 before).
-    FULL_FIRST_BELOW = 12288
+    FULL_FIRST_BELOW = 16384
+    # From `LONG_CONTEXT_FROM`, only where sequences of L hold this share of the tokens or more
+    # (`optimal._full_windows_pay`): at L=12,288 it took 0.13-0.25 s of 1 s and gave up on the
+    # short-document cases out (`planners_long_context.py --seed 5` case 18, `--seed 1` case 40)
+    # before the grouped plan, which needed the time; it succeeded only at 38-69% (seed 1 case 30).
+    FULL_FIRST_SPIKE = 0.3
 
     # --- Quick bound (`_paths.quick`) ---
     # Where the tokens bind, with more than QUICK_PLAN_ROWS lengths (fewer than
