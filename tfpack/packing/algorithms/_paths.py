@@ -215,10 +215,11 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         above = Tuning.LONG_PROVE_ABOVE if long else Tuning.PROVE_ABOVE
         if search.packs > search.bound * (1 + above):
             # The bound on groups of the lengths present (`prove_down`), finer while time lasts;
-            # on long contexts its packs seed the plan's LP: a finer one sooner.
+            # on long contexts, where it stays below the token bound, its packs only seed the
+            # plan's LP: a finer one sooner.
             proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
-                                 budget.share(Tuning.PROVE_SHARE), growth=Tuning.LONG_PROVE_GROWTH
-                                 if long else Tuning.PROVE_GROWTH)
+                                 budget.share(Tuning.PROVE_SHARE),
+                                 seeding=Tuning.LONG_PROVE_GROWTH if long else None)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
@@ -308,7 +309,7 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
 
 def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
                budget: _budget.Budget, rows: int = 0, took: float = 0.0, coarser=(),
-               growth: float = Tuning.PROVE_GROWTH):
+               growth: float = Tuning.PROVE_GROWTH, seeding: float | None = None):
     """Bounds on `present_groups` rounded down, twice the groups while ``budget`` lasts.
 
     Where the tokens bind and the simple bounds are loose (stretched long
@@ -329,11 +330,16 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     left, where nothing else would use it). A finer
     LP starts from the last one's columns (`finer_packs`: 490 groups took 11
     rounds instead of 16). Returns ``(rows, took, coarser)``, to resume with
-    more time (``rows`` 0: from the first).
+    more time (``rows`` 0: from the first). With ``seeding``, that growth instead
+    wherever the best LP bound is below the token bound (its packs then only seed a plan).
     """
     first = not rows
     rows = rows or Tuning.PROVE_ROWS
-    while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > growth * took and \
+    def grows():  # the growth for the next finer LP
+        below = search.bounds.get("lp", 0) < search.bounds.get("tokens", 0)
+        return seeding if seeding is not None and below else growth
+
+    while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > grows() * took and \
             not search.done():
         began = budget.spent()
         rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS),

@@ -132,13 +132,14 @@ class Tuning:
     # little, so it starts only with this many times the last one's time left (2.5 kept
     # L=16,384 depth 16 from its 1,024 groups by 0.01 s: 0.208% above the plan, not 0.148%).
     PROVE_GROWTH = 2.0
-    # From LONG_CONTEXT_FROM to LONG_PROVE_BELOW, the first `_paths.prove_down` (`grouped`)
-    # goes on to 512 groups with this many times the first LP's time left: there its packs
-    # seed the plan's LP (`plan_up`, ``warm``), and from 512 groups' packs it starts far closer
+    # From LONG_CONTEXT_FROM to LONG_PROVE_BELOW, where the first `_paths.prove_down` (`grouped`)
+    # stays below the token bound, it goes on to 512 groups with this many times the first LP's
+    # time left: its packs seed the plan's LP (`plan_up`, ``warm``), from 512 groups' far closer
     # (`planners_long_context.py --seed 5` case 18: first LP 116,715 instead of 116,938).
     # With 2.0 the 512 groups ran or not by a few hundredths of a second of load (seed 5 case
     # 18 0.17% or 0.26%); with 1.0 and `LONG_FINE_ROWS`, seed 1 case 40 0.233% -> 0.173%,
-    # seed 6 case 2 0.203% -> 0.136% (alone, load 8-9).
+    # seed 6 case 2 0.203% -> 0.136% (alone, load 8-9). Not where it reaches the token bound
+    # (narrow documents, the bound what is loose): seed 3 case 11 0.149% -> 0.245% there.
     LONG_PROVE_GROWTH = 1.0
     # Of the time the plan leaves there, for finer bounds before finer plans (`_paths.refine`,
     # each LP started from the last one's packs), the rest after them. All of it first left
