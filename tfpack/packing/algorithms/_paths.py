@@ -335,6 +335,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     """
     first = not rows
     rows = rows or Tuning.PROVE_ROWS
+
     def grows():  # the growth for the next finer LP
         below = search.bounds.get("lp", 0) < search.bounds.get("tokens", 0)
         return seeding if seeding is not None and below else growth
@@ -539,9 +540,10 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     L=32,768 depth 16: 0.35% in units of 32), the plan is on `Tuning.UNIT_ROWS`
     balanced groups (`on_grid`) on a grid of ``max_length / Tuning.FINE_ROWS``
     tokens (8 there: 61,422 -> 61,301 packs on 61,207), where pricing's table stays
-    within `Tuning.TABLE_CELLS`; on long contexts up to `Tuning.LONG_FINE_ROWS` groups
-    (short documents at L=12,288: 0.211% -> 0.171%). With ``half`` (`grouped`: the rounded-down LP lost
-    the tokens, so the plan is loose, not the bound) past `Tuning.HALF_GRID_LOSS`,
+    within `Tuning.TABLE_CELLS`; on long contexts up to `Tuning.LONG_FINE_ROWS`
+    groups (short documents at L=12,288: 0.211% -> 0.171%). With ``half``
+    (`grouped`: the rounded-down LP lost the tokens, so the plan is loose, not
+    the bound) past `Tuning.HALF_GRID_LOSS`,
     on half the unit (long-context seed 0 case 26, 0.171% lost in units of 16:
     175,150 packs; 175,122 on a grid of 4, 175,082 of 8; the lift needs the unit's
     grid: case 5 0.078% -> 0.306% on 8). Elsewhere the finer table did worse
