@@ -13,6 +13,8 @@ first wherever the best plan is past the 0.2% target above the simple bounds
 moves when told, or none.
 """
 
+import types
+
 import numpy as np
 
 from test_optimal import make_histogram
@@ -151,3 +153,81 @@ def test_long_contexts_prove_first_from_the_target_gap(monkeypatch):
     assert (Tuning.PROVE_ABOVE, Tuning.LONG_PROVE_ABOVE) == (0.01, 0.002)
     assert proves_first(monkeypatch, 16)
     assert not proves_first(monkeypatch, 32)
+
+
+def first_proof_growth(monkeypatch, long_context_from: int) -> float | None:
+    """The ``seeding`` growth `grouped`'s first `prove_down` gets at L=16 (the plan 0.5%
+    above the bound)."""
+    def prove_down(*args, **kwargs):
+        raise Proving(kwargs.get("seeding"))
+
+    monkeypatch.setattr(Tuning, "LONG_CONTEXT_FROM", long_context_from)
+    monkeypatch.setattr(Tuning, "PROVE_ABOVE", 0.001)  # proves first either way
+    monkeypatch.setattr(_paths, "prove_down", prove_down)
+    search = _paths.Search({"tokens": 1000})
+    search.packs = 1005
+    try:
+        _paths.grouped(search, make_histogram(16, {5: 3000, 6: 200}), 16, 4,
+                       _budget.Budget(None))
+    except Proving as proving:
+        return proving.args[0]
+    raise AssertionError("prove_down was not called")
+
+
+def rounded_down_lps(monkeypatch, lp_bound: int, seeding: float | None) -> int:
+    """How many rounded-down LPs `prove_down` runs in 1 s where each takes 0.4 s and
+    proves ``lp_bound`` (the token bound 100)."""
+    clock, runs = Clock(), []
+
+    def rounded_down_lp(search, *args):
+        runs.append(clock.now)
+        clock.now += 0.4
+        search.prove(lp_bound, "lp")
+        return types.SimpleNamespace(patterns=[], x=np.zeros(0), duals=None)
+
+    monkeypatch.setattr(_paths._units, "rounded_down_lp", rounded_down_lp)
+    search = _paths.Search({"tokens": 100})
+    histogram = make_histogram(1024, {n: 1 for n in range(1, 1025)})
+    _paths.prove_down(search, histogram, 1024, 8, _budget.Budget(1.0, clock), seeding=seeding)
+    return len(runs)
+
+
+def test_long_contexts_go_on_to_finer_rounded_down_groups_sooner(monkeypatch):
+    """On long contexts, where the rounded-down LP stays below the token bound, its packs
+    only seed the plan's LP, and 512 groups' seed it far better than 256's (seed 5 case
+    18: its first LP 116,715 instead of 116,938): 512 start with LONG_PROVE_GROWTH (1)
+    times the first LP's time left (0.6 s after 0.4 s), not PROVE_GROWTH (2) as where it
+    reaches the token bound (there seed 3 case 11 lost 0.149% -> 0.245%) or elsewhere."""
+    assert (Tuning.LONG_PROVE_GROWTH, Tuning.PROVE_GROWTH) == (1.0, 2.0)
+    assert rounded_down_lps(monkeypatch, 99, seeding=1.0) == 2
+    assert rounded_down_lps(monkeypatch, 100, seeding=1.0) == 1
+    assert rounded_down_lps(monkeypatch, 99, seeding=None) == 1
+    assert first_proof_growth(monkeypatch, 16) == 1.0  # (replaces prove_down: last)
+    assert first_proof_growth(monkeypatch, 32) is None
+
+
+def full_packs_first_calls(monkeypatch, spike: int, long_context_from: int) -> int:
+    """How often `optimal` starts full packs first at L=64 (lengths 5-40 three times each,
+    and ``spike`` sequences of 64: the tokens bind, best fit a pack above them), with long
+    contexts from ``long_context_from``."""
+    from tfpack.packing.algorithms import optimal
+
+    calls = []
+    monkeypatch.setattr(Tuning, "LONG_CONTEXT_FROM", long_context_from)
+    monkeypatch.setattr(Tuning, "MANY_LENGTHS", 4)
+    monkeypatch.setattr(_paths, "full_packs_first", lambda *a, **k: calls.append(1))
+    histogram = make_histogram(64, {n: 3 for n in range(5, 41)})
+    histogram[-1] = spike
+    optimal.pack(histogram, 64, None, seed=0, time_limit=0.05)
+    return len(calls)
+
+
+def test_long_contexts_start_full_packs_first_only_where_full_windows_hold_a_share(monkeypatch):
+    """From LONG_CONTEXT_FROM, full packs first only where sequences of L hold
+    FULL_FIRST_SPIKE (30%) of the tokens or more: at L=12,288 it succeeded only at 38-69%
+    (seed 1 case 30) and gave up elsewhere after up to 0.24 s the plan needed (seed 5
+    case 18: 0.209% -> 0.171%). Lengths 5-40 three times: 2,430 tokens; 20 of 64 are 34.5%
+    of all, 17 30.9%, 16 29.6%."""
+    assert Tuning.FULL_FIRST_SPIKE == 0.3
+    assert [full_packs_first_calls(monkeypatch, s, 64) for s in (20, 17, 16)] == [1, 1, 0]
+    assert full_packs_first_calls(monkeypatch, 16, 65) == 1  # below long contexts: always

@@ -211,12 +211,15 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         order = ((False, 0.5), (True, 1.0))
     else:
         order = ((True, 1.0),)
-        above = Tuning.LONG_PROVE_ABOVE if \
-            Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW else Tuning.PROVE_ABOVE
+        long = Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW
+        above = Tuning.LONG_PROVE_ABOVE if long else Tuning.PROVE_ABOVE
         if search.packs > search.bound * (1 + above):
-            # The bound on groups of the lengths present (`prove_down`), finer while time lasts.
+            # The bound on groups of the lengths present (`prove_down`), finer while time lasts;
+            # on long contexts, where it stays below the token bound, its packs only seed the
+            # plan's LP: a finer one sooner.
             proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
-                                 budget.share(Tuning.PROVE_SHARE))
+                                 budget.share(Tuning.PROVE_SHARE),
+                                 seeding=Tuning.LONG_PROVE_GROWTH if long else None)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
@@ -306,7 +309,7 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
 
 def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
                budget: _budget.Budget, rows: int = 0, took: float = 0.0, coarser=(),
-               growth: float = Tuning.PROVE_GROWTH):
+               growth: float = Tuning.PROVE_GROWTH, seeding: float | None = None):
     """Bounds on `present_groups` rounded down, twice the groups while ``budget`` lasts.
 
     Where the tokens bind and the simple bounds are loose (stretched long
@@ -327,11 +330,17 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     left, where nothing else would use it). A finer
     LP starts from the last one's columns (`finer_packs`: 490 groups took 11
     rounds instead of 16). Returns ``(rows, took, coarser)``, to resume with
-    more time (``rows`` 0: from the first).
+    more time (``rows`` 0: from the first). With ``seeding``, that growth instead
+    wherever the best LP bound is below the token bound (its packs then only seed a plan).
     """
     first = not rows
     rows = rows or Tuning.PROVE_ROWS
-    while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > growth * took and \
+
+    def grows():  # the growth for the next finer LP
+        below = search.bounds.get("lp", 0) < search.bounds.get("tokens", 0)
+        return seeding if seeding is not None and below else growth
+
+    while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > grows() * took and \
             not search.done():
         began = budget.spent()
         rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS),
@@ -531,8 +540,10 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     L=32,768 depth 16: 0.35% in units of 32), the plan is on `Tuning.UNIT_ROWS`
     balanced groups (`on_grid`) on a grid of ``max_length / Tuning.FINE_ROWS``
     tokens (8 there: 61,422 -> 61,301 packs on 61,207), where pricing's table stays
-    within `Tuning.TABLE_CELLS`. With ``half`` (`grouped`: the rounded-down LP lost
-    the tokens, so the plan is loose, not the bound) past `Tuning.HALF_GRID_LOSS`,
+    within `Tuning.TABLE_CELLS`; on long contexts up to `Tuning.LONG_FINE_ROWS`
+    groups (short documents at L=12,288: 0.211% -> 0.171%). With ``half``
+    (`grouped`: the rounded-down LP lost the tokens, so the plan is loose, not
+    the bound) past `Tuning.HALF_GRID_LOSS`,
     on half the unit (long-context seed 0 case 26, 0.171% lost in units of 16:
     175,150 packs; 175,122 on a grid of 4, 175,082 of 8; the lift needs the unit's
     grid: case 5 0.078% -> 0.306% on 8). Elsewhere the finer table did worse
@@ -549,7 +560,11 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
     if fine >= unit or cells > Tuning.TABLE_CELLS:
         return unit, starts
-    return fine, on_grid(histogram, fine, Tuning.UNIT_ROWS)
+    rows = Tuning.UNIT_ROWS
+    if not half and Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW:
+        rows = max(rows, min(max_length // fine, Tuning.LONG_FINE_ROWS,  # the finest grid
+                             Tuning.TABLE_CELLS // ((depth + 1) * (max_length // fine + 1))))
+    return fine, on_grid(histogram, fine, rows)
 
 
 def on_grid(histogram, unit, rows):

@@ -67,6 +67,11 @@ class Tuning:
     # lengths a join) ran 0.65-1.8 s to give up on the 5 suite cases there (seeds 0-1), and
     # never succeeded; with its 0.4 s share cut off, it only took that time from the plan.
     FULL_FIRST_BELOW = 16384
+    # From `LONG_CONTEXT_FROM`, only where sequences of L hold this share of the tokens or more
+    # (`optimal._full_windows_pay`): at L=12,288 it took 0.13-0.25 s of 1 s and gave up on the
+    # short-document cases out (`planners_long_context.py --seed 5` case 18, `--seed 1` case 40)
+    # before the grouped plan, which needed the time; it succeeded only at 38-69% (seed 1 case 30).
+    FULL_FIRST_SPIKE = 0.3
 
     # --- Quick bound (`_paths.quick`) ---
     # Where the tokens bind, with more than QUICK_PLAN_ROWS lengths (fewer than
@@ -127,6 +132,15 @@ class Tuning:
     # little, so it starts only with this many times the last one's time left (2.5 kept
     # L=16,384 depth 16 from its 1,024 groups by 0.01 s: 0.208% above the plan, not 0.148%).
     PROVE_GROWTH = 2.0
+    # From LONG_CONTEXT_FROM to LONG_PROVE_BELOW, where the first `_paths.prove_down` (`grouped`)
+    # stays below the token bound, it goes on to 512 groups with this many times the first LP's
+    # time left: its packs seed the plan's LP (`plan_up`, ``warm``), from 512 groups' far closer
+    # (`planners_long_context.py --seed 5` case 18: first LP 116,715 instead of 116,938).
+    # With 2.0 the 512 groups ran or not by a few hundredths of a second of load (seed 5 case
+    # 18 0.17% or 0.26%); with 1.0 and `LONG_FINE_ROWS`, seed 1 case 40 0.233% -> 0.173%,
+    # seed 6 case 2 0.203% -> 0.136% (alone, load 8-9). Not where it reaches the token bound
+    # (narrow documents, the bound what is loose): seed 3 case 11 0.149% -> 0.245% there.
+    LONG_PROVE_GROWTH = 1.0
     # Of the time the plan leaves there, for finer bounds before finer plans (`_paths.refine`,
     # each LP started from the last one's packs), the rest after them. All of it first left
     # the finer plans no time (long-context suite, L=16,384 depth 4: 190,948 packs on a bound
@@ -191,6 +205,12 @@ class Tuning:
     # (seed 0 cases 5 and 9, 0.152-0.154% lost: 0.08% -> 0.31% and 0.035% -> 0.125% on the half
     # grid, the lift from the unit's grid lost).
     HALF_GRID_LOSS = 1.5e-3
+    # From LONG_CONTEXT_FROM to LONG_PROVE_BELOW, that grid's plan has up to this many balanced
+    # groups (within TABLE_CELLS; UNIT_ROWS elsewhere): short documents at L=12,288 lose less to
+    # rounding up (with `LONG_PROVE_GROWTH`: seed 5 case 18 1,024 groups 0.211%, 2,048 0.171%;
+    # seed 0 case 16 0.153% -> 0.095%). Not all the grid's points: 3,640 groups (L=16,384 depth
+    # 8, grid of 4: `--seed 2` case 46) gave no plan in the time, 3.18% (0.126% with 2,048).
+    LONG_FINE_ROWS = 2048
 
     # --- The LP over all lengths, last (`optimal`) ---
     # Skipped with less time left than LAST_LP_SECONDS where there are more than
