@@ -7,7 +7,6 @@ for real by two MultiWorkerMirroredStrategy processes on 127.0.0.1."""
 import functools
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import tfpack
 from tfpack.errors import TfpackError
 from tfpack.packing.hosts import agreed_packs, check_counts, fit_to_count, split_files
 
+from open_trace import traced
 from packed_checks import dataset_from_examples, unpack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -366,15 +366,6 @@ SIZES = [20, 6, 9]  # records a file; worker 0 gets files 0 and 2 (29), worker 1
 
 
 @functools.cache
-def _seccomp_flags():
-    """``strace --seccomp-bpf`` where it works: only the traced ``openat`` calls stop the
-    worker, not every system call of TensorFlow's threads (the same trace, at a fraction of
-    the cost)."""
-    probe = subprocess.run(["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=openat",
-                            "-o", os.devnull, "true"], capture_output=True)
-    return ["--seccomp-bpf"] if probe.returncode == 0 and not probe.stderr else []
-
-
 def _free_ports(n):
     sockets = [socket.socket() for _ in range(n)]
     for s in sockets:
@@ -425,9 +416,7 @@ def test_two_workers_pack_their_own_files_and_run_equal_steps(tmp_path):
         command = [sys.executable, os.path.join(os.path.dirname(__file__),
                                                 "host_packing_run.py"),
                    str(tmp_path / "part-*.tfrecord"), str(tmp_path / f"out{i}.json")]
-        if shutil.which("strace"):  # The files each worker really opened.
-            command = ["strace", "-f", "-qq", *_seccomp_flags(), "-e", "trace=openat", "-o",
-                       str(tmp_path / f"trace{i}"), *command]
+        command = traced(command, tmp_path / f"trace{i}")  # The files each worker really opened.
         runs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True))
     _communicate(runs, "worker")

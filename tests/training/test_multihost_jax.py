@@ -9,7 +9,6 @@ process fed the same global batches (``--as-processes 2``).
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 from jax_env import jax_env
+from open_trace import traced
 
 pytest.importorskip("jax")
 
@@ -59,9 +59,7 @@ def _free_port() -> int:
 def _command(packed, *args, trace=None):
     command = [sys.executable, EXAMPLE, "--input", packed, "--batch-size", "4",
                "--vocab-size", "40", *map(str, args)]
-    if trace and shutil.which("strace"):
-        command = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", str(trace), *command]
-    return command
+    return traced(command, trace) if trace else command
 
 
 def _env():
