@@ -209,7 +209,10 @@ def _grid_first(found: dict[str, int], limits) -> bool:
     its 4 pairs in both rows at once, which neither side's templates see
     (1e6 balanced pairs at 512/128, K=4: 268,960 packs from templates, 260,669
     from the grid); where tokens bind less, templates of one side fill packs
-    to their places and prove it (log-normal: within 0.03%).
+    to their places and prove it (log-normal: within 0.03%). Not past 4
+    pairs a pack: places no longer bind and the rounded-down LP proves less
+    than the conflicts (1e6 balanced pairs at 512/128, K=16: 234,154-236,563
+    at 24-32 units in 0.9-3.8 s, input_conflict 244,766; `_grid`'s notes).
     """
     depth = limits[2]
     if depth is None or depth > _lp_bound.FEW:
