@@ -99,3 +99,29 @@ def test_compounds_are_tried_where_partners_and_places_suffice():
     counts[3, 5] += 1  # one more target-heavy (4, 6): they outnumber their partners
     assert not _compounds_fit(counts, (16, 8, 16), 4, inputs=True)
     assert _compounds_fit(counts, (16, 8, 16), 4, inputs=False)  # joined on the targets' side
+
+
+def test_compounds_take_two_pairs_a_place_where_both_rows_bind():
+    from tfpack.packing.pairs.algorithms import _compounds_fit
+    counts = counts_of([(12, 2)] * 10 + [(4, 6)] * 10, (16, 8))  # 10 packs of tokens on each row
+    both = (10, 10)
+    assert _compounds_fit(counts, (16, 8, 8), 6, inputs=True, tokens=both)  # 4 places, 6 pairs: two a place
+    assert not _compounds_fit(counts, (16, 8, 8), 6, inputs=True)  # rows not known to bind: a place a pair
+    assert not _compounds_fit(counts, (16, 8, 5), 4, inputs=True, tokens=both)  # 2 places only
+    assert not _compounds_fit(counts, (16, 8, 8), 9, inputs=True, tokens=both)  # 8 pairs on 4 places, not 9
+    assert not _compounds_fit(counts, (16, 8, 8), 6, inputs=True, tokens=(10, 8))  # one row binds: 0.8
+
+
+def test_optimal_plans_compounds_at_eight_places_where_both_rows_bind():
+    # 20,000 balanced pairs (both medians 0.2 of their limits): about 4 pairs a pack, template
+    # depth 5, 4 places for compounds. Templates of pairs alone: 5,301 packs.
+    rng = np.random.default_rng(0)
+    z = rng.multivariate_normal([0, 0], [[1, 0.5], [0.5, 1]], 20_000)
+    a = np.minimum(np.exp(np.log(0.2 * 128) + 0.6 * z[:, 0]).astype(np.int64) + 1, 128)
+    b = np.minimum(np.exp(np.log(0.2 * 32) + 0.6 * z[:, 1]).astype(np.int64) + 1, 32)
+    counts = np.zeros((128, 32), dtype=np.int64)
+    np.add.at(counts, (a - 1, b - 1), 1)
+    p = plan(counts, max_length=(128, 32), max_sequences_per_pack=8, algorithm="optimal", time_limit=None)
+    compounds = compound_swapped(counts, (128, 32, 8), None)[0].packs  # the targets bind: joined on their side
+    assert p.metrics["packs"] <= compounds < 5_301
+    assert p.metrics["lower_bound_packs"] <= p.metrics["packs"]
