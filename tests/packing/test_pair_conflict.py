@@ -125,3 +125,14 @@ def test_optimal_plans_compounds_at_eight_places_where_both_rows_bind():
     compounds = compound_swapped(counts, (128, 32, 8), None)[0].packs  # the targets bind: joined on their side
     assert p.metrics["packs"] <= compounds < 5_301
     assert p.metrics["lower_bound_packs"] <= p.metrics["packs"]
+
+
+def test_the_grid_comes_first_at_five_places_where_both_rows_bind():
+    # K=5: compounds would have 2 places; the grid's plan is the best candidate there.
+    from tfpack.packing.pairs.algorithms import _grid_first
+    found = {"input_tokens": 95, "target_tokens": 100, "sequences": 40}
+    assert _grid_first(found, (16, 8, 5))
+    assert not _grid_first(found, (16, 8, 6))  # compounds have 3 places
+    assert not _grid_first({**found, "input_tokens": 80}, (16, 8, 5))  # one row binds: 0.8
+    assert not _grid_first(found, (16, 8, 4))  # at K=4 tokens must need about the packs places do
+    assert _grid_first({**found, "sequences": 100}, (16, 8, 4))

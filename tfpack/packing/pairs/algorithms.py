@@ -11,7 +11,7 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
 - ``ffd``: first fit decreasing, pairs with the larger share of a limit
   first (`_first_fit`).
 - ``optimal``: at up to 4 pairs a pack where tokens need about as many
-  packs as places (`_grid_first`), first the LPs on a grid of units
+  packs as places, or at 5 where both rows bind (`_grid_first`), first the LPs on a grid of units
   (`_grid`: a plan rounded from the LP of rounded-up pairs, the bound
   ``grid_lp`` of the LP of rounded-down ones, seeded with the other's
   columns), in ``time_limit``; then, only where time is left or the grid
@@ -85,8 +85,9 @@ _COMPOUND_SHARE = 0.6
 # where tokens need this share of the packs places need (`_grid_first`): past it one row
 # binds and its templates prove their plan (SQuAD-like x 10 at 512/128: 1.34, within 0.001%).
 _GRID_TOKENS = (0.85, 1.02)
-# Compounds are tried on half their places (`_compounds_fit`) where both rows' tokens need packs within
-# this factor of each other (balanced: 0.99; stdlib docstrings and Debian, one row binding: 0.52-0.76).
+# Compounds are tried on half their places (`_compounds_fit`), and the grid first at K=5 (`_grid_first`),
+# where both rows' tokens need packs within this factor of each other (`_both_bind`; balanced: 0.99;
+# stdlib docstrings and Debian, one row binding: 0.52-0.76).
 _BOTH_BIND = 0.9
 # `optimal` stops trying candidates at a plan within this factor of its bound.
 _CLOSE = 1.001
@@ -217,10 +218,16 @@ def _grid_first(found: dict[str, int], limits) -> bool:
     to their places and prove it (log-normal: within 0.03%). Not past 4
     pairs a pack: places no longer bind and the rounded-down LP proves less
     than the conflicts (1e6 balanced pairs at 512/128, K=16: 234,154-236,563
-    at 24-32 units in 0.9-3.8 s, input_conflict 244,766; `_grid`'s notes).
+    at 24-32 units in 0.9-3.8 s, input_conflict 244,766; `_grid`'s notes),
+    except at 5 where both rows bind (`_both_bind`) and compounds have only 2
+    places (`_compounds_fit`): the grid's plan is the best there (1e6 balanced
+    pairs at 512/128: 259,868 packs where templates give 273,511), its bound
+    is not (the conflicts' is kept).
     """
     depth = limits[2]
-    if depth is None or depth > _lp_bound.FEW:
+    if depth is not None and depth > _lp_bound.FEW:
+        return depth // 2 < 3 and _both_bind((found["input_tokens"], found["target_tokens"]))
+    if depth is None:
         return False
     tokens = max(found["input_tokens"], found["target_tokens"])
     return _GRID_TOKENS[0] * found["sequences"] <= tokens <= _GRID_TOKENS[1] * found["sequences"]
@@ -294,12 +301,17 @@ def _compounds_fit(counts: np.ndarray, limits, depth: int | None, inputs: bool, 
     pairs give 140,506).
     """
     places = None if limits[2] is None else limits[2] // 2
-    both = min(tokens) >= _BOTH_BIND * max(tokens) > 0
+    both = _both_bind(tokens)
     if not (places is None or depth is None or places >= depth or (both and places >= 3 and 2 * places >= depth)):
         return False
     a, b, n = cells(counts)
     heavy = a * limits[1] < b * limits[0] if inputs else b * limits[0] < a * limits[1]
     return 2 * int(n[heavy].sum()) <= int(n.sum())
+
+
+def _both_bind(tokens) -> bool:
+    """Whether both rows' tokens (the packs each needs) are within `_BOTH_BIND` of each other."""
+    return min(tokens) >= _BOTH_BIND * max(tokens) > 0
 
 
 def _ffd_if_small(counts: np.ndarray, limits, time_limit=None) -> tuple[Placed | None, None]:
