@@ -11,6 +11,7 @@ from tfpack.packing.pairs._compounds import compound, compound_swapped, joined
 from tfpack.packing.pairs._packs import histogram_of, strategies_of
 from tfpack.packing.pairs.checks import check_pair_plan
 
+from tests.packing.test_pair_grid import balanced
 from tests.packing.test_pair_plans import brute_force_packs, counts_of
 
 
@@ -115,12 +116,7 @@ def test_compounds_take_two_pairs_a_place_where_both_rows_bind():
 def test_optimal_plans_compounds_at_eight_places_where_both_rows_bind():
     # 20,000 balanced pairs (both medians 0.2 of their limits): about 4 pairs a pack, template
     # depth 5, 4 places for compounds. Templates of pairs alone: 5,301 packs.
-    rng = np.random.default_rng(0)
-    z = rng.multivariate_normal([0, 0], [[1, 0.5], [0.5, 1]], 20_000)
-    a = np.minimum(np.exp(np.log(0.2 * 128) + 0.6 * z[:, 0]).astype(np.int64) + 1, 128)
-    b = np.minimum(np.exp(np.log(0.2 * 32) + 0.6 * z[:, 1]).astype(np.int64) + 1, 32)
-    counts = np.zeros((128, 32), dtype=np.int64)
-    np.add.at(counts, (a - 1, b - 1), 1)
+    counts = balanced(20_000, (128, 32))
     p = plan(counts, max_length=(128, 32), max_sequences_per_pack=8, algorithm="optimal", time_limit=None)
     compounds = compound_swapped(counts, (128, 32, 8), None)[0].packs  # the targets bind: joined on their side
     assert p.metrics["packs"] <= compounds < 5_301
