@@ -11,6 +11,7 @@ from tfpack.packing.pairs._compounds import compound, compound_swapped, joined
 from tfpack.packing.pairs._packs import histogram_of, strategies_of
 from tfpack.packing.pairs.checks import check_pair_plan
 
+from tests.packing.test_pair_grid import balanced
 from tests.packing.test_pair_plans import brute_force_packs, counts_of
 
 
@@ -99,3 +100,35 @@ def test_compounds_are_tried_where_partners_and_places_suffice():
     counts[3, 5] += 1  # one more target-heavy (4, 6): they outnumber their partners
     assert not _compounds_fit(counts, (16, 8, 16), 4, inputs=True)
     assert _compounds_fit(counts, (16, 8, 16), 4, inputs=False)  # joined on the targets' side
+
+
+def test_compounds_take_two_pairs_a_place_where_both_rows_bind():
+    from tfpack.packing.pairs.algorithms import _compounds_fit
+    counts = counts_of([(12, 2)] * 10 + [(4, 6)] * 10, (16, 8))  # 10 packs of tokens on each row
+    both = (10, 10)
+    assert _compounds_fit(counts, (16, 8, 8), 6, inputs=True, tokens=both)  # 4 places, 6 pairs: two a place
+    assert not _compounds_fit(counts, (16, 8, 8), 6, inputs=True)  # rows not known to bind: a place a pair
+    assert not _compounds_fit(counts, (16, 8, 5), 4, inputs=True, tokens=both)  # 2 places only
+    assert not _compounds_fit(counts, (16, 8, 8), 9, inputs=True, tokens=both)  # 8 pairs on 4 places, not 9
+    assert not _compounds_fit(counts, (16, 8, 8), 6, inputs=True, tokens=(10, 8))  # one row binds: 0.8
+
+
+def test_optimal_plans_compounds_at_eight_places_where_both_rows_bind():
+    # 20,000 balanced pairs (both medians 0.2 of their limits): about 4 pairs a pack, template
+    # depth 5, 4 places for compounds. Templates of pairs alone: 5,301 packs.
+    counts = balanced(20_000, (128, 32))
+    p = plan(counts, max_length=(128, 32), max_sequences_per_pack=8, algorithm="optimal", time_limit=None)
+    compounds = compound_swapped(counts, (128, 32, 8), None)[0].packs  # the targets bind: joined on their side
+    assert p.metrics["packs"] <= compounds < 5_301
+    assert p.metrics["lower_bound_packs"] <= p.metrics["packs"]
+
+
+def test_the_grid_comes_first_at_five_places_where_both_rows_bind():
+    # K=5: compounds would have 2 places; the grid's plan is the best candidate there.
+    from tfpack.packing.pairs.algorithms import _grid_first
+    found = {"input_tokens": 95, "target_tokens": 100, "sequences": 40}
+    assert _grid_first(found, (16, 8, 5))
+    assert not _grid_first(found, (16, 8, 6))  # compounds have 3 places
+    assert not _grid_first({**found, "input_tokens": 80}, (16, 8, 5))  # one row binds: 0.8
+    assert not _grid_first(found, (16, 8, 4))  # at K=4 tokens must need about the packs places do
+    assert _grid_first({**found, "sequences": 100}, (16, 8, 4))

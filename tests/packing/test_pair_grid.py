@@ -180,14 +180,20 @@ def test_pricing_is_exact(units, depth, data):
     assert abs(values[e, d].sum() - best) < 1e-9
 
 
+def balanced(n: int, limits) -> np.ndarray:
+    """``n`` pairs of the benchmarks' balanced family: both medians at 0.2 of their limits, correlation 0.5."""
+    rng = np.random.default_rng(0)
+    z = rng.multivariate_normal([0, 0], [[1, 0.5], [0.5, 1]], n)
+    a = np.minimum(np.exp(np.log(0.2 * limits[0]) + 0.6 * z[:, 0]).astype(np.int64) + 1, limits[0])
+    b = np.minimum(np.exp(np.log(0.2 * limits[1]) + 0.6 * z[:, 1]).astype(np.int64) + 1, limits[1])
+    counts = np.zeros(limits, dtype=np.int64)
+    np.add.at(counts, (a - 1, b - 1), 1)
+    return counts
+
+
 def test_optimal_runs_the_grid_where_both_rows_bind():
     # Both rows bind at 4 pairs a pack: tokens need 0.96 of the packs places need.
-    rng = np.random.default_rng(0)
-    z = rng.multivariate_normal([0, 0], [[1, 0.5], [0.5, 1]], 400)
-    a = np.minimum(np.exp(np.log(0.2 * 32) + 0.6 * z[:, 0]).astype(np.int64) + 1, 32)
-    b = np.minimum(np.exp(np.log(0.2 * 16) + 0.6 * z[:, 1]).astype(np.int64) + 1, 16)
-    counts = np.zeros((32, 16), dtype=np.int64)
-    np.add.at(counts, (a - 1, b - 1), 1)
+    counts = balanced(400, (32, 16))
     p = plan(counts, max_length=(32, 16), max_sequences_per_pack=4, algorithm="optimal", time_limit=None)
     m = p.metrics
     placed, bound = _grid.grid(counts, (32, 16, 4), None)

@@ -62,6 +62,16 @@ P_2[G - e, G - d]``); ``O(G^4)`` a convolution, one a round at ``K = 4``.
 Each round adds the packs of the best splits (`_COLUMNS`: fewer, longer
 rounds; 135 rounds at 24 columns, 15 at 600).
 
+The doubling prices any ``K`` (``K = 16``: ``P_8 + P_8``; checked against a
+plain DP at ``K`` = 5-16 in tests/packing/test_pair_grid_deep.py), but the
+bound pays only where places bind: rounded down, a pair loses about ``1/2 -
+a / L`` of a unit, a unit a pack at 4 pairs a pack of balanced lengths,
+which ``K = 4`` hides (its places bind first) and ``K = 16`` does not. 1e6
+balanced pairs at 512/128, K=16 (2026-11-29): 24 / 32 units prove 234,154 /
+236,563 in 0.9 / 3.8 s CPU, under the conflicts' 244,766; extrapolated in
+``1 / G`` (24-48 units on another draw) the LP of real pairs is about the
+conflicts' bound, so no grid proves the plan there (`algorithms._grid_first`).
+
 >>> import numpy as np
 >>> counts = np.zeros((8, 4), dtype=np.int64)
 >>> counts[5, 0] = 3; counts[1, 2] = 3  # three (6, 1), three (2, 3); Le=8, Ld=4

@@ -11,13 +11,14 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
 - ``ffd``: first fit decreasing, pairs with the larger share of a limit
   first (`_first_fit`).
 - ``optimal``: at up to 4 pairs a pack where tokens need about as many
-  packs as places (`_grid_first`), first the LPs on a grid of units
+  packs as places, or at 5 where both rows bind (`_grid_first`), first the LPs on a grid of units
   (`_grid`: a plan rounded from the LP of rounded-up pairs, the bound
   ``grid_lp`` of the LP of rounded-down ones, seeded with the other's
   columns), in ``time_limit``; then, only where time is left or the grid
   gave no plan, the binding side's templates, for their bound. Otherwise
   candidates in turn, until one is within 0.1% of the bound or
-  the time is up: where a pack has places for twice the pairs it must hold
+  the time is up: where a pack has places for twice the pairs it must hold,
+  or, where both rows bind, at least 3 for them two a place
   (`_compounds_fit`), templates of compounds on the side whose tokens bind
   first (`_compounds`: each pair heavy on the other side joined to one heavy
   on this side, 0.6 of the time left for its one-length plan); templates
@@ -84,6 +85,10 @@ _COMPOUND_SHARE = 0.6
 # where tokens need this share of the packs places need (`_grid_first`): past it one row
 # binds and its templates prove their plan (SQuAD-like x 10 at 512/128: 1.34, within 0.001%).
 _GRID_TOKENS = (0.85, 1.02)
+# Compounds are tried on half their places (`_compounds_fit`), and the grid first at K=5 (`_grid_first`),
+# where both rows' tokens need packs within this factor of each other (`_both_bind`; balanced: 0.99;
+# stdlib docstrings and Debian, one row binding: 0.52-0.76).
+_BOTH_BIND = 0.9
 # `optimal` stops trying candidates at a plan within this factor of its bound.
 _CLOSE = 1.001
 # The two-length LP bound gets at least this share of `time_limit` (more when plans left more) at
@@ -165,7 +170,8 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     depths = _template_depths(counts, limits, max(found.values()))
     # Most often best first: compounds on the binding side where pairs, two a place, leave the
     # depth free; the binding side near its depth; then what wins where both bind.
-    tries = [(None, joins[0])] if _compounds_fit(counts, limits, max(depths[:2]), joins[0] is compound) else []
+    both = (found["input_tokens"], found["target_tokens"])
+    tries = [(None, joins[0])] if _compounds_fit(counts, limits, max(depths[:2]), joins[0] is compound, both) else []
     tries += [(sides[0][0], functools.partial(sides[0][1], depth=depth)) for depth in depths[:2]]
     tries += [(None, _ffd_if_small), (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
     tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
@@ -209,10 +215,19 @@ def _grid_first(found: dict[str, int], limits) -> bool:
     its 4 pairs in both rows at once, which neither side's templates see
     (1e6 balanced pairs at 512/128, K=4: 268,960 packs from templates, 260,669
     from the grid); where tokens bind less, templates of one side fill packs
-    to their places and prove it (log-normal: within 0.03%).
+    to their places and prove it (log-normal: within 0.03%). Not past 4
+    pairs a pack: places no longer bind and the rounded-down LP proves less
+    than the conflicts (1e6 balanced pairs at 512/128, K=16: 234,154-236,563
+    at 24-32 units in 0.9-3.8 s, input_conflict 244,766; `_grid`'s notes),
+    except at 5 where both rows bind (`_both_bind`) and compounds have only 2
+    places (`_compounds_fit`): the grid's plan is the best there (1e6 balanced
+    pairs at 512/128: 259,868 packs where templates give 273,511), its bound
+    is not (the conflicts' is kept).
     """
     depth = limits[2]
-    if depth is None or depth > _lp_bound.FEW:
+    if depth is not None and depth > _lp_bound.FEW:
+        return depth // 2 < 3 and _both_bind((found["input_tokens"], found["target_tokens"]))
+    if depth is None:
         return False
     tokens = max(found["input_tokens"], found["target_tokens"])
     return _GRID_TOKENS[0] * found["sequences"] <= tokens <= _GRID_TOKENS[1] * found["sequences"]
@@ -269,22 +284,34 @@ def _template_depths(counts: np.ndarray, limits, bound: int) -> list[int | None]
     return list(dict.fromkeys(depths))
 
 
-def _compounds_fit(counts: np.ndarray, limits, depth: int | None, inputs: bool) -> bool:
+def _compounds_fit(counts: np.ndarray, limits, depth: int | None, inputs: bool, tokens=(0, 0)) -> bool:
     """Whether compounds (`_compounds`, joined on the ``inputs`` side or the targets') are worth a try.
 
     They need places, two pairs each: ``depth`` is a little over the pairs a
     pack must hold (`_template_depths`); at K=4 and 4 pairs a pack,
     compounds have 2 places (1e6 bimodal pairs at 512/128: 358,071 packs on a
-    bound of 250,000). And partners: each pair heavy on the other side takes
+    bound of 250,000). A place for each of ``depth`` pairs, or, where both
+    rows' ``tokens`` (the packs each needs) are within `_BOTH_BIND` of each
+    other, 3 places or more for ``depth`` pairs two a place (1e6 balanced
+    pairs at 512/128, depth 6: K=6 / 8 / 10 251,449 / 252,149 / 251,942 packs
+    where templates of pairs give 272,470 / 272,174 / 272,136; K=5, 2
+    places: 281,428). And partners: each pair heavy on the other side takes
     one heavy on this side; where they outnumber those, many stay single
     (stdlib docstrings, 59% target-heavy: 147,616 packs where templates of
     pairs give 140,506).
     """
-    if not (limits[2] is None or depth is None or limits[2] // 2 >= depth):
+    places = None if limits[2] is None else limits[2] // 2
+    both = _both_bind(tokens)
+    if not (places is None or depth is None or places >= depth or (both and places >= 3 and 2 * places >= depth)):
         return False
     a, b, n = cells(counts)
     heavy = a * limits[1] < b * limits[0] if inputs else b * limits[0] < a * limits[1]
     return 2 * int(n[heavy].sum()) <= int(n.sum())
+
+
+def _both_bind(tokens) -> bool:
+    """Whether both rows' tokens (the packs each needs) are within `_BOTH_BIND` of each other."""
+    return min(tokens) >= _BOTH_BIND * max(tokens) > 0
 
 
 def _ffd_if_small(counts: np.ndarray, limits, time_limit=None) -> tuple[Placed | None, None]:
