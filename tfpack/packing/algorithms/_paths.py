@@ -222,6 +222,9 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
                                  seeding=Tuning.LONG_PROVE_GROWTH if long else None)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
+            elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and \
+                    search.bounds.get("lp", 0) > tokens_bound:  # `Tuning.DEPTH_FINE_ROWS`
+                starts = on_grid(histogram, unit, Tuning.DEPTH_FINE_ROWS)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
     if warm and (_bounds.strongest(search.bounds)[1] == "lp" or
                  max_length >= Tuning.LONG_CONTEXT_FROM):
@@ -408,8 +411,8 @@ def present_groups(histogram: np.ndarray, rows: int, ends: int) -> np.ndarray:
 
     Group starts (the first is 1) for `_groups.rounded`: the ``ends``
     shortest and longest lengths present are groups of their own (a spike of
-    full windows at L keeps its length); the lengths between them are cut
-    into groups of equal width.
+    full windows at L keeps its length; it always does: `Tuning.PROVE_ENDS`); the
+    lengths between them are cut into groups of equal width.
 
     >>> h = np.zeros(100, dtype=np.int64)
     >>> h[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1  # 40-47 and 100
@@ -424,7 +427,8 @@ def present_groups(histogram: np.ndarray, rows: int, ends: int) -> np.ndarray:
     if len(inner):
         width = max(1, -(-(int(inner[-1]) - int(inner[0]) + 1) // rows))
         middle = np.arange(inner[0], inner[-1] + 1, width)
-    exact = np.concatenate([present[:ends], present[len(present) - ends:]])
+    exact = np.concatenate([present[:ends], present[len(present) - ends:],
+                            [max_length] * bool(histogram[-1])])
     edges = np.concatenate([[1], exact, exact + 1, middle]).astype(np.int64)
     return np.unique(edges[edges <= max_length])
 
