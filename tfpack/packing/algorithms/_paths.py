@@ -223,7 +223,8 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
             elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and \
-                    search.bounds.get("lp", 0) > tokens_bound:  # `Tuning.DEPTH_FINE_ROWS`
+                    search.bounds.get("lp", 0) > tokens_bound and \
+                    _bounds.windows_alone(histogram, depth) >= tokens_bound:  # `DEPTH_FINE_ROWS`
                 starts = on_grid(histogram, unit, Tuning.DEPTH_FINE_ROWS)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
     if warm and (_bounds.strongest(search.bounds)[1] == "lp" or

@@ -211,8 +211,9 @@ class Tuning:
     # seed 0 case 16 0.153% -> 0.095%). Not all the grid's points: 3,640 groups (L=16,384 depth
     # 8, grid of 4: `--seed 2` case 46) gave no plan in the time, 3.18% (0.126% with 2,048).
     LONG_FINE_ROWS = 2048
-    # but this many where `_paths.prove_down`'s LP rose above the token bound (the depth binds
-    # beside the tokens: rounding up within groups loses less, and the plan's LP must converge).
+    # but this many where the depth binds beside the tokens (`_paths.prove_down`'s LP above the
+    # token bound, and so `_bounds.windows_alone`): rounding up within groups loses less there,
+    # and the plan's LP must converge.
     DEPTH_FINE_ROWS = 1024
 
     # --- The LP over all lengths, last (`optimal`) ---
