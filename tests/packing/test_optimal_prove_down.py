@@ -130,7 +130,8 @@ def test_the_spike_at_max_length_is_a_group_of_its_own():
     On one group over 2-19 and the 20s their own, the LP proves 6; with the 20s rounded down
     to 2 as well, only the depth bound, 3. Hand-checked."""
     histogram = make_histogram(20, {20: 4, 2: 8})
-    assert _paths.present_groups(histogram, 1, ends=0).tolist() == [1, 2, 20]
+    assert _paths.present_groups(histogram, 1, ends=0, spike=True).tolist() == [1, 2, 20]
+    assert _paths.present_groups(histogram, 1, ends=0).tolist() == [1, 2]
     assert max(_bounds.simple(histogram, 20, 4).values()) == 5
     assert proven(histogram, 20, 4, rows=1) == 6 == exact_packs(histogram, 20, 4)
 

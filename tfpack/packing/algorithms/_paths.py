@@ -224,7 +224,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
             elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and \
                     search.bounds.get("lp", 0) > tokens_bound and \
-                    _bounds.windows_alone(histogram, depth) >= tokens_bound:  # `DEPTH_FINE_ROWS`
+                    _bounds.windows_alone(histogram, max_sequences_per_pack) >= tokens_bound:
                 starts = on_grid(histogram, unit, Tuning.DEPTH_FINE_ROWS)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
     if warm and (_bounds.strongest(search.bounds)[1] == "lp" or
@@ -339,6 +339,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     """
     first = not rows
     rows = rows or Tuning.PROVE_ROWS
+    spike = _bounds.windows_alone(histogram, max_sequences_per_pack) >= search.bounds.get("tokens", 0)
 
     def grows():  # the growth for the next finer LP
         below = search.bounds.get("lp", 0) < search.bounds.get("tokens", 0)
@@ -347,7 +348,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > grows() * took and \
             not search.done():
         began = budget.spent()
-        rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS),
+        rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS, spike),
                                   up=False)
         lengths = np.flatnonzero(rounded) + 1
         lp = _units.rounded_down_lp(search, rounded, max_sequences_per_pack,
@@ -407,13 +408,13 @@ def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
     return finer
 
 
-def present_groups(histogram: np.ndarray, rows: int, ends: int) -> np.ndarray:
+def present_groups(histogram: np.ndarray, rows: int, ends: int, spike=False) -> np.ndarray:
     """About ``rows`` groups of equal width over the lengths present, those at the ends exact.
 
     Group starts (the first is 1) for `_groups.rounded`: the ``ends``
     shortest and longest lengths present are groups of their own (a spike of
-    full windows at L keeps its length; it always does: `Tuning.PROVE_ENDS`); the
-    lengths between them are cut into groups of equal width.
+    full windows at L keeps its length; with ``spike`` it always does: `Tuning.PROVE_ENDS`);
+    the lengths between them are cut into groups of equal width.
 
     >>> h = np.zeros(100, dtype=np.int64)
     >>> h[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1  # 40-47 and 100
@@ -429,7 +430,7 @@ def present_groups(histogram: np.ndarray, rows: int, ends: int) -> np.ndarray:
         width = max(1, -(-(int(inner[-1]) - int(inner[0]) + 1) // rows))
         middle = np.arange(inner[0], inner[-1] + 1, width)
     exact = np.concatenate([present[:ends], present[len(present) - ends:],
-                            [max_length] * bool(histogram[-1])])
+                            [max_length] * bool(spike and histogram[-1])])
     edges = np.concatenate([[1], exact, exact + 1, middle]).astype(np.int64)
     return np.unique(edges[edges <= max_length])
 

@@ -158,6 +158,11 @@ class Tuning:
     LONG_CONTEXT_FROM = 12288
     # Their shortest and longest lengths present exact: 16 each cost 60 rows and 2x the time
     # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
+    # Where the depth binds beside the tokens (`_bounds.windows_alone` at least the token bound),
+    # a spike at L is a group of its own whatever this is (`present_groups`): one row; rounded
+    # down beside short documents it shared their packs (long-context seed 7 case 2, L=16,384
+    # depth 6: 158,237 on 256 groups, 158,683 with it; 158,794 with 30 s). Everywhere, the extra
+    # row moved the time of narrow cases' finer LPs (seed 4 case 1: 0.142% -> 0.179%).
     PROVE_ENDS = 0
     # Of a warm grouped plan's time on a grid (`_paths.plan_up`), kept from its LP for the bound
     # from its duals (`_lift`: one pricing over the real lengths), where an LP bound is the best
