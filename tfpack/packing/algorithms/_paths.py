@@ -339,7 +339,8 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     """
     first = not rows
     rows = rows or Tuning.PROVE_ROWS
-    spike = _bounds.windows_alone(histogram, max_sequences_per_pack) >= search.bounds.get("tokens", 0)
+    spike = _bounds.windows_alone(histogram, max_sequences_per_pack) >= \
+        search.bounds.get("tokens", 0)  # the depth binds beside the tokens: `present_groups`
 
     def grows():  # the growth for the next finer LP
         below = search.bounds.get("lp", 0) < search.bounds.get("tokens", 0)
@@ -348,8 +349,8 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > grows() * took and \
             not search.done():
         began = budget.spent()
-        rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS, spike),
-                                  up=False)
+        starts = present_groups(histogram, rows, Tuning.PROVE_ENDS, spike)
+        rounded = _groups.rounded(histogram, starts, up=False)
         lengths = np.flatnonzero(rounded) + 1
         lp = _units.rounded_down_lp(search, rounded, max_sequences_per_pack,
                                     finer_packs(coarser, lengths), first, budget)
