@@ -179,7 +179,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # early, `Tuning.EARLY_ROWS`): the grouped plan only takes its time where it can be close.
     # Not on long contexts where pricing's table is large (`Tuning.SLOW_TABLE`): there it does not.
     few_lengths = few(histogram, max_sequences_per_pack)
-    rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
+    rows = table_rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
     unit = _units.divisor(max_length, max_length // Tuning.UNIT_ROWS) \
         if max_length >= Tuning.UNITS_FROM or rows < Tuning.GROUP_ROWS else 1
     if unit > 1:
@@ -194,7 +194,6 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         if tokens_bind:
             # Rounding up costs packs there: the plan's groups follow the
             # sequences (`_groups.balanced`), more of them (its LP goes first).
-            table_rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
             plan_rows = max(64, min(Tuning.BALANCED_ROWS, table_rows))
             ends = min(Tuning.BALANCED_ENDS, plan_rows // 4)
             starts = _groups.balanced(histogram, plan_rows - 2 * ends, ends=ends)
@@ -207,10 +206,8 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # bound first there too, with less of the time (issue 35: the worst gap of
     # benchmarks/planners_long_context.py from 17.8% to under 1%).
     proving, planned, bounded = None, 0.0, 0.0
-    if not tokens_bind:
-        order = ((False, 0.5), (True, 1.0))
-    else:
-        order = ((True, 1.0),)
+    order = ((True, 1.0),) if tokens_bind else ((False, 0.5), (True, 1.0))
+    if tokens_bind:
         long = Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW
         above = Tuning.LONG_PROVE_ABOVE if long else Tuning.PROVE_ABOVE
         if search.packs > search.bound * (1 + above):
