@@ -122,3 +122,48 @@ def test_a_lift_does_not_start_with_less_time_left_than_the_last_took(monkeypatc
     _paths._lift.prove(search, histogram, None, np.array([4]), np.array([0.5]),
                        _budget.Budget(0.6, clock=lambda: 0.0))
     assert len(calls) == 1 and search.bounds["lp"] == 7 == search.lifted
+
+
+def test_the_spike_at_max_length_is_a_group_of_its_own():
+    """Windows of L never share a pack; rounded down with shorter lengths they would. Four
+    20s and eight 2s in packs of 20, depth 4: 6 packs (the 20s alone, the 2s four a pack).
+    On one group over 2-19 and the 20s their own, the LP proves 6; with the 20s rounded down
+    to 2 as well, only the depth bound, 3. Hand-checked."""
+    histogram = make_histogram(20, {20: 4, 2: 8})
+    assert _paths.present_groups(histogram, 1, ends=0, spike=True).tolist() == [1, 2, 20]
+    assert _paths.present_groups(histogram, 1, ends=0).tolist() == [1, 2]
+    assert max(_bounds.simple(histogram, 20, 4).values()) == 5
+    assert proven(histogram, 20, 4, rows=1) == 6 == exact_packs(histogram, 20, 4)
+
+
+def test_where_the_depth_binds_too_the_plan_has_fewer_groups(monkeypatch):
+    """Short documents at L=12,288: `fine_grid` plans on up to `Tuning.LONG_FINE_ROWS` groups,
+    but on `Tuning.DEPTH_FINE_ROWS` where the depth binds beside the tokens: `prove_down`'s LP
+    above the token bound and `_bounds.windows_alone` at least that bound (depth 8 here, not
+    12: 36,858 and 28,525 on a token bound of 36,100)."""
+    from test_optimal_long_context import stretched
+
+    histogram = stretched(12288, 200_000, 0.05, 1.6, seed=0)
+    seen = {}
+
+    def prove_down(search, *args, **kwargs):
+        if seen["lp_above"]:
+            search.prove(search.bounds["tokens"] + 1, "lp")
+        return 256, 0.0, []
+
+    def plan_up(search, histogram, lengths, demand, length, depth, simple, starts, *a, **k):
+        seen["groups"] = len(starts)
+
+    monkeypatch.setattr(_paths, "prove_down", prove_down)
+    monkeypatch.setattr(_paths, "plan_up", plan_up)
+    monkeypatch.setattr(_paths, "prove_then_refine", lambda *a, **k: None)
+    groups = {}
+    for depth, lp_above in ((8, False), (8, True), (12, True)):
+        seen["lp_above"] = lp_above
+        search = _paths.Search(_bounds.simple(histogram, 12288, depth))
+        search.offer({(1,): 10 ** 9})  # far above the bound: `prove_down` runs
+        _paths.grouped(search, histogram, 12288, depth, _budget.Budget(None))
+        groups[depth, lp_above] = seen["groups"]
+    assert Tuning.DEPTH_FINE_ROWS < groups[8, False] <= Tuning.LONG_FINE_ROWS
+    assert Tuning.DEPTH_FINE_ROWS < groups[12, True] <= Tuning.LONG_FINE_ROWS
+    assert groups[8, True] <= Tuning.DEPTH_FINE_ROWS

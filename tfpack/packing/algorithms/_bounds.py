@@ -72,6 +72,23 @@ def long_bound(histogram: np.ndarray, max_length: int) -> int:
     return int((j1 + j2 + more).max())
 
 
+def windows_alone(histogram: np.ndarray, max_sequences_per_pack: int | None) -> int:
+    """Sequences of ``max_length`` one a pack, the others ``max_sequences_per_pack`` a pack.
+
+    Also a bound (a pack holding a full window holds nothing else), but not one of
+    `simple`'s: `optimal` reads it only to tell where the depth binds beside the tokens
+    (`_paths.prove_down`, `_paths.grouped`), and the LP proves as much there. 0 without
+    a depth limit.
+
+    >>> windows_alone(np.array([5, 0, 0, 2]), 4)  # two 4s alone, five 1s in two packs
+    4
+    """
+    if max_sequences_per_pack is None:
+        return 0
+    alone = int(histogram[-1])
+    return alone + -(-(int(histogram.sum()) - alone) // max_sequences_per_pack)
+
+
 def strongest(bounds: dict[str, int]) -> tuple[int, str]:
     """The largest bound and its kind (ties: the first in `KINDS`)."""
     value = max(bounds.values())

@@ -179,7 +179,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # early, `Tuning.EARLY_ROWS`): the grouped plan only takes its time where it can be close.
     # Not on long contexts where pricing's table is large (`Tuning.SLOW_TABLE`): there it does not.
     few_lengths = few(histogram, max_sequences_per_pack)
-    rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
+    rows = table_rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
     unit = _units.divisor(max_length, max_length // Tuning.UNIT_ROWS) \
         if max_length >= Tuning.UNITS_FROM or rows < Tuning.GROUP_ROWS else 1
     if unit > 1:
@@ -194,7 +194,6 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         if tokens_bind:
             # Rounding up costs packs there: the plan's groups follow the
             # sequences (`_groups.balanced`), more of them (its LP goes first).
-            table_rows = Tuning.TABLE_CELLS // ((depth + 1) * (max_length + 1))
             plan_rows = max(64, min(Tuning.BALANCED_ROWS, table_rows))
             ends = min(Tuning.BALANCED_ENDS, plan_rows // 4)
             starts = _groups.balanced(histogram, plan_rows - 2 * ends, ends=ends)
@@ -207,10 +206,8 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     # bound first there too, with less of the time (issue 35: the worst gap of
     # benchmarks/planners_long_context.py from 17.8% to under 1%).
     proving, planned, bounded = None, 0.0, 0.0
-    if not tokens_bind:
-        order = ((False, 0.5), (True, 1.0))
-    else:
-        order = ((True, 1.0),)
+    order = ((True, 1.0),) if tokens_bind else ((False, 0.5), (True, 1.0))
+    if tokens_bind:
         long = Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW
         above = Tuning.LONG_PROVE_ABOVE if long else Tuning.PROVE_ABOVE
         if search.packs > search.bound * (1 + above):
@@ -222,6 +219,10 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
                                  seeding=Tuning.LONG_PROVE_GROWTH if long else None)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
+            elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and \
+                    search.bounds.get("lp", 0) > tokens_bound and \
+                    _bounds.windows_alone(histogram, max_sequences_per_pack) >= tokens_bound:
+                starts = on_grid(histogram, unit, Tuning.DEPTH_FINE_ROWS)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
     if warm and (_bounds.strongest(search.bounds)[1] == "lp" or
                  max_length >= Tuning.LONG_CONTEXT_FROM):
@@ -335,6 +336,8 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     """
     first = not rows
     rows = rows or Tuning.PROVE_ROWS
+    spike = _bounds.windows_alone(histogram, max_sequences_per_pack) >= \
+        search.bounds.get("tokens", 0)  # the depth binds beside the tokens: `present_groups`
 
     def grows():  # the growth for the next finer LP
         below = search.bounds.get("lp", 0) < search.bounds.get("tokens", 0)
@@ -343,8 +346,8 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > grows() * took and \
             not search.done():
         began = budget.spent()
-        rounded = _groups.rounded(histogram, present_groups(histogram, rows, Tuning.PROVE_ENDS),
-                                  up=False)
+        starts = present_groups(histogram, rows, Tuning.PROVE_ENDS, spike)
+        rounded = _groups.rounded(histogram, starts, up=False)
         lengths = np.flatnonzero(rounded) + 1
         lp = _units.rounded_down_lp(search, rounded, max_sequences_per_pack,
                                     finer_packs(coarser, lengths), first, budget)
@@ -403,13 +406,13 @@ def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
     return finer
 
 
-def present_groups(histogram: np.ndarray, rows: int, ends: int) -> np.ndarray:
+def present_groups(histogram: np.ndarray, rows: int, ends: int, spike=False) -> np.ndarray:
     """About ``rows`` groups of equal width over the lengths present, those at the ends exact.
 
     Group starts (the first is 1) for `_groups.rounded`: the ``ends``
     shortest and longest lengths present are groups of their own (a spike of
-    full windows at L keeps its length); the lengths between them are cut
-    into groups of equal width.
+    full windows at L keeps its length; with ``spike`` it always does: `Tuning.PROVE_ENDS`);
+    the lengths between them are cut into groups of equal width.
 
     >>> h = np.zeros(100, dtype=np.int64)
     >>> h[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1  # 40-47 and 100
@@ -424,7 +427,8 @@ def present_groups(histogram: np.ndarray, rows: int, ends: int) -> np.ndarray:
     if len(inner):
         width = max(1, -(-(int(inner[-1]) - int(inner[0]) + 1) // rows))
         middle = np.arange(inner[0], inner[-1] + 1, width)
-    exact = np.concatenate([present[:ends], present[len(present) - ends:]])
+    exact = np.concatenate([present[:ends], present[len(present) - ends:],
+                            [max_length] * bool(spike and histogram[-1])])
     edges = np.concatenate([[1], exact, exact + 1, middle]).astype(np.int64)
     return np.unique(edges[edges <= max_length])
 

@@ -158,6 +158,11 @@ class Tuning:
     LONG_CONTEXT_FROM = 12288
     # Their shortest and longest lengths present exact: 16 each cost 60 rows and 2x the time
     # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
+    # Where the depth binds beside the tokens (`_bounds.windows_alone` at least the token bound),
+    # a spike at L is a group of its own whatever this is (`present_groups`): one row; rounded
+    # down beside short documents it shared their packs (long-context seed 7 case 2, L=16,384
+    # depth 6: 158,237 on 256 groups, 158,683 with it; 158,794 with 30 s). Everywhere, the extra
+    # row moved the time of narrow cases' finer LPs (seed 4 case 1: 0.142% -> 0.179%).
     PROVE_ENDS = 0
     # Of a warm grouped plan's time on a grid (`_paths.plan_up`), kept from its LP for the bound
     # from its duals (`_lift`: one pricing over the real lengths), where an LP bound is the best
@@ -211,6 +216,10 @@ class Tuning:
     # seed 0 case 16 0.153% -> 0.095%). Not all the grid's points: 3,640 groups (L=16,384 depth
     # 8, grid of 4: `--seed 2` case 46) gave no plan in the time, 3.18% (0.126% with 2,048).
     LONG_FINE_ROWS = 2048
+    # but this many where the depth binds beside the tokens (`_paths.prove_down`'s LP above the
+    # token bound, and so `_bounds.windows_alone`): rounding up within groups loses less there,
+    # and the plan's LP must converge.
+    DEPTH_FINE_ROWS = 1024
 
     # --- The LP over all lengths, last (`optimal`) ---
     # Skipped with less time left than LAST_LP_SECONDS where there are more than
