@@ -225,10 +225,10 @@ def _grid_first(found: dict[str, int], limits) -> bool:
     is not (the conflicts' is kept).
     """
     depth = limits[2]
-    if depth is not None and depth > _lp_bound.FEW:
-        return depth // 2 < 3 and _both_bind((found["input_tokens"], found["target_tokens"]))
     if depth is None:
         return False
+    if depth > _lp_bound.FEW:
+        return depth // 2 < 3 and _both_bind((found["input_tokens"], found["target_tokens"]))
     tokens = max(found["input_tokens"], found["target_tokens"])
     return _GRID_TOKENS[0] * found["sequences"] <= tokens <= _GRID_TOKENS[1] * found["sequences"]
 
