@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing.algorithms import _fit_decreasing, _spread_fill, optimal
+from tfpack.packing.algorithms import _budget, _fit_decreasing, _spread_fill, optimal
 from tfpack.packing.algorithms._tuning import Tuning
 
 
@@ -56,6 +56,13 @@ def test_every_sequence_in_exactly_one_pack_that_fits(counts, depth, batch):
     assert placed[1:].tolist() == histogram.tolist()
 
 
+def test_a_budget_that_ends_first_gives_no_plan():
+    histogram = np.zeros(10, dtype=np.int64)
+    histogram[[8, 5, 3, 1, 0]] = [1, 1, 2, 2, 2]
+    assert _spread_fill.packs(histogram, 10, 3, batch=2, budget=_budget.Budget(0.0)) is None
+    assert _spread_fill.packs(histogram, 10, 3, batch=2, budget=_budget.Budget(None))
+
+
 def eighths(packs, max_length=12288):
     """``packs`` packs' worth of one 6,000 and seven 898s each (12,286 tokens, depth 8): best fit
     pairs the 6,000s and leaves the 898s eight a pack, 1.375x the packs."""
@@ -69,6 +76,7 @@ def test_spread_pays_where_the_depth_binds_beside_the_tokens():
     assert optimal._spread_pays(histogram, 8)
     assert not optimal._spread_pays(histogram, 12)  # 80 sequences, 120 slots: the tokens bind
     assert not optimal._spread_pays(histogram, 6)  # below SPREAD_DEPTH
+    assert not optimal._spread_pays(histogram, None)  # no depth limit
     assert not optimal._spread_pays(histogram[:8192], 8)  # not a long context (L=8,192)
 
 

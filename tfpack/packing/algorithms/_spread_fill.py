@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfpack.packing.algorithms import _budget
+
 __all__ = ["packs"]
 
 
-def packs(histogram: np.ndarray, max_length: int, depth: int,
-          batch: int = 1024) -> dict[tuple[int, ...], int]:
+def packs(histogram: np.ndarray, max_length: int, depth: int, batch: int = 1024,
+          budget: _budget.Budget | None = None) -> dict[tuple[int, ...], int] | None:
     """The plan of the module notes: packs (lengths, longest first) -> how many.
 
     Args:
@@ -42,12 +44,15 @@ def packs(histogram: np.ndarray, max_length: int, depth: int,
         max_length: tokens per pack.
         depth: sequences per pack.
         batch: packs opened at once (fewer when the sequences left fill fewer).
+        budget: checked before each batch; ``None`` is returned if it ends first.
     """
     counts = np.concatenate([[0], np.asarray(histogram, dtype=np.int64)])
     full, counts[max_length] = int(counts[max_length]), 0  # each a pack of its own
     tokens = np.arange(max_length + 1, dtype=np.int64)
-    rows = [np.zeros((0, depth), dtype=np.int64)]
+    plan: dict[tuple[int, ...], int] = {(max_length,): full} if full else {}
     while counts.any():
+        if budget is not None and budget.expired():
+            return None
         left = int(counts.sum())
         # No more packs than the tokens or the sequences left need: the last ones stay full.
         opened = int(min(batch, max(-(-int(tokens @ counts) // max_length), -(-left // depth))))
@@ -58,23 +63,22 @@ def packs(histogram: np.ndarray, max_length: int, depth: int,
         pack[:, 0] = openers
         free = max_length - openers
         for slot in range(1, depth):
-            slots = depth - slot
-            target = free // slots
+            target = free // (depth - slot)
             order = np.argsort(target, kind="stable")
             taken = _longest_at_most(counts, target[order])
             pack[order, slot] = taken
             free[order] -= taken
-        rows.append(pack)
-    pack = np.concatenate(rows)
+        _add(plan, pack)
+    return plan
+
+
+def _add(plan: dict[tuple[int, ...], int], pack: np.ndarray) -> None:
+    """Count the packs of ``pack`` (a row each, 0 for an empty slot) into ``plan``."""
     pack.sort(axis=1)
     pack = pack[:, ::-1]  # longest first, the empty slots (0) last
-    plan: dict[tuple[int, ...], int] = {}
     for row, k in zip(pack.tolist(), np.count_nonzero(pack, axis=1).tolist()):
         key = tuple(row[:k])
         plan[key] = plan.get(key, 0) + 1
-    if full:
-        plan[(max_length,)] = full
-    return plan
 
 
 def _longest_at_most(counts: np.ndarray, targets: np.ndarray) -> np.ndarray:

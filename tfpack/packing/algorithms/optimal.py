@@ -85,7 +85,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
                                            best_fit=False))
     if _spread_pays(histogram, max_sequences_per_pack):
         search.offer(_spread_fill.packs(histogram, max_length, max_sequences_per_pack,
-                                        Tuning.SPREAD_BATCH))
+                                        Tuning.SPREAD_BATCH, budget))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -139,7 +139,7 @@ def _search(search: _paths.Search, histogram, lengths, demand, max_length,
     search.prove(bound, "lp")
 
 
-def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int) -> bool:
+def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
     """Whether the spread fill (`_spread_fill`) may pay: on long contexts (`Tuning.LONG_CONTEXT_FROM`)
     at depth `Tuning.SPREAD_DEPTH` or more, where the sequences shorter than ``max_length`` need
     within `Tuning.SPREAD_BAND` of the slots of the packs their tokens need (the depth binds
@@ -150,8 +150,9 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int) -> bool:
     (True, False)
     """
     max_length = len(histogram)
-    if max_length < Tuning.LONG_CONTEXT_FROM or max_sequences_per_pack < Tuning.SPREAD_DEPTH:
-        return False
+    if max_length < Tuning.LONG_CONTEXT_FROM or max_sequences_per_pack is None or \
+            max_sequences_per_pack < Tuning.SPREAD_DEPTH:
+        return False  # (no depth limit: the depth never binds)
     shorter = histogram[:-1]
     tokens = np.arange(1, max_length, dtype=np.float64) @ shorter
     need = tokens / max_length * max_sequences_per_pack  # slots of the packs the tokens need
