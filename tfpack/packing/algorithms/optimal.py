@@ -140,10 +140,11 @@ def _search(search: _paths.Search, histogram, lengths, demand, max_length,
 
 
 def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
-    """Whether the spread fill (`_spread_fill`) may pay: on long contexts (`Tuning.LONG_CONTEXT_FROM`)
-    at depth `Tuning.SPREAD_DEPTH` or more, where the sequences shorter than ``max_length`` need
-    within `Tuning.SPREAD_BAND` of the slots of the packs their tokens need (the depth binds
-    beside the tokens: nearly every pack full, with nearly ``depth`` sequences).
+    """Whether the spread fill (`_spread_fill`) may pay: on long contexts
+    (`Tuning.LONG_CONTEXT_FROM`) at depth `Tuning.SPREAD_DEPTH` or more, where the
+    sequences shorter than ``max_length`` need within `Tuning.SPREAD_BAND` of the slots
+    of the packs their tokens need (the depth binds beside the tokens: nearly every
+    pack full, with nearly ``depth`` sequences).
 
     >>> h = np.zeros(12288, dtype=np.int64); h[[1535, 12287]] = [800, 10]  # 8 a pack, and 10 full
     >>> _spread_pays(h, 8), _spread_pays(h, 12)  # 100 packs by tokens, 100 or 67 by depth
