@@ -51,6 +51,19 @@ class Tuning:
     # repair, 61,307-61,316 with it; L=8,192 depth 3, 138 a row: 124,103 and 124,122).
     REPAIR_PACKS_PER_ROW = 32
 
+    # --- Spread fill (`_spread_fill`, `optimal._spread_pays`) ---
+    # From `LONG_CONTEXT_FROM`, at depth SPREAD_DEPTH or more, where the sequences shorter than L
+    # need within SPREAD_BAND of the slots of the packs their tokens need, the spread fill's plan
+    # is offered beside best fit's. Over the long-context suite's seeds 0-10 (520 cases) that is 2
+    # cases, the two where the plan was out by most: seed 8 case 22 (L=16,384 depth 8, 0.989 of the
+    # slots; 0.729% -> 0.346%) and seed 10 case 44 (depth 12, 0.979; 1.096% -> 0.490%). At depth 4-6
+    # the fill did worse than the LP's plans (0.8-19% above the bound on the 8 cases within 7%);
+    # where the depth alone binds (the slots 1.1-2.1x) it met the bound on 5 of 6 cases at depth 8,
+    # but the plan was not what was out there (seed 3 case 10: the bound; the fill 1.57%).
+    SPREAD_DEPTH = 8
+    SPREAD_BAND = 0.05
+    SPREAD_BATCH = 1024  # packs it opens at once (256: 0.47% and 0.44% on those two cases)
+
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first
     # Full packs first gives up when more tokens than this are left: the rest's LP

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfpack.packing.algorithms import (_bounds, _budget, _fit_decreasing, _lp_plan, _pairs,
-                                       _paths, base)
+                                       _paths, _spread_fill, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["pack"]
@@ -83,6 +83,9 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     if len(lengths) <= Tuning.FFD_LENGTHS:
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
+    if _spread_pays(histogram, max_sequences_per_pack):
+        search.offer(_spread_fill.packs(histogram, max_length, max_sequences_per_pack,
+                                        Tuning.SPREAD_BATCH, budget))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -134,6 +137,27 @@ def _search(search: _paths.Search, histogram, lengths, demand, max_length,
                                  budget=budget)
     search.offer(packs, ties=True)  # the LP's plan, as without the other paths
     search.prove(bound, "lp")
+
+
+def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
+    """Whether the spread fill (`_spread_fill`) may pay: on long contexts
+    (`Tuning.LONG_CONTEXT_FROM`) at depth `Tuning.SPREAD_DEPTH` or more, where the
+    sequences shorter than ``max_length`` need within `Tuning.SPREAD_BAND` of the slots
+    of the packs their tokens need (the depth binds beside the tokens: nearly every
+    pack full, with nearly ``depth`` sequences).
+
+    >>> h = np.zeros(12288, dtype=np.int64); h[[1535, 12287]] = [800, 10]  # 8 a pack, and 10 full
+    >>> _spread_pays(h, 8), _spread_pays(h, 12)  # 100 packs by tokens, 100 or 67 by depth
+    (True, False)
+    """
+    max_length = len(histogram)
+    if max_length < Tuning.LONG_CONTEXT_FROM or max_sequences_per_pack is None or \
+            max_sequences_per_pack < Tuning.SPREAD_DEPTH:
+        return False  # (no depth limit: the depth never binds)
+    shorter = histogram[:-1]
+    tokens = np.arange(1, max_length, dtype=np.float64) @ shorter
+    need = tokens / max_length * max_sequences_per_pack  # slots of the packs the tokens need
+    return bool(abs(float(shorter.sum()) - need) <= Tuning.SPREAD_BAND * need)
 
 
 def _full_windows_pay(histogram: np.ndarray) -> bool:

@@ -1,0 +1,91 @@
+"""The spread fill (`_spread_fill`) and where `optimal` offers its plan (`optimal._spread_pays`).
+
+Where the depth binds beside the tokens (nearly every pack full with nearly
+``depth`` sequences), best fit decreasing fills packs with a few long
+sequences and leaves the short ones to packs of their own; the spread fill
+gives each slot about its share of what the longest sequence leaves.
+"""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfpack.packing.algorithms import _budget, _fit_decreasing, _spread_fill, optimal
+from tfpack.packing.algorithms._tuning import Tuning
+
+
+def test_hand_checked_plan():
+    # 9, 6, 4, 4, 2, 2, 1, 1 in packs of 10 tokens, 3 sequences, 2 opened at once.
+    # Openers 9 and 6 (free 1 and 4); slot 2 targets 1 // 2 = 0 and 4 // 2 = 2: the 6 takes a 2;
+    # slot 3 targets the free space, 1 and 2: a 1 and the other 2. Left 4, 4, 1 (9 tokens: one
+    # pack): opener 4 (free 6), target 3 takes the 1, then 5 the other 4.
+    histogram = np.zeros(10, dtype=np.int64)
+    histogram[[8, 5, 3, 1, 0]] = [1, 1, 2, 2, 2]
+    plan = _spread_fill.packs(histogram, 10, 3, batch=2)
+    assert plan == {(9, 1): 1, (6, 2, 2): 1, (4, 4, 1): 1}
+
+
+def test_longest_at_most_gives_the_larger_targets_first_pick():
+    counts = np.array([0, 1, 0, 2, 1])  # 1, 3, 3, 4
+    taken = _spread_fill._longest_at_most(counts, np.array([0, 2, 3, 4, 4]))
+    # 4 takes the 4; the other 4 a 3; 3 the last 3; 2 the 1; 0 nothing.
+    assert taken.tolist() == [0, 1, 3, 3, 4]
+    assert counts.tolist() == [0, 0, 0, 0, 0]
+
+
+def test_full_windows_are_packs_of_their_own():
+    histogram = np.zeros(8, dtype=np.int64)
+    histogram[[7, 3]] = [3, 2]  # three 8s and two 4s
+    assert _spread_fill.packs(histogram, 8, 2) == {(8,): 3, (4, 4): 1}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.integers(1, 6),
+       st.integers(1, 5))
+def test_every_sequence_in_exactly_one_pack_that_fits(counts, depth, batch):
+    histogram = np.array(counts, dtype=np.int64)
+    if not histogram.any():
+        histogram[-1] = 1
+    max_length = len(histogram)
+    plan = _spread_fill.packs(histogram, max_length, depth, batch=batch)
+    placed = np.zeros(max_length + 1, dtype=np.int64)
+    for pack, number in plan.items():
+        assert 0 < len(pack) <= depth and sum(pack) <= max_length
+        assert list(pack) == sorted(pack, reverse=True) and min(pack) >= 1
+        np.add.at(placed, list(pack), number)
+    assert placed[1:].tolist() == histogram.tolist()
+
+
+def test_a_budget_that_ends_first_gives_no_plan():
+    histogram = np.zeros(10, dtype=np.int64)
+    histogram[[8, 5, 3, 1, 0]] = [1, 1, 2, 2, 2]
+    assert _spread_fill.packs(histogram, 10, 3, batch=2, budget=_budget.Budget(0.0)) is None
+    assert _spread_fill.packs(histogram, 10, 3, batch=2, budget=_budget.Budget(None))
+
+
+def eighths(packs, max_length=12288):
+    """``packs`` packs' worth of one 6,000 and seven 898s each (12,286 tokens, depth 8): best fit
+    pairs the 6,000s and leaves the 898s eight a pack, 1.375x the packs."""
+    histogram = np.zeros(max_length, dtype=np.int64)
+    histogram[[5999, 897]] = [packs, 7 * packs]
+    return histogram
+
+
+def test_spread_pays_where_the_depth_binds_beside_the_tokens():
+    histogram = eighths(10)
+    assert optimal._spread_pays(histogram, 8)
+    assert not optimal._spread_pays(histogram, 12)  # 80 sequences, 120 slots: the tokens bind
+    assert not optimal._spread_pays(histogram, 6)  # below SPREAD_DEPTH
+    assert not optimal._spread_pays(histogram, None)  # no depth limit
+    assert not optimal._spread_pays(histogram[:8192], 8)  # not a long context (L=8,192)
+
+
+def test_optimal_offers_the_spread_plan(monkeypatch):
+    # With the search after best fit switched off, the plan is best fit's or the spread fill's.
+    monkeypatch.setattr(optimal, "_search", lambda *args: None)
+    histogram = eighths(10)
+    assert sum(_fit_decreasing.packs(histogram, 12288, 8, best_fit=True).values()) == 14
+    result = optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
+    assert int(result.counts.sum()) == 10
+    monkeypatch.setattr(Tuning, "SPREAD_DEPTH", 9)  # the rule off at depth 8
+    assert int(optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0).counts.sum()) == 14
