@@ -14,7 +14,8 @@ from tests.packing.test_pair_plans import counts_of
 
 
 def reference(counts: np.ndarray, limits) -> list[list[tuple[int, int]]]:
-    """The fill pair by pair over every cell: largest e*re/Le^2 + d*rd/Ld^2, then e, then d."""
+    """The fill pair by pair over every cell: first the largest share of a limit, then its sum, then
+    e; then the largest e*re/Le^2 + d*rd/Ld^2, then e, then d."""
     max_input, max_target, depth = limits
     left = counts.copy()
     packs = []
@@ -23,9 +24,12 @@ def reference(counts: np.ndarray, limits) -> list[list[tuple[int, int]]]:
         while depth is None or len(pack) < depth:
             cells = [(e * re * max_target ** 2 + d * rd * max_input ** 2, e, d)
                      for e in range(1, re + 1) for d in range(1, rd + 1) if left[e - 1, d - 1]]
+            if not pack:
+                cells = [(max(e * max_target, d * max_input), e * max_target + d * max_input, e, d)
+                         for _, e, d in cells]
             if not cells:
                 break
-            _, e, d = max(cells)
+            e, d = max(cells)[-2:]
             left[e - 1, d - 1] -= 1
             re, rd = re - e, rd - d
             pack.append((e, d))
@@ -41,18 +45,19 @@ def packs_of(placed) -> list[list[tuple[int, int]]]:
 
 
 def test_hand_case():
-    # Le = Ld = 10. First (4, 8) (4 + 8 the most), then in room (6, 2) only (6, 2) fits;
-    # then (5, 5) and, in room (5, 5), the other (5, 5) (score 50 over (3, 3)'s 30); (3, 3) alone.
+    # Le = Ld = 10. First (4, 8) (8 of 10 the largest share), then in room (6, 2) only (6, 2)
+    # fits; then (5, 5) and, in room (5, 5), the other (5, 5) (score 50 over (3, 3)'s 30); (3, 3).
     counts = counts_of([(6, 2), (4, 8), (5, 5), (5, 5), (3, 3)], (10, 10))
     placed, bound = dot_fill(counts, (10, 10, None))
     assert bound is None
     assert packs_of(placed) == [[(4, 8), (6, 2)], [(5, 5), (5, 5)], [(3, 3)]]
-    # One pair a pack: in the order of the first pick, the two (5, 5) as one repeated pack.
-    assert packs_of(dot_fill(counts, (10, 10, 1))[0]) == [[(4, 8)], [(5, 5)], [(5, 5)], [(6, 2)], [(3, 3)]]
+    # One pair a pack: largest share first, the two (5, 5) as one repeated pack.
+    assert packs_of(dot_fill(counts, (10, 10, 1))[0]) == [[(4, 8)], [(6, 2)], [(5, 5)], [(5, 5)], [(3, 3)]]
 
 
 def test_room_weights_the_row_used_least():
-    # Le = 8, Ld = 4: after (6, 1) the room (2, 3) weights targets: (1, 3) (score 2*64 + 3*3*64 ...) over (2, 1).
+    # Le = 8, Ld = 4: (6, 1) first (shares 6/8 and 3/4 of (1, 3) tie; its sum is larger); the
+    # room (2, 3) weights targets: (1, 3) scores 1*2*16 + 3*3*64 = 608, (2, 1) 2*2*16 + 1*3*64 = 256.
     counts = counts_of([(6, 1), (2, 1), (1, 3)], (8, 4))
     assert packs_of(dot_fill(counts, (8, 4, None))[0]) == [[(6, 1), (1, 3)], [(2, 1)]]
 
@@ -78,9 +83,9 @@ def test_matches_the_reference_and_keeps_every_pair_once(max_input, max_target, 
 
 def test_optimal_takes_the_fill_where_both_rows_bind():
     # Balanced pairs at K=16, both rows binding: without the fill `optimal` planned 13,030 packs
-    # here (b7450cf, time_limit=1); the fill plans 12,885 (bound 12,772).
+    # here (b7450cf, time_limit=1); the fill plans 12,878 (bound 12,772).
     counts = balanced(50_000, (128, 32))
     fill, _ = dot_fill(counts, (128, 32, 16))
     result = plan(counts, max_length=(128, 32), max_sequences_per_pack=16, algorithm="optimal", time_limit=1.0)
-    assert fill.packs == 12_885
+    assert fill.packs == 12_878
     assert result.metrics["packs"] <= fill.packs

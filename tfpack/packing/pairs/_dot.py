@@ -1,14 +1,18 @@
 """The dot-product fill: packs one at a time, each pair the one most aligned with the room left.
 
-A pack starts empty with room ``(re, rd) = (Le, Ld)``; while it has a place,
-it takes, among the pairs left that fit the room, the one ``(e, d)`` with the
-largest ``e * re / Le^2 + d * rd / Ld^2`` (the dot product of the pair and
-the room, each row scaled by its limit), then the next pack. Large pairs go
-first, and a pack that has used more of one row takes pairs heavy on the
-other: where both rows bind (balanced lengths at 512/128, K=16, 1e5 pairs) it
-leaves 0.94% above the bound where the templates leave 2.0%. Where places
-bind (K=4) it fills places with the largest pairs and loses (29,394 packs
-where the grid's plan has 25,976).
+A pack starts with the pair left of the largest share of a limit,
+``max(e / Le, d / Ld)`` (ties: the larger ``e / Le + d / Ld``, then the
+longer input), as first fit decreasing orders pairs; then, while it has a
+place, it takes, among the pairs left that fit its room ``(re, rd)``, the one
+``(e, d)`` with the largest ``e * re / Le^2 + d * rd / Ld^2`` (the dot
+product of the pair and the room, each row scaled by its limit; ties: the
+longer input, then target), then the next pack. A pack that has used more of
+one row takes pairs heavy on the other: where both rows bind (1e6 balanced
+pairs at K=16) it leaves 0.88-0.97% above the bound where compounds leave
+2.9-3.7% (first picks by the dot product with the full room, ``e / Le + d /
+Ld``: 1.34-1.70%). Where places bind (K=4) it fills places with the largest
+pairs and loses (295,525 packs on 1e6 balanced pairs at 512/128 where the
+grid's plan has 259,732).
 
 Compiled (`tfpack/packing/_kernels.c`, ``dot_fill``): a row table gives, per
 input length, the longest target left within the room, and a scan of inputs

@@ -20,7 +20,7 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   the time is up: where both rows' tokens need packs within `_BOTH_BIND` of
   each other, first the dot-product fill (`_dot`: each pack takes, pair by
   pair, the one most aligned with its room; 1e6 balanced pairs at K=16:
-  1.3-1.7% above the bound where compounds give 2.9-3.7%); where a pack has places for twice the pairs it must hold,
+  0.88-0.97% above the bound where compounds give 2.9-3.7%); where a pack has places for twice the pairs it must hold,
   or, where both rows bind, at least 3 for them two a place
   (`_compounds_fit`), templates of compounds on the side whose tokens bind
   first (`_compounds`: each pair heavy on the other side joined to one heavy
