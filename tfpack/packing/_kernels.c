@@ -41,12 +41,13 @@
  *     packs, of tfpack/packing/algorithms/_groups.py's `real_packs` notes: packs
  *     (tuples, longest first) -> how many, in order of first appearance.
  *
- *   dot_fill(counts, max_input, max_target, depth) -> (pack, a, b, packs)
+ *   dot_fill(counts, max_input, max_target, depth, aimed) -> (pack, a, b, packs)
  *     The dot-product fill of tfpack/packing/pairs/_dot.py's module notes: packs one
  *     at a time, each first taking the pair of the largest share of a limit (ties: the
  *     larger e / Le + d / Ld, then the longer input), then, while it has a place, the
  *     pair that fits its room (re, rd) with the largest e * re * Ld^2 + d * rd * Le^2
- *     (ties: the longer input, then target). counts: int64 [max_input * max_target], pairs of input length
+ *     (ties: the longer input, then target); `aimed`: with s > 1 places left, that
+ *     pair within the room (re / s, rd / s) (floored) first, where one fits. counts: int64 [max_input * max_target], pairs of input length
  *     i + 1 and target length j + 1 at i * max_target + j; depth: places a pack,
  *     or -1 for no limit. A pack whose picks the histogram can repeat r times
  *     (each cell picked m times holds r * m pairs or more) is repeated r times:
@@ -975,7 +976,8 @@ static PyObject *dot_fill(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer counts_view;
     long long max_input, max_target, depth;
-    if (!PyArg_ParseTuple(args, "y*LLL", &counts_view, &max_input, &max_target, &depth)) return NULL;
+    int aimed;
+    if (!PyArg_ParseTuple(args, "y*LLLp", &counts_view, &max_input, &max_target, &depth, &aimed)) return NULL;
     PyObject *result = NULL;
     int64_t *left = NULL, *pack = NULL, *pa = NULL, *pb = NULL, *picks = NULL;
     First *first = NULL;
@@ -1029,7 +1031,9 @@ static PyObject *dot_fill(PyObject *self, PyObject *args) {
         int64_t re = max_input, rd = max_target, k = 0, e = 0, d = 0;
         while (!any[first[at].e * width + first[at].d]) at++;
         e = first[at].e, d = first[at].d;
-        while (k < places && (k == 0 || best_pair(&t, re, rd, &e, &d))) {
+        for (int64_t s = places; k < places; s--) {
+            if (k && !(aimed && s > 1 && best_pair(&t, re / s, rd / s, &e, &d)) && !best_pair(&t, re, rd, &e, &d))
+                break;
             picks[2 * k] = e, picks[2 * k + 1] = d, k++, re -= e, rd -= d;
             if (--left[e * width + d] == 0) any[e * width + d] = 0;
         }
