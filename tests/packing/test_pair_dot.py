@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,21 +109,18 @@ def test_aimed_matches_the_reference_on_seeded_histograms():
     assert changed == 13
 
 
-def test_optimal_takes_the_fill_where_both_rows_bind():
-    # Balanced pairs at K=16, both rows binding: without the fill `optimal` planned 13,030 packs
-    # here (b7450cf, time_limit=1); the fill plans 12,878 (bound 12,772).
-    counts = balanced(50_000, (128, 32))
-    fill, _ = dot_fill(counts, (128, 32, 16))
-    result = plan(counts, max_length=(128, 32), max_sequences_per_pack=16, algorithm="optimal", time_limit=1.0)
-    assert fill.packs == 12_878
-    assert result.metrics["packs"] <= fill.packs
-
-
-def test_optimal_takes_the_aimed_fill_after_the_grid():
-    # Balanced pairs at K=4, where `optimal` runs the grid's LPs first: their plan had 5,262 packs
-    # here (time_limit=1); the aimed fill plans 5,219 (bound 5,120).
-    counts = balanced(20_000, (128, 32))
-    fill, _ = dot_fill(counts, (128, 32, 4))
-    result = plan(counts, max_length=(128, 32), max_sequences_per_pack=4, algorithm="optimal", time_limit=0.5)
-    assert fill.packs == 5_219
+@pytest.mark.parametrize("pairs, depth, time_limit, fill_packs", [
+    # K=16, both rows binding: without the fill `optimal` planned 13,030 packs (b7450cf,
+    # time_limit=1; bound 12,772).
+    (50_000, 16, 1.0, 12_878),
+    # K=4, where `optimal` runs the grid's LPs first: their plan had 5,262 packs (time_limit=1;
+    # bound 5,120); the fill's picks are aimed there.
+    (20_000, 4, 0.5, 5_219),
+])
+def test_optimal_keeps_the_fill(pairs, depth, time_limit, fill_packs):
+    counts = balanced(pairs, (128, 32))
+    fill, _ = dot_fill(counts, (128, 32, depth))
+    result = plan(counts, max_length=(128, 32), max_sequences_per_pack=depth, algorithm="optimal",
+                  time_limit=time_limit)
+    assert fill.packs == fill_packs
     assert result.metrics["packs"] <= fill.packs
