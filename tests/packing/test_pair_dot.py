@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfpack.packing import plan
+from tfpack.packing.pairs import _dot
 from tfpack.packing.pairs._dot import dot_fill
 
 from tests.packing.test_pair_grid import balanced
@@ -124,3 +125,12 @@ def test_optimal_keeps_the_fill(pairs, depth, time_limit, fill_packs):
                   time_limit=time_limit)
     assert fill.packs == fill_packs
     assert result.metrics["packs"] <= fill.packs
+
+
+def test_no_fill_past_its_cells(monkeypatch):
+    # Past `_MOST_CELLS` the fill plans nothing and `optimal` plans without it (here the grid runs first).
+    counts = balanced(5_000, (128, 32))
+    monkeypatch.setattr(_dot, "_MOST_CELLS", counts.size - 1)
+    assert dot_fill(counts, (128, 32, 4)) == (None, None)
+    result = plan(counts, max_length=(128, 32), max_sequences_per_pack=4, algorithm="optimal", time_limit=0.3)
+    assert result.metrics["packs"] >= result.metrics["lower_bound_packs"] > 0

@@ -48,15 +48,21 @@ __all__ = ["dot_fill"]
 
 # Picks are aimed (module notes) where ``K`` is under this many times the pairs a pack must hold.
 _AIMED = 1.85
+# The fill's tables take 17 bytes a cell of ``counts`` (empty or not): past this many cells
+# (some 570 MB) it plans nothing.
+_MOST_CELLS = 2 ** 25
 
 
 def dot_fill(counts: np.ndarray, limits, time_limit: float | None = None,
-             aimed: bool | None = None) -> tuple[Placed, None]:
+             aimed: bool | None = None) -> tuple[Placed | None, None]:
     """Pairs placed by the dot-product fill (module notes); no bound.
 
     ``limits``: (Le, Ld, K or None); ``aimed``: None chooses (`_aimed`).
+    None where ``counts`` has over `_MOST_CELLS` cells.
     """
     max_input, max_target, depth = limits
+    if counts.size > _MOST_CELLS:
+        return None, None
     aimed = _aimed(counts, limits) if aimed is None else aimed
     flat = np.ascontiguousarray(counts, dtype=np.int64)
     pack, a, b, packs = kernels.dot_fill(flat.tobytes(), max_input, max_target,

@@ -189,7 +189,7 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
         # The aimed fill beats the grid's plan where places bind (`_dot`: 1e6 balanced / bimodal
         # pairs at 512/128, K=4: 257,813 / 261,454 packs where the grid's plan has 259,732 / 262,432).
         dotted = dot_fill(counts, limits)[0]
-        best = dotted if best is None or dotted.packs < best.packs else best
+        best = dotted if best is None or (dotted is not None and dotted.packs < best.packs) else best
         # Then, in the time left or where the grid gave no plan, the binding side's templates alone,
         # for their bound (the others lost to the grid's plan on every case measured and, on 1e6
         # pairs, take seconds each: ffd 3.4 s).
