@@ -40,6 +40,19 @@
  *     lengths (each a group's longest), counts int64. The algorithm, and the
  *     packs, of tfpack/packing/algorithms/_groups.py's `real_packs` notes: packs
  *     (tuples, longest first) -> how many, in order of first appearance.
+ *
+ *   dot_fill(counts, max_input, max_target, depth, aimed) -> (pack, a, b, packs)
+ *     The dot-product fill of tfpack/packing/pairs/_dot.py's module notes: packs one
+ *     at a time, each first taking the pair of the largest share of a limit (ties: the
+ *     larger e / Le + d / Ld, then the longer input), then, while it has a place, the
+ *     pair that fits its room (re, rd) with the largest e * re * Ld^2 + d * rd * Le^2
+ *     (ties: the longer input, then target); `aimed`: with s > 1 places left, that
+ *     pair within the room (re / s, rd / s) (floored) first, where one fits. counts: int64 [max_input * max_target], pairs of input length
+ *     i + 1 and target length j + 1 at i * max_target + j; depth: places a pack,
+ *     or -1 for no limit. A pack whose picks the histogram can repeat r times
+ *     (each cell picked m times holds r * m pairs or more) is repeated r times:
+ *     the greedy would pick the same (a pair left fewer only loses its turn).
+ *     pack, a, b: bytes of int64, one per pair, in the order placed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -887,6 +900,170 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------ dot-product fill */
+
+/* The pairs left, two ways: longest[r * (Le + 1) + e] names a target d <= r, widest[r *
+ * (Ld + 1) + d] an input e <= r, where cell (e, d) had pairs (0: none); a cell emptied since
+ * stays named until a lookup passes it (`longest_left`, `widest_left`) and sets the entry to
+ * the next cell with pairs (deletions only: the entries are union-find parents). One room's
+ * entries lie side by side, for the scans. */
+typedef struct {
+    int64_t max_input, max_target;
+    const uint8_t *any; /* whether (e, d) has pairs left, at e * (Ld + 1) + d */
+    int32_t *longest, *widest;
+} Left;
+
+/* The longest target d <= r with pairs (e, d) left (0: none). */
+static int64_t longest_left(const Left *t, int64_t e, int64_t r) {
+    int64_t se = t->max_input + 1, sd = t->max_target + 1, d = t->longest[r * se + e];
+    while (d && !t->any[e * sd + d]) d = t->longest[(d - 1) * se + e];
+    for (int64_t at = r, next; (next = t->longest[at * se + e]) != d; at = next - 1)
+        t->longest[at * se + e] = (int32_t)d; /* compress the path walked */
+    return d;
+}
+
+/* The longest input e <= r with pairs (e, d) left (0: none). */
+static int64_t widest_left(const Left *t, int64_t d, int64_t r) {
+    int64_t sd = t->max_target + 1, e = t->widest[r * sd + d];
+    while (e && !t->any[e * sd + d]) e = t->widest[(e - 1) * sd + d];
+    for (int64_t at = r, next; (next = t->widest[at * sd + d]) != e; at = next - 1)
+        t->widest[at * sd + d] = (int32_t)e;
+    return e;
+}
+
+/* The pair of most dot product with the room (re, rd) in `*e`, `*d` (ties: the longer
+ * input, then the longer target); 0 when none fits. Rows of inputs x from re down and
+ * columns of targets y from rd down, each row's (column's) best pair: past them every pair
+ * left has e <= x and d <= y, so the scan ends where x * wa + y * wb cannot beat the best,
+ * or a side runs out. Each step lowers the side that, alone, would end it in fewer steps. */
+static int best_pair(const Left *t, int64_t re, int64_t rd, int64_t *e, int64_t *d) {
+    /* Doubles: the products pass int64 past limits of 2^16 (exact below 2^53). */
+    double wa = (double)re * (double)t->max_target * (double)t->max_target;
+    double wb = (double)rd * (double)t->max_input * (double)t->max_input, best = -1.0;
+    int64_t be = 0, bd = 0, x = re, y = rd;
+    while (x >= 1 && y >= 1) {
+        double reach = (double)x * wa + (double)y * wb;
+        if (reach < best || (reach == best && x <= be)) break;
+        int64_t fx = x, fy = y;
+        /* Steps each side needs, alone, to end the scan: to beat the best, or to run out. */
+        double gap = reach - (best > 0.0 ? best : 0.0), need_x = gap / wa, need_y = gap / wb;
+        if ((need_x < (double)x ? need_x : (double)x) <= (need_y < (double)y ? need_y : (double)y))
+            fy = longest_left(t, x--, y);
+        else fx = widest_left(t, y--, x);
+        double score = (double)fx * wa + (double)fy * wb;
+        if (fx && fy && (score > best || (score == best && (fx > be || (fx == be && fy > bd)))))
+            best = score, be = fx, bd = fy;
+    }
+    *e = be, *d = bd;
+    return be > 0;
+}
+
+/* A pack's first pick, where every pair fits: the largest share of a limit first (as first fit
+ * decreasing orders: 1e6 balanced pairs at 512/128, K=16: 246,915 packs; by the dot product
+ * with the full room, e / Le + d / Ld, 248,056), then the larger sum, then the longer input. */
+typedef struct {
+    int64_t most, sum, e, d; /* max(e * Ld, d * Le), e * Ld + d * Le */
+} First;
+
+static int largest_share(const void *p, const void *q) {
+    const First *x = p, *y = q;
+    if (x->most != y->most) return x->most > y->most ? -1 : 1;
+    if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
+    return x->e > y->e ? -1 : (x->e < y->e);
+}
+
+static PyObject *dot_fill(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer counts_view;
+    long long max_input, max_target, depth;
+    int aimed;
+    if (!PyArg_ParseTuple(args, "y*LLLp", &counts_view, &max_input, &max_target, &depth, &aimed)) return NULL;
+    PyObject *result = NULL;
+    int64_t *left = NULL, *pack = NULL, *pa = NULL, *pb = NULL, *picks = NULL;
+    First *first = NULL;
+    Left t = {max_input, max_target, NULL, NULL, NULL};
+    uint8_t *any = NULL;
+    int64_t width = max_target + 1, total = 0, places = depth < 0 ? max_input : depth;
+    if (max_input < 1 || max_target < 1 || places < 1 ||
+        check_buffer(&counts_view, (Py_ssize_t)(max_input * max_target), 8, "counts"))
+        goto done;
+    const int64_t *counts = counts_view.buf;
+    left = malloc((size_t)((max_input + 1) * width) * sizeof(int64_t));
+    t.longest = malloc((size_t)((max_input + 1) * width) * sizeof(int32_t));
+    t.widest = calloc((size_t)((max_input + 1) * width), sizeof(int32_t));
+    picks = malloc((size_t)places * 2 * sizeof(int64_t));
+    any = malloc((size_t)((max_input + 1) * width));
+    if (!left || !t.longest || !t.widest || !picks || !any) goto memory;
+    t.any = any;
+    for (int64_t x = 0; x <= max_input; x++) {
+        int32_t longest = 0;
+        for (int64_t y = 0; y <= max_target; y++) {
+            int64_t c = x && y ? counts[(x - 1) * max_target + y - 1] : 0;
+            if (c < 0) {
+                PyErr_SetString(PyExc_ValueError, "counts must not be negative");
+                goto done;
+            }
+            left[x * width + y] = c, any[x * width + y] = c > 0, total += c;
+            if (c) longest = (int32_t)y;
+            t.longest[y * (max_input + 1) + x] = longest;
+            t.widest[x * width + y] = c ? (int32_t)x : x ? t.widest[(x - 1) * width + y] : 0;
+        }
+    }
+    /* A pack's first pick: the next cell with pairs left in `first` (`First`). */
+    int64_t cells = 0, at = 0;
+    for (int64_t c = 0; c < max_input * max_target; c++) cells += counts[c] > 0;
+    first = malloc((size_t)(cells ? cells : 1) * sizeof(First));
+    if (!first) goto memory;
+    for (int64_t x = 1; x <= max_input; x++)
+        for (int64_t y = 1; y <= max_target; y++)
+            if (any[x * width + y]) {
+                int64_t a = x * max_target, b = y * max_input;
+                first[at++] = (First){a > b ? a : b, a + b, x, y};
+            }
+    qsort(first, (size_t)cells, sizeof(First), largest_share);
+    at = 0;
+    pack = malloc((size_t)(total ? total : 1) * sizeof(int64_t));
+    pa = malloc((size_t)(total ? total : 1) * sizeof(int64_t));
+    pb = malloc((size_t)(total ? total : 1) * sizeof(int64_t));
+    if (!pack || !pa || !pb) goto memory;
+    int64_t packs = 0, placed = 0;
+    while (placed < total) {
+        int64_t re = max_input, rd = max_target, k = 0, e = 0, d = 0;
+        while (!any[first[at].e * width + first[at].d]) at++;
+        e = first[at].e, d = first[at].d;
+        for (int64_t s = places; k < places; s--) {
+            if (k && !(aimed && s > 1 && best_pair(&t, re / s, rd / s, &e, &d)) && !best_pair(&t, re, rd, &e, &d))
+                break;
+            picks[2 * k] = e, picks[2 * k + 1] = d, k++, re -= e, rd -= d;
+            if (--left[e * width + d] == 0) any[e * width + d] = 0;
+        }
+        /* Repeats: each cell picked m times must hold m more pairs a repeat. */
+        int64_t repeats = INT64_MAX;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t m = 0, cell = picks[2 * j] * width + picks[2 * j + 1];
+            for (int64_t i = 0; i < k; i++) m += picks[2 * i] * width + picks[2 * i + 1] == cell;
+            if (left[cell] / m < repeats) repeats = left[cell] / m;
+        }
+        repeats += 1;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t cell = picks[2 * j] * width + picks[2 * j + 1];
+            if ((left[cell] -= repeats - 1) == 0) any[cell] = 0;
+        }
+        for (int64_t r = 0; r < repeats; r++, packs++)
+            for (int64_t j = 0; j < k; j++, placed++)
+                pack[placed] = packs, pa[placed] = picks[2 * j], pb[placed] = picks[2 * j + 1];
+    }
+    result = Py_BuildValue("(NNNL)", as_bytes(pack, (size_t)total * 8), as_bytes(pa, (size_t)total * 8),
+                           as_bytes(pb, (size_t)total * 8), (long long)packs);
+    goto done;
+memory:
+    PyErr_NoMemory();
+done:
+    free(left), free(any), free(first), free(t.longest), free(t.widest), free(picks), free(pack), free(pa), free(pb);
+    PyBuffer_Release(&counts_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
@@ -894,6 +1071,7 @@ static PyMethodDef methods[] = {
      "Real lengths in the slots of a plan on groups rounded up (see the source)."},
     {"best_fit_decreasing", best_fit_decreasing, METH_VARARGS,
      "Best fit decreasing on groups of packs (see the source)."},
+    {"dot_fill", dot_fill, METH_VARARGS, "The dot-product fill of two-length pairs (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 
