@@ -412,10 +412,7 @@ def workers(tmp_path_factory):
     process: `host_packing_run.py --jax`). The files, and each worker's results."""
     folder = tmp_path_factory.mktemp("hosts")
     files = _write_files(folder)
-    tf_ports = _free_ports(2)
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        jax_port = s.getsockname()[1]
+    *tf_ports, jax_port = _free_ports(3)  # held at once: three distinct ports
     with_jax = importlib.util.find_spec("jax") is not None
     cluster = {"worker": [f"127.0.0.1:{p}" for p in tf_ports]}
     runs = []
@@ -427,7 +424,7 @@ def workers(tmp_path_factory):
         command = [sys.executable, os.path.join(os.path.dirname(__file__),
                                                 "host_packing_run.py"),
                    str(folder / "part-*.tfrecord"), str(folder / f"out{i}.json")]
-        command += ["--jax", f"localhost:{jax_port}"] if with_jax else []
+        command += ["--jax", f"127.0.0.1:{jax_port}"] if with_jax else []
         command = traced(command, folder / f"trace{i}")  # The files each worker really opened.
         runs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True))
