@@ -1,11 +1,14 @@
-"""Subprocess entry for the packing-per-host test across JAX processes (JAX_PLATFORMS=cpu).
+"""The packing-per-host run across JAX processes (JAX_PLATFORMS=cpu): `run`, which the
+per-host test's workers call after their MultiWorkerMirroredStrategy run
+(``host_packing_run.py --jax``: one TensorFlow start a process for both), or alone:
 
     python host_packing_jax_run.py PATTERN COORDINATOR NUM_PROCESSES PROCESS_ID
 
 The process joins `jax.distributed`, packs only its files (`tfpack.data.host_files`) with
 ``input_sharded=True`` and `tfpack.data.jax_all_gather`, then runs one cross-process
-all-gather a batch until its packs end (unequal counts would hang). Its last stdout line
-is JSON: the files it was given, its steps, the example ids it packed, `host_packs`.
+all-gather a batch until its packs end (unequal counts would hang). What it reports (alone:
+its last stdout line, JSON): the files it was given, its steps, the example ids it packed,
+`host_packs`.
 """
 
 import json
@@ -22,8 +25,8 @@ from jax.experimental import multihost_utils  # noqa: E402
 import tfpack  # noqa: E402
 
 
-def main():
-    pattern, coordinator, processes, process = sys.argv[1:]
+def run(pattern, coordinator, processes, process):
+    """Join `jax.distributed`, pack this process's files, step through them; the report."""
     jax.distributed.initialize(coordinator, num_processes=int(processes),
                                process_id=int(process))
     context = tf.distribute.InputContext(num_input_pipelines=jax.process_count(),
@@ -42,8 +45,12 @@ def main():
                                         batch["sequence_mask"]):
             ids += [int(input_ids[c]) for c, m in zip(cls, mask) if m > 0]
         steps += 1
-    print(json.dumps({"files": [os.path.basename(f) for f in files], "steps": steps,
-                      "ids": ids, "host_packs": packer.report.host_packs}))
+    return {"files": [os.path.basename(f) for f in files], "steps": steps, "ids": ids,
+            "host_packs": packer.report.host_packs}
+
+
+def main():
+    print(json.dumps(run(*sys.argv[1:])))
 
 
 if __name__ == "__main__":

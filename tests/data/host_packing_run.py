@@ -1,14 +1,17 @@
 """Subprocess entry for the packing-per-host test: one MultiWorkerMirroredStrategy worker
 (TF_CONFIG set by the caller) packs only its own files and steps through its batches.
 
-    python host_packing_run.py PATTERN OUT.json
+    python host_packing_run.py PATTERN OUT.json [--jax COORDINATOR]
 
 Each record of the files is one example whose tokens all equal its unique id. The
 worker takes its files with `tfpack.data.host_files`, packs them with
 ``input_sharded=True`` and `strategy_all_gather`, and runs one cross-worker all-reduce
 a step until its dataset ends: unequal step counts would hang the job. It writes the
 files it was given, its steps, the ids of the examples it trained on and its report,
-for ``remainder="pad"`` and then ``"drop"`` (one process start for both).
+for ``remainder="pad"`` and then ``"drop"`` (one process start for both). With ``--jax``,
+the same process then joins `jax.distributed` (process id: its TF_CONFIG index) and packs
+its files with `tfpack.data.jax_all_gather` (`host_packing_jax_run.run`): TensorFlow, which
+both need, starts once a worker.
 """
 
 import argparse
@@ -72,10 +75,17 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("pattern")
     parser.add_argument("out")
+    parser.add_argument("--jax", metavar="COORDINATOR", default=None)
     args = parser.parse_args()
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     results = {remainder: run(strategy, args.pattern, remainder)
                for remainder in ("pad", "drop")}
+    if args.jax:
+        from host_packing_jax_run import run as jax_run
+
+        config = json.loads(os.environ["TF_CONFIG"])
+        results["jax"] = jax_run(args.pattern, args.jax, len(config["cluster"]["worker"]),
+                                 config["task"]["index"])
     with open(args.out, "w") as f:
         json.dump(results, f)
 

@@ -2,9 +2,11 @@
 every host emits the same number of packs, nothing is lost but the reported drops.
 
 Hosts are simulated by threads (one `Packer` each, an all-gather through a barrier), and
-for real by two MultiWorkerMirroredStrategy processes on 127.0.0.1."""
+for real by two MultiWorkerMirroredStrategy processes on 127.0.0.1, which then also join
+`jax.distributed` (one process pair for both)."""
 
 import functools
+import importlib.util
 import json
 import os
 import socket
@@ -389,11 +391,11 @@ def _write_files(folder):
     return files
 
 
-def _communicate(runs, what):
+def _communicate(runs, what, timeout=90):
     outputs = []
     for run in runs:
         try:
-            output, _ = run.communicate(timeout=90)
+            output, _ = run.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             for r in runs:
                 r.kill()
@@ -403,27 +405,39 @@ def _communicate(runs, what):
     return outputs
 
 
-@pytest.mark.slow  # two TensorFlow processes: ~35 s
-def test_two_workers_pack_their_own_files_and_run_equal_steps(tmp_path):
-    files = _write_files(tmp_path)
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory):
+    """Two MultiWorkerMirroredStrategy processes, which then join `jax.distributed` (CPU,
+    gloo) where JAX is installed: each packs its own files both ways (one TensorFlow start a
+    process: `host_packing_run.py --jax`). The files, and each worker's results."""
+    folder = tmp_path_factory.mktemp("hosts")
+    files = _write_files(folder)
+    *tf_ports, jax_port = _free_ports(3)  # held at once: three distinct ports
+    with_jax = importlib.util.find_spec("jax") is not None
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in tf_ports]}
     runs = []
     for i in range(2):
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
-               "PYTHONPATH": ROOT,
+               "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT,
                "TF_CONFIG": json.dumps({"cluster": cluster,
                                         "task": {"type": "worker", "index": i}})}
         command = [sys.executable, os.path.join(os.path.dirname(__file__),
                                                 "host_packing_run.py"),
-                   str(tmp_path / "part-*.tfrecord"), str(tmp_path / f"out{i}.json")]
-        command = traced(command, tmp_path / f"trace{i}")  # The files each worker really opened.
+                   str(folder / "part-*.tfrecord"), str(folder / f"out{i}.json")]
+        command += ["--jax", f"127.0.0.1:{jax_port}"] if with_jax else []
+        command = traced(command, folder / f"trace{i}")  # The files each worker really opened.
         runs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True))
-    _communicate(runs, "worker")
-    results = [json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(2)]
+    _communicate(runs, "worker", timeout=180)
+    return folder, files, [json.loads((folder / f"out{i}.json").read_text()) for i in range(2)]
+
+
+@pytest.mark.slow  # two TensorFlow processes (with the JAX run): ~45 s
+def test_two_workers_pack_their_own_files_and_run_equal_steps(workers):
+    folder, files, results = workers
     assert [r["pad"]["files"] for r in results] == [files[0::2], files[1::2]]
     for i in range(2):
-        trace = tmp_path / f"trace{i}"
+        trace = folder / f"trace{i}"
         if trace.exists():
             opened = {f for f in files if f in trace.read_text()}
             assert opened == set(results[i]["pad"]["files"]), (i, opened)
@@ -442,22 +456,11 @@ def test_two_workers_pack_their_own_files_and_run_equal_steps(tmp_path):
     assert drop[1]["dropped_sequences"] == 0 and drop[0]["dropped_packs"] > 0
 
 
-@pytest.mark.slow  # two JAX processes (CPU, gloo): ~35 s
-def test_two_jax_processes_pack_their_own_files_and_run_equal_steps(tmp_path):
+@pytest.mark.slow  # the same two processes, joined by `jax.distributed` (CPU, gloo)
+def test_two_jax_processes_pack_their_own_files_and_run_equal_steps(workers):
     pytest.importorskip("jax")
-    files = _write_files(tmp_path)
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3",
-           "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": ROOT}
-    runs = [subprocess.Popen(
-        [sys.executable, os.path.join(os.path.dirname(__file__), "host_packing_jax_run.py"),
-         str(tmp_path / "part-*.tfrecord"), f"localhost:{port}", "2", str(i)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for i in range(2)]
-    first, second = (json.loads(out.strip().splitlines()[-1])
-                     for out in _communicate(runs, "process"))
+    _, files, results = workers
+    first, second = (r["jax"] for r in results)
     assert (first["files"], second["files"]) == (files[0::2], files[1::2])
     assert first["host_packs"] == second["host_packs"]
     assert first["host_packs"][0] > first["host_packs"][1]

@@ -276,23 +276,31 @@ def test_bad_sizes_are_refused(tmp_path, kwargs, message):
         export_saved_model(_tiny_classifier(), tmp_path / "m", **kwargs)
 
 
-def test_export_traces_each_signature_once(tmp_path, monkeypatch):
-    """The served functions reach the SavedModel as its signatures only: as attributes of
-    the exported object, `tf.saved_model.save` would trace each again and write it twice."""
+@pytest.fixture(scope="module")
+def default_export(tmp_path_factory):
+    """One export of a called classifier with no directory given, from a working directory
+    of its own; the model's calls during the export counted (one export for both tests)."""
+    folder = tmp_path_factory.mktemp("default")
     model = _tiny_classifier()
     model(_classifier_data(8))  # Built: only the export's traces call the model now.
     traced, call = [], type(model).call
-    monkeypatch.setattr(type(model), "call", functools.wraps(call)(
-        lambda self, *args, **kwargs: traced.append(1) or call(self, *args, **kwargs)))
-    path = export_saved_model(model, tmp_path / "m", max_length=L, max_sequences_per_pack=K,
-                              padding_id=0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.setattr(type(model), "call", functools.wraps(call)(
+            lambda self, *args, **kwargs: traced.append(1) or call(self, *args, **kwargs)))
+        path = export_saved_model(model, max_length=L, max_sequences_per_pack=K, padding_id=0)
+    return folder, model.name, path, traced
+
+
+def test_export_traces_each_signature_once(default_export):
+    """The served functions reach the SavedModel as its signatures only: as attributes of
+    the exported object, `tf.saved_model.save` would trace each again and write it twice."""
+    _, _, path, traced = default_export
     assert len(traced) == len(tf.saved_model.load(path).signatures) == 4
 
 
-def test_default_directory_is_saved_models(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    model = _tiny_classifier()
-    path = export_saved_model(model, max_length=L, max_sequences_per_pack=K)
-    assert path == str(tmp_path / "saved_models" / model.name)
+def test_default_directory_is_saved_models(default_export):
+    folder, name, path, _ = default_export
+    assert path == str(folder / "saved_models" / name)
     assert os.path.exists(os.path.join(path, "saved_model.pb"))
-    assert os.listdir(tmp_path / "saved_models") == [model.name]
+    assert os.listdir(folder / "saved_models") == [name]
