@@ -4,7 +4,10 @@ XLA's CPU backend runs LLVM at optimization level 0 there: these checks compile
 many small programs (every op of an eager Keras call on JAX is compiled on its
 own) and run each a few times on tiny models, so compiling is nearly all their
 time. The level changes how fast XLA's code runs, not what it computes (no fast
-math at any level); the flags are appended to any ``XLA_FLAGS`` already set
+math at any level). XLA's older elemental emitters for the CPU's fused loops
+(``xla_cpu_use_fusion_emitters=false``) compile in about half the time of its
+MLIR fusion emitters (a two-layer Llama's program with its gradient: 2.9 ->
+1.4 s of CPU); the flags are appended to any ``XLA_FLAGS`` already set
 (``fast_compile_xla_flags``). The suite's own process does not set them for
 TensorFlow's ``jit_compile=True`` (backed out in 261ae9d: no gain measured at
 suite level).
@@ -25,7 +28,8 @@ import sys
 NO_TENSORFLOW = pathlib.Path(__file__).resolve().parent / "no_tensorflow"
 
 FAST_COMPILE_XLA_FLAGS = ("--xla_backend_optimization_level=0 "
-                          "--xla_llvm_disable_expensive_passes=true")
+                          "--xla_llvm_disable_expensive_passes=true "
+                          "--xla_cpu_use_fusion_emitters=false")
 
 
 def fast_compile_xla_flags(flags=None) -> str:
@@ -43,6 +47,19 @@ def fast_compile_xla_flags(flags=None) -> str:
     words = (flags or "").split()
     return " ".join(words + [f for f in FAST_COMPILE_XLA_FLAGS.split()
                              if f not in words])
+
+
+def fast_compile_options() -> dict:
+    """``FAST_COMPILE_XLA_FLAGS`` as ``jax.jit``'s ``compiler_options``, for
+    the programs a test compiles in the suite's own process (whose
+    ``XLA_FLAGS`` stay as they are).
+
+    >>> fast_compile_options()["xla_cpu_use_fusion_emitters"]
+    False
+    """
+    values = {"true": True, "false": False}
+    options = (flag[2:].split("=", 1) for flag in FAST_COMPILE_XLA_FLAGS.split())
+    return {name: values.get(value, value) for name, value in options}
 
 
 def jax_env(*, tensorflow: bool = False, **extra) -> dict:
