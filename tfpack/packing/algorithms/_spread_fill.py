@@ -39,37 +39,80 @@ def packs(histogram: np.ndarray, max_length: int, depth: int, batch: int = 1024,
           budget: _budget.Budget | None = None) -> dict[tuple[int, ...], int] | None:
     """The plan of the module notes: packs (lengths, longest first) -> how many.
 
+    Two passes: the first pass's failed packs (free space of a slot's share,
+    ``max_length // depth``, or more) open packs of the second among the openers, by
+    their tokens, while sequences to fill them are left; the plan with fewer packs.
+
     Args:
         histogram: int64 ``[max_length]``, ``histogram[i]`` sequences of length ``i + 1``.
         max_length: tokens per pack.
         depth: sequences per pack.
         batch: packs opened at once (fewer when the sequences left fill fewer).
-        budget: checked before each batch; ``None`` is returned if it ends first.
+        budget: checked before each batch; ``None`` is returned if it ends in the first
+            pass (in the second: the first pass's plan).
     """
     counts = np.concatenate([[0], np.asarray(histogram, dtype=np.int64)])
     full, counts[max_length] = int(counts[max_length]), 0  # each a pack of its own
-    tokens = np.arange(max_length + 1, dtype=np.int64)
+    first = _fill(counts.copy(), max_length, depth, batch, budget)
+    if first is None:
+        return None
+    best = first
+    failed = first[max_length - first.sum(axis=1) >= max_length // depth]
+    if len(failed):
+        counts -= np.bincount(failed.ravel(), minlength=max_length + 1)
+        counts[0] = 0
+        second = _fill(counts, max_length, depth, batch, budget, reopened=failed)
+        if second is not None and len(second) < len(first):
+            best = second
     plan: dict[tuple[int, ...], int] = {(max_length,): full} if full else {}
-    while counts.any():
+    _add(plan, best)
+    return plan
+
+
+def _fill(counts: np.ndarray, max_length: int, depth: int, batch: int,
+          budget: _budget.Budget | None, reopened: np.ndarray | None = None) -> np.ndarray | None:
+    """One pass over ``counts`` (``counts[n]`` sequences of length ``n``, taken from it): the
+    packs, a row each (0: an empty slot), or ``None`` if ``budget`` ends first.
+
+    ``reopened`` (rows of packs, their sequences not in ``counts``) open packs among the
+    single openers, by their tokens; their free slots are filled as an opener's are.
+    """
+    tokens = np.arange(max_length + 1, dtype=np.int64)
+    reopened = np.zeros((0, depth), np.int64) if reopened is None else -np.sort(-reopened, axis=1)
+    totals = reopened.sum(axis=1)
+    order = np.argsort(-totals, kind="stable")
+    reopened, totals = reopened[order], totals[order]
+    sizes = np.count_nonzero(reopened, axis=1)
+    rows, done = [], 0  # reopened[:done] placed
+    while counts.any() or done < len(reopened):
         if budget is not None and budget.expired():
             return None
         left = int(counts.sum())
         # No more packs than the tokens or the sequences left need: the last ones stay full.
-        opened = int(min(batch, max(-(-int(tokens @ counts) // max_length), -(-left // depth))))
-        cumulative = np.cumsum(counts)
-        openers = np.searchsorted(cumulative, np.arange(left - opened, left), side="right")
+        opened = int(min(batch, max(-(-int(tokens @ counts + totals[done:].sum()) // max_length),
+                                    -(-(left + int(sizes[done:].sum())) // depth))))
+        singles = min(opened, left)
+        openers = np.searchsorted(np.cumsum(counts), np.arange(left - singles, left), side="right")
+        # The longest `opened` of the single openers and the reopened packs, in their order.
+        pick = np.sort(np.argsort(-np.concatenate([openers, totals[done:done + opened]]),
+                                  kind="stable")[:opened])
+        openers, again = openers[pick[pick < singles]], int((pick >= singles).sum())
         counts -= np.bincount(openers, minlength=max_length + 1)
-        pack = np.zeros((opened, depth), dtype=np.int64)
-        pack[:, 0] = openers
-        free = max_length - openers
-        for slot in range(1, depth):
-            target = free // (depth - slot)
-            order = np.argsort(target, kind="stable")
-            taken = _longest_at_most(counts, target[order])
-            pack[order, slot] = taken
+        pack = np.zeros((len(openers) + again, depth), dtype=np.int64)
+        pack[:len(openers), 0] = openers
+        pack[len(openers):] = reopened[done:done + again]
+        done += again
+        used, free = np.count_nonzero(pack, axis=1), max_length - pack.sum(axis=1)
+        for _ in range(1, depth):
+            open_ = np.flatnonzero(used < depth)
+            target = free[open_] // (depth - used[open_])
+            order = open_[np.argsort(target, kind="stable")]
+            taken = _longest_at_most(counts, np.sort(target, kind="stable"))
+            pack[order, used[order]] = taken
             free[order] -= taken
-        _add(plan, pack)
-    return plan
+            used[order] += 1
+        rows.append(pack)
+    return np.concatenate(rows) if rows else np.zeros((0, depth), np.int64)
 
 
 def _add(plan: dict[tuple[int, ...], int], pack: np.ndarray) -> None:
