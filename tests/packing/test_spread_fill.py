@@ -42,6 +42,22 @@ def test_the_first_pass_failed_packs_reopen_in_a_second():
     assert plan == {(10, 6): 1, (9, 7): 1, (9, 3, 2): 1}
 
 
+def test_a_budget_that_ends_in_the_second_pass_gives_the_first_pass_plan():
+    # A clock that ticks once a call: the budget reads it twice when made (end = 0 + seconds),
+    # then once a batch, two batches a pass (ticks 2, 3, then 4, 5). Ending at 4 cuts the
+    # second pass (the first's 4 packs stand), at 3 the first (no plan), at 6 neither.
+    histogram = np.bincount(np.array([10, 9, 9, 7, 6, 3, 2]) - 1, minlength=16)
+
+    def plan(seconds):
+        ticks = iter(range(100))
+        budget = _budget.Budget(seconds, clock=lambda: next(ticks))
+        return _spread_fill.packs(histogram, 16, 3, batch=2, budget=budget)
+
+    assert plan(4) == {(10, 3): 1, (9, 2): 1, (9,): 1, (7, 6): 1}
+    assert plan(3) is None
+    assert plan(6) == {(10, 6): 1, (9, 7): 1, (9, 3, 2): 1}
+
+
 def test_longest_at_most_gives_the_larger_targets_first_pick():
     counts = np.array([0, 1, 0, 2, 1])  # 1, 3, 3, 4
     taken = _spread_fill._longest_at_most(counts, np.array([0, 2, 3, 4, 4]))
