@@ -25,6 +25,39 @@ def test_hand_checked_plan():
     assert plan == {(9, 1): 1, (6, 2, 2): 1, (4, 4, 1): 1}
 
 
+def test_the_first_pass_failed_packs_reopen_in_a_second():
+    # 10, 9, 9, 7, 6, 3, 2 (46 tokens: 3 packs) in packs of 16 tokens, 3 sequences, 2 at once.
+    # First pass: openers 9 and 10 (free 7, 6), targets 3 and 3: the 10 takes the 3, the 9 the 2;
+    # last slots 3 and 5: nothing fits. Then 9 and 7 (free 7, 9), targets 3, 4: nothing; last
+    # slots: the 7 takes the 6. 4 packs; (9, 2) and (9) leave 5 and 7 free, a slot's share
+    # (16 // 3 = 5) or more: they fail. Second pass, pool 10, 7, 6, 3 and the reopened (9, 2)
+    # (11 tokens) and (9): openers (9, 2) and 10; (9, 2) takes the 3 (target 5), the 10 then
+    # the 6; then (9) takes the 7: 3 packs.
+    histogram = np.bincount(np.array([10, 9, 9, 7, 6, 3, 2]) - 1, minlength=16)
+    counts = np.concatenate([[0], histogram])
+    first = _spread_fill._fill(counts, 16, 3, 2, None)
+    rows = sorted(tuple(sorted(row, reverse=True)) for row in first.tolist())  # 0: empty
+    assert rows == [(7, 6, 0), (9, 0, 0), (9, 2, 0), (10, 3, 0)]
+    plan = _spread_fill.packs(histogram, 16, 3, batch=2)
+    assert plan == {(10, 6): 1, (9, 7): 1, (9, 3, 2): 1}
+
+
+def test_a_budget_that_ends_in_the_second_pass_gives_the_first_pass_plan():
+    # A clock that ticks once a call: the budget reads it twice when made (end = 0 + seconds),
+    # then once a batch, two batches a pass (ticks 2, 3, then 4, 5). Ending at 4 cuts the
+    # second pass (the first's 4 packs stand), at 3 the first (no plan), at 6 neither.
+    histogram = np.bincount(np.array([10, 9, 9, 7, 6, 3, 2]) - 1, minlength=16)
+
+    def plan(seconds):
+        ticks = iter(range(100))
+        budget = _budget.Budget(seconds, clock=lambda: next(ticks))
+        return _spread_fill.packs(histogram, 16, 3, batch=2, budget=budget)
+
+    assert plan(4) == {(10, 3): 1, (9, 2): 1, (9,): 1, (7, 6): 1}
+    assert plan(3) is None
+    assert plan(6) == {(10, 6): 1, (9, 7): 1, (9, 3, 2): 1}
+
+
 def test_longest_at_most_gives_the_larger_targets_first_pick():
     counts = np.array([0, 1, 0, 2, 1])  # 1, 3, 3, 4
     taken = _spread_fill._longest_at_most(counts, np.array([0, 2, 3, 4, 4]))
