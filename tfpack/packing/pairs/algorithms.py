@@ -15,13 +15,15 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   (`_grid`: a plan rounded from the LP of rounded-up pairs, the bound
   ``grid_lp`` of the LP of rounded-down ones, seeded with the other's
   columns), in ``time_limit``; then, only where time is left or the grid
-  gave no plan, the binding side's templates, for their bound; after the
-  grid, the dot-product fill with aimed picks (`_dot`), the best plan kept.
+  gave no plan, the binding side's templates, for their bound; before the
+  grid, the dot-product fill with aimed picks (`_dot`), the best plan kept
+  (the grid's is not rounded where the fill beats its LP: `_grid._beaten`).
   Otherwise candidates in turn, until one is within 0.1% of the bound or
   the time is up: where both rows' tokens need packs within `_BOTH_BIND` of
   each other, first the dot-product fill (`_dot`: each pack takes, pair by
   pair, the one most aligned with its room; 1e6 balanced pairs at K=16:
-  0.88-0.97% above the bound where compounds give 2.9-3.7%); where a pack has places for twice the pairs it must hold,
+  0.88-0.97% above the bound where compounds give 2.9-3.7%), then
+  compounds where they fit, and no templates (they lost by 10-14%); where a pack has places for twice the pairs it must hold,
   or, where both rows bind, at least 3 for them two a place
   (`_compounds_fit`), templates of compounds on the side whose tokens bind
   first (`_compounds`: each pair heavy on the other side joined to one heavy
@@ -179,16 +181,22 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     tries = [(None, joins[0])] if _compounds_fit(counts, limits, max(depths[:2]), joins[0] is compound, both) else []
     if _both_bind(both):  # the dot-product fill: the best plan there past 5 pairs a pack (`_dot`)
         tries.insert(0, (None, dot_fill))
-    tries += [(sides[0][0], functools.partial(sides[0][1], depth=depth)) for depth in depths[:2]]
-    tries += [(None, _ffd_if_small), (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
-    tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
-              if (kind, depth) != (sides[0][0], depths[1])]
+    # Where both rows bind, only the fill and compounds: templates of pairs left 10-14% more packs
+    # there and took 0.9-1.7 s CPU each on 1e6 pairs, past their time share (balanced at K=6 / 8 /
+    # 16: 272,470 / 272,174 / 272,133 packs at 512/128 on the fill's 250,902 / 248,456 / 246,915;
+    # 277,075 at 1024/256, K=16, on 244,705).
+    if not _both_bind(both):
+        tries += [(sides[0][0], functools.partial(sides[0][1], depth=depth)) for depth in depths[:2]]
+        tries += [(None, _ffd_if_small), (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
+        tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
+                  if (kind, depth) != (sides[0][0], depths[1])]
     best = None
     if _grid_first(found, limits):
-        best, found["grid_lp"] = grid(counts, limits, time_limit=time_limit)
         # The aimed fill beats the grid's plan where places bind (`_dot`: 1e6 balanced / bimodal
-        # pairs at 512/128, K=4: 257,813 / 261,454 packs where the grid's plan has 259,732 / 262,432).
+        # pairs at 512/128, K=4: 257,813 / 261,454 packs where the grid's plan has 259,732 / 262,432):
+        # first, so the grid spares rounding a plan it beats (`_grid._beaten`: 0.3-1 s on 1e6 pairs).
         dotted = dot_fill(counts, limits)[0]
+        best, found["grid_lp"] = grid(counts, limits, time_limit=time_limit, beat=dotted)
         best = dotted if best is None or (dotted is not None and dotted.packs < best.packs) else best
         # Then, in the time left or where the grid gave no plan, the binding side's templates alone,
         # for their bound (the others lost to the grid's plan on every case measured and, on 1e6

@@ -197,9 +197,9 @@ def plan_pairs(histogram, max_length, max_sequences_per_pack, algorithm: str = "
             binding side's first two one-length plans get 70% and 45% of
             it, later ones 30% of what is left), or ``None`` (all
             candidates, the same plan on every machine). The candidate running
-            when it ends finishes: on 1e6 pairs, 1-3.5 s in all (building
-            and checking a plan of 1e5 distinct packs, and rounding the grid
-            LPs' plan, come after it; `benchmarks/results/pair_planner.md`).
+            when it ends finishes: on 1e6 pairs, 0.4-2.6 s in all (building
+            and checking a plan of 2e5 distinct packs comes after it;
+            `benchmarks/results/pair_planner.md`).
 
     Returns:
         A checked `PairPackingPlan`.
