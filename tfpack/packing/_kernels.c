@@ -1236,14 +1236,10 @@ static PyObject *settle(PyObject *self, PyObject *args) {
         size[r] = p.a[r] * ld + p.b[r] * le, use[given[r]] += size[r];
         member_in(&p, r, given[r]);
     }
-    /* The `dissolve` packs of least use: a partial selection by a heap would do; a sort is simple. */
-    for (int64_t j = 0; j < packs; j++) order[j] = j;
-    for (int64_t gap = packs / 2; gap > 0; gap /= 2) /* shell sort by (use, id) */
-        for (int64_t i = gap; i < packs; i++)
-            for (int64_t j = i; j >= gap && (use[order[j - gap]] > use[order[j]] ||
-                 (use[order[j - gap]] == use[order[j]] && order[j - gap] > order[j])); j -= gap) {
-                int64_t t = order[j]; order[j] = order[j - gap], order[j - gap] = t;
-            }
+    /* The `dissolve` packs of least use (ties: the first): sorted as use * packs + id. */
+    for (int64_t j = 0; j < packs; j++) order[j] = use[j] * packs + j;
+    qsort(order, (size_t)packs, sizeof(int64_t), ascending);
+    for (int64_t j = 0; j < packs; j++) order[j] %= packs;
     int64_t count = 0;
     for (int64_t i = 0; i < dissolve && i < packs; i++) {
         int64_t j = order[i];
