@@ -72,6 +72,7 @@ def test_the_grid_spares_rounding_a_plan_beaten_by_one_in_hand():
 
 def test_where_both_rows_bind_no_templates_are_tried(monkeypatch):
     # Balanced pairs at K=16: both rows' tokens need about as many packs; the fill and compounds only.
+    # (The fill there is settled: `_settle`.)
     from test_pair_grid import balanced
 
     from tfpack.packing.pairs import algorithms, bounds
@@ -79,10 +80,10 @@ def test_where_both_rows_bind_no_templates_are_tried(monkeypatch):
     found = bounds.simple(counts, (32, 16, 16))
     assert algorithms._both_bind((found["input_tokens"], found["target_tokens"]))
     tried = []
-    for name in ("fill", "swapped", "blend", "_ffd_if_small", "dot_fill", "compound", "compound_swapped"):
+    for name in ("fill", "swapped", "blend", "_ffd_if_small", "settled_fill", "compound", "compound_swapped"):
         original = getattr(algorithms, name)
         monkeypatch.setattr(algorithms, name, lambda *a, _name=name, _f=original, **k: tried.append(_name) or _f(*a, **k))
     placed, bound, _ = algorithms.optimal(counts, (32, 16, 16), seed=0, time_limit=None)
-    assert tried[0] == "dot_fill" and not {"fill", "swapped", "blend", "_ffd_if_small"} & set(tried)
+    assert tried[0] == "settled_fill" and not {"fill", "swapped", "blend", "_ffd_if_small"} & set(tried)
     assert_valid(placed, counts, (32, 16, 16))
     assert bound <= placed.packs

@@ -53,6 +53,13 @@
  *     (each cell picked m times holds r * m pairs or more) is repeated r times:
  *     the greedy would pick the same (a pair left fewer only loses its turn).
  *     pack, a, b: bytes of int64, one per pair, in the order placed.
+ *
+ *   settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves) -> pack
+ *     The pass of tfpack/packing/pairs/_settle.py's module notes on a plan (pack, a, b: bytes
+ *     of int64, one per pair; pack ids 0..packs-1): the `dissolve` packs of least
+ *     sum of e * Ld + d * Le emptied, their pairs (largest first) each put in the tightest
+ *     place, a pack's room or a smaller pair's slot (that pair then re-placed), at most
+ *     `most_moves` placements; pack: bytes of int64, -1 for a pair left out.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1064,6 +1071,226 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ settle */
+
+/* Pairs' slots for `settle`: entry r < n is pair r, its slot its pack's room with r taken out;
+ * entry n + j is pack j's own room (a place left). Each cell (re, rd) of the table holds a
+ * doubly linked list of entries; each row a bit set of its cells that hold any. */
+typedef struct {
+    int64_t width, words, n, *head, *next, *prev, *cell, leaves, *tree; /* tree: rows' longest cells */
+    uint64_t *bits;
+} Slots;
+
+/* Row x's longest cell with entries (-1: none) into the tree of maxima over rows. */
+static void row_changed(Slots *s, int64_t x) {
+    int64_t longest = -1;
+    for (int64_t w = s->words - 1; w >= 0 && longest < 0; w--)
+        if (s->bits[x * s->words + w]) longest = w * 64 + 63 - __builtin_clzll(s->bits[x * s->words + w]);
+    int64_t i = x + s->leaves;
+    for (s->tree[i] = longest, i /= 2; i; i /= 2)
+        s->tree[i] = s->tree[2 * i] > s->tree[2 * i + 1] ? s->tree[2 * i] : s->tree[2 * i + 1];
+}
+
+/* The first row from x on with an entry at a cell of d or more, or -1. */
+static int64_t next_row(const Slots *s, int64_t x, int64_t d) {
+    int64_t i = x + s->leaves;
+    if (x >= s->leaves) return -1;
+    if (s->tree[i] >= d) return x;
+    for (; i > 1; i /= 2)
+        if (!(i & 1) && s->tree[i + 1] >= d) {
+            for (i++; i < s->leaves;) i = s->tree[2 * i] >= d ? 2 * i : 2 * i + 1;
+            return i - s->leaves;
+        }
+    return -1;
+}
+
+static void slot_out(Slots *s, int64_t x) {
+    int64_t c = s->cell[x];
+    if (c < 0) return;
+    if (s->prev[x] >= 0) s->next[s->prev[x]] = s->next[x];
+    else s->head[c] = s->next[x];
+    if (s->next[x] >= 0) s->prev[s->next[x]] = s->prev[x];
+    if (s->head[c] < 0) {
+        s->bits[(c / s->width) * s->words + (c % s->width) / 64] &= ~(1ULL << (c % s->width % 64));
+        if (s->tree[c / s->width + s->leaves] == c % s->width) row_changed(s, c / s->width);
+    }
+    s->cell[x] = -1;
+}
+
+static void slot_in(Slots *s, int64_t x, int64_t re, int64_t rd) {
+    int64_t c = re * s->width + rd;
+    s->prev[x] = -1, s->next[x] = s->head[c], s->cell[x] = c;
+    if (s->head[c] >= 0) s->prev[s->head[c]] = x;
+    s->head[c] = x;
+    s->bits[re * s->words + rd / 64] |= 1ULL << (rd % 64);
+    if (s->tree[re + s->leaves] < rd) row_changed(s, re);
+}
+
+typedef struct {
+    int64_t le, ld, places, *a, *b, *pack, *re, *rd, *k, *mhead, *mnext, *mprev;
+} Packs;
+
+/* Pack j's entries again after its room changed. */
+static void reslot(Slots *s, Packs *p, int64_t j) {
+    /* A full pack's pairs fill their slots: none is smaller than a pair that fits there. */
+    int full = p->re[j] == 0 && p->rd[j] == 0;
+    for (int64_t r = p->mhead[j]; r >= 0; r = p->mnext[r]) {
+        slot_out(s, r);
+        if (!full) slot_in(s, r, p->re[j] + p->a[r], p->rd[j] + p->b[r]);
+    }
+    slot_out(s, s->n + j);
+    if (p->k[j] < p->places && p->re[j] > 0 && p->rd[j] > 0) slot_in(s, s->n + j, p->re[j], p->rd[j]);
+}
+
+static void member_in(Packs *p, int64_t r, int64_t j) {
+    p->pack[r] = j, p->mprev[r] = -1, p->mnext[r] = p->mhead[j];
+    if (p->mhead[j] >= 0) p->mprev[p->mhead[j]] = r;
+    p->mhead[j] = r, p->re[j] -= p->a[r], p->rd[j] -= p->b[r], p->k[j]++;
+}
+
+static void member_out(Packs *p, int64_t r) {
+    int64_t j = p->pack[r];
+    if (p->mprev[r] >= 0) p->mnext[p->mprev[r]] = p->mnext[r];
+    else p->mhead[j] = p->mnext[r];
+    if (p->mnext[r] >= 0) p->mprev[p->mnext[r]] = p->mprev[r];
+    p->pack[r] = -1, p->re[j] += p->a[r], p->rd[j] += p->b[r], p->k[j]--;
+}
+
+/* The entry of least slot (re' * Ld + rd' * Le) with re' >= e, rd' >= d whose pair is smaller
+ * than `size` (a pack's own room always qualifies), or -1. */
+#ifndef LOOKED
+#define LOOKED 256 /* cells looked at a query */
+#endif
+#define WALKED 16 /* entries looked at a cell */
+static int64_t tightest(Slots *s, Packs *p, int64_t e, int64_t d, int64_t size) {
+    int64_t best = INT64_MAX, found = -1, looked = 0;
+    for (int64_t x = next_row(s, e, d); x >= 0 && x * p->ld + d * p->le < best; x = next_row(s, x + 1, d)) {
+        const uint64_t *row = s->bits + x * s->words;
+        for (int64_t w = d / 64; w < s->words; w++) {
+            uint64_t word = row[w] & (w == d / 64 ? ~0ULL << (d % 64) : ~0ULL);
+            while (word) {
+                int64_t y = w * 64 + __builtin_ctzll(word);
+                word &= word - 1;
+                if (x * p->ld + y * p->le >= best) goto next_row;
+                if (++looked > LOOKED) return found;
+                int64_t walked = 0;
+                for (int64_t q = s->head[x * s->width + y]; q >= 0 && walked < WALKED; q = s->next[q], walked++)
+                    if (q >= s->n || p->a[q] * p->ld + p->b[q] * p->le < size) {
+                        best = x * p->ld + y * p->le, found = q;
+                        goto next_row;
+                    }
+            }
+        }
+    next_row:;
+    }
+    return found;
+}
+
+/* settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves) -> pack
+ *   The pass of tfpack/packing/pairs/_settle.py's module notes: the `dissolve` packs of least
+ *   e * Ld + d * Le empty; their pairs, largest first, go where they fit tightest, into a pack's
+ *   room or in place of a smaller pair (which joins them). pack: bytes of int64, -1 where a pair
+ *   found no place. */
+static PyObject *settle(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer pv, av, bv;
+    long long packs, le, ld, depth, dissolve, most_moves;
+    if (!PyArg_ParseTuple(args, "y*y*y*LLLLLL", &pv, &av, &bv, &packs, &le, &ld, &depth, &dissolve, &most_moves))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = pv.len / 8;
+    int64_t *mem = NULL, *heap = NULL, *order = NULL;
+    uint64_t *bits = NULL;
+    Slots s = {ld + 1, (ld + 1 + 63) / 64, (int64_t)n, NULL, NULL, NULL, NULL, 1, NULL, NULL};
+    while (s.leaves < le + 1) s.leaves *= 2;
+    if (le < 1 || ld < 1 || packs < 0 || check_buffer(&pv, n, 8, "pack") || check_buffer(&av, n, 8, "a") ||
+        check_buffer(&bv, n, 8, "b"))
+        goto done;
+    int64_t cells = (le + 1) * (ld + 1), entries = n + packs;
+    mem = malloc((size_t)(cells + 4 * entries + 7 * n + 5 * packs + 2 * s.leaves + 1) * sizeof(int64_t));
+    bits = calloc((size_t)((le + 1) * s.words), sizeof(uint64_t));
+    heap = malloc((size_t)(n + 1) * sizeof(int64_t));
+    order = malloc((size_t)(packs + 1) * sizeof(int64_t));
+    if (!mem || !bits || !heap || !order) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    s.bits = bits, s.head = mem, s.next = mem + cells, s.prev = s.next + entries, s.cell = s.prev + entries;
+    Packs p = {le, ld, depth < 0 ? INT64_MAX : depth, s.cell + entries, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    p.b = p.a + n, p.pack = p.b + n, p.mnext = p.pack + n, p.mprev = p.mnext + n;
+    int64_t *use = p.mprev + n, *size = use + n;
+    p.re = size + n, p.rd = p.re + packs, p.k = p.rd + packs, p.mhead = p.k + packs;
+    int64_t *dead = p.mhead + packs;
+    s.tree = dead + packs;
+    for (int64_t i = 0; i < 2 * s.leaves; i++) s.tree[i] = -1;
+    memcpy(p.a, av.buf, (size_t)n * 8), memcpy(p.b, bv.buf, (size_t)n * 8);
+    const int64_t *given = pv.buf;
+    for (int64_t c = 0; c < cells; c++) s.head[c] = -1;
+    for (int64_t x = 0; x < entries; x++) s.cell[x] = -1;
+    for (int64_t j = 0; j < packs; j++) p.re[j] = le, p.rd[j] = ld, p.k[j] = 0, p.mhead[j] = -1, dead[j] = 0, use[j] = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        if (given[r] < 0 || given[r] >= packs || p.a[r] < 1 || p.b[r] < 1 || p.a[r] > le || p.b[r] > ld) {
+            PyErr_SetString(PyExc_ValueError, "settle: a pair out of range");
+            goto done;
+        }
+        size[r] = p.a[r] * ld + p.b[r] * le, use[given[r]] += size[r];
+        member_in(&p, r, given[r]);
+    }
+    /* The `dissolve` packs of least use (ties: the first): sorted as use * packs + id. */
+    for (int64_t j = 0; j < packs; j++) order[j] = use[j] * packs + j;
+    qsort(order, (size_t)packs, sizeof(int64_t), ascending);
+    for (int64_t j = 0; j < packs; j++) order[j] %= packs;
+    int64_t count = 0;
+    for (int64_t i = 0; i < dissolve && i < packs; i++) {
+        int64_t j = order[i];
+        dead[j] = 1;
+        while (p.mhead[j] >= 0) {
+            int64_t r = p.mhead[j];
+            member_out(&p, r);
+            /* push r on the max-heap by (size, -id) */
+            int64_t at = count++;
+            heap[at] = r;
+            while (at && (size[heap[(at - 1) / 2]] < size[heap[at]] ||
+                          (size[heap[(at - 1) / 2]] == size[heap[at]] && heap[(at - 1) / 2] > heap[at]))) {
+                int64_t t = heap[at]; heap[at] = heap[(at - 1) / 2], heap[(at - 1) / 2] = t, at = (at - 1) / 2;
+            }
+        }
+    }
+    for (int64_t j = 0; j < packs; j++)
+        if (!dead[j]) reslot(&s, &p, j);
+    for (int64_t moves = 0; count && moves < most_moves; moves++) {
+        int64_t r = heap[0], at = 0;
+        heap[0] = heap[--count];
+        for (;;) { /* sift down */
+            int64_t l = 2 * at + 1, m = at;
+            for (int64_t c = l; c <= l + 1 && c < count; c++)
+                if (size[heap[c]] > size[heap[m]] || (size[heap[c]] == size[heap[m]] && heap[c] < heap[m])) m = c;
+            if (m == at) break;
+            int64_t t = heap[at]; heap[at] = heap[m], heap[m] = t, at = m;
+        }
+        int64_t x = tightest(&s, &p, p.a[r], p.b[r], size[r]);
+        if (x < 0) continue; /* stays out: pack -1 */
+        int64_t j = x >= s.n ? x - s.n : p.pack[x];
+        if (x < s.n) {
+            member_out(&p, x);
+            slot_out(&s, x);
+            at = count++;
+            heap[at] = x;
+            while (at && (size[heap[(at - 1) / 2]] < size[heap[at]] ||
+                          (size[heap[(at - 1) / 2]] == size[heap[at]] && heap[(at - 1) / 2] > heap[at]))) {
+                int64_t t = heap[at]; heap[at] = heap[(at - 1) / 2], heap[(at - 1) / 2] = t, at = (at - 1) / 2;
+            }
+        }
+        member_in(&p, r, j);
+        reslot(&s, &p, j);
+    }
+    result = as_bytes(p.pack, (size_t)n * 8);
+done:
+    free(mem), free(bits), free(heap), free(order);
+    PyBuffer_Release(&pv), PyBuffer_Release(&av), PyBuffer_Release(&bv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
@@ -1072,6 +1299,7 @@ static PyMethodDef methods[] = {
     {"best_fit_decreasing", best_fit_decreasing, METH_VARARGS,
      "Best fit decreasing on groups of packs (see the source)."},
     {"dot_fill", dot_fill, METH_VARARGS, "The dot-product fill of two-length pairs (see the source)."},
+    {"settle", settle, METH_VARARGS, "Packs dissolved and their pairs placed in the others' room (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

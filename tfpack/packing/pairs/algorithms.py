@@ -65,6 +65,7 @@ from tfpack.packing.pairs import _lp_bound, bounds
 from tfpack.packing.pairs._blend import blend
 from tfpack.packing.pairs._compounds import compound, compound_swapped
 from tfpack.packing.pairs._dot import dot_fill
+from tfpack.packing.pairs._settle import settled_fill
 from tfpack.packing.pairs._first_fit import Placed, decreasing, first_fit
 from tfpack.packing.pairs._grid import grid
 from tfpack.packing.pairs._packs import cells, pairs_of
@@ -179,8 +180,8 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     # depth free; the binding side near its depth; then what wins where both bind.
     both = (found["input_tokens"], found["target_tokens"])
     tries = [(None, joins[0])] if _compounds_fit(counts, limits, max(depths[:2]), joins[0] is compound, both) else []
-    if _both_bind(both):  # the dot-product fill: the best plan there past 5 pairs a pack (`_dot`)
-        tries.insert(0, (None, dot_fill))
+    if _both_bind(both):  # the dot-product fill, settled: the best plan there past 5 pairs a pack (`_dot`, `_settle`)
+        tries.insert(0, (None, settled_fill))
     # Where both rows bind, only the fill and compounds: templates of pairs left 10-14% more packs
     # there and took 0.9-1.7 s CPU each on 1e6 pairs, past their time share (balanced at K=6 / 8 /
     # 16: 272,470 / 272,174 / 272,133 packs at 512/128 on the fill's 250,902 / 248,456 / 246,915;
