@@ -8,7 +8,6 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing.algorithms.greedy import strategies_of_packs
 from tfpack.packing.pairs import _grid
 from tfpack.packing.pairs._first_fit import Placed
 from tfpack.packing.pairs._packs import strategies_of
@@ -18,14 +17,21 @@ from test_pair_lp_bound import histogram
 
 
 def reference(pack, a, b, max_target):
-    """Identical packs counted one pack at a time by `strategies_of_packs` (the order `strategies_of` keeps)."""
-    order = np.argsort(pack, kind="stable")
-    ids = pack[order]
-    boundaries = np.concatenate([[0], np.flatnonzero(np.diff(ids)) + 1, [ids.size]]).astype(np.int64)
-    codes = (a[order] - 1) * max_target + b[order]
-    result = strategies_of_packs(codes, boundaries, int(codes.max()))
-    pair = {code: ((code - 1) // max_target + 1, (code - 1) % max_target + 1) for code in set(codes.tolist())}
-    return [tuple(pair[c] for c in s) for s in result.strategies], result.counts.tolist()
+    """Identical packs counted pack by pack, in the order `strategies_of` documents: by depth,
+    then by the last pair first where a pack's codes fit one integer (digits base the largest
+    code + 1), else by the first pair first."""
+    packs = collections.defaultdict(list)
+    for p, x, y in zip(pack.tolist(), a.tolist(), b.tolist()):
+        packs[p].append(((x - 1) * max_target + y, (x, y)))
+    counted = collections.Counter(tuple(sorted(pairs, reverse=True)) for pairs in packs.values())
+    width = max(code for pairs in packs.values() for code, _ in pairs)
+
+    def order(packed):
+        codes = [code for code, _ in packed]
+        return len(codes), codes[::-1] if (width + 1) ** len(codes) < 2 ** 62 else codes
+
+    ordered = sorted(counted, key=order)
+    return [tuple(p for _, p in packed) for packed in ordered], [counted[packed] for packed in ordered]
 
 
 def test_strategies_hand_checked():
