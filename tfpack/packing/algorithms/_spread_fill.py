@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfpack.packing.algorithms import _budget
+from tfpack.packing.algorithms import _budget, greedy
 
 __all__ = ["packs"]
 
@@ -77,8 +77,11 @@ def packs(histogram: np.ndarray, max_length: int, depth: int, batch: int = 1024,
         second = _fill(counts, max_length, depth, batch, budget, reopened=failed)
         if second is not None and len(second) < len(first):
             best = second
+    best = -np.sort(-best, axis=1)  # longest first, the empty slots (0) last
+    counted = greedy.strategies_of_packs(best[best > 0], np.r_[0, np.cumsum(np.count_nonzero(best, axis=1))],
+                                         max_length)
     plan: dict[tuple[int, ...], int] = {(max_length,): full} if full else {}
-    _add(plan, best)
+    plan.update(zip(counted.strategies, counted.counts.tolist()))  # (none is a full window)
     return plan
 
 
@@ -126,15 +129,6 @@ def _fill(counts: np.ndarray, max_length: int, depth: int, batch: int,
             used[order] += 1
         rows.append(pack)
     return np.concatenate(rows) if rows else np.zeros((0, depth), np.int64)
-
-
-def _add(plan: dict[tuple[int, ...], int], pack: np.ndarray) -> None:
-    """Count the packs of ``pack`` (a row each, 0 for an empty slot) into ``plan``."""
-    pack.sort(axis=1)
-    pack = pack[:, ::-1]  # longest first, the empty slots (0) last
-    for row, k in zip(pack.tolist(), np.count_nonzero(pack, axis=1).tolist()):
-        key = tuple(row[:k])
-        plan[key] = plan.get(key, 0) + 1
 
 
 def _longest_at_most(counts: np.ndarray, targets: np.ndarray) -> np.ndarray:
