@@ -1159,7 +1159,9 @@ static void member_out(Packs *p, int64_t r) {
 /* The entry of least slot (re' * Ld + rd' * Le) with re' >= e, rd' >= d whose pair is smaller
  * than `size` (a pack's own room always qualifies), or -1. */
 #ifndef LOOKED
-#define LOOKED 256 /* cells looked at a query */
+/* Cells looked at a query (1e6 balanced pairs at 512/128: 256 cells 420 packs saved in 0.13 s,
+ * 512 cells 586 in 0.36 s, 1024 614 in 0.7 s). */
+#define LOOKED 256
 #endif
 #define WALKED 16 /* entries looked at a cell */
 static int64_t tightest(Slots *s, Packs *p, int64_t e, int64_t d, int64_t size) {

@@ -14,8 +14,8 @@ that holds them, the least ``re' * Ld + rd' * Le`` among: a pack's own room
 ``(re, rd)`` (where it has a place), or a pair ``q``'s *slot*, its pack's room
 with ``q`` taken out, where ``q`` is smaller (``q`` then joins the pairs to
 place, so each move leaves the pairs to place smaller). A pair that finds no
-place stays out; the search looks at `_LOOKED` cells of a 2-D table of slots
-at most (kernel constant ``LOOKED``), so the pass runs in 0.1-0.2 s CPU on
+place stays out; the search looks at 256 cells of a 2-D table of slots at
+most (the kernel's ``LOOKED``), so the pass runs in 0.1-0.2 s CPU on
 1e6 pairs. The pairs left out are then filled by `_dot` into new packs, and
 the result is kept only where it has fewer packs than the fill.
 
@@ -48,9 +48,6 @@ _SHARE = 0.05
 # Moves (pairs placed, each maybe pushing one out) at most, per pair: a bound on CPU the table's
 # look-ups keep far from binding (1e6 balanced pairs: under 0.04 a pair).
 _MOVES = 0.1
-# Cells of the slots' table one look-up inspects at most: the kernel's ``LOOKED`` (1e6 balanced
-# pairs at 512/128: 256 cells 420 packs saved in 0.13 s, 512 cells 586 in 0.36 s, 1024 614 in 0.7 s).
-_LOOKED = 256
 
 
 def settle(placed: Placed, limits, share: float = _SHARE) -> Placed:

@@ -180,13 +180,14 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     # depth free; the binding side near its depth; then what wins where both bind.
     both = (found["input_tokens"], found["target_tokens"])
     tries = [(None, joins[0])] if _compounds_fit(counts, limits, max(depths[:2]), joins[0] is compound, both) else []
-    if _both_bind(both):  # the dot-product fill, settled: the best plan there past 5 pairs a pack (`_dot`, `_settle`)
-        tries.insert(0, (None, settled_fill))
-    # Where both rows bind, only the fill and compounds: templates of pairs left 10-14% more packs
-    # there and took 0.9-1.7 s CPU each on 1e6 pairs, past their time share (balanced at K=6 / 8 /
-    # 16: 272,470 / 272,174 / 272,133 packs at 512/128 on the fill's 250,902 / 248,456 / 246,915;
+    # Where both rows bind, only the dot-product fill, settled (the best plan there past 5 pairs a
+    # pack: `_dot`, `_settle`), and compounds: templates of pairs left 10-14% more packs there and
+    # took 0.9-1.7 s CPU each on 1e6 pairs, past their time share (balanced at K=6 / 8 / 16:
+    # 272,470 / 272,174 / 272,133 packs at 512/128 on the fill's 250,902 / 248,456 / 246,915;
     # 277,075 at 1024/256, K=16, on 244,705).
-    if not _both_bind(both):
+    if _both_bind(both):
+        tries.insert(0, (None, settled_fill))
+    else:
         tries += [(sides[0][0], functools.partial(sides[0][1], depth=depth)) for depth in depths[:2]]
         tries += [(None, _ffd_if_small), (None, blend), (sides[1][0], functools.partial(sides[1][1], depth=depths[0]))]
         tries += [(kind, functools.partial(make, depth=depth)) for kind, make in sides for depth in depths[1:]
