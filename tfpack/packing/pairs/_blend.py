@@ -28,8 +28,9 @@ from tfpack.packing.pairs._packs import cells
 SCALE = 2048  # S: the blend's resolution; rounding up costs at most depth / S of a pack
 
 
-def blend(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed, None]:
-    """Pairs placed from blended-size templates (module notes); no bound."""
+def blend(counts: np.ndarray, limits, time_limit: float | None, beat: int | None = None) -> tuple[Placed | None, None]:
+    """Pairs placed from blended-size templates (module notes); no bound; None where it would
+    have ``beat`` packs or more for sure (`_first_fit.floor`)."""
     from tfpack.packing.plans import plan  # noqa: PLC0415  (plans imports this package)
     from tfpack.packing.pairs._templates import _slots  # noqa: PLC0415
 
@@ -42,7 +43,7 @@ def blend(counts: np.ndarray, limits, time_limit: float | None) -> tuple[Placed,
     packs = int(templates.counts.sum())
     pack, pa, pb = _assign(a, b, n, size, slot_pack, slot_size, limits, packs)
     keep = _fitting(pack, pa, pb, limits, packs)
-    return refit(Placed(pack, pa, pb, packs), keep, limits, counts.shape), None
+    return refit(Placed(pack, pa, pb, packs), keep, limits, counts.shape, beat), None
 
 
 def _assign(a, b, n, size, slot_pack, slot_size, limits, packs):

@@ -71,11 +71,13 @@ def joined(a: np.ndarray, b: np.ndarray, limits) -> np.ndarray:
     return partner
 
 
-def compound(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, None]:
+def compound(counts: np.ndarray, limits, time_limit: float | None, depth="limit",
+             beat: int | None = None) -> tuple[Placed | None, None]:
     """Pairs placed from templates of compounds and single pairs (module notes); no bound.
 
     ``depth``: the most compounds and single pairs a template holds, at most
-    ``K // 2`` (by default that).
+    ``K // 2`` (by default that). None where the plan would have ``beat``
+    packs or more for sure (`_templates.fill`).
     """
     max_input, max_target, limit = limits
     a, b = pairs_of(counts)
@@ -89,7 +91,9 @@ def compound(counts: np.ndarray, limits, time_limit: float | None, depth="limit"
     paired = bool((partner != np.arange(a.size)).any())
     places = limit if limit is None or not paired else max(1, limit // 2)
     depth = places if depth == "limit" or places is None else min(depth, places)
-    placed, _ = fill(items, (max_input, max_target, places), time_limit, depth=depth)
+    placed, _ = fill(items, (max_input, max_target, places), time_limit, depth=depth, beat=beat)
+    if placed is None:
+        return None, None
     # Items of one (input, target) are alike: the k-th placed of a kind is the k-th lead of that kind.
     placed_order = np.lexsort((placed.b, placed.a))
     lead_order = np.lexsort((item_b, item_a))
@@ -99,7 +103,7 @@ def compound(counts: np.ndarray, limits, time_limit: float | None, depth="limit"
 
 
 def compound_swapped(counts: np.ndarray, limits, time_limit: float | None,
-                     depth="limit") -> tuple[Placed, None]:
+                     depth="limit", beat: int | None = None) -> tuple[Placed | None, None]:
     """`compound` with the roles of inputs and targets swapped (input-heavy pairs joined)."""
-    placed, bound = compound(counts.T, (limits[1], limits[0], limits[2]), time_limit, depth)
-    return Placed(placed.pack, placed.b, placed.a, placed.packs), bound
+    placed, bound = compound(counts.T, (limits[1], limits[0], limits[2]), time_limit, depth, beat)
+    return (None if placed is None else Placed(placed.pack, placed.b, placed.a, placed.packs)), bound

@@ -79,8 +79,8 @@ def settle(placed: Placed, limits, share: float = _SHARE) -> Placed:
     return Placed(pack[order], a[order], b[order], kept + refill.packs)
 
 
-def settled_fill(counts: np.ndarray, limits, time_limit: float | None = None) -> tuple[Placed | None, None]:
-    """`_dot.dot_fill`, then `settle`; no bound.
+def settled_fill(counts: np.ndarray, limits, time_limit: float | None = None, beat=None) -> tuple[Placed | None, None]:
+    """`_dot.dot_fill`, then `settle`; no bound (``beat``: unused, as `optimal` passes it to every candidate).
 
     >>> counts = np.zeros((10, 10), dtype=np.int64)
     >>> counts[5, 5] = counts[1, 1] = counts[2, 2] = counts[7, 7] = 1  # as `settle`'s example

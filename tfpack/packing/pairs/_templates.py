@@ -33,11 +33,14 @@ import numpy as np
 from tfpack.packing.pairs._first_fit import Placed, refit
 
 
-def fill(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, int | None]:
+def fill(counts: np.ndarray, limits, time_limit: float | None, depth="limit",
+         beat: int | None = None) -> tuple[Placed | None, int | None]:
     """Pairs placed from input-length templates, and the one-length bound (module notes).
 
     ``depth``: the most pairs a template holds (by default the limit's); the
     bound is returned for templates at the limit only (None otherwise).
+    No plan (None) where it would have ``beat`` packs or more for sure
+    (`_first_fit.floor`): the repair is spared.
     """
     from tfpack.packing.plans import plan  # noqa: PLC0415  (plans imports this package)
 
@@ -48,17 +51,18 @@ def fill(counts: np.ndarray, limits, time_limit: float | None, depth="limit") ->
     pack, a, b = _assign(counts, slot_pack, slot_length)
     packs = int(templates.counts.sum())
     keep = _fitting(pack, b, max_target, packs)
-    placed = refit(Placed(pack, a, b, packs), keep, limits, counts.shape)
+    placed = refit(Placed(pack, a, b, packs), keep, limits, counts.shape, beat)
     bound = templates.metrics["lower_bound_packs"]
     if depth != limit:
         return placed, None
     return placed, math.ceil(bound - 1e-6 * max(1.0, bound))
 
 
-def swapped(counts: np.ndarray, limits, time_limit: float | None, depth="limit") -> tuple[Placed, int | None]:
+def swapped(counts: np.ndarray, limits, time_limit: float | None, depth="limit",
+            beat: int | None = None) -> tuple[Placed | None, int | None]:
     """`fill` with target-length templates: the roles of inputs and targets swapped."""
-    placed, bound = fill(counts.T, (limits[1], limits[0], limits[2]), time_limit, depth)
-    return Placed(placed.pack, placed.b, placed.a, placed.packs), bound
+    placed, bound = fill(counts.T, (limits[1], limits[0], limits[2]), time_limit, depth, beat)
+    return (None if placed is None else Placed(placed.pack, placed.b, placed.a, placed.packs)), bound
 
 
 def _slots(strategies, counts) -> tuple[np.ndarray, np.ndarray]:

@@ -211,7 +211,7 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
         share = None if time_limit is None else share * budget.left()
         if time_limit is not None and id(make) in binding:
             share = min(budget.left(), _BINDING_SHARE[binding.index(id(make))] * time_limit)
-        placed, bound = make(counts, limits, time_limit=share)
+        placed, bound = make(counts, limits, time_limit=share, beat=None if best is None else best.packs)
         if kind is not None and bound is not None:
             found[kind] = max(found.get(kind, 0), bound)
         if placed is not None and (best is None or placed.packs < best.packs):
@@ -335,6 +335,6 @@ def _both_bind(tokens) -> bool:
     return min(tokens) >= _BOTH_BIND * max(tokens) > 0
 
 
-def _ffd_if_small(counts: np.ndarray, limits, time_limit=None) -> tuple[Placed | None, None]:
+def _ffd_if_small(counts: np.ndarray, limits, time_limit=None, beat=None) -> tuple[Placed | None, None]:
     """``ffd``'s plan where the histogram has few cells (its cost grows with cells times packs)."""
     return (ffd(counts, limits, seed=0)[0] if np.count_nonzero(counts) <= _FFD_CELLS else None), None
