@@ -60,6 +60,16 @@
  *     sum of e * Ld + d * Le emptied, their pairs (largest first) each put in the tightest
  *     place, a pack's room or a smaller pair's slot (that pair then re-placed), at most
  *     `most_moves` placements; pack: bytes of int64, -1 for a pair left out.
+ *
+ *   pair_slots(strategies, counts, max_input, max_target, depth) -> (broken, slots)
+ *     The check of tfpack/packing/pairs/checks.py's invariants 1-3 on every strategy of a
+ *     two-length plan (a sequence of (input, target) pairs of exact ints, in 1..Le x
+ *     1..Ld, largest first, inputs summing to at most Le and targets to at most Ld, at
+ *     most `depth` of them, -1: no limit) and its slots counted: counts: int64 bytes, one
+ *     per strategy; slots: bytes of int64 [max_input * max_target], the slots of input
+ *     length i + 1 and target length j + 1 at i * max_target + j, each strategy's pairs
+ *     times its count. broken: the index of the first strategy that breaks a rule (slots
+ *     then None), or -1.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1293,6 +1303,75 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------ pair plan check */
+
+/* 0 where `pair` is a tuple of two exact ints in 1..le x 1..ld (stored in *a, *b), else -1. */
+static int pair_of(PyObject *pair, long long le, long long ld, long long *a, long long *b) {
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) return -1;
+    PyObject *x = PyTuple_GET_ITEM(pair, 0), *y = PyTuple_GET_ITEM(pair, 1);
+    if (!PyLong_CheckExact(x) || !PyLong_CheckExact(y)) return -1;
+    int over_a = 0, over_b = 0;
+    *a = PyLong_AsLongLongAndOverflow(x, &over_a), *b = PyLong_AsLongLongAndOverflow(y, &over_b);
+    if (over_a || over_b || *a < 1 || *a > le || *b < 1 || *b > ld) return -1;
+    return 0;
+}
+
+/* 0 where strategy `s` keeps invariants 1-3 (its slots added to `slots`, `count` each), else -1. */
+static int strategy_slots(PyObject *s, long long le, long long ld, long long depth, int64_t count,
+                          int64_t *slots) {
+    PyObject *fast = PySequence_Fast(s, "");
+    if (!fast) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_ssize_t size = PySequence_Fast_GET_SIZE(fast);
+    PyObject **pairs = PySequence_Fast_ITEMS(fast);
+    long long sum_a = 0, sum_b = 0, a = 0, b = 0, last_a = 0, last_b = 0;
+    int broken = size < 1 || (depth >= 0 && size > depth);
+    for (Py_ssize_t k = 0; k < size && !broken; k++) {
+        if (pair_of(pairs[k], le, ld, &a, &b) || (k && (a > last_a || (a == last_a && b > last_b)))) broken = 1;
+        sum_a += a, sum_b += b, last_a = a, last_b = b;
+    }
+    broken = broken || sum_a > le || sum_b > ld;
+    for (Py_ssize_t k = 0; k < size && !broken; k++) {
+        pair_of(pairs[k], le, ld, &a, &b);
+        slots[(a - 1) * ld + (b - 1)] += count;
+    }
+    Py_DECREF(fast);
+    return broken ? -1 : 0;
+}
+
+static PyObject *pair_slots(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *strategies;
+    Py_buffer cv;
+    long long le, ld, depth;
+    if (!PyArg_ParseTuple(args, "Oy*LLL", &strategies, &cv, &le, &ld, &depth)) return NULL;
+    PyObject *result = NULL, *fast = PySequence_Fast(strategies, "pair_slots: strategies must be a sequence");
+    int64_t *slots = NULL;
+    if (!fast) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (le < 1 || ld < 1 || check_buffer(&cv, n, 8, "counts")) goto done;
+    slots = calloc((size_t)(le * ld), sizeof(int64_t));
+    if (!slots) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *counts = cv.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (strategy_slots(PySequence_Fast_GET_ITEM(fast, i), le, ld, depth, counts[i], slots)) {
+            result = Py_BuildValue("nO", i, Py_None);
+            goto done;
+        }
+    PyObject *bytes = as_bytes(slots, (size_t)(le * ld) * sizeof(int64_t));
+    if (bytes) result = Py_BuildValue("nN", (Py_ssize_t)-1, bytes);
+done:
+    free(slots);
+    Py_XDECREF(fast);
+    PyBuffer_Release(&cv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
@@ -1302,6 +1381,7 @@ static PyMethodDef methods[] = {
      "Best fit decreasing on groups of packs (see the source)."},
     {"dot_fill", dot_fill, METH_VARARGS, "The dot-product fill of two-length pairs (see the source)."},
     {"settle", settle, METH_VARARGS, "Packs dissolved and their pairs placed in the others' room (see the source)."},
+    {"pair_slots", pair_slots, METH_VARARGS, "A two-length plan's strategies checked, their slots counted (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -3,7 +3,8 @@
 `tfpack.packing.algorithms._knapsack` (pricing, dominated lengths),
 `tfpack.packing.algorithms._fit_decreasing` (best fit decreasing) and
 `tfpack.packing.algorithms._groups` (`real_packs`) and
-`tfpack.packing.pairs._dot` (the dot-product fill) call it; nothing else
+`tfpack.packing.pairs._dot` (the dot-product fill), `._settle` and `.checks` (a plan's
+strategies checked) call it; nothing else
 imports ``_kernels`` directly.
 """
 

@@ -24,17 +24,21 @@ tfpack.errors.TfpackError: The targets of a strategy must sum to at most Ld=6. R
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from tfpack.errors import TfpackError
-from tfpack.packing.pairs._packs import histogram_of
+from tfpack.packing.compiled import kernels
 
 
 def check_pair_plan(strategies, counts, histogram: np.ndarray, *, max_length: tuple[int, int],
                     max_sequences_per_pack: int | None) -> None:
-    """Raise `TfpackError` naming the first broken invariant; else return None."""
+    """Raise `TfpackError` naming the first broken invariant; else return None.
+
+    Invariants 1-3 and the slots are checked in one pass over the strategies,
+    compiled (``pair_slots`` in `tfpack/packing/_kernels.c`: a plan of 1e6
+    pairs has some 2e5 distinct packs, 0.2 s in numpy, under 0.02 s there);
+    `_broken` then says which rule the first strategy it refuses breaks.
+    """
     max_input, max_target = max_length
     counts = np.asarray(counts)
     if counts.ndim != 1 or len(strategies) != counts.size:
@@ -43,12 +47,13 @@ def check_pair_plan(strategies, counts, histogram: np.ndarray, *, max_length: tu
     if counts.size and (not np.issubdtype(counts.dtype, np.integer) or counts.min() < 1):
         raise TfpackError(f"Every strategy count must be a positive integer. Received: counts={counts[:10].tolist()}")
     depth = max_sequences_per_pack or np.iinfo(np.int64).max
-    kept = _all_kept(strategies, max_input, max_target, depth)
-    for index, strategy in enumerate(() if kept else strategies):
-        rule = _broken(strategy, max_input, max_target, depth)
-        if rule:
-            raise TfpackError(f"{rule}. Received: strategies[{index}]={list(strategy)}")
-    difference = histogram_of(strategies, counts, (max_input, max_target)) - histogram
+    index, slots = kernels.pair_slots(strategies, np.ascontiguousarray(counts, dtype=np.int64).tobytes(),
+                                      max_input, max_target, max_sequences_per_pack or -1)
+    if index >= 0:
+        rule = _broken(strategies[index], max_input, max_target, depth)
+        raise TfpackError(f"{rule}. Received: strategies[{index}]={list(strategies[index])}")
+    slots = np.frombuffer(slots, dtype=np.int64).reshape(max_input, max_target)
+    difference = np.zeros(1, dtype=np.int64) if np.array_equal(slots, histogram) else slots - histogram
     for sign, what in ((-1, "without a slot"), (1, "of slots without a pair")):
         where = np.argwhere(sign * difference > 0)
         if where.size:
@@ -57,37 +62,6 @@ def check_pair_plan(strategies, counts, histogram: np.ndarray, *, max_length: tu
                 "A plan must hold exactly one slot for every pair of the histogram. Received: "
                 f"{int((sign * difference)[sign * difference > 0].sum())} {what}, e.g. "
                 f"{int(abs(difference[i, j]))} of input length {i + 1} and target length {j + 1}")
-
-
-def _all_kept(strategies, max_input: int, max_target: int, depth: int) -> bool:
-    """Whether every strategy keeps invariants 1-3, checked at once (`_broken` one at a time says which not).
-
-    Python loops only over types (a plan of 1e6 pairs has some 1e5 distinct
-    packs: `_broken` on each took 0.6 s); False on anything unexpected.
-    """
-    try:
-        depths = np.fromiter(map(len, strategies), dtype=np.int64, count=len(strategies))
-        pairs = list(itertools.chain.from_iterable(strategies))
-        flat = list(itertools.chain.from_iterable(pairs))
-    except TypeError:
-        return False
-    if not depths.size:
-        return True
-    if (depths.min() < 1 or depths.max() > depth or set(map(type, pairs)) != {tuple}
-            or set(map(len, pairs)) != {2} or set(map(type, flat)) != {int}):
-        return False
-    x = np.array(flat, dtype=np.int64).reshape(-1, 2)
-    a, b = x[:, 0], x[:, 1]
-    if a.min() < 1 or a.max() > max_input or b.min() < 1 or b.max() > max_target:
-        return False
-    starts = np.concatenate([[0], np.cumsum(depths)[:-1]])
-    if np.add.reduceat(a, starts).max() > max_input or np.add.reduceat(b, starts).max() > max_target:
-        return False
-    # Largest first: each pair after the one before it within a strategy, by input then target.
-    follows = np.ones(a.size, dtype=bool)
-    follows[starts] = False
-    later = (a[1:] < a[:-1]) | ((a[1:] == a[:-1]) & (b[1:] <= b[:-1]))
-    return bool(later[follows[1:]].all())
 
 
 def _broken(strategy, max_input: int, max_target: int, depth: int) -> str | None:
