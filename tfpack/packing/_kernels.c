@@ -70,6 +70,13 @@
  *     length i + 1 and target length j + 1 at i * max_target + j, each strategy's pairs
  *     times its count. broken: the index of the first strategy that breaks a rule (slots
  *     then None), or -1.
+ *
+ *   pair_strategies(codes, rows, depth, max_target) -> list
+ *     Strategies of a two-length plan built from a table of pair codes (bytes of int64
+ *     [rows, depth], code (a - 1) * max_target + b for the pair (a, b)): a list of rows
+ *     tuples of depth (a, b) tuples, in the table's order (tfpack/packing/pairs/_packs.py,
+ *     `strategies_of`). Equal pairs share one tuple, and the tuples are not tracked by the
+ *     garbage collector (they hold ints only): 1e6 pairs' 2e5 strategies in 0.02 s, not 0.1.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1372,6 +1379,64 @@ done:
     return result;
 }
 
+/* The tuple (a, b) of `code` (see pair_strategies), one per code, kept in `cache`: new reference. */
+static PyObject *pair_tuple(PyObject **cache, int64_t code, long long ld) {
+    if (!cache[code]) {
+        PyObject *pair = PyTuple_New(2), *a = PyLong_FromLongLong((code - 1) / ld + 1);
+        PyObject *b = PyLong_FromLongLong((code - 1) % ld + 1);
+        if (!pair || !a || !b) {
+            Py_XDECREF(pair), Py_XDECREF(a), Py_XDECREF(b);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(pair, 0, a), PyTuple_SET_ITEM(pair, 1, b);
+        PyObject_GC_UnTrack(pair); /* two ints: no cycle (CPython untracks such tuples lazily) */
+        cache[code] = pair;
+    }
+    Py_INCREF(cache[code]);
+    return cache[code];
+}
+
+static PyObject *pair_strategies(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer cv;
+    Py_ssize_t rows, depth;
+    long long ld;
+    if (!PyArg_ParseTuple(args, "y*nnL", &cv, &rows, &depth, &ld)) return NULL;
+    PyObject *list = NULL, **cache = NULL;
+    int64_t most = 0;
+    if (rows < 0 || depth < 1 || ld < 1 || check_buffer(&cv, rows * depth, 8, "codes")) goto done;
+    const int64_t *codes = cv.buf;
+    for (Py_ssize_t x = 0; x < rows * depth; x++) {
+        if (codes[x] < 1) {
+            PyErr_SetString(PyExc_ValueError, "pair_strategies: codes must be positive");
+            goto done;
+        }
+        most = codes[x] > most ? codes[x] : most;
+    }
+    cache = calloc((size_t)most + 1, sizeof(PyObject *));
+    list = cache ? PyList_New(rows) : PyErr_NoMemory();
+    for (Py_ssize_t i = 0; list && i < rows; i++) {
+        PyObject *strategy = PyTuple_New(depth);
+        if (!strategy) goto fail;
+        PyList_SET_ITEM(list, i, strategy);
+        for (Py_ssize_t k = 0; k < depth; k++) {
+            PyObject *pair = pair_tuple(cache, codes[i * depth + k], ld);
+            if (!pair) goto fail;
+            PyTuple_SET_ITEM(strategy, k, pair);
+        }
+        PyObject_GC_UnTrack(strategy); /* untracked tuples only: no cycle */
+    }
+    goto done;
+fail:
+    Py_CLEAR(list);
+done:
+    if (cache)
+        for (int64_t c = 0; c <= most; c++) Py_XDECREF(cache[c]);
+    free(cache);
+    PyBuffer_Release(&cv);
+    return list;
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
@@ -1381,6 +1446,7 @@ static PyMethodDef methods[] = {
      "Best fit decreasing on groups of packs (see the source)."},
     {"dot_fill", dot_fill, METH_VARARGS, "The dot-product fill of two-length pairs (see the source)."},
     {"settle", settle, METH_VARARGS, "Packs dissolved and their pairs placed in the others' room (see the source)."},
+    {"pair_strategies", pair_strategies, METH_VARARGS, "Strategies of pairs built from their codes (see the source)."},
     {"pair_slots", pair_slots, METH_VARARGS, "A two-length plan's strategies checked, their slots counted (see the source)."},
     {NULL, NULL, 0, NULL},
 };

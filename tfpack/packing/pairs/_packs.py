@@ -22,6 +22,7 @@ import itertools
 import numpy as np
 
 from tfpack.packing.algorithms.greedy import unique_packs
+from tfpack.packing.compiled import kernels
 
 Pair = tuple[int, int]
 
@@ -44,8 +45,10 @@ def strategies_of(pack: np.ndarray, a: np.ndarray, b: np.ndarray,
 
     `unique_packs` on the pairs' codes (their order: by depth, then by the last
     pair first where a pack's codes fit one integer, else by the first pair
-    first); each depth's pairs built column by column (a plan of 1e6 pairs has
-    some 2e5 distinct packs: a pair a code through a dict took about 0.5 s).
+    first); the tuples built from the codes compiled (``pair_strategies`` in
+    `tfpack/packing/_kernels.c`: a plan of 1e6 pairs has some 2e5 distinct
+    packs; a pair a code through a dict took about 0.5 s, column by column
+    in numpy 0.1-0.15 s).
     """
     order = np.argsort(pack, kind="stable")
     ids = pack[order]
@@ -55,10 +58,8 @@ def strategies_of(pack: np.ndarray, a: np.ndarray, b: np.ndarray,
     strategies: list[tuple[Pair, ...]] = []
     counts: list[np.ndarray] = []
     for unique, number in unique_packs(codes, boundaries, int(codes.max())):
-        unique = unique - 1
-        columns = [zip((unique[:, j] // max_target_length + 1).tolist(), (unique[:, j] % max_target_length + 1).tolist())
-                   for j in range(unique.shape[1])]
-        strategies.extend(zip(*columns))
+        strategies.extend(kernels.pair_strategies(np.ascontiguousarray(unique, dtype=np.int64).tobytes(),
+                                                  *unique.shape, max_target_length))
         counts.append(number)
     return strategies, np.concatenate(counts).astype(np.int64)
 
