@@ -93,3 +93,55 @@ def test_where_both_rows_bind_no_templates_are_tried(monkeypatch):
     assert tried[0] == "settled_fill" and not {"fill", "swapped", "blend", "_ffd_if_small"} & set(tried)
     assert_valid(placed, counts, (32, 16, 16))
     assert bound <= placed.packs
+
+
+def assign_in_numpy(counts, slot_pack, slot_length):
+    """`_templates._assign` as it was in numpy (23cab29): lengths and ranks in a Python loop."""
+    order = np.lexsort((slot_pack, slot_length))
+    sorted_pack, sorted_length = slot_pack[order], slot_length[order]
+    start = np.ones(order.size, dtype=bool)
+    start[1:] = (sorted_length[1:] != sorted_length[:-1]) | (sorted_pack[1:] != sorted_pack[:-1])
+    rank = np.arange(order.size) - np.maximum.accumulate(np.where(start, np.arange(order.size), 0))
+    bounds = np.searchsorted(sorted_length, np.arange(1, counts.shape[0] + 2))
+    load = np.zeros(int(slot_pack.max()) + 1, dtype=np.int64)
+    widths = np.arange(1, counts.shape[1] + 1)
+    mean = (counts @ widths) / np.maximum(counts.sum(axis=1), 1)
+    out_pack, out_a, out_b = [], [], []
+    for length in np.argsort(-mean, kind="stable").tolist():
+        row = counts[length]
+        if not row.any():
+            continue
+        targets = np.repeat(widths[::-1], row[::-1])
+        lo, hi = bounds[length], bounds[length + 1]
+        packs, ranks = sorted_pack[lo:hi], rank[lo:hi]
+        done = 0
+        for r in range(int(ranks.max()) + 1 if hi > lo else 0):
+            if done == targets.size:
+                break
+            these = packs[ranks == r]
+            these = these[np.argsort(load[these], kind="stable")][:targets.size - done]
+            chunk = targets[done:done + these.size]
+            load[these] += chunk
+            out_pack.append(these)
+            out_b.append(chunk)
+            out_a.append(np.full(these.size, length + 1, dtype=np.int64))
+            done += these.size
+    return np.concatenate(out_pack), np.concatenate(out_a), np.concatenate(out_b)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data(), st.sampled_from([(6, 4, 3), (12, 5, 4), (40, 9, None)]))
+def test_pairs_go_into_slots_as_the_numpy_loop_put_them(data, limits):
+    # Templates: a one-length plan of the inputs; the pairs then into its slots, pair for pair as before.
+    from tfpack.packing import plan
+    from tfpack.packing.pairs._templates import _assign, _slots
+    cells = data.draw(st.lists(st.tuples(st.integers(1, limits[0]), st.integers(1, limits[1])), min_size=1,
+                               max_size=60))
+    counts = np.zeros(limits[:2], dtype=np.int64)
+    for a, b in cells:
+        counts[a - 1, b - 1] += 1
+    algorithm = data.draw(st.sampled_from(["ffd", "optimal"]))
+    templates = plan(counts.sum(axis=1), limits[0], limits[2], algorithm, time_limit=None)
+    slot_pack, slot_length = _slots(templates.strategies, templates.counts)
+    got, want = _assign(counts, slot_pack, slot_length), assign_in_numpy(counts, slot_pack, slot_length)
+    assert [x.tolist() for x in got] == [x.tolist() for x in want]

@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from tfpack.packing.compiled import kernels
 from tfpack.packing.pairs._first_fit import Placed, refit
 
 
@@ -77,39 +78,20 @@ def _slots(strategies, counts) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _assign(counts: np.ndarray, slot_pack: np.ndarray, slot_length: np.ndarray):
-    """Pairs into slots of their input length, longest targets to the least loaded packs."""
-    order = np.lexsort((slot_pack, slot_length))
-    sorted_pack, sorted_length = slot_pack[order], slot_length[order]
-    # Rank of a slot among the slots of its length in its pack (0, 1, ...).
-    start = np.ones(order.size, dtype=bool)
-    start[1:] = (sorted_length[1:] != sorted_length[:-1]) | (sorted_pack[1:] != sorted_pack[:-1])
-    run = np.maximum.accumulate(np.where(start, np.arange(order.size), 0))
-    rank = np.arange(order.size) - run
-    bounds = np.searchsorted(sorted_length, np.arange(1, counts.shape[0] + 2))
-    load = np.zeros(int(slot_pack.max()) + 1, dtype=np.int64)
+    """Pairs into slots of their input length, longest targets to the least loaded packs.
+
+    Input lengths of the larger mean target first; each length's targets,
+    longest first, rank by rank (a pack's first slot of that length, its
+    second, ...) to the packs of least target load so far (ties: the lower
+    id). Compiled (``template_assign`` in `tfpack/packing/_kernels.c`; in
+    numpy, a loop over lengths and ranks, 0.07-0.13 s on 1e6 pairs).
+    """
     widths = np.arange(1, counts.shape[1] + 1)
     mean = (counts @ widths) / np.maximum(counts.sum(axis=1), 1)
-    out_pack, out_a, out_b = [], [], []
-    for length in np.argsort(-mean, kind="stable").tolist():
-        row = counts[length]
-        if not row.any():
-            continue
-        targets = np.repeat(widths[::-1], row[::-1])  # longest first
-        lo, hi = bounds[length], bounds[length + 1]
-        packs, ranks = sorted_pack[lo:hi], rank[lo:hi]
-        done = 0
-        for r in range(int(ranks.max()) + 1 if hi > lo else 0):
-            if done == targets.size:
-                break
-            these = packs[ranks == r]
-            these = these[np.argsort(load[these], kind="stable")][:targets.size - done]
-            chunk = targets[done:done + these.size]
-            load[these] += chunk
-            out_pack.append(these)
-            out_b.append(chunk)
-            out_a.append(np.full(these.size, length + 1, dtype=np.int64))
-            done += these.size
-    return np.concatenate(out_pack), np.concatenate(out_a), np.concatenate(out_b)
+    order = np.argsort(-mean, kind="stable")
+    out = kernels.template_assign(*(np.ascontiguousarray(x, dtype=np.int64).tobytes()
+                                    for x in (slot_pack, slot_length, counts, order)), int(slot_pack.max()) + 1)
+    return tuple(np.frombuffer(x, dtype=np.int64) for x in out)
 
 
 def _fitting(pack: np.ndarray, b: np.ndarray, max_target: int, packs: int) -> np.ndarray:
