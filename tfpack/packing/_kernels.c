@@ -1474,17 +1474,22 @@ static void sort_keys(uint64_t *x, int64_t n) {
  * packs, ascending), rank by rank, each rank's packs by load (ties: the lower id, as a key
  * load * 2^shift + position); appended at out[*placed]. */
 static void assign_row(const int64_t *row, int64_t cols, int64_t length, const int64_t *sorted, const int64_t *rank,
-                       int64_t lo, int64_t hi, int64_t *load, uint64_t *keys, int shift, int64_t *out[3],
-                       int64_t *placed) {
+                       int64_t lo, int64_t hi, int64_t *load, uint64_t *keys, int64_t *by_rank, int64_t *ends,
+                       int shift, int64_t *out[3], int64_t *placed) {
     int64_t total = 0, most = -1, done = 0, col = cols - 1;
     for (int64_t j = 0; j < cols; j++) total += row[j];
     for (int64_t x = lo; x < hi; x++) most = rank[x] > most ? rank[x] : most;
+    /* The row's slots by rank (stable: packs ascending within one): rank r at ends[r - 1]..ends[r]. */
+    for (int64_t r = 0; r <= most + 1; r++) ends[r] = 0;
+    for (int64_t x = lo; x < hi; x++) ends[rank[x] + 1]++;
+    for (int64_t r = 0; r <= most; r++) ends[r + 1] += ends[r];
+    for (int64_t x = lo; x < hi; x++) by_rank[ends[rank[x]]++] = x;
     int64_t left = total ? row[col] : 0;
     const uint64_t mask = ((uint64_t)1 << shift) - 1;
     for (int64_t r = 0; r <= most && done < total; r++) {
         int64_t m = 0;
-        for (int64_t x = lo; x < hi; x++)
-            if (rank[x] == r) keys[m] = ((uint64_t)load[sorted[x]] << shift) | (uint64_t)(x - lo), m++;
+        for (int64_t y = r ? ends[r - 1] : 0; y < ends[r]; y++, m++)
+            keys[m] = ((uint64_t)load[sorted[by_rank[y]]] << shift) | (uint64_t)(by_rank[y] - lo);
         sort_keys(keys, m);
         if (m > total - done) m = total - done;
         for (int64_t i = 0; i < m; i++, done++, (*placed)++) {
@@ -1510,7 +1515,7 @@ static PyObject *template_assign(PyObject *self, PyObject *args) {
     if (packs < 0 || check_buffer(&lv, slots, 8, "slot_length") || check_buffer(&cv, rows * cols, 8, "counts"))
         goto done;
     for (Py_ssize_t x = 0; x < rows * cols; x++) n += counts[x];
-    mem = malloc((size_t)(2 * slots + 2 * (rows + 2) + packs + 1) * sizeof(int64_t));
+    mem = malloc((size_t)(4 * slots + 2 * (rows + 2) + packs + 2) * sizeof(int64_t));
     buf = malloc((size_t)(slots + 1) * sizeof(uint64_t));
     for (int k = 0; k < 3; k++) out[k] = malloc((size_t)(n + 1) * sizeof(int64_t));
     if (!mem || !buf || !out[0] || !out[1] || !out[2]) {
@@ -1518,7 +1523,7 @@ static PyObject *template_assign(PyObject *self, PyObject *args) {
         goto done;
     }
     int64_t *sorted = mem, *rank = sorted + slots, *start = rank + slots, *next = start + rows + 2;
-    int64_t *load = next + rows + 2;
+    int64_t *load = next + rows + 2, *by_rank = load + packs, *ends = by_rank + slots; /* ends: ranks + 2 */
     memset(start, 0, (size_t)(rows + 2) * sizeof(int64_t)), memset(load, 0, (size_t)packs * sizeof(int64_t));
     for (Py_ssize_t x = 0; x < slots; x++) {
         if (slot_length[x] < 1 || slot_length[x] > rows || slot_pack[x] < 0 || slot_pack[x] >= packs ||
@@ -1554,7 +1559,8 @@ static PyObject *template_assign(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "template_assign: order out of range");
             goto done;
         }
-        assign_row(counts + i * cols, cols, i + 1, sorted, rank, start[i], start[i + 1], load, buf, shift, out, &placed);
+        assign_row(counts + i * cols, cols, i + 1, sorted, rank, start[i], start[i + 1], load, buf, by_rank, ends, shift,
+                   out, &placed);
     }
     result = Py_BuildValue("NNN", as_bytes(out[0], (size_t)placed * 8), as_bytes(out[1], (size_t)placed * 8),
                            as_bytes(out[2], (size_t)placed * 8));

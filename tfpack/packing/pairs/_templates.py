@@ -89,8 +89,8 @@ def _assign(counts: np.ndarray, slot_pack: np.ndarray, slot_length: np.ndarray):
     widths = np.arange(1, counts.shape[1] + 1)
     mean = (counts @ widths) / np.maximum(counts.sum(axis=1), 1)
     order = np.argsort(-mean, kind="stable")
-    out = kernels.template_assign(*(np.ascontiguousarray(x, dtype=np.int64).tobytes()
-                                    for x in (slot_pack, slot_length, counts, order)), int(slot_pack.max()) + 1)
+    out = kernels.template_assign(*(np.ascontiguousarray(x, dtype=np.int64)  # buffers, not copied
+                                    for x in (slot_pack, slot_length, counts, order)), int(slot_pack[-1]) + 1)
     return tuple(np.frombuffer(x, dtype=np.int64) for x in out)
 
 
