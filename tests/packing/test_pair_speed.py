@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import collections
+import time
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfpack.packing.pairs import _grid
 from tfpack.packing.pairs._first_fit import Placed
-from tfpack.packing.pairs._packs import strategies_of
+from tfpack.packing.pairs._packs import pairs_of, strategies_of
 
 from test_pair_grid import assert_valid
 from test_pair_lp_bound import histogram
@@ -145,3 +147,31 @@ def test_pairs_go_into_slots_as_the_numpy_loop_put_them(data, limits):
     slot_pack, slot_length = _slots(templates.strategies, templates.counts)
     got, want = _assign(counts, slot_pack, slot_length), assign_in_numpy(counts, slot_pack, slot_length)
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
+
+
+@pytest.mark.parametrize("burn, next_starts", [(0.4, True), (0.8, False)])
+def test_a_candidate_starts_only_where_the_time_left_covers_the_last_ones_overhead(monkeypatch, burn, next_starts):
+    # Balanced pairs at K=16: the settled fill (share 0.3 of 1 s) first, then compounds. The fill here
+    # burns `burn` CPU seconds and gives one pack a pair: past its share by 0.1 s with 0.6 s left,
+    # compounds start; past it by 0.5 s with 0.2 s left, they do not.
+    from test_pair_grid import balanced
+
+    from tfpack.packing.pairs import algorithms
+    counts = balanced(300, (32, 16))
+    tried = []
+
+    def slow_and_poor(counts, limits, time_limit=None, beat=None):
+        tried.append("settled_fill")
+        start = time.process_time()
+        while time.process_time() - start < burn:
+            pass
+        a, b = pairs_of(counts)
+        return Placed(np.arange(a.size), a, b, a.size), None
+
+    monkeypatch.setattr(algorithms, "settled_fill", slow_and_poor)
+    for name in ("compound", "compound_swapped"):
+        original = getattr(algorithms, name)
+        monkeypatch.setattr(algorithms, name, lambda *a, _name=name, _f=original, **k: tried.append(_name) or _f(*a, **k))
+    placed, _, _ = algorithms.optimal(counts, (32, 16, 16), seed=0, time_limit=1.0)
+    assert tried[0] == "settled_fill" and (len(tried) > 1) == next_starts
+    assert placed.packs < counts.sum() if next_starts else placed.packs == counts.sum()
