@@ -175,3 +175,30 @@ def test_a_candidate_starts_only_where_the_time_left_covers_the_last_ones_overhe
     placed, _, _ = algorithms.optimal(counts, (32, 16, 16), seed=0, time_limit=1.0)
     assert tried[0] == "settled_fill" and (len(tried) > 1) == next_starts
     assert placed.packs < counts.sum() if next_starts else placed.packs == counts.sum()
+
+
+def fitting_in_rounds(pack, b, max_target, packs):
+    """`_templates._fitting` as it was in numpy (23cab29): rounds over all pairs, one pair a pack each."""
+    keep = np.ones(pack.size, dtype=bool)
+    while True:
+        load = np.bincount(pack[keep], b[keep], packs).astype(np.int64)
+        excess = load - max_target
+        if not np.any(excess > 0):
+            return keep
+        rows = np.flatnonzero(keep & (excess[pack] > 0))
+        rows = rows[np.lexsort((b[rows], pack[rows]))]
+        key = pack[rows] * (max_target + 1) + b[rows]
+        owners = np.unique(pack[rows])
+        at = np.searchsorted(key, owners * (max_target + 1) + excess[owners])
+        last = np.searchsorted(pack[rows], owners, side="right") - 1
+        inside = (at < rows.size)
+        inside[inside] = pack[rows[at[inside]]] == owners[inside]
+        keep[rows[np.where(inside, at, last)]] = False
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(1, 6)), min_size=1, max_size=40), st.integers(6, 12))
+def test_overflowing_packs_give_back_what_the_numpy_rounds_gave_back(rows, max_target):
+    from tfpack.packing.pairs._templates import _fitting
+    pack, b = (np.array(column, dtype=np.int64) for column in zip(*rows))
+    assert _fitting(pack, b, max_target, 6).tolist() == fitting_in_rounds(pack, b, max_target, 6).tolist()

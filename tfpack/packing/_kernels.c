@@ -86,6 +86,12 @@
  *     targets, longest first, go rank by rank (a pack's first slot of length i + 1,
  *     its second, ...) to the packs of the least target load so far (ties: the lower
  *     pack id). pack, a, b: bytes of int64, one per pair placed, in the order placed.
+ *
+ *   template_fit(pack, b, max_target, packs) -> keep
+ *     Which pairs stay where templates overflowed (`_templates._fitting`): a pack whose
+ *     targets sum past max_target gives back its smallest target at least the excess
+ *     (ties: the first pair), else its largest (ties: the last), and again until it
+ *     fits. pack, b: bytes of int64, one per pair; keep: bytes of uint8, one per pair.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1570,6 +1576,57 @@ done:
     return result;
 }
 
+static PyObject *template_fit(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer pv, bv;
+    long long max_target, packs;
+    if (!PyArg_ParseTuple(args, "y*y*LL", &pv, &bv, &max_target, &packs)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = pv.len / 8;
+    const int64_t *pack = pv.buf, *b = bv.buf;
+    int64_t *start = NULL, *rows = NULL, *load = NULL;
+    uint64_t *keys = NULL;
+    uint8_t *keep = NULL;
+    if (packs < 0 || check_buffer(&bv, n, 8, "b")) goto done;
+    keys = malloc((size_t)(n + 1) * sizeof(uint64_t));
+    start = calloc((size_t)packs + 2, sizeof(int64_t)), load = calloc((size_t)packs + 1, sizeof(int64_t));
+    rows = malloc((size_t)(n + 1) * sizeof(int64_t)), keep = malloc((size_t)n + 1);
+    if (!start || !rows || !load || !keep || !keys) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < n; r++) {
+        if (pack[r] < 0 || pack[r] >= packs || b[r] < 0 || b[r] >= ((int64_t)1 << 24) || r >= ((int64_t)1 << 39)) {
+            PyErr_SetString(PyExc_ValueError, "template_fit: a pack or target out of range");
+            goto done;
+        }
+        start[pack[r] + 2]++, load[pack[r]] += b[r], keep[r] = 1;
+    }
+    for (int64_t j = 0; j < packs; j++) start[j + 2] += start[j + 1];
+    for (Py_ssize_t r = 0; r < n; r++) rows[start[pack[r] + 1]++] = r; /* start[j]..start[j + 1]: pack j's rows */
+    for (int64_t j = 0; j < packs; j++) {
+        int64_t lo = start[j], hi = start[j + 1];
+        if (load[j] <= max_target) continue;
+        /* By target, then row: keys b * 2^39 + row (targets under 2^24, rows under 2^39). */
+        for (int64_t x = lo; x < hi; x++) keys[x - lo] = ((uint64_t)b[rows[x]] << 39) | (uint64_t)rows[x];
+        sort_keys(keys, hi - lo);
+        for (int64_t x = lo; x < hi; x++) rows[x] = (int64_t)(keys[x - lo] & (((uint64_t)1 << 39) - 1));
+        while (load[j] > max_target) {
+            int64_t excess = load[j] - max_target, given = -1;
+            for (int64_t x = lo; x < hi && given < 0; x++)
+                if (keep[rows[x]] && b[rows[x]] >= excess) given = rows[x];
+            for (int64_t x = hi - 1; x >= lo && given < 0; x--)
+                if (keep[rows[x]]) given = rows[x];
+            keep[given] = 0, load[j] -= b[given];
+        }
+    }
+    result = as_bytes(keep, (size_t)n);
+done:
+    free(start), free(rows), free(load), free(keep), free(keys);
+    PyBuffer_Release(&pv), PyBuffer_Release(&bv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
@@ -1581,6 +1638,7 @@ static PyMethodDef methods[] = {
     {"settle", settle, METH_VARARGS, "Packs dissolved and their pairs placed in the others' room (see the source)."},
     {"pair_strategies", pair_strategies, METH_VARARGS, "Strategies of pairs built from their codes (see the source)."},
     {"template_assign", template_assign, METH_VARARGS, "Pairs into the slots of a one-length plan (see the source)."},
+    {"template_fit", template_fit, METH_VARARGS, "Which pairs stay where templates overflowed (see the source)."},
     {"pair_slots", pair_slots, METH_VARARGS, "A two-length plan's strategies checked, their slots counted (see the source)."},
     {NULL, NULL, 0, NULL},
 };

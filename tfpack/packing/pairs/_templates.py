@@ -95,20 +95,11 @@ def _assign(counts: np.ndarray, slot_pack: np.ndarray, slot_length: np.ndarray):
 
 
 def _fitting(pack: np.ndarray, b: np.ndarray, max_target: int, packs: int) -> np.ndarray:
-    """Which pairs stay: an overflowing pack gives back its smallest sufficient target (module notes)."""
-    keep = np.ones(pack.size, dtype=bool)
-    while True:
-        load = np.bincount(pack[keep], b[keep], packs).astype(np.int64)
-        excess = load - max_target
-        if not np.any(excess > 0):
-            return keep
-        rows = np.flatnonzero(keep & (excess[pack] > 0))
-        # Sorted by pack, then target: the first row of a pack at least its excess, else its last.
-        rows = rows[np.lexsort((b[rows], pack[rows]))]
-        key = pack[rows] * (max_target + 1) + b[rows]
-        owners = np.unique(pack[rows])
-        at = np.searchsorted(key, owners * (max_target + 1) + excess[owners])
-        last = np.searchsorted(pack[rows], owners, side="right") - 1
-        inside = (at < rows.size)
-        inside[inside] = pack[rows[at[inside]]] == owners[inside]
-        keep[rows[np.where(inside, at, last)]] = False
+    """Which pairs stay: an overflowing pack gives back its smallest sufficient target (module notes).
+
+    Compiled (``template_fit`` in `tfpack/packing/_kernels.c`): a pack at a
+    time (in numpy, rounds over all pairs: 0.04-0.06 s on 1e6 pairs).
+    """
+    keep = kernels.template_fit(np.ascontiguousarray(pack, dtype=np.int64), np.ascontiguousarray(b, dtype=np.int64),
+                                max_target, packs)
+    return np.frombuffer(keep, dtype=bool).copy()
