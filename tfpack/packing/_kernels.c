@@ -1479,9 +1479,31 @@ static void sort_keys(uint64_t *x, int64_t n) {
 /* Row `row`'s pairs (input `length`, targets longest first) into its slots sorted[lo:hi] (their
  * packs, ascending), rank by rank, each rank's packs by load (ties: the lower id, as a key
  * load * 2^shift + position); appended at out[*placed]. */
+/* keys[0..m) := the positions pos[0..m) (ascending) ordered by load[pack[pos]] (ties: position):
+ * a counting sort where the loads span at most 2m + 256 values (`bucket` holds that many + 1),
+ * else a sort of keys load * 2^shift + position. */
+static void by_load(const int64_t *pos, int64_t m, const int64_t *pack, const int64_t *load, int shift,
+                    uint64_t *keys, int64_t *bucket) {
+    int64_t least = INT64_MAX, most = INT64_MIN;
+    for (int64_t y = 0; y < m; y++) {
+        int64_t l = load[pack[pos[y]]];
+        least = l < least ? l : least, most = l > most ? l : most;
+    }
+    if (m && most - least <= 2 * m + 256) {
+        memset(bucket, 0, (size_t)(most - least + 2) * sizeof(int64_t));
+        for (int64_t y = 0; y < m; y++) bucket[load[pack[pos[y]]] - least + 1]++;
+        for (int64_t v = 0; v <= most - least; v++) bucket[v + 1] += bucket[v];
+        for (int64_t y = 0; y < m; y++) keys[bucket[load[pack[pos[y]]] - least]++] = (uint64_t)pos[y];
+        return;
+    }
+    for (int64_t y = 0; y < m; y++) keys[y] = ((uint64_t)load[pack[pos[y]]] << shift) | (uint64_t)pos[y];
+    sort_keys(keys, m);
+    for (int64_t y = 0; y < m; y++) keys[y] &= ((uint64_t)1 << shift) - 1;
+}
+
 static void assign_row(const int64_t *row, int64_t cols, int64_t length, const int64_t *sorted, const int64_t *rank,
                        int64_t lo, int64_t hi, int64_t *load, uint64_t *keys, int64_t *by_rank, int64_t *ends,
-                       int shift, int64_t *out[3], int64_t *placed) {
+                       int64_t *bucket, int shift, int64_t *out[3], int64_t *placed) {
     int64_t total = 0, most = -1, done = 0, col = cols - 1;
     for (int64_t j = 0; j < cols; j++) total += row[j];
     for (int64_t x = lo; x < hi; x++) most = rank[x] > most ? rank[x] : most;
@@ -1489,19 +1511,16 @@ static void assign_row(const int64_t *row, int64_t cols, int64_t length, const i
     for (int64_t r = 0; r <= most + 1; r++) ends[r] = 0;
     for (int64_t x = lo; x < hi; x++) ends[rank[x] + 1]++;
     for (int64_t r = 0; r <= most; r++) ends[r + 1] += ends[r];
-    for (int64_t x = lo; x < hi; x++) by_rank[ends[rank[x]]++] = x;
+    for (int64_t x = lo; x < hi; x++) by_rank[ends[rank[x]]++] = x - lo;
     int64_t left = total ? row[col] : 0;
-    const uint64_t mask = ((uint64_t)1 << shift) - 1;
     for (int64_t r = 0; r <= most && done < total; r++) {
-        int64_t m = 0;
-        for (int64_t y = r ? ends[r - 1] : 0; y < ends[r]; y++, m++)
-            keys[m] = ((uint64_t)load[sorted[by_rank[y]]] << shift) | (uint64_t)(by_rank[y] - lo);
-        sort_keys(keys, m);
+        int64_t first = r ? ends[r - 1] : 0, m = ends[r] - first;
+        by_load(by_rank + first, m, sorted + lo, load, shift, keys, bucket);
         if (m > total - done) m = total - done;
         for (int64_t i = 0; i < m; i++, done++, (*placed)++) {
             while (!left) left = row[--col];
             left--;
-            int64_t pack = sorted[lo + (int64_t)(keys[i] & mask)];
+            int64_t pack = sorted[lo + (int64_t)keys[i]];
             load[pack] += col + 1;
             out[0][*placed] = pack, out[1][*placed] = length, out[2][*placed] = col + 1;
         }
@@ -1522,7 +1541,7 @@ static PyObject *template_assign(PyObject *self, PyObject *args) {
         goto done;
     for (Py_ssize_t x = 0; x < rows * cols; x++) n += counts[x];
     mem = malloc((size_t)(4 * slots + 2 * (rows + 2) + packs + 2) * sizeof(int64_t));
-    buf = malloc((size_t)(slots + 1) * sizeof(uint64_t));
+    buf = malloc((size_t)(3 * slots + 259) * sizeof(uint64_t)); /* keys, then by_load's buckets */
     for (int k = 0; k < 3; k++) out[k] = malloc((size_t)(n + 1) * sizeof(int64_t));
     if (!mem || !buf || !out[0] || !out[1] || !out[2]) {
         PyErr_NoMemory();
@@ -1565,8 +1584,8 @@ static PyObject *template_assign(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "template_assign: order out of range");
             goto done;
         }
-        assign_row(counts + i * cols, cols, i + 1, sorted, rank, start[i], start[i + 1], load, buf, by_rank, ends, shift,
-                   out, &placed);
+        assign_row(counts + i * cols, cols, i + 1, sorted, rank, start[i], start[i + 1], load, buf, by_rank, ends,
+                   (int64_t *)(buf + slots + 1), shift, out, &placed);
     }
     result = Py_BuildValue("NNN", as_bytes(out[0], (size_t)placed * 8), as_bytes(out[1], (size_t)placed * 8),
                            as_bytes(out[2], (size_t)placed * 8));
