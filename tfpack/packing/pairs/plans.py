@@ -197,9 +197,11 @@ def plan_pairs(histogram, max_length, max_sequences_per_pack, algorithm: str = "
             binding side's first two one-length plans get 70% and 45% of
             it, later ones 30% of what is left), or ``None`` (all
             candidates, the same plan on every machine). The candidate running
-            when it ends finishes: on 1e6 pairs, 0.4-2.6 s in all (building
-            and checking a plan of 2e5 distinct packs comes after it;
-            `benchmarks/results/pair_planner.md`).
+            when it ends finishes, and one starts only where the time left
+            covers the work past its share the one before had: on 1e6
+            generated pairs with ``time_limit=1``, 0.17-1.26 s in all
+            (building and checking a plan of 2e5 distinct packs, 0.1 s,
+            comes after it; `benchmarks/results/pair_planner.md`).
 
     Returns:
         A checked `PairPackingPlan`.
