@@ -202,6 +202,32 @@ def test_optimal_runs_the_grid_where_both_rows_bind():
     assert m["lower_bound_packs"] <= m["packs"]
 
 
+def test_templates_after_the_grid_only_where_its_bound_leaves_the_plan_out(monkeypatch):
+    # The grid's bound (stood in for here) 0.4% under the fill's plan: the templates, run for their
+    # bound, are skipped (`_GRID_CLOSE`); 0.6% under it, they run. The plan is the fill's either way.
+    from tfpack.packing.pairs import algorithms
+
+    counts, limits = balanced(4000, (32, 16)), (32, 16, 4)
+    packs = algorithms.dot_fill(counts, limits)[0].packs
+    calls = []
+
+    def recording(make):
+        def made(*args, **kwargs):
+            calls.append(make.__name__)
+            return make(*args, **kwargs)
+        return made
+
+    for name in ("fill", "swapped"):  # the binding side's (here the targets': `swapped`)
+        monkeypatch.setattr(algorithms, name, recording(getattr(algorithms, name)))
+    monkeypatch.setattr(algorithms, "_grid_first", lambda found, limits: True)  # tokens: 1.09 of places
+    for under, called in ((1.004, False), (1.006, True)):
+        calls.clear()
+        monkeypatch.setattr(algorithms, "grid", lambda *args, under=under, **kwargs: (None, int(packs / under)))
+        best, bound, _ = algorithms.optimal(counts, limits, seed=0, time_limit=30.0)
+        assert best.packs == packs and bound >= int(packs / under)
+        assert bool(calls) == called
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(pair, min_size=1, max_size=8), st.sampled_from([2, 3, 4, None]),
        st.sampled_from([2, 3, 4]), st.sampled_from([2, 3, 5, 8]))
