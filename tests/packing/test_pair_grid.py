@@ -325,7 +325,8 @@ def test_finer_units_keep_bound_below_optimum_below_plan(pairs, depth):
 
 
 def test_the_next_units_prove_a_bound_where_the_first_stop_early(monkeypatch):
-    # Three (70, 1) at 200/200, K=4: 64 units round each to 22 (66 > 64), so 2 packs, the optimum.
+    # Three (70, 1) at 200/200, K=4: 96 x 64 units with s = 3/4 round each input to 33 (99 > 96),
+    # so 2 packs, the optimum.
     # The first units' LP stopped before its first round (as a loaded machine can) proves nothing;
     # the next units of the list then run, and their bound is the grid's.
     counts = histogram([(70, 1)] * 3, (200, 200))
@@ -339,4 +340,4 @@ def test_the_next_units_prove_a_bound_where_the_first_stop_early(monkeypatch):
 
     monkeypatch.setattr(_grid, "solve", first_stops)
     assert _grid.grid(counts, (200, 200, 4), 1.0)[1] == 2
-    assert [units for units, up in calls if not up][:2] == [(80, 80), 64]
+    assert [units for units, up in calls if not up][:2] == [(80, 80), (96, 64)]

@@ -394,7 +394,11 @@ def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray
 # (96 x 64: 0.26-0.35 s). Tried at 80 x 80: shares (1/2, 0) 260,780-260,814, (3/4, 1/4) 260,435-
 # 260,931, (3/4, 1/2) 260,479-260,986, (1, 0) 260,575-260,723; 88 x 72 and 72 x 88 with (3/4, 0)
 # 260,490-260,985 and 260,457-260,569; 96 x 96 with (3/4, 0) 260,870-260,985 (4,700 classes, 0.5-0.6 s).
-_UNITS = (((80, 80), (Fraction(3, 4), 0), 3_600), (64, (1, 1), 2_500), (32, (1, 1), None))
+# It needs 0.44-0.5 s CPU of the at least 0.5 s it gets (`_DOWN_LEAST`; 13 rounds at 2048/512, Farley's
+# bound 174,437 after 8): where it stops early, 96 x 64 (0.26-0.35 s) runs next, not 64 units
+# (2048/512: 258,790 instead of 257,457).
+_UNITS = (((80, 80), (Fraction(3, 4), 0), 3_600), ((96, 64), (Fraction(3, 4), 1), 3_500), (64, (1, 1), 2_500),
+          (32, (1, 1), None))
 # Units a row of the plan's LP: the finest whose grid of rounded-up pairs has at most
 # `_PLAN_CLASSES` classes. 1e6 pairs, K=4, untimed: bimodal at 512/128, 48 units (1,379 classes),
 # 262,432 packs in 0.84 s CPU (LP 0.5 s), 32 units 263,328; 64 units 261,792 in 1.9 s; balanced,
