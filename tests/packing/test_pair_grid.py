@@ -202,6 +202,32 @@ def test_optimal_runs_the_grid_where_both_rows_bind():
     assert m["lower_bound_packs"] <= m["packs"]
 
 
+def test_templates_after_the_grid_only_where_its_bound_leaves_the_plan_out(monkeypatch):
+    # The grid's bound (stood in for here) 0.4% under the fill's plan: the templates, run for their
+    # bound, are skipped (`_GRID_CLOSE`); 0.6% under it, they run. The plan is the fill's either way.
+    from tfpack.packing.pairs import algorithms
+
+    counts, limits = balanced(4000, (32, 16)), (32, 16, 4)
+    packs = algorithms.dot_fill(counts, limits)[0].packs
+    calls = []
+
+    def recording(make):
+        def made(*args, **kwargs):
+            calls.append(make.__name__)
+            return make(*args, **kwargs)
+        return made
+
+    for name in ("fill", "swapped"):  # the binding side's (here the targets': `swapped`)
+        monkeypatch.setattr(algorithms, name, recording(getattr(algorithms, name)))
+    monkeypatch.setattr(algorithms, "_grid_first", lambda found, limits: True)  # tokens: 1.09 of places
+    for under, called in ((1.004, False), (1.006, True)):
+        calls.clear()
+        monkeypatch.setattr(algorithms, "grid", lambda *args, under=under, **kwargs: (None, int(packs / under)))
+        best, bound, _ = algorithms.optimal(counts, limits, seed=0, time_limit=30.0)
+        assert best.packs == packs and bound >= int(packs / under)
+        assert bool(calls) == called
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(pair, min_size=1, max_size=8), st.sampled_from([2, 3, 4, None]),
        st.sampled_from([2, 3, 4]), st.sampled_from([2, 3, 5, 8]))
@@ -258,11 +284,12 @@ def test_the_plans_lp_gets_most_of_the_time_limit(monkeypatch):
 
 
 def test_finer_units_in_the_time_left_prove_more():
-    # Three (67, 1) at 200/200: two share a pack (201 > 200), so 2 packs. Rounded down to 96 input
-    # units (32 a pair, with s = 3/4 or 1: 96 <= 96) three fit; to 128 units, 43 a pair, 129 > 128.
-    counts = histogram([(67, 1)] * 3, (200, 200))
+    # Two (101, 1) at 200/200: one a pack (202 > 200), so 2 packs. Rounded down to 80 input units
+    # with s = 3/4 (ceil(101 * 80.75 / 200 + 1 / 16) - 1 = 40 a pair: 80 <= 80) both fit; to 128
+    # units (s = 1), ceil(101 * 129 / 200) - 1 = 65 a pair, 130 > 128.
+    counts = histogram([(101, 1)] * 2, (200, 200))
     assert optimum(counts, (200, 200, 4)) == 2
-    assert _grid.units_for(counts, (200, 200, 4)) == ((96, 64), (Fraction(3, 4), 1))
+    assert _grid.units_for(counts, (200, 200, 4)) == ((80, 80), (Fraction(3, 4), 0))
     assert _grid.grid(counts, (200, 200, 4), None)[1] == 1  # no time limit: the first units only
     assert _grid.grid(counts, (200, 200, 4), 5.0)[1] == 2
 
@@ -275,19 +302,20 @@ def test_finer_units_only_with_the_time_they_need(monkeypatch):
         return solve(counts, limits, g, budget, up=up, **kwargs)
 
     monkeypatch.setattr(_grid, "solve", recording)
-    counts = histogram([(67, 1)] * 3, (200, 200))
+    counts = histogram([(101, 1)] * 2, (200, 200))
     _grid.grid(counts, (200, 200, 4), 5.0)
-    assert units == [(48, True), (64, True), ((96, 64), False), (96, False), (128, False)]
+    assert units == [(48, True), (64, True), ((80, 80), False), (96, False), (128, False)]
     units.clear()
     monkeypatch.setattr(_grid, "_FINER_NEED", 1e9)  # the first LP's time times this is never left
     _grid.grid(counts, (200, 200, 4), 5.0)
-    assert units == [(48, True), ((96, 64), False)]
+    assert units == [(48, True), ((80, 80), False)]
 
 
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 200), st.integers(1, 200)), min_size=1, max_size=7),
        st.sampled_from([1, 2, 3, 4]))
 @example([(67, 1)] * 3, 4)
+@example([(101, 1)] * 2, 4)
 def test_finer_units_keep_bound_below_optimum_below_plan(pairs, depth):
     limits = (200, 200, depth)
     counts = histogram(pairs, limits[:2])
@@ -297,7 +325,8 @@ def test_finer_units_keep_bound_below_optimum_below_plan(pairs, depth):
 
 
 def test_the_next_units_prove_a_bound_where_the_first_stop_early(monkeypatch):
-    # Three (70, 1) at 200/200, K=4: 64 units round each to 22 (66 > 64), so 2 packs, the optimum.
+    # Three (70, 1) at 200/200, K=4: 96 x 64 units with s = 3/4 round each input to 33 (99 > 96),
+    # so 2 packs, the optimum.
     # The first units' LP stopped before its first round (as a loaded machine can) proves nothing;
     # the next units of the list then run, and their bound is the grid's.
     counts = histogram([(70, 1)] * 3, (200, 200))
@@ -306,9 +335,9 @@ def test_the_next_units_prove_a_bound_where_the_first_stop_early(monkeypatch):
 
     def first_stops(counts, limits, units, budget, up=True, **kwargs):
         calls.append((units, up))
-        stopped = not up and units == (96, 64)
+        stopped = not up and units == (80, 80)
         return solve(counts, limits, units, _grid.Budget(0.0) if stopped else budget, up=up, **kwargs)
 
     monkeypatch.setattr(_grid, "solve", first_stops)
     assert _grid.grid(counts, (200, 200, 4), 1.0)[1] == 2
-    assert [units for units, up in calls if not up][:2] == [(96, 64), 64]
+    assert [units for units, up in calls if not up][:2] == [(80, 80), (96, 64)]

@@ -386,7 +386,19 @@ def _columns(packs: list[list[int]], duals: np.ndarray) -> list[tuple[np.ndarray
 # s = 1: 261,097, s = 1/2: 261,170; 96 units both rows 260,929 in 0.93 s; (128, 64) 261,194 in 1.1 s),
 # 258,790 at 2048/512 (257,457; s = 0 on both rows: 259,795) and 260,191 at 1024/256 (259,036).
 # Balanced at 32 units: s = 1 proves most (257,026; s = 1/2 256,795, s = 0 256,356).
-_UNITS = (((96, 64), (Fraction(3, 4), 1), 3_500), (64, (1, 1), 2_500), (32, (1, 1), None))
+# 96 x 64 is fine on 512/128 (2 target tokens a unit) but loses short targets at 2048/512 (8 a unit);
+# 80 units a row with s = 3/4 on the inputs and s = 0 on the targets (a short target wins back most by
+# its place) prove about as much at every length (seeded, unloaded, branch pairgap44; seed 0 / 1):
+# 512/128 260,853 / 261,037 (96 x 64: 261,215 / 261,378), 1024/256 260,874 / 260,834 (260,191 /
+# 260,133), 2048/512 260,767 / 260,810 (258,790 / 258,852), 3,413-3,472 classes, 0.35-0.5 s CPU
+# (96 x 64: 0.26-0.35 s). Tried at 80 x 80: shares (1/2, 0) 260,780-260,814, (3/4, 1/4) 260,435-
+# 260,931, (3/4, 1/2) 260,479-260,986, (1, 0) 260,575-260,723; 88 x 72 and 72 x 88 with (3/4, 0)
+# 260,490-260,985 and 260,457-260,569; 96 x 96 with (3/4, 0) 260,870-260,985 (4,700 classes, 0.5-0.6 s).
+# It needs 0.44-0.5 s CPU of the at least 0.5 s it gets (`_DOWN_LEAST`; 13 rounds at 2048/512, Farley's
+# bound 174,437 after 8): where it stops early, 96 x 64 (0.26-0.35 s) runs next, not 64 units
+# (2048/512: 258,790 instead of 257,457).
+_UNITS = (((80, 80), (Fraction(3, 4), 0), 3_600), ((96, 64), (Fraction(3, 4), 1), 3_500), (64, (1, 1), 2_500),
+          (32, (1, 1), None))
 # Units a row of the plan's LP: the finest whose grid of rounded-up pairs has at most
 # `_PLAN_CLASSES` classes. 1e6 pairs, K=4, untimed: bimodal at 512/128, 48 units (1,379 classes),
 # 262,432 packs in 0.84 s CPU (LP 0.5 s), 32 units 263,328; 64 units 261,792 in 1.9 s; balanced,

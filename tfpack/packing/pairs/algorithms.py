@@ -15,7 +15,8 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   (`_grid`: a plan rounded from the LP of rounded-up pairs, the bound
   ``grid_lp`` of the LP of rounded-down ones, seeded with the other's
   columns), in ``time_limit``; then, only where time is left or the grid
-  gave no plan, the binding side's templates, for their bound; before the
+  gave no plan, the binding side's templates, for their bound (not where
+  the grid's holds the plan within 0.5%: `_GRID_CLOSE`); before the
   grid, the dot-product fill with aimed picks (`_dot`), the best plan kept
   (the grid's is not rounded where the fill beats its LP: `_grid._beaten`).
   Otherwise candidates in turn, until one is within 0.1% of the bound or
@@ -100,6 +101,12 @@ _GRID_TOKENS = (0.85, 1.02)
 _BOTH_BIND = 0.9
 # `optimal` stops trying candidates at a plan within this factor of its bound.
 _CLOSE = 1.001
+# ... and, after the grid (`_grid_first`), skips the templates run for their bound where the grid's
+# bound holds the plan within this factor (the target): 1e6 pairs at K=4 (seeds 0 and 1,
+# branch pairgap44), the input templates gave 265,252-274,078 packs on the bound 255,764-255,883
+# (bimodal; balanced 512/128 266,459-267,666 on 253,752-253,820) in 0.27-0.94 s CPU, where the fill
+# had 261,3xx and the grid proved 260,767-261,037 (bimodal) / 256,782-257,026 (balanced).
+_GRID_CLOSE = 1.005
 # The two-length LP bound gets at least this share of `time_limit` (more when plans left more) at
 # up to 4 pairs a pack; past that only the time left: there it stops far below its LP (stdlib
 # docstrings and Debian at K=16: Farley 237-106,272 on plans of 356-138,886, 0.5-0.6 s each).
@@ -206,7 +213,8 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
         # Then, in the time left or where the grid gave no plan, the binding side's templates alone,
         # for their bound (the others lost to the grid's plan on every case measured and, on 1e6
         # pairs, take seconds each: ffd 3.4 s).
-        done = best is not None and (best.packs <= _CLOSE * max(found.values()) or budget.expired())
+        done = best is not None and (best.packs <= _CLOSE * max(found.values()) or budget.expired()
+                                     or best.packs <= _GRID_CLOSE * found["grid_lp"])
         tries = [] if done else [(sides[0][0], functools.partial(sides[0][1], depth=depths[0]))]
     binding = [id(make) for kind, make in tries[:3] if kind == sides[0][0]]
     for kind, make in tries:
