@@ -28,9 +28,18 @@ on how fast the machine ran. Two kinds of case make it deterministic:
   refinement, repair, the budget running out mid column generation) as the
   suite does at ``time_limit=1``.
 
+A plan also depends on the last bits of the LP's and NNLS's arithmetic, and
+OpenBLAS picks its kernels by CPU: the same code gave other strategies (same
+packs) for 4 cases on an AMD EPYC (OpenBLAS's Haswell kernels) than on the
+Intel machine that wrote them (SkylakeX). So the plans are made and checked in
+a subprocess with the kernels pinned (`PINNED`, ``OPENBLAS_CORETYPE=Haswell``:
+any x86-64 CPU with AVX2 runs them); `run_pinned` skips elsewhere. The file
+was written again that way on 2026-11-29 (those 4 cases changed strategies,
+not packs; the rest are the same bytes).
+
 Regenerate (only when a plan is meant to change, and say why in the commit):
 
-    PYTHONPATH=. .venv/bin/python tests/packing/optimal_plans.py
+    PYTHONPATH=. .venv/bin/python tests/packing/optimal_plans.py --write
 """
 
 from __future__ import annotations
@@ -39,7 +48,10 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 import pathlib
+import platform
+import subprocess
 import sys
 
 import numpy as np
@@ -132,10 +144,47 @@ def load() -> dict[str, dict]:
     return {plan["name"]: plan for plan in json.loads(DATA.read_text())}
 
 
-def main() -> None:
-    plans = [run(case) for case in CASES]
-    DATA.write_text("[\n" + ",\n".join(json.dumps(plan) for plan in plans) + "\n]\n")
+# OpenBLAS's kernels for every plan made or checked here (see the module docstring).
+PINNED = {"OPENBLAS_CORETYPE": "Haswell"}
+
+
+def pinning_skip_reason() -> str | None:
+    """Why `PINNED` cannot run on this machine, or None where it can."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return f"OpenBLAS's Haswell kernels need x86-64, not {platform.machine()}"
+    try:
+        flags = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "no /proc/cpuinfo to tell whether the CPU has AVX2"
+    return None if " avx2" in flags else "the CPU has no AVX2 for OpenBLAS's Haswell kernels"
+
+
+def run_pinned(cases) -> list[dict]:
+    """`run` on each of ``cases`` in a subprocess with `PINNED` kernels."""
+    root = HERE.parents[1]
+    env = dict(os.environ, **PINNED,
+               PYTHONPATH=os.pathsep.join([str(root)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    done = subprocess.run([sys.executable, __file__, "--run"], input=json.dumps(cases), env=env,
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"pinned run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
+
+
+def main(argv) -> None:
+    if argv == ["--run"]:  # the subprocess of `run_pinned`
+        if os.environ.get("OPENBLAS_CORETYPE") != PINNED["OPENBLAS_CORETYPE"]:
+            sys.exit(f"OPENBLAS_CORETYPE is {os.environ.get('OPENBLAS_CORETYPE')!r}, not pinned")
+        print(json.dumps([run(case) for case in json.loads(sys.stdin.read())]))
+    elif argv == ["--write"]:
+        reason = pinning_skip_reason()
+        if reason:
+            sys.exit(f"cannot write the stored plans here: {reason}")
+        plans = run_pinned(CASES)
+        DATA.write_text("[\n" + ",\n".join(json.dumps(plan) for plan in plans) + "\n]\n")
+    else:
+        sys.exit("usage: optimal_plans.py --write")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
