@@ -93,6 +93,8 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
                 budget.less(search.reserve))
     except _budget.OutOfTime:
         pass  # the best plan and bound so far stand
+    # Proven after the paths, which choose by `_bounds.simple`'s bounds (as they were tuned).
+    search.prove(_bounds.windows_alone(histogram, max_sequences_per_pack), "windows")
     return search.result()
 
 
