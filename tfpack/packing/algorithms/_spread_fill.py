@@ -142,12 +142,12 @@ def _longest_at_most(counts: np.ndarray, targets: np.ndarray) -> np.ndarray:
     >>> _longest_at_most(counts, np.array([1, 3, 3, 3])).tolist(), counts.tolist()
     ([0, 1, 3, 3], [0, 0, 0, 0])
     """
-    cumulative = np.cumsum(counts)
+    cumulative = np.cumsum(counts[:targets[-1] + 1]) if len(targets) else counts[:0]
     at = cumulative[targets] - 1
     j = np.arange(len(targets))
     index = j + np.minimum.accumulate((at - j)[::-1])[::-1]
     taken = np.zeros(len(targets), dtype=np.int64)
     some = index >= 0
     taken[some] = np.searchsorted(cumulative, index[some], side="right")
-    counts -= np.bincount(taken[some], minlength=len(counts))
+    np.subtract.at(counts, taken[some], 1)
     return taken
