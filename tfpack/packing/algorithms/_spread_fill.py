@@ -54,7 +54,7 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     """`packs` at each of ``scales`` in turn: the plan with the fewest packs (``None``: none).
 
     The fill is chaotic: its targets a little smaller (``scale`` 0.99 instead of 1) moved
-    `benchmarks/planners_long_context.py`'s spread cases either way by 0.1-0.3 points (the
+    `benchmarks/planners_long_context.py`'s spread cases either way by up to 0.4 points (the
     notes in `Tuning.SPREAD_SCALES`), so the next scale runs while ``budget`` has as much
     time left as the last one took, until a plan is within ``gap`` of ``bound``; not after
     a first plan over ``give_up`` above it.
