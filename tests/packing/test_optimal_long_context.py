@@ -81,3 +81,17 @@ def test_three_just_over_a_third_need_two_packs_and_the_bound_says_so(monkeypatc
     assert max(_bounds.simple(histogram, 20, 4).values()) == 2
     result = optimal.pack(histogram, 20, 4, seed=0, time_limit=None)
     assert (result.lower_bound_packs, int(result.counts.sum())) == (3, 3)
+
+
+def test_full_windows_alone_bound_where_the_search_proves_nothing(monkeypatch):
+    # Ten full windows and 80 sequences of 100 (L=12,288, depth 8): the tokens need 11 packs,
+    # the sequences ceil(90 / 8) = 12; a pack holding a full window holds nothing else, so
+    # 10 + 80 / 8 = 20, which best fit meets. With the search after best fit switched off,
+    # only `optimal`'s last proof (`_bounds.windows_alone`) can say so.
+    monkeypatch.setattr(optimal, "_search", lambda *args: None)
+    histogram = np.zeros(12288, dtype=np.int64)
+    histogram[[12287, 99]] = [10, 80]
+    assert max(_bounds.simple(histogram, 12288, 8).values()) == 12
+    result = optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
+    assert (result.lower_bound_packs, result.lower_bound_kind) == (20, "windows")
+    assert int(result.counts.sum()) == 20

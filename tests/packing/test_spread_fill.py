@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing.algorithms import _budget, _fit_decreasing, _spread_fill, optimal
+from tfpack.packing.algorithms import _bounds, _budget, _fit_decreasing, _spread_fill, optimal
 from tfpack.packing.algorithms._tuning import Tuning
 
 
@@ -122,3 +122,75 @@ def test_optimal_offers_the_spread_plan(monkeypatch):
     assert int(result.counts.sum()) == 10
     monkeypatch.setattr(Tuning, "SPREAD_DEPTH", 9)  # the rule off at depth 8
     assert int(optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0).counts.sum()) == 14
+
+
+def six_five_four_two():
+    """6, 5, 4, 2 in packs of 9 tokens, 3 sequences (`_spread_fill.best`'s example): with both
+    openers at once, scale 1 (targets 3 // 2 and 4 // 2) gives 3 packs, scale 0.5 (0 and 1)
+    lets the last slots take the 4 and the 2: 2 packs."""
+    return np.bincount([5, 4, 3, 1], minlength=9)
+
+
+def test_smaller_slot_targets_can_save_a_pack():
+    histogram = six_five_four_two()
+    assert _spread_fill.packs(histogram, 9, 3, batch=2) == {(6,): 1, (5, 2): 1, (4,): 1}
+    assert _spread_fill.packs(histogram, 9, 3, batch=2, scale=0.5) == {(6, 2): 1, (5, 4): 1}
+
+
+def test_best_tries_the_scales_until_one_is_within_the_gap():
+    histogram, unlimited = six_five_four_two(), _budget.Budget(None)
+
+    def best(bound, **kwargs):
+        plan = _spread_fill.best(histogram, 9, 3, bound, unlimited, scales=(1.0, 0.5), batch=2,
+                                 **kwargs)
+        return sum(plan.values())
+
+    assert best(2) == 2  # 3 packs at scale 1 is not within 0 of 2: scale 0.5 runs
+    assert best(3) == 2 + 1  # 3 is within 0 of 3: it stops there
+    assert best(2, gap=0.5) == 3  # and within 50% of 2
+    assert best(2, give_up=0.4) == 3  # 3 is over 40% above 2: no second try
+
+
+class Stub:
+    """A budget that never ends, with ``left`` seconds left and one more spent at each look."""
+
+    def __init__(self, left):
+        self.seconds, self.looks = left, 0
+
+    def left(self):
+        return self.seconds
+
+    def spent(self):
+        self.looks += 1
+        return float(self.looks)
+
+    def expired(self):
+        return False
+
+
+def test_best_runs_the_next_scale_only_with_the_time_the_last_took():
+    # The first try takes one second (two looks at `spent`): with 1.5 left the second runs
+    # (2 packs), with 0.5 it does not (3).
+    histogram = six_five_four_two()
+    plans = [_spread_fill.best(histogram, 9, 3, 2, Stub(left), scales=(1.0, 0.5), batch=2)
+             for left in (1.5, 0.5)]
+    assert [sum(plan.values()) for plan in plans] == [2, 3]
+
+
+def test_optimal_gives_the_fill_the_windows_bound(monkeypatch):
+    # Where windows of L hold a pack each, `_bounds.windows_alone` is above the simple bounds:
+    # the fill stops within the gap of it, not of the looser simple bounds.
+    seen = {}
+
+    def best(histogram, max_length, depth, bound, budget, *args):
+        seen["bound"] = bound
+
+    monkeypatch.setattr(_spread_fill, "best", best)
+    monkeypatch.setattr(optimal, "_search", lambda *args: None)
+    histogram = np.zeros(12288, dtype=np.int64)
+    # Forty 6,000s, 280 850s (38.9 packs of tokens, 320 of the 311 slots they need) and three
+    # full windows: 3 + 320 / 8 = 43 packs; the tokens 42, the sequences 41.
+    histogram[[5999, 849, 12287]] = [40, 280, 3]
+    assert optimal._spread_pays(histogram, 8)
+    optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
+    assert seen["bound"] == 43 > max(_bounds.simple(histogram, 12288, 8).values()) == 42

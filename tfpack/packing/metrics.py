@@ -15,7 +15,8 @@ Definitions (``L`` = max length, ``n`` = sequences, ``T`` = their real tokens,
   same limits: the larger of the algorithm's own (the LP bound of ``optimal``)
   when it gives one and `simple_lower_bound`.
 - ``lower_bound_kind``: what proves it: ``"tokens"`` (``ceil(T / L)``),
-  ``"sequences"`` (``ceil(n / K)``), ``"long"`` (sequences longer than
+  ``"sequences"`` (``ceil(n / K)``), ``"windows"`` (sequences of ``L`` one a
+  pack, the others ``K`` a pack), ``"long"`` (sequences longer than
   ``L / 2``, one a pack, and what cannot share their packs), ``"pairs"`` (at
   most two sequences a pack: the optimum itself, which a greedy finds) or
   ``"lp"`` (an LP relaxation: ``optimal``'s column generation, possibly on

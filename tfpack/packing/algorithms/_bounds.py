@@ -14,6 +14,9 @@ The `optimal` planner reports the strongest bound it proves and its kind
   constrains where long sequences dominate (a token bound ignores that two of
   them never share a pack).
 
+``windows`` (`windows_alone`: sequences of ``L`` one a pack, the others ``depth`` a
+pack) is also O(L), but `optimal` proves it only after its search, which reads
+`simple`'s bounds to choose its paths.
 ``lp`` (the LP relaxation, `optimal`'s column generation, possibly on lengths
 rounded down) is computed by the planner, and so is ``pairs``: with at most two
 sequences a pack, the fewest packs, which a greedy finds (`_pairs`). Each is valid on its own, so is
@@ -38,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 # Preference among equal bounds: the simplest explanation first.
-KINDS = ("tokens", "sequences", "long", "pairs", "lp")
+KINDS = ("tokens", "sequences", "windows", "long", "pairs", "lp")
 
 
 def simple(histogram: np.ndarray, max_length: int,
@@ -76,9 +79,12 @@ def windows_alone(histogram: np.ndarray, max_sequences_per_pack: int | None) -> 
     """Sequences of ``max_length`` one a pack, the others ``max_sequences_per_pack`` a pack.
 
     Also a bound (a pack holding a full window holds nothing else), but not one of
-    `simple`'s: `optimal` reads it only to tell where the depth binds beside the tokens
-    (`_paths.prove_down`, `_paths.grouped`), and the LP proves as much there. 0 without
-    a depth limit.
+    `simple`'s: `optimal`'s paths read it to tell where the depth binds beside the tokens
+    (`_paths.prove_down`, `_paths.grouped`), and `optimal` proves it (kind ``windows``)
+    after its search, where the LP over all lengths, which would prove as much, is often
+    cut by the time on long contexts (`benchmarks/planners_long_context.py --seed 39`,
+    case 42: 109,825 packs on ``sequences`` 109,438, 0.354%; on this bound, 109,744,
+    0.074%). 0 without a depth limit.
 
     >>> windows_alone(np.array([5, 0, 0, 2]), 4)  # two 4s alone, five 1s in two packs
     4

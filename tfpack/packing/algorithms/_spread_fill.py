@@ -45,11 +45,46 @@ import numpy as np
 
 from tfpack.packing.algorithms import _budget, greedy
 
-__all__ = ["packs"]
+__all__ = ["packs", "best"]
+
+
+def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
+         scales=(1.0,), batch: int = 1024, gap: float = 0.0,
+         give_up: float = np.inf) -> dict[tuple[int, ...], int] | None:
+    """`packs` at each of ``scales`` in turn: the plan with the fewest packs (``None``: none).
+
+    The fill is chaotic: its targets a little smaller (``scale`` 0.99 instead of 1) moved
+    `benchmarks/planners_long_context.py`'s spread cases either way by up to 0.4 points (the
+    notes in `Tuning.SPREAD_SCALES`), so the next scale runs while ``budget`` has as much
+    time left as the last one took, until a plan is within ``gap`` of ``bound``; not after
+    a first plan over ``give_up`` above it.
+
+    6, 5, 4 and 2 in packs of 9 tokens, 3 sequences, both openers at once: at scale 1
+    the slot targets (3 // 2, 4 // 2) give the 5 the 2 and the 4 is left alone (3 packs);
+    at 0.5 (0 and 1) nothing is taken before the last slots, which take the 4 and the 2:
+
+    >>> h = np.bincount([5, 4, 3, 1], minlength=9)  # lengths 6, 5, 4, 2
+    >>> sorted(best(h, 9, 3, 2, _budget.Budget(None), scales=(1.0, 0.5), batch=2).items())
+    [((5, 4), 1), ((6, 2), 1)]
+    """
+    rows, took = None, 0.0
+    full = int(histogram[max_length - 1])
+    for scale in scales:
+        if rows is not None and (len(rows) + full <= bound * (1 + gap) or budget.left() < took):
+            break
+        start = budget.spent()
+        found = _rows(histogram, max_length, depth, batch, budget, scale)
+        took = budget.spent() - start
+        if found is not None and (rows is None or len(found) < len(rows)):
+            rows = found
+        if rows is None or len(rows) + full > bound * (1 + give_up):
+            break
+    return None if rows is None else _plan(rows, full, max_length)
 
 
 def packs(histogram: np.ndarray, max_length: int, depth: int, batch: int = 1024,
-          budget: _budget.Budget | None = None) -> dict[tuple[int, ...], int] | None:
+          budget: _budget.Budget | None = None,
+          scale: float = 1.0) -> dict[tuple[int, ...], int] | None:
     """The plan of the module notes: packs (lengths, longest first) -> how many.
 
     Two passes: the first pass's failed packs (free space of a slot's share,
@@ -63,22 +98,35 @@ def packs(histogram: np.ndarray, max_length: int, depth: int, batch: int = 1024,
         batch: packs opened at once (fewer when the sequences left fill fewer).
         budget: checked before each batch; ``None`` is returned if it ends in the first
             pass (in the second: the first pass's plan).
+        scale: each slot's target (but the last's) is this share of its even share of the
+            free space (at most 1).
     """
+    rows = _rows(histogram, max_length, depth, batch, budget, scale)
+    return None if rows is None else _plan(rows, int(histogram[max_length - 1]), max_length)
+
+
+def _rows(histogram, max_length, depth, batch, budget, scale) -> np.ndarray | None:
+    """`packs`' two passes: the packs of the one with fewer, a row each (0: an empty slot),
+    but the full windows; ``None`` if ``budget`` ends in the first."""
     counts = np.concatenate([[0], np.asarray(histogram, dtype=np.int64)])
-    full, counts[max_length] = int(counts[max_length]), 0  # each a pack of its own
-    first = _fill(counts.copy(), max_length, depth, batch, budget)
+    counts[max_length] = 0  # each a pack of its own
+    first = _fill(counts.copy(), max_length, depth, batch, budget, scale=scale)
     if first is None:
         return None
-    best = first
     failed = first[max_length - first.sum(axis=1) >= max_length // depth]
     if len(failed):
         counts -= np.bincount(failed.ravel(), minlength=max_length + 1)
         counts[0] = 0
-        second = _fill(counts, max_length, depth, batch, budget, reopened=failed)
+        second = _fill(counts, max_length, depth, batch, budget, reopened=failed, scale=scale)
         if second is not None and len(second) < len(first):
-            best = second
-    best = -np.sort(-best, axis=1)  # longest first, the empty slots (0) last
-    counted = greedy.strategies_of_packs(best[best > 0], np.r_[0, np.cumsum(np.count_nonzero(best, axis=1))],
+            return second
+    return first
+
+
+def _plan(rows: np.ndarray, full: int, max_length: int) -> dict[tuple[int, ...], int]:
+    """``rows`` (`_rows`) and ``full`` windows as packs (lengths, longest first) -> how many."""
+    rows = -np.sort(-rows, axis=1)  # longest first, the empty slots (0) last
+    counted = greedy.strategies_of_packs(rows[rows > 0], np.r_[0, np.cumsum(np.count_nonzero(rows, axis=1))],
                                          max_length)
     plan: dict[tuple[int, ...], int] = {(max_length,): full} if full else {}
     plan.update(zip(counted.strategies, counted.counts.tolist()))  # (none is a full window)
@@ -86,7 +134,8 @@ def packs(histogram: np.ndarray, max_length: int, depth: int, batch: int = 1024,
 
 
 def _fill(counts: np.ndarray, max_length: int, depth: int, batch: int,
-          budget: _budget.Budget | None, reopened: np.ndarray | None = None) -> np.ndarray | None:
+          budget: _budget.Budget | None, reopened: np.ndarray | None = None,
+          scale: float = 1.0) -> np.ndarray | None:
     """One pass over ``counts`` (``counts[n]`` sequences of length ``n``, taken from it): the
     packs, a row each (0: an empty slot), or ``None`` if ``budget`` ends first.
 
@@ -121,7 +170,9 @@ def _fill(counts: np.ndarray, max_length: int, depth: int, batch: int,
         used, free = np.count_nonzero(pack, axis=1), max_length - pack.sum(axis=1)
         for _ in range(1, depth):
             open_ = np.flatnonzero(used < depth)
-            target = free[open_] // (depth - used[open_])
+            slots = depth - used[open_]
+            target = np.where(slots > 1, (free[open_] * scale // slots).astype(np.int64),
+                              free[open_])
             order = open_[np.argsort(target, kind="stable")]
             taken = _longest_at_most(counts, np.sort(target, kind="stable"))
             pack[order, used[order]] = taken
@@ -142,12 +193,12 @@ def _longest_at_most(counts: np.ndarray, targets: np.ndarray) -> np.ndarray:
     >>> _longest_at_most(counts, np.array([1, 3, 3, 3])).tolist(), counts.tolist()
     ([0, 1, 3, 3], [0, 0, 0, 0])
     """
-    cumulative = np.cumsum(counts)
+    cumulative = np.cumsum(counts[:targets[-1] + 1]) if len(targets) else counts[:0]
     at = cumulative[targets] - 1
     j = np.arange(len(targets))
     index = j + np.minimum.accumulate((at - j)[::-1])[::-1]
     taken = np.zeros(len(targets), dtype=np.int64)
     some = index >= 0
     taken[some] = np.searchsorted(cumulative, index[some], side="right")
-    counts -= np.bincount(taken[some], minlength=len(counts))
+    np.subtract.at(counts, taken[some], 1)
     return taken

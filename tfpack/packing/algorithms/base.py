@@ -50,7 +50,8 @@ class AlgorithmResult:
             needs under the same limits, when the algorithm computes one
             (``optimal`` does); else ``None``.
         lower_bound_kind: what proves ``lower_bound_packs`` (``optimal``:
-            ``"tokens"``, ``"sequences"``, ``"long"`` or ``"lp"``; see
+            ``"tokens"``, ``"sequences"``, ``"windows"``, ``"long"``, ``"pairs"`` or
+            ``"lp"``; see
             `tfpack.packing.algorithms._bounds`), or ``None``.
     """
 

@@ -84,8 +84,11 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
     if _spread_pays(histogram, max_sequences_per_pack):
-        search.offer(_spread_fill.packs(histogram, max_length, max_sequences_per_pack,
-                                        Tuning.SPREAD_BATCH, budget))
+        cheap = max(search.bound, _bounds.windows_alone(histogram, max_sequences_per_pack))
+        search.offer(_spread_fill.best(
+            histogram, max_length, max_sequences_per_pack, cheap,
+            budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
+            Tuning.SPREAD_GAP, Tuning.SPREAD_GIVE_UP))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -93,6 +96,8 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
                 budget.less(search.reserve))
     except _budget.OutOfTime:
         pass  # the best plan and bound so far stand
+    # Proven after the paths, which choose by `_bounds.simple`'s bounds (as they were tuned).
+    search.prove(_bounds.windows_alone(histogram, max_sequences_per_pack), "windows")
     return search.result()
 
 
