@@ -1,5 +1,6 @@
 """Test-suite settings shared by every test module."""
 
+import gc
 import os
 
 # Quiet TensorFlow's C++ logging before any test imports it.
@@ -77,3 +78,15 @@ def pytest_collection_modifyitems(config, items):
         return rank.get(path, len(rank)), position[id(item)]
 
     items.sort(key=key)
+
+
+def pytest_collection_finish(session):
+    """Freezes what collection imported (TensorFlow, Keras, keras-hub, the test
+    modules) out of the cyclic garbage collector's scans in this worker.
+
+    None of it is garbage, and every full collection scanned all of it again:
+    on four TensorFlow-heavy files in one process, 5.8-6.1 of 68-72 CPU s were
+    the collector's, 3.7-3.9 with this (2026-11-29, `gc.callbacks` timing).
+    """
+    gc.collect()
+    gc.freeze()

@@ -122,3 +122,22 @@ def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys):
     assert len(err.strip().splitlines()) == 1, err
     assert re.search(message, err), err
     assert "--help" in err
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_tensorflow_imported_with_the_collector_paused_then_as_it_was(enabled, monkeypatch):
+    import gc
+
+    import tfpack.cli
+
+    seen = []
+    monkeypatch.setattr(tfpack.cli.streams, "quiet_import_tensorflow",
+                        lambda: seen.append(gc.isenabled()))
+    (gc.enable if enabled else gc.disable)()
+    try:
+        tfpack.cli._import_tensorflow()
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+    assert seen == [False]
+    assert gc.get_freeze_count() > 0
