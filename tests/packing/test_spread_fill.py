@@ -148,7 +148,23 @@ def test_best_tries_the_scales_until_one_is_within_the_gap():
     assert best(2) == 2  # 3 packs at scale 1 is not within 0 of 2: scale 0.5 runs
     assert best(3) == 2 + 1  # 3 is within 0 of 3: it stops there
     assert best(2, gap=0.5) == 3  # and within 50% of 2
-    assert best(2, give_up=0.4) == 3  # 3 is over 40% above 2: no second try
+    assert best(2, give_up=(0.4,)) == 3  # 3 is over 40% above 2: no second try
+    assert best(2, give_up=(0.6,)) == 2  # 3 is within 60% of 2: the second try
+
+
+def test_best_gives_up_where_the_first_tries_stay_far_above_the_bound():
+    # Two tries at scale 1 (3 packs each, 50% above 2), then 0.5 (2 packs). Given up after the
+    # second where its best is over 40% above the bound; over 60% after the first is not.
+    histogram, unlimited = six_five_four_two(), _budget.Budget(None)
+
+    def best(give_up):
+        plan = _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0, 1.0, 0.5), batch=2,
+                                 give_up=give_up)
+        return sum(plan.values())
+
+    assert best(()) == 2
+    assert best((0.6, 0.4)) == 3
+    assert best((0.6, 0.6)) == best((0.6,)) == 2
 
 
 class Stub:

@@ -50,14 +50,15 @@ __all__ = ["packs", "best"]
 
 def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
          scales=(1.0,), batch: int = 1024, gap: float = 0.0,
-         give_up: float = np.inf) -> dict[tuple[int, ...], int] | None:
+         give_up=()) -> dict[tuple[int, ...], int] | None:
     """`packs` at each of ``scales`` in turn: the plan with the fewest packs (``None``: none).
 
     The fill is chaotic: its targets a little smaller (``scale`` 0.99 instead of 1) moved
     `benchmarks/planners_long_context.py`'s spread cases either way by up to 0.4 points (the
     notes in `Tuning.SPREAD_SCALES`), so the next scale runs while ``budget`` has as much
     time left as the last one took, until a plan is within ``gap`` of ``bound``; not after
-    a first plan over ``give_up`` above it.
+    try ``i`` (from 0) where the best plan so far is over ``give_up[i]`` above it (the rest of
+    the search may do better there with the time the next tries would take).
 
     6, 5, 4 and 2 in packs of 9 tokens, 3 sequences, both openers at once: at scale 1
     the slot targets (3 // 2, 4 // 2) give the 5 the 2 and the 4 is left alone (3 packs);
@@ -69,7 +70,7 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     """
     rows, took = None, 0.0
     full = int(histogram[max_length - 1])
-    for scale in scales:
+    for tried, scale in enumerate(scales):
         if rows is not None and (len(rows) + full <= bound * (1 + gap) or budget.left() < took):
             break
         start = budget.spent()
@@ -77,7 +78,7 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
         took = budget.spent() - start
         if found is not None and (rows is None or len(found) < len(rows)):
             rows = found
-        if rows is None or len(rows) + full > bound * (1 + give_up):
+        if rows is None or tried < len(give_up) and len(rows) + full > bound * (1 + give_up[tried]):
             break
     return None if rows is None else _plan(rows, full, max_length)
 

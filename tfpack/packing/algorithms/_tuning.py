@@ -69,12 +69,17 @@ class Tuning:
     # seed 8 case 22: 0.250% at 1, 0.229-0.657% below). So `_spread_fill.best` tries these
     # in turn, each while the time left (SPREAD_SHARE of it) is at least what the last took,
     # until a plan is within SPREAD_GAP of the bound (the 0.2% target; the rest of
-    # the search keeps its time for a better bound), and not after a first plan over
-    # SPREAD_GIVE_UP above it (none of those cases was).
+    # the search keeps its time for a better bound), and not after try i where the best plan
+    # is over SPREAD_GIVE_UP[i] above it: over 1% at the first (none of those cases was), over
+    # 0.6% after two. The tries take the time of the grouped LP: fresh seed 187 case 42
+    # (L=16,384 depth 8), whose nine tries were 0.68-0.88% (0.81% and 0.82% the first two),
+    # went 0.429% -> 0.676% with them, where the LP's plan had won (67,011 packs on 66,725 with
+    # two tries, 0.429%); among 16 other cases with the fill the best of the first two was
+    # 0.16-0.46% (seed 148 case 36: 0.889% then 0.346%, 0.217% after six).
     SPREAD_SCALES = (1.0, 0.995, 0.99, 0.985, 0.98, 0.975, 0.97, 0.965, 0.96)
     SPREAD_SHARE = 0.75
     SPREAD_GAP = 0.002
-    SPREAD_GIVE_UP = 0.01
+    SPREAD_GIVE_UP = (0.01, 0.006)
 
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first
