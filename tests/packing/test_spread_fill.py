@@ -210,3 +210,28 @@ def test_optimal_gives_the_fill_the_windows_bound(monkeypatch):
     assert optimal._spread_pays(histogram, 8)
     optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
     assert seen["bound"] == 43 > max(_bounds.simple(histogram, 12288, 8).values()) == 42
+
+
+def test_best_refills_the_last_packs_of_its_best_try():
+    # At scale 1: 6, 5 and 2, 4 (3 packs); all three refilled at 0.5: 6 and 2, 5 and 4.
+    histogram, unlimited = six_five_four_two(), _budget.Budget(None)
+
+    def best(**kwargs):
+        plan = _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0,), batch=2, **kwargs)
+        return sum(plan.values())
+
+    assert best() == 3
+    assert best(tail=1.0, tails=[(1.0, 2)]) == 3
+    assert best(tail=1.0, tails=[(1.0, 2), (0.5, 2)]) == 2
+    assert best(tail=0.5, tails=[(0.5, 2)]) == 3  # the last pack alone: 4
+    assert best(tail=1.0, tails=[(0.5, 2)], give_up=(0.4,)) == 3  # given up: not refilled
+    assert best(tail=1.0, tails=[(0.5, 2)], gap=0.5) == 3  # within the gap: not refilled
+
+
+def test_the_next_refill_runs_only_with_the_time_the_last_took():
+    # Each try takes one second (`Stub`): with 1.5 left the second refill runs (2 packs),
+    # with 0.5 only the first (3).
+    histogram = six_five_four_two()
+    plans = [_spread_fill.best(histogram, 9, 3, 2, Stub(left), scales=(1.0,), batch=2, tail=1.0,
+                               tails=[(1.0, 2), (0.5, 2)]) for left in (1.5, 0.5)]
+    assert [sum(plan.values()) for plan in plans] == [2, 3]

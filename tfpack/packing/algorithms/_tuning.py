@@ -72,11 +72,20 @@ class Tuning:
     # the search keeps its time for a better bound), and not after try i where the best plan
     # is over SPREAD_GIVE_UP[i] above it: over 1% at the first (none of those cases was), over
     # 0.6% after two. The tries take the time of the grouped LP: fresh seed 187 case 42
-    # (L=16,384 depth 8), whose nine tries were 0.68-0.88% (0.81% and 0.82% the first two),
-    # went 0.429% -> 0.676% with them, where the LP's plan had won (67,011 packs on 66,725 with
-    # two tries, 0.429%); among 16 other cases with the fill the best of the first two was
-    # 0.16-0.46% (seed 148 case 36: 0.889% then 0.346%, 0.217% after six).
-    SPREAD_SCALES = (1.0, 0.995, 0.99, 0.985, 0.98, 0.975, 0.97, 0.965, 0.96)
+    # (L=16,384 depth 8), whose nine tries at 1-0.96 were 0.68-0.88% (0.81% and 0.81% at 1 and
+    # 0.99), went 0.429% -> 0.676% with them, where the LP's plan had won (67,011 packs on
+    # 66,725 with two tries, 0.429%); among 16 other cases with the fill the best at 1 and 0.99
+    # was 0.07-0.41% (seed 148 case 36: 0.889% then 0.259%).
+    # Then the last SPREAD_TAIL of the best try's packs is refilled at each (scale, batch) of
+    # SPREAD_TAILS (`_spread_fill._refilled`): a tenth of a try's time each. Four whole tries
+    # and these eight, against the nine whole tries (each run to its end, in one process;
+    # seeds 8/22, 108/26, 214/2, 269/8, 10/44, 148/36, 187/42): 0.229, 0.304, 0.243, 0.178,
+    # 0.148, 0.202, 0.676% -> 0.209, 0.245, 0.224, 0.153, 0.048, 0.177, 0.635%. A fifth of the
+    # packs: 0.160-0.242% on the first three, but 0.167-0.176% on the next three.
+    SPREAD_SCALES = (1.0, 0.99, 0.98, 0.97)
+    SPREAD_TAIL = 0.1
+    SPREAD_TAILS = tuple((scale, batch) for batch in (256, 64)
+                         for scale in (1.0, 0.995, 0.99, 0.98))
     SPREAD_SHARE = 0.75
     SPREAD_GAP = 0.002
     SPREAD_GIVE_UP = (0.01, 0.006)
