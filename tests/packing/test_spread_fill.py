@@ -235,3 +235,23 @@ def test_the_next_refill_runs_only_with_the_time_the_last_took():
     plans = [_spread_fill.best(histogram, 9, 3, 2, Stub(left), scales=(1.0,), batch=2, tail=1.0,
                                tails=[(1.0, 2), (0.5, 2)]) for left in (1.5, 0.5)]
     assert [sum(plan.values()) for plan in plans] == [2, 3]
+
+
+def test_best_refills_each_try_before_the_next(monkeypatch):
+    # Scale 1 (3 packs), then 0.5 (2): each refilled, the first before the second runs; the
+    # second try given up (over 40% above 1) is not refilled.
+    histogram, unlimited, seen = six_five_four_two(), _budget.Budget(None), []
+    refilled = _spread_fill._refilled
+
+    def spy(rows, *args):
+        seen.append(len(rows))
+        return refilled(rows, *args)
+
+    monkeypatch.setattr(_spread_fill, "_refilled", spy)
+    _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0, 0.5), batch=2, tail=1.0,
+                      tails=[(1.0, 2)])
+    assert seen == [3, 2]
+    seen.clear()
+    _spread_fill.best(histogram, 9, 3, 1, unlimited, scales=(1.0, 0.5), batch=2, tail=1.0,
+                      tails=[(1.0, 2)], give_up=(2.0, 0.4))
+    assert seen == [3]

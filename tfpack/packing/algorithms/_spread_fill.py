@@ -33,13 +33,14 @@ passes (each reopening the last pass's failures, or those and the earlier
 ones) went up and down: 0.25-0.63% and 0.24-0.76% over six.
 
 The fill is chaotic, its last packs most of all, so `best` tries it at a few
-scales of the slot targets, then refills the last tenth of the best try's
+scales of the slot targets, and after each try refills the last tenth of its
 packs (their sequences, `_rows` again) at a few scales and batches: a tenth
 of the packs costs about a tenth of a try (10-20 ms there), and smaller
-batches, too slow over all the packs, pay there. On seven cases of the
-long-context suite (seeds 8, 10, 108, 148, 187, 214, 269) the best plan went
-0.148-0.676% -> 0.048-0.635% above the bound (seed 8 case 22: 0.229% ->
-0.209%; seed 10 case 44: 0.148% -> 0.048%).
+batches, too slow over all the packs, pay there. On nine cases of the
+long-context suite (seeds 8, 10, 108, 148, 152, 187, 214, 269, 289), each
+run to its end, the best plan of nine whole tries was 0.135-0.676% above the
+bound; of four, each refilled three ways, 0.108-0.640% (seed 108 case 26:
+0.304% -> 0.108%; 6 of the 9 better, 3 worse: `Tuning.SPREAD_TAILS`).
 
 >>> import numpy as np
 >>> histogram = np.zeros(10, dtype=np.int64)
@@ -67,9 +68,9 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     notes in `Tuning.SPREAD_SCALES`), so the next scale runs while ``budget`` has as much
     time left as the last one took, until a plan is within ``gap`` of ``bound``; not after
     try ``i`` (from 0) where the best plan so far is over ``give_up[i]`` above it (the rest of
-    the search may do better there with the time the next tries would take). Then the last
-    ``tail`` share of the best try's packs is refilled at each ``(scale, batch)`` of ``tails``
-    in turn (`_refilled`), on the same terms (not where given up).
+    the search may do better there with the time the next tries would take). After each try
+    (before it is given up), the last ``tail`` share of its packs is refilled at each
+    ``(scale, batch)`` of ``tails`` in turn (`_refilled`): a try's time is its refills' too.
 
     6, 5, 4 and 2 in packs of 9 tokens, 3 sequences, both openers at once: at scale 1
     the slot targets (3 // 2, 4 // 2) give the 5 the 2 and the 4 is left alone (3 packs);
@@ -86,14 +87,17 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
             break
         start = budget.spent()
         found = _rows(histogram, max_length, depth, batch, budget, scale)
-        took = budget.spent() - start
         if found is not None and (rows is None or len(found) < len(rows)):
             rows = found
         if rows is None:
             return None
         if tried < len(give_up) and len(rows) + full > bound * (1 + give_up[tried]):
-            return _plan(rows, full, max_length)
-    rows = _refilled(rows, max_length, depth, budget, tail, tails, int(bound * (1 + gap)) - full)
+            break
+        if found is not None:
+            found = _refilled(found, max_length, depth, budget, tail, tails,
+                              int(bound * (1 + gap)) - full)
+            rows = found if len(found) < len(rows) else rows
+        took = budget.spent() - start
     return _plan(rows, full, max_length)
 
 
