@@ -148,7 +148,23 @@ def test_best_tries_the_scales_until_one_is_within_the_gap():
     assert best(2) == 2  # 3 packs at scale 1 is not within 0 of 2: scale 0.5 runs
     assert best(3) == 2 + 1  # 3 is within 0 of 3: it stops there
     assert best(2, gap=0.5) == 3  # and within 50% of 2
-    assert best(2, give_up=0.4) == 3  # 3 is over 40% above 2: no second try
+    assert best(2, give_up=(0.4,)) == 3  # 3 is over 40% above 2: no second try
+    assert best(2, give_up=(0.6,)) == 2  # 3 is within 60% of 2: the second try
+
+
+def test_best_gives_up_where_the_first_tries_stay_far_above_the_bound():
+    # Two tries at scale 1 (3 packs each, 50% above 2), then 0.5 (2 packs). Given up after the
+    # second where its best is over 40% above the bound; over 60% after the first is not.
+    histogram, unlimited = six_five_four_two(), _budget.Budget(None)
+
+    def best(give_up):
+        plan = _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0, 1.0, 0.5), batch=2,
+                                 give_up=give_up)
+        return sum(plan.values())
+
+    assert best(()) == 2
+    assert best((0.6, 0.4)) == 3
+    assert best((0.6, 0.6)) == best((0.6,)) == 2
 
 
 class Stub:
@@ -194,3 +210,48 @@ def test_optimal_gives_the_fill_the_windows_bound(monkeypatch):
     assert optimal._spread_pays(histogram, 8)
     optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
     assert seen["bound"] == 43 > max(_bounds.simple(histogram, 12288, 8).values()) == 42
+
+
+def test_best_refills_the_last_packs_of_its_best_try():
+    # At scale 1: 6, 5 and 2, 4 (3 packs); all three refilled at 0.5: 6 and 2, 5 and 4.
+    histogram, unlimited = six_five_four_two(), _budget.Budget(None)
+
+    def best(**kwargs):
+        plan = _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0,), batch=2, **kwargs)
+        return sum(plan.values())
+
+    assert best() == 3
+    assert best(tail=1.0, tails=[(1.0, 2)]) == 3
+    assert best(tail=1.0, tails=[(1.0, 2), (0.5, 2)]) == 2
+    assert best(tail=0.5, tails=[(0.5, 2)]) == 3  # the last pack alone: 4
+    assert best(tail=1.0, tails=[(0.5, 2)], give_up=(0.4,)) == 3  # given up: not refilled
+    assert best(tail=1.0, tails=[(0.5, 2)], gap=0.5) == 3  # within the gap: not refilled
+
+
+def test_the_next_refill_runs_only_with_the_time_the_last_took():
+    # Each try takes one second (`Stub`): with 1.5 left the second refill runs (2 packs),
+    # with 0.5 only the first (3).
+    histogram = six_five_four_two()
+    plans = [_spread_fill.best(histogram, 9, 3, 2, Stub(left), scales=(1.0,), batch=2, tail=1.0,
+                               tails=[(1.0, 2), (0.5, 2)]) for left in (1.5, 0.5)]
+    assert [sum(plan.values()) for plan in plans] == [2, 3]
+
+
+def test_best_refills_each_try_before_the_next(monkeypatch):
+    # Scale 1 (3 packs), then 0.5 (2): each refilled, the first before the second runs; the
+    # second try given up (over 40% above 1) is not refilled.
+    histogram, unlimited, seen = six_five_four_two(), _budget.Budget(None), []
+    refilled = _spread_fill._refilled
+
+    def spy(rows, *args):
+        seen.append(len(rows))
+        return refilled(rows, *args)
+
+    monkeypatch.setattr(_spread_fill, "_refilled", spy)
+    _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0, 0.5), batch=2, tail=1.0,
+                      tails=[(1.0, 2)])
+    assert seen == [3, 2]
+    seen.clear()
+    _spread_fill.best(histogram, 9, 3, 1, unlimited, scales=(1.0, 0.5), batch=2, tail=1.0,
+                      tails=[(1.0, 2)], give_up=(2.0, 0.4))
+    assert seen == [3]

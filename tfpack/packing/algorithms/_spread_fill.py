@@ -32,6 +32,16 @@ case 44 (depth 12): 69,733 on 69,448 (0.41%; one pass 69,788, 0.49%). More
 passes (each reopening the last pass's failures, or those and the earlier
 ones) went up and down: 0.25-0.63% and 0.24-0.76% over six.
 
+The fill is chaotic, its last packs most of all, so `best` tries it at a few
+scales of the slot targets, and after each try refills the last tenth of its
+packs (their sequences, `_rows` again) at a few scales and batches: a tenth
+of the packs costs about a tenth of a try (10-20 ms there), and smaller
+batches, too slow over all the packs, pay there. On nine cases of the
+long-context suite (seeds 8, 10, 108, 148, 152, 187, 214, 269, 289), each
+run to its end, the best plan of nine whole tries was 0.135-0.676% above the
+bound; of four, each refilled three ways, 0.108-0.640% (seed 108 case 26:
+0.304% -> 0.108%; 6 of the 9 better, 3 worse: `Tuning.SPREAD_TAILS`).
+
 >>> import numpy as np
 >>> histogram = np.zeros(10, dtype=np.int64)
 >>> histogram[[8, 5, 3, 1, 0]] = [1, 1, 2, 2, 2]  # 9, 6, 4, 4, 2, 2, 1, 1
@@ -49,15 +59,18 @@ __all__ = ["packs", "best"]
 
 
 def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
-         scales=(1.0,), batch: int = 1024, gap: float = 0.0,
-         give_up: float = np.inf) -> dict[tuple[int, ...], int] | None:
+         scales=(1.0,), batch: int = 1024, gap: float = 0.0, give_up=(),
+         tail: float = 0.0, tails=()) -> dict[tuple[int, ...], int] | None:
     """`packs` at each of ``scales`` in turn: the plan with the fewest packs (``None``: none).
 
     The fill is chaotic: its targets a little smaller (``scale`` 0.99 instead of 1) moved
     `benchmarks/planners_long_context.py`'s spread cases either way by up to 0.4 points (the
     notes in `Tuning.SPREAD_SCALES`), so the next scale runs while ``budget`` has as much
     time left as the last one took, until a plan is within ``gap`` of ``bound``; not after
-    a first plan over ``give_up`` above it.
+    try ``i`` (from 0) where the best plan so far is over ``give_up[i]`` above it (the rest of
+    the search may do better there with the time the next tries would take). After each try
+    (before it is given up), the last ``tail`` share of its packs is refilled at each
+    ``(scale, batch)`` of ``tails`` in turn (`_refilled`): a try's time is its refills' too.
 
     6, 5, 4 and 2 in packs of 9 tokens, 3 sequences, both openers at once: at scale 1
     the slot targets (3 // 2, 4 // 2) give the 5 the 2 and the 4 is left alone (3 packs);
@@ -69,17 +82,51 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     """
     rows, took = None, 0.0
     full = int(histogram[max_length - 1])
-    for scale in scales:
+    for tried, scale in enumerate(scales):
         if rows is not None and (len(rows) + full <= bound * (1 + gap) or budget.left() < took):
             break
         start = budget.spent()
         found = _rows(histogram, max_length, depth, batch, budget, scale)
-        took = budget.spent() - start
         if found is not None and (rows is None or len(found) < len(rows)):
             rows = found
-        if rows is None or len(rows) + full > bound * (1 + give_up):
+        if rows is None:
+            return None
+        if tried < len(give_up) and len(rows) + full > bound * (1 + give_up[tried]):
             break
-    return None if rows is None else _plan(rows, full, max_length)
+        if found is not None:
+            found = _refilled(found, max_length, depth, budget, tail, tails,
+                              int(bound * (1 + gap)) - full)
+            rows = found if len(found) < len(rows) else rows
+        took = budget.spent() - start
+    return _plan(rows, full, max_length)
+
+
+def _refilled(rows: np.ndarray, max_length: int, depth: int, budget: _budget.Budget,
+              tail: float, tries, enough: int) -> np.ndarray:
+    """``rows`` (`_rows`, in the order the packs were opened) with their last ``tail`` share
+    refilled: `_rows` over their sequences at each ``(scale, batch)`` of ``tries`` in turn,
+    the fewest packs kept; while more than ``enough`` packs, and ``budget`` has as much time
+    left as the last try took.
+
+    The last three of four packs of 9 tokens, 3 sequences (6, 5 and 2, 4 as at scale 1)
+    refilled at scale 0.5 (`best`'s example): 6 and 2, 5 and 4.
+
+    >>> rows = np.array([[7, 0, 0], [6, 0, 0], [5, 2, 0], [4, 0, 0]])
+    >>> _refilled(rows, 9, 3, _budget.Budget(None), 0.75, [(1.0, 2), (0.5, 2)], 0).tolist()
+    [[7, 0, 0], [5, 0, 4], [6, 0, 2]]
+    """
+    kept = int(len(rows) * (1 - tail))
+    histogram = np.bincount(rows[kept:].ravel(), minlength=max_length + 1)[1:].astype(np.int64)
+    took = 0.0
+    for scale, batch in tries:
+        if len(rows) <= enough or budget.left() < took:
+            break
+        start = budget.spent()
+        found = _rows(histogram, max_length, depth, batch, budget, scale)
+        took = budget.spent() - start
+        if found is not None and kept + len(found) < len(rows):
+            rows = np.concatenate([rows[:kept], found])
+    return rows
 
 
 def packs(histogram: np.ndarray, max_length: int, depth: int, batch: int = 1024,

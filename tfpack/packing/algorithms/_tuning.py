@@ -69,12 +69,27 @@ class Tuning:
     # seed 8 case 22: 0.250% at 1, 0.229-0.657% below). So `_spread_fill.best` tries these
     # in turn, each while the time left (SPREAD_SHARE of it) is at least what the last took,
     # until a plan is within SPREAD_GAP of the bound (the 0.2% target; the rest of
-    # the search keeps its time for a better bound), and not after a first plan over
-    # SPREAD_GIVE_UP above it (none of those cases was).
-    SPREAD_SCALES = (1.0, 0.995, 0.99, 0.985, 0.98, 0.975, 0.97, 0.965, 0.96)
+    # the search keeps its time for a better bound), and not after try i where the best plan
+    # is over SPREAD_GIVE_UP[i] above it: over 1% at the first (none of those cases was), over
+    # 0.6% after two. The tries take the time of the grouped LP: fresh seed 187 case 42
+    # (L=16,384 depth 8), whose nine tries at 1-0.96 were 0.68-0.88% (0.81% and 0.81% at 1 and
+    # 0.99), went 0.429% -> 0.676% with them, where the LP's plan had won (67,011 packs on
+    # 66,725 with two tries, 0.429%); among 16 other cases with the fill the best at 1 and 0.99
+    # was 0.07-0.41% (seed 148 case 36: 0.889% then 0.259%).
+    # After each try the last SPREAD_TAIL of its packs is refilled at each (scale, batch) of
+    # SPREAD_TAILS (`_spread_fill._refilled`): a tenth of a try's time each. Four whole tries so
+    # refilled, against the nine whole tries (each run to its end, in one process; seeds 8/22,
+    # 108/26, 214/2, 187/42, 152/4, 148/36, 269/8, 289/16, 10/44): 0.229, 0.304, 0.243, 0.676,
+    # 0.180, 0.202, 0.178, 0.135, 0.148% -> 0.209, 0.108, 0.235, 0.640, 0.155, 0.177, 0.162,
+    # 0.172, 0.121%. Refilling only the best try's tail, eight ways: 0.209, 0.245, 0.224, 0.635,
+    # 0.138, 0.177, 0.153, 0.125, 0.048%, within 0.2% later (at 0.44 s instead of 0.13 s on 152/4,
+    # 0.39 instead of 0.12 on 269/8). A fifth of the packs: slower, no better.
+    SPREAD_SCALES = (1.0, 0.99, 0.98, 0.97)
+    SPREAD_TAIL = 0.1
+    SPREAD_TAILS = ((1.0, 256), (0.99, 256), (1.0, 64))
     SPREAD_SHARE = 0.75
     SPREAD_GAP = 0.002
-    SPREAD_GIVE_UP = 0.01
+    SPREAD_GIVE_UP = (0.01, 0.006)
 
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first

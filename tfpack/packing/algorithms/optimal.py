@@ -88,7 +88,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         search.offer(_spread_fill.best(
             histogram, max_length, max_sequences_per_pack, cheap,
             budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
-            Tuning.SPREAD_GAP, Tuning.SPREAD_GIVE_UP))
+            Tuning.SPREAD_GAP, Tuning.SPREAD_GIVE_UP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
