@@ -61,7 +61,7 @@ from tfpack.packing.compiled import kernels
 from tfpack.packing.pairs._dot import dot_fill
 from tfpack.packing.pairs._first_fit import Placed
 
-__all__ = ["settle", "settled_fill"]
+__all__ = ["settle", "settled", "settled_fill"]
 
 # The share of the packs dissolved by one pass, `settle`'s default (module notes).
 _SHARE = 0.05
@@ -138,9 +138,18 @@ def settled_fill(counts: np.ndarray, limits, time_limit: float | None = None, be
     2
     """
     placed, _ = dot_fill(counts, limits, time_limit)
-    if placed is None:
-        return None, None
-    settled = placed
+    return (None if placed is None else settled(placed, limits)), None
+
+
+def settled(placed: Placed, limits) -> Placed:
+    """``placed`` after the passes of `settle` at `_SHARES` (``placed`` itself where none drops a pack).
+
+    >>> # `settle`'s example and 7 full packs {(10, 10)}: 10% of 10 packs, {(3, 3)}, dissolved first.
+    >>> lengths = np.array([6, 2, 3, 8] + [10] * 7)
+    >>> settled(Placed(np.array([0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]), lengths, lengths, 10), (10, 10, 3)).packs
+    9
+    """
+    after = placed
     for share in _SHARES:
-        settled = _pass(settled, limits, share) or settled
-    return (placed if settled is placed else _by_pack(settled)), None
+        after = _pass(after, limits, share) or after
+    return placed if after is placed else _by_pack(after)
