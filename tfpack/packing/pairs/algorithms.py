@@ -36,8 +36,9 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   fitted into them and repaired
   (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
   of both lengths (`_blend`); the other side's templates; both sides at the
-  other depths. The best plan, settled where it has up to `_SETTLE_PAIRS` pairs and is not
-  within 0.1% of the bound (`_settle.settled`), with the strongest of `bounds`: both
+  other depths. The best plan, where it is not within 0.1% of the bound, replaced by packs
+  filled by subset sums where they have fewer (`_subsets`: up to 1,000 pairs) and settled where
+  it has up to `_SETTLE_PAIRS` pairs (`_settle.settled`), with the strongest of `bounds`: both
   one-length LP bounds and, where the plan is above them, the two-length LP
   bound (`_lp_bound`, seeded with the plan's packs) in the time left, at
   least half of ``time_limit`` (past 4 pairs a pack only where half is left:
@@ -69,6 +70,7 @@ from tfpack.packing.pairs._blend import blend
 from tfpack.packing.pairs._compounds import compound, compound_swapped
 from tfpack.packing.pairs._dot import dot_fill
 from tfpack.packing.pairs._settle import settled, settled_fill
+from tfpack.packing.pairs._subsets import subset_fill
 from tfpack.packing.pairs._first_fit import Placed, decreasing, first_fit
 from tfpack.packing.pairs._grid import grid
 from tfpack.packing.pairs._packs import cells, pairs_of
@@ -239,6 +241,9 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
             best = placed
         if best.packs <= _CLOSE * max(found.values()) or budget.expired():
             break
+    if best.packs > _CLOSE * max(found.values()):
+        filled = subset_fill(counts, limits, seed=seed, floor=max(found.values()))  # small plans only
+        best = filled if filled is not None and filled.packs < best.packs else best
     if best.packs > _CLOSE * max(found.values()) and counts.sum() <= _SETTLE_PAIRS:
         best = settled(best, limits)  # `_SETTLE_PAIRS`
     left = _bound_seconds(budget, limits, time_limit)
