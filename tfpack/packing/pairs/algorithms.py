@@ -128,7 +128,8 @@ _FFD_CELLS = 50_000
 # The best plan of up to this many pairs, where it is not within `_CLOSE` of the bound, is settled
 # (`_settle.settled`: its least-filled packs dissolved and re-placed, 4 passes, 5 ms each on 4,857
 # pairs): stdlib docstrings x 1 at 1024/256, K=16, 355 -> 354 packs on a bound of 353 (its
-# templates' plan; Debian x 1, K=16, stays at 115 on 114). Past it a pass takes 0.1 s.
+# templates' plan; Debian x 1, K=16, stays at 115 on 114: `_subsets` gives it 114). Past it a pass
+# takes 0.1 s.
 _SETTLE_PAIRS = 100_000
 # The binding side's first template has at least this factor of the average pairs a pack as
 # places (`_template_depths`).
