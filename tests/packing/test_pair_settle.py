@@ -86,3 +86,148 @@ def test_a_pair_only_displaces_a_smaller_one():
         return np.frombuffer(kernels.settle(*(np.array(x, dtype=np.int64).tobytes() for x in
                                               ([0, 0, 1], [4, 5, 3], [4, 5, 3])), 2, 10, 10, 2, 1, moves), np.int64)
     assert pack(1).tolist() == pack(101).tolist() == [0, 0, -1]
+
+
+def kernel_pass(pack, a, b, packs, limits, dissolve, moves=10_000):
+    return np.frombuffer(kernels.settle(*(np.array(x, dtype=np.int64).tobytes() for x in (pack, a, b)), packs,
+                                        limits[0], limits[1], -1 if limits[2] is None else limits[2], dissolve,
+                                        moves), np.int64).tolist()
+
+
+def test_a_larger_pairs_slot_passed_over_is_dropped():
+    # Le = Ld = 10, K = 2: {(3, 3)} is dissolved. Its one place is the slot (4, 4) of (2, 2) in pack 0;
+    # the 20 packs {(3, 3), (6, 6)} after it put the slot (4, 4) of their (3, 3), not smaller, at the
+    # head of that cell. The search drops them as it passes them and reaches pack 0's; walking them
+    # (16 entries a cell) it found no place and (3, 3) stayed out (seen with the dropping removed).
+    packs = [[(6, 6), (2, 2)]] + [[(3, 3), (6, 6)]] * 20 + [[(3, 3)]]
+    placed = placed_of(packs)
+    pack = kernel_pass(placed.pack, placed.a, placed.b, placed.packs, (10, 10, 2), 1)
+    assert pack[-1] == 0 and pack[1] == -1  # (3, 3) in pack 0, (2, 2) out
+    assert pack[:1] + pack[2:-1] == placed.pack.tolist()[:1] + placed.pack.tolist()[2:-1]
+
+
+def test_a_pack_reslotted_lists_its_smaller_pairs_slots():
+    # Le = Ld = 11, K = 3: {(3, 3), (3, 2)} is dissolved. (3, 3) goes into the room (4, 4) of
+    # {(5, 5), (2, 2)}, which is reslotted with room (1, 1): the slot (3, 3) of (2, 2), smaller than
+    # (3, 3), is listed; (3, 2) then takes it and (2, 2) finds no place. (Seen failing with the
+    # slots of pairs under half the last size placed left unlisted: (3, 2) stayed out.)
+    placed = placed_of([[(5, 5), (2, 2)], [(3, 3), (3, 2)]])
+    assert kernel_pass(placed.pack, placed.a, placed.b, 2, (11, 11, 3), 1) == [0, -1, 0, 0]
+
+
+def model_pass(pack, a, b, packs, limits, dissolve):
+    """The kernel's pass, written out without its table: every entry scanned at every search."""
+    le, ld, depth = limits
+    places = depth or len(a) + 1
+    n, size = len(a), [x * ld + y * le for x, y in zip(a, b)]
+    use, re, rd, k = [0] * packs, [le] * packs, [ld] * packs, [0] * packs
+    for r, j in enumerate(pack):
+        use[j] += size[r]; re[j] -= a[r]; rd[j] -= b[r]; k[j] += 1
+    dead = set(sorted(range(packs), key=lambda j: (use[j], j))[:dissolve])
+    where, members, heap = list(pack), [[] for _ in range(packs)], []
+    for r, j in enumerate(pack):
+        if j in dead:
+            where[r] = -1
+            heap.append(r)
+        elif re[j] or rd[j]:
+            members[j].insert(0, r)
+    for j in dead:
+        re[j], rd[j], k[j] = le, ld, 0
+    cells, at = {}, {}
+
+    def out(x):
+        if x in at:
+            cells[at.pop(x)].remove(x)
+
+    def put(x, cell):
+        at[x] = cell
+        cells.setdefault(cell, []).insert(0, x)
+
+    def reslot(j):
+        for r in members[j]:
+            out(r)
+            if re[j] or rd[j]:
+                put(r, (re[j] + a[r], rd[j] + b[r]))
+        out(n + j)
+        if k[j] < places and re[j] > 0 and rd[j] > 0:
+            put(n + j, (re[j], rd[j]))
+
+    for j in range(packs):
+        if j not in dead and (re[j] or rd[j]):
+            reslot(j)
+    while heap:
+        r = min(heap, key=lambda q: (-size[q], q))
+        heap.remove(r)
+        fits = [(x * ld + y * le, x, i, q) for (x, y), entries in cells.items() if x >= a[r] and y >= b[r]
+                for i, q in enumerate(entries) if q >= n or size[q] < size[r]]
+        if not fits:
+            continue
+        q = min(fits)[3]
+        j = q - n if q >= n else where[q]
+        if q < n:
+            members[j].remove(q)
+            where[q] = -1; re[j] += a[q]; rd[j] += b[q]; k[j] -= 1
+            out(q)
+            heap.append(q)
+        members[j].insert(0, r)
+        where[r] = j; re[j] -= a[r]; rd[j] -= b[r]; k[j] += 1
+        reslot(j)
+    return where
+
+
+def shuffled_first_fit(pairs, limits, rng) -> Placed:
+    """Packs of the pairs (cut to the limits) by first fit in a shuffled order: full ones and others."""
+    max_input, max_target, depth = limits
+    pairs = [(min(x, max_input), min(y, max_target)) for x, y in pairs]
+    rng.shuffle(pairs)
+    packs, rooms = [], []
+    for x, y in pairs:
+        j = next((j for j, (e, d, c) in enumerate(rooms) if e >= x and d >= y and (depth is None or c < depth)), None)
+        if j is None:
+            packs.append([]); rooms.append((max_input, max_target, 0)); j = len(packs) - 1
+        packs[j].append((x, y)); e, d, c = rooms[j]; rooms[j] = (e - x, d - y, c + 1)
+    return placed_of(packs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 12), st.integers(2, 12), st.one_of(st.none(), st.integers(1, 6)),
+       st.lists(st.tuples(st.integers(1, 12), st.integers(1, 12)), min_size=1, max_size=40),
+       st.integers(1, 8), st.randoms(use_true_random=False))
+def test_the_pass_is_the_written_out_one(max_input, max_target, depth, pairs, dissolve, rng):
+    # Packs from a shuffled first fit (full ones, and some dissolved among many of equal use), then one
+    # pass: the kernel (its table, the slots it drops, the full packs it leaves unlisted, its
+    # quickselect) against `model_pass`, pair for pair. Seen failing with the test of a slot's pair
+    # inverted, with packs full in the inputs only left unlisted and with the quickselect's sides
+    # swapped.
+    limits = (max_input, max_target, depth)
+    placed = shuffled_first_fit(pairs, limits, rng)
+    args = (placed.pack.tolist(), placed.a.tolist(), placed.b.tolist(), placed.packs, limits, min(dissolve, placed.packs))
+    assert kernel_pass(*args) == model_pass(*args)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 12), st.integers(2, 12), st.one_of(st.none(), st.integers(1, 6)),
+       st.lists(st.tuples(st.integers(1, 12), st.integers(1, 12)), min_size=1, max_size=60),
+       st.sampled_from([0.05, 0.2, 0.5]), st.randoms(use_true_random=False))
+def test_full_packs_left_out_of_the_kernel_change_nothing(max_input, max_target, depth, pairs, share, rng):
+    # `_pass` sends the kernel only the pairs of packs with room; the pass on every pair (pair43's
+    # `settle`, the kernel checked against `model_pass` above) gives the same packs. Seen failing
+    # with the packs full in one row left out too.
+    from tfpack.packing.pairs._settle import _pass
+    limits = (max_input, max_target, depth)
+    placed = shuffled_first_fit(pairs, limits, rng)
+    dissolve = int(share * placed.packs)
+    after = _pass(placed, limits, share)
+    if dissolve < 1:
+        assert after is None
+        return
+    pack = np.array(kernel_pass(placed.pack, placed.a, placed.b, placed.packs, limits, dissolve,
+                                int(0.1 * len(placed.pack)) + 64))
+    out, live = pack < 0, sorted(set(pack[pack >= 0].tolist()))
+    counts = np.bincount((placed.a[out] - 1) * max_target + placed.b[out] - 1, minlength=max_input * max_target)
+    refill = dot_fill(counts.reshape(max_input, max_target), limits)[0]
+    if len(live) + refill.packs >= placed.packs:
+        assert after is None
+        return
+    expected = [sorted(zip(placed.a[pack == j].tolist(), placed.b[pack == j].tolist())) for j in live]
+    assert sorted(packs_of(after)) == sorted(expected + packs_of(refill))

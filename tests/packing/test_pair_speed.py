@@ -170,6 +170,8 @@ def test_a_candidate_starts_only_where_the_time_left_covers_the_last_ones_overhe
         return Placed(np.arange(a.size), a, b, a.size), None
 
     monkeypatch.setattr(algorithms, "settled_fill", slow_and_poor)
+    monkeypatch.setattr(algorithms, "_SETTLE_PAIRS", 0)  # the best plan kept as the candidates left it
+    monkeypatch.setattr(algorithms, "subset_fill", lambda *args, **kwargs: None)
     for name in ("compound", "compound_swapped"):
         original = getattr(algorithms, name)
         monkeypatch.setattr(algorithms, name, lambda *a, _name=name, _f=original, **k: tried.append(_name) or _f(*a, **k))

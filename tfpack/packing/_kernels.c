@@ -59,7 +59,8 @@
  *     of int64, one per pair; pack ids 0..packs-1): the `dissolve` packs of least
  *     sum of e * Ld + d * Le emptied, their pairs (largest first) each put in the tightest
  *     place, a pack's room or a smaller pair's slot (that pair then re-placed), at most
- *     `most_moves` placements; pack: bytes of int64, -1 for a pair left out.
+ *     `most_moves` placements; pack: bytes of int64, -1 for a pair left out. The pairs of
+ *     full packs are neither listed nor slotted (they cannot move).
  *
  *   pair_slots(strategies, counts, max_input, max_target, depth) -> (broken, slots)
  *     The check of tfpack/packing/pairs/checks.py's invariants 1-3 on every strategy of a
@@ -1111,6 +1112,8 @@ done:
 typedef struct {
     int64_t width, words, n, *head, *next, *prev, *cell, leaves, *tree; /* tree: rows' longest cells */
     uint64_t *bits;
+    int64_t below; /* only pairs of size under this take slots (INT64_MAX: all) */
+    const int64_t *size;
 } Slots;
 
 /* Row x's longest cell with entries (-1: none) into the tree of maxima over rows. */
@@ -1168,7 +1171,7 @@ static void reslot(Slots *s, Packs *p, int64_t j) {
     int full = p->re[j] == 0 && p->rd[j] == 0;
     for (int64_t r = p->mhead[j]; r >= 0; r = p->mnext[r]) {
         slot_out(s, r);
-        if (!full) slot_in(s, r, p->re[j] + p->a[r], p->rd[j] + p->b[r]);
+        if (!full && s->size[r] < s->below) slot_in(s, r, p->re[j] + p->a[r], p->rd[j] + p->b[r]);
     }
     slot_out(s, s->n + j);
     if (p->k[j] < p->places && p->re[j] > 0 && p->rd[j] > 0) slot_in(s, s->n + j, p->re[j], p->rd[j]);
@@ -1189,10 +1192,12 @@ static void member_out(Packs *p, int64_t r) {
 }
 
 /* The entry of least slot (re' * Ld + rd' * Le) with re' >= e, rd' >= d whose pair is smaller
- * than `size` (a pack's own room always qualifies), or -1. */
+ * than `size` (a pack's own room always qualifies), or -1. Slots of pairs not smaller that it
+ * passes are dropped from the table (`settle` places sizes that never grow). */
 #ifndef LOOKED
-/* Cells looked at a query (1e6 balanced pairs at 512/128: 256 cells 420 packs saved in 0.13 s,
- * 512 cells 586 in 0.36 s, 1024 614 in 0.7 s). */
+/* Cells looked at a query (1e6 balanced pairs at 512/128, one pass at 5%: 256 cells 646 packs
+ * saved in 0.09 s, as many as 4096; before the slots of larger pairs were dropped when passed,
+ * 256 cells 427 packs in 0.16 s, 512 601 in 0.25 s, 1024 623 in 0.65 s). */
 #define LOOKED 256
 #endif
 #define WALKED 16 /* entries looked at a cell */
@@ -1208,16 +1213,45 @@ static int64_t tightest(Slots *s, Packs *p, int64_t e, int64_t d, int64_t size) 
                 if (x * p->ld + y * p->le >= best) goto next_row;
                 if (++looked > LOOKED) return found;
                 int64_t walked = 0;
-                for (int64_t q = s->head[x * s->width + y]; q >= 0 && walked < WALKED; q = s->next[q], walked++)
-                    if (q >= s->n || p->a[q] * p->ld + p->b[q] * p->le < size) {
+                for (int64_t q = s->head[x * s->width + y], after; q >= 0 && walked < WALKED; q = after, walked++) {
+                    after = s->next[q];
+                    if (q >= s->n || s->size[q] < size) {
                         best = x * p->ld + y * p->le, found = q;
                         goto next_row;
                     }
+                    /* The sizes placed never grow (a pair pushed out is smaller than the one
+                     * placed): a slot whose pair is not smaller than this one is of no use again. */
+                    slot_out(s, q), walked--;
+                    if (s->head[x * s->width + y] < 0) {
+                        looked--; /* the cell is empty now: not counted */
+                        break;
+                    }
+                }
             }
         }
     next_row:;
     }
     return found;
+}
+
+/* Reorders the n distinct keys so that the m least come first, in any order (quickselect). */
+static void least_first(int64_t *keys, int64_t n, int64_t m) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2, a = keys[lo], b = keys[mid], c = keys[hi];
+        int64_t pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (keys[i] < pivot) i++;
+            while (keys[j] > pivot) j--;
+            if (i <= j) {
+                int64_t t = keys[i]; keys[i] = keys[j], keys[j] = t, i++, j--;
+            }
+        }
+        if (m - 1 <= j) hi = j;
+        else if (m - 1 >= i) lo = i;
+        else break;
+    }
 }
 
 /* settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves) -> pack
@@ -1235,7 +1269,7 @@ static PyObject *settle(PyObject *self, PyObject *args) {
     Py_ssize_t n = pv.len / 8;
     int64_t *mem = NULL, *heap = NULL, *order = NULL;
     uint64_t *bits = NULL;
-    Slots s = {ld + 1, (ld + 1 + 63) / 64, (int64_t)n, NULL, NULL, NULL, NULL, 1, NULL, NULL};
+    Slots s = {ld + 1, (ld + 1 + 63) / 64, (int64_t)n, NULL, NULL, NULL, NULL, 1, NULL, NULL, INT64_MAX, NULL};
     while (s.leaves < le + 1) s.leaves *= 2;
     if (le < 1 || ld < 1 || packs < 0 || check_buffer(&pv, n, 8, "pack") || check_buffer(&av, n, 8, "a") ||
         check_buffer(&bv, n, 8, "b"))
@@ -1253,6 +1287,7 @@ static PyObject *settle(PyObject *self, PyObject *args) {
     Packs p = {le, ld, depth < 0 ? INT64_MAX : depth, s.cell + entries, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     p.b = p.a + n, p.pack = p.b + n, p.mnext = p.pack + n, p.mprev = p.mnext + n;
     int64_t *use = p.mprev + n, *size = use + n;
+    s.size = size;
     p.re = size + n, p.rd = p.re + packs, p.k = p.rd + packs, p.mhead = p.k + packs;
     int64_t *dead = p.mhead + packs;
     s.tree = dead + packs;
@@ -1267,31 +1302,39 @@ static PyObject *settle(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "settle: a pair out of range");
             goto done;
         }
-        size[r] = p.a[r] * ld + p.b[r] * le, use[given[r]] += size[r];
-        member_in(&p, r, given[r]);
+        int64_t j = given[r];
+        size[r] = p.a[r] * ld + p.b[r] * le, use[j] += size[r], p.re[j] -= p.a[r], p.rd[j] -= p.b[r], p.k[j]++;
     }
-    /* The `dissolve` packs of least use (ties: the first): sorted as use * packs + id. */
+    /* The `dissolve` packs of least use (ties: the first), keyed use * packs + id, in any order
+     * (the heap orders their pairs). */
     for (int64_t j = 0; j < packs; j++) order[j] = use[j] * packs + j;
-    qsort(order, (size_t)packs, sizeof(int64_t), ascending);
-    for (int64_t j = 0; j < packs; j++) order[j] %= packs;
-    int64_t count = 0;
+    if (dissolve < packs) least_first(order, packs, dissolve);
     for (int64_t i = 0; i < dissolve && i < packs; i++) {
-        int64_t j = order[i];
-        dead[j] = 1;
-        while (p.mhead[j] >= 0) {
-            int64_t r = p.mhead[j];
-            member_out(&p, r);
+        int64_t j = order[i] % packs;
+        dead[j] = 1, p.re[j] = le, p.rd[j] = ld, p.k[j] = 0;
+    }
+    /* Members listed only where a pack can change: a full pack takes no pair and gives none
+     * (its pairs fill their slots), so its pairs keep their pack unlisted. */
+    int64_t count = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        int64_t j = given[r];
+        p.pack[r] = j;
+        if (dead[j]) {
             /* push r on the max-heap by (size, -id) */
             int64_t at = count++;
-            heap[at] = r;
+            p.pack[r] = -1, heap[at] = r;
             while (at && (size[heap[(at - 1) / 2]] < size[heap[at]] ||
                           (size[heap[(at - 1) / 2]] == size[heap[at]] && heap[(at - 1) / 2] > heap[at]))) {
                 int64_t t = heap[at]; heap[at] = heap[(at - 1) / 2], heap[(at - 1) / 2] = t, at = (at - 1) / 2;
             }
+        } else if (p.re[j] || p.rd[j]) {
+            p.mprev[r] = -1, p.mnext[r] = p.mhead[j];
+            if (p.mhead[j] >= 0) p.mprev[p.mhead[j]] = r;
+            p.mhead[j] = r;
         }
     }
     for (int64_t j = 0; j < packs; j++)
-        if (!dead[j]) reslot(&s, &p, j);
+        if (!dead[j] && (p.re[j] || p.rd[j])) reslot(&s, &p, j);
     for (int64_t moves = 0; count && moves < most_moves; moves++) {
         int64_t r = heap[0], at = 0;
         heap[0] = heap[--count];
@@ -1302,6 +1345,7 @@ static PyObject *settle(PyObject *self, PyObject *args) {
             if (m == at) break;
             int64_t t = heap[at]; heap[at] = heap[m], heap[m] = t, at = m;
         }
+        s.below = size[r]; /* pairs placed from here on are no larger: smaller pairs' slots only */
         int64_t x = tightest(&s, &p, p.a[r], p.b[r], size[r]);
         if (x < 0) continue; /* stays out: pack -1 */
         int64_t j = x >= s.n ? x - s.n : p.pack[x];

@@ -36,7 +36,9 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   fitted into them and repaired
   (`_templates`); ``ffd`` (up to 50,000 non-empty cells); templates on a blend
   of both lengths (`_blend`); the other side's templates; both sides at the
-  other depths. The best plan, with the strongest of `bounds`: both
+  other depths. The best plan, where it is not within 0.1% of the bound, replaced by packs
+  filled by subset sums where they have fewer (`_subsets`: up to 1,000 pairs) and settled where
+  it has up to `_SETTLE_PAIRS` pairs (`_settle.settled`), with the strongest of `bounds`: both
   one-length LP bounds and, where the plan is above them, the two-length LP
   bound (`_lp_bound`, seeded with the plan's packs) in the time left, at
   least half of ``time_limit`` (past 4 pairs a pack only where half is left:
@@ -67,7 +69,8 @@ from tfpack.packing.pairs import _lp_bound, bounds
 from tfpack.packing.pairs._blend import blend
 from tfpack.packing.pairs._compounds import compound, compound_swapped
 from tfpack.packing.pairs._dot import dot_fill
-from tfpack.packing.pairs._settle import settled_fill
+from tfpack.packing.pairs._settle import settled, settled_fill
+from tfpack.packing.pairs._subsets import subset_fill
 from tfpack.packing.pairs._first_fit import Placed, decreasing, first_fit
 from tfpack.packing.pairs._grid import grid
 from tfpack.packing.pairs._packs import cells, pairs_of
@@ -122,6 +125,12 @@ _BOUND_SECONDS = 2.0
 _UNTIMED_CELLS = 300
 # `optimal` tries `ffd` up to this many non-empty cells (its scan costs cells x 4,096).
 _FFD_CELLS = 50_000
+# The best plan of up to this many pairs, where it is not within `_CLOSE` of the bound, is settled
+# (`_settle.settled`: its least-filled packs dissolved and re-placed, 4 passes, 5 ms each on 4,857
+# pairs): stdlib docstrings x 1 at 1024/256, K=16, 355 -> 354 packs on a bound of 353 (its
+# templates' plan; Debian x 1, K=16, stays at 115 on 114: `_subsets` gives it 114). Past it a pass
+# takes 0.1 s.
+_SETTLE_PAIRS = 100_000
 # The binding side's first template has at least this factor of the average pairs a pack as
 # places (`_template_depths`).
 _DEPTH_ROOM = 1.1
@@ -233,6 +242,11 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
             best = placed
         if best.packs <= _CLOSE * max(found.values()) or budget.expired():
             break
+    if best.packs > _CLOSE * max(found.values()):
+        filled = subset_fill(counts, limits, seed=seed, floor=max(found.values()))  # small plans only
+        best = filled if filled is not None and filled.packs < best.packs else best
+    if best.packs > _CLOSE * max(found.values()) and counts.sum() <= _SETTLE_PAIRS:
+        best = settled(best, limits)  # `_SETTLE_PAIRS`
     left = _bound_seconds(budget, limits, time_limit)
     if best.packs > max(found.values()) and "grid_lp" not in found and _worth_a_bound(counts, limits, left):
         # Its solution, rounded into a plan, beats the others where both rows bind (`_rounding`).
