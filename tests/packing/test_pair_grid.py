@@ -221,6 +221,7 @@ def test_templates_after_the_grid_only_where_its_bound_leaves_the_plan_out(monke
         monkeypatch.setattr(algorithms, name, recording(getattr(algorithms, name)))
     monkeypatch.setattr(algorithms, "_grid_first", lambda found, limits: True)  # tokens: 1.09 of places
     monkeypatch.setattr(algorithms, "_SETTLE_PAIRS", 0)  # the best plan kept as the candidates left it
+    monkeypatch.setattr(algorithms, "_SETTLE_ABOVE", float("inf"))  # (no settling pass at all)
     for under, called in ((1.004, False), (1.006, True)):
         calls.clear()
         monkeypatch.setattr(algorithms, "grid", lambda *args, under=under, **kwargs: (None, int(packs / under)))

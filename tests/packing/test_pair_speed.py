@@ -171,6 +171,7 @@ def test_a_candidate_starts_only_where_the_time_left_covers_the_last_ones_overhe
 
     monkeypatch.setattr(algorithms, "settled_fill", slow_and_poor)
     monkeypatch.setattr(algorithms, "_SETTLE_PAIRS", 0)  # the best plan kept as the candidates left it
+    monkeypatch.setattr(algorithms, "_SETTLE_ABOVE", float("inf"))  # (no settling pass at all)
     monkeypatch.setattr(algorithms, "subset_fill", lambda *args, **kwargs: None)
     for name in ("compound", "compound_swapped"):
         original = getattr(algorithms, name)

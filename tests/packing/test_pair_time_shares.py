@@ -117,3 +117,25 @@ def test_optimal_settles_the_best_plan_of_few_pairs_away_from_the_bound(monkeypa
     placed, _, _ = algorithms.get("optimal")(_docstring_like(), (512, 128, 16), seed=0, time_limit=0.5)
     assert len(seen) == settles
     assert not settles or placed is seen[0]
+
+
+@pytest.mark.parametrize("above, settles", [(0.5, True), (2.0, False)])
+def test_optimal_settles_a_large_plan_far_from_the_bound_once(monkeypatch, above, settles):
+    # 3,000 docstring-like pairs at K=16 with `_SETTLE_PAIRS` below them: one pass of `settle` on
+    # the best plan where it is `_SETTLE_ABOVE` or more above its bound (lowered to 0.5: always),
+    # and what that returns is the plan; none where it is closer (2.0: never). Seen failing with
+    # the pass not run and with its plan not kept.
+    seen, settle = [], algorithms.settle
+
+    def settled_once(placed, limits):
+        after = settle(placed, limits)
+        seen.append(Placed(after.pack, after.a, after.b, after.packs))  # a new object, to be found again
+        return seen[-1]
+
+    monkeypatch.setattr(algorithms, "settle", settled_once)
+    monkeypatch.setattr(algorithms, "_SETTLE_PAIRS", 100)
+    monkeypatch.setattr(algorithms, "_SETTLE_ABOVE", above)
+    monkeypatch.setattr(algorithms, "_worth_a_bound", lambda *args: False)
+    placed, _, _ = algorithms.get("optimal")(_docstring_like(), (512, 128, 16), seed=0, time_limit=0.5)
+    assert len(seen) == settles
+    assert not settles or placed is seen[0]
