@@ -255,3 +255,39 @@ def test_best_refills_each_try_before_the_next(monkeypatch):
     _spread_fill.best(histogram, 9, 3, 1, unlimited, scales=(1.0, 0.5), batch=2, tail=1.0,
                       tails=[(1.0, 2)], give_up=(2.0, 0.4))
     assert seen == [3]
+
+
+def test_where_the_tries_give_up_the_second_packs_compete():
+    # Scale 1 gives 3 packs, 50% above 2: given up over 40%, then `second`'s 2 packs win;
+    # over 60% it is not given up and `second` is never called.
+    histogram, unlimited, calls = six_five_four_two(), _budget.Budget(None), []
+
+    def second(budget):
+        calls.append(budget)
+        return np.array([[6, 2, 0], [5, 4, 0]])
+
+    def best(give_up):
+        plan = _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0,), batch=2,
+                                 give_up=give_up, second=second)
+        return plan
+
+    assert best((0.6,)) == {(6,): 1, (5, 2): 1, (4,): 1} and not calls
+    assert best((0.4,)) == {(6, 2): 1, (5, 4): 1} and calls == [unlimited]
+
+
+def test_optimal_hands_the_class_fill_to_the_tries(monkeypatch):
+    seen = {}
+
+    def best(*args):
+        seen["second"], seen["tail"] = args[-2:]
+
+    monkeypatch.setattr(_spread_fill, "best", best)
+    monkeypatch.setattr(optimal, "_search", lambda *args: None)
+    histogram = eighths(10)
+    optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
+    rows = seen["second"](_budget.Budget(None))  # the class fill over the sequences below L
+    assert np.bincount(rows.ravel(), minlength=12289)[1:].tolist() == histogram.tolist()
+    assert seen["tail"] == Tuning.SPREAD_CLASS_TAIL
+    monkeypatch.setattr(Tuning, "SPREAD_CLASSES", 0)
+    optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
+    assert seen["second"] is None

@@ -60,7 +60,8 @@ __all__ = ["packs", "best"]
 
 def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
          scales=(1.0,), batch: int = 1024, gap: float = 0.0, give_up=(),
-         tail: float = 0.0, tails=()) -> dict[tuple[int, ...], int] | None:
+         tail: float = 0.0, tails=(), second=None,
+         second_tail: float = 0.0) -> dict[tuple[int, ...], int] | None:
     """`packs` at each of ``scales`` in turn: the plan with the fewest packs (``None``: none).
 
     The fill is chaotic: its targets a little smaller (``scale`` 0.99 instead of 1) moved
@@ -71,6 +72,9 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     the search may do better there with the time the next tries would take). After each try
     (before it is given up), the last ``tail`` share of its packs is refilled at each
     ``(scale, batch)`` of ``tails`` in turn (`_refilled`): a try's time is its refills' too.
+    Where the tries are given up, ``second(budget)``, where given, makes packs as `_rows` does
+    (`_class_fill.rows`); the last ``second_tail`` share of them is refilled as a try's is,
+    and they are the plan where they have fewer packs than the tries'.
 
     6, 5, 4 and 2 in packs of 9 tokens, 3 sequences, both openers at once: at scale 1
     the slot targets (3 // 2, 4 // 2) give the 5 the 2 and the 4 is left alone (3 packs);
@@ -92,6 +96,12 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
         if rows is None:
             return None
         if tried < len(give_up) and len(rows) + full > bound * (1 + give_up[tried]):
+            if second is not None:  # the fill is far off here: the other packs instead
+                found = second(budget)
+                if found is not None:
+                    found = _refilled(found, max_length, depth, budget, second_tail, tails,
+                                      int(bound * (1 + gap)) - full)
+                    rows = found if len(found) < len(rows) else rows
             break
         if found is not None:
             found = _refilled(found, max_length, depth, budget, tail, tails,

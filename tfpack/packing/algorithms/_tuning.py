@@ -90,6 +90,10 @@ class Tuning:
     SPREAD_SHARE = 0.75
     SPREAD_GAP = 0.002
     SPREAD_GIVE_UP = (0.01, 0.006)
+    # The class fill (`_class_fill`) after the first try, over this many size classes of about
+    # equal tokens (0: none), the last SPREAD_CLASS_TAIL of its packs refilled as a try's are.
+    SPREAD_CLASSES = 96
+    SPREAD_CLASS_TAIL = 0.3
 
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first

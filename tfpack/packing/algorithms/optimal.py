@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfpack.packing.algorithms import (_bounds, _budget, _fit_decreasing, _lp_plan, _pairs,
-                                       _paths, _spread_fill, base)
+from tfpack.packing.algorithms import (_bounds, _budget, _class_fill, _fit_decreasing, _lp_plan,
+                                       _pairs, _paths, _spread_fill, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["pack"]
@@ -85,10 +85,18 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
                                            best_fit=False))
     if _spread_pays(histogram, max_sequences_per_pack):
         cheap = max(search.bound, _bounds.windows_alone(histogram, max_sequences_per_pack))
+        counts = np.concatenate([[0], histogram])
+        counts[max_length] = 0  # windows of L: packs of their own
+
+        def classes(spread):  # the class fill (`_class_fill`), where the tries give up
+            return _class_fill.rows(counts, max_length, max_sequences_per_pack,
+                                    Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread)
+
         search.offer(_spread_fill.best(
             histogram, max_length, max_sequences_per_pack, cheap,
             budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
-            Tuning.SPREAD_GAP, Tuning.SPREAD_GIVE_UP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS))
+            Tuning.SPREAD_GAP, Tuning.SPREAD_GIVE_UP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
+            classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
