@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from test_pair_settle import packs_of
 from tfpack.packing.pairs import algorithms
 from tfpack.packing.pairs._first_fit import Placed
 from tfpack.packing.pairs._subsets import subset_fill
@@ -18,13 +19,6 @@ def counts_of(pairs, max_input, max_target):
     for a, b in pairs:
         counts[a - 1, b - 1] += 1
     return counts
-
-
-def packs_of(placed: Placed) -> list[list[tuple[int, int]]]:
-    packs = [[] for _ in range(placed.packs)]
-    for j, a, b in zip(placed.pack.tolist(), placed.a.tolist(), placed.b.tolist()):
-        packs[j].append((a, b))
-    return [sorted(pack) for pack in packs]
 
 
 def test_the_largest_sum_whose_targets_fit():

@@ -97,45 +97,42 @@ class _NoBound:
     bound = 0
 
 
-@pytest.mark.parametrize("most, settles", [(3000, True), (2999, False)])
-def test_optimal_settles_the_best_plan_of_few_pairs_away_from_the_bound(monkeypatch, most, settles):
-    # 3,000 docstring-like pairs at K=16, `_CLOSE` lowered so that no plan is within it: the best plan
-    # is settled (`_settle.settled`) and what that returns is the plan, where the pairs are at most
-    # `_SETTLE_PAIRS`; not past it. Seen failing with the test of the pairs dropped (2999 settled) and
-    # with the settled plan not kept (the plan not the one returned).
-    seen, settle = [], algorithms.settled
+def _settled_plans(monkeypatch, name: str, **settings) -> tuple:
+    """`optimal` on 3,000 docstring-like pairs at K=16 (no pair LP), with ``settings`` of
+    `algorithms` set and its ``name`` (``settled`` or ``settle``) recording each plan it returns
+    as a new object: ``(optimal's plan, the recorded plans)``."""
+    seen, original = [], getattr(algorithms, name)
 
-    def settled(placed, limits):
-        after = settle(placed, limits)
+    def recording(placed, limits):
+        after = original(placed, limits)
         seen.append(Placed(after.pack, after.a, after.b, after.packs))  # a new object, to be found again
         return seen[-1]
 
-    monkeypatch.setattr(algorithms, "settled", settled)
-    monkeypatch.setattr(algorithms, "_CLOSE", 0.5)
-    monkeypatch.setattr(algorithms, "_SETTLE_PAIRS", most)
+    monkeypatch.setattr(algorithms, name, recording)
+    for setting, value in settings.items():
+        monkeypatch.setattr(algorithms, setting, value)
     monkeypatch.setattr(algorithms, "_worth_a_bound", lambda *args: False)
     placed, _, _ = algorithms.get("optimal")(_docstring_like(), (512, 128, 16), seed=0, time_limit=0.5)
+    return placed, seen
+
+
+@pytest.mark.parametrize("most, settles", [(3000, True), (2999, False)])
+def test_optimal_settles_the_best_plan_of_few_pairs_away_from_the_bound(monkeypatch, most, settles):
+    # `_CLOSE` lowered so that no plan is within it: the best plan is settled (`_settle.settled`)
+    # and what that returns is the plan, where the pairs are at most `_SETTLE_PAIRS`; not past it.
+    # Seen failing with the test of the pairs dropped (2999 settled) and with the settled plan not
+    # kept (the plan not the one returned).
+    placed, seen = _settled_plans(monkeypatch, "settled", _CLOSE=0.5, _SETTLE_PAIRS=most)
     assert len(seen) == settles
     assert not settles or placed is seen[0]
 
 
 @pytest.mark.parametrize("above, settles", [(0.5, True), (2.0, False)])
 def test_optimal_settles_a_large_plan_far_from_the_bound_once(monkeypatch, above, settles):
-    # 3,000 docstring-like pairs at K=16 with `_SETTLE_PAIRS` below them: one pass of `settle` on
-    # the best plan where it is `_SETTLE_ABOVE` or more above its bound (lowered to 0.5: always),
-    # and what that returns is the plan; none where it is closer (2.0: never). Seen failing with
-    # the pass not run and with its plan not kept.
-    seen, settle = [], algorithms.settle
-
-    def settled_once(placed, limits):
-        after = settle(placed, limits)
-        seen.append(Placed(after.pack, after.a, after.b, after.packs))  # a new object, to be found again
-        return seen[-1]
-
-    monkeypatch.setattr(algorithms, "settle", settled_once)
-    monkeypatch.setattr(algorithms, "_SETTLE_PAIRS", 100)
-    monkeypatch.setattr(algorithms, "_SETTLE_ABOVE", above)
-    monkeypatch.setattr(algorithms, "_worth_a_bound", lambda *args: False)
-    placed, _, _ = algorithms.get("optimal")(_docstring_like(), (512, 128, 16), seed=0, time_limit=0.5)
+    # `_SETTLE_PAIRS` below the 3,000 pairs: one pass of `settle` on the best plan where it is
+    # `_SETTLE_ABOVE` or more above its bound (lowered to 0.5: always), and what that returns is
+    # the plan; none where it is closer (2.0: never). Seen failing with the pass not run and with
+    # its plan not kept.
+    placed, seen = _settled_plans(monkeypatch, "settle", _SETTLE_PAIRS=100, _SETTLE_ABOVE=above)
     assert len(seen) == settles
     assert not settles or placed is seen[0]
