@@ -55,7 +55,7 @@ import numpy as np
 
 from tfpack.packing.algorithms import _budget, greedy
 
-__all__ = ["packs", "best"]
+__all__ = ["packs", "best", "pool"]
 
 
 def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
@@ -86,8 +86,9 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     """
     rows, took = None, 0.0
     full = int(histogram[max_length - 1])
+    enough = int(bound * (1 + gap)) - full  # packs of the fill within ``gap`` of ``bound``
     for tried, scale in enumerate(scales):
-        if rows is not None and (len(rows) + full <= bound * (1 + gap) or budget.left() < took):
+        if rows is not None and (len(rows) <= enough or budget.left() < took):
             break
         start = budget.spent()
         found = _rows(histogram, max_length, depth, batch, budget, scale)
@@ -99,13 +100,11 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
             if second is not None:  # the fill is far off here: the other packs instead
                 found = second(budget)
                 if found is not None:
-                    found = _refilled(found, max_length, depth, budget, second_tail, tails,
-                                      int(bound * (1 + gap)) - full)
+                    found = _refilled(found, max_length, depth, budget, second_tail, tails, enough)
                     rows = found if len(found) < len(rows) else rows
             break
         if found is not None:
-            found = _refilled(found, max_length, depth, budget, tail, tails,
-                              int(bound * (1 + gap)) - full)
+            found = _refilled(found, max_length, depth, budget, tail, tails, enough)
             rows = found if len(found) < len(rows) else rows
         took = budget.spent() - start
     return _plan(rows, full, max_length)
@@ -165,8 +164,7 @@ def packs(histogram: np.ndarray, max_length: int, depth: int, batch: int = 1024,
 def _rows(histogram, max_length, depth, batch, budget, scale) -> np.ndarray | None:
     """`packs`' two passes: the packs of the one with fewer, a row each (0: an empty slot),
     but the full windows; ``None`` if ``budget`` ends in the first."""
-    counts = np.concatenate([[0], np.asarray(histogram, dtype=np.int64)])
-    counts[max_length] = 0  # each a pack of its own
+    counts = pool(histogram, max_length)
     first = _fill(counts.copy(), max_length, depth, batch, budget, scale=scale)
     if first is None:
         return None
@@ -178,6 +176,18 @@ def _rows(histogram, max_length, depth, batch, budget, scale) -> np.ndarray | No
         if second is not None and len(second) < len(first):
             return second
     return first
+
+
+def pool(histogram: np.ndarray, max_length: int) -> np.ndarray:
+    """The sequences the fill places: ``counts[n]`` of length ``n`` (``counts[0]`` 0), the windows
+    of ``max_length`` left out (each a pack of its own).
+
+    >>> pool(np.array([2, 0, 1]), 3).tolist()
+    [0, 2, 0, 0]
+    """
+    counts = np.concatenate([[0], np.asarray(histogram, dtype=np.int64)])
+    counts[max_length] = 0
+    return counts
 
 
 def _plan(rows: np.ndarray, full: int, max_length: int) -> dict[tuple[int, ...], int]:

@@ -83,10 +83,10 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     if len(lengths) <= Tuning.FFD_LENGTHS:
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
+    windows = _bounds.windows_alone(histogram, max_sequences_per_pack)
     if _spread_pays(histogram, max_sequences_per_pack):
-        cheap = max(search.bound, _bounds.windows_alone(histogram, max_sequences_per_pack))
-        counts = np.concatenate([[0], histogram])
-        counts[max_length] = 0  # windows of L: packs of their own
+        cheap = max(search.bound, windows)
+        counts = _spread_fill.pool(histogram, max_length)
 
         def classes(spread):  # the class fill (`_class_fill`), where the tries give up
             return _class_fill.rows(counts, max_length, max_sequences_per_pack,
@@ -105,7 +105,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     except _budget.OutOfTime:
         pass  # the best plan and bound so far stand
     # Proven after the paths, which choose by `_bounds.simple`'s bounds (as they were tuned).
-    search.prove(_bounds.windows_alone(histogram, max_sequences_per_pack), "windows")
+    search.prove(windows, "windows")
     return search.result()
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfpack.packing.pairs._first_fit import Placed
-from tfpack.packing.pairs._packs import pairs_of
+from tfpack.packing.pairs._packs import counts_of, pairs_of
 from tfpack.packing.pairs._templates import fill
 
 __all__ = ["compound", "compound_swapped", "joined"]
@@ -86,7 +86,7 @@ def compound(counts: np.ndarray, limits, time_limit: float | None, depth="limit"
     lead = np.flatnonzero(item == np.arange(a.size))
     item_a = np.bincount(item, a, a.size)[lead].astype(np.int64)
     item_b = np.bincount(item, b, a.size)[lead].astype(np.int64)
-    items = np.bincount((item_a - 1) * max_target + item_b - 1, minlength=counts.size).reshape(counts.shape)
+    items = counts_of(item_a, item_b, counts.shape)
     paired = bool((partner != np.arange(a.size)).any())
     places = limit if limit is None or not paired else max(1, limit // 2)
     depth = places if depth == "limit" or places is None else min(depth, places)

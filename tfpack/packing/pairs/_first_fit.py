@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from tfpack.packing.pairs._packs import cells
+from tfpack.packing.pairs._packs import cells, counts_of
 
 _PRUNE_EVERY = 32  # cells between two removals of closed groups from the scan
 # Open groups a cell is tried in, first ones first: a scan costs O(groups) per cell, and
@@ -180,8 +180,7 @@ def refit(placed: Placed, keep: np.ndarray, limits, shape, beat: int | None = No
     """
     if beat is not None and floor(placed, keep, limits) >= beat:
         return None
-    left = np.zeros(shape, dtype=np.int64)
-    np.add.at(left, (placed.a[~keep] - 1, placed.b[~keep] - 1), 1)
+    left = counts_of(placed.a[~keep], placed.b[~keep], shape)
     pack, a, b = placed.pack[keep], placed.a[keep], placed.b[keep]
     groups = Groups.of_packs((limits[0], limits[1], limits[2] or limits[0]), pack, a, b, placed.packs)
     la, lb, ln = cells(left)

@@ -39,6 +39,17 @@ def pairs_of(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(a, n), np.repeat(b, n)
 
 
+def counts_of(a: np.ndarray, b: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """The histogram ``[max_input, max_target]`` of pairs of input lengths ``a`` and target
+    lengths ``b`` (`pairs_of` undone).
+
+    >>> counts_of(np.array([2, 1, 2]), np.array([1, 3, 1]), (2, 3)).tolist()
+    [[0, 0, 1], [2, 0, 0]]
+    """
+    cell = (np.asarray(a, dtype=np.int64) - 1) * shape[1] + np.asarray(b, dtype=np.int64) - 1
+    return np.bincount(cell, minlength=shape[0] * shape[1]).reshape(shape)
+
+
 def strategies_of(pack: np.ndarray, a: np.ndarray, b: np.ndarray,
                   max_target_length: int) -> tuple[list[tuple[Pair, ...]], np.ndarray]:
     """Identical packs counted: strategies (pairs, largest first) and their counts.

@@ -60,6 +60,7 @@ import numpy as np
 from tfpack.packing.compiled import kernels
 from tfpack.packing.pairs._dot import dot_fill
 from tfpack.packing.pairs._first_fit import Placed
+from tfpack.packing.pairs._packs import counts_of
 
 __all__ = ["settle", "settled", "settled_fill"]
 
@@ -112,8 +113,7 @@ def _pass(placed: Placed, limits, share: float) -> Placed | None:
     full = ~room
     number = np.zeros(placed.packs, dtype=np.int64)
     number[full] = np.arange(int(full.sum()))
-    cell = (a_m[out] - 1) * max_target + b_m[out] - 1
-    counts = np.bincount(cell, minlength=max_input * max_target).reshape(max_input, max_target)
+    counts = counts_of(a_m[out], b_m[out], (max_input, max_target))
     refill = dot_fill(counts, limits)[0] if out.any() else Placed(*(np.zeros(0, np.int64),) * 3, 0)
     if refill is None or kept + refill.packs >= placed.packs:
         return None

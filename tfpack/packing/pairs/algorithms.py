@@ -38,7 +38,8 @@ every pair) and, where it proves one, a lower bound on the packs and its kind
   of both lengths (`_blend`); the other side's templates; both sides at the
   other depths. The best plan, where it is not within 0.1% of the bound, replaced by packs
   filled by subset sums where they have fewer (`_subsets`: up to 1,000 pairs) and settled where
-  it has up to `_SETTLE_PAIRS` pairs (`_settle.settled`), with the strongest of `bounds`: both
+  it has up to `_SETTLE_PAIRS` pairs (`_settle.settled`; past them, one pass of `_settle.settle`
+  where it is `_SETTLE_ABOVE` or more above the bound), with the strongest of `bounds`: both
   one-length LP bounds and, where the plan is above them, the two-length LP
   bound (`_lp_bound`, seeded with the plan's packs) in the time left, at
   least half of ``time_limit`` (past 4 pairs a pack only where half is left:
@@ -251,9 +252,10 @@ def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     if best.packs > _CLOSE * max(found.values()):
         filled = subset_fill(counts, limits, seed=seed, floor=max(found.values()))  # small plans only
         best = filled if filled is not None and filled.packs < best.packs else best
-    if best.packs > _CLOSE * max(found.values()) and counts.sum() <= _SETTLE_PAIRS:
+    few = counts.sum() <= _SETTLE_PAIRS
+    if few and best.packs > _CLOSE * max(found.values()):
         best = settled(best, limits)  # `_SETTLE_PAIRS`
-    elif best.packs > _SETTLE_ABOVE * max(found.values()) and counts.sum() > _SETTLE_PAIRS:
+    elif not few and best.packs > _SETTLE_ABOVE * max(found.values()):
         best = settle(best, limits)  # one pass (`_SETTLE_ABOVE`)
     left = _bound_seconds(budget, limits, time_limit)
     if best.packs > max(found.values()) and "grid_lp" not in found and _worth_a_bound(counts, limits, left):

@@ -53,7 +53,7 @@ def check_pair_plan(strategies, counts, histogram: np.ndarray, *, max_length: tu
         rule = _broken(strategies[index], max_input, max_target, depth)
         raise TfpackError(f"{rule}. Received: strategies[{index}]={list(strategies[index])}")
     slots = np.frombuffer(slots, dtype=np.int64).reshape(max_input, max_target)
-    difference = np.zeros(1, dtype=np.int64) if np.array_equal(slots, histogram) else slots - histogram
+    difference = slots - histogram
     for sign, what in ((-1, "without a slot"), (1, "of slots without a pair")):
         where = np.argwhere(sign * difference > 0)
         if where.size:
