@@ -3,8 +3,15 @@
 import gc
 import os
 
+import unused_imports
+
 # Quiet TensorFlow's C++ logging before any test imports it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Neither this process nor the subprocesses that inherit its environment import
+# JAX, scikit-learn or matplotlib for TensorFlow's and Keras's optional
+# features the tests never use (about 2 CPU s a process): tests/unused_imports.py.
+unused_imports.install()
+os.environ["PYTHONPATH"] = unused_imports.with_site(os.environ.get("PYTHONPATH"))
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

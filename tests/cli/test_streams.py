@@ -11,13 +11,14 @@ import sys
 import pytest
 
 from cli_helpers import tfpack
+from unused_imports import with_site
 
 ENTRY = [sys.executable, "-m", "tfpack.cli"]
 
 
 def _env():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
-    return {**env, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return {**env, "PYTHONPATH": with_site(os.pathsep.join(sys.path))}
 
 
 @pytest.mark.parametrize("command", [

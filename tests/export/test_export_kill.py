@@ -16,13 +16,14 @@ import tensorflow as tf
 from tests.faults.inprocess import run_cli_here
 from tfpack import models
 from tfpack.export import paths
+from unused_imports import with_site
 
 V = 20
 
 
 def _env():
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
-            "PYTHONPATH": os.pathsep.join(sys.path)}
+            "PYTHONPATH": with_site(os.pathsep.join(sys.path))}
 
 
 def _export(keras_file, output, length):

@@ -19,6 +19,7 @@ from tfpack.cli import main  # noqa: E402
 from tfpack.export import export_saved_model  # noqa: E402
 from tfpack.models import BertClassifier  # noqa: E402
 from tfpack.training.validation import build_shapes  # noqa: E402
+from unused_imports import with_site  # noqa: E402
 
 PATH = str(gt.get_model_path())
 SERVE = os.path.join(os.path.dirname(__file__), "serve_fresh.py")
@@ -79,7 +80,8 @@ def test_minilm_classifier_serves_the_same_predictions_everywhere(tmp_path):
     (tmp_path / "requests.json").write_text(json.dumps(requests))
     result = subprocess.run([sys.executable, SERVE, str(tmp_path / "requests.json")],
                             capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""})
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                                 "PYTHONPATH": with_site("")})
     assert result.returncode == 0, result.stderr[-3000:]
     for request in requests:
         logits = np.load(request["outputs"])["logits"]

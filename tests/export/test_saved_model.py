@@ -19,6 +19,7 @@ from export_helpers import served_ids_shape, unpacked
 from tfpack import models
 from tfpack.errors import TfpackError
 from tfpack.export import export_saved_model
+from unused_imports import with_site
 
 L, K, M, V = 16, 3, 4, 23
 SERVE = os.path.join(os.path.dirname(__file__), "serve_fresh.py")
@@ -122,7 +123,8 @@ def served(tmp_path_factory):
     (root / "requests.json").write_text(json.dumps(requests))
     result = subprocess.run([sys.executable, SERVE, str(root / "requests.json")],
                             capture_output=True, text=True, timeout=240,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""})
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                                 "PYTHONPATH": with_site("")})
     assert result.returncode == 0, result.stderr[-3000:]
     outputs = {tuple(r["key"]): dict(np.load(r["outputs"])) for r in requests}
     return outputs, expected, root
@@ -187,7 +189,8 @@ def test_saved_model_cli_console_script(served):
          "--signature_def", "serve_sequences", "--outdir", str(root / "cli"),
          "--inputs", f"input_ids={root / 'ids.npy'};lengths={root / 'lengths.npy'}"],
         capture_output=True, text=True, timeout=120,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""})
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+             "PYTHONPATH": with_site("")})
     assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_allclose(np.load(root / "cli" / "logits.npy"),
                                outputs["classifier", "serve_sequences", "tf2"]["logits"][:3],

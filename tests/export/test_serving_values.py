@@ -15,6 +15,7 @@ import pytest
 from export_helpers import unpacked
 from tfpack import models
 from tfpack.export import export_saved_model
+from unused_imports import with_site
 
 pytestmark = pytest.mark.slow  # one fresh serving process, two exports
 
@@ -85,7 +86,8 @@ def served(tmp_path_factory):
     (root / "requests.json").write_text(json.dumps(requests))
     result = subprocess.run([sys.executable, SERVE, str(root / "requests.json")],
                             capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""})
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                                 "PYTHONPATH": with_site("")})
     assert result.returncode == 0, result.stderr[-3000:]
     return {tuple(r["key"]): dict(np.load(r["outputs"])) for r in requests}, cases
 

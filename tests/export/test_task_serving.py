@@ -14,6 +14,7 @@ import pytest
 from export_helpers import unpacked
 from tfpack.export import export_saved_model
 from tfpack.models import BertEncoder, QuestionAnswerer, TextEmbedder, TokenClassifier
+from unused_imports import with_site
 
 SERVE = os.path.join(os.path.dirname(__file__), "serve_fresh.py")
 L, K = 16, 3
@@ -52,7 +53,8 @@ def test_task_saved_models_serve_unpacked_requests_in_order(tmp_path):
     (tmp_path / "requests.json").write_text(json.dumps(requests))
     result = subprocess.run([sys.executable, SERVE, str(tmp_path / "requests.json")],
                             capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""})
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                                 "PYTHONPATH": with_site("")})
     assert result.returncode == 0, result.stderr[-3000:]
     for name, expected in want.items():
         served = dict(np.load(tmp_path / f"{name}.npz"))
