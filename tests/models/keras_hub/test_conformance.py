@@ -27,7 +27,7 @@ import pytest
 import tensorflow as tf
 
 from keras_hub_helpers import FAMILIES, MAX_LENGTH, examples
-from keras_hub_helpers import keras_hub_alone, make_backbone
+from keras_hub_helpers import keras_hub_alone, make_backbone, randomize_zeros
 from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
 from tfpack import export, models
 from tfpack.testing import assert_no_cross_contamination, next_fit
@@ -171,11 +171,27 @@ def test_no_cross_contamination(family, backbones):
         assert result.max_output_difference["sequence_output"] == 0.0
 
 
+# The heavy families whose layers are all alike fit with one layer: the same
+# code compiles and trains (every layer's variables move), at about 60% of the
+# XLA compilation of two. Gemma 4 keeps its two: a local and a global layer.
+ONE_LAYER_FIT = ("bert", "falcon", "mixtral")
+
+
+def _fit_backbone(family):
+    """The family's backbone for the fit; one layer where all are alike."""
+    backbone = make_backbone(family)
+    if family not in ONE_LAYER_FIT:
+        return backbone
+    keras.utils.set_random_seed(0)
+    config = dict(backbone.get_config(), num_layers=1)
+    return randomize_zeros(type(backbone).from_config(config))
+
+
 def _task(family):
     """A tfpack task on the family's adapter and a dataset of its packs."""
     # A backbone of its own (the fit trains it); its adapter's exactness
     # check: in test_keras_hub_exactness.py.
-    adapter = models.from_keras_hub(make_backbone(family), check_exact=False)
+    adapter = models.from_keras_hub(_fit_backbone(family), check_exact=False)
     rng = np.random.default_rng(2)
     data = examples(family)
     if adapter.causal:
@@ -204,6 +220,8 @@ def test_fit_under_xla_and_saved_model(family, tmp_path):
     moved = [np.abs(np.asarray(v) - b).max() > 0
              for v, b in zip(variables, before)]
     assert sum(moved) >= len(moved) - 4, family  # All but BERT's pooler.
+    assert len(model.backbone.layers()) == (
+        1 if family in ONE_LAYER_FIT else 2), family
     path = export.export_saved_model(model, str(tmp_path / family))
     served = tf.saved_model.load(path).signatures["serving_default"]
     inputs = {k: tf.constant(packed[k])

@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+from jax_env import jax_env
 from keras_hub_helpers import make_backbone
 
 keras_hub = pytest.importorskip("keras_hub")
@@ -156,10 +157,12 @@ def test_adapters_read_private_keras_hub_names_only_through_the_door():
 
 
 def test_importing_the_adapters_does_not_import_keras_hub():
+    # Keras on JAX, TensorFlow blocked: the import needs neither, and the
+    # process skips TensorFlow's start-up (test_keras_hub_stays_optional).
     code = ("import sys, tfpack.models.keras_hub; "
             "print('keras_hub' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                            text=True, check=True,
+                            text=True, check=True, env=jax_env(),
                             cwd=ADAPTERS.parents[2])
     assert result.stdout.strip() == "False"
 
