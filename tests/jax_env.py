@@ -16,7 +16,10 @@ TensorFlow is blocked there (``tests/no_tensorflow/sitecustomize.py``): Keras
 on JAX must run without it (an accelerator machine may have none), and a
 subprocess that imported it for nothing paid seconds of CPU. A check that
 reads TFRecords or tf.data asks for it (``jax_env(tensorflow=True)``, with
-the reason beside the call).
+the reason beside the call). Blocked as well, in every one of them: the
+optional packages Keras and keras-hub import at start-up for features no
+check uses (`OPTIONAL_UNUSED`: about 1.3 of 3.1 CPU s of ``import jax,
+keras, keras_hub``, 1.0 of 5.2 with TensorFlow).
 """
 
 import os
@@ -26,6 +29,10 @@ import sys
 
 # A folder whose ``sitecustomize`` blocks TensorFlow (Keras on JAX needs none).
 NO_TENSORFLOW = pathlib.Path(__file__).resolve().parent / "no_tensorflow"
+
+# Imported by Keras (scikit-learn wrappers, image plots) and keras-hub
+# (preset downloads) inside ``try: ... except ImportError``, used by no check.
+OPTIONAL_UNUSED = ("sklearn", "matplotlib", "kagglehub", "huggingface_hub")
 
 FAST_COMPILE_XLA_FLAGS = ("--xla_backend_optimization_level=0 "
                           "--xla_llvm_disable_expensive_passes=true "
@@ -64,21 +71,26 @@ def fast_compile_options() -> dict:
 
 def jax_env(*, tensorflow: bool = False, **extra) -> dict:
     """``os.environ`` with ``KERAS_BACKEND=jax``, fast-compiling XLA, and ``extra``;
-    TensorFlow blocked (`NO_TENSORFLOW` first on ``PYTHONPATH``) unless ``tensorflow``
-    (a check that reads TFRecords with tf.data, or imports a module that imports
-    TensorFlow, says so at its call, with the reason).
+    TensorFlow blocked (`NO_TENSORFLOW` first on ``PYTHONPATH``, its
+    ``sitecustomize`` blocking what ``TFPACK_TESTS_BLOCKED`` names) unless
+    ``tensorflow`` (a check that reads TFRecords with tf.data, or imports a
+    module that imports TensorFlow, says so at its call, with the reason);
+    `OPTIONAL_UNUSED` blocked in either case.
 
     >>> env = jax_env(PYTHONPATH="src")
     >>> env["PYTHONPATH"].split(os.pathsep) == [str(NO_TENSORFLOW), "src"]
     True
-    >>> jax_env(tensorflow=True, PYTHONPATH="src")["PYTHONPATH"]
-    'src'
+    >>> env["TFPACK_TESTS_BLOCKED"].split() == ["tensorflow", *OPTIONAL_UNUSED]
+    True
+    >>> jax_env(tensorflow=True)["TFPACK_TESTS_BLOCKED"].split() == list(OPTIONAL_UNUSED)
+    True
     """
     env = dict(os.environ, KERAS_BACKEND="jax", **extra)
     env["XLA_FLAGS"] = fast_compile_xla_flags(os.environ.get("XLA_FLAGS"))
-    if not tensorflow:
-        paths = env.get("PYTHONPATH")  # kept as it is: an empty entry is the folder run in
-        env["PYTHONPATH"] = str(NO_TENSORFLOW) + (os.pathsep + paths if paths else "")
+    env["TFPACK_TESTS_BLOCKED"] = " ".join(
+        (() if tensorflow else ("tensorflow",)) + OPTIONAL_UNUSED)
+    paths = env.get("PYTHONPATH")  # kept as it is: an empty entry is the folder run in
+    env["PYTHONPATH"] = str(NO_TENSORFLOW) + (os.pathsep + paths if paths else "")
     return env
 
 
