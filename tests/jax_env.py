@@ -16,7 +16,7 @@ The subprocesses also compile each program as one LLVM module
 (``--xla_cpu_parallel_codegen_split_count=1``, `SERIAL_CODEGEN_FLAG`): XLA
 splits a module to compile the parts on parallel threads, which costs more
 CPU in all (the parts repeat work), and the suite's workers already fill the
-cores (a flash family's program: 1.07-1.11 -> 0.83-0.87 s of CPU to
+cores (a flash family's program: 1.06-1.29 -> 0.83-0.87 s of CPU to
 compile). Unlike the flags above it can change the order of a float32 sum:
 Llama's flash-and-dense program gave 6 of its 46 outputs 1 ulp apart
 (1.5e-5 on 396); every check compares programs built with the same flags.
@@ -36,7 +36,8 @@ import pathlib
 import subprocess
 import sys
 
-# A folder whose ``sitecustomize`` blocks TensorFlow (Keras on JAX needs none).
+# A folder whose ``sitecustomize`` blocks the modules ``TFPACK_TESTS_BLOCKED`` names
+# (TensorFlow where it is unset: Keras on JAX needs none).
 NO_TENSORFLOW = pathlib.Path(__file__).resolve().parent / "no_tensorflow"
 
 # Imported by Keras (scikit-learn wrappers, image plots) and keras-hub
