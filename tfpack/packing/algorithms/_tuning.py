@@ -94,6 +94,16 @@ class Tuning:
     # equal tokens (0: none), the last SPREAD_CLASS_TAIL of its packs refilled as a try's are.
     SPREAD_CLASSES = 96
     SPREAD_CLASS_TAIL = 0.3
+    # After each try's refills (and the class fill's), a pass of `_spread_settle` at each
+    # (share dissolved, batch of the refill) in turn, while the plan is not within SPREAD_GAP:
+    # the least-filled packs' sequences moved into the others' room, a larger one in place of
+    # a smaller where it fits. The 24 cases known to run the fill, run to their end: 8/22 0.209%
+    # -> 0.094%, 214/2 0.235% -> 0.165%, 148/36 0.196% -> 0.139% (each within after its first
+    # try), no case within 0.2% out; one pass at 0.05 as good as two (0.05, 0.035 at 64) or four
+    # everywhere but 187/42 (0.564, 0.555, 0.553% on the tries; its class fill 0.183% -> 0.136%).
+    # Shares 0.02-0.1 and batches 64-1,024 moved 8/22 0.090-0.30%; 0.05 at 256 was within on all
+    # three (0.05-0.1 s a pass; `/tmp` probes of long47).
+    SPREAD_SETTLE = ((0.05, 256), (0.035, 64))
 
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfpack.packing.algorithms import (_bounds, _budget, _class_fill, _fit_decreasing, _lp_plan,
-                                       _pairs, _paths, _spread_fill, base)
+                                       _pairs, _paths, _spread_fill, _spread_settle, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["pack"]
@@ -92,11 +92,16 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
             return _class_fill.rows(counts, max_length, max_sequences_per_pack,
                                     Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread)
 
+        def settle(rows, spread, enough):  # the least-filled packs settled (`_spread_settle`)
+            return _spread_settle.settled(rows, max_length, max_sequences_per_pack, spread,
+                                          Tuning.SPREAD_SETTLE, enough)
+
         search.offer(_spread_fill.best(
             histogram, max_length, max_sequences_per_pack, cheap,
             budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
             Tuning.SPREAD_GAP, Tuning.SPREAD_GIVE_UP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
-            classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL))
+            classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL,
+            settle=settle if Tuning.SPREAD_SETTLE else None))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
