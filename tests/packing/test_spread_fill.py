@@ -198,7 +198,7 @@ def test_optimal_gives_the_fill_the_windows_bound(monkeypatch):
     # the fill stops within the gap of it, not of the looser simple bounds.
     seen = {}
 
-    def best(histogram, max_length, depth, bound, budget, *args):
+    def best(histogram, max_length, depth, bound, budget, *args, **kwargs):
         seen["bound"] = bound
 
     monkeypatch.setattr(_spread_fill, "best", best)
@@ -278,7 +278,7 @@ def test_where_the_tries_give_up_the_second_packs_compete():
 def test_optimal_hands_the_class_fill_to_the_tries(monkeypatch):
     seen = {}
 
-    def best(*args):
+    def best(*args, **kwargs):
         seen["second"], seen["tail"] = args[-2:]
 
     monkeypatch.setattr(_spread_fill, "best", best)
