@@ -62,6 +62,12 @@ class Tuning:
     # but the plan was not what was out there (seed 3 case 10: the bound; the fill 1.57%).
     SPREAD_DEPTH = 8
     SPREAD_BAND = 0.05
+    # Under the slots, from SPREAD_BELOW (long47): the fill settled (SPREAD_SETTLE) where the
+    # sequences are 0.85-0.95 of the slots, on the 13 such cases of fresh seeds 13-69 at depth
+    # 8-16 (found by scanning for that share; 12 out of 0.2% on the path they took before):
+    # 12 within (13/40 0.269% -> 0.144%, 59/8 0.987% -> 0.160%, 69/44 0.940% -> 0.160%), one
+    # worse (40/36 0.293% -> 0.545%, its tries given up and the grouped LP cut by their time).
+    SPREAD_BELOW = 0.15
     SPREAD_BATCH = 1024  # packs it opens at once (256: 0.47% and 0.44% on those two cases)
     # The fill is chaotic: with its slot targets (but the last's) scaled by 0.995-0.96, the
     # long-context suite's spread cases (seeds 8, 10, 12, 26, 78, 82, 84, 108) moved either

@@ -160,13 +160,13 @@ def _search(search: _paths.Search, histogram, lengths, demand, max_length,
 def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
     """Whether the spread fill (`_spread_fill`) may pay: on long contexts
     (`Tuning.LONG_CONTEXT_FROM`) at depth `Tuning.SPREAD_DEPTH` or more, where the
-    sequences shorter than ``max_length`` need within `Tuning.SPREAD_BAND` of the slots
-    of the packs their tokens need (the depth binds beside the tokens: nearly every
-    pack full, with nearly ``depth`` sequences).
+    sequences shorter than ``max_length`` need from `Tuning.SPREAD_BELOW` under to
+    `Tuning.SPREAD_BAND` over the slots of the packs their tokens need (the depth binds
+    beside the tokens, or nearly: nearly every pack full, with nearly ``depth`` sequences).
 
     >>> h = np.zeros(12288, dtype=np.int64); h[[1535, 12287]] = [800, 10]  # 8 a pack, and 10 full
-    >>> _spread_pays(h, 8), _spread_pays(h, 12)  # 100 packs by tokens, 100 or 67 by depth
-    (True, False)
+    >>> _spread_pays(h, 8), _spread_pays(h, 9), _spread_pays(h, 12)  # slots 800, 900, 1,200
+    (True, True, False)
     """
     max_length = len(histogram)
     if max_length < Tuning.LONG_CONTEXT_FROM or max_sequences_per_pack is None or \
@@ -175,7 +175,8 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     shorter = histogram[:-1]
     tokens = np.arange(1, max_length, dtype=np.float64) @ shorter
     need = tokens / max_length * max_sequences_per_pack  # slots of the packs the tokens need
-    return bool(abs(float(shorter.sum()) - need) <= Tuning.SPREAD_BAND * need)
+    over = float(shorter.sum()) - need
+    return bool(-Tuning.SPREAD_BELOW * need <= over <= Tuning.SPREAD_BAND * need)
 
 
 def _full_windows_pay(histogram: np.ndarray) -> bool:
