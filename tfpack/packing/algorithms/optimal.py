@@ -165,7 +165,7 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     beside the tokens, or nearly: nearly every pack full, with nearly ``depth`` sequences).
 
     >>> h = np.zeros(12288, dtype=np.int64); h[[1535, 12287]] = [800, 10]  # 8 a pack, and 10 full
-    >>> _spread_pays(h, 8), _spread_pays(h, 9), _spread_pays(h, 12)  # slots 800, 900, 1,200
+    >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 11)  # slots 800, 1,000, 1,100
     (True, True, False)
     """
     max_length = len(histogram)
