@@ -112,7 +112,8 @@ class Tuning:
     # try), no case within 0.2% out; one pass at 0.05 as good as two (0.05, 0.035 at 64) or four
     # everywhere but 187/42 (0.564, 0.555, 0.553% on the tries; its class fill 0.183% -> 0.136%).
     # Shares 0.02-0.1 and batches 64-1,024 moved 8/22 0.090-0.30%; 0.05 at 256 was within on all
-    # three (0.05-0.1 s a pass; `/tmp` probes of long47).
+    # three (0.05-0.1 s a pass; in-process probes, round long47 of
+    # benchmarks/results/planners_long_context.md).
     SPREAD_SETTLE = ((0.05, 256), (0.035, 64))
 
     # --- Full packs first (`_paths.full_packs_first`) ---
