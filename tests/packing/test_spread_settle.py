@@ -54,6 +54,7 @@ def test_settled_stops_within_enough_and_without_the_time_the_last_pass_took():
     # The first pass (nothing dissolved at 0.1) takes a second (`Stub`): with 0.5 left, no second.
     assert len(_spread_settle.settled(rows, 10, 3, Stub(0.5), [(0.1, 2), (0.34, 2)], 0)) == 3
     assert len(_spread_settle.settled(rows, 10, 3, Stub(1.5), [(0.1, 2), (0.34, 2)], 0)) == 2
+    assert len(_spread_settle.settled(rows, 10, 3, _budget.Budget(0.0), [(0.34, 2)], 0)) == 3
 
 
 class Stub:
@@ -82,8 +83,8 @@ def six_five_four_two():
 def test_best_settles_each_try_and_gives_up_by_the_plans_before_settling():
     seen, calls = [], []
 
-    def settle(rows, budget, enough):
-        seen.append(len(rows))
+    def settle(rows, budget, enough, last):
+        seen.append((len(rows), last))
         return np.array([[6, 2, 0], [5, 4, 0]])
 
     def second(budget):
@@ -95,10 +96,13 @@ def test_best_settles_each_try_and_gives_up_by_the_plans_before_settling():
                                  batch=2, give_up=give_up, second=second, **kwargs)
         return sum(plan.values())
 
-    # Each try 3 packs, settled to 2; over 150% above 1 after the second try gives up by the 3.
-    assert best((2.5, 1.5), settle=settle) == 2 and seen == [3, 2] and len(calls) == 1
+    # Each try 3 packs, settled to 2; over 150% above 1 after the second try gives up by the 3
+    # (the class fill's packs settled, not the last time); not given up, the best settled last.
+    assert best((2.5, 1.5), settle=settle) == 2 and len(calls) == 1
+    assert seen == [(3, False), (2, False)]
     seen.clear(), calls.clear()
-    assert best((2.5, 2.5), settle=settle) == 2 and seen == [3, 3] and not calls
+    assert best((2.5, 2.5), settle=settle) == 2 and not calls
+    assert seen == [(3, False), (3, False), (2, True)]
     assert best((2.5, 2.5)) == 3 and not calls  # no settling: the fill's 3
 
 

@@ -51,7 +51,7 @@ def settled(rows: np.ndarray, max_length: int, depth: int, budget: _budget.Budge
             enough: int) -> np.ndarray:
     """``rows`` (packs a row each, 0: an empty slot) after a pass (`_pass`) at each ``(share,
     batch)`` of ``passes`` in turn, each on the fewest packs so far; while more than ``enough``
-    packs, and ``budget`` has as much time left as the last pass took.
+    packs, and ``budget`` has not ended and has as much time left as the last pass took.
 
     >>> rows = np.array([[6, 2, 0], [3, 0, 0], [8, 0, 0]])  # the module example
     >>> len(settled(rows, 10, 3, _budget.Budget(None), [(0.34, 2)], 0))
@@ -59,7 +59,7 @@ def settled(rows: np.ndarray, max_length: int, depth: int, budget: _budget.Budge
     """
     took = 0.0
     for share, batch in passes:
-        if len(rows) <= enough or budget.left() < took:
+        if len(rows) <= enough or budget.expired() or budget.left() < took:
             break
         start = budget.spent()
         found = _pass(rows, max_length, depth, share, batch, budget)

@@ -115,6 +115,13 @@ class Tuning:
     # three (0.05-0.1 s a pass; in-process probes, round long47 of
     # benchmarks/results/planners_long_context.md).
     SPREAD_SETTLE = ((0.05, 256), (0.035, 64))
+    # Where the tries end without giving up and the best is not within SPREAD_GAP, these passes
+    # go on settling it (each while the time left has what the last took). Chained passes went
+    # on gaining (the first try of 90/14, 0.80 of the slots: 0.232% after the two above, 0.157%
+    # after (0.1, 64); 8/22 0.094 -> 0.064%, 214/2 0.165 -> 0.130%, 40/36 0.545 -> 0.500% over
+    # ten); the same four passes after every try instead took the class fill's time on 187/42
+    # (0.183% -> 0.204%) and 26/36 (0.120 -> 0.193%).
+    SPREAD_SETTLE_LAST = ((0.02, 256), (0.1, 64), (0.05, 64))
 
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first

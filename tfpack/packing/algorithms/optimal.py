@@ -92,8 +92,9 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
             return _class_fill.rows(counts, max_length, max_sequences_per_pack,
                                     Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread)
 
-        def settle(rows, spread, enough):  # the least-filled packs settled (`_spread_settle`)
+        def settle(rows, spread, enough, last):  # the least-filled packs settled (`_spread_settle`)
             return _spread_settle.settled(rows, max_length, max_sequences_per_pack, spread,
+                                          Tuning.SPREAD_SETTLE_LAST if last else
                                           Tuning.SPREAD_SETTLE, enough)
 
         search.offer(_spread_fill.best(
