@@ -72,6 +72,12 @@ class Tuning:
     # (depth 8) the path they took was within and better (0.167 / 0.125 / 0.121% against the
     # fill's 0.210 / 0.174 / 0.181%): the band starts at 0.80.
     SPREAD_BELOW = 0.2
+    # Below depth SPREAD_DEEP, from 1 - SPREAD_BELOW_SHALLOW (0.86). At depth 12-16 the fill
+    # settled gained on all 20 cases found at 0.78-0.95 of the slots (seeds 14-122); at depth
+    # 8 it lost on fresh 116/12 (0.851: 0.131% -> 0.522%, run after SPREAD_BELOW 0.2 was fixed)
+    # and 40/36 (0.927, out both ways), and gained from 0.866 on (21/38, 17/8, 64/28, 13/40, 61/38).
+    SPREAD_DEEP = 12
+    SPREAD_BELOW_SHALLOW = 0.14
     SPREAD_BATCH = 1024  # packs it opens at once (256: 0.47% and 0.44% on those two cases)
     # The fill is chaotic: with its slot targets (but the last's) scaled by 0.995-0.96, the
     # long-context suite's spread cases (seeds 8, 10, 12, 26, 78, 82, 84, 108) moved either

@@ -161,13 +161,18 @@ def _search(search: _paths.Search, histogram, lengths, demand, max_length,
 def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
     """Whether the spread fill (`_spread_fill`) may pay: on long contexts
     (`Tuning.LONG_CONTEXT_FROM`) at depth `Tuning.SPREAD_DEPTH` or more, where the
-    sequences shorter than ``max_length`` need from `Tuning.SPREAD_BELOW` under to
-    `Tuning.SPREAD_BAND` over the slots of the packs their tokens need (the depth binds
-    beside the tokens, or nearly: nearly every pack full, with nearly ``depth`` sequences).
+    sequences shorter than ``max_length`` need from `Tuning.SPREAD_BELOW` under (below depth
+    `Tuning.SPREAD_DEEP`: `Tuning.SPREAD_BELOW_SHALLOW`) to `Tuning.SPREAD_BAND` over the
+    slots of the packs their tokens need (the depth binds beside the tokens, or nearly:
+    nearly every pack full, with nearly ``depth`` sequences).
 
     >>> h = np.zeros(12288, dtype=np.int64); h[[1535, 12287]] = [800, 10]  # 8 a pack, and 10 full
-    >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 11)  # slots 800, 1,000, 1,100
-    (True, True, False)
+    >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 12)  # slots 800, 1,000, 1,200
+    (True, False, False)
+    >>> h[1535], h[1279], h[1919] = 0, 960, 0  # 960 of 1,280: 1,200 slots at depth 12
+    >>> at_8 = np.zeros(12288, dtype=np.int64); at_8[1919] = 640  # 640 of 1,920: 800 at depth 8
+    >>> _spread_pays(h, 12), _spread_pays(at_8, 8)  # 0.80 of the slots each: deep enough at 12
+    (True, False)
     """
     max_length = len(histogram)
     if max_length < Tuning.LONG_CONTEXT_FROM or max_sequences_per_pack is None or \
@@ -177,7 +182,9 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     tokens = np.arange(1, max_length, dtype=np.float64) @ shorter
     need = tokens / max_length * max_sequences_per_pack  # slots of the packs the tokens need
     over = float(shorter.sum()) - need
-    return bool(-Tuning.SPREAD_BELOW * need <= over <= Tuning.SPREAD_BAND * need)
+    below = Tuning.SPREAD_BELOW if max_sequences_per_pack >= Tuning.SPREAD_DEEP else \
+        Tuning.SPREAD_BELOW_SHALLOW
+    return bool(-below * need <= over <= Tuning.SPREAD_BAND * need)
 
 
 def _full_windows_pay(histogram: np.ndarray) -> bool:
