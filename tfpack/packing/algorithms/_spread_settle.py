@@ -23,7 +23,9 @@ far. One pass (5% dissolved, the rest at 256 a batch) after each try of
 the fill (run to their end, tries stopped within 0.2%): seed 8 case 22
 0.209% -> 0.094%, fresh 214/2 0.235% -> 0.165%, 148/36 0.196% -> 0.139%,
 in 0.05-0.1 s a pass; no case out of 0.2% that was within; on the class
-fill's packs of 187/42 0.183% -> 0.136% (`Tuning.SPREAD_SETTLE`).
+fill's packs of 187/42 0.183% -> 0.136%. `optimal` runs two passes after each
+try (`Tuning.SPREAD_SETTLE`) and three more on the best where the tries end
+without giving up (`Tuning.SPREAD_SETTLE_LAST`).
 
 Packs of 10 tokens, 3 sequences: {6, 2}, {3} and {8}; the {3} dissolved (a third of the packs),
 its 3 takes the place of the 2 (room 2 + 2), and the 2 goes into the room of the {8}:
