@@ -113,6 +113,22 @@ def test_spread_pays_where_the_depth_binds_beside_the_tokens():
     assert not optimal._spread_pays(histogram[:8192], 8)  # not a long context (L=8,192)
 
 
+def test_spread_pays_from_spread_below_under_to_spread_band_over_the_slots():
+    # 100 sequences of n at L=12,288: at depth 8 they need 800 * n / 12,288 slots, so they are
+    # 12,288 / (8 * n) of them: 1.0499 at 1,463, 1.0506 at 1,462; 0.8600 at 1,786, 0.8596 at
+    # 1,787 (SPREAD_BELOW_SHALLOW). At depth 12, 1,024 / n: 0.7201 at 1,422, 0.7196 at 1,423.
+    def of(n):
+        histogram = np.zeros(12288, dtype=np.int64)
+        histogram[n - 1] = 100
+        return histogram
+
+    assert (Tuning.SPREAD_BAND, Tuning.SPREAD_BELOW, Tuning.SPREAD_BELOW_SHALLOW,
+            Tuning.SPREAD_DEEP) == (0.05, 0.28, 0.14, 12)
+    assert [optimal._spread_pays(of(n), 8) for n in (1462, 1463, 1536, 1786, 1787)] == \
+        [False, True, True, True, False]
+    assert [optimal._spread_pays(of(n), 12) for n in (1422, 1423)] == [True, False]
+
+
 def test_optimal_offers_the_spread_plan(monkeypatch):
     # With the search after best fit switched off, the plan is best fit's or the spread fill's.
     monkeypatch.setattr(optimal, "_search", lambda *args: None)
@@ -198,7 +214,7 @@ def test_optimal_gives_the_fill_the_windows_bound(monkeypatch):
     # the fill stops within the gap of it, not of the looser simple bounds.
     seen = {}
 
-    def best(histogram, max_length, depth, bound, budget, *args):
+    def best(histogram, max_length, depth, bound, budget, *args, **kwargs):
         seen["bound"] = bound
 
     monkeypatch.setattr(_spread_fill, "best", best)
@@ -278,7 +294,7 @@ def test_where_the_tries_give_up_the_second_packs_compete():
 def test_optimal_hands_the_class_fill_to_the_tries(monkeypatch):
     seen = {}
 
-    def best(*args):
+    def best(*args, **kwargs):
         seen["second"], seen["tail"] = args[-2:]
 
     monkeypatch.setattr(_spread_fill, "best", best)

@@ -4,7 +4,8 @@
 `tfpack.packing.algorithms._fit_decreasing` (best fit decreasing) and
 `tfpack.packing.algorithms._groups` (`real_packs`) and
 `tfpack.packing.pairs._dot` (the dot-product fill), `._settle` and `.checks` (a plan's
-strategies checked) call it; nothing else
+strategies checked) and `tfpack.packing.algorithms._spread_settle` (the same settling on one
+length) call it; nothing else
 imports ``_kernels`` directly.
 """
 

@@ -61,7 +61,7 @@ __all__ = ["packs", "best", "pool"]
 def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
          scales=(1.0,), batch: int = 1024, gap: float = 0.0, give_up=(),
          tail: float = 0.0, tails=(), second=None,
-         second_tail: float = 0.0) -> dict[tuple[int, ...], int] | None:
+         second_tail: float = 0.0, settle=None) -> dict[tuple[int, ...], int] | None:
     """`packs` at each of ``scales`` in turn: the plan with the fewest packs (``None``: none).
 
     The fill is chaotic: its targets a little smaller (``scale`` 0.99 instead of 1) moved
@@ -74,7 +74,12 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     ``(scale, batch)`` of ``tails`` in turn (`_refilled`): a try's time is its refills' too.
     Where the tries are given up, ``second(budget)``, where given, makes packs as `_rows` does
     (`_class_fill.rows`); the last ``second_tail`` share of them is refilled as a try's is,
-    and they are the plan where they have fewer packs than the tries'.
+    and they are the plan where they have fewer packs than the tries'. ``settle(rows, budget,
+    enough, last)``, where given, then settles the packs of each try and of ``second``
+    (`_spread_settle.settled`, ``last`` False), and where the tries end without giving up, the
+    best of them once more (``last`` True: other passes); the tries give up by their best plan
+    before it (settled, the tries of fresh seed 187 case 42 came within 0.6% and never gave
+    up: 0.183% -> 0.555%).
 
     6, 5, 4 and 2 in packs of 9 tokens, 3 sequences, both openers at once: at scale 1
     the slot targets (3 // 2, 4 // 2) give the 5 the 2 and the 4 is left alone (3 packs);
@@ -85,6 +90,7 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     [((5, 4), 1), ((6, 2), 1)]
     """
     rows, took = None, 0.0
+    unsettled = np.iinfo(np.int64).max  # the fewest packs before any settling: gives up by them
     full = int(histogram[max_length - 1])
     enough = int(bound * (1 + gap)) - full  # packs of the fill within ``gap`` of ``bound``
     for tried, scale in enumerate(scales):
@@ -96,17 +102,22 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
             rows = found
         if rows is None:
             return None
-        if tried < len(give_up) and len(rows) + full > bound * (1 + give_up[tried]):
+        unsettled = min(unsettled, len(rows) if found is None else len(found))
+        if tried < len(give_up) and unsettled + full > bound * (1 + give_up[tried]):
             if second is not None:  # the fill is far off here: the other packs instead
                 found = second(budget)
                 if found is not None:
                     found = _refilled(found, max_length, depth, budget, second_tail, tails, enough)
+                    found = found if settle is None else settle(found, budget, enough, False)
                     rows = found if len(found) < len(rows) else rows
-            break
+            return _plan(rows, full, max_length)
         if found is not None:
             found = _refilled(found, max_length, depth, budget, tail, tails, enough)
+            unsettled = min(unsettled, len(found))
+            found = found if settle is None else settle(found, budget, enough, False)
             rows = found if len(found) < len(rows) else rows
         took = budget.spent() - start
+    rows = rows if settle is None else settle(rows, budget, enough, True)  # the best, once more
     return _plan(rows, full, max_length)
 
 

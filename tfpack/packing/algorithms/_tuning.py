@@ -62,6 +62,26 @@ class Tuning:
     # but the plan was not what was out there (seed 3 case 10: the bound; the fill 1.57%).
     SPREAD_DEPTH = 8
     SPREAD_BAND = 0.05
+    # Under the slots, from SPREAD_BELOW (long47): the fill settled (SPREAD_SETTLE) where the
+    # sequences are 0.85-0.95 of the slots, on the 13 such cases of fresh seeds 13-69 at depth
+    # 8-16 (found by scanning for that share; 12 out of 0.2% on the path they took before):
+    # 12 within (13/40 0.269% -> 0.144%, 59/8 0.987% -> 0.160%, 69/44 0.940% -> 0.160%), one
+    # worse (40/36 0.293% -> 0.545%, its tries given up and the grouped LP cut by their time).
+    # Further under (seeds 14-56 scanned at 0.70-0.85; the fill forced on in-process, one run
+    # each): 0.818 of the slots, depth 16 (55/36) 0.788% -> 0.139%; at 0.781, 0.760 and 0.754
+    # (depth 8) the path they took was within and better (0.167 / 0.125 / 0.121% against the
+    # fill's 0.210 / 0.174 / 0.181%): the band starts at 0.80. At depth 12-16 (SPREAD_DEEP) it
+    # starts at 0.72: of the 9 cases at 0.72-0.80 there (seeds 56-177, the fill forced on
+    # in-process), 7 were out as they were (0.237-0.357%); with the fill 8 within (0.139-0.184%;
+    # 177/18 0.199 -> 0.145%, 163/14 0.150 -> 0.157%), 107/32 0.256 -> 0.223%; at 0.718, 158/32
+    # went 0.127 -> 0.365%.
+    SPREAD_BELOW = 0.28
+    # Below depth SPREAD_DEEP, from 1 - SPREAD_BELOW_SHALLOW (0.86). At depth 12-16 the fill
+    # settled gained on all 20 cases found at 0.78-0.95 of the slots (seeds 14-122); at depth
+    # 8 it lost on fresh 116/12 (0.851: 0.131% -> 0.522%, run after SPREAD_BELOW 0.2 was fixed)
+    # and 40/36 (0.927, out both ways), and gained from 0.866 on (21/38, 17/8, 64/28, 13/40, 61/38).
+    SPREAD_DEEP = 12
+    SPREAD_BELOW_SHALLOW = 0.14
     SPREAD_BATCH = 1024  # packs it opens at once (256: 0.47% and 0.44% on those two cases)
     # The fill is chaotic: with its slot targets (but the last's) scaled by 0.995-0.96, the
     # long-context suite's spread cases (seeds 8, 10, 12, 26, 78, 82, 84, 108) moved either
@@ -94,6 +114,24 @@ class Tuning:
     # equal tokens (0: none), the last SPREAD_CLASS_TAIL of its packs refilled as a try's are.
     SPREAD_CLASSES = 96
     SPREAD_CLASS_TAIL = 0.3
+    # After each try's refills (and the class fill's), a pass of `_spread_settle` at each
+    # (share dissolved, batch of the refill) in turn, while the plan is not within SPREAD_GAP:
+    # the least-filled packs' sequences moved into the others' room, a larger one in place of
+    # a smaller where it fits. The 24 cases known to run the fill, run to their end: 8/22 0.209%
+    # -> 0.094%, 214/2 0.235% -> 0.165%, 148/36 0.196% -> 0.139% (each within after its first
+    # try), no case within 0.2% out; one pass at 0.05 as good as two (0.05, 0.035 at 64) or four
+    # everywhere but 187/42 (0.564, 0.555, 0.553% on the tries; its class fill 0.183% -> 0.136%).
+    # Shares 0.02-0.1 and batches 64-1,024 moved 8/22 0.090-0.30%; 0.05 at 256 was within on all
+    # three (0.05-0.1 s a pass; in-process probes, round long47 of
+    # benchmarks/results/planners_long_context.md).
+    SPREAD_SETTLE = ((0.05, 256), (0.035, 64))
+    # Where the tries end without giving up and the best is not within SPREAD_GAP, these passes
+    # go on settling it (each while the time left has what the last took). Chained passes went
+    # on gaining (the first try of 90/14, 0.80 of the slots: 0.232% after the two above, 0.157%
+    # after (0.1, 64); 8/22 0.094 -> 0.064%, 214/2 0.165 -> 0.130%, 40/36 0.545 -> 0.500% over
+    # ten); the same four passes after every try instead took the class fill's time on 187/42
+    # (0.183% -> 0.204%) and 26/36 (0.120 -> 0.193%).
+    SPREAD_SETTLE_LAST = ((0.02, 256), (0.1, 64), (0.05, 64))
 
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfpack.packing.algorithms import (_bounds, _budget, _class_fill, _fit_decreasing, _lp_plan,
-                                       _pairs, _paths, _spread_fill, base)
+                                       _pairs, _paths, _spread_fill, _spread_settle, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["pack"]
@@ -92,11 +92,17 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
             return _class_fill.rows(counts, max_length, max_sequences_per_pack,
                                     Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread)
 
+        def settle(rows, spread, enough, last):  # the least-filled packs settled (`_spread_settle`)
+            return _spread_settle.settled(rows, max_length, max_sequences_per_pack, spread,
+                                          Tuning.SPREAD_SETTLE_LAST if last else
+                                          Tuning.SPREAD_SETTLE, enough)
+
         search.offer(_spread_fill.best(
             histogram, max_length, max_sequences_per_pack, cheap,
             budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
             Tuning.SPREAD_GAP, Tuning.SPREAD_GIVE_UP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
-            classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL))
+            classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL,
+            settle=settle if Tuning.SPREAD_SETTLE else None))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -155,12 +161,17 @@ def _search(search: _paths.Search, histogram, lengths, demand, max_length,
 def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
     """Whether the spread fill (`_spread_fill`) may pay: on long contexts
     (`Tuning.LONG_CONTEXT_FROM`) at depth `Tuning.SPREAD_DEPTH` or more, where the
-    sequences shorter than ``max_length`` need within `Tuning.SPREAD_BAND` of the slots
-    of the packs their tokens need (the depth binds beside the tokens: nearly every
-    pack full, with nearly ``depth`` sequences).
+    sequences shorter than ``max_length`` need from `Tuning.SPREAD_BELOW` under (below depth
+    `Tuning.SPREAD_DEEP`: `Tuning.SPREAD_BELOW_SHALLOW`) to `Tuning.SPREAD_BAND` over the
+    slots of the packs their tokens need (the depth binds beside the tokens, or nearly:
+    nearly every pack full, with nearly ``depth`` sequences).
 
     >>> h = np.zeros(12288, dtype=np.int64); h[[1535, 12287]] = [800, 10]  # 8 a pack, and 10 full
-    >>> _spread_pays(h, 8), _spread_pays(h, 12)  # 100 packs by tokens, 100 or 67 by depth
+    >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 12)  # slots 800, 1,000, 1,200
+    (True, False, False)
+    >>> h[1535], h[1279], h[1919] = 0, 960, 0  # 960 of 1,280: 1,200 slots at depth 12
+    >>> at_8 = np.zeros(12288, dtype=np.int64); at_8[1919] = 640  # 640 of 1,920: 800 at depth 8
+    >>> _spread_pays(h, 12), _spread_pays(at_8, 8)  # 0.80 of the slots each: deep enough at 12
     (True, False)
     """
     max_length = len(histogram)
@@ -170,7 +181,10 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     shorter = histogram[:-1]
     tokens = np.arange(1, max_length, dtype=np.float64) @ shorter
     need = tokens / max_length * max_sequences_per_pack  # slots of the packs the tokens need
-    return bool(abs(float(shorter.sum()) - need) <= Tuning.SPREAD_BAND * need)
+    over = float(shorter.sum()) - need
+    below = Tuning.SPREAD_BELOW if max_sequences_per_pack >= Tuning.SPREAD_DEEP else \
+        Tuning.SPREAD_BELOW_SHALLOW
+    return bool(-below * need <= over <= Tuning.SPREAD_BAND * need)
 
 
 def _full_windows_pay(histogram: np.ndarray) -> bool:

@@ -1,0 +1,131 @@
+"""Settling the spread fill's packs (`_spread_settle`) and where `_spread_fill.best` and `optimal` do it.
+
+The least-filled packs are dissolved and their sequences moved into the others' room, a larger
+sequence in place of a smaller one where it fits (the two-length settle kernel on one length).
+"""
+
+import numpy as np
+
+from tfpack.packing.algorithms import _budget, _spread_fill, _spread_settle, optimal
+from tfpack.packing.algorithms._tuning import Tuning
+
+UNLIMITED = _budget.Budget(None)
+
+
+def sequences(rows):
+    """The sequences of ``rows`` (0: an empty slot), sorted."""
+    rows = np.asarray(rows)
+    return sorted(rows[rows > 0].tolist())
+
+
+def test_a_larger_sequence_takes_a_smaller_ones_place():
+    # Packs of 10 tokens, 3 sequences: {6, 2}, {3}, {8}. The {3} is dissolved; its 3 fits no
+    # room (2 and 2) but takes the 2's place in {6, 2}, and the 2 goes into the {8}'s room.
+    rows = np.array([[6, 2, 0], [3, 0, 0], [8, 0, 0]])
+    after = _spread_settle._pass(rows, 10, 3, 0.34, 2, None)
+    assert sorted(sorted(row) for row in after.tolist()) == [[0, 2, 8], [0, 3, 6]]
+    assert sequences(after) == sequences(rows)
+
+
+def test_the_depth_is_a_room_of_its_own():
+    # Packs of 10 tokens: {6, 2}, {3} (dissolved), {5, 1}. At depth 3 the 3 goes into the {5, 1}'s
+    # room: 2 packs. At depth 2 the {5, 1} has no place left: the 3 takes the 2's place, the 2
+    # the 1's, and the 1 finds none (3 packs, no better: `settled` keeps the rows).
+    rows = np.array([[6, 2, 0], [3, 0, 0], [5, 1, 0]])
+    after = _spread_settle._pass(rows, 10, 3, 0.34, 2, None)
+    assert sorted(sorted(row) for row in after.tolist()) == [[0, 2, 6], [1, 3, 5]]
+    after = _spread_settle._pass(rows[:, :2], 10, 2, 0.34, 2, None)
+    assert sorted(sorted(row) for row in after.tolist()) == [[0, 1], [2, 5], [3, 6]]
+    assert np.array_equal(_spread_settle.settled(rows[:, :2], 10, 2, UNLIMITED, [(0.34, 2)], 0),
+                          rows[:, :2])
+
+
+def test_full_packs_are_kept_as_they_are():
+    rows = np.array([[6, 2, 0], [3, 0, 0], [8, 0, 0], [5, 5, 0], [4, 3, 3]])
+    after = _spread_settle._pass(rows, 10, 3, 0.2, 2, None)
+    assert after[:2].tolist() == [[5, 5, 0], [4, 3, 3]]
+    assert len(after) == 4 and sequences(after) == sequences(rows)
+
+
+def test_settled_stops_within_enough_and_without_the_time_the_last_pass_took():
+    rows = np.array([[6, 2, 0], [3, 0, 0], [8, 0, 0]])
+    assert len(_spread_settle.settled(rows, 10, 3, UNLIMITED, [(0.34, 2)], 3)) == 3  # within
+    assert len(_spread_settle.settled(rows, 10, 3, UNLIMITED, [(0.1, 2), (0.34, 2)], 0)) == 2
+    # The first pass (nothing dissolved at 0.1) takes a second (`Stub`): with 0.5 left, no second.
+    assert len(_spread_settle.settled(rows, 10, 3, Stub(0.5), [(0.1, 2), (0.34, 2)], 0)) == 3
+    assert len(_spread_settle.settled(rows, 10, 3, Stub(1.5), [(0.1, 2), (0.34, 2)], 0)) == 2
+    assert len(_spread_settle.settled(rows, 10, 3, _budget.Budget(0.0), [(0.34, 2)], 0)) == 3
+
+
+class Stub:
+    """A budget that never ends, with ``left`` seconds left and one more spent at each look."""
+
+    def __init__(self, left):
+        self.seconds, self.looks = left, 0
+
+    def left(self):
+        return self.seconds
+
+    def spent(self):
+        self.looks += 1
+        return float(self.looks)
+
+    def expired(self):
+        return False
+
+
+def six_five_four_two():
+    """6, 5, 4, 2 in packs of 9 tokens, 3 sequences: 3 packs from the fill at scale 1 (both
+    openers at once), 2 at 0.5 (`test_spread_fill.six_five_four_two`)."""
+    return np.bincount([5, 4, 3, 1], minlength=9)
+
+
+def test_best_settles_each_try_and_gives_up_by_the_plans_before_settling():
+    seen, calls = [], []
+
+    def settle(rows, budget, enough, last):
+        seen.append((len(rows), last))
+        return np.array([[6, 2, 0], [5, 4, 0]])
+
+    def second(budget):
+        calls.append(budget)
+        return np.array([[6, 2, 0], [5, 4, 0]])
+
+    def best(give_up, **kwargs):
+        plan = _spread_fill.best(six_five_four_two(), 9, 3, 1, UNLIMITED, scales=(1.0, 1.0),
+                                 batch=2, give_up=give_up, second=second, **kwargs)
+        return sum(plan.values())
+
+    # Each try 3 packs, settled to 2; over 150% above 1 after the second try gives up by the 3
+    # (the class fill's packs settled, not the last time); not given up, the best settled last.
+    assert best((2.5, 1.5), settle=settle) == 2 and len(calls) == 1
+    assert seen == [(3, False), (2, False)]
+    seen.clear(), calls.clear()
+    assert best((2.5, 2.5), settle=settle) == 2 and not calls
+    assert seen == [(3, False), (3, False), (2, True)]
+    assert best((2.5, 2.5)) == 3 and not calls  # no settling: the fill's 3
+
+
+def random_packs(seed, packs, max_length=12288):
+    """``packs`` packs' worth of sequences (a histogram): each an opener of 3,000-7,999 and seven
+    pieces of what it leaves but up to 59 tokens, cut at random."""
+    rng = np.random.default_rng(seed)
+    lengths = []
+    for _ in range(packs):
+        opener = int(rng.integers(3000, 8000))
+        cuts = np.sort(rng.integers(1, max_length - opener - 30, 6))
+        end = max_length - opener - int(rng.integers(0, 60))
+        lengths += [opener, *np.diff(np.r_[0, cuts, end]).tolist()]
+    lengths = np.array([n for n in lengths if n > 0])
+    return np.bincount(lengths - 1, minlength=max_length).astype(np.int64)
+
+
+def test_optimal_settles_the_spread_fill(monkeypatch):
+    # 160 sequences of 20 full-ish packs (L=12,288 depth 8): the fill's tries and their refills
+    # leave 21 packs; settled, 20. (With the search after best fit off: its plan or the fill's.)
+    monkeypatch.setattr(optimal, "_search", lambda *args: None)
+    histogram = random_packs(2, 20)
+    assert int(histogram.sum()) == 160 and optimal._spread_pays(histogram, 8)
+    assert int(optimal.pack(histogram, 12288, 8, seed=0).counts.sum()) == 20
+    monkeypatch.setattr(Tuning, "SPREAD_SETTLE", ())
+    assert int(optimal.pack(histogram, 12288, 8, seed=0).counts.sum()) == 21

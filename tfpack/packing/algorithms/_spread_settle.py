@@ -1,0 +1,114 @@
+"""Settling the spread fill's packs: the least-filled dissolved, their sequences moved into the others.
+
+The spread fill (`_spread_fill`) and the class fill (`_class_fill`) leave
+their waste spread over many packs, a few tokens each, besides their last
+packs (`planners_long_context.py --seed 8` case 22, L=16,384 depth 8: 177
+packs of free tokens, 99 of them outside the last tenth, which the tail
+refills never touch). Moving the sequences of the least-filled packs into
+that room alone saves little: the room is a few hundred tokens a pack. What
+saves packs is a larger sequence taking the place of a smaller one where the
+room allows: the smaller goes back to the sequences to place, and the room
+left shrinks. That is the pass of the two-length planner's settling
+(`tfpack/packing/pairs/_settle.py`, the kernel ``settle`` of
+`tfpack/packing/_kernels.c`), on one length: each sequence is the pair
+``(length, 1)`` and a pack holds ``max_length`` tokens and ``depth`` of
+those 1s, so a pack's room is its free tokens and free slots, and the
+tightest place is the least ``free tokens * depth + free slots *
+max_length``. The sequences left out are packed by `_spread_fill._fill`
+(``batch`` at a time), and the pass is kept only where it leaves fewer packs.
+
+`settled` runs a pass at each ``(share, batch)`` in turn on the best rows so
+far. One pass (5% dissolved, the rest at 256 a batch) after each try of
+`_spread_fill.best`, on the 24 cases of the long-context suite known to run
+the fill (run to their end, tries stopped within 0.2%): seed 8 case 22
+0.209% -> 0.094%, fresh 214/2 0.235% -> 0.165%, 148/36 0.196% -> 0.139%,
+in 0.05-0.1 s a pass; no case out of 0.2% that was within; on the class
+fill's packs of 187/42 0.183% -> 0.136%. `optimal` runs two passes after each
+try (`Tuning.SPREAD_SETTLE`) and three more on the best where the tries end
+without giving up (`Tuning.SPREAD_SETTLE_LAST`).
+
+Packs of 10 tokens, 3 sequences: {6, 2}, {3} and {8}; the {3} dissolved (a third of the packs),
+its 3 takes the place of the 2 (room 2 + 2), and the 2 goes into the room of the {8}:
+
+>>> rows = np.array([[6, 2, 0], [3, 0, 0], [8, 0, 0]])
+>>> sorted(sorted(row) for row in _pass(rows, 10, 3, 0.34, 2, None).tolist())
+[[0, 2, 8], [0, 3, 6]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfpack.packing.algorithms import _budget, _spread_fill
+from tfpack.packing.compiled import kernels
+
+__all__ = ["settled"]
+
+# Moves (sequences placed, each maybe pushing one out) at most, per sequence, as the two-length
+# pass allows (`tfpack/packing/pairs/_settle.py`, ``_MOVES``).
+_MOVES = 0.1
+
+
+def settled(rows: np.ndarray, max_length: int, depth: int, budget: _budget.Budget, passes,
+            enough: int) -> np.ndarray:
+    """``rows`` (packs a row each, 0: an empty slot) after a pass (`_pass`) at each ``(share,
+    batch)`` of ``passes`` in turn, each on the fewest packs so far; while more than ``enough``
+    packs, and ``budget`` has not ended and has as much time left as the last pass took.
+
+    >>> rows = np.array([[6, 2, 0], [3, 0, 0], [8, 0, 0]])  # the module example
+    >>> len(settled(rows, 10, 3, _budget.Budget(None), [(0.34, 2)], 0))
+    2
+    """
+    took = 0.0
+    for share, batch in passes:
+        if len(rows) <= enough or budget.expired() or budget.left() < took:
+            break
+        start = budget.spent()
+        found = _pass(rows, max_length, depth, share, batch, budget)
+        took = budget.spent() - start
+        if found is not None and len(found) < len(rows):
+            rows = found
+    return rows
+
+
+def _pass(rows: np.ndarray, max_length: int, depth: int, share: float, batch: int,
+          budget: _budget.Budget | None) -> np.ndarray | None:
+    """The module notes' pass on ``rows``: the ``share`` of them least filled dissolved; the
+    packs after it (in no order), or ``None`` where ``budget`` ends in the refill.
+
+    Only packs with free tokens go to the kernel: a full pack takes no sequence and gives none
+    (a sequence placed there would have to be no longer than the one it pushes out).
+    """
+    dissolve = int(share * len(rows))
+    room = rows.sum(axis=1) < max_length
+    if dissolve < 1 or not room.any():
+        return rows
+    moving = rows[room]
+    placed = moving > 0
+    lengths = moving[placed]
+    pack = np.repeat(np.arange(len(moving), dtype=np.int64), placed.sum(axis=1))
+    after = np.frombuffer(kernels.settle(
+        pack.tobytes(), lengths.astype(np.int64).tobytes(), np.ones_like(lengths).tobytes(),
+        len(moving), max_length, depth, depth, dissolve, int(_MOVES * len(lengths)) + 64),
+        dtype=np.int64)
+    out = after < 0
+    left = np.bincount(lengths[out], minlength=max_length + 1).astype(np.int64)
+    rest = _spread_fill._fill(left, max_length, depth, batch, budget)
+    if rest is None:
+        return None
+    return np.concatenate([rows[~room], _rows_of(after[~out], lengths[~out], depth), rest])
+
+
+def _rows_of(pack: np.ndarray, lengths: np.ndarray, depth: int) -> np.ndarray:
+    """Sequences ``lengths`` in packs ``pack`` (any ids) as rows, one a pack that holds any.
+
+    >>> _rows_of(np.array([4, 1, 4]), np.array([5, 3, 2]), 3).tolist()
+    [[3, 0, 0], [5, 2, 0]]
+    """
+    ids, pack = np.unique(pack, return_inverse=True)
+    order = np.argsort(pack, kind="stable")
+    pack, lengths = pack[order], lengths[order]
+    slot = np.arange(len(pack)) - np.searchsorted(pack, np.arange(len(ids)))[pack]
+    rows = np.zeros((len(ids), depth), dtype=np.int64)
+    rows[pack, slot] = lengths
+    return rows
