@@ -13,6 +13,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 unused_imports.install()
 os.environ["PYTHONPATH"] = unused_imports.with_site(os.environ.get("PYTHONPATH"))
 
+# TensorFlow's `jit_compile=True` here and in every subprocess compiles with the
+# fast XLA settings of the JAX subprocesses (tests/jax_env.py): the tests check
+# what the compiled programs compute, which the LLVM level does not change, and
+# they compile far more than they run. tests/test_readme.py and
+# tests/models/test_model_docs.py: 53.1, 52.7 -> 48.2, 47.0 CPU s;
+# tests/layers/test_segmented_attention.py and tests/training/test_loop.py:
+# 36.6, 34.5 -> 30.3, 31.1 (interleaved, -n 0, 2026-11-29). (261ae9d backed
+# this out on two loaded wall-clock runs; CPU seconds, interleaved, show the gain.)
+from jax_env import fast_compile_xla_flags  # noqa: E402
+
+os.environ["XLA_FLAGS"] = fast_compile_xla_flags(os.environ.get("XLA_FLAGS"))
+
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # CI machines are shared and noisy: property tests are judged on correctness,

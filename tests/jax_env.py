@@ -8,9 +8,8 @@ math at any level). XLA's older elemental emitters for the CPU's fused loops
 (``xla_cpu_use_fusion_emitters=false``) compile in about half the time of its
 MLIR fusion emitters (a two-layer Llama's program with its gradient: 2.9 ->
 1.4 s of CPU); the flags are appended to any ``XLA_FLAGS`` already set
-(``fast_compile_xla_flags``). The suite's own process does not set them for
-TensorFlow's ``jit_compile=True`` (backed out in 261ae9d: no gain measured at
-suite level).
+(``fast_compile_xla_flags``). The suite's own processes set them too, for
+TensorFlow's ``jit_compile=True`` (``conftest.py``, with the figures).
 
 The subprocesses also compile each program as one LLVM module
 (``--xla_cpu_parallel_codegen_split_count=1``, `SERIAL_CODEGEN_FLAG`): XLA

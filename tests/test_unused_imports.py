@@ -12,8 +12,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 _CHILD = """
 import sys
-import tensorflow, keras
-skipped = [m for m in ("jax", "sklearn", "matplotlib") if m in sys.modules]
+import tensorflow, keras, keras_hub
+skipped = [m for m in ("jax", "sklearn", "matplotlib", "kagglehub") if m in sys.modules]
 import jax.numpy, sklearn.base, matplotlib.pyplot  # asked for: imported
 print("skipped", not skipped, "imported", all(m in sys.modules for m in ("jax", "sklearn")))
 """

@@ -4,8 +4,10 @@ A process that imports TensorFlow also imports JAX, scikit-learn and
 matplotlib's pyplot whenever they are installed, as the test extras install
 them: TensorFlow Lite's converter imports ``jax``, Keras's Orbax callback
 imports ``jax`` (a JAX-only patch), Keras's scikit-learn wrappers import
-``sklearn`` and its image galleries ``matplotlib``. Each catches the
-ImportError of a machine without them. Refusing those four imports cut
+``sklearn``, its image galleries ``matplotlib``, and keras-hub's presets
+``kagglehub`` (``kaggle://`` handles; the tests load presets from folders).
+Each catches the ImportError of a machine without them. The JAX subprocesses
+block these outright (``jax_env.OPTIONAL_UNUSED``). Refusing the first four cut
 ``import tensorflow, tfpack.models, keras_hub`` from 5.0-5.7 to 3.3-3.5 CPU s
 (3 runs each, 2 shared cores, 2026-11-29); the suite starts dozens of such
 processes.
@@ -30,6 +32,7 @@ UNUSED = (
     ("keras.src.callbacks.orbax_checkpoint", "jax"),
     ("keras.src.wrappers.", "sklearn"),
     ("keras.src.visualization.", "matplotlib"),
+    ("keras_hub.src.utils.preset_utils", "kagglehub"),  # Kaggle preset handles
 )
 
 
