@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from jax_env import fast_compile_xla_flags
+from unused_imports import with_site
 
 pytest.importorskip("keras_hub")
 pytest.importorskip("tokenizers")
@@ -20,7 +21,7 @@ def test_example_runs_and_dpo_raises_held_out_reward_accuracy():
     # run's jit-compiled predictions and DPO steps compile in less CPU (31.9 -> 25.0 CPU s a
     # run). No fast math; rounding may differ (the reward accuracy before DPO, whose margins
     # are ~0, read 0.0 and 0.05): the figures checked below have wide margins.
-    env = {**os.environ, "PYTHONPATH": root, "CUDA_VISIBLE_DEVICES": "",
+    env = {**os.environ, "PYTHONPATH": with_site(root), "CUDA_VISIBLE_DEVICES": "",
            "TF_CPP_MIN_LOG_LEVEL": "3",
            "XLA_FLAGS": fast_compile_xla_flags(os.environ.get("XLA_FLAGS"))}
     done = subprocess.run([sys.executable, os.path.join(root, "examples", "preference.py"),

@@ -45,7 +45,9 @@ def replicas_updates(jobs, directory, timeout=400):
     ``helpers`` names the helper module (``"sft_helpers"``, ``"preference_helpers"``);
     the ``.npz`` files go to ``directory``. Returns ``{(helpers, variant): weights}``.
     """
-    env = {**os.environ, "PYTHONPATH": _ROOT, "CUDA_VISIBLE_DEVICES": ""}
+    from unused_imports import with_site  # tests/: on the path in the suite, not in the runner
+
+    env = {**os.environ, "PYTHONPATH": with_site(_ROOT), "CUDA_VISIBLE_DEVICES": ""}
     outs = {job: os.path.join(str(directory), f"{job[0]}-{job[1]}.npz") for job in jobs}
     arguments = [a for job in jobs for a in (*job, outs[job])]
     done = subprocess.run([sys.executable, _RUNNER, *arguments], env=env,

@@ -32,6 +32,7 @@ from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
 from tfpack import export, models
 from tfpack.testing import assert_no_cross_contamination, next_fit
 from tfpack.testing import next_token_labels, pack_examples
+from unused_imports import with_site
 
 PACKS = [[0, 1, 2], [3, 4]]  # 15 and 8 tokens in rows of 16.
 IMPLEMENTATIONS = {
@@ -264,7 +265,7 @@ def test_keras_files_load_in_a_fresh_process(tmp_path, backbones):
     root = str(pathlib.Path(__file__).parents[3])
     done = subprocess.run(
         [sys.executable, "-c", _LOAD_IN_FRESH_PROCESS, *paths],
-        env=dict(os.environ, PYTHONPATH=root), capture_output=True,
+        env=dict(os.environ, PYTHONPATH=with_site(root)), capture_output=True,
         text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-2:] == ["loaded", str(len(FAMILIES))]
