@@ -9,6 +9,8 @@ import numpy as np
 from tfpack.packing.algorithms import _budget, _spread_fill, _spread_settle, optimal
 from tfpack.packing.algorithms._tuning import Tuning
 
+from test_spread_fill import Stub  # a budget that never ends
+
 UNLIMITED = _budget.Budget(None)
 
 
@@ -55,23 +57,6 @@ def test_settled_stops_within_enough_and_without_the_time_the_last_pass_took():
     assert len(_spread_settle.settled(rows, 10, 3, Stub(0.5), [(0.1, 2), (0.34, 2)], 0)) == 3
     assert len(_spread_settle.settled(rows, 10, 3, Stub(1.5), [(0.1, 2), (0.34, 2)], 0)) == 2
     assert len(_spread_settle.settled(rows, 10, 3, _budget.Budget(0.0), [(0.34, 2)], 0)) == 3
-
-
-class Stub:
-    """A budget that never ends, with ``left`` seconds left and one more spent at each look."""
-
-    def __init__(self, left):
-        self.seconds, self.looks = left, 0
-
-    def left(self):
-        return self.seconds
-
-    def spent(self):
-        self.looks += 1
-        return float(self.looks)
-
-    def expired(self):
-        return False
 
 
 def six_five_four_two():
