@@ -8,6 +8,7 @@ the averaging; ``preference_helpers``: the loss), saved to OUT.npz. One process
 for all: TensorFlow starts once. See `update_helpers.replicas_updates`.
 """
 
+import gc
 import importlib
 import os
 import sys
@@ -15,11 +16,21 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
+# frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
+# objects, none of them garbage, scanned over and over otherwise.
+gc.disable()
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+for _name in ("tfpack.models", "tfpack.training"):
+    importlib.import_module(_name)
+
+gc.enable()
+
 
 def main():
+    gc.freeze()
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)

@@ -13,6 +13,11 @@ import textwrap
 import pytest
 
 SCRIPT = textwrap.dedent("""
+    # TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
+    # frozen out of its scans, as `tfpack.cli` does for its commands: about a million
+    # objects, none of them garbage, scanned over and over otherwise.
+    import gc
+    gc.disable()
     import numpy as np
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -21,6 +26,8 @@ SCRIPT = textwrap.dedent("""
     import keras
     from tfpack.models import CausalLM, DecoderBackbone
     from tfpack.testing import pack_examples
+    gc.enable()
+    gc.freeze()
 
     rng = np.random.default_rng(0)
     from tfpack.testing.packer import next_token_labels

@@ -5,6 +5,11 @@ import sys
 import textwrap
 
 SCRIPT = textwrap.dedent("""
+    # TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
+    # frozen out of its scans, as `tfpack.cli` does for its commands: about a million
+    # objects, none of them garbage, scanned over and over otherwise.
+    import gc
+    gc.disable()
     import numpy as np
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -13,6 +18,8 @@ SCRIPT = textwrap.dedent("""
     import keras
     from tfpack.models import BertEncoder, BertPretrainer
     from tfpack.testing import pack_examples
+    gc.enable()
+    gc.freeze()
 
     rng = np.random.default_rng(0)
     examples = []

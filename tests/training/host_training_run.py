@@ -19,6 +19,8 @@ process start (the strategy can be made once), in order:
    micro-batch): exit status, updates and the sequences of the chief's log.jsonl.
 """
 
+import gc
+import importlib
 import json
 import os
 import sys
@@ -26,7 +28,16 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
+# frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
+# objects, none of them garbage, scanned over and over otherwise.
+gc.disable()
 import tensorflow as tf  # noqa: E402
+
+for _name in ("tfpack.cli.train", "tfpack.training"):
+    importlib.import_module(_name)
+
+gc.enable()
 
 L, K, M, V = 32, 3, 6, 40
 
@@ -152,6 +163,7 @@ def cli(strategy, pattern, out, steps):
 
 
 def main():
+    gc.freeze()
     folder, out = sys.argv[1:3]
     pattern = os.path.join(folder, "part-*.tfrecord")
     strategy = tf.distribute.MultiWorkerMirroredStrategy()

@@ -35,6 +35,19 @@ def train(directory, steps, on_first=None):
 
 
 if __name__ == "__main__":
+    # TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
+    # frozen out of its scans, as `tfpack.cli` does for its commands: about a million
+    # objects, none of them garbage, scanned over and over otherwise.
+    import gc
+
+    gc.disable()
+    import importlib
+
+    for name in ("tensorflow", "test_resume", "tfpack.training"):
+        importlib.import_module(name)
+
+    gc.enable()
+    gc.freeze()
     directory, steps = sys.argv[1], int(sys.argv[2])
     weights = train(directory, steps, on_first=lambda: print("training", flush=True))
     np.savez(os.path.join(directory, "weights.npz"), *weights)

@@ -16,6 +16,8 @@ FIT.npz.error<worker index> and exits 0.
 """
 
 import argparse
+import gc
+import importlib
 import json
 import os
 import sys
@@ -23,8 +25,20 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
+# frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
+# objects, none of them garbage, scanned over and over otherwise.
+# (Imported by tests too: collection resumes as it was; only `main` freezes.)
+_collecting = gc.isenabled()
+gc.disable()
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+for _name in ("tfpack.models", "tfpack.training"):
+    importlib.import_module(_name)
+
+if _collecting:
+    gc.enable()
 
 
 def trainer_weights(strategy, directory, *, micro, acc, steps, checkpoint_dir=None):
@@ -85,6 +99,7 @@ def main():
     parser.add_argument("--then-fit", default=None)
     parser.add_argument("--fit-steps", type=int, default=None)
     args = parser.parse_args()
+    gc.freeze()
     import keras
 
     keras.config.disable_traceback_filtering()  # Whole tracebacks in the test log.
