@@ -27,6 +27,7 @@ from tfpack.packing.hosts import agreed_packs, check_counts, fit_to_count, split
 from jax_env import fast_compile_xla_flags
 from open_trace import traced
 from packed_checks import dataset_from_examples, unpack
+from unused_imports import with_site
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -421,7 +422,7 @@ def workers(tmp_path_factory):
         # XLA at LLVM level 0 for the JAX all-gathers (`tests/jax_env.py`): how fast the
         # code runs, not what it computes.
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
-               "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT,
+               "JAX_PLATFORMS": "cpu", "PYTHONPATH": with_site(ROOT),
                "XLA_FLAGS": fast_compile_xla_flags(os.environ.get("XLA_FLAGS")),
                "TF_CONFIG": json.dumps({"cluster": cluster,
                                         "task": {"type": "worker", "index": i}})}

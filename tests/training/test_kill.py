@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from kill_train import train
+from unused_imports import with_site
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "kill_train.py")
 STEPS = 12
@@ -20,7 +21,7 @@ STEPS = 12
 
 def _env():
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
-            "PYTHONPATH": os.pathsep.join(sys.path)}
+            "PYTHONPATH": with_site(os.pathsep.join(sys.path))}
 
 
 def _logged(directory) -> int:
