@@ -4,10 +4,22 @@ Python imports ``sitecustomize`` at start-up from ``PYTHONPATH``; the tests
 put this folder there (``conftest.py`` for every subprocess that inherits the
 environment, `unused_imports.with_site` where a test sets ``PYTHONPATH``).
 The module is loaded from its file: ``tests/`` itself stays off the path.
+
+It also makes the cyclic garbage collector run a young collection every
+20,000 new container objects instead of 700 (and the older generations in
+proportion), as the JAX subprocesses' ``no_tensorflow`` site does: importing
+TensorFlow and tracing models allocate millions of objects that live on, and
+each collection scanned them again. Nothing is computed differently. Four
+subprocess-heavy files (export serving, Beam runners and pipeline): 54.9,
+56.0, 57.4, 55.0 -> 50.5, 54.2, 56.1, 52.2 CPU s, interleaved, the same peak
+memory (2026-11-29).
 """
 
+import gc
 import importlib.util
 import pathlib
+
+gc.set_threshold(20_000, 20, 50)
 
 _spec = importlib.util.spec_from_file_location(
     "_tfpack_tests_unused_imports",
