@@ -24,7 +24,6 @@ import tfpack
 from tfpack.errors import TfpackError
 from tfpack.packing.hosts import agreed_packs, check_counts, fit_to_count, split_files
 
-from jax_env import fast_compile_xla_flags
 from open_trace import traced
 from packed_checks import dataset_from_examples, unpack
 from unused_imports import with_site
@@ -419,11 +418,10 @@ def workers(tmp_path_factory):
     cluster = {"worker": [f"127.0.0.1:{p}" for p in tf_ports]}
     runs = []
     for i in range(2):
-        # XLA at LLVM level 0 for the JAX all-gathers (`tests/jax_env.py`): how fast the
-        # code runs, not what it computes.
+        # XLA at LLVM level 0 for the JAX all-gathers (``XLA_FLAGS`` from conftest.py,
+        # inherited): how fast the code runs, not what it computes.
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
                "JAX_PLATFORMS": "cpu", "PYTHONPATH": with_site(ROOT),
-               "XLA_FLAGS": fast_compile_xla_flags(os.environ.get("XLA_FLAGS")),
                "TF_CONFIG": json.dumps({"cluster": cluster,
                                         "task": {"type": "worker", "index": i}})}
         command = [sys.executable, os.path.join(os.path.dirname(__file__),

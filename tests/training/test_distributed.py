@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-from jax_env import fast_compile_xla_flags
 from unused_imports import with_site
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "distributed_run.py")
@@ -22,12 +21,12 @@ STEPS, ACC, GLOBAL_MICRO = 3, 2, 4
 
 def _env(**extra):
     """The workers' environment. XLA compiles the Trainer's step (and `fit` with
-    ``jit_compile=True``) at LLVM level 0 (``tests/jax_env.py``): how fast the code runs,
-    not what it computes; every run a test compares (workers and their references) has the
-    same flags. The mirrored process: 22.3 -> 17.2 CPU s."""
+    ``jit_compile=True``) at LLVM level 0, as everywhere in the suite (``XLA_FLAGS`` from
+    ``conftest.py``): how fast the code runs, not what it computes; every run a test
+    compares (workers and their references) has the same flags. The mirrored process:
+    22.3 -> 17.2 CPU s."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
-           "PYTHONPATH": with_site(ROOT),
-           "XLA_FLAGS": fast_compile_xla_flags(os.environ.get("XLA_FLAGS")), **extra}
+           "PYTHONPATH": with_site(ROOT), **extra}
     env.pop("TF_CONFIG", None)
     env.update(extra)
     return env
