@@ -184,6 +184,10 @@ def resolve(args: argparse.Namespace) -> dict:
         raise TfpackError("`--per-host` packs Google records on each worker (a packed output "
                           "is already read by share). Received: --per-host with "
                           f"--input-format={config['input_format']}")
+    if config["hidden"] % config["heads"]:
+        raise TfpackError("`--hidden` must be a multiple of `--heads` (each head takes an "
+                          f"equal share). Received: --hidden={config['hidden']} with "
+                          f"--heads={config['heads']}")
     _check_run_directory(config["output"])
     return config
 
