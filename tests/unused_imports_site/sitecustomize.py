@@ -13,13 +13,22 @@ each collection scanned them again. Nothing is computed differently. Four
 subprocess-heavy files (export serving, Beam runners and pipeline): 54.9,
 56.0, 57.4, 55.0 -> 50.5, 54.2, 56.1, 52.2 CPU s, interleaved, the same peak
 memory (2026-11-29).
+
+At exit it freezes what is left before Python's last collections, so the
+interpreter's shutdown does not trace (and tear down object by object) the
+millions of objects TensorFlow and the test's models hold: registered first,
+the freeze runs after every other ``atexit`` handler (the last in, first out),
+and only cyclic garbage is left to the operating system. `import tfpack.models,
+keras_hub` and exit: 2.52-2.63 -> 1.77-1.83 user CPU s, interleaved (2026-11-29).
 """
 
+import atexit
 import gc
 import importlib.util
 import pathlib
 
 gc.set_threshold(20_000, 20, 50)
+atexit.register(gc.freeze)
 
 _spec = importlib.util.spec_from_file_location(
     "_tfpack_tests_unused_imports",
