@@ -388,8 +388,9 @@ def few(histogram, max_sequences_per_pack) -> bool:
         max_length >= Tuning.LONG_CONTEXT_FROM and cells > Tuning.SLOW_TABLE))
 
 
-def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
-    """Packs of coarser rounded-down lengths, each length the longest of ``lengths`` up to it.
+def finer_packs(packs, lengths: np.ndarray, fill: int = 0) -> list[tuple[int, ...]]:
+    """Packs of coarser rounded-down lengths, each length the longest of ``lengths`` up to it;
+    with ``fill`` (`plan_up`'s seeds), then grown into their room (`_groups.shrunk`).
 
     Lengths only shrink, so each pack still fits; one with none up to it leaves the pack
     (a pack of fewer sequences fits too).
@@ -397,13 +398,7 @@ def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
     >>> finer_packs([(9, 5), (4,)], np.array([5, 8]))
     [(8, 5)]
     """
-    finer = []
-    for pack in packs:
-        at = np.searchsorted(lengths, np.array(pack), side="right") - 1
-        pack = tuple(lengths[at[at >= 0]].tolist())
-        if pack:
-            finer.append(pack)
-    return finer
+    return _groups.shrunk(packs, lengths, fill)
 
 
 def present_groups(histogram: np.ndarray, rows: int, ends: int, spike=False) -> np.ndarray:
@@ -492,11 +487,12 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     most a plan ran past its own budget (spikes L=65,536 depth 24 ended at
     1.13 s of a second without it).
     With ``warm``, its LP starts from the packs of the last one kept in
-    ``search.columns`` (`finer_packs`: lengths only shrink, so they fit), and
-    keeps its own there for the next; on a grid of units (``unit`` > 1) its
-    duals, interpolated over the real lengths, prove a bound (`_lift`), with
-    `Tuning.LIFT_SHARE` of ``budget`` kept from the LP for it where an LP bound
-    is the best and no lift proved it yet; where a rounded-down LP's lift
+    ``search.columns`` (`finer_packs`: lengths shrink, then grow into the pack's
+    room, so they fit: grown, they start the LP closer), and keeps its own there
+    for the next; on a grid of units (``unit`` > 1) its duals, interpolated over
+    the real lengths, prove a bound (`_lift`), with `Tuning.LIFT_SHARE` of
+    ``budget`` kept from the LP for it where an LP bound is the best and no lift
+    proved it yet; where a rounded-down LP's lift
     (`prove_down`) proved it but no plan's lift proved anything yet
     (`Search.plan_lifted`), the time that lift took (one pricing over the same
     lengths): the plan's may prove more (`planners_long_context.py --seed 1`,
@@ -514,9 +510,9 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     inner = budget.less(search.reserve + lift)
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     warm_start = {}
-    if warm:  # the last plan's packs, each length the longest of these up to it: they fit
-        warm_start = dict(keep=[], seeds=[tuple(v // unit for v in pack) for pack in
-                                          finer_packs(search.columns, lengths * unit)])
+    if warm:  # the last plan's packs on these lengths, grown into their room: they fit
+        warm_start = dict(keep=[], seeds=[tuple(v // unit for v in pack) for pack in finer_packs(
+            search.columns, lengths * unit, fill=length * unit)])
     packs, _ = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
                              budget=inner, first_round=first_round, repair=repair, **warm_start)
     for lp in warm_start.get("keep", ()):
