@@ -498,15 +498,20 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     lengths): the plan's may prove more (`planners_long_context.py --seed 1`,
     case 5: 377,823 from the rounded-down LP's, 378,360 from the plan's, on
     378,900 packs), and a whole share cost the plans there elsewhere (seed 3
-    case 35: 229,848 -> 229,881 packs).
+    case 35: 229,848 -> 229,881 packs); once a plan's lift proved it, on long
+    contexts where the best plan is past the 0.2% target above it,
+    `Tuning.LIFT_AGAIN` times the last lift's time: a finer plan's may prove more.
     """
     lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a lift proves the best bound
     if warm and unit > 1 and budget.limited and \
-            (search.lifted < search.bound or not search.plan_lifted) and \
             _bounds.strongest(search.bounds)[1] in Tuning.LIFT_KINDS:
-        lift = Tuning.LIFT_SHARE * budget.left()
-        if search.lifted >= search.bound:  # a rounded-down LP's lift did: its time, measured
-            lift = min(lift, search.lift_seconds)
+        if search.lifted < search.bound or not search.plan_lifted:
+            lift = Tuning.LIFT_SHARE * budget.left()
+            if search.lifted >= search.bound:  # a rounded-down LP's lift did: its time, measured
+                lift = min(lift, search.lift_seconds)
+        elif len(histogram) >= Tuning.LONG_CONTEXT_FROM and \
+                search.packs > search.bound * (1 + Tuning.LONG_PROVE_ABOVE):
+            lift = Tuning.LIFT_AGAIN * search.lift_seconds  # a finer plan's duals may prove more
     inner = budget.less(search.reserve + lift)
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     warm_start = {}

@@ -261,6 +261,13 @@ class Tuning:
     # and where Martello-Toth's bound is the best too (the lift had only the plan's leftovers
     # there: seed 1's case 1, 318,048 packs on 317,095, 0.301%; the lift proves 317,606: 0.139%).
     LIFT_KINDS = ("lp", "long")
+    # Once a plan's lift proved the best bound, a finer plan on long contexts keeps this many times
+    # the last lift's time from its LP for its own lift, where the best plan is past the 0.2%
+    # target above the bound (`LONG_PROVE_ABOVE`): cut by the budget before, the finer plan
+    # proved nothing (long-context seed 12 case 21, L=12,288 depth 8: units of 6, 1,231 rows, the
+    # LP converged at 219,107; its lift 218,831, the first plan's 218,669 on 219,113 packs). Its
+    # rounding ran 0.007 s past its LP's end there, the lift took 0.035 s: twice the lift's time.
+    LIFT_AGAIN = 2.0
     # A warm finer plan (`_paths.refine`) starts with this many times the last plan's time left
     # (`PROVE_GROWTH`, 2, before): started from the last plan's packs it takes less than that
     # one (seed 0's case 29, L=12,288 depth 16: 0.5 s left after a 0.3 s plan; its finer plan
