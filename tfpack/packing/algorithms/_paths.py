@@ -219,9 +219,10 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
                                  seeding=Tuning.LONG_PROVE_GROWTH if long else None)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
-            elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and \
-                    search.bounds.get("lp", 0) > tokens_bound and \
-                    _bounds.windows_alone(histogram, max_sequences_per_pack) >= tokens_bound:
+            elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and (
+                    search.bounds.get("lp", 0) > tokens_bound and
+                    _bounds.windows_alone(histogram, max_sequences_per_pack) >= tokens_bound or
+                    _bounds.slots_share(histogram, max_sequences_per_pack) >= Tuning.DEPTH_NEAR):
                 starts = on_grid(histogram, unit, Tuning.DEPTH_FINE_ROWS)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
     if warm and (_bounds.strongest(search.bounds)[1] == "lp" or

@@ -309,6 +309,14 @@ class Tuning:
     # token bound, and so `_bounds.windows_alone`): rounding up within groups loses less there,
     # and the plan's LP must converge.
     DEPTH_FINE_ROWS = 1024
+    # and where the sequences shorter than L are this share of the slots their tokens need or
+    # more (`_bounds.slots_share`: the depth nearly binds), whatever `prove_down`'s LP proved:
+    # there the plan's LP on up to 2,048 groups was cut by the budget after 6-7 rounds (long48;
+    # in-process, 1 s, 1,024 groups / LONG_FINE_ROWS: seed 15 case 4, depth 6, 0.891 of the
+    # slots, 0.165% / 0.202%; fresh 305/2, depth 6, 0.878: 0.174% / 0.215%; 13/12, depth 8,
+    # 0.853: 0.113% / 0.108%), while further from it 1,024 groups lost (seed 5 case 18 at 0.780:
+    # 0.154% / 0.111%; 0/16 at 0.616: 0.145% / 0.079%; 1/40 at 0.610: 0.194% / 0.143%).
+    DEPTH_NEAR = 0.85
 
     # --- The LP over all lengths, last (`optimal`) ---
     # Skipped with less time left than LAST_LP_SECONDS where there are more than
