@@ -519,7 +519,9 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     if warm:  # the last plan's packs on these lengths, grown into their room: they fit
         warm_start = dict(keep=[], seeds=[tuple(v // unit for v in pack) for pack in finer_packs(
             search.columns, lengths * unit, fill=length * unit)])
-    packs, _ = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
+    # Not dived on long contexts (`Tuning.DIVE_GAP`'s notes): a few packs for up to 0.5 s.
+    dives = not Tuning.LONG_CONTEXT_FROM <= len(histogram) < Tuning.LONG_PROVE_BELOW
+    packs, _ = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple, dives=dives,
                              budget=inner, first_round=first_round, repair=repair, **warm_start)
     for lp in warm_start.get("keep", ()):
         search.columns = [tuple((unit * np.repeat(lengths[rows], copies)).tolist())

@@ -43,6 +43,11 @@ class Tuning:
     # closer, dives rarely gained the last pack, and cost up to 0.15 s on 500 lengths.
     DIVE_UP_FROM = (0.6, 0.9)
     DIVE_GAP = 2
+    # No dives for the grouped plans of long contexts (`_paths.plan_up`, L=12,288-32,767): on the
+    # long-context suite's seed 12 (long48, in-process) 71 dives on 140,733-693,962 packs gained
+    # 1-5 packs (0.002% at most) and took up to 0.52 s of CPU (0.27-0.52 s on seven that gained
+    # nothing), the time of the finer plans and bounds (fresh 306/35, L=16,384 depth 16: the
+    # first plan's dives 0.15 s, its finer plan cut: 0.145% -> 0.214%; without dives 0.139%).
     REPAIR_SHARE = 0.15  # of a grouped plan's time (`_paths.plan_up`), kept for `repair`
     # where it has fewer packs than this a row. Rounding loses about a pack per 70 rows (C
     # headers, L=8,192 depth 4: 12 on 840), so below 32 packs a row more than a quarter of
