@@ -44,6 +44,32 @@ def test_real_packs_drop_spare_slots_and_empty_packs():
     assert packs == {(4, 2): 1}
 
 
+def test_shrunk_packs_grow_into_their_room_longest_first():
+    """Hand-checked on lengths 2, 5, 8 in packs of 15: (9, 5) shrinks to (8, 5), room 2: no
+    longer length fits it; (4,) to (2,), room 13: the 2 grows to 8; (6, 6) to (5, 5), room 5:
+    the first 5 grows to 8 (5 + 5 = 10 holds no length over 8), the second stays. Without
+    ``fill`` they only shrink (as `_paths.finer_packs` did before); a pack with no length up
+    to its own (1) is dropped."""
+    packs, lengths = [(9, 5), (4,), (6, 6), (1,)], np.array([2, 5, 8])
+    assert _groups.shrunk(packs, lengths) == [(8, 5), (2,), (5, 5)]
+    assert _groups.shrunk(packs, lengths, fill=15) == [(8, 5), (8,), (8, 5)]
+    assert _groups.shrunk([], lengths, fill=15) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=12, unique=True),
+       st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=4), max_size=20))
+def test_shrunk_packs_still_fit_and_their_longest_takes_its_room(lengths, packs):
+    """Each pack that fitted 40 tokens still does, on the given lengths only, and its longest
+    sequence is the longest length within itself and the room left (none longer fits)."""
+    lengths = np.array(sorted(lengths))
+    packs = [tuple(p) for p in packs if sum(p) <= 40]
+    for pack in _groups.shrunk(packs, lengths, fill=40):
+        assert sum(pack) <= 40 and set(pack) <= set(lengths.tolist())
+        longer = lengths[lengths > max(pack)]
+        assert not len(longer) or sum(pack) - max(pack) + longer[0] > 40
+
+
 @st.composite
 def grouped_instances(draw):
     max_length = draw(st.integers(2, 24))

@@ -32,13 +32,18 @@ class Clock:
         return self.now
 
 
+DIVES = []  # `_lp_plan.plan`'s ``dives`` in each `plan_up_budget`
+
+
 def plan_up_budget(monkeypatch, bounds, lifted=0, unit=8, warm=True, limit=1.0, plan_lifted=0,
-                   lift_seconds=0.0):
-    """Seconds left to the LP of one `plan_up` of ``limit`` s on a still clock, and the search."""
+                   lift_seconds=0.0, max_length=16, packs=None):
+    """Seconds left to the LP of one `plan_up` of ``limit`` s on a still clock, and the search
+    (lengths ``max_length`` and half of it, ``unit`` half of it where it is not 16)."""
     seen = []
 
     def plan(lengths, demand, length, depth, simple, *, budget, **options):
         seen.append(budget.left())
+        DIVES.append(options["dives"])
         if "keep" in options:  # its duals: 1/2 at 8 and 16 tokens
             options["keep"].append(_column_generation.LP(
                 [(np.array([0, 1]), np.array([1, 1]))], np.array([1.0]), 1.0, 1, 1,
@@ -48,10 +53,12 @@ def plan_up_budget(monkeypatch, bounds, lifted=0, unit=8, warm=True, limit=1.0, 
     monkeypatch.setattr(_lp_plan, "plan", plan)
     search = _paths.Search(bounds)
     search.lifted, search.plan_lifted, search.lift_seconds = lifted, plan_lifted, lift_seconds
-    histogram = make_histogram(16, {16: 1, 8: 1})
+    search.packs = search.packs if packs is None else packs
+    histogram = make_histogram(max_length, {max_length: 1, max_length // 2: 1})
+    unit = unit if max_length == 16 else max_length // 2
     budget = _budget.Budget(limit, Clock())
     _paths.plan_up(search, histogram, np.array([1, 2]), np.array([1, 1]), 2, None, 1,
-                   np.arange(1, 17, 8), unit, budget, warm=warm)
+                   np.arange(1, max_length + 1, max_length // 2), unit, budget, warm=warm)
     return seen[0], search
 
 
@@ -78,6 +85,37 @@ def test_the_lift_keeps_its_share_where_an_lp_bound_is_the_best(monkeypatch):
     assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, unit=1)[0] == 1.0
     assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, warm=False)[0] == 1.0
     assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, limit=None)[0] == np.inf
+
+
+def test_a_finer_plan_keeps_time_for_its_own_lift_past_the_target(monkeypatch):
+    """Once a plan's lift proved the best bound (2), a finer plan on a long context keeps
+    LIFT_AGAIN (2) times the last lift's 0.1 s from its LP, where the best plan (3 packs) is
+    past the 0.2% target above it: the finer plan's duals may prove more (seed 12 case 21:
+    218,669 -> 218,831 on 219,113 packs; cut by the budget, its lift never ran). Within the
+    target (2 packs), or below LONG_CONTEXT_FROM (L=16), none."""
+    long = Tuning.LONG_CONTEXT_FROM
+    assert Tuning.LIFT_AGAIN == 2.0
+    done = dict(lifted=2, plan_lifted=2, lift_seconds=0.1)
+    left, search = plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, **done, max_length=long,
+                                  packs=3)
+    assert left == 0.8 and search.lifted == 2
+    assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, **done, max_length=long,
+                          packs=2)[0] == 1.0
+    assert plan_up_budget(monkeypatch, {"tokens": 1, "lp": 2}, **done, packs=3)[0] == 1.0
+    assert plan_up_budget(monkeypatch, {"tokens": 2, "lp": 1}, **done, max_length=long,
+                          packs=3)[0] == 1.0  # the token bound the best: the plan is loose
+
+
+def test_no_dives_for_the_grouped_plans_of_long_contexts(monkeypatch):
+    """From LONG_CONTEXT_FROM to LONG_PROVE_BELOW a grouped plan is not dived: on the
+    long-context suite's seed 12 (71 dives, 140,733-693,962 packs) a dive gained 1-5 packs
+    (0.002% at most) and took up to 0.52 s of CPU, the finer plans' time (fresh 306/35: the
+    first plan's dives 0.15 s, 0.145% -> 0.214%). Elsewhere (L=16 here, or 32,768) as before."""
+    DIVES.clear()
+    plan_up_budget(monkeypatch, {"tokens": 1}, max_length=Tuning.LONG_CONTEXT_FROM)
+    plan_up_budget(monkeypatch, {"tokens": 1}, max_length=Tuning.LONG_PROVE_BELOW)
+    plan_up_budget(monkeypatch, {"tokens": 1})
+    assert DIVES == [False, True, True]
 
 
 def calls_of_prove_then_refine(monkeypatch, lifted):

@@ -140,7 +140,10 @@ def test_where_the_depth_binds_too_the_plan_has_fewer_groups(monkeypatch):
     """Short documents at L=12,288: `fine_grid` plans on up to `Tuning.LONG_FINE_ROWS` groups,
     but on `Tuning.DEPTH_FINE_ROWS` where the depth binds beside the tokens: `prove_down`'s LP
     above the token bound and `_bounds.windows_alone` at least that bound (depth 8 here, not
-    12: 36,858 and 28,525 on a token bound of 36,100)."""
+    12: 36,858 and 28,525 on a token bound of 36,100); and where the sequences are
+    `Tuning.DEPTH_NEAR` (0.85) of the slots their tokens need or more, whatever that LP proved
+    (long48: seed 15 case 4, 0.891 of the slots at depth 6, 0.204% -> 0.176%): 1.03 at depth
+    8 here, 0.69 at depth 12 (fewer groups there only with DEPTH_NEAR at 0.69)."""
     from test_optimal_long_context import stretched
 
     histogram = stretched(12288, 200_000, 0.05, 1.6, seed=0)
@@ -157,13 +160,20 @@ def test_where_the_depth_binds_too_the_plan_has_fewer_groups(monkeypatch):
     monkeypatch.setattr(_paths, "prove_down", prove_down)
     monkeypatch.setattr(_paths, "plan_up", plan_up)
     monkeypatch.setattr(_paths, "prove_then_refine", lambda *a, **k: None)
-    groups = {}
-    for depth, lp_above in ((8, False), (8, True), (12, True)):
+
+    def groups(depth, lp_above):
         seen["lp_above"] = lp_above
         search = _paths.Search(_bounds.simple(histogram, 12288, depth))
         search.offer({(1,): 10 ** 9})  # far above the bound: `prove_down` runs
         _paths.grouped(search, histogram, 12288, depth, _budget.Budget(None))
-        groups[depth, lp_above] = seen["groups"]
-    assert Tuning.DEPTH_FINE_ROWS < groups[8, False] <= Tuning.LONG_FINE_ROWS
-    assert Tuning.DEPTH_FINE_ROWS < groups[12, True] <= Tuning.LONG_FINE_ROWS
-    assert groups[8, True] <= Tuning.DEPTH_FINE_ROWS
+        return seen["groups"]
+
+    assert Tuning.DEPTH_NEAR == 0.85
+    assert 1.0 < _bounds.slots_share(histogram, 8) < 1.05
+    assert 0.68 < _bounds.slots_share(histogram, 12) < 0.69
+    assert Tuning.DEPTH_FINE_ROWS < groups(12, True) <= Tuning.LONG_FINE_ROWS
+    assert Tuning.DEPTH_FINE_ROWS < groups(12, False) <= Tuning.LONG_FINE_ROWS
+    assert groups(8, True) <= Tuning.DEPTH_FINE_ROWS
+    assert groups(8, False) <= Tuning.DEPTH_FINE_ROWS
+    monkeypatch.setattr(Tuning, "DEPTH_NEAR", 0.68)
+    assert groups(12, False) <= Tuning.DEPTH_FINE_ROWS

@@ -24,7 +24,8 @@ from tfpack.packing.algorithms._tuning import Tuning
 
 def test_a_warm_plan_starts_from_the_last_packs_shrunk_to_its_lengths(monkeypatch):
     """Hand-checked, in units of 8 tokens on lengths 8 and 16 (units 1 and 2): the last packs
-    (24, 16) and (8,) in tokens become (16, 16) and (8,): units (2, 2) and (1,). The LP's own
+    (24, 16) and (8,) in tokens become (16, 16) and (8,), and the (8,) grows into its room
+    (`_groups.shrunk`, ``fill``): (16,); units (2, 2) and (2,). The LP's own
     packs, (1, 2) in units, are kept in tokens for the next: (8, 16); its duals (1/2 at 8
     and 16 tokens) lift a bound: a 16 and an 8 share no pack of 16, the best is worth 1/2,
     so 1 / (1/2) = 2 packs."""
@@ -45,7 +46,7 @@ def test_a_warm_plan_starts_from_the_last_packs_shrunk_to_its_lengths(monkeypatc
     starts = np.arange(1, 17, 8)
     args = (histogram, np.array([1, 2]), np.array([1, 1]), 2, None, 1, starts, 8)
     _paths.plan_up(search, *args, _paths._budget.Budget(None), warm=True)
-    assert calls[-1]["seeds"] == [(2, 2), (1,)]
+    assert calls[-1]["seeds"] == [(2, 2), (2,)]
     assert search.columns == [(8, 16)]
     assert search.bounds["lp"] == 2
     assert search.plan == {(16, 8): 1}

@@ -95,6 +95,23 @@ def windows_alone(histogram: np.ndarray, max_sequences_per_pack: int | None) -> 
     return alone + -(-(int(histogram.sum()) - alone) // max_sequences_per_pack)
 
 
+def slots_share(histogram: np.ndarray, max_sequences_per_pack: int | None) -> float:
+    """The sequences shorter than ``max_length`` over the slots of the packs their tokens
+    need (``tokens / max_length * depth``): near 1 or over, the depth binds beside the tokens
+    (or nearly); 0 without a depth limit or such sequences.
+
+    >>> h = np.zeros(10, dtype=np.int64); h[[4, 9]] = [6, 2]  # six 5s and two 10s, depth 2
+    >>> slots_share(h, 2), slots_share(h, 3)  # 30 tokens: 3 packs, 6 or 9 slots
+    (1.0, 0.6666666666666666)
+    """
+    max_length = len(histogram)
+    shorter = histogram[:-1]
+    tokens = np.arange(1, max_length, dtype=np.float64) @ shorter
+    if max_sequences_per_pack is None or tokens <= 0:
+        return 0.0
+    return float(shorter.sum() / (tokens / max_length * max_sequences_per_pack))
+
+
 def strongest(bounds: dict[str, int]) -> tuple[int, str]:
     """The largest bound and its kind (ties: the first in `KINDS`)."""
     value = max(bounds.values())

@@ -219,9 +219,10 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
                                  seeding=Tuning.LONG_PROVE_GROWTH if long else None)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
-            elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and \
-                    search.bounds.get("lp", 0) > tokens_bound and \
-                    _bounds.windows_alone(histogram, max_sequences_per_pack) >= tokens_bound:
+            elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and (
+                    search.bounds.get("lp", 0) > tokens_bound and
+                    _bounds.windows_alone(histogram, max_sequences_per_pack) >= tokens_bound or
+                    _bounds.slots_share(histogram, max_sequences_per_pack) >= Tuning.DEPTH_NEAR):
                 starts = on_grid(histogram, unit, Tuning.DEPTH_FINE_ROWS)
     warm = proving is not None and not few_lengths  # `refine` follows: `prove_then_refine`
     if warm and (_bounds.strongest(search.bounds)[1] == "lp" or
@@ -388,8 +389,9 @@ def few(histogram, max_sequences_per_pack) -> bool:
         max_length >= Tuning.LONG_CONTEXT_FROM and cells > Tuning.SLOW_TABLE))
 
 
-def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
-    """Packs of coarser rounded-down lengths, each length the longest of ``lengths`` up to it.
+def finer_packs(packs, lengths: np.ndarray, fill: int = 0) -> list[tuple[int, ...]]:
+    """Packs of coarser rounded-down lengths, each length the longest of ``lengths`` up to it;
+    with ``fill`` (`plan_up`'s seeds), then grown into their room (`_groups.shrunk`).
 
     Lengths only shrink, so each pack still fits; one with none up to it leaves the pack
     (a pack of fewer sequences fits too).
@@ -397,13 +399,7 @@ def finer_packs(packs, lengths: np.ndarray) -> list[tuple[int, ...]]:
     >>> finer_packs([(9, 5), (4,)], np.array([5, 8]))
     [(8, 5)]
     """
-    finer = []
-    for pack in packs:
-        at = np.searchsorted(lengths, np.array(pack), side="right") - 1
-        pack = tuple(lengths[at[at >= 0]].tolist())
-        if pack:
-            finer.append(pack)
-    return finer
+    return _groups.shrunk(packs, lengths, fill)
 
 
 def present_groups(histogram: np.ndarray, rows: int, ends: int, spike=False) -> np.ndarray:
@@ -492,32 +488,40 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
     most a plan ran past its own budget (spikes L=65,536 depth 24 ended at
     1.13 s of a second without it).
     With ``warm``, its LP starts from the packs of the last one kept in
-    ``search.columns`` (`finer_packs`: lengths only shrink, so they fit), and
-    keeps its own there for the next; on a grid of units (``unit`` > 1) its
-    duals, interpolated over the real lengths, prove a bound (`_lift`), with
-    `Tuning.LIFT_SHARE` of ``budget`` kept from the LP for it where an LP bound
-    is the best and no lift proved it yet; where a rounded-down LP's lift
+    ``search.columns`` (`finer_packs`: lengths shrink, then grow into the pack's
+    room, so they fit: grown, they start the LP closer), and keeps its own there
+    for the next; on a grid of units (``unit`` > 1) its duals, interpolated over
+    the real lengths, prove a bound (`_lift`), with `Tuning.LIFT_SHARE` of
+    ``budget`` kept from the LP for it where an LP bound is the best and no lift
+    proved it yet; where a rounded-down LP's lift
     (`prove_down`) proved it but no plan's lift proved anything yet
     (`Search.plan_lifted`), the time that lift took (one pricing over the same
     lengths): the plan's may prove more (`planners_long_context.py --seed 1`,
     case 5: 377,823 from the rounded-down LP's, 378,360 from the plan's, on
     378,900 packs), and a whole share cost the plans there elsewhere (seed 3
-    case 35: 229,848 -> 229,881 packs).
+    case 35: 229,848 -> 229,881 packs); once a plan's lift proved it, on long
+    contexts where the best plan is past the 0.2% target above it,
+    `Tuning.LIFT_AGAIN` times the last lift's time: a finer plan's may prove more.
     """
     lift = 0.0  # the lift's share (`Tuning.LIFT_SHARE`), until a lift proves the best bound
     if warm and unit > 1 and budget.limited and \
-            (search.lifted < search.bound or not search.plan_lifted) and \
             _bounds.strongest(search.bounds)[1] in Tuning.LIFT_KINDS:
-        lift = Tuning.LIFT_SHARE * budget.left()
-        if search.lifted >= search.bound:  # a rounded-down LP's lift did: its time, measured
-            lift = min(lift, search.lift_seconds)
+        if search.lifted < search.bound or not search.plan_lifted:
+            lift = Tuning.LIFT_SHARE * budget.left()
+            if search.lifted >= search.bound:  # a rounded-down LP's lift did: its time, measured
+                lift = min(lift, search.lift_seconds)
+        elif len(histogram) >= Tuning.LONG_CONTEXT_FROM and \
+                search.packs > search.bound * (1 + Tuning.LONG_PROVE_ABOVE):
+            lift = Tuning.LIFT_AGAIN * search.lift_seconds  # a finer plan's duals may prove more
     inner = budget.less(search.reserve + lift)
     repair = Tuning.REPAIR_SHARE if simple < Tuning.REPAIR_PACKS_PER_ROW * len(lengths) else 0.0
     warm_start = {}
-    if warm:  # the last plan's packs, each length the longest of these up to it: they fit
-        warm_start = dict(keep=[], seeds=[tuple(v // unit for v in pack) for pack in
-                                          finer_packs(search.columns, lengths * unit)])
-    packs, _ = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple,
+    if warm:  # the last plan's packs on these lengths, grown into their room: they fit
+        warm_start = dict(keep=[], seeds=[tuple(v // unit for v in pack) for pack in finer_packs(
+            search.columns, lengths * unit, fill=length * unit)])
+    # Not dived on long contexts (`Tuning.DIVE_GAP`'s notes): a few packs for up to 0.5 s.
+    dives = not Tuning.LONG_CONTEXT_FROM <= len(histogram) < Tuning.LONG_PROVE_BELOW
+    packs, _ = _lp_plan.plan(lengths, demand, length, max_sequences_per_pack, simple, dives=dives,
                              budget=inner, first_round=first_round, repair=repair, **warm_start)
     for lp in warm_start.get("keep", ()):
         search.columns = [tuple((unit * np.repeat(lengths[rows], copies)).tolist())

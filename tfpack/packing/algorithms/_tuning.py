@@ -43,6 +43,11 @@ class Tuning:
     # closer, dives rarely gained the last pack, and cost up to 0.15 s on 500 lengths.
     DIVE_UP_FROM = (0.6, 0.9)
     DIVE_GAP = 2
+    # No dives for the grouped plans of long contexts (`_paths.plan_up`, L=12,288-32,767): on the
+    # long-context suite's seed 12 (long48, in-process) 71 dives on 140,733-693,962 packs gained
+    # 1-5 packs (0.002% at most) and took up to 0.52 s of CPU (0.27-0.52 s on seven that gained
+    # nothing), the time of the finer plans and bounds (fresh 306/35, L=16,384 depth 16: the
+    # first plan's dives 0.15 s, its finer plan cut: 0.145% -> 0.214%; without dives 0.139%).
     REPAIR_SHARE = 0.15  # of a grouped plan's time (`_paths.plan_up`), kept for `repair`
     # where it has fewer packs than this a row. Rounding loses about a pack per 70 rows (C
     # headers, L=8,192 depth 4: 12 on 840), so below 32 packs a row more than a quarter of
@@ -261,6 +266,13 @@ class Tuning:
     # and where Martello-Toth's bound is the best too (the lift had only the plan's leftovers
     # there: seed 1's case 1, 318,048 packs on 317,095, 0.301%; the lift proves 317,606: 0.139%).
     LIFT_KINDS = ("lp", "long")
+    # Once a plan's lift proved the best bound, a finer plan on long contexts keeps this many times
+    # the last lift's time from its LP for its own lift, where the best plan is past the 0.2%
+    # target above the bound (`LONG_PROVE_ABOVE`): cut by the budget before, the finer plan
+    # proved nothing (long-context seed 12 case 21, L=12,288 depth 8: units of 6, 1,231 rows, the
+    # LP converged at 219,107; its lift 218,831, the first plan's 218,669 on 219,113 packs). Its
+    # rounding ran 0.007 s past its LP's end there, the lift took 0.035 s: twice the lift's time.
+    LIFT_AGAIN = 2.0
     # A warm finer plan (`_paths.refine`) starts with this many times the last plan's time left
     # (`PROVE_GROWTH`, 2, before): started from the last plan's packs it takes less than that
     # one (seed 0's case 29, L=12,288 depth 16: 0.5 s left after a 0.3 s plan; its finer plan
@@ -302,6 +314,14 @@ class Tuning:
     # token bound, and so `_bounds.windows_alone`): rounding up within groups loses less there,
     # and the plan's LP must converge.
     DEPTH_FINE_ROWS = 1024
+    # and where the sequences shorter than L are this share of the slots their tokens need or
+    # more (`_bounds.slots_share`: the depth nearly binds), whatever `prove_down`'s LP proved:
+    # there the plan's LP on up to 2,048 groups was cut by the budget after 6-7 rounds (long48;
+    # in-process, 1 s, 1,024 groups / LONG_FINE_ROWS: seed 15 case 4, depth 6, 0.891 of the
+    # slots, 0.165% / 0.202%; fresh 305/2, depth 6, 0.878: 0.174% / 0.215%; 13/12, depth 8,
+    # 0.853: 0.113% / 0.108%), while further from it 1,024 groups lost (seed 5 case 18 at 0.780:
+    # 0.154% / 0.111%; 0/16 at 0.616: 0.145% / 0.079%; 1/40 at 0.610: 0.194% / 0.143%).
+    DEPTH_NEAR = 0.85
 
     # --- The LP over all lengths, last (`optimal`) ---
     # Skipped with less time left than LAST_LP_SECONDS where there are more than
