@@ -230,6 +230,26 @@ def keras_hub_alone(backbone, example):
     return outputs[0]
 
 
+def keras_hub_alone_in_one_batch(backbone, examples):
+    """The causal keras-hub `backbone` on each of `examples` alone, all in one
+    call: `[n, hidden]` each. Each example is its own row (its inputs as
+    `keras_hub_alone` builds them), right padded to the longest with a zero
+    padding mask: a causal model's tokens never see what follows them, and
+    the rows of a batch never meet. One eager call instead of one an example
+    (each costs as much as the batch: a fifth of the forward pass and of its
+    gradient in test_conformance.py)."""
+    rows = [keras_hub_inputs(backbone, example) for example in examples]
+    longest = max(row["token_ids"].shape[1] for row in rows)
+    inputs = {name: np.concatenate([
+        np.pad(row[name], [(0, 0), (0, longest - row[name].shape[1])])
+        for row in rows]) for name in rows[0]}
+    outputs = backbone(inputs, training=False)
+    if isinstance(outputs, dict):
+        outputs = outputs["sequence_output"]
+    return [outputs[i, :row["token_ids"].shape[1]]
+            for i, row in enumerate(rows)]
+
+
 def right_padded(sequences):
     """Token ids and padding mask `[len(sequences), longest]`: each sequence its
     own row, right padded with 0 (for references computed on every sequence

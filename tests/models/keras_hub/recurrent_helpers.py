@@ -16,6 +16,11 @@ VOCAB = 40
 LENGTH = 130
 PACKS = [[0, 1, 2, 3], [4, 5, 6]]
 LENGTHS = (70, 1, 2, 50, 64, 3, 60)
+# RWKV-7 has no chunks (a recurrence a token, a shift of one token): the
+# TensorFlow tests pack its sequences in `PACKS` of rows of 16 (a one-token
+# sequence, ones shorter than 4; the packs hold 14 tokens each), where its
+# eager loop runs 8 times fewer steps than in rows of 130.
+SHORT_LENGTHS, SHORT_LENGTH = (6, 1, 2, 5, 7, 3, 4), 16
 _QWEN = dict(vocabulary_size=VOCAB, num_layers=2, num_query_heads=2,
              num_key_value_heads=1, head_dim=8, hidden_dim=16,
              linear_num_key_heads=1, linear_num_value_heads=2,
@@ -46,13 +51,19 @@ def make(family, seed=0):
     return randomize_zeros(FAMILIES[family](), seed)
 
 
-def examples(seed=0):
+def examples(seed=0, family=None):
+    """Random sequences of `LENGTHS` (`SHORT_LENGTHS` for RWKV-7 when
+    `family` is given)."""
+    lengths = SHORT_LENGTHS if family == "rwkv7" else LENGTHS
     rng = np.random.default_rng(seed)
-    return [{"input_ids": rng.integers(1, VOCAB, n)} for n in LENGTHS]
+    return [{"input_ids": rng.integers(1, VOCAB, n)} for n in lengths]
 
 
-def packed_examples():
-    return pack_examples(examples(), LENGTH, packs=PACKS)
+def packed_examples(family=None):
+    """`examples(family=family)` in `PACKS`, rows of `LENGTH` (RWKV-7's of
+    `SHORT_LENGTH`)."""
+    length = SHORT_LENGTH if family == "rwkv7" else LENGTH
+    return pack_examples(examples(family=family), length, packs=PACKS)
 
 
 def spans(packed):

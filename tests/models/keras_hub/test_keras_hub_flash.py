@@ -2,8 +2,8 @@
 
 One subprocess runs every group (`flash_families_jax_run.py`, Pallas
 interpret mode on the CPU) and each test reads its group's families: the
-adapter with flash equals the same backbone with dense attention, outputs (1e-5) and gradients (1e-4, after two layers
-and a sine), under jit; DeBERTa and XLNet (per-row relative-position bias)
+adapter with flash equals the same backbone with dense attention, outputs (1e-5) and gradients (1e-4, after the layers
+and a sine; one layer in the families whose layers are alike), under jit; DeBERTa and XLNet (per-row relative-position bias)
 are refused by name. Sliding windows (Mistral, Gemma), soft caps (Gemma),
 sink logits (GPT-OSS) and ALiBi (BLOOM, Falcon) run in the kernel. Qwen2,
 Qwen3 and Qwen3 MoE keep their sliding window in every implementation

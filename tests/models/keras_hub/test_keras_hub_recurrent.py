@@ -2,12 +2,13 @@
 
 Rows of 130 tokens hold sequences that straddle keras-hub's chunk of 64
 (70 and 64 tokens), a one-token sequence and sequences shorter than the
-convolution's kernel of 4 (1, 2, 3 tokens). For every family: each
-sequence's outputs are the keras-hub backbone's on that sequence alone, and
-the gradient of a loss summed over the packs' sequences is the sum of the
-per-sequence gradients (TensorFlow here; on JAX in one subprocess for the
-three families, `recurrent_jax_run.py`); the causal LM trains a step and
-`tfpack.predict` scores.
+convolution's kernel of 4 (1, 2, 3 tokens); RWKV-7, which has no chunks,
+the same packs in rows of 16 in the first two tests (`SHORT_LENGTHS`).
+For every family: each sequence's outputs are the keras-hub backbone's on
+that sequence alone, and the gradient of a loss summed over the packs'
+sequences is the sum of the per-sequence gradients (TensorFlow here; on
+JAX in one subprocess for the three families, `recurrent_jax_run.py`); the
+causal LM trains a step and `tfpack.predict` scores.
 """
 
 import os
@@ -36,10 +37,25 @@ def _numpy(gradients):
             for g in gradients]
 
 
+@pytest.fixture(scope="module")
+def backbones():
+    """Each family's backbone, built once for the tests that leave it as it
+    is (the causal-LM test trains its own, the NaN test poisons an embedding
+    row of its own, the vision-encoder test sets an attribute on its own)."""
+    built = {}
+
+    def get(family):
+        if family not in built:
+            built[family] = make(family)
+        return built[family]
+
+    return get
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_packed_equals_each_sequence_alone_with_gradients(family):
-    backbone = make(family)
-    data, packed = examples(), packed_examples()
+def test_packed_equals_each_sequence_alone_with_gradients(family, backbones):
+    backbone = backbones(family)
+    data, packed = examples(family=family), packed_examples(family)
     variables = backbone.trainable_variables
     rng = np.random.default_rng(1)
     with tf.GradientTape() as tape:
@@ -76,12 +92,13 @@ def test_packed_equals_each_sequence_alone_with_gradients(family):
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_no_cross_contamination(family):
-    backbone = make(family)
+def test_no_cross_contamination(family, backbones):
+    backbone = backbones(family)
     for options in implementations(family):
         # The exactness check: in test_the_run_time_check_passes_against_keras_hub.
         adapter = models.from_keras_hub(backbone, check_exact=False, **options)
-        result = assert_no_cross_contamination(adapter, packed_examples())
+        result = assert_no_cross_contamination(adapter,
+                                               packed_examples(family))
         assert result.max_output_difference["sequence_output"] == 0.0
 
 
@@ -119,9 +136,9 @@ def test_causal_lm_trains_a_step_and_predict_scores(family):
 
 
 @pytest.mark.parametrize("family", ["qwen3_5", "rwkv7"])
-def test_keras_file_round_trip(family, tmp_path):
+def test_keras_file_round_trip(family, tmp_path, backbones):
     # The exactness check: in test_the_run_time_check_passes_against_keras_hub.
-    adapter = models.from_keras_hub(make(family), check_exact=False)
+    adapter = models.from_keras_hub(backbones(family), check_exact=False)
     packed = pack_examples(examples()[1:4], 64)
     path = str(tmp_path / f"{family}.keras")
     adapter.save(path)
@@ -177,8 +194,8 @@ def test_a_nan_in_one_sequence_never_reaches_the_others(family, implementation):
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_the_run_time_check_passes_against_keras_hub(family):
-    backbone = make(family)
+def test_the_run_time_check_passes_against_keras_hub(family, backbones):
+    backbone = backbones(family)
     for options in implementations(family):
         adapter = models.from_keras_hub(backbone, check_exact=False, **options)
         result = check_packing_exact(adapter)
@@ -193,8 +210,9 @@ def test_the_run_time_check_passes_against_keras_hub(family):
     # RWKV-7's tiny random time mixing moves the block outputs by less than
     # the tolerance; the gradients show the leak (1.4x the tolerance).
     ("rwkv7", "gradient of 'rwkv_layer_0/")])
-def test_the_run_time_check_refuses_the_recurrence_without_resets(family, where):
-    adapter = models.from_keras_hub(make(family), check_exact=False)
+def test_the_run_time_check_refuses_the_recurrence_without_resets(
+        family, where, backbones):
+    adapter = models.from_keras_hub(backbones(family), check_exact=False)
     extras = adapter.extras  # One segment a row: states run across sequences.
     adapter.extras = lambda context, x: dict(
         extras(context, x), segments=keras.ops.ones_like(context.sequence_ids))
