@@ -107,7 +107,7 @@ def test_step_loss_is_keras_mean_on_one_replica_and_round_trips():
     again = StepLoss.from_config(tracker.get_config())
     assert isinstance(again, StepLoss) and again.name == "loss"
     # Tasks report their loss through it (the distributed value is checked in
-    # tests/models/test_fit_loss_distributed.py).
+    # tests/models/test_replicas.py).
     from tfpack.models import CausalLM, DecoderBackbone
 
     model = CausalLM(DecoderBackbone(vocabulary_size=10, num_layers=1, hidden_dim=4,

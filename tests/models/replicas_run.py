@@ -1,11 +1,14 @@
-"""Subprocess: `Trainer` updates under MirroredStrategy over two logical CPUs.
+"""Subprocess: `Trainer` updates and other checks under MirroredStrategy over
+two logical CPUs.
 
     python replicas_run.py HELPERS VARIANT OUT.npz [HELPERS VARIANT OUT.npz ...]
 
 For each triple, HELPERS is the helper module whose ``trainer_update(strategy,
 VARIANT, micro, accumulation)`` makes one update (``sft_helpers``: VARIANT is
-the averaging; ``preference_helpers``: the loss), saved to OUT.npz. One process
-for all: TensorFlow starts once. See `update_helpers.replicas_updates`.
+the averaging; ``preference_helpers``: the loss), saved to OUT.npz; or
+``distributed_checks``, whose ``CHECKS[VARIANT](strategy)`` returns the arrays
+saved to OUT.npz. One process for all: TensorFlow starts once. See
+`update_helpers.replicas_updates`.
 """
 
 import gc
@@ -38,8 +41,11 @@ def main():
     # 1 pack per replica per micro-batch, 2 micro-batches: the 4 packs in one update.
     jobs = sys.argv[1:]
     for helpers, variant, out in zip(jobs[0::3], jobs[1::3], jobs[2::3]):
-        update = importlib.import_module(helpers).trainer_update
-        weights, record = update(strategy, variant, micro=1, accumulation=2)
+        module = importlib.import_module(helpers)
+        if hasattr(module, "CHECKS"):
+            np.savez(out, **module.CHECKS[variant](strategy))
+            continue
+        weights, record = module.trainer_update(strategy, variant, micro=1, accumulation=2)
         np.savez(out, *weights, loss=record["loss"])
 
 

@@ -1,7 +1,14 @@
 """PreferenceModel on keras-hub families through `from_keras_hub` (Llama 3, Qwen3, Gemma,
 mixtures of experts), dense and segmented attention: every pair equals its two sequences
-run alone through keras-hub's own backbone; gradients equal the unpacked ones."""
+run alone through keras-hub's own backbone; gradients equal the unpacked ones.
 
+Each family's backbone is built once, and its keras-hub scores of the pairs are
+computed once: the dense and segmented adapters (and the gradient tests) run on
+that one backbone's variables. The adapters skip `from_keras_hub`'s own
+exactness probe (``check_exact=False``): these tests check exactness
+themselves, against keras-hub on each sequence alone."""
+
+import functools
 import os
 import sys
 
@@ -24,11 +31,27 @@ FAMILIES = ("llama3", "qwen3", "gemma", "mixtral", "qwen3_moe")
 PACKS = [[4, 1, 6], [2, 0], [5], [3]]
 
 
+@functools.cache
+def _backbone(family):
+    return make_backbone(family)
+
+
+@functools.cache
 def _policy(family, implementation):
-    backbone = make_backbone(family)
+    """The family's one backbone as a packed causal LM; no test trains it."""
+    backbone = _backbone(family)
     adapter = models.from_keras_hub(backbone, attention_implementation=implementation,
-                                    max_sequences_per_pack=6)  # 3 pairs: 6 sequences
+                                    max_sequences_per_pack=6,  # 3 pairs: 6 sequences
+                                    check_exact=False)
     return backbone, models.CausalLM(adapter)
+
+
+@functools.cache
+def _alone(family):
+    """`_keras_hub_scores` of the pairs, once a family (the same backbone and output
+    layer under either attention implementation)."""
+    backbone, policy = _policy(family, "dense")
+    return _keras_hub_scores(backbone, policy, make_pairs(seed=1))
 
 
 def _keras_hub_scores(backbone, policy, pairs):
@@ -50,11 +73,11 @@ def _keras_hub_scores(backbone, policy, pairs):
 @pytest.mark.parametrize("implementation", ["dense", "segmented"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_pair_equals_keras_hub_on_each_sequence_alone(family, implementation):
-    backbone, policy = _policy(family, implementation)
+    _, policy = _policy(family, implementation)
     pairs = make_pairs(seed=1)
     reference = reference_scores()
     examples = pack(with_reference(items(pairs), reference), PACKS, max_pairs=3)
-    alone = _keras_hub_scores(backbone, policy, pairs)
+    alone = _alone(family)
     ref = np.array([reference["chosen"], reference["rejected"]]).T
     for loss in ("sigmoid", "orpo"):
         model = PreferenceModel(policy, "precomputed", loss=loss, **LOSS_OPTIONS)

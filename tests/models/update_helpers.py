@@ -42,8 +42,10 @@ def replicas_updates(jobs, directory, timeout=400):
     """For each ``(helpers, variant)``, ``trainer_update(strategy, variant, micro=1,
     accumulation=2)`` of the module ``helpers`` on 2 replicas, all in one subprocess.
 
-    ``helpers`` names the helper module (``"sft_helpers"``, ``"preference_helpers"``);
-    the ``.npz`` files go to ``directory``. Returns ``{(helpers, variant): weights}``.
+    ``helpers`` names the helper module (``"sft_helpers"``, ``"preference_helpers"``),
+    or ``"distributed_checks"`` (``variant`` names one of its ``CHECKS``); the
+    ``.npz`` files go to ``directory``. Returns ``{(helpers, variant): weights}``,
+    a check's ``{name: array}`` in place of weights.
     """
     from unused_imports import with_site  # tests/: on the path in the suite, not in the runner
 
@@ -56,6 +58,9 @@ def replicas_updates(jobs, directory, timeout=400):
     weights = {}
     for job, out in outs.items():
         data = np.load(out)
+        if job[0] == "distributed_checks":
+            weights[job] = dict(data)
+            continue
         weights[job] = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
     return weights
 
