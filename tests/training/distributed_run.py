@@ -1,17 +1,12 @@
-"""Subprocess entry for the distributed tests: train the tiny model, save its weights.
+"""Subprocess entry for the mirrored distributed test: train the tiny model, save its weights.
 
-    python distributed_run.py MODE OUT.npz [--steps N] [--micro B] [--acc A]
-        [--checkpoint-dir DIR [--resume-to N]]
+    python distributed_run.py OUT.npz [--steps N] [--micro B] [--acc A]
 
-MODE: ``mirrored`` (MirroredStrategy over two logical CPUs: the Trainer, then
-`model.fit` of the real BertPretrainer into OUT-fit.npz; and, in the same process,
-their one-device references on the default strategy with the same global batch: the
-Trainer into OUT-reference.npz, `model.fit` with XLA into OUT-fit-xla.npz) or ``multiworker``
-(MultiWorkerMirroredStrategy; TF_CONFIG set by the caller). With ``--resume-to``,
-a new Trainer (new model and optimizer) in the same process then resumes from the
-checkpoint of the first to update N, and OUT holds its weights and losses (one
-process start, TensorFlow's import and the strategy paid once). Only the chief
-writes OUT.
+MirroredStrategy over two logical CPUs: the Trainer into OUT, then `model.fit` of the
+real BertPretrainer into OUT-fit.npz; and, in the same process, their one-device
+references on the default strategy with the same global batch: the Trainer into
+OUT-reference.npz, `model.fit` with XLA into OUT-fit-xla.npz. `train` is also the
+multi-worker scenario's (`multiworker_run.py`).
 """
 
 import argparse
@@ -25,7 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
 # frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
-# objects, none of them garbage, scanned over and over otherwise.
+# objects, none of them garbage, scanned over and over otherwise. (Imported by
+# `multiworker_run` too: collection resumes as it was.)
+_collecting = gc.isenabled()
 gc.disable()
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -33,7 +30,8 @@ import tensorflow as tf  # noqa: E402
 for _name in ("tfpack.models", "tfpack.training"):
     importlib.import_module(_name)
 
-gc.enable()
+if _collecting:
+    gc.enable()
 
 
 def train(strategy, *, micro, steps, acc, checkpoint_dir=None):
@@ -76,45 +74,29 @@ def fit(strategy, *, batch, steps, jit_compile):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["mirrored", "multiworker"])
     parser.add_argument("out")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--micro", type=int, default=2)
     parser.add_argument("--acc", type=int, default=1)
-    parser.add_argument("--checkpoint-dir", default=None)
-    parser.add_argument("--resume-to", type=int, default=None)
     args = parser.parse_args()
     gc.freeze()
-    if args.mode == "mirrored":
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    else:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    weights, losses, chief = train(strategy, micro=args.micro, steps=args.steps, acc=args.acc,
-                                   checkpoint_dir=args.checkpoint_dir)
-    if args.resume_to is not None:
-        from tfpack.data import strategy_all_gather
-
-        # A collective: the chief's checkpoint is written (renamed into place) before
-        # any worker restores, as when new processes start after the job ended.
-        strategy_all_gather(strategy)(0)
-        weights, losses, chief = train(strategy, micro=args.micro, steps=args.resume_to,
-                                       acc=args.acc, checkpoint_dir=args.checkpoint_dir)
-    if chief:
-        np.savez(args.out, *weights, loss=losses)
-    if args.mode == "mirrored":  # One process for all four: TensorFlow starts once.
-        one_device = tf.distribute.get_strategy()
-        weights, losses, _ = train(one_device, micro=2 * args.micro, steps=args.steps,
-                                   acc=args.acc)
-        np.savez(args.out.replace(".npz", "-reference.npz"), *weights, loss=losses)
-        # `fit(jit_compile=True)` fails under MirroredStrategy (docs/training.md).
-        for where, jit_compile, name in ((strategy, False, "-fit.npz"),
-                                         (one_device, True, "-fit-xla.npz")):
-            weights, losses, _ = fit(where, batch=2 * args.micro, steps=args.steps,
-                                     jit_compile=jit_compile)
-            np.savez(args.out.replace(".npz", name), *weights, loss=losses)
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    weights, losses, _ = train(strategy, micro=args.micro, steps=args.steps, acc=args.acc)
+    np.savez(args.out, *weights, loss=losses)
+    # One process for all four: TensorFlow starts once.
+    one_device = tf.distribute.get_strategy()
+    weights, losses, _ = train(one_device, micro=2 * args.micro, steps=args.steps,
+                               acc=args.acc)
+    np.savez(args.out.replace(".npz", "-reference.npz"), *weights, loss=losses)
+    # `fit(jit_compile=True)` fails under MirroredStrategy (docs/training.md).
+    for where, jit_compile, name in ((strategy, False, "-fit.npz"),
+                                     (one_device, True, "-fit-xla.npz")):
+        weights, losses, _ = fit(where, batch=2 * args.micro, steps=args.steps,
+                                 jit_compile=jit_compile)
+        np.savez(args.out.replace(".npz", name), *weights, loss=losses)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,7 @@
-"""Subprocess entry for the per-host training test: one MultiWorkerMirroredStrategy worker
-(TF_CONFIG set by the caller) trains on the Google records of its own files only.
-
-    python host_training_run.py FOLDER OUT.json
-
-FOLDER holds ``part-*.tfrecord`` (Google ``create_pretraining_data`` records). In one
-process start (the strategy can be made once), in order:
+"""The per-host training scenario of one MultiWorkerMirroredStrategy worker (TF_CONFIG set
+by the caller; run by `multiworker_run.py`): it trains on the Google records of its own
+files only. `run(strategy, FOLDER, index)`: FOLDER holds ``part-*.tfrecord`` (Google
+``create_pretraining_data`` records); in order, on the one strategy of the process:
 
 1. ``refused``: `Trainer.fit` on a `HostPacking` whose collective is not finite, then
    one that disagrees with this worker's own count (each worker's error message);
@@ -19,8 +16,6 @@ process start (the strategy can be made once), in order:
    micro-batch): exit status, updates and the sequences of the chief's log.jsonl.
 """
 
-import gc
-import importlib
 import json
 import os
 import sys
@@ -28,16 +23,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
-# frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
-# objects, none of them garbage, scanned over and over otherwise.
-gc.disable()
 import tensorflow as tf  # noqa: E402
-
-for _name in ("tfpack.cli.train", "tfpack.training"):
-    importlib.import_module(_name)
-
-gc.enable()
 
 L, K, M, V = 32, 3, 6, 40
 
@@ -162,12 +148,9 @@ def cli(strategy, pattern, out, steps):
             "sequences": sum(r["sequences"] for r in records)}
 
 
-def main():
-    gc.freeze()
-    folder, out = sys.argv[1:3]
+def run(strategy, folder, index):
+    """Every check of this worker, in order, on the files ``folder/part-*.tfrecord``."""
     pattern = os.path.join(folder, "part-*.tfrecord")
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
     results = {"refused": refused(strategy, pattern)}
     checkpoints = os.path.join(folder, "checkpoints")
     results["trainer"], reference = one_epoch(strategy, pattern, checkpoints)
@@ -175,9 +158,4 @@ def main():
                                  results["trainer"]["epoch_steps"], reference)
     results["cli"] = cli(strategy, pattern, os.path.join(folder, f"run{index}"),
                          results["trainer"]["epoch_steps"])
-    with open(out, "w") as f:
-        json.dump(results, f)
-
-
-if __name__ == "__main__":
-    main()
+    return results

@@ -1,38 +1,29 @@
-"""Subprocess entry for the per-worker-input tests: one MultiWorkerMirroredStrategy worker
-(TF_CONFIG set by the caller) trains on a packed output it reads its share of.
+"""The per-worker-input scenarios of one MultiWorkerMirroredStrategy worker (TF_CONFIG set
+by the caller), on a packed output it reads its share of (run by `multiworker_run.py`):
 
-    python packed_worker_run.py trainer|fit PACKED_DIR OUT.npz [--steps N] [--micro B]
-        [--acc A] [--checkpoint-dir DIR [--resume-to N]] [--then-fit FIT.npz --fit-steps N]
-
-``trainer``: `tfpack.training.Trainer.fit(PACKED_DIR)` of the tiny model (with
-``--resume-to``, a new Trainer, new model and optimizer, in the same process then
-resumes from the first one's checkpoint to update N: OUT holds its weights);
-``fit``: `model.fit` of a one-layer BertPretrainer on
-`tfpack.training.packed_dataset_fn` (``--micro`` packs per worker per step).
-Only the chief writes OUT (weights, logged losses). ``--then-fit``: after ``trainer``,
-the same process (TensorFlow and the strategy started once) runs ``fit`` for
-``--fit-steps`` into FIT.npz, or, where `model.fit` raises, writes the error to
-FIT.npz.error<worker index> and exits 0.
+- `trainer_weights`: `tfpack.training.Trainer.fit(PACKED_DIR)` of the tiny model;
+- `then_fit`: `model.fit` of a one-layer BertPretrainer (`bert`) on
+  `tfpack.training.packed_dataset_fn` (``micro`` packs per worker per step).
 """
 
-import argparse
 import gc
 import importlib
 import json
 import os
 import sys
+import traceback
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
-# frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
+# frozen out of its scans (`multiworker_run.main`), as `tfpack.cli` does for its commands: about a million
 # objects, none of them garbage, scanned over and over otherwise.
-# (Imported by tests too: collection resumes as it was; only `main` freezes.)
+# (Imported by tests too: collection resumes as it was; only
+# `multiworker_run.main` freezes.)
 _collecting = gc.isenabled()
 gc.disable()
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 for _name in ("tfpack.models", "tfpack.training"):
     importlib.import_module(_name)
@@ -86,64 +77,18 @@ def fit_weights(strategy, directory, *, global_batch, steps):
     return [w.numpy() for w in model.weights], np.array(history.history["loss"])
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["trainer", "fit"])
-    parser.add_argument("directory")
-    parser.add_argument("out")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--micro", type=int, default=2)
-    parser.add_argument("--acc", type=int, default=1)
-    parser.add_argument("--checkpoint-dir", default=None)
-    parser.add_argument("--resume-to", type=int, default=None)
-    parser.add_argument("--then-fit", default=None)
-    parser.add_argument("--fit-steps", type=int, default=None)
-    args = parser.parse_args()
-    gc.freeze()
-    import keras
-
-    keras.config.disable_traceback_filtering()  # Whole tracebacks in the test log.
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    if args.mode == "trainer":
-        weights, losses, chief = trainer_weights(
-            strategy, args.directory, micro=args.micro, acc=args.acc, steps=args.steps,
-            checkpoint_dir=args.checkpoint_dir)
-        if args.resume_to is not None:
-            from tfpack.data import strategy_all_gather
-
-            # A collective: the chief's checkpoint is in place before any worker
-            # restores, as when new processes start after the job ended.
-            strategy_all_gather(strategy)(0)
-            weights, losses, chief = trainer_weights(
-                strategy, args.directory, micro=args.micro, acc=args.acc,
-                steps=args.resume_to, checkpoint_dir=args.checkpoint_dir)
-    else:
-        weights, losses = fit_weights(strategy, args.directory,
-                                      global_batch=args.micro * strategy.num_replicas_in_sync,
-                                      steps=args.steps)
-        chief = json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 0
-    if chief:
-        np.savez(args.out, *weights, loss=losses)
-    if args.then_fit:
-        then_fit(strategy, args)
-
-
-def then_fit(strategy, args):
-    """`model.fit` after the trainer, in the same process: its weights, or its error."""
-    import traceback
-
+def then_fit(strategy, directory, out, *, micro, steps):
+    """`model.fit` for ``steps`` of ``micro`` packs a worker: the chief writes its weights and
+    losses to ``out``; where `model.fit` raises, each worker writes its error to
+    ``out.error<worker index>`` instead (a known Keras failure, the test's xfail)."""
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
     try:
-        weights, losses = fit_weights(strategy, args.directory,
-                                      global_batch=args.micro * strategy.num_replicas_in_sync,
-                                      steps=args.fit_steps)
+        weights, losses = fit_weights(strategy, directory,
+                                      global_batch=micro * strategy.num_replicas_in_sync,
+                                      steps=steps)
     except Exception:  # noqa: BLE001 - the test reports it (a known Keras failure)
-        with open(f"{args.then_fit}.error{index}", "w") as f:
+        with open(f"{out}.error{index}", "w") as f:
             f.write(traceback.format_exc())
         return
     if index == 0:
-        np.savez(args.then_fit, *weights, loss=losses)
-
-
-if __name__ == "__main__":
-    main()
+        np.savez(out, *weights, loss=losses)

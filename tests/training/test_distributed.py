@@ -1,8 +1,8 @@
 """Scale-out is tf.distribute: two replicas reach the weights of one device with the same
 global batch, both as MirroredStrategy over two logical CPUs and as
-MultiWorkerMirroredStrategy with two worker processes on 127.0.0.1."""
+MultiWorkerMirroredStrategy with two worker processes on 127.0.0.1 (the suite's one
+worker pair, `multiworker.py`)."""
 
-import json
 import os
 import socket
 import subprocess
@@ -32,10 +32,10 @@ def _env(**extra):
     return env
 
 
-def _run(mode, out, micro, steps=STEPS, extra=(), **env):
+def _run(out, micro, steps=STEPS):
     return subprocess.Popen(
-        [sys.executable, SCRIPT, mode, str(out), "--steps", str(steps), "--acc", str(ACC),
-         "--micro", str(micro), *extra], env=_env(**env), stdout=subprocess.PIPE,
+        [sys.executable, SCRIPT, str(out), "--steps", str(steps), "--acc", str(ACC),
+         "--micro", str(micro)], env=_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
 
 
@@ -81,7 +81,7 @@ def mirrored(tmp_path_factory):
     """One subprocess: the Trainer, then `model.fit`, under MirroredStrategy, and their
     one-device references (the Trainer; `model.fit` with XLA): TensorFlow starts once."""
     out = tmp_path_factory.mktemp("mirrored") / "w.npz"
-    process = _run("mirrored", out, GLOBAL_MICRO // 2)  # 2 per replica
+    process = _run(out, GLOBAL_MICRO // 2)  # 2 per replica
     return process, out
 
 
@@ -96,21 +96,20 @@ def test_mirrored_two_logical_cpus_matches_one_device(mirrored):
     _assert_same(_output(mirrored), _output(mirrored, "-reference"))
 
 
-def test_multi_worker_two_processes_matches_one_process(mirrored, tmp_path):
+def test_multi_worker_two_processes_matches_one_process(mirrored, tmp_path_factory):
     """Two workers train 2 updates and checkpoint, then a new Trainer (new model and
     optimizer) in each worker resumes to update 3: the weights equal 3 straight updates in
-    one process (nothing lost or repeated)."""
-    out, checkpoints = tmp_path / "w.npz", tmp_path / "checkpoints"
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
-    workers = [
-        _run("multiworker", out, GLOBAL_MICRO // 2, steps=STEPS - 1,
-             extra=("--checkpoint-dir", str(checkpoints), "--resume-to", str(STEPS)),
-             TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
-        for i in range(2)]
-    for worker in workers:
-        _wait(worker, timeout=2 * TIMEOUT)  # two trainings a process
+    one process (nothing lost or repeated). The suite's one worker pair
+    (`multiworker.worker_pair`) runs it."""
+    from multiworker import SETTINGS, scenario, worker_pair
+
+    assert SETTINGS["distributed"] == {"micro": GLOBAL_MICRO // 2, "acc": ACC,
+                                       "steps": STEPS - 1, "resume_to": STEPS}
+    folder = worker_pair(tmp_path_factory)
+    scenario(folder, "distributed")
+    checkpoints = folder / "distributed" / "checkpoints"
     assert sorted(os.listdir(checkpoints)) == [f"ckpt-{STEPS - 1}", f"ckpt-{STEPS}"]
-    weights, losses = _weights(out)
+    weights, losses = _weights(folder / "distributed" / "w.npz")
     reference = _output(mirrored, "-reference")
     for a, b in zip(weights, reference[0]):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)

@@ -3,39 +3,18 @@ two MultiWorkerMirroredStrategy workers (processes on 127.0.0.1) each pack only 
 records of their own files; one epoch trains on every example exactly once across the
 workers; a collective that disagrees with a worker's own count, or is not finite, is refused
 on every worker; half an epoch resumed from its checkpoint trains what the uninterrupted epoch
-does, and resuming on other files, another planner or one host is refused. One process pair
-runs every check (`host_training_run.py`)."""
+does, and resuming on other files, another planner or one host is refused. The suite's one
+worker pair runs every check (`multiworker.worker_pair`, `host_training_run.py`)."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from test_distributed import _env, _free_ports, _wait
-
-SCRIPT = os.path.join(os.path.dirname(__file__), "host_training_run.py")
-SIZES = [20, 6, 9]  # records a file: worker 0 reads files 0 and 2 (29), worker 1 file 1 (6)
-
-
-def _write_records(folder):
-    import tensorflow as tf
-
-    from tfpack.formats import google_example
-
-    rng = np.random.default_rng(3)
-    for i, size in enumerate(SIZES):
-        with tf.io.TFRecordWriter(str(folder / f"part-{i}.tfrecord")) as writer:
-            for _ in range(size):
-                n = int(rng.integers(5, 16))
-                ids = [2] + rng.integers(5, 40, size=n - 2).tolist() + [3]
-                positions = sorted(rng.choice(np.arange(1, n - 1), 2, replace=False).tolist())
-                writer.write(google_example(ids, [0] * n, positions, [ids[p] for p in positions],
-                                            int(rng.integers(0, 2)), max_seq_length=32,
-                                            max_predictions_per_seq=6))
+from multiworker import HOST_SIZES as SIZES
+from multiworker import scenario, worker_pair
+from multiworker import write_host_records as _write_records
 
 
 @pytest.mark.slow  # one training: 16 s alone, 24 s on the loaded 2 cores
@@ -70,20 +49,13 @@ def test_one_process_packs_every_file_and_trains_each_example_once(tmp_path):
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("hosts")
-    _write_records(folder)
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
-    processes = [subprocess.Popen(
-        [sys.executable, SCRIPT, str(folder), str(folder / f"out{i}.json")],
-        env=_env(TF_CONFIG=json.dumps({"cluster": cluster,
-                                       "task": {"type": "worker", "index": i}})),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
-    for process in processes:  # a worker with fewer updates than the other would hang
-        _wait(process, timeout=480)  # an epoch, its resume, four refused resumes: 137-254 s loaded
-    return [json.loads((folder / f"out{i}.json").read_text()) for i in range(2)]
+    """Each worker's results (`host_training_run.run`), from the suite's one worker pair."""
+    folder = worker_pair(tmp_path_factory)
+    scenario(folder, "hosts")
+    return [json.loads((folder / "hosts" / f"out{i}.json").read_text()) for i in range(2)]
 
 
-@pytest.mark.slow  # two TensorFlow processes: 137-254 s with the resumes, by the load of the 2 cores
+@pytest.mark.slow  # the worker pair (`multiworker.py`): its per-host part 137-254 s loaded
 def test_a_collective_not_finite_or_disagreeing_is_refused_on_every_worker(results):
     for worker in results:
         not_finite, disagreeing = worker["refused"]
