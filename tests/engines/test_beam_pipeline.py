@@ -15,6 +15,7 @@ from tfpack.formats.records import google_example
 from tfpack.errors import TfpackError
 
 IN_PROCESS = "--direct_running_mode=in_memory"  # fast, for runs where workers do not matter
+WORKER_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "beam_worker_site")
 
 
 def _write(path, examples):
@@ -45,11 +46,15 @@ def _outputs(folder):
 
 
 @pytest.mark.slow  # two Beam worker processes each import TensorFlow: ~30-60 s on 2 cores
-def test_beam_on_two_worker_processes_writes_the_local_shards(bert_files, tmp_path):
+def test_beam_on_two_worker_processes_writes_the_local_shards(bert_files, tmp_path,
+                                                               monkeypatch):
     pattern, examples = bert_files
     args = dict(max_length=128, max_sequences_per_pack=3, algorithm="lpfhp",
                 packs_per_shard=300, seed=3)
     local = pack_records(pattern, str(tmp_path / "local"), **args)
+    # The workers start with beam_worker_site/sitecustomize.py: their imports, GC paused.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([WORKER_SITE,
+                                                      os.environ.get("PYTHONPATH", "")]))
     beam = tfpack.beam.pack_tfrecords(pattern, str(tmp_path / "beam"), **args)  # default runner
     names = _outputs(tmp_path / "local")
     assert len(names) >= 5 and names == _outputs(tmp_path / "beam") == local["output_files"]
