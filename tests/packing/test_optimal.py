@@ -487,8 +487,9 @@ def test_a_grouped_plan_leaves_time_for_what_follows_its_lp_and_learns_how_much(
 
     now, ends = [0.0], []
 
-    def plan(lengths, demand, length, depth, simple, *, budget, first_round, repair):
+    def plan(lengths, demand, length, depth, simple, *, budget, first_round, repair, dives):
         assert repair == Tuning.REPAIR_SHARE  # a grouped plan keeps time for `_repair`
+        assert dives  # not a long context (`Tuning.DIVE_GAP`'s notes)
         ends.append(budget.end)
         now[0] = budget.end + overrun  # its last rounding runs past the LP's budget
         return {(2,): 1}, 1
