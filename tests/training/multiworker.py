@@ -28,7 +28,7 @@ HOST_SIZES = [20, 6, 9]  # records a file: worker 0 reads files 0 and 2 (29), wo
 PACKED_COUNTS = [7, 2, 5]  # 14 packs; 2 workers x 2 packs x 2 micro-steps: 2 updates an epoch
 # The scenarios' updates and micro-batches (packs a worker), checked by their tests.
 SETTINGS = {"distributed": {"micro": 2, "acc": 2, "steps": 2, "resume_to": 3},
-            "packed": {"micro": 2, "acc": 2, "steps": 2, "resume_to": 3, "fit_steps": 4}}
+            "packed": {"micro": 2, "acc": 2, "steps": 1, "resume_to": 3, "fit_steps": 4}}
 # The pair runs three trainings of the distributed scenario, three of the packed one, an
 # epoch, its resume and four refused resumes of the per-host one: 137-254 s of those loaded.
 TIMEOUT = 900

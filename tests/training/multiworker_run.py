@@ -10,15 +10,15 @@ start (TensorFlow, tfpack and the strategy once), the scenarios of three test fi
    micro-batches checkpointed, then a new Trainer resumed to update 3
    (`distributed_run.train`): the chief writes ``distributed/w.npz``;
 2. ``packed`` (test_distributed_packed.py): the same on the packed output
-   ``packed/output`` of uneven shards (`packed_worker_run.trainer_weights`):
-   ``packed/w.npz``;
+   ``packed/output`` of uneven shards, 1 update before the resume
+   (`packed_worker_run.trainer_weights`): ``packed/w.npz``;
 3. ``hosts`` (test_host_training.py): per-host packing of the Google records of
    ``hosts/part-*.tfrecord`` (`host_training_run.run`): ``hosts/out{index}.json``;
 4. ``fit`` (test_distributed_packed.py): `model.fit` on `packed_dataset_fn`, last as it
    raises under this strategy (a known Keras failure, `packed_worker_run.then_fit`):
    ``packed/fit.npz`` or ``packed/fit.npz.error{index}``.
 
-A scenario that raises writes its traceback to ``NAME/error{index}`` (its test reports
+A scenario that raises writes its traceback to ``NAME.error{index}`` (its test reports
 it) and the next one runs; ``done{index}`` marks the end.
 """
 

@@ -23,10 +23,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory):
-    """The worker pair's folder: the Trainer (2 updates, then resumed to 3), then
+    """The worker pair's folder: the Trainer (1 update, then resumed to 3), then
     `model.fit` for an epoch of global batch 4 (2 per worker: 4 steps, the last with an
     empty pack per worker), on ``packed/output``."""
-    assert SETTINGS["packed"] == {"micro": 2, "acc": 2, "steps": 2, "resume_to": 3,
+    assert SETTINGS["packed"] == {"micro": 2, "acc": 2, "steps": 1, "resume_to": 3,
                                   "fit_steps": 4}
     return worker_pair(tmp_path_factory) / "packed"
 
@@ -45,8 +45,9 @@ def _global_stream(directory, packs, packs_per_step, worker_batch, epochs):
 
 def test_two_workers_read_their_shares_and_match_one_process(output, workers):
     """3 updates (the third starts epoch 2; each worker's second update holds one empty
-    pack): 2 updates, checkpoint, a new Trainer (new model and optimizer) in each worker
-    resumes to 3 == one process, 3 updates."""
+    pack): 1 update, checkpoint, a new Trainer (new model and optimizer) in each worker
+    resumes to 3 == one process, 3 updates. (Resumed at 2, a stream restarted at its
+    start would read what epoch 2's first update reads: the same weights.)"""
     import keras
 
     from tfpack.training import Lamb, Trainer
@@ -61,7 +62,7 @@ def test_two_workers_read_their_shares_and_match_one_process(output, workers):
     history = reference.fit(_global_stream(directory, packs, MICRO * ACC, MICRO, 2), 3).history
     for a, b in zip(weights, reference.model.weights):
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(losses, [history[-1]["loss"]], rtol=1e-5)
+    np.testing.assert_allclose(losses, [r["loss"] for r in history[1:]], rtol=1e-5)
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
