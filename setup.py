@@ -92,6 +92,10 @@ setuptools.setup(
             # The reference the entity-F1 docs cite: `entity_f1` and `EntityF1`
             # are tested equal to seqeval's default mode on generated tags.
             "seqeval>=1.2",
+            # One MultiWorkerMirroredStrategy pair serves three training test files
+            # (tests/training/multiworker.py): the first pytest worker to ask starts
+            # it, the others wait on a lock file in the session's basetemp.
+            "filelock>=3.12",
         ],
         # `tfpack pack --engine beam` / `tfpack.beam`: the packing pipeline on
         # Apache Beam. Beam 2.77 needs protobuf<7 and TensorFlow 2.21 needs
