@@ -17,7 +17,7 @@ import keras
 import numpy as np
 from jax_env import count_flash_calls
 
-from keras_hub_helpers import examples, make_backbone, randomize_zeros
+from keras_hub_helpers import examples, make_backbone, make_backbone_one_layer
 from tfpack.errors import TfpackError
 from tfpack.models import from_keras_hub
 from tfpack.testing import pack_examples
@@ -42,12 +42,7 @@ ONE_LAYER = ("llama", "bloom", "falcon", "mistral", "gpt2", "opt",
 
 def backbone_of(family):
     """The family's tiny backbone; one layer in `ONE_LAYER` families."""
-    backbone = make_backbone(family)
-    if family not in ONE_LAYER:
-        return backbone
-    keras.utils.set_random_seed(0)
-    config = dict(backbone.get_config(), num_layers=1)
-    return randomize_zeros(type(backbone).from_config(config))
+    return make_backbone_one_layer(family) if family in ONE_LAYER else make_backbone(family)
 
 
 def outputs_and_gradients(adapters, backbone, packed, real):

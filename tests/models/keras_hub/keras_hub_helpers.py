@@ -199,6 +199,16 @@ def make_backbone(family, seed=0):
     return randomize_zeros(FAMILIES[family].build(), seed)
 
 
+def make_backbone_one_layer(family, seed=0):
+    """`make_backbone`'s backbone rebuilt from its config with one layer (and
+    weights of its own): for families whose layers are all alike, where a
+    second layer compiles and checks the same code again."""
+    backbone = make_backbone(family, seed)
+    keras.utils.set_random_seed(seed)
+    config = dict(backbone.get_config(), num_layers=1)
+    return randomize_zeros(type(backbone).from_config(config), seed)
+
+
 def randomize_zeros(backbone, seed=0):
     """`backbone` with its all-zero trainable variables made random."""
     rng = np.random.default_rng(seed)

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from keras_hub_helpers import FAMILIES, MAX_LENGTH, examples
 from keras_hub_helpers import keras_hub_alone, keras_hub_alone_in_one_batch
-from keras_hub_helpers import make_backbone, randomize_zeros
+from keras_hub_helpers import make_backbone, make_backbone_one_layer
 from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
 from tfpack import export, models
 from tfpack.testing import assert_no_cross_contamination, next_fit
@@ -192,12 +192,8 @@ ONE_LAYER_FIT = ("bert", "falcon", "mixtral")
 
 def _fit_backbone(family):
     """The family's backbone for the fit; one layer where all are alike."""
-    backbone = make_backbone(family)
-    if family not in ONE_LAYER_FIT:
-        return backbone
-    keras.utils.set_random_seed(0)
-    config = dict(backbone.get_config(), num_layers=1)
-    return randomize_zeros(type(backbone).from_config(config))
+    return (make_backbone_one_layer(family) if family in ONE_LAYER_FIT
+            else make_backbone(family))
 
 
 def _task(family):
