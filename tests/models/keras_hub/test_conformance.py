@@ -15,6 +15,7 @@ One family per adapter code path (`Family.heavy`) also trains with
 computes. Adding a family is one adapter file and one line in `FAMILIES`.
 """
 
+import functools
 import os
 import pathlib
 import subprocess
@@ -109,14 +110,7 @@ def backbones():
     """Each family's backbone, built once for the tests that leave its
     weights as they are (`test_fit_under_xla_and_saved_model` trains its
     own)."""
-    built = {}
-
-    def get(family):
-        if family not in built:
-            built[family] = make_backbone(family)
-        return built[family]
-
-    return get
+    return functools.cache(make_backbone)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

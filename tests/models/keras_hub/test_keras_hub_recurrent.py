@@ -11,6 +11,7 @@ JAX in one subprocess for the three families, `recurrent_jax_run.py`); the
 causal LM trains a step and `tfpack.predict` scores.
 """
 
+import functools
 import os
 import pathlib
 import subprocess
@@ -42,14 +43,7 @@ def backbones():
     """Each family's backbone, built once for the tests that leave it as it
     is (the causal-LM test trains its own, the NaN test poisons an embedding
     row of its own, the vision-encoder test sets an attribute on its own)."""
-    built = {}
-
-    def get(family):
-        if family not in built:
-            built[family] = make(family)
-        return built[family]
-
-    return get
+    return functools.cache(make)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
