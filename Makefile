@@ -29,8 +29,12 @@ demo: venv
 # Four workers on CI's two cores: many tests wait on subprocesses, clusters and kills,
 # and two workers left the cores about 45% idle there (tests/export, training, cli:
 # 541 s at -n 2, 377 s at -n 4). Peak memory of the whole run at -n 4: 12.8 GB.
+# Bytecode is written (PYTHONDONTWRITEBYTECODE emptied, where a machine sets it): the suite
+# starts ~100 processes that import tfpack, and each compiled tfpack's modules and the CLI's
+# from source again (tests/faults/test_cli.py + tests/cli/test_streams.py: 26.4, 26.0 -> 19.7,
+# 19.3 CPU s, interleaved). The __pycache__ folders are git-ignored.
 test: venv
-	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS) tests
+	PYTHONDONTWRITEBYTECODE= TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS) tests
 
 bench: venv
 	$(BIN)/python benchmarks/planners.py

@@ -73,7 +73,7 @@ def run(paths: list[str], workers: int, prefix: str, root=ROOT) -> tuple[int, fl
     """Runs the tests from ``root``; ``(pytest's exit status, wall s, CPU s of
     everything it ran)``."""
     env = dict(os.environ, TFPACK_CPU_PROBE=prefix, CI=os.environ.get("CI", "true"),
-               TF_CPP_MIN_LOG_LEVEL="2",
+               TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="",  # as `make test`
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"),  # cpu_probe
                                                         os.environ.get("PYTHONPATH")])))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "cpu_probe", "--dist", "loadfile",
