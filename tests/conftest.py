@@ -3,6 +3,7 @@
 import gc
 import os
 
+import paused_imports
 import unused_imports
 
 # Quiet TensorFlow's C++ logging before any test imports it.
@@ -11,6 +12,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # JAX, scikit-learn or matplotlib for TensorFlow's and Keras's optional
 # features the tests never use (about 2 CPU s a process): tests/unused_imports.py.
 unused_imports.install()
+# TensorFlow, Keras, JAX, ... imported with the garbage collector paused, then frozen
+# (tests/paused_imports.py), here and in every subprocess through the site.
+paused_imports.install()
 os.environ["PYTHONPATH"] = unused_imports.with_site(os.environ.get("PYTHONPATH"))
 
 # TensorFlow's `jit_compile=True` here and in every subprocess compiles with the

@@ -25,12 +25,15 @@ differently: a collection only frees what is unreachable.
 At exit it freezes what is left, as `tests/unused_imports_site` does: the
 shutdown then skips tracing and tearing down what JAX, Keras and the check's
 models hold (about 0.8 CPU s a process; the freeze runs after every other
-``atexit`` handler, registered first).
+``atexit`` handler, registered first). Its heavy packages are imported with the
+collector paused, then frozen (`tests/paused_imports.py`).
 """
 
 import atexit
 import gc
+import importlib.util
 import os
+import pathlib
 import sys
 
 gc.set_threshold(20_000, 20, 50)
@@ -38,3 +41,9 @@ atexit.register(gc.freeze)
 
 for _name in os.environ.get("TFPACK_TESTS_BLOCKED", "tensorflow").split():
     sys.modules[_name] = None
+
+_spec = importlib.util.spec_from_file_location(
+    "_tfpack_tests_paused_imports", pathlib.Path(__file__).resolve().parents[1] / "paused_imports.py")
+_paused = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_paused)
+_paused.install()

@@ -20,6 +20,9 @@ millions of objects TensorFlow and the test's models hold: registered first,
 the freeze runs after every other ``atexit`` handler (the last in, first out),
 and only cyclic garbage is left to the operating system. `import tfpack.models,
 keras_hub` and exit: 2.52-2.63 -> 1.77-1.83 user CPU s, interleaved (2026-11-29).
+
+And the heavy packages are imported with the collector paused, then frozen
+(`tests/paused_imports.py`).
 """
 
 import atexit
@@ -30,9 +33,16 @@ import pathlib
 gc.set_threshold(20_000, 20, 50)
 atexit.register(gc.freeze)
 
-_spec = importlib.util.spec_from_file_location(
-    "_tfpack_tests_unused_imports",
-    pathlib.Path(__file__).resolve().parents[1] / "unused_imports.py")
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
-_module.install()
+
+
+def _load(stem: str):
+    """``tests/<stem>.py`` as a module of another name (``tests/`` stays off the path)."""
+    spec = importlib.util.spec_from_file_location(
+        f"_tfpack_tests_{stem}", pathlib.Path(__file__).resolve().parents[1] / f"{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_load("unused_imports").install()
+_load("paused_imports").install()
