@@ -94,10 +94,12 @@ def _lengths(name, length, window):
         wiki = histogram("wikipedia_512")
         if length == 512:
             return wiki
-        # Toy: the Wikipedia distribution shrunk to `length`.
-        sizes = np.repeat(np.arange(1, 513), wiki)
-        sizes = np.maximum(1, sizes * length // 512)
-        return np.bincount(sizes, minlength=length + 1)[1:]
+        # Toy: the Wikipedia distribution shrunk to `length`, each of the 512
+        # lengths' counts moved to its shrunk length (not one entry per
+        # sequence: 16 million of them cost ~0.9 CPU s a call).
+        shrunk = np.maximum(1, np.arange(1, 513) * length // 512)
+        counts = np.bincount(shrunk, weights=wiki, minlength=length + 1)[1:]
+        return counts.round().astype(wiki.dtype)  # exact: float64 holds counts to 2**53
     return windowed_histogram(stdlib_lengths(), length, window)
 
 
