@@ -15,6 +15,7 @@ import pytest
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 import pack_suite  # noqa: E402
+from unused_imports import SITE  # noqa: E402
 
 
 MEMORY = "## Memory against input size\n\nearlier numbers\n"
@@ -46,7 +47,13 @@ def test_pack_suite_runs_and_packs_every_example_once(tmp_path):
 
 
 @pytest.mark.slow  # two fresh processes, each importing TensorFlow
-def test_memory_rows_are_measured_in_their_own_section(tmp_path):
+def test_memory_rows_are_measured_in_their_own_section(tmp_path, monkeypatch):
+    # The memory children get `PYTHONPATH` from this process's `sys.path`
+    # (`pack_suite.measure_memory`), not from the environment conftest.py sets:
+    # the suite's site first there too, or each child imports JAX, scikit-learn
+    # and matplotlib with TensorFlow (tests/unused_imports.py; 5.1 -> 2.5 CPU s
+    # a child, imported before the baseline the rows subtract).
+    monkeypatch.syspath_prepend(str(SITE))
     output = tmp_path / "pack_suite.md"
     output.write_text("# ratios\n\nkept\n\n" + MEMORY + "\n## Later\n\nkept too\n")
     assert pack_suite.main(["--memory", "300,600", "--memory-cases", "lognormal:unpadded",

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tfpack.formats.protos import encode_examples, frame
+from unused_imports import with_site
 
 L, M_SEQ, RECORDS = 512, 20, 24_000
 
@@ -54,7 +55,9 @@ def test_pass_2_keeps_no_page_of_the_spill_mapped(tmp_path):
         [sys.executable, os.path.join(os.path.dirname(__file__), "pack_rss_run.py"),
          str(tmp_path / "in.tfrecord"), str(tmp_path / "packed"), str(L)],
         capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+        # The suite's site first (tests/unused_imports.py): the child imports TensorFlow
+        # without JAX, scikit-learn and matplotlib (before its baseline; ~2.5 CPU s).
+        env=dict(os.environ, PYTHONPATH=with_site(os.pathsep.join(p for p in sys.path if p))))
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["tokens"] == int(lengths.sum()) and result["packs"] == RECORDS

@@ -9,7 +9,7 @@ traceback, several lines, or touch a file of the user's.
 
 import json
 import os
-import resource
+import pathlib
 import signal
 import subprocess
 import sys
@@ -137,27 +137,82 @@ def test_beam_on_a_threads_only_dask_cluster_is_refused_up_front(inputs, tmp_pat
     assert verdict.outcome == outcomes.HELD, verdict
 
 
-def _run_with_file_size_limit(limit, argv):
-    """``tfpack ARGV`` in a process that may write files of at most ``limit`` bytes (full disk)."""
-    def restrict():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+# The child of the full-disk scenarios: `tfpack ARGV` for each engine in turn, in one process
+# that may write files of at most LIMIT bytes (a full disk); each command's exit status and
+# its two streams, read at the file descriptors (a C library's noise counts, as from a
+# process of its own). One process for both engines: the limit is the point, not a fresh
+# start each (one TensorFlow import, ~2 CPU s, instead of two).
+_FULL_DISK_CHILD = """
+import json, os, resource, signal, sys, traceback
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+from tfpack.cli import main
+for streams, argv in json.loads(sys.argv[2]):
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        target = os.open(os.path.join(streams, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(target, fd)
+        os.close(target)
+    try:
+        code = main(argv)
+    except SystemExit as error:  # argparse: usage errors
+        code = error.code if isinstance(error.code, int) else 1
+    except BaseException:  # what the user would see: the traceback, exit 1
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush(); sys.stderr.flush()
+    for fd, copy in zip((1, 2), saved):
+        os.dup2(copy, fd)
+        os.close(copy)
+    with open(os.path.join(streams, "code"), "w") as f:
+        f.write(str(code))
+"""
 
-    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "tfpack.cli", *map(str, argv)],
-                          preexec_fn=restrict, capture_output=True, text=True, timeout=600,
-                          env=environment)
+ENGINES = {"local": (), "beam": ("--engine", "beam", f"--beam-options={IN_MEMORY}")}
 
 
-@pytest.mark.slow  # a fresh process (and for Beam a pipeline): ~15-30 s each
-@pytest.mark.parametrize("engine", [(), ("--engine", "beam", f"--beam-options={IN_MEMORY}")],
-                         ids=["local", "beam"])
-def test_a_full_disk_is_one_line_and_leaves_nothing(inputs, tmp_path, engine):
-    source = tmp_path / "big.tfrecord"
+@pytest.fixture(scope="module")
+def full_disk(tmp_path_factory):
+    """`tfpack pack` of ~40 kB of records on each engine in one process whose files may hold
+    at most 20,000 bytes (the output needs more): engine -> (its result, its folder)."""
+    folder = tmp_path_factory.mktemp("full-disk")
+    source = folder / "big.tfrecord"
     _google(source, count=400, seed=1)  # ~40 kB; the output needs more than the limit
-    result = _run_with_file_size_limit(20_000, _pack_args(source, tmp_path / "out", *engine))
+    commands, roots = [], {}
+    for engine, extra in ENGINES.items():
+        roots[engine] = folder / engine / "root"
+        roots[engine].mkdir(parents=True)
+        argv = [str(a) for a in _pack_args(source, roots[engine] / "out", *extra)]
+        commands.append((str(folder / engine), argv))
+    # No bytecode written under the limit: Python writes a module's .pyc with one write(),
+    # which the limit cuts at 20,000 bytes without an error, and renames it into place; the
+    # next process to import the module (`tfpack/engines/beam/steps.py`, on Beam's workers
+    # in the test below) then failed with "EOFError: marshal data too short".
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run([sys.executable, "-c", _FULL_DISK_CHILD, "20000", json.dumps(commands)],
+                          capture_output=True, text=True, timeout=600, env=environment)
+    results = {}
+    for engine, (streams, argv) in zip(ENGINES, commands):
+        streams = pathlib.Path(streams)
+        code = (streams / "code").read_text() if (streams / "code").exists() else None
+        # A process killed before the command ended: its signal, as `run_cli` would report.
+        returncode = int(code) if code is not None else done.returncode or -1
+        results[engine] = (subprocess.CompletedProcess(
+            ["tfpack", *argv], returncode,
+            (streams / "stdout").read_text() if (streams / "stdout").exists() else "",
+            (streams / "stderr").read_text() if (streams / "stderr").exists() else done.stderr),
+            roots[engine])
+    return results
+
+
+@pytest.mark.slow  # a fresh process (with a Beam pipeline): ~15-30 s
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_a_full_disk_is_one_line_and_leaves_nothing(full_disk, engine):
+    result, root = full_disk[engine]
     verdict = outcomes.judge_cli(result, refuse=True, match="File too large",
-                                 check=_nothing_left(tmp_path))
+                                 check=_nothing_left(root))
     assert verdict.outcome == outcomes.HELD, verdict
 
 
