@@ -29,12 +29,21 @@ def unpacked(rows, max_length, max_sequences_per_pack, *, max_predictions=None, 
     return f
 
 
-def served_ids_shape(path):
-    """``input_ids``' shape in serving_default's signature (-1: any size), as TensorFlow
-    Serving reads it from saved_model.pb: no `tf.saved_model.load` restoring the weights."""
+def signature_defs(path):
+    """The SavedModel's served signatures (name: SignatureDef), as TensorFlow Serving reads
+    them from saved_model.pb: no `tf.saved_model.load` restoring the weights. The map there
+    also holds the initializer (``__saved_model_init_op``), which is no signature:
+    `tf.saved_model.load(path).signatures` leaves it out too."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     with open(os.path.join(path, "saved_model.pb"), "rb") as f:
         graph = saved_model_pb2.SavedModel.FromString(f.read()).meta_graphs[0]
-    return [d.size for d in graph.signature_def["serving_default"].inputs["input_ids"]
+    return {name: signature for name, signature in graph.signature_def.items()
+            if name != "__saved_model_init_op"}
+
+
+def served_ids_shape(path):
+    """``input_ids``' shape in serving_default's signature (-1: any size), from saved_model.pb
+    (`signature_defs`)."""
+    return [d.size for d in signature_defs(path)["serving_default"].inputs["input_ids"]
             .tensor_shape.dim]

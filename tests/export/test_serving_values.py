@@ -46,8 +46,8 @@ BAD_LM = [("input_ids", (1, 0), -1, "input_ids"), ("input_ids", (1, 0), V + 5, "
           ("position_ids", (0, 2), -4, "position_ids")]
 
 
-# saved_model_cli restores the model for every request (seconds each): it serves these
-# cases (one of each feature kind), a fresh tf.saved_model.load every case.
+# The saved_model_cli loader serves these cases (one of each feature kind), the
+# tf.saved_model.load one every case.
 CLI_CASES = {"pretrainer-good", "causal_lm-good", "pretrainer-bad-0", "pretrainer-bad-6",
              "pretrainer-bad-4", "pretrainer-bad-10", "causal_lm-bad-2"}
 

@@ -6,9 +6,9 @@ two logical CPUs.
 For each triple, HELPERS is the helper module whose ``trainer_update(strategy,
 VARIANT, micro, accumulation)`` makes one update (``sft_helpers``: VARIANT is
 the averaging; ``preference_helpers``: the loss), saved to OUT.npz; or
-``distributed_checks``, whose ``CHECKS[VARIANT](strategy)`` returns the arrays
-saved to OUT.npz. One process for all: TensorFlow starts once. See
-`update_helpers.replicas_updates`.
+``distributed_checks`` (or tests/training's ``distributed_run``), whose
+``CHECKS[VARIANT](strategy)`` returns the arrays saved to OUT.npz. One process
+for all: TensorFlow starts once. See `update_helpers.replicas_updates`.
 """
 
 import gc
@@ -18,6 +18,9 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# tests/training: `distributed_run` (test_distributed.py's mirrored scenario) and its models.
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "training"))
 
 # TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
 # frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million

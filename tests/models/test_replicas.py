@@ -1,6 +1,6 @@
 """Under MirroredStrategy over two logical CPUs, all in one subprocess
 (`replicas_run.py`: logical devices must be set before TensorFlow starts, and
-TensorFlow starts once for every check here):
+TensorFlow starts once for every check here and test_distributed.py's mirrored ones):
 
 - loss normalization is global across replicas: one `Trainer` update (1 pack
   per replica per micro-batch, 2 micro-batches) equals the update of the global
@@ -21,17 +21,16 @@ import pytest
 
 from preference_helpers import unpacked_update
 from sft_helpers import expected_update
-from update_helpers import max_difference, replicas_updates
+from update_helpers import max_difference, two_replicas
 
 pytestmark = pytest.mark.slow
-
-JOBS = [("sft_helpers", "token"), ("preference_helpers", "sigmoid"),
-        ("distributed_checks", "bert_gradients"), ("distributed_checks", "fit_loss")]
 
 
 @pytest.fixture(scope="module")
 def updates(tmp_path_factory):
-    return replicas_updates(JOBS, tmp_path_factory.mktemp("replicas"))
+    """The suite's one two-replica process (`update_helpers.two_replicas`), which runs
+    tests/training/test_distributed.py's mirrored scenario too."""
+    return two_replicas(tmp_path_factory)
 
 
 def test_sft_normalization_is_global_across_replicas(updates):

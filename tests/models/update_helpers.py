@@ -5,10 +5,13 @@ ask the same question of different models: does one update split into
 micro-batches, accumulation steps or replicas move the weights as the global
 loss does? `trainer_update` makes the update; `replicas_updates` makes it under
 MirroredStrategy over two logical CPUs, in a subprocess (`replicas_run.py`:
-logical devices must be set before TensorFlow starts).
+logical devices must be set before TensorFlow starts). `two_replicas` runs every
+two-replica check of the suite (`SESSION_JOBS`) in that one subprocess, once a
+test session.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -38,31 +41,79 @@ def trainer_update(strategy, make_model, packs, micro, accumulation):
     return [v.numpy() for v in model.trainable_variables], result.history[-1]
 
 
+def _outputs(jobs, directory):
+    return {job: os.path.join(str(directory), f"{job[0]}-{job[1]}.npz") for job in jobs}
+
+
+def _run(jobs, directory, timeout):
+    from unused_imports import with_site  # tests/: on the path in the suite, not in the runner
+
+    env = {**os.environ, "PYTHONPATH": with_site(_ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    outs = _outputs(jobs, directory)
+    arguments = [a for job in jobs for a in (*job, outs[job])]
+    done = subprocess.run([sys.executable, _RUNNER, *arguments], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def _load(jobs, directory):
+    weights = {}
+    for job, out in _outputs(jobs, directory).items():
+        data = np.load(out)
+        if job[0] in ("distributed_checks", "distributed_run"):
+            weights[job] = dict(data)
+            continue
+        weights[job] = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
+    return weights
+
+
 def replicas_updates(jobs, directory, timeout=400):
     """For each ``(helpers, variant)``, ``trainer_update(strategy, variant, micro=1,
     accumulation=2)`` of the module ``helpers`` on 2 replicas, all in one subprocess.
 
     ``helpers`` names the helper module (``"sft_helpers"``, ``"preference_helpers"``),
-    or ``"distributed_checks"`` (``variant`` names one of its ``CHECKS``); the
-    ``.npz`` files go to ``directory``. Returns ``{(helpers, variant): weights}``,
-    a check's ``{name: array}`` in place of weights.
+    or ``"distributed_checks"`` / ``"distributed_run"`` (``variant`` names one of its
+    ``CHECKS``); the ``.npz`` files go to ``directory``. Returns ``{(helpers, variant):
+    weights}``, a check's ``{name: array}`` in place of weights.
     """
-    from unused_imports import with_site  # tests/: on the path in the suite, not in the runner
+    _run(jobs, directory, timeout)
+    return _load(jobs, directory)
 
-    env = {**os.environ, "PYTHONPATH": with_site(_ROOT), "CUDA_VISIBLE_DEVICES": ""}
-    outs = {job: os.path.join(str(directory), f"{job[0]}-{job[1]}.npz") for job in jobs}
-    arguments = [a for job in jobs for a in (*job, outs[job])]
-    done = subprocess.run([sys.executable, _RUNNER, *arguments], env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    weights = {}
-    for job, out in outs.items():
-        data = np.load(out)
-        if job[0] == "distributed_checks":
-            weights[job] = dict(data)
-            continue
-        weights[job] = [data[f"arr_{i}"] for i in range(len(data.files) - 1)]
-    return weights
+
+# Every check of the suite under MirroredStrategy over two logical CPUs: test_replicas.py's
+# and tests/training/test_distributed.py's (`distributed_run`). One process start (Python,
+# TensorFlow and tfpack imported, the logical devices and the strategy made: about 2.5 CPU
+# s) instead of one a file.
+SESSION_JOBS = (("sft_helpers", "token"), ("preference_helpers", "sigmoid"),
+                ("distributed_checks", "bert_gradients"), ("distributed_checks", "fit_loss"),
+                ("distributed_run", "mirrored"))
+
+
+def two_replicas(tmp_path_factory, timeout=900):
+    """`replicas_updates` of `SESSION_JOBS`, once per test session: under pytest-xdist the
+    first worker process that asks runs it, the others wait on a file lock and read what it
+    left (as `tests/training/multiworker.worker_pair` does). Fails (`pytest.fail`) in every
+    test that asks where the process failed."""
+    import pytest
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the session's worker processes
+    folder, failed = root / "two_replicas", root / "two_replicas.failed"
+    with FileLock(str(root / "two_replicas.lock")):
+        if not failed.exists() and not (folder / "done").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            try:
+                _run(SESSION_JOBS, folder, timeout)
+            except BaseException as error:  # pytest.fail's too: every file sees it
+                failed.write_text(f"{type(error).__name__}: {error}")
+                raise
+            (folder / "done").touch()
+    if failed.exists():
+        pytest.fail(f"the two-replica process failed: {failed.read_text()[-3000:]}")
+    return _load(SESSION_JOBS, folder)
 
 
 def max_difference(a, b):

@@ -1,15 +1,12 @@
-"""Subprocess entry for the mirrored distributed test: train the tiny model, save its weights.
+"""The mirrored distributed scenario (test_distributed.py), one of the checks of the suite's
+one two-replica process (`tests/models/replicas_run.py`, `update_helpers.two_replicas`):
 
-    python distributed_run.py OUT.npz [--steps N] [--micro B] [--acc A]
-
-MirroredStrategy over two logical CPUs: the Trainer into OUT, then `model.fit` of the
-real BertPretrainer into OUT-fit.npz; and, in the same process, their one-device
-references on the default strategy with the same global batch: the Trainer into
-OUT-reference.npz, `model.fit` with XLA into OUT-fit-xla.npz. `train` is also the
-multi-worker scenario's (`multiworker_run.py`).
+MirroredStrategy over two logical CPUs: the tiny model's Trainer, then `model.fit` of the
+real BertPretrainer; and, in the same process, their one-device references on the default
+strategy with the same global batch: the Trainer, `model.fit` with XLA
+(`CHECKS["mirrored"]`). `train` is also the multi-worker scenario's (`multiworker_run.py`).
 """
 
-import argparse
 import gc
 import importlib
 import os
@@ -19,9 +16,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
-# frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
-# objects, none of them garbage, scanned over and over otherwise. (Imported by
-# `multiworker_run` too: collection resumes as it was.)
+# frozen out of its scans by the process's `main` (`replicas_run.py`, `multiworker_run.py`),
+# as `tfpack.cli` does for its commands: about a million objects, none of them garbage,
+# scanned over and over otherwise. (Collection resumes as it was.)
 _collecting = gc.isenabled()
 gc.disable()
 import numpy as np  # noqa: E402
@@ -72,32 +69,26 @@ def fit(strategy, *, batch, steps, jit_compile):
     return [w.numpy() for w in model.weights], np.array(history.history["loss"]), True
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--micro", type=int, default=2)
-    parser.add_argument("--acc", type=int, default=1)
-    args = parser.parse_args()
-    gc.freeze()
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    weights, losses, _ = train(strategy, micro=args.micro, steps=args.steps, acc=args.acc)
-    np.savez(args.out, *weights, loss=losses)
-    # One process for all four: TensorFlow starts once.
+# 3 updates of 2 accumulated micro-batches of 2 packs a replica (test_distributed.py's
+# STEPS, ACC and GLOBAL_MICRO // 2).
+STEPS, ACC, MICRO = 3, 2, 2
+
+
+def mirrored(strategy):
+    """``{"RUN:i": weight i, "RUN:loss": logged losses}`` of the four trainings, RUN one of
+    ``mirrored`` (the Trainer on ``strategy``), ``reference`` (the Trainer on one device),
+    ``fit`` (`model.fit` on ``strategy``) and ``fit_xla`` (`model.fit`, XLA, one device)."""
     one_device = tf.distribute.get_strategy()
-    weights, losses, _ = train(one_device, micro=2 * args.micro, steps=args.steps,
-                               acc=args.acc)
-    np.savez(args.out.replace(".npz", "-reference.npz"), *weights, loss=losses)
-    # `fit(jit_compile=True)` fails under MirroredStrategy (docs/training.md).
-    for where, jit_compile, name in ((strategy, False, "-fit.npz"),
-                                     (one_device, True, "-fit-xla.npz")):
-        weights, losses, _ = fit(where, batch=2 * args.micro, steps=args.steps,
-                                 jit_compile=jit_compile)
-        np.savez(args.out.replace(".npz", name), *weights, loss=losses)
+    runs = {"mirrored": train(strategy, micro=MICRO, steps=STEPS, acc=ACC),
+            "reference": train(one_device, micro=2 * MICRO, steps=STEPS, acc=ACC),
+            # `fit(jit_compile=True)` fails under MirroredStrategy (docs/training.md).
+            "fit": fit(strategy, batch=2 * MICRO, steps=STEPS, jit_compile=False),
+            "fit_xla": fit(one_device, batch=2 * MICRO, steps=STEPS, jit_compile=True)}
+    arrays = {}
+    for run, (weights, losses, _) in runs.items():
+        arrays.update({f"{run}:{i}": w for i, w in enumerate(weights)})
+        arrays[f"{run}:loss"] = losses
+    return arrays
 
 
-if __name__ == "__main__":
-    main()
+CHECKS = {"mirrored": mirrored}

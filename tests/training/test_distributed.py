@@ -1,7 +1,8 @@
 """Scale-out is tf.distribute: two replicas reach the weights of one device with the same
-global batch, both as MirroredStrategy over two logical CPUs and as
-MultiWorkerMirroredStrategy with two worker processes on 127.0.0.1 (the suite's one
-worker pair, `multiworker.py`)."""
+global batch, both as MirroredStrategy over two logical CPUs (the suite's one two-replica
+process, `update_helpers.two_replicas` in tests/models, runs `distributed_run.py`'s
+scenario) and as MultiWorkerMirroredStrategy with two worker processes on 127.0.0.1 (the
+suite's one worker pair, `multiworker.py`)."""
 
 import os
 import socket
@@ -12,10 +13,10 @@ import numpy as np
 import pytest
 from unused_imports import with_site
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "distributed_run.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT = 150
-# 3 updates of 2 accumulated micro-batches: 4 packs per micro-step in total.
+# 3 updates of 2 accumulated micro-batches: 4 packs per micro-step in total
+# (`distributed_run.STEPS, ACC, MICRO`).
 STEPS, ACC, GLOBAL_MICRO = 3, 2, 4
 
 
@@ -30,13 +31,6 @@ def _env(**extra):
     env.pop("TF_CONFIG", None)
     env.update(extra)
     return env
-
-
-def _run(out, micro, steps=STEPS):
-    return subprocess.Popen(
-        [sys.executable, SCRIPT, str(out), "--steps", str(steps), "--acc", str(ACC),
-         "--micro", str(micro)], env=_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
 
 
 def _wait(process, timeout=TIMEOUT):
@@ -78,22 +72,24 @@ def _assert_same(weights, reference):
 
 @pytest.fixture(scope="module")
 def mirrored(tmp_path_factory):
-    """One subprocess: the Trainer, then `model.fit`, under MirroredStrategy, and their
-    one-device references (the Trainer; `model.fit` with XLA): TensorFlow starts once."""
-    out = tmp_path_factory.mktemp("mirrored") / "w.npz"
-    process = _run(out, GLOBAL_MICRO // 2)  # 2 per replica
-    return process, out
+    """The Trainer, then `model.fit`, under MirroredStrategy, and their one-device
+    references (the Trainer; `model.fit` with XLA), from the suite's one two-replica
+    process (`distributed_run.CHECKS["mirrored"]`)."""
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                 "models"))  # tests/models: update_helpers
+    from update_helpers import two_replicas
+
+    return two_replicas(tmp_path_factory)["distributed_run", "mirrored"]
 
 
-def _output(mirrored, suffix=""):
-    """The weights and losses the mirrored process wrote (``w{suffix}.npz``) once it ended."""
-    process, out = mirrored
-    _wait(process, timeout=3 * TIMEOUT)  # four trainings, two under MirroredStrategy
-    return _weights(str(out).replace(".npz", f"{suffix}.npz"))
+def _output(mirrored, run="mirrored"):
+    """A run's weights and logged losses (`distributed_run.mirrored`)."""
+    count = sum(1 for name in mirrored if name.split(":")[0] == run) - 1
+    return [mirrored[f"{run}:{i}"] for i in range(count)], mirrored[f"{run}:loss"]
 
 
 def test_mirrored_two_logical_cpus_matches_one_device(mirrored):
-    _assert_same(_output(mirrored), _output(mirrored, "-reference"))
+    _assert_same(_output(mirrored), _output(mirrored, "reference"))
 
 
 def test_multi_worker_two_processes_matches_one_process(mirrored, tmp_path_factory):
@@ -110,7 +106,7 @@ def test_multi_worker_two_processes_matches_one_process(mirrored, tmp_path_facto
     checkpoints = folder / "distributed" / "checkpoints"
     assert sorted(os.listdir(checkpoints)) == [f"ckpt-{STEPS - 1}", f"ckpt-{STEPS}"]
     weights, losses = _weights(folder / "distributed" / "w.npz")
-    reference = _output(mirrored, "-reference")
+    reference = _output(mirrored, "reference")
     for a, b in zip(weights, reference[0]):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
     np.testing.assert_allclose(losses, reference[1][-1:], rtol=1e-5)  # the resumed interval
@@ -119,8 +115,8 @@ def test_multi_worker_two_processes_matches_one_process(mirrored, tmp_path_facto
 def test_fit_under_mirrored_matches_single_device_fit_with_xla(mirrored):
     """`model.fit`: two replicas (jit_compile=False, see docs/training.md) reach the weights
     of one device with `jit_compile=True` and the same global batch."""
-    (ours, our_losses), (theirs, their_losses) = (_output(mirrored, "-fit"),
-                                                  _output(mirrored, "-fit-xla"))
+    (ours, our_losses), (theirs, their_losses) = (_output(mirrored, "fit"),
+                                                  _output(mirrored, "fit_xla"))
     assert len(ours) == len(theirs)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
