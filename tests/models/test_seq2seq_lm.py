@@ -42,18 +42,30 @@ def _backbone(name):
         final_logit_softcapping=3.0)
 
 
+def _right_padded(sequences):
+    """Token ids and padding mask, a row a sequence, right padded with 0."""
+    ids = np.zeros((len(sequences), max(len(s) for s in sequences)), "int32")
+    for row, sequence in enumerate(sequences):
+        ids[row, :len(sequence)] = sequence
+    return ids, (np.arange(ids.shape[1]) < np.array([[len(s)] for s in sequences]))
+
+
 def _keras_hub_batch_loss(lm, pairs):
-    """keras-hub's Seq2SeqLM on each pair alone: summed NLL of its targets, and
-    the number of targets (the decoder reads d[:-1] and predicts d[1:])."""
-    total, count = 0.0, 0
-    for encoder_ids, decoder_ids in pairs:
-        e, d = np.array([encoder_ids], "int32"), np.array([decoder_ids[:-1]], "int32")
-        logits = lm({"encoder_token_ids": e, "encoder_padding_mask": np.ones_like(e),
-                     "decoder_token_ids": d, "decoder_padding_mask": np.ones_like(d)})
-        total += tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(
-            np.array([decoder_ids[1:]]), logits, from_logits=True))
-        count += len(decoder_ids) - 1
-    return total / count, total
+    """keras-hub's Seq2SeqLM on each pair alone: the mean NLL over the pairs'
+    targets and each pair's summed NLL (the decoder reads d[:-1] and predicts
+    d[1:]). One call: each pair its own row, right padded with zero padding
+    masks (keras-hub's masks keep padding from the pair's tokens, the decoder
+    is causal, and the rows of a batch never meet)."""
+    features = {}
+    for side, sequences in (("encoder", [e for e, _ in pairs]),
+                            ("decoder", [d[:-1] for _, d in pairs])):
+        ids, mask = _right_padded(sequences)
+        features[f"{side}_token_ids"], features[f"{side}_padding_mask"] = ids, mask
+    targets, real = _right_padded([d[1:] for _, d in pairs])
+    nll = keras.losses.sparse_categorical_crossentropy(targets, lm(features),
+                                                       from_logits=True)
+    totals = tf.reduce_sum(tf.where(real, nll, 0.0), axis=1)
+    return tf.reduce_sum(totals) / int(real.sum()), totals
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -80,7 +92,8 @@ def test_packed_loss_and_gradients_equal_keras_hub_unpacked(name):
                                    err_msg=variable.path)
     # The per-pair scores sum to minus the summed NLL.
     scores = model({k: packs[k] for k in model.input_features})["log_likelihood"]
-    np.testing.assert_allclose(-float(tf.reduce_sum(scores)), float(total), rtol=1e-5)
+    np.testing.assert_allclose(-float(tf.reduce_sum(scores)), float(tf.reduce_sum(total)),
+                               rtol=1e-5)
 
 
 def test_sequence_averaging_weighs_every_pair_the_same():
@@ -122,8 +135,8 @@ def test_predict_scores_each_pair_in_input_order():
     scores = tfpack.predict(model, [{"inputs": e, "targets": d} for e, d in PAIRS],
                             max_length=(12, 10), max_sequences_per_pack=3, batch_size=1)
     assert [len(x) for x in scores["logits"]] == [len(d) for _, d in PAIRS]
-    for i, pair in enumerate(PAIRS):  # batch_size=1: the pairs come back across batches.
-        _, total = _keras_hub_batch_loss(lm, [pair])
+    _, totals = _keras_hub_batch_loss(lm, PAIRS)
+    for i, total in enumerate(totals):  # batch_size=1: the pairs come back across batches.
         np.testing.assert_allclose(scores["log_likelihood"][i], -float(total), rtol=1e-5)
     hidden = tfpack.predict(model.backbone, PAIRS, max_length=(12, 10), max_sequences_per_pack=3)
     assert [h.shape for h in hidden["encoder_sequence_output"]] == [(len(e), 8) for e, _ in PAIRS]
@@ -150,7 +163,11 @@ def test_trainer_update_across_micro_batches_equals_keras_hub_unpacked(accumulat
     """`tfpack.training.Trainer` on pair packs (T5): one SGD update over three packs
     in micro-batches of one or one micro-batch of three moves the weights as keras-hub's
     Seq2SeqLM does on the pairs unpacked (loss averaged over every target token of
-    the update, not per micro-batch), after the run-time exactness check."""
+    the update, not per micro-batch), after the run-time exactness check.
+    Accumulating, the per-micro-batch gradients compile with XLA (the
+    Trainer's default); the one micro-batch of three runs them without
+    (the update's arithmetic is the same; XLA's compilation was half of that
+    case's CPU)."""
     from tfpack.training import Trainer
 
     pairs = PAIRS + [([5, 6], [1, 7]), ([8, 9, 10, 11], [1, 12, 13, 14, 15, 16])]
@@ -170,7 +187,8 @@ def test_trainer_update_across_micro_batches_equals_keras_hub_unpacked(accumulat
     data = tf.data.Dataset.from_tensor_slices(
         {k: v for k, v in packs.items() if k != "example_ids"})
     trainer = Trainer(model, keras.optimizers.SGD(0.5), micro_batch_size=micro,
-                      accumulation_steps=accumulation, progress=False, log_every=1)
+                      accumulation_steps=accumulation, progress=False, log_every=1,
+                      jit_compile=accumulate)
     result = trainer.fit(data, num_steps=1)
     assert result.step == 1 and trainer.exactness.reference == "keras-hub backbone"
     for variable, w in zip(backbone.trainable_variables, expected):

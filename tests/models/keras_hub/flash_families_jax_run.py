@@ -6,7 +6,10 @@ jitted program a family (one XLA compilation, compiling is most of the time).
 
 Packs of 32 tokens hold the five example sequences (23 tokens) and padding:
 the kernel's blocks of 16 split sequences across blocks. Relative-position
-families (DeBERTa, XLNet) are refused by name instead."""
+families (DeBERTa, XLNet) are refused by name instead. "<family>:segmented"
+checks segmented attention against dense the same way (`check_segmented`,
+for test_keras_hub_flash.py::test_segmented_decoders_equal_dense_on_jax_under_jit:
+in this process, its imports and backbones shared)."""
 
 import functools
 import sys
@@ -40,6 +43,34 @@ ONE_LAYER = ("llama", "bloom", "falcon", "mistral", "gpt2", "opt",
              "mixtral", "qwen3_moe")
 
 
+def check_segmented(family):
+    """For test_keras_hub_flash.py::test_segmented_decoders_equal_dense_on_jax_under_jit
+    (the argument "<family>:segmented"): raises unless segmented attention
+    (`max_sequences_per_pack=3`, rows of 8) equals dense, outputs (1e-5) and
+    gradients (1e-4), under jax.jit, on packs of 16 tokens holding up to 3
+    sequences. Run for Mistral (dense through jax.nn.dot_product_attention
+    with `local_window_size`; one layer, as its flash check) and Gemma (the
+    einsum path with the soft cap; its local and global layer)."""
+    backbone = backbone_of(family)
+    packed = pack_examples(examples(family), 16, max_sequences_per_pack=3)
+    assert packed["sequence_ids"].max() == 3
+    real = packed["sequence_ids"] > 0
+    dense, segmented = (from_keras_hub(backbone, check_exact=False, **options)
+                        for options in (dict(attention_implementation="dense"),
+                                        dict(attention_implementation="segmented",
+                                             max_sequences_per_pack=3,
+                                             segment_length=8)))
+    assert segmented.implementation(16) == "segmented"
+    [(want, want_grads), (got, got_grads)], calls = outputs_and_gradients(
+        (dense, segmented), backbone, packed, real)
+    assert calls == [0, 0], (family, calls)
+    np.testing.assert_allclose(got, want, atol=1e-5, err_msg=family)
+    assert len(got_grads) == len(want_grads) > 0
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_allclose(g, w, atol=1e-4, rtol=1e-4, err_msg=family)
+
+
+@functools.cache
 def backbone_of(family):
     """The family's tiny backbone; one layer in `ONE_LAYER` families."""
     return make_backbone_one_layer(family) if family in ONE_LAYER else make_backbone(family)
@@ -73,7 +104,10 @@ def outputs_and_gradients(adapters, backbone, packed, real):
 
 def check(family):
     """Raises unless `family`'s flash adapter equals its dense one (or, for
-    the relative-position families, is refused by name)."""
+    the relative-position families, is refused by name); "<family>:segmented"
+    runs `check_segmented`."""
+    if family.endswith(":segmented"):
+        return check_segmented(family.partition(":")[0])
     backbone = backbone_of(family)
     packed = pack_examples(examples(family), LENGTH, max_sequences_per_pack=5)
     real = packed["sequence_ids"] > 0

@@ -44,11 +44,16 @@ IMPLEMENTATIONS = [dict(attention_implementation="dense"),
                         max_sequences_per_pack=4, segment_length=LENGTH)]
 
 
-def make(family, seed=0):
+def make(family, seed=0, **config):
     """The family's tiny backbone, zero-initialized variables made random
-    (Qwen3.5's norm offsets and `A_log`) so every path carries gradients."""
+    (Qwen3.5's norm offsets and `A_log`) so every path carries gradients;
+    rebuilt from its config with `config`'s entries where given."""
     keras.utils.set_random_seed(seed)
-    return randomize_zeros(FAMILIES[family](), seed)
+    backbone = FAMILIES[family]()
+    if config:
+        keras.utils.set_random_seed(seed)
+        backbone = type(backbone).from_config(dict(backbone.get_config(), **config))
+    return randomize_zeros(backbone, seed)
 
 
 def examples(seed=0, family=None):

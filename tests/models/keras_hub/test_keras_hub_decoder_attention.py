@@ -9,14 +9,13 @@ import tensorflow as tf
 from tfpack.models import from_keras_hub
 from tfpack.testing import pack_examples
 
-from jax_env import jax_env
 from keras_hub_helpers import MAX_LENGTH, examples, make_backbone
 
 # Segmented == dense == keras-hub on each sequence alone, for every family:
 # test_conformance.py; the run-time exactness check on every family, dense
 # and segmented: test_keras_hub_exactness.py (so the adapters here are built
-# with `check_exact=False`). Here: the dense fallback, config, "auto", XLA,
-# JAX.
+# with `check_exact=False`). Here: the dense fallback, config, "auto", XLA;
+# JAX: test_keras_hub_flash.py.
 
 
 @pytest.mark.parametrize("family", ("mistral", "gemma", "gpt_oss", "falcon",
@@ -103,61 +102,6 @@ def _outputs_and_gradients_in_graph(adapter):
     return step
 
 
-_JAX_CHECK = """
-import jax, numpy as np, keras
-assert keras.backend.backend() == "jax"
-from tfpack.models import from_keras_hub
-from tfpack.testing import pack_examples
-from keras_hub_helpers import MAX_LENGTH, examples, make_backbone, make_backbone_one_layer
-# Mistral: jax.nn.dot_product_attention with local_window_size; Gemma: the
-# einsum path (soft cap), both under jax.jit, outputs and gradients. Mistral
-# with one layer (its layers are alike: the same code compiles, in half the
-# time), Gemma with its local and global one.
-for family in ("mistral", "gemma"):
-    backbone = make_backbone_one_layer(family) if family == "mistral" else make_backbone(family)
-    if family == "mistral":
-        assert len(backbone.transformer_layers) == 1
-    packed = pack_examples(examples(family), MAX_LENGTH, max_sequences_per_pack=3)
-    real = packed["sequence_ids"] > 0
-    trainable = [v.value for v in backbone.trainable_variables]
-    fixed = [v.value for v in backbone.non_trainable_variables]
-    results = []
-    for options in (dict(attention_implementation="dense"),
-                    dict(attention_implementation="segmented",
-                         max_sequences_per_pack=3, segment_length=8)):
-        # Compared with dense below: the run-time check would compile each twice more.
-        adapter = from_keras_hub(backbone, check_exact=False, **options)
-
-        def loss(weights, features, adapter=adapter):
-            out, _ = adapter.stateless_call(weights, fixed, features)
-            out = out["sequence_output"]
-            return (jax.numpy.sin(out) * real[..., None]).sum(), out
-
-        step = jax.jit(jax.value_and_grad(loss, has_aux=True))
-        (_, out), grads = step(trainable, packed)
-        results.append((np.asarray(out), grads))
-    (dense_out, dense_grads), (out, grads) = results
-    np.testing.assert_allclose(out[real], dense_out[real], atol=1e-5)
-    for a, b in zip(grads, dense_grads):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-4,
-                                   rtol=1e-4)
-print("ok")
-"""
-
-
-def test_segmented_decoders_equal_dense_on_jax_under_jit():
-    # The backend is fixed when Keras loads: a subprocess.
-    pytest.importorskip("jax")
-    import os
-    import pathlib
-    import subprocess
-    import sys
-
-    here = str(pathlib.Path(__file__).parent)
-    path = os.pathsep.join([here] + [p for p in (
-        os.environ.get("PYTHONPATH"),) if p])
-    done = subprocess.run([sys.executable, "-c", _JAX_CHECK],
-                          env=jax_env(PYTHONPATH=path),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("ok"), done.stdout
+# Segmented == dense on JAX under jit (Mistral, Gemma): test_keras_hub_flash.py::
+# test_segmented_decoders_equal_dense_on_jax_under_jit, in the flash check's
+# subprocess.

@@ -32,6 +32,9 @@ GROUPS = {
                             "qwen3_moe", "smollm3"),
     "refused": ("deberta_v3", "xlnet"),
 }
+# Segmented attention against dense under jit, in the same subprocess:
+# test_segmented_decoders_equal_dense_on_jax_under_jit.
+SEGMENTED = ("mistral:segmented", "gemma:segmented")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +46,7 @@ def flash_run():
     root = str(HERE.parents[2])
     path = os.pathsep.join([root, str(HERE), str(HERE.parents[1])])
     families = [family for group in sorted(GROUPS) for family in GROUPS[group]]
+    families += SEGMENTED
     done = subprocess.run(
         [sys.executable, str(HERE / "flash_families_jax_run.py"), *families],
         env=jax_env(PYTHONPATH=path), cwd=HERE, capture_output=True, text=True,
@@ -60,3 +64,16 @@ def test_flash_families_equal_dense_on_jax(group, flash_run):
     lines, stderr = flash_run
     for family in GROUPS[group]:
         assert f"{family} ok" in lines, (family, stderr[-4000:])
+
+
+def test_segmented_decoders_equal_dense_on_jax_under_jit(flash_run):
+    """Segmented attention in the keras-hub decoder adapters equals dense on
+    JAX under jit, outputs and gradients (`check_segmented` in
+    flash_families_jax_run.py: Mistral through jax.nn.dot_product_attention
+    with `local_window_size`, Gemma's einsum path with its soft cap); it
+    shares the flash check's subprocess (the backend is fixed when Keras
+    loads; a process of its own cost its imports and backbones again). The
+    TensorFlow tests of segmented decoders: test_keras_hub_decoder_attention.py."""
+    lines, stderr = flash_run
+    for name in SEGMENTED:
+        assert f"{name} ok" in lines, (name, stderr[-4000:])
