@@ -22,15 +22,11 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# TensorFlow and tfpack imported with the cyclic garbage collector paused, then frozen out
-# of its scans (`main`), as `tfpack.cli` does for its commands: about a million objects,
-# none of them garbage, scanned over and over otherwise.
-gc.disable()
+# TensorFlow is imported with the garbage collector paused, then frozen, by the suite's
+# site (tests/paused_imports.py).
 import tensorflow as tf  # noqa: E402
 
 import tfpack  # noqa: E402
-
-gc.enable()
 
 L, K, PER_REPLICA = 16, 3, 2
 

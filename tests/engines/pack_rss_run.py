@@ -8,7 +8,6 @@ Runs the local engine once in this fresh process while a thread reads
 growth above the value just before the job, in kB, and the job's stats.
 """
 
-import gc
 import json
 import os
 import sys
@@ -17,16 +16,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# TensorFlow and tfpack imported with the cyclic garbage collector paused, then frozen out of
-# its scans, as `tfpack.cli` does (about a million objects, none of them garbage): before the
-# baseline, so the sampled job is as it was.
-gc.disable()
+# TensorFlow and tfpack imported before the baseline, so the sampled job is as it was (the
+# garbage collector paused, then frozen, by the suite's site: tests/paused_imports.py).
 import tensorflow as tf  # noqa: E402, F401  (its libraries belong to the baseline)
 
 from tfpack.engines.local import pack_records  # noqa: E402
-
-gc.enable()
-gc.freeze()
 
 
 def rss_file_kb() -> int:

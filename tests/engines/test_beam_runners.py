@@ -19,16 +19,9 @@ from google_records import google_examples, write_google  # noqa: E402
 IN_PROCESS = "--direct_running_mode=in_memory"
 DASK = "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"
 # Run by each Dask worker process as it starts (a `preload` script): the imports its tasks
-# need (TensorFlow, Beam, tfpack's steps) with the garbage collector paused, then frozen, as
-# tfpack.cli does for TensorFlow (about a million objects, none of them garbage, scanned over
-# and over otherwise: ~0.9 CPU s a worker).
-WORKER_IMPORTS = """
-import gc
-gc.disable()
-import apache_beam, tensorflow, tfpack.engines.beam.steps
-gc.enable()
-gc.freeze()
-"""
+# need (TensorFlow, Beam, tfpack's steps), with the garbage collector paused, then frozen,
+# by the suite's site (tests/paused_imports.py).
+WORKER_IMPORTS = "import apache_beam, tensorflow, tfpack.engines.beam.steps"
 
 
 def _inputs(tmp_path, files=2, per_file=30):

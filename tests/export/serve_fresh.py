@@ -14,23 +14,17 @@ run`` itself restores it again for each command (0.6 CPU s a restore of the toy 
 the command itself: test_saved_model.py's ``test_saved_model_cli_console_script``).
 """
 
-import gc
 import json
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# TensorFlow imported with the cyclic garbage collector paused, then its objects frozen out
-# of the collector's scans, as `tfpack.cli` does: about a million objects, none of them
-# garbage, scanned over and over otherwise (`import tensorflow` here: 2.55 -> 1.6 CPU s).
-gc.disable()
+# TensorFlow is imported with the garbage collector paused, then frozen, by the suite's site
+# (tests/paused_imports.py).
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.python.saved_model import loader  # noqa: E402
-
-gc.enable()
-gc.freeze()
 
 
 def _session(path):

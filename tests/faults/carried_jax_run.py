@@ -21,24 +21,18 @@ Prints one JSON object: scenario -> ``"refused: <message>"`` (a `TfpackError`),
   position 8 of its own (9 in the pack) for a table of 8 rows.
 """
 
-import gc
 import json
 
-# Keras (on JAX) and tfpack imported with the cyclic garbage collector paused, then frozen
-# out of its scans, as `tfpack.cli` does for TensorFlow: hundreds of thousands of objects,
-# none of them garbage, scanned over and over otherwise (these imports: 2.45 -> 1.55 CPU s).
-gc.disable()
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+# Keras (on JAX) is imported with the garbage collector paused, then frozen, by the JAX
+# subprocesses' site (tests/paused_imports.py).
+import keras
+import numpy as np
 
-import tfpack  # noqa: E402
-import tfpack.models  # noqa: E402, F401  (tfpack.models.* below)
-from tfpack.builders import preference_pair  # noqa: E402
-from tfpack.errors import TfpackError  # noqa: E402
-from tfpack.testing import pack_examples  # noqa: E402
-
-gc.enable()
-gc.freeze()
+import tfpack
+import tfpack.models  # noqa: F401  (tfpack.models.* below)
+from tfpack.builders import preference_pair
+from tfpack.errors import TfpackError
+from tfpack.testing import pack_examples
 
 assert keras.backend.backend() == "jax"
 PAIRS = [{"prompt": [1, 2, 3], "chosen": [4, 5], "rejected": [6, 7, 8]},

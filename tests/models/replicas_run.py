@@ -22,17 +22,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "training"))
 
-# TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
-# frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
-# objects, none of them garbage, scanned over and over otherwise.
-gc.disable()
+# TensorFlow and Keras are imported with the garbage collector paused, then frozen, by the
+# suite's site (tests/paused_imports.py); `main` freezes what the rest holds.
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 for _name in ("tfpack.models", "tfpack.training"):
     importlib.import_module(_name)
-
-gc.enable()
 
 
 def main():

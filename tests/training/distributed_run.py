@@ -7,7 +7,6 @@ strategy with the same global batch: the Trainer, `model.fit` with XLA
 (`CHECKS["mirrored"]`). `train` is also the multi-worker scenario's (`multiworker_run.py`).
 """
 
-import gc
 import importlib
 import os
 import sys
@@ -15,20 +14,14 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
-# frozen out of its scans by the process's `main` (`replicas_run.py`, `multiworker_run.py`),
-# as `tfpack.cli` does for its commands: about a million objects, none of them garbage,
-# scanned over and over otherwise. (Collection resumes as it was.)
-_collecting = gc.isenabled()
-gc.disable()
+# TensorFlow and Keras are imported with the garbage collector paused, then frozen, by the
+# suite's site (tests/paused_imports.py); the process's `main` (`replicas_run.py`,
+# `multiworker_run.py`) freezes what the rest holds.
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 for _name in ("tfpack.models", "tfpack.training"):
     importlib.import_module(_name)
-
-if _collecting:
-    gc.enable()
 
 
 def train(strategy, *, micro, steps, acc, checkpoint_dir=None):

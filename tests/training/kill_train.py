@@ -35,18 +35,14 @@ def train(directory, steps, on_first=None):
 
 
 if __name__ == "__main__":
-    # TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
-    # frozen out of its scans, as `tfpack.cli` does for its commands: about a million
-    # objects, none of them garbage, scanned over and over otherwise.
+    # TensorFlow, Keras and tfpack imported (the collector paused, then frozen, by the
+    # suite's site: tests/paused_imports.py) before the first step, which the kill follows.
     import gc
-
-    gc.disable()
     import importlib
 
     for name in ("tensorflow", "test_resume", "tfpack.training"):
         importlib.import_module(name)
 
-    gc.enable()
     gc.freeze()
     directory, steps = sys.argv[1], int(sys.argv[2])
     weights = train(directory, steps, on_first=lambda: print("training", flush=True))

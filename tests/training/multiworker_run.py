@@ -32,18 +32,14 @@ import traceback
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
-# frozen out of its scans (`main`), as `tfpack.cli` does for its commands: about a million
-# objects, none of them garbage, scanned over and over otherwise.
-gc.disable()
+# TensorFlow, Keras and JAX are imported with the garbage collector paused, then frozen, by
+# the suite's site (tests/paused_imports.py); `main` freezes what the rest holds.
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 for _name in ("tfpack.cli.train", "tfpack.models", "tfpack.training", "distributed_run",
               "packed_worker_run", "host_training_run"):
     importlib.import_module(_name)
-
-gc.enable()
 
 def trained_then_resumed(strategy, train, settings, **where):
     """``train`` for ``steps`` updates (checkpointed), then a new Trainer (new model and

@@ -6,7 +6,6 @@ by the caller), on a packed output it reads its share of (run by `multiworker_ru
   `tfpack.training.packed_dataset_fn` (``micro`` packs per worker per step).
 """
 
-import gc
 import importlib
 import json
 import os
@@ -16,20 +15,12 @@ import traceback
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# TensorFlow, Keras and tfpack imported with the cyclic garbage collector paused, then
-# frozen out of its scans (`multiworker_run.main`), as `tfpack.cli` does for its commands: about a million
-# objects, none of them garbage, scanned over and over otherwise.
-# (Imported by tests too: collection resumes as it was; only
-# `multiworker_run.main` freezes.)
-_collecting = gc.isenabled()
-gc.disable()
+# TensorFlow and Keras are imported with the garbage collector paused, then frozen, by the
+# suite's site (tests/paused_imports.py); `multiworker_run.main` freezes what the rest holds.
 import numpy as np  # noqa: E402
 
 for _name in ("tfpack.models", "tfpack.training"):
     importlib.import_module(_name)
-
-if _collecting:
-    gc.enable()
 
 
 def trainer_weights(strategy, directory, *, micro, acc, steps, checkpoint_dir=None):

@@ -4,13 +4,11 @@ Beam's ``multi_processing`` runner starts each worker with this process's
 environment; the test puts this folder first on ``PYTHONPATH`` there. Python
 imports one ``sitecustomize``: this one runs the suite's own
 (``tests/unused_imports_site``), then imports what every worker's tasks import
-anyway (TensorFlow, Beam, tfpack's steps) with the cyclic garbage collector
-paused, then frozen out of its scans, as ``tfpack.cli`` does for TensorFlow:
-about a million objects, none of them garbage, scanned over and over otherwise
-(about 0.9 CPU s a worker). Nothing a worker computes changes.
+anyway (TensorFlow, Beam, tfpack's steps), which the suite's site imports
+with the cyclic garbage collector paused, then frozen out of its scans
+(`tests/paused_imports.py`). Nothing a worker computes changes.
 """
 
-import gc
 import importlib.util
 import pathlib
 
@@ -19,10 +17,5 @@ _spec = importlib.util.spec_from_file_location(
     pathlib.Path(__file__).resolve().parents[2] / "unused_imports_site" / "sitecustomize.py")
 _spec.loader.exec_module(importlib.util.module_from_spec(_spec))
 
-gc.disable()
-try:
-    for _name in ("apache_beam", "tensorflow", "tfpack.engines.beam.steps"):
-        importlib.import_module(_name)
-finally:
-    gc.enable()
-gc.freeze()
+for _name in ("apache_beam", "tensorflow", "tfpack.engines.beam.steps"):
+    importlib.import_module(_name)
