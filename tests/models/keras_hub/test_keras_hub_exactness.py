@@ -89,13 +89,16 @@ def test_a_subclass_that_changes_the_computation_is_refused_by_its_numbers():
 
 def test_a_subclass_that_computes_the_same_passes():
     keras.utils.set_random_seed(0)
-    adapter = from_keras_hub(SameCallLlama(**CONFIG))
+    # The check `from_keras_hub` runs by default, once, with its margin.
+    adapter = from_keras_hub(SameCallLlama(**CONFIG), check_exact=False)
     assert check_packing_exact(adapter).worst[1] < 0.5
 
 
 @pytest.mark.parametrize("family", ["bert", "llama"])
 def test_an_adapter_whose_mask_leaks_is_refused(family):
-    adapter = from_keras_hub(make_backbone(family), attention_implementation="dense")
+    # Unchanged, it passes: test_every_adapted_family_passes.
+    adapter = from_keras_hub(make_backbone(family), check_exact=False,
+                             attention_implementation="dense")
     # Keeps padding out but no longer keeps the sequences of a pack apart.
     adapter.attention_mask = PackedAttentionMask(
         causal=adapter.causal, mask_type="boolean", block_diagonal=False)
