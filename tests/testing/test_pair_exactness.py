@@ -64,7 +64,9 @@ def test_every_encoder_decoder_passes_the_pair_probe(family):
 
 def test_a_cross_mask_that_lets_pairs_meet_is_refused():
     keras.utils.set_random_seed(0)
-    adapter = from_keras_hub(FAMILIES["t5"]())
+    # The same T5 passes the check unchanged:
+    # test_every_encoder_decoder_passes_the_pair_probe[t5].
+    adapter = from_keras_hub(FAMILIES["t5"](), check_exact=False)
     masks = adapter.masks
 
     def leaking(encoder_sequence_ids, decoder_sequence_ids):

@@ -14,13 +14,18 @@ Keras backend, and compares:
 The reference "alone" is the keras-hub backbone itself on each sequence with
 its padding mask, for a `from_keras_hub` adapter (whatever subclass it is,
 so a subclass that changes the computation, or an adapter a keras-hub
-release broke, shows in the numbers), and the same backbone on packs of one
-sequence for the others, and for an adapter whose `keras_hub_known_wrong`
-says why keras-hub is not the model there (Qwen's sliding window, dropped
-by keras-hub's fused attention on JAX). A difference beyond the tolerance of the compute
-dtype (`TOLERANCES`, relative to the largest magnitude of the reference
-value) raises `PackingNotExactError` in one line naming the first layer,
-output or weight that differs and by how much.
+release broke, shows in the numbers): the probe's sequences in one call,
+each its own row right padded to the longest (rows never meet; the padding
+mask keeps the padding out), or one call a sequence where padding changes
+what a sequence computes (`padded_batch_reason`: a backbone without a
+padding mask, Phi-3's LongRoPE, keras-hub's XLNet). For the others, and
+for an adapter whose `keras_hub_known_wrong` says why keras-hub is not the
+model there (Qwen's sliding window, dropped by keras-hub's fused attention
+on JAX), the reference is the same backbone on packs of one sequence. A
+difference beyond the tolerance of the compute dtype (`TOLERANCES`,
+relative to the largest magnitude of the reference value) raises
+`PackingNotExactError` in one line naming the first layer, output or weight
+that differs and by how much.
 
 `Trainer.fit`, `tfpack train`, `from_keras_hub` and the
 `tfpack.training.ExactnessCheck` callback run it before anything trains.
@@ -59,8 +64,9 @@ from tfpack.testing.packer import pack_examples
 from tfpack.testing.pair_exactness import check_pairs_exact, reads_pairs
 
 __all__ = ["ExactnessResult", "PackingNotExactError", "PROBE_LENGTHS",
-           "TOLERANCES", "check_packing_exact", "keras_hub_inputs",
-           "packed_backbone", "unchecked_reason"]
+           "PADDED_BATCH_DIFFERS", "TOLERANCES", "check_packing_exact",
+           "keras_hub_batch", "keras_hub_inputs", "packed_backbone",
+           "padded_batch_reason", "unchecked_reason"]
 
 # A one-token sequence and two longer ones of different lengths.
 PROBE_LENGTHS = (5, 1, 3)
@@ -308,38 +314,107 @@ def _reference_layers(backbone, reference):
     return layers or ()
 
 
+# keras-hub classes (layers or backbones, matched along the MRO) under which
+# a sequence padded in a batch is not the sequence alone, and why.
+PADDED_BATCH_DIFFERS = {
+    # Phi-3's LongRoPE ("su"): the long factor for rows over
+    # `pretraining_sequence_length`, the short one for the others.
+    "Phi3SuScaledRotaryEmbedding": "takes its rotary factor from the row's length",
+    # keras-hub 0.32's `XLNetAttentionMaskLayer` reshapes the `[B, L]`
+    # padding mask to `[L, B]` (not a transpose): right for one row only.
+    "XLNetBackbone": "mixes up the padding masks of a batch's rows",
+}
+
+
+def padded_batch_reason(reference):
+    """Why keras-hub `reference` must run each probe sequence in a call of
+    its own, or None where one right-padded batch gives each sequence as
+    alone: it takes a padding mask (which keeps the padding out of every
+    real token; rows of a batch never meet) and no class of its own or of
+    its layers is in `PADDED_BATCH_DIFFERS`.
+
+    >>> import keras_hub
+    >>> llama = keras_hub.models.LlamaBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_query_heads=2,
+    ...     num_key_value_heads=1, hidden_dim=8, intermediate_dim=16)
+    >>> padded_batch_reason(llama) is None
+    True
+    >>> padded_batch_reason(keras_hub.models.Phi3Backbone(
+    ...     vocabulary_size=30, num_layers=1, hidden_dim=8,
+    ...     intermediate_dim=16, num_query_heads=2, num_key_value_heads=1,
+    ...     max_sequence_length=64, pretraining_sequence_length=4,
+    ...     rope_scaling_type="su", rope_scaling_short_factor=[1.0, 1.0],
+    ...     rope_scaling_long_factor=[2.0, 2.0]))
+    "Phi3SuScaledRotaryEmbedding takes its rotary factor from the row's length"
+    """
+    if "padding_mask" not in (reference.input if isinstance(reference.input, dict) else {}):
+        return f"{type(reference).__name__} takes no padding mask"
+    for layer in reference._flatten_layers():
+        for cls in type(layer).__mro__:
+            if cls.__name__ in PADDED_BATCH_DIFFERS:
+                return f"{cls.__name__} {PADDED_BATCH_DIFFERS[cls.__name__]}"
+    return None
+
+
+def keras_hub_batch(backbone, examples):
+    """`keras_hub_inputs` of each of `examples`, one row each, right padded
+    with zeros (a zero padding mask) to the longest.
+
+    >>> import keras_hub
+    >>> bert = keras_hub.models.BertBackbone(
+    ...     vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, max_sequence_length=8)
+    >>> keras_hub_batch(bert, [{"input_ids": [5, 6]}, {"input_ids": [7]}])["padding_mask"]
+    array([[1, 1],
+           [1, 0]], dtype=int32)
+    """
+    rows = [keras_hub_inputs(backbone, example) for example in examples]
+    longest = max(row["token_ids"].shape[1] for row in rows)
+    return {name: np.concatenate([
+        np.pad(row[name], [(0, 0), (0, longest - row[name].shape[1])])
+        for row in rows]) for name in rows[0]}
+
+
 def _keras_hub_run(variables, backbone, reference, examples, projections):
     """The same for every sequence alone through the keras-hub backbone, with
     the outputs of its layers (`_reference_layers`); `sequence_output` is
     the output of the adapter's `keras_hub_output_layer` where it declares
-    one (keras-hub's RWKV-7 returns logits), else the backbone's."""
+    one (keras-hub's RWKV-7 returns logits), else the backbone's. All the
+    sequences in one right-padded batch (`keras_hub_batch`), or one call
+    each where the padding would change them (`padded_batch_reason`)."""
     layers = _reference_layers(backbone, reference)
     final = getattr(backbone, "keras_hub_output_layer", None)
+    batches = ([examples] if padded_batch_reason(reference) is None
+               else [[example] for example in examples])
+    weights = np.concatenate(projections)
 
     def fn():
-        per_sequence, outputs = [], []
-        for example in examples:
+        per_batch = []
+        for batch in batches:
             with _Recorder(layers) as recorder, _Recorder([final] if final else []) as last:
                 output = _as_sequence_output(reference(
-                    keras_hub_inputs(reference, example), training=False))
+                    keras_hub_batch(reference, batch), training=False))
             if final is not None:
                 output = last.outputs[-1][1]
-            outputs.append(output)
-            per_sequence.append(_layer_records(recorder.outputs)
-                                + [("output 'sequence_output'", output)])
-        names = [name for name, _ in per_sequence[0]]
-        records = [(name, keras.ops.concatenate([s[i][1][0] for s in per_sequence]))
-                   for i, name in enumerate(names)]
-        return _projection_loss([o[0] for o in outputs], projections), records
+            per_batch.append(_layer_records(recorder.outputs)
+                             + [("output 'sequence_output'", output)])
+        # (a batch's records, row, length) of each sequence, in probe order.
+        rows = [(records, row, len(example["input_ids"]))
+                for batch, records in zip(batches, per_batch)
+                for row, example in enumerate(batch)]
+        # Each record: the real tokens of every sequence, concatenated.
+        records = [(name, keras.ops.concatenate([r[i][1][row, :n] for r, row, n in rows]))
+                   for i, (name, _) in enumerate(per_batch[0])]
+        return _projection_loss([records[-1][1]], [weights]), records
 
     return backend_gradients(fn, variables)
 
 
 def _keras_hub_alone(variables, backbone, reference, examples, projections):
     """`_keras_hub_run`, or None with a warning where the keras-hub backbone
-    cannot run a probe sequence alone (keras-hub 0.32's sliding windows of
-    Qwen-MoE fail on a sequence shorter than the window): the packs of one
-    are then the reference."""
+    cannot run the probe's sequences alone (keras-hub 0.32's sliding windows
+    of Qwen-MoE fail on a row of one token): the packs of one are
+    then the reference."""
     try:
         return _keras_hub_run(variables, backbone, reference, examples, projections)
     except Exception as error:  # noqa: BLE001  (keras-hub's own failure)
@@ -347,7 +422,7 @@ def _keras_hub_alone(variables, backbone, reference, examples, projections):
         warnings.warn(
             f"tfpack's exactness check compares {type(reference).__name__}'s adapter "
             "with packs of one instead of the keras-hub backbone, which failed on "
-            f"a probe sequence alone: {type(error).__name__}: {first}", stacklevel=4)
+            f"the probe's sequences alone: {type(error).__name__}: {first}", stacklevel=4)
         return None
 
 

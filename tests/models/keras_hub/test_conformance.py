@@ -34,6 +34,7 @@ from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
 from tfpack import export, models
 from tfpack.testing import assert_no_cross_contamination, next_fit
 from tfpack.testing import next_token_labels, pack_examples
+from tfpack.testing.exactness import padded_batch_reason
 from unused_imports import with_site
 
 PACKS = [[0, 1, 2], [3, 4]]  # 15 and 8 tokens in rows of 16.
@@ -43,9 +44,11 @@ IMPLEMENTATIONS = {
                       max_sequences_per_pack=3, segment_length=8),
 }
 HEAVY = sorted(name for name, family in FAMILIES.items() if family.heavy)
-# Causal families whose keras-hub output depends on the row's length, so a
-# padded row is not the sequence alone: Phi-3's LongRoPE takes the long factor
-# for rows over 4 tokens (its one-batch reference fails).
+# Families whose keras-hub output depends on the row's length, so a padded row
+# is not the sequence alone: Phi-3's LongRoPE takes the long factor for rows
+# over 4 tokens (its one-batch reference fails). The library's rule
+# (`padded_batch_reason`) also runs XLNet (its mask is right for one row
+# only) and the backbones without a padding mask one sequence a call.
 LENGTH_DEPENDENT = {"phi3_su"}
 
 
@@ -116,9 +119,11 @@ def backbones():
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_packed_equals_each_sequence_alone(family, backbones):
     """Outputs and gradients of every variable (through a fixed random linear
-    function of the outputs), dense and segmented. Causal families' sequences
-    run alone in one right-padded batch (their tokens never see the padding
-    after them), the others' (and `LENGTH_DEPENDENT`) one call each."""
+    function of the outputs), dense and segmented. The sequences run alone
+    in one right-padded batch (causal tokens never see the padding after
+    them; the padding mask keeps it from the others' tokens), except for
+    `LENGTH_DEPENDENT` and where `padded_batch_reason` says why not: one
+    call each."""
     backbone = backbones(family)
     data, packed = _packed(family)
     rng = np.random.default_rng(1)
@@ -132,7 +137,7 @@ def test_packed_equals_each_sequence_alone(family, backbones):
                                             **options)
                 for name, options in _implementations(family)}
     with tf.GradientTape() as tape:
-        if adapters["dense"].causal and family not in LENGTH_DEPENDENT:
+        if family not in LENGTH_DEPENDENT and padded_batch_reason(backbone) is None:
             alone = keras_hub_alone_in_one_batch(backbone, data)
         else:
             alone = [keras_hub_alone(backbone, e) for e in data]
