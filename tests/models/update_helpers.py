@@ -11,7 +11,6 @@ test session.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -90,29 +89,13 @@ SESSION_JOBS = (("sft_helpers", "token"), ("preference_helpers", "sigmoid"),
 
 
 def two_replicas(tmp_path_factory, timeout=900):
-    """`replicas_updates` of `SESSION_JOBS`, once per test session: under pytest-xdist the
-    first worker process that asks runs it, the others wait on a file lock and read what it
-    left (as `tests/training/multiworker.worker_pair` does). Fails (`pytest.fail`) in every
-    test that asks where the process failed."""
-    import pytest
-    from filelock import FileLock
+    """`replicas_updates` of `SESSION_JOBS`, once per test session (`session_folder`: under
+    pytest-xdist the first worker process that asks runs it, the others read what it left).
+    Fails (`pytest.fail`) in every test that asks where the process failed."""
+    from session_once import session_folder
 
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # shared by the session's worker processes
-    folder, failed = root / "two_replicas", root / "two_replicas.failed"
-    with FileLock(str(root / "two_replicas.lock")):
-        if not failed.exists() and not (folder / "done").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            try:
-                _run(SESSION_JOBS, folder, timeout)
-            except BaseException as error:  # pytest.fail's too: every file sees it
-                failed.write_text(f"{type(error).__name__}: {error}")
-                raise
-            (folder / "done").touch()
-    if failed.exists():
-        pytest.fail(f"the two-replica process failed: {failed.read_text()[-3000:]}")
+    folder = session_folder(tmp_path_factory, "two_replicas",
+                            lambda folder: _run(SESSION_JOBS, folder, timeout))
     return _load(SESSION_JOBS, folder)
 
 

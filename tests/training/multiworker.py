@@ -11,14 +11,13 @@ lock and read what it left.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from filelock import FileLock
 
+from session_once import session_folder
 from sharded import write_sharded
 from test_distributed import _env, _free_ports, _wait
 from tinymodels import packed_examples
@@ -72,22 +71,9 @@ def _run_pair(folder):
 
 
 def worker_pair(tmp_path_factory):
-    """The folder of the pair's outputs (see `multiworker_run.py`), once per session."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # shared by the session's worker processes
-    folder, failed = root / "multiworker", root / "multiworker.failed"
-    with FileLock(str(root / "multiworker.lock")):
-        if not failed.exists() and not (folder / "done1").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            try:
-                _run_pair(folder)
-            except BaseException as error:  # pytest.fail's too: every file sees it
-                failed.write_text(f"{type(error).__name__}: {error}")
-                raise
-    if failed.exists():
-        pytest.fail(f"the multi-worker pair failed: {failed.read_text()[-3000:]}")
-    return folder
+    """The folder of the pair's outputs (see `multiworker_run.py`), once per session
+    (`session_folder`)."""
+    return session_folder(tmp_path_factory, "multiworker", _run_pair)
 
 
 def scenario(folder, name):
