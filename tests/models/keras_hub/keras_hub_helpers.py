@@ -10,7 +10,7 @@ from typing import Callable
 import keras
 import numpy as np
 
-from tfpack.testing.exactness import keras_hub_inputs
+from tfpack.testing.exactness import keras_hub_batch, keras_hub_inputs
 
 keras_hub = __import__("pytest").importorskip("keras_hub")
 
@@ -241,23 +241,19 @@ def keras_hub_alone(backbone, example):
 
 
 def keras_hub_alone_in_one_batch(backbone, examples):
-    """The causal keras-hub `backbone` on each of `examples` alone, all in one
-    call: `[n, hidden]` each. Each example is its own row (its inputs as
-    `keras_hub_alone` builds them), right padded to the longest with a zero
-    padding mask: a causal model's tokens never see what follows them, and
-    the rows of a batch never meet. One eager call instead of one an example
-    (each costs as much as the batch: a fifth of the forward pass and of its
-    gradient in test_conformance.py)."""
-    rows = [keras_hub_inputs(backbone, example) for example in examples]
-    longest = max(row["token_ids"].shape[1] for row in rows)
-    inputs = {name: np.concatenate([
-        np.pad(row[name], [(0, 0), (0, longest - row[name].shape[1])])
-        for row in rows]) for name in rows[0]}
+    """The keras-hub `backbone` on each of `examples` alone, all in one call:
+    `[n, hidden]` each. Each example is its own row, right padded to the
+    longest with a zero padding mask (the library's `keras_hub_batch`): the
+    mask keeps the padding out of every real token, and the rows of a batch
+    never meet, where `padded_batch_reason` finds nothing against it. One
+    eager call instead of one an example (each costs as much as the batch: a
+    fifth of the forward pass and of its gradient in test_conformance.py)."""
+    inputs = keras_hub_batch(backbone, examples)
     outputs = backbone(inputs, training=False)
     if isinstance(outputs, dict):
         outputs = outputs["sequence_output"]
-    return [outputs[i, :row["token_ids"].shape[1]]
-            for i, row in enumerate(rows)]
+    return [outputs[row, :int(real.sum())]
+            for row, real in enumerate(inputs["padding_mask"])]
 
 
 def right_padded(sequences):

@@ -44,12 +44,6 @@ IMPLEMENTATIONS = {
                       max_sequences_per_pack=3, segment_length=8),
 }
 HEAVY = sorted(name for name, family in FAMILIES.items() if family.heavy)
-# Families whose keras-hub output depends on the row's length, so a padded row
-# is not the sequence alone: Phi-3's LongRoPE takes the long factor for rows
-# over 4 tokens (its one-batch reference fails). The library's rule
-# (`padded_batch_reason`) also runs XLNet (its mask is right for one row
-# only) and the backbones without a padding mask one sequence a call.
-LENGTH_DEPENDENT = {"phi3_su"}
 
 
 def _implementations(family):
@@ -121,9 +115,11 @@ def test_packed_equals_each_sequence_alone(family, backbones):
     """Outputs and gradients of every variable (through a fixed random linear
     function of the outputs), dense and segmented. The sequences run alone
     in one right-padded batch (causal tokens never see the padding after
-    them; the padding mask keeps it from the others' tokens), except for
-    `LENGTH_DEPENDENT` and where `padded_batch_reason` says why not: one
-    call each."""
+    them; the padding mask keeps it from the others' tokens), except where
+    the library's `padded_batch_reason` says why not (Phi-3's LongRoPE reads
+    the row's length, XLNet's mask is right for one row only, ESM and
+    RoFormer-V2 take no padding mask): one call each. Were that rule to miss
+    a family, its batched reference would differ here."""
     backbone = backbones(family)
     data, packed = _packed(family)
     rng = np.random.default_rng(1)
@@ -137,7 +133,7 @@ def test_packed_equals_each_sequence_alone(family, backbones):
                                             **options)
                 for name, options in _implementations(family)}
     with tf.GradientTape() as tape:
-        if family not in LENGTH_DEPENDENT and padded_batch_reason(backbone) is None:
+        if padded_batch_reason(backbone) is None:
             alone = keras_hub_alone_in_one_batch(backbone, data)
         else:
             alone = [keras_hub_alone(backbone, e) for e in data]
