@@ -367,7 +367,12 @@ def keras_hub_batch(backbone, examples):
     >>> keras_hub_batch(bert, [{"input_ids": [5, 6]}, {"input_ids": [7]}])["padding_mask"]
     array([[1, 1],
            [1, 0]], dtype=int32)
+    >>> keras_hub_batch(bert, [])
+    Traceback (most recent call last):
+    tfpack.errors.TfpackError: keras_hub_batch needs at least one example; got none.
     """
+    if not examples:
+        raise TfpackError("keras_hub_batch needs at least one example; got none.")
     rows = [keras_hub_inputs(backbone, example) for example in examples]
     longest = max(row["token_ids"].shape[1] for row in rows)
     return {name: np.concatenate([
