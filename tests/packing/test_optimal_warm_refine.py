@@ -123,6 +123,53 @@ def test_the_lifted_bound_by_hand():
     assert brute_force_packs(histogram, 10, None) == 4
 
 
+def test_the_lift_goes_a_quarter_of_the_way_to_the_duals_below(monkeypatch):
+    """Three 4s and four 8s in packs of 10, duals 1/4 at 2 and 1 at 6. Interpolated, a 4 is
+    worth 5/8 and an 8 is worth 1 (past the last group: its dual): the best pack, (4, 4), is
+    worth 5/4, and (15/8 + 4) / (5/4) = 4.7, so 5 (tokens and Martello-Toth: 5). Toward the
+    duals at or below each length (1/4 at 2 for a 4, 1 at 6 for an 8), the histogram loses
+    3 x 3/8 of 47/8 (0.19 of it) and the best pack 2 x 3/8 of 5/4 (0.6): the bound grows that
+    way, so the lift prices once more, `Tuning.LIFT_TOWARD_BELOW` (1/4) of the way there: a 4
+    worth 17/32, (4, 4) 17/16, (51/32 + 4) / (17/16) = 5.26, so 6, the optimum (each 8 alone,
+    the 4s in two packs). Where the duals sit at the lengths themselves (1/3 at 3, 1/2 at 5)
+    nothing moves: one pricing. With the share 0 (or if the second pricing's budget ends),
+    the interpolated bound, 5."""
+    histogram = make_histogram(10, {4: 3, 8: 4})
+    pricings = []
+    price = _lift._knapsack.price
+    monkeypatch.setattr(_lift._knapsack, "price",
+                        lambda *a, **k: (pricings.append(a[2].tolist()), price(*a, **k))[1])
+    at, duals = np.array([2, 6]), np.array([0.25, 1.0])
+    assert _lift.lifted(histogram, 10, None, at, duals) == 6
+    assert pricings == [[0.625, 1.0], [17 / 32, 1.0]]
+    assert brute_force_packs(histogram, 10, None) == 6
+    pricings.clear()
+    assert _lift.lifted(make_histogram(10, {3: 5, 5: 3}), 10, None, np.array([3, 5]),
+                        np.array([1 / 3, 1 / 2])) == 4
+    assert len(pricings) == 1
+    monkeypatch.setattr(Tuning, "LIFT_TOWARD_BELOW", 0.0)
+    assert _lift.lifted(histogram, 10, None, at, duals) == 5
+
+
+@settings(max_examples=80, deadline=None)
+@given(narrow_instances(), st.lists(st.tuples(st.integers(1, 24), st.floats(0.0, 1.0)),
+                                    min_size=1, max_size=6), st.sampled_from([0.25, 0.5, 1.0]))
+def test_a_lift_toward_the_duals_below_never_exceeds_the_optimum(instance, points, share):
+    """Farley's bound at the values part of the way toward the duals below holds too: any
+    share, random duals at random lengths (the lift keeps the better of the two bounds)."""
+    histogram, max_length, depth = instance
+    points = sorted(dict(points).items())
+    group_lengths = np.array([p[0] for p in points])
+    duals = np.array([p[1] for p in points])
+    kept = Tuning.LIFT_TOWARD_BELOW
+    try:
+        Tuning.LIFT_TOWARD_BELOW = share
+        bound = _lift.lifted(histogram, max_length, depth, group_lengths, duals)
+    finally:
+        Tuning.LIFT_TOWARD_BELOW = kept
+    assert bound <= brute_force_packs(histogram, max_length, depth)
+
+
 def test_the_lift_prices_without_the_depth_unless_it_binds(monkeypatch):
     """Three 3s and three 2s in packs of 10, duals 1/3 at 3 and 1/4 at 2 (h.y = 7/4).
     Without the depth the best pack is (3, 3, 2, 2), worth 7/6: ceil(3/2) = 2. At depth 2

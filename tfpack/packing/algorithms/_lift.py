@@ -20,6 +20,17 @@ shortest lengths): on documents near L / 3 they lift more than the plan's
 (L=12,288 depth 4: 229,417 from them, 228,358 from the plan's, 229,021 rounded
 down; the LP over all lengths at least 229,560).
 
+Interpolated values let lengths just over a threshold (three just over L / 3)
+look as if they fit like those just under it, so the best pack is worth more
+than the duals meant. Along the line from ``y`` toward the duals of the group at
+or below each length (as a rounded-down LP values them), Farley's bound is a
+ratio of a linear function and a convex one (the best pack's value), so it
+rises to one peak and falls; where its derivative at ``y`` (from the best pack
+found there) is positive, `lifted` prices once more at `Tuning.LIFT_TOWARD_BELOW`
+of the way and keeps the better bound (long49: the first plan's lift on the
+suite's narrow cases 217,800 -> 220,684 at L=16,384 depth 6, 280,277 -> 280,573
+at L=12,288 depth 8; where the derivative is negative, one pricing as before).
+
 Hand-checked: five 3s and three 5s in packs of 10, duals 1/3 at 3 and 1/2 at 5.
 The best packs, (3, 3, 3) and (5, 5), are worth 1, so the bound is
 ceil(5/3 + 3/2) = 4 (the token bound says 3), and 4 packs do it: (5, 5),
@@ -38,13 +49,14 @@ import math
 import numpy as np
 
 from tfpack.packing.algorithms import _budget, _column_generation, _knapsack
+from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["lifted", "prove"]
 
 
 def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None,
            group_lengths: np.ndarray, duals: np.ndarray,
-           budget: _budget.Budget | None = None) -> int:
+           budget: _budget.Budget | None = None, toward: bool = True) -> int:
     """Farley's bound (module notes) at ``duals`` interpolated over the real lengths.
 
     Args:
@@ -54,6 +66,8 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
         group_lengths: int64 ascending: the lengths (tokens) the duals belong to.
         duals: float64 ``[len(group_lengths)]``.
         budget: the pricing stops when it ends.
+        toward: price once more toward the duals below where that may prove more
+            (module notes).
 
     Returns:
         A lower bound on the packs of any plan; 0 when ``budget`` ended first.
@@ -61,19 +75,37 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
     histogram = np.asarray(histogram, dtype=np.int64)
     lengths = np.flatnonzero(histogram) + 1
     demand = histogram[lengths - 1]
-    values = np.maximum(np.interp(lengths, group_lengths, duals), 0.0)
+    between = np.maximum(np.interp(lengths, group_lengths, duals), 0.0)
     bounds = np.minimum(demand, max_length // lengths)
     if max_sequences_per_pack is not None:
         bounds = np.minimum(bounds, max_sequences_per_pack)
-    values = _column_generation.plateaus(values)
     depth = _knapsack.effective_depth(lengths, bounds, max_length, max_sequences_per_pack)
+
+    def farley(values):  # (the bound, the best pack's copies per length)
+        values = _column_generation.plateaus(values)
+        best, copies = _best_value(lengths, bounds, values, max_length, depth, budget)
+        if best <= 0.0:
+            return 0, values, best, copies
+        return (_column_generation.ceil(math.fsum((demand * values).tolist()) / best), values,
+                best, copies)
+
     try:
-        best = _best_value(lengths, bounds, values, max_length, depth, budget)
+        bound, values, best, copies = farley(between)
     except _budget.OutOfTime:
         return 0
-    if best <= 0.0:
-        return 0
-    return _column_generation.ceil(math.fsum((demand * values).tolist()) / best)
+    # Toward the duals of the group at or below each length (module notes), where the
+    # derivative of Farley's bound that way is positive: the histogram loses less of its
+    # worth there than the best pack.
+    below = np.searchsorted(group_lengths, lengths, side="right") - 1
+    below = np.where(below >= 0, np.asarray(duals, dtype=np.float64)[np.maximum(below, 0)], 0.0)
+    step = np.minimum(below, between) - between  # <= 0
+    if toward and best > 0.0 and copies is not None and Tuning.LIFT_TOWARD_BELOW and \
+            float(demand @ step) / float(demand @ values) > float(copies @ step) / best:
+        try:
+            bound = max(bound, farley(between + Tuning.LIFT_TOWARD_BELOW * step)[0])
+        except _budget.OutOfTime:
+            pass  # the interpolated bound stands
+    return bound
 
 
 def prove(search, histogram: np.ndarray, max_sequences_per_pack: int | None,
@@ -81,21 +113,26 @@ def prove(search, histogram: np.ndarray, max_sequences_per_pack: int | None,
     """`lifted` at an LP's duals, proven in ``search`` (`_paths.Search`) as its best lift.
 
     Not started with less time left than the last one took: each prices the same
-    real lengths, and one cut by the budget proves nothing. Returns what it lifted
-    (0 where it did not start or was cut).
+    real lengths, and one cut by the budget proves nothing. Its second pricing (toward
+    the duals below) only where the best plan is past `Tuning.LONG_PROVE_ABOVE` (the
+    0.2% target) above the best bound: elsewhere its time is the plans'. Returns what
+    it lifted (0 where it did not start or was cut).
     """
     if budget.limited and budget.left() < search.lift_seconds:
         return 0
     began = budget.spent()
-    bound = lifted(histogram, len(histogram), max_sequences_per_pack, group_lengths, duals, budget)
+    toward = search.packs > search.bound * (1 + Tuning.LONG_PROVE_ABOVE)
+    bound = lifted(histogram, len(histogram), max_sequences_per_pack, group_lengths, duals, budget,
+                   toward)
     search.lifted = max(search.lifted, bound)
     search.lift_seconds = budget.spent() - began
     search.prove(search.lifted, "lp")
     return bound
 
 
-def _best_value(lengths, bounds, values, max_length, depth, budget) -> float:
-    """At least the best pack's value: without the depth limit first, with it if that binds.
+def _best_value(lengths, bounds, values, max_length, depth, budget):
+    """At least the best pack's value, and its copies per length (``None`` where the pricing
+    with the depth was cut): without the depth limit first, with it if that binds.
 
     Without the depth (a relaxation: every pack stays a pack, so its best is at
     least the best), the pricing table has one row instead of ``depth + 1``
@@ -104,12 +141,20 @@ def _best_value(lengths, bounds, values, max_length, depth, budget) -> float:
     sequences, the depth may bind, and the pricing with it follows (if
     ``budget`` lets it: the relaxed value stands otherwise).
     """
+    def copies_of(pricing):
+        if not pricing.patterns:
+            return None
+        copies = np.zeros(len(lengths))
+        copies[pricing.patterns[0][0]] = pricing.patterns[0][1]
+        return copies
+
     relaxed = _knapsack.price(lengths, bounds, values, max_length, None, min_value=0.0,
                               max_patterns=1, budget=budget)
     if depth is None or relaxed.patterns and relaxed.patterns[0][1].sum() <= depth:
-        return relaxed.best_value
+        return relaxed.best_value, copies_of(relaxed)
     try:
-        return _knapsack.price(lengths, bounds, values, max_length, depth, min_value=math.inf,
-                               max_patterns=0, budget=budget).best_value
+        deep = _knapsack.price(lengths, bounds, values, max_length, depth, min_value=0.0,
+                               max_patterns=1, budget=budget)
     except _budget.OutOfTime:
-        return relaxed.best_value
+        return relaxed.best_value, None
+    return deep.best_value, copies_of(deep)

@@ -273,6 +273,14 @@ class Tuning:
     # LP converged at 219,107; its lift 218,831, the first plan's 218,669 on 219,113 packs). Its
     # rounding ran 0.007 s past its LP's end there, the lift took 0.035 s: twice the lift's time.
     LIFT_AGAIN = 2.0
+    # A lift (`_lift.lifted`) prices its duals interpolated between the groups' lengths; where
+    # the best pack under them says values toward the duals of the group at or below each length
+    # prove more (the derivative of Farley's bound that way is positive), it prices once more at
+    # this share of the way there and keeps the better (long49, in-process at 1 s: on the narrow
+    # long contexts, lengths near L / 3 that interpolation lets fit too well, the first plan's
+    # lift 217,800 -> 220,684 on 16/9, 280,277 -> 280,573 on 303/15, 218,669 -> 218,839 on
+    # 12/21; half the way 220,598, 280,460, 218,744).
+    LIFT_TOWARD_BELOW = 0.25
     # A warm finer plan (`_paths.refine`) starts with this many times the last plan's time left
     # (`PROVE_GROWTH`, 2, before): started from the last plan's packs it takes less than that
     # one (seed 0's case 29, L=12,288 depth 16: 0.5 s left after a 0.3 s plan; its finer plan
