@@ -126,13 +126,13 @@ def test_the_lifted_bound_by_hand():
 def test_the_lift_goes_a_quarter_of_the_way_to_the_duals_below(monkeypatch):
     """Three 4s and four 8s in packs of 10, duals 1/4 at 2 and 1 at 6. Interpolated, a 4 is
     worth 5/8 and an 8 is worth 1 (past the last group: its dual): the best pack, (4, 4), is
-    worth 5/4, and (15/8 + 4) / (5/4) = 4.7, so 5 (tokens and Martello-Toth: 5). Toward the
-    duals at or below each length (1/4 at 2 for a 4, 1 at 6 for an 8), the histogram loses
-    3 x 3/8 of 47/8 (0.19 of it) and the best pack 2 x 3/8 of 5/4 (0.6): the bound grows that
-    way, so the lift prices once more, `Tuning.LIFT_TOWARD_BELOW` (1/4) of the way there: a 4
-    worth 17/32, (4, 4) 17/16, (51/32 + 4) / (17/16) = 5.26, so 6, the optimum (each 8 alone,
-    the 4s in two packs). Where the duals sit at the lengths themselves (1/3 at 3, 1/2 at 5)
-    nothing moves: one pricing. With the share 0 (or if the second pricing's budget ends),
+    worth 5/4, and (15/8 + 4) / (5/4) = 4.7, so 5 (tokens and Martello-Toth: 5).
+    `Tuning.LIFT_TOWARD_BELOW` (1/4) of the way toward the duals at or below each length
+    (1/4 at 2 for a 4, 1 at 6 for an 8), a 4 is worth 17/32: (4, 4) is worth 17/16 there,
+    so the bound there is at most (51/32 + 4) / (17/16) = 5.26, which may prove 6: priced,
+    (4, 4) is the best, so 6, the optimum (each 8 alone, the 4s in two packs). Not priced
+    where that cannot pass what is proven (``above`` 6, or ``None``), nor where the duals
+    sit at the lengths themselves (1/3 at 3, 1/2 at 5: nothing moves). With the share 0,
     the interpolated bound, 5."""
     histogram = make_histogram(10, {4: 3, 8: 4})
     pricings = []
@@ -147,6 +147,10 @@ def test_the_lift_goes_a_quarter_of_the_way_to_the_duals_below(monkeypatch):
     assert _lift.lifted(make_histogram(10, {3: 5, 5: 3}), 10, None, np.array([3, 5]),
                         np.array([1 / 3, 1 / 2])) == 4
     assert len(pricings) == 1
+    for above in (6, None):
+        pricings.clear()
+        assert _lift.lifted(histogram, 10, None, at, duals, above=above) == 5
+        assert len(pricings) == 1
     monkeypatch.setattr(Tuning, "LIFT_TOWARD_BELOW", 0.0)
     assert _lift.lifted(histogram, 10, None, at, duals) == 5
 

@@ -25,11 +25,14 @@ look as if they fit like those just under it, so the best pack is worth more
 than the duals meant. Along the line from ``y`` toward the duals of the group at
 or below each length (as a rounded-down LP values them), Farley's bound is a
 ratio of a linear function and a convex one (the best pack's value), so it
-rises to one peak and falls; where its derivative at ``y`` (from the best pack
-found there) is positive, `lifted` prices once more at `Tuning.LIFT_TOWARD_BELOW`
-of the way and keeps the better bound (long49: the first plan's lift on the
-suite's narrow cases 217,800 -> 220,684 at L=16,384 depth 6, 280,277 -> 280,573
-at L=12,288 depth 8; where the derivative is negative, one pricing as before).
+rises to one peak and falls. `lifted` prices once more at `Tuning.LIFT_TOWARD_BELOW`
+of the way and keeps the better bound, where it may prove more: the best pack
+there is worth at least what the best pack found at ``y`` is worth there, so
+``h.y' / (that worth)`` bounds the bound at ``y'`` from above, and only where it
+passes both the bound at ``y`` and the best bound proven (and the best plan is past
+the 0.2% target above it: `prove`) is the pricing paid (long49: the first plan's
+lift on the suite's narrow cases 217,800 -> 220,684 at L=16,384 depth 6, 280,277 ->
+280,573 at L=12,288 depth 8).
 
 Hand-checked: five 3s and three 5s in packs of 10, duals 1/3 at 3 and 1/2 at 5.
 The best packs, (3, 3, 3) and (5, 5), are worth 1, so the bound is
@@ -56,7 +59,7 @@ __all__ = ["lifted", "prove"]
 
 def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None,
            group_lengths: np.ndarray, duals: np.ndarray,
-           budget: _budget.Budget | None = None, toward: bool = True) -> int:
+           budget: _budget.Budget | None = None, above: int | None = 0) -> int:
     """Farley's bound (module notes) at ``duals`` interpolated over the real lengths.
 
     Args:
@@ -66,8 +69,9 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
         group_lengths: int64 ascending: the lengths (tokens) the duals belong to.
         duals: float64 ``[len(group_lengths)]``.
         budget: the pricing stops when it ends.
-        toward: price once more toward the duals below where that may prove more
-            (module notes).
+        above: price once more toward the duals below (module notes) only where
+            that may prove more than this and than the interpolated duals; ``None``:
+            never.
 
     Returns:
         A lower bound on the packs of any plan; 0 when ``budget`` ended first.
@@ -81,49 +85,53 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
         bounds = np.minimum(bounds, max_sequences_per_pack)
     depth = _knapsack.effective_depth(lengths, bounds, max_length, max_sequences_per_pack)
 
-    def farley(values):  # (the bound, the best pack's copies per length)
+    def farley(values):  # (the bound, the best value, the best pack's copies per length)
         values = _column_generation.plateaus(values)
         best, copies = _best_value(lengths, bounds, values, max_length, depth, budget)
         if best <= 0.0:
-            return 0, values, best, copies
-        return (_column_generation.ceil(math.fsum((demand * values).tolist()) / best), values,
-                best, copies)
+            return 0, best, copies
+        return _column_generation.ceil(math.fsum((demand * values).tolist()) / best), best, copies
 
     try:
-        bound, values, best, copies = farley(between)
+        bound, best, copies = farley(between)
     except _budget.OutOfTime:
         return 0
-    # Toward the duals of the group at or below each length (module notes), where the
-    # derivative of Farley's bound that way is positive: the histogram loses less of its
-    # worth there than the best pack.
+    # Toward the duals of the group at or below each length (module notes). There the best
+    # pack is worth at least what the best pack found here (``copies``) is worth, so the
+    # bound is at most h.y over that: priced again only where that exceeds what is proven.
     below = np.searchsorted(group_lengths, lengths, side="right") - 1
     below = np.where(below >= 0, np.asarray(duals, dtype=np.float64)[np.maximum(below, 0)], 0.0)
-    step = np.minimum(below, between) - between  # <= 0
-    if toward and best > 0.0 and copies is not None and Tuning.LIFT_TOWARD_BELOW and \
-            float(demand @ step) / float(demand @ values) > float(copies @ step) / best:
+    moved = between + Tuning.LIFT_TOWARD_BELOW * (np.minimum(below, between) - between)
+    if above is None or best <= 0.0 or copies is None or not Tuning.LIFT_TOWARD_BELOW:
+        return bound
+    priced = _column_generation.plateaus(moved)
+    worth = float(copies @ priced)
+    if worth > 0.0 and _column_generation.ceil(float(demand @ priced) / worth) > max(bound, above):
         try:
-            bound = max(bound, farley(between + Tuning.LIFT_TOWARD_BELOW * step)[0])
+            bound = max(bound, farley(moved)[0])
         except _budget.OutOfTime:
             pass  # the interpolated bound stands
     return bound
 
 
 def prove(search, histogram: np.ndarray, max_sequences_per_pack: int | None,
-          group_lengths: np.ndarray, duals: np.ndarray, budget: _budget.Budget) -> int:
+          group_lengths: np.ndarray, duals: np.ndarray, budget: _budget.Budget,
+          packs: float = math.inf) -> int:
     """`lifted` at an LP's duals, proven in ``search`` (`_paths.Search`) as its best lift.
 
     Not started with less time left than the last one took: each prices the same
     real lengths, and one cut by the budget proves nothing. Its second pricing (toward
-    the duals below) only where the best plan is past `Tuning.LONG_PROVE_ABOVE` (the
-    0.2% target) above the best bound: elsewhere its time is the plans'. Returns what
-    it lifted (0 where it did not start or was cut).
+    the duals below) only where it may prove more than the best bound and the best plan,
+    ``packs`` or the one in ``search``, is past `Tuning.LONG_PROVE_ABOVE` (the 0.2%
+    target) above it: elsewhere its time is the plans'. Returns what it lifted (0 where
+    it did not start or was cut).
     """
     if budget.limited and budget.left() < search.lift_seconds:
         return 0
     began = budget.spent()
-    toward = search.packs > search.bound * (1 + Tuning.LONG_PROVE_ABOVE)
+    far = min(packs, search.packs) > search.bound * (1 + Tuning.LONG_PROVE_ABOVE)
     bound = lifted(histogram, len(histogram), max_sequences_per_pack, group_lengths, duals, budget,
-                   toward)
+                   search.bound if far else None)
     search.lifted = max(search.lifted, bound)
     search.lift_seconds = budget.spent() - began
     search.prove(search.lifted, "lp")

@@ -532,7 +532,8 @@ def plan_up(search: Search, histogram, lengths, demand, length, max_sequences_pe
         # groups, for 0.05 s (groups of equal width over the lengths present: 207,042).
         if unit > 1:
             search.plan_lifted = max(search.plan_lifted, _lift.prove(
-                search, histogram, max_sequences_per_pack, lengths * unit, lp.duals, budget))
+                search, histogram, max_sequences_per_pack, lengths * unit, lp.duals, budget,
+                sum(packs.values()) if packs else math.inf))
     if packs:
         plan = _lp_plan.result(packs, 0)
         strategies = [tuple(unit * v for v in strategy) for strategy in plan.strategies]

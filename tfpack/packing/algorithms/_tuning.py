@@ -274,12 +274,13 @@ class Tuning:
     # rounding ran 0.007 s past its LP's end there, the lift took 0.035 s: twice the lift's time.
     LIFT_AGAIN = 2.0
     # A lift (`_lift.lifted`) prices its duals interpolated between the groups' lengths; where
-    # the best pack under them says values toward the duals of the group at or below each length
-    # prove more (the derivative of Farley's bound that way is positive), it prices once more at
-    # this share of the way there and keeps the better (long49, in-process at 1 s: on the narrow
-    # long contexts, lengths near L / 3 that interpolation lets fit too well, the first plan's
-    # lift 217,800 -> 220,684 on 16/9, 280,277 -> 280,573 on 303/15, 218,669 -> 218,839 on
-    # 12/21; half the way 220,598, 280,460, 218,744).
+    # values this share of the way toward the duals of the group at or below each length may
+    # prove more (the best pack found, priced there, leaves room: `_lift` module notes) and the
+    # best plan is past the 0.2% target above the bound, it prices there too and keeps the
+    # better (long49, in-process at 1 s: on the narrow long contexts, lengths near L / 3 that
+    # interpolation lets fit too well, the first plan's lift 217,800 -> 220,684 on 16/9,
+    # 280,277 -> 280,573 on 303/15, 218,669 -> 218,839 on 12/21; half the way 220,598,
+    # 280,460, 218,744).
     LIFT_TOWARD_BELOW = 0.25
     # A warm finer plan (`_paths.refine`) starts with this many times the last plan's time left
     # (`PROVE_GROWTH`, 2, before): started from the last plan's packs it takes less than that
