@@ -9,6 +9,8 @@ each such LP, interpolated over the real lengths, prove Farley's bound (`_lift`)
 holds for any duals: checked here against the brute-force optimum for random ones.
 """
 
+import math
+
 import pytest
 
 import numpy as np
@@ -19,6 +21,7 @@ from test_groups import groups_everywhere
 from test_optimal import assert_valid, brute_force_packs, make_histogram
 from test_optimal_long_context import narrow_instances
 from tfpack.packing.algorithms import _column_generation, _lift, _lp_plan, _paths, optimal
+from tfpack.packing.algorithms._budget import Budget
 from tfpack.packing.algorithms._tuning import Tuning
 
 
@@ -153,6 +156,27 @@ def test_the_lift_goes_a_quarter_of_the_way_to_the_duals_below(monkeypatch):
         assert len(pricings) == 1
     monkeypatch.setattr(Tuning, "LIFT_TOWARD_BELOW", 0.0)
     assert _lift.lifted(histogram, 10, None, at, duals) == 5
+
+
+def test_the_lift_prices_toward_below_only_where_that_may_bring_the_plan_within(monkeypatch):
+    """The case above through `_lift.prove`, the tokens' 5 proven: with a best plan of 6 (in
+    ``search``, or the new plan's ``packs``), a bound of 6 would bring it within 0.2%, and
+    the second pricing may prove 6 (at most 5.26 rounded up): priced, 6. With 7 the bound
+    that would do is 6.99, which it cannot reach: one pricing, 5; with 5 the plan is within
+    already: one pricing."""
+    histogram = make_histogram(10, {4: 3, 8: 4})
+    pricings = []
+    price = _lift._knapsack.price
+    monkeypatch.setattr(_lift._knapsack, "price",
+                        lambda *a, **k: (pricings.append(1), price(*a, **k))[1])
+    for in_search, packs, lifted, priced in ((6, math.inf, 6, 2), (7, 6, 6, 2),
+                                             (7, math.inf, 5, 1), (5, math.inf, 5, 1)):
+        search = _paths.Search({"tokens": 5})
+        search.packs = in_search
+        pricings.clear()
+        assert _lift.prove(search, histogram, None, np.array([2, 6]), np.array([0.25, 1.0]),
+                           Budget(None), packs) == lifted
+        assert (len(pricings), search.bound) == (priced, lifted)
 
 
 @settings(max_examples=80, deadline=None)

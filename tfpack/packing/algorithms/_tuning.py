@@ -275,8 +275,8 @@ class Tuning:
     LIFT_AGAIN = 2.0
     # A lift (`_lift.lifted`) prices its duals interpolated between the groups' lengths; where
     # values this share of the way toward the duals of the group at or below each length may
-    # prove more (the best pack found, priced there, leaves room: `_lift` module notes) and the
-    # best plan is past the 0.2% target above the bound, it prices there too and keeps the
+    # prove the bound that would bring the best plan within the 0.2% target (the best pack
+    # found, priced there, leaves room: `_lift` module notes), it prices there too and keeps the
     # better (long49, in-process at 1 s: on the narrow long contexts, lengths near L / 3 that
     # interpolation lets fit too well, the first plan's lift 217,800 -> 220,684 on 16/9,
     # 280,277 -> 280,573 on 303/15, 218,669 -> 218,839 on 12/21; half the way 220,598,
