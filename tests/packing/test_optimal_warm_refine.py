@@ -163,14 +163,15 @@ def test_the_lift_prices_toward_below_only_where_that_may_bring_the_plan_within(
     ``search``, or the new plan's ``packs``), a bound of 6 would bring it within 0.2%, and
     the second pricing may prove 6 (at most 5.26 rounded up): priced, 6. With 7 the bound
     that would do is 6.99, which it cannot reach: one pricing, 5; with 5 the plan is within
-    already: one pricing."""
+    already: one pricing. With no plan yet, wherever it may prove more: 6."""
     histogram = make_histogram(10, {4: 3, 8: 4})
     pricings = []
     price = _lift._knapsack.price
     monkeypatch.setattr(_lift._knapsack, "price",
                         lambda *a, **k: (pricings.append(1), price(*a, **k))[1])
     for in_search, packs, lifted, priced in ((6, math.inf, 6, 2), (7, 6, 6, 2),
-                                             (7, math.inf, 5, 1), (5, math.inf, 5, 1)):
+                                             (7, math.inf, 5, 1), (5, math.inf, 5, 1),
+                                             (math.inf, math.inf, 6, 2)):
         search = _paths.Search({"tokens": 5})
         search.packs = in_search
         pricings.clear()

@@ -132,7 +132,9 @@ def prove(search, histogram: np.ndarray, max_sequences_per_pack: int | None,
         return 0
     began = budget.spent()
     within = min(packs, search.packs) / (1 + Tuning.LONG_PROVE_ABOVE)  # the bound that would do
-    above = max(search.bound, math.ceil(within) - 1) if within > search.bound else None
+    above = None  # (no plan yet: any bound more may do)
+    if within > search.bound:
+        above = search.bound if math.isinf(within) else max(search.bound, math.ceil(within) - 1)
     bound = lifted(histogram, len(histogram), max_sequences_per_pack, group_lengths, duals, budget,
                    above)
     search.lifted = max(search.lifted, bound)
