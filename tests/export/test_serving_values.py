@@ -3,18 +3,24 @@ in TensorFlow's own clients (a fresh `tf.saved_model.load` and `saved_model_cli 
 session loader), before the model runs: a negative id would wrap, an id or position past a
 table would read another row (or be clamped under XLA) and change the outputs silently."""
 
+import json
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
 
 from export_helpers import unpacked
-from serve_once import serve
 from tfpack import models
 from tfpack.export import export_saved_model
+from unused_imports import with_site
 
-pytestmark = pytest.mark.slow  # two exports, served by the session's serving process
+pytestmark = pytest.mark.slow  # one fresh serving process, two exports
 
 L, K, V = 12, 3, 23
+SERVE = os.path.join(os.path.dirname(__file__), "serve_fresh.py")
 LOADERS = ("tf2", "saved_model_cli")
 ROWS = [[2, 5, 7], [9, 4, 4, 1]]
 
@@ -77,7 +83,12 @@ def served(tmp_path_factory):
             key = f"{name}-bad-{i}"
             cases[key] = (feature, value, named)
             requests += _request(root, name, path, key, inputs, True)
-    serve(tmp_path_factory, requests, timeout=300)
+    (root / "requests.json").write_text(json.dumps(requests))
+    result = subprocess.run([sys.executable, SERVE, str(root / "requests.json")],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                                 "PYTHONPATH": with_site("")})
+    assert result.returncode == 0, result.stderr[-3000:]
     return {tuple(r["key"]): dict(np.load(r["outputs"])) for r in requests}, cases
 
 

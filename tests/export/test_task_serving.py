@@ -2,15 +2,21 @@
 (`serve_sequences`: token ids and lengths) per example, in request order, through
 `saved_model_cli run` (the TF1 session loader, as TensorFlow Serving)."""
 
+import json
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
 
 from export_helpers import unpacked
-from serve_once import serve
 from tfpack.export import export_saved_model
 from tfpack.models import BertEncoder, QuestionAnswerer, TextEmbedder, TokenClassifier
+from unused_imports import with_site
 
+SERVE = os.path.join(os.path.dirname(__file__), "serve_fresh.py")
 L, K = 16, 3
 ROWS = [[2, 5, 7, 9, 3], [2, 8, 3], [], [2, 4, 4, 6, 11, 12, 13, 3], [2, 3]]  # one empty
 
@@ -28,7 +34,7 @@ def models():
 
 
 @pytest.mark.slow
-def test_task_saved_models_serve_unpacked_requests_in_order(tmp_path, tmp_path_factory):
+def test_task_saved_models_serve_unpacked_requests_in_order(tmp_path):
     ids = np.zeros((len(ROWS), 10), np.int32)
     for i, row in enumerate(ROWS):
         ids[i, :len(row)] = row
@@ -44,7 +50,12 @@ def test_task_saved_models_serve_unpacked_requests_in_order(tmp_path, tmp_path_f
         requests.append({"saved_model": path, "signature": "serve_sequences",
                          "loader": "saved_model_cli", "inputs": str(tmp_path / "request.npz"),
                          "outputs": str(tmp_path / f"{name}.npz")})
-    serve(tmp_path_factory, requests, timeout=300)
+    (tmp_path / "requests.json").write_text(json.dumps(requests))
+    result = subprocess.run([sys.executable, SERVE, str(tmp_path / "requests.json")],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                                 "PYTHONPATH": with_site("")})
+    assert result.returncode == 0, result.stderr[-3000:]
     for name, expected in want.items():
         served = dict(np.load(tmp_path / f"{name}.npz"))
         np.testing.assert_array_equal(served["sequence_mask"], [1, 1, 0, 1, 1])
