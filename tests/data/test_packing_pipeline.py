@@ -359,3 +359,18 @@ def test_balance_size_balances_groups_of_unbatched_packs():
 def test_balance_arguments(kwargs, match):
     with pytest.raises(TfpackError, match=match):
         tfpack.data.pack(max_length=8, max_sequences_per_pack=2, **kwargs)
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_one_chunk_at_once_and_the_chunked_map_give_the_same_packs(monkeypatch, batch_size):
+    # An offline pack of at most `CHUNK_PACKS` packs is assembled at once, eagerly; more
+    # packs go through the chunked `tf.data` map. Both must give the same batches.
+    examples = [{"input_ids": [i + 1] * (i % 7 + 1)} for i in range(23)]
+    _, at_once, _ = packs_of(examples, max_length=8, algorithm="ffd", batch_size=batch_size)
+    monkeypatch.setattr(tfpack.data.emit, "CHUNK_PACKS", 2)
+    _, chunked, _ = packs_of(examples, max_length=8, algorithm="ffd", batch_size=batch_size)
+    assert len(at_once) == len(chunked) > 2
+    for a, b in zip(at_once, chunked):
+        assert a.keys() == b.keys()
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
