@@ -75,15 +75,25 @@ def _copy(run, tmp_path):
     return tmp_path / "run"
 
 
-def test_trains_packed_records_then_resumes_and_exports(packed, two_steps, tmp_path, capsys):
-    run, first = two_steps
-    out = _copy(run, tmp_path)
-    args = ["train", "--input", packed, "--output", str(out), *TINY]
+@pytest.fixture(scope="module")
+def resumed(packed, two_steps, tmp_path_factory):
+    """`two_steps` (a copy) resumed to step 4 at a new learning rate (0.0005), and its
+    summary: one resumed run for the resume, log and export test and the learning-rate
+    test (each resume is a training: a model, its trace and a checkpoint)."""
+    out = _copy(two_steps[0], tmp_path_factory.mktemp("resumed"))
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert main(["train", "--input", packed, "--output", str(out), *TINY, "--steps", "4",
+                     "--learning-rate", "0.0005"]) == 0
+    return out, json.loads(stdout.getvalue().strip().splitlines()[-1])
+
+
+def test_trains_packed_records_then_resumes_and_exports(two_steps, resumed, tmp_path, capsys):
+    first = two_steps[1]
+    out, second = resumed
     assert first["step"] == 2 and first["packing_factor"] == 2.0
     # Accumulation is cut by the packing factor: 2 unpacked micro-steps -> 1 packed.
     assert first["accumulation_steps"] == 1 and first["micro_batch_size"] == 4
-    assert main([*args, "--steps", "4"]) == 0
-    second = _summary(capsys)
     assert second["resumed_from"] == 2 and second["step"] == 4
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [2, 4] and np.isfinite(log[-1]["mlm_loss"])
@@ -155,8 +165,8 @@ def test_bad_input_exits_2(argv, message, capsys):
     assert re.search(message, capsys.readouterr().err)
 
 
-def test_resume_applies_the_learning_rate_and_refuses_fixed_settings(packed, two_steps, tmp_path,
-                                                                    capsys):
+def test_resume_applies_the_learning_rate_and_refuses_fixed_settings(packed, two_steps, resumed,
+                                                                    tmp_path, capsys):
     out = _copy(two_steps[0], tmp_path)  # 2 steps at --learning-rate 0.001
     args = ["train", "--input", packed, "--output", str(out), *TINY]
     assert main([*args, "--steps", "4", "--batch-size", "8"]) == 2
@@ -165,8 +175,13 @@ def test_resume_applies_the_learning_rate_and_refuses_fixed_settings(packed, two
                         r"checkpoints depend on \(only .*learning_rate.* may change\)\. "
                         r"Received: changed settings \['batch_size', 'micro_batch_size'\] "
                         r"for --output=.*\n", err), err
-    assert main([*args, "--steps", "4", "--learning-rate", "0.0005"]) == 0
-    assert _summary(capsys)["resumed_from"] == 2
+    # Refused before it changed anything: the run's settings and checkpoints as they were.
+    assert json.loads((out / "train_config.json").read_text()) == json.loads(
+        (two_steps[0] / "train_config.json").read_text())
+    assert sorted(os.listdir(out / "checkpoints")) == ["ckpt-2"]
+    # The same run resumed at --learning-rate 0.0005 (`resumed`): the new rate applies.
+    out, summary = resumed
+    assert summary["resumed_from"] == 2
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [2, 4]
     assert log[0]["learning_rate"] == pytest.approx(1e-3)

@@ -44,12 +44,13 @@ def _weights(trainer):
 
 @pytest.fixture(scope="module")
 def four_updates_run(tmp_path_factory):
-    """4 updates at learning rate 0.02, trained once: the checkpoints (ckpt-2, ckpt-4) for
-    the tests that resume from a copy, and the weights."""
+    """4 updates at learning rate 0.02, trained once, logged every update: the checkpoints
+    (ckpt-2, ckpt-4) for the tests that resume from a copy, the weights and the log."""
     folder = tmp_path_factory.mktemp("four_updates")
-    trainer = _trainer(str(folder), checkpoint_every=2)
+    trainer = _trainer(str(folder / "ckpt"), checkpoint_every=2,
+                       log_path=str(folder / "log.jsonl"))
     trainer.fit(dataset(40).repeat(), 4)
-    return folder, _weights(trainer)
+    return folder / "ckpt", _weights(trainer), folder / "log.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -118,15 +119,17 @@ def test_finite_dataset_ends_cleanly_with_consistent_counters(tmp_path, four_upd
         np.testing.assert_allclose(x, y, atol=1e-6)
 
 
-def test_resume_does_not_repeat_log_lines_and_cleans_leftovers(tmp_path):
+def test_resume_does_not_repeat_log_lines_and_cleans_leftovers(tmp_path, four_updates_run):
+    checkpoints, _, straight_log = four_updates_run
+    lines = straight_log.read_text().splitlines(keepends=True)
+    assert [json.loads(line)["step"] for line in lines] == [1, 2, 3, 4]
+    # As after a kill while update 4 was saved: steps 1-3 logged and a half-written line,
+    # ckpt-2 complete and what the interrupted save of ckpt-4 left (a copy of the run).
+    shutil.copytree(checkpoints, tmp_path / "ckpt")
+    os.rename(tmp_path / "ckpt" / "ckpt-4", tmp_path / "ckpt" / ".tmp-ckpt-4-deadbeef")
     log = tmp_path / "log.jsonl"
+    log.write_text("".join(lines[:3]) + '{"step": 4, "lo')
     data = dataset(40).repeat()
-    _trainer(str(tmp_path / "ckpt"), log_path=str(log), checkpoint_every=2).fit(data, 3)
-    # As after a kill: steps 1-3 logged, checkpoint at 2 and 3 ... drop ckpt-3, add a
-    # half-written log line and what an interrupted save left.
-    os.rename(tmp_path / "ckpt" / "ckpt-3", tmp_path / "ckpt" / ".tmp-ckpt-3-deadbeef")
-    with open(log, "a") as f:
-        f.write('{"step": 4, "lo')
     _trainer(str(tmp_path / "ckpt"), log_path=str(log), checkpoint_every=2).fit(data, 4)
     steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
     assert steps == [1, 2, 3, 4]

@@ -17,7 +17,7 @@ hand-written input function, on every worker of the strategy:
    replica, so every example is trained on exactly once an epoch, by the
    worker that read it.
 
-A resumed run packs again (the same files give the same packs: planning is
+A resumed run packs again, once (the same files give the same packs: planning is
 seeded) and skips the packs the restored updates consumed: every example is
 still trained on exactly once an epoch. The checkpoint records the stream its
 step counts in (`stream`: the files with their sizes, the number of hosts, the
@@ -121,17 +121,22 @@ class HostPacking:
         return self.read(files)
 
 
-def distribute(trainer, source: HostPacking, start_step: int = 0):
-    """``(distributed micro-batches, {"spec", "report"})``: every worker packs its share,
-    from update ``start_step`` on, epoch after epoch."""
+def distribute(trainer, source: HostPacking, start_step: int = 0, packed: dict | None = None):
+    """``(distributed micro-batches, {"spec", "report", "hosts", "packs"})``: every worker
+    packs its share, from update ``start_step`` on, epoch after epoch. ``packed``: what
+    an earlier call returned, whose packs (by input pipeline) are read again instead of
+    reading and planning the share a second time (a resumed run's stream is the same)."""
     per_replica = trainer.micro_batch_size * trainer.accumulation_steps
-    seen = {}
+    seen = {"packs": {}} if packed is None else packed
 
     def dataset_fn(context: tf.distribute.InputContext):
-        packer = source.packer(context, trainer.strategy, per_replica)
-        packs = source.examples(context).apply(packer)
-        seen["spec"], seen["report"] = packs.element_spec, packer.report
-        seen["hosts"] = context.num_input_pipelines
+        packs = seen["packs"].get(context.input_pipeline_id)
+        if packs is None:
+            packer = source.packer(context, trainer.strategy, per_replica)
+            packs = source.examples(context).apply(packer)
+            seen["spec"], seen["report"] = packs.element_spec, packer.report
+            seen["hosts"] = context.num_input_pipelines
+            seen["packs"][context.input_pipeline_id] = packs
         per_worker = context.num_replicas_in_sync // context.num_input_pipelines
         packs = packs.repeat().skip(start_step * per_replica * max(per_worker, 1))
         return packs.batch(trainer.micro_batch_size, drop_remainder=True).prefetch(
@@ -167,5 +172,7 @@ def fit(trainer, source: HostPacking, num_steps: int):
         trainer._build(trainer._element_spec)
         trainer._iterator = iter(distributed)
         trainer._host_stream = stream(trainer, source, seen)
-    return trainer._run(num_steps, lambda resumed: iter(distribute(trainer, source, resumed)[0]),
+        trainer._host_packed = seen
+    return trainer._run(num_steps, lambda resumed: iter(distribute(
+        trainer, source, resumed, packed=trainer._host_packed)[0]),
                         save_iterator=False, stream=trainer._host_stream)

@@ -179,22 +179,45 @@ class Lamb(keras.optimizers.Lamb):
         # decoupled Keras step.
         return
 
-    def update_step(self, gradient, variable, learning_rate):
-        index = self._get_variable_index(variable)
-        dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype)
-        gradient = ops.cast(gradient, dtype)
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        # One apply: the scalars every variable's update shares (the learning rate, the
+        # decays, their bias corrections) are made once, not once per variable (fewer
+        # ops to trace; the same values).
+        self._shared = _Shared()
+        try:
+            super()._backend_update_step(grads, trainable_variables, learning_rate)
+        finally:
+            self._shared = None
+
+    def _scalars(self, learning_rate, dtype):
+        """``(lr, 1 - beta_1, 1 - beta_2, 1 - beta_1 ** step, 1 - beta_2 ** step)`` in
+        ``dtype``, made once an apply (`_backend_update_step`)."""
+        shared = getattr(self, "_shared", None)
+        key = str(dtype)
+        if shared is not None and key in shared.values:
+            return shared.values[key]
         beta_1 = ops.cast(self.effective_beta_1, dtype)
         beta_2 = ops.cast(self.effective_beta_2, dtype)
         step = ops.cast(self.iterations + 1, dtype)
+        values = (ops.cast(learning_rate, dtype), 1.0 - beta_1, 1.0 - beta_2,
+                  1.0 - ops.power(beta_1, step), 1.0 - ops.power(beta_2, step))
+        if shared is not None:
+            shared.values[key] = values
+        return values
+
+    def update_step(self, gradient, variable, learning_rate):
+        index = self._get_variable_index(variable)
+        dtype = variable.dtype
+        lr, decay_1, decay_2, correction_1, correction_2 = self._scalars(learning_rate, dtype)
+        gradient = ops.cast(gradient, dtype)
 
         m = self._momentums[index]
         v = self._velocities[index]
-        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1.0 - beta_1))
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), decay_1))
         self.assign_add(
-            v, ops.multiply(ops.subtract(ops.square(gradient), v), 1.0 - beta_2))
-        m_hat = ops.divide(m, 1.0 - ops.power(beta_1, step))
-        v_hat = ops.divide(v, 1.0 - ops.power(beta_2, step))
+            v, ops.multiply(ops.subtract(ops.square(gradient), v), decay_2))
+        m_hat = ops.divide(m, correction_1)
+        v_hat = ops.divide(v, correction_2)
         update = ops.divide(m_hat, ops.add(ops.sqrt(v_hat), self.epsilon))
         if self._decay_flags[index]:
             update = ops.add(update, ops.multiply(
@@ -222,3 +245,10 @@ class Lamb(keras.optimizers.Lamb):
 def _matches(patterns: tuple[str, ...], variable) -> bool:
     path = getattr(variable, "path", None) or variable.name
     return any(re.search(p, path) for p in patterns)
+
+
+class _Shared:
+    """The scalars one apply's updates share, by dtype (a plain object: never tracked)."""
+
+    def __init__(self):
+        self.values = {}
