@@ -15,7 +15,7 @@ from tfpack.testing import assert_packed_equals_unpacked
 
 from preference_helpers import (LOSS_OPTIONS, MAX_LENGTH, UNEVEN_PACKS, close, decoder_policy,
                                 items, make_pairs, numpy_losses, pack, pairs_alone, per_pair,
-                                reference_scores, with_reference)
+                                reference_scores, sequences_alone, with_reference)
 
 
 def test_one_pair_by_hand_in_numpy():
@@ -106,16 +106,16 @@ def test_gradient_equals_each_sequence_alone():
     packed_grads = tape.gradient(packed_loss, model.trainable_variables)
 
     with tf.GradientTape() as tape:
+        # Every sequence alone, each its own right-padded row of one call.
+        log_probs = sequences_alone(policy, [p["prompt"] + p[side] for p in pairs
+                                             for side in ("chosen", "rejected")])
         terms = []
         for i, pair in enumerate(pairs):
             scores = []
-            for response in (pair["chosen"], pair["rejected"]):
-                ids = np.array([pair["prompt"] + response])
-                n = ids.shape[1]
-                logits = policy({"input_ids": ids, "sequence_ids": np.ones_like(ids),
-                                 "position_ids": np.arange(n)[None]})["logits"][0]
-                log_probs = tf.nn.log_softmax(logits)[len(pair["prompt"]) - 1:n - 1]
-                scores.append(tf.reduce_sum(tf.gather(log_probs, response, batch_dims=1)))
+            for row, response in ((2 * i, pair["chosen"]), (2 * i + 1, pair["rejected"])):
+                start = len(pair["prompt"]) - 1
+                picked = log_probs[row, start:start + len(response)]
+                scores.append(tf.reduce_sum(tf.gather(picked, response, batch_dims=1)))
             h = (scores[0] - reference["chosen"][i]) - (scores[1] - reference["rejected"][i])
             terms.append(-tf.math.log_sigmoid(LOSS_OPTIONS["beta"] * h))
         alone_loss = tf.add_n(terms) / len(pairs)
