@@ -112,22 +112,17 @@ def _padded_pairs(pairs):
 def _padded_batch_reason(reference):
     """Why keras-hub `reference` runs each probe pair in a call of its own, or
     None where one right-padded batch gives each pair as alone (both sides
-    take a padding mask; `exactness.padded_batch_reason`'s classes).
+    take a padding mask; no class of `PADDED_BATCH_DIFFERS`, as
+    `exactness.padded_batch_reason`).
 
     >>> _padded_batch_reason(object())
     'object takes no padding masks'
     """
-    from tfpack.testing.exactness import PADDED_BATCH_DIFFERS
-
     inputs = getattr(reference, "input", None)
     if not isinstance(inputs, dict) or not {
             "encoder_padding_mask", "decoder_padding_mask"} <= set(inputs):
         return f"{type(reference).__name__} takes no padding masks"
-    for layer in reference._flatten_layers():
-        for cls in type(layer).__mro__:
-            if cls.__name__ in PADDED_BATCH_DIFFERS:
-                return f"{cls.__name__} {PADDED_BATCH_DIFFERS[cls.__name__]}"
-    return None
+    return comparison.padded_batch_differs(reference)
 
 
 def _alone(variables, reference, pairs):
