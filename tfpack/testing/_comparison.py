@@ -19,8 +19,9 @@ import numpy as np
 
 from tfpack.testing.exactness_result import PackingNotExactError
 
-__all__ = ["SEED", "TOLERANCES", "backend_function", "backend_gradients", "compare_gradients",
-           "compare_outputs", "difference_of", "keras_hub_reference", "refuse"]
+__all__ = ["PADDED_BATCH_DIFFERS", "SEED", "TOLERANCES", "backend_function", "backend_gradients",
+           "compare_gradients", "compare_outputs", "difference_of", "keras_hub_reference",
+           "padded_batch_differs", "refuse"]
 
 # The probes' random draws (projections of the outputs) start here.
 SEED = 0
@@ -33,6 +34,33 @@ SEED = 0
 # packed and alone sum in different orders, so they get 5e-2 and 1e-2.
 TOLERANCES = {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2,
               "bfloat16": 5e-2}
+
+
+# keras-hub classes (layers or backbones, matched along the MRO) under which
+# a sequence padded in a batch is not the sequence alone, and why.
+PADDED_BATCH_DIFFERS = {
+    # Phi-3's LongRoPE ("su"): the long factor for rows over
+    # `pretraining_sequence_length`, the short one for the others.
+    "Phi3SuScaledRotaryEmbedding": "takes its rotary factor from the row's length",
+    # keras-hub 0.32's `XLNetAttentionMaskLayer` reshapes the `[B, L]`
+    # padding mask to `[L, B]` (not a transpose): right for one row only.
+    "XLNetBackbone": "mixes up the padding masks of a batch's rows",
+}
+
+
+def padded_batch_differs(reference):
+    """`reference`'s first class (of it or its layers, along the MRO) in
+    `PADDED_BATCH_DIFFERS` and why, or None.
+
+    >>> import keras
+    >>> padded_batch_differs(keras.layers.Dense(2)) is None
+    True
+    """
+    for layer in reference._flatten_layers():
+        for cls in type(layer).__mro__:
+            if cls.__name__ in PADDED_BATCH_DIFFERS:
+                return f"{cls.__name__} {PADDED_BATCH_DIFFERS[cls.__name__]}"
+    return None
 
 
 def keras_hub_reference(backbone):

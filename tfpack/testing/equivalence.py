@@ -147,6 +147,57 @@ def _vocabulary_size(model, features, vocabulary_size):
     return int(vocabulary_size)
 
 
+# Rows of one call of `assert_no_cross_contamination`: the packs and their
+# perturbed copies go through the model together, as many copies a call as
+# fit (at least one), so a batch of a few packs costs one call, not one per
+# sequence slot, and a large batch is not copied more than it holds.
+_ROWS_PER_CALL = 64
+
+
+def _runs_in_batches(call, features, variants):
+    """Yields ``(reference, None)``, then ``(reference, outputs)`` for each
+    of `variants` (``input_ids`` arrays replacing ``features["input_ids"]``):
+    each ``{output name: numpy}`` of `call`.
+
+    The copies are stacked along the batch, each call holding the packs
+    themselves first (its own reference: the other sequences of a pack are
+    compared within one call) and at most `_ROWS_PER_CALL` rows; every call
+    has the same shape (one compilation on JAX), the last filled with more
+    copies of the packs. A batch of more than half `_ROWS_PER_CALL` rows runs
+    alone, once and once a variant.
+
+    >>> calls = []
+    >>> def call(f):
+    ...     calls.append(len(f["input_ids"]))
+    ...     return {"out": f["input_ids"] * 10}
+    >>> features = {"input_ids": np.array([[1, 2]])}
+    >>> runs = list(_runs_in_batches(call, features, [np.array([[3, 2]]), np.array([[1, 4]])]))
+    >>> calls, [o["out"].tolist() for _, o in runs[1:]]
+    ([3], [[[30, 20]], [[10, 40]]])
+    """
+    rows = len(features["input_ids"])
+    per_call = _ROWS_PER_CALL // rows - 1
+    if per_call < 1:
+        reference = call(features)
+        yield reference, None
+        for ids in variants:
+            yield reference, call(dict(features, input_ids=ids))
+        return
+    for start in range(0, max(len(variants), 1), per_call):
+        chunk = variants[start:start + per_call]
+        copies = [features["input_ids"]] * (1 + per_call - len(chunk) if start else 1)
+        batch = {name: np.concatenate([value] * len(copies + chunk))
+                 for name, value in features.items()}
+        batch["input_ids"] = np.concatenate(copies + chunk)
+        outputs = {name: np.asarray(value) for name, value in call(batch).items()}
+        reference = {name: value[:rows] for name, value in outputs.items()}
+        if not start:
+            yield reference, None
+        for k in range(len(chunk)):
+            at = (len(copies) + k) * rows
+            yield reference, {name: value[at:at + rows] for name, value in outputs.items()}
+
+
 @validate_params({
     "model": _MODEL,
     "packed_inputs": InstanceOf(Mapping, description="a dict of packed features"),
@@ -162,7 +213,9 @@ def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
     pack by other random tokens (never 0) and checks that the outputs of all
     *other* sequences of those packs stay the same. It also checks that the
     perturbed sequences' own outputs did change somewhere: a model that
-    ignores its tokens proves nothing.
+    ignores its tokens proves nothing. The perturbed copies of the batch go
+    through `model` stacked along the batch, with the packs themselves, a
+    few calls in all.
 
     The tolerance of each output is ``min(atol, rtol * its largest |value|)``:
     a correctly masked model leaves the other sequences' outputs bit-identical
@@ -212,23 +265,23 @@ def assert_no_cross_contamination(model, packed_inputs, *, atol=1e-5,
             f"Received: sequence_ids={features['sequence_ids'].tolist()}")
     vocabulary = _vocabulary_size(model, features, vocabulary_size)
     rng = np.random.default_rng(seed)
-    call = _inference(model, features)
-    reference = call(features)
+    ids = features["input_ids"]
+    max_slot = int(features["sequence_ids"].max())
+    variants = []
+    for slot in range(1, max_slot + 1):
+        shift = rng.integers(1, vocabulary - 1, size=ids.shape)
+        # (id - 1 + shift) mod (V - 1) + 1 is a different non-zero token.
+        replaced = (ids - 1 + shift) % (vocabulary - 1) + 1
+        variants.append(np.where(features["sequence_ids"] == slot, replaced,
+                                 ids).astype(ids.dtype))
+    runs = _runs_in_batches(_inference(model, features), features, variants)
+    reference, _ = next(runs)
     kinds = _output_kinds(model, reference, features, output_kinds)
     largest = {name: 0.0 for name in reference}
     tolerance = _tolerances(reference, atol, rtol)
     checked, effect, changed = 0, 0.0, False
-    max_slot = int(features["sequence_ids"].max())
     for slot in range(1, max_slot + 1):
-        target = features["sequence_ids"] == slot
-        ids = features["input_ids"]
-        shift = rng.integers(1, vocabulary - 1, size=ids.shape)
-        # (id - 1 + shift) mod (V - 1) + 1 is a different non-zero token.
-        replaced = (ids - 1 + shift) % (vocabulary - 1) + 1
-        perturbed = dict(features)
-        perturbed["input_ids"] = np.where(target, replaced, ids).astype(
-            ids.dtype)
-        outputs = call(perturbed)
+        reference, outputs = next(runs)
         for row in range(ids.shape[0]):
             slots = _slots(features, row)
             if slot not in slots:

@@ -58,8 +58,9 @@ from tfpack.params import Real
 from tfpack.params import validate_params
 from tfpack.testing.exactness_result import ExactnessResult
 from tfpack.testing.exactness_result import PackingNotExactError
-from tfpack.testing._comparison import (SEED, TOLERANCES, compare_gradients, compare_outputs,
-                                        backend_gradients, keras_hub_reference)
+from tfpack.testing._comparison import (PADDED_BATCH_DIFFERS, SEED, TOLERANCES,
+                                        backend_gradients, compare_gradients, compare_outputs,
+                                        keras_hub_reference, padded_batch_differs)
 from tfpack.testing.packer import pack_examples
 from tfpack.testing.pair_exactness import check_pairs_exact, reads_pairs
 
@@ -314,18 +315,6 @@ def _reference_layers(backbone, reference):
     return layers or ()
 
 
-# keras-hub classes (layers or backbones, matched along the MRO) under which
-# a sequence padded in a batch is not the sequence alone, and why.
-PADDED_BATCH_DIFFERS = {
-    # Phi-3's LongRoPE ("su"): the long factor for rows over
-    # `pretraining_sequence_length`, the short one for the others.
-    "Phi3SuScaledRotaryEmbedding": "takes its rotary factor from the row's length",
-    # keras-hub 0.32's `XLNetAttentionMaskLayer` reshapes the `[B, L]`
-    # padding mask to `[L, B]` (not a transpose): right for one row only.
-    "XLNetBackbone": "mixes up the padding masks of a batch's rows",
-}
-
-
 def padded_batch_reason(reference):
     """Why keras-hub `reference` must run each probe sequence in a call of
     its own, or None where one right-padded batch gives each sequence as
@@ -349,11 +338,7 @@ def padded_batch_reason(reference):
     """
     if "padding_mask" not in (reference.input if isinstance(reference.input, dict) else {}):
         return f"{type(reference).__name__} takes no padding mask"
-    for layer in reference._flatten_layers():
-        for cls in type(layer).__mro__:
-            if cls.__name__ in PADDED_BATCH_DIFFERS:
-                return f"{cls.__name__} {PADDED_BATCH_DIFFERS[cls.__name__]}"
-    return None
+    return padded_batch_differs(reference)
 
 
 def keras_hub_batch(backbone, examples):

@@ -5,8 +5,9 @@ and decoder rows of `tfpack.tasks.seq2seq`, the keras-hub T5, BART and
 T5Gemma adapters) to `check_pairs_exact`: three probe pairs (encoder and
 decoder lengths `PAIR_PROBE_LENGTHS`, a one-token source and a one-token
 target among them, fixed seed) packed in one pair of rows go through the
-packed backbone, and each pair alone through the keras-hub backbone (its
-own padding masks, no padding), under the model's precision and backend.
+packed backbone, and each pair alone through the keras-hub backbone (one
+right-padded row a pair, all in one batch: its padding masks keep the
+padding out), under the model's precision and backend.
 It compares ``encoder_sequence_output``, ``decoder_sequence_output`` and the
 gradient, for every trainable weight, of a fixed random projection of both
 summed over the pairs; a difference beyond `TOLERANCES` refuses the model
@@ -95,15 +96,49 @@ def _packed(backbone, variables, pairs):
     return comparison.backend_gradients(fn, variables)
 
 
+def _padded_pairs(pairs):
+    """The keras-hub inputs of `pairs`, one a row, each side right padded to
+    its longest with zeros (a zero padding mask)."""
+    batch = {}
+    for side, name in enumerate(("encoder", "decoder")):
+        ids = np.zeros((len(pairs), max(len(pair[side]) for pair in pairs)), "int32")
+        for row, pair in enumerate(pairs):
+            ids[row, :len(pair[side])] = pair[side]
+        batch[f"{name}_token_ids"] = ids
+        batch[f"{name}_padding_mask"] = (ids > 0).astype("int32")
+    return batch
+
+
+def _padded_batch_reason(reference):
+    """Why keras-hub `reference` runs each probe pair in a call of its own, or
+    None where one right-padded batch gives each pair as alone (both sides
+    take a padding mask; no class of `PADDED_BATCH_DIFFERS`, as
+    `exactness.padded_batch_reason`).
+
+    >>> _padded_batch_reason(object())
+    'object takes no padding masks'
+    """
+    inputs = getattr(reference, "input", None)
+    if not isinstance(inputs, dict) or not {
+            "encoder_padding_mask", "decoder_padding_mask"} <= set(inputs):
+        return f"{type(reference).__name__} takes no padding masks"
+    return comparison.padded_batch_differs(reference)
+
+
 def _alone(variables, reference, pairs):
+    """Each pair alone through keras-hub `reference`: all in one right-padded
+    batch (rows never meet; the padding masks keep the padding out), or one
+    call each where `_padded_batch_reason` says why not."""
+    batches = ([pairs] if _padded_batch_reason(reference) is None
+               else [[pair] for pair in pairs])
+
     def fn():
         per_pair = []
-        for encoder_ids, decoder_ids in pairs:
-            e, d = encoder_ids[None], decoder_ids[None]
-            out = reference({"encoder_token_ids": e, "encoder_padding_mask": np.ones_like(e),
-                             "decoder_token_ids": d, "decoder_padding_mask": np.ones_like(d)},
-                            training=False)
-            per_pair.append([out[name][0] for name in _OUTPUTS])
+        for batch in batches:
+            out = reference(_padded_pairs(batch), training=False)
+            per_pair += [[out[name][row, :len(pair[side])]
+                          for side, name in enumerate(_OUTPUTS)]
+                         for row, pair in enumerate(batch)]
         outputs = [keras.ops.concatenate([p[i] for p in per_pair]) for i in range(2)]
         return _loss(outputs), list(zip(_OUTPUTS, outputs))
 

@@ -7,7 +7,7 @@ import TensorFlow).
 import keras
 import numpy as np
 
-from keras_hub_helpers import randomize_zeros, right_padded
+from keras_hub_helpers import built_with, randomize_zeros, right_padded
 from tfpack.testing import pack_examples
 
 keras_hub = __import__("pytest").importorskip("keras_hub")
@@ -47,13 +47,9 @@ IMPLEMENTATIONS = [dict(attention_implementation="dense"),
 def make(family, seed=0, **config):
     """The family's tiny backbone, zero-initialized variables made random
     (Qwen3.5's norm offsets and `A_log`) so every path carries gradients;
-    rebuilt from its config with `config`'s entries where given."""
+    built with `config`'s entries where given (`built_with`)."""
     keras.utils.set_random_seed(seed)
-    backbone = FAMILIES[family]()
-    if config:
-        keras.utils.set_random_seed(seed)
-        backbone = type(backbone).from_config(dict(backbone.get_config(), **config))
-    return randomize_zeros(backbone, seed)
+    return randomize_zeros(built_with(FAMILIES[family], **config), seed)
 
 
 def examples(seed=0, family=None):

@@ -17,7 +17,7 @@ import numpy as np
 
 from seq2seq_helpers import FAMILIES, LD, LE, pair_positions, tolerance
 from seq2seq_helpers import PAIRS as ALL_PAIRS
-from keras_hub_helpers import right_padded
+from keras_hub_helpers import built_with, right_padded
 from tfpack.builders import pack_pairs
 from tfpack.models import from_keras_hub
 
@@ -38,12 +38,7 @@ ONE_LAYER = {"bart": dict(num_layers=1),
 def _backbone(name):
     """The family's tiny backbone; one layer a side in `ONE_LAYER`."""
     keras.utils.set_random_seed(0)
-    backbone = FAMILIES[name]()
-    if name not in ONE_LAYER:
-        return backbone
-    keras.utils.set_random_seed(0)
-    return type(backbone).from_config(
-        dict(backbone.get_config(), **ONE_LAYER[name]))
+    return built_with(FAMILIES[name], **ONE_LAYER.get(name, {}))
 
 
 def _run(model, fixed, features, weights):
