@@ -50,7 +50,6 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-import tfpack
 from tfpack import builders, data, inference, models, training
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
