@@ -34,15 +34,18 @@ venv: $(VENV)/.installed
 demo: venv
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/tfpack demo
 
-# Four workers on CI's two cores: many tests wait on subprocesses, clusters and kills,
+# Three workers on CI's two cores: many tests wait on subprocesses, clusters and kills,
 # and two workers left the cores about 45% idle there (tests/export, training, cli:
-# 541 s at -n 2, 377 s at -n 4). Peak memory of the whole run at -n 4: 12.8 GB.
+# 541 s at -n 2, 377 s at -n 4); four kept both cores busy but spent more CPU on the same
+# tests (four processes' working sets on two cores' caches). The whole suite in a fresh clone,
+# idle, one run after the other (2026-11-30): -n 4 564.4 s (1,137 CPU s with the install),
+# -n 3 481.7 s (971 CPU s with the install), -n 4 again 536.6 s (1,006 CPU s without). Peak memory at -n 4: 12.8 GB.
 # Bytecode is written (PYTHONDONTWRITEBYTECODE emptied, where a machine sets it): the suite
 # starts ~100 processes that import tfpack, and each compiled tfpack's modules and the CLI's
 # from source again (tests/faults/test_cli.py + tests/cli/test_streams.py: 26.4, 26.0 -> 19.7,
 # 19.3 CPU s, interleaved). The __pycache__ folders are git-ignored.
 test: venv
-	PYTHONDONTWRITEBYTECODE= TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS) tests
+	PYTHONDONTWRITEBYTECODE= TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS) tests
 
 bench: venv
 	$(BIN)/python benchmarks/planners.py

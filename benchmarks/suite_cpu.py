@@ -10,7 +10,7 @@ wall times on a shared machine move 2-3x between runs, CPU seconds much less.
 
 Run (about 25 minutes on an idle 2-core machine):
 
-    .venv/bin/python benchmarks/suite_cpu.py                      # the whole suite, 4 workers
+    .venv/bin/python benchmarks/suite_cpu.py                      # the whole suite, 3 workers (as make test)
     .venv/bin/python benchmarks/suite_cpu.py tests/models --workers 2 --output /tmp/models.md
 
 Writes ``benchmarks/results/suite_cpu.md`` (or ``--output``).
@@ -91,7 +91,7 @@ def main(argv=None, root=ROOT) -> list[dict]:
     """Runs and writes the table; returns the probe's lines (one a test)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=["tests"])
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--output", default=str(HERE / "results" / "suite_cpu.md"))
     args = parser.parse_args(argv)
