@@ -98,14 +98,17 @@ def _packed(backbone, variables, pairs):
 
 def _padded_pairs(pairs):
     """The keras-hub inputs of `pairs`, one a row, each side right padded to
-    its longest with zeros (a zero padding mask)."""
+    its longest with zeros (a zero padding mask: from the lengths, whatever
+    the token ids)."""
     batch = {}
     for side, name in enumerate(("encoder", "decoder")):
         ids = np.zeros((len(pairs), max(len(pair[side]) for pair in pairs)), "int32")
+        mask = np.zeros_like(ids)
         for row, pair in enumerate(pairs):
             ids[row, :len(pair[side])] = pair[side]
+            mask[row, :len(pair[side])] = 1
         batch[f"{name}_token_ids"] = ids
-        batch[f"{name}_padding_mask"] = (ids > 0).astype("int32")
+        batch[f"{name}_padding_mask"] = mask
     return batch
 
 
