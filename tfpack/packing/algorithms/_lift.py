@@ -99,11 +99,11 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
     # Toward the duals of the group at or below each length (module notes). There the best
     # pack is worth at least what the best pack found here (``copies``) is worth, so the
     # bound is at most h.y over that: priced again only where that exceeds what is proven.
+    if above is None or best <= 0.0 or copies is None or not Tuning.LIFT_TOWARD_BELOW:
+        return bound
     below = np.searchsorted(group_lengths, lengths, side="right") - 1
     below = np.where(below >= 0, np.asarray(duals, dtype=np.float64)[np.maximum(below, 0)], 0.0)
     moved = between + Tuning.LIFT_TOWARD_BELOW * (np.minimum(below, between) - between)
-    if above is None or best <= 0.0 or copies is None or not Tuning.LIFT_TOWARD_BELOW:
-        return bound
     priced = _column_generation.plateaus(moved)
     worth = float(copies @ priced)
     if worth > 0.0 and _column_generation.ceil(float(demand @ priced) / worth) > max(bound, above):
