@@ -58,6 +58,64 @@ def test_a_budget_that_ends_in_the_second_pass_gives_the_first_pass_plan():
     assert plan(6) == {(10, 6): 1, (9, 7): 1, (9, 3, 2): 1}
 
 
+def reference_fill(counts, max_length, depth, batch, reopened, scale):
+    """`_spread_fill._fill`'s pass written out a sequence at a time, to check the kernel by."""
+    pool = sorted(n for n in range(len(counts)) for _ in range(counts[n]))
+    waiting = sorted((sorted(row, reverse=True) for row in reopened), key=lambda row: -sum(row))
+    rows = []
+    while pool or waiting:
+        need_tokens = -(-(sum(pool) + sum(map(sum, waiting))) // max_length)
+        need_slots = -(-(len(pool) + sum(n > 0 for row in waiting for n in row)) // depth)
+        opened = min(batch, max(need_tokens, need_slots))
+        singles = pool[len(pool) - min(opened, len(pool)):][::-1]  # the longest, longest first
+        picked, again = [], 0  # the `opened` longest singles and reopened packs (ties: single)
+        while len(picked) + again < opened and (len(picked) < len(singles) or again < len(waiting)):
+            total = sum(waiting[again]) if again < len(waiting) else -1
+            if len(picked) < len(singles) and singles[len(picked)] >= total:
+                picked.append(singles[len(picked)])
+            else:
+                again += 1
+        for n in picked:
+            pool.remove(n)
+        packs = [[n] + [0] * (depth - 1) for n in picked[::-1]] + [list(row) for row in waiting[:again]]
+        del waiting[:again]
+        used = [sum(n > 0 for n in row) for row in packs]
+        for _ in range(1, depth):
+            targets = []
+            for t, row in enumerate(packs):
+                if used[t] < depth:
+                    slots, free = depth - used[t], max_length - sum(row)
+                    targets.append((int(free * scale // slots) if slots > 1 else free, t))
+            for target, t in sorted(targets, reverse=True):  # the largest first (ties: later pack)
+                fits = [n for n in pool if n <= target]
+                taken = max(fits) if fits else 0
+                if taken:
+                    pool.remove(taken)
+                packs[t][used[t]] = taken
+                used[t] += 1
+        rows += packs
+    return rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.integers(2, 40), st.integers(1, 6), st.integers(1, 5),
+       st.sampled_from([1.0, 0.99, 0.97, 0.9, 0.5]))
+def test_the_compiled_pass_is_the_pass_a_sequence_at_a_time(data, max_length, depth, batch, scale):
+    counts = np.array([0] + data.draw(st.lists(st.integers(0, 4), min_size=max_length - 1,
+                                               max_size=max_length - 1)) + [0], dtype=np.int64)
+    reopened = []
+    for _ in range(data.draw(st.integers(0, 4))):
+        row = data.draw(st.lists(st.integers(1, max_length), min_size=1, max_size=depth))
+        while sum(row) > max_length:
+            row.pop()
+        reopened.append(row + [0] * (depth - len(row)))
+    expected = reference_fill(counts.tolist(), max_length, depth, batch, reopened, scale)
+    rows = _spread_fill._fill(counts, max_length, depth, batch, None,
+                              reopened=np.array(reopened, dtype=np.int64).reshape(-1, depth), scale=scale)
+    assert rows.tolist() == expected
+    assert not counts.any()  # every sequence taken from the pool
+
+
 def test_longest_at_most_gives_the_larger_targets_first_pick():
     counts = np.array([0, 1, 0, 2, 1])  # 1, 3, 3, 4
     taken = _spread_fill._longest_at_most(counts, np.array([0, 2, 3, 4, 4]))

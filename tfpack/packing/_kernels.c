@@ -93,6 +93,19 @@
  *     targets sum past max_target gives back its smallest target at least the excess
  *     (ties: the first pair), else its largest (ties: the last), and again until it
  *     fits. pack, b: bytes of int64, one per pair; keep: bytes of uint8, one per pair.
+ *
+ *   spread_fill(counts, max_length, depth, batch, scale, reopened, expired) -> rows or None
+ *     One pass of the spread fill of tfpack/packing/algorithms/_spread_fill.py's module notes
+ *     (`_fill`): counts: a writable int64 [max_length + 1], counts[n] sequences of length n
+ *     (counts[0] 0), taken from it; reopened: bytes of int64 [r, depth], packs whose sequences
+ *     are not in counts, each row descending, the rows by their sums descending. Packs open
+ *     `batch` at a time (no more than the tokens or the sequences left need), the longest
+ *     single sequences and reopened packs first; then each slot in turn, the open packs by
+ *     their targets (free * scale // slots left, floored as numpy floors floats; the last
+ *     slot: the free space), each target, largest first (ties: the later pack), takes the
+ *     longest sequence left at most it (0: none). `expired` (a callable or None) is called
+ *     before each batch; when it returns true the result is None. rows: bytes of int64
+ *     [packs, depth], 0 an empty slot, in the order the packs opened.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1690,6 +1703,162 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------- the spread fill */
+
+/* The largest length y <= x with counts[y] > 0, or 0 (counts[0] is never taken): `link`
+ * points each emptied length below it, halved as it is followed. */
+static int64_t fill_find(int64_t *link, const int64_t *counts, int64_t x) {
+    while (x > 0 && counts[x] == 0) {
+        int64_t below = link[x];
+        link[x] = below > 0 ? link[below] : 0;
+        x = below;
+    }
+    return x;
+}
+
+static void fill_take(int64_t *link, int64_t *counts, int64_t x) {
+    if (--counts[x] == 0) link[x] = x - 1;
+}
+
+/* numpy's float floor division (npy_divmod) for a >= 0, b > 0: the slot targets. */
+static int64_t floor_divide(double a, double b) {
+    double mod = fmod(a, b), div = (a - mod) / b, floordiv;
+    if (div == 0.0) return 0;
+    floordiv = floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+    return (int64_t)floordiv;
+}
+
+static PyObject *spread_fill(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer cv, rv;
+    long long max_length, depth, batch;
+    double scale;
+    PyObject *expired;
+    if (!PyArg_ParseTuple(args, "w*LLLdy*O", &cv, &max_length, &depth, &batch, &scale, &rv, &expired))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t *counts = cv.buf, *link = NULL, *rows = NULL, *opener = NULL, *used = NULL, *free_ = NULL;
+    const int64_t *reopened = rv.buf;
+    uint64_t *keys = NULL;
+    int64_t capacity = 0, n_rows = 0;
+    int64_t n_reopened = depth > 0 ? (int64_t)(rv.len / 8) / depth : 0;
+    if (max_length < 1 || depth < 1 || batch < 1 || cv.len != (max_length + 1) * 8 ||
+        rv.len != n_reopened * depth * 8) {
+        PyErr_SetString(PyExc_ValueError, "spread_fill: counts must be int64 [max_length + 1], "
+                                          "reopened int64 [rows, depth], depth and batch positive");
+        goto done;
+    }
+    link = malloc((size_t)(max_length + 1) * sizeof(int64_t));
+    opener = malloc((size_t)batch * sizeof(int64_t));
+    used = malloc((size_t)batch * sizeof(int64_t)), free_ = malloc((size_t)batch * sizeof(int64_t));
+    keys = malloc((size_t)batch * sizeof(uint64_t));
+    if (!link || !opener || !used || !free_ || !keys) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* The reopened packs (rows descending, packs by tokens descending, stable) arrive so from
+     * the caller; their totals and sizes summed from the back for the packs still to place. */
+    int64_t tokens = 0, left = 0, rest_tokens = 0, rest_sizes = 0;
+    for (int64_t x = 0; x <= max_length; x++) {
+        if (counts[x] < 0) {
+            PyErr_SetString(PyExc_ValueError, "spread_fill: a negative count");
+            goto done;
+        }
+        link[x] = x > 0 && counts[x] == 0 ? x - 1 : x;
+        tokens += x * counts[x], left += counts[x];
+    }
+    for (int64_t r = 0; r < n_reopened * depth; r++) {
+        rest_tokens += reopened[r], rest_sizes += reopened[r] > 0;
+    }
+    int64_t done_ = 0;
+    while (left > 0 || done_ < n_reopened) {
+        int ended = budget_ended(expired);
+        if (ended) {
+            if (ended > 0) result = Py_NewRef(Py_None);
+            goto done;
+        }
+        int64_t by_tokens = (tokens + rest_tokens + max_length - 1) / max_length;
+        int64_t by_depth = (left + rest_sizes + depth - 1) / depth;
+        int64_t opened = by_tokens > by_depth ? by_tokens : by_depth;
+        opened = opened < batch ? opened : batch;
+        int64_t singles = opened < left ? opened : left, m = n_reopened - done_;
+        m = m < opened ? m : opened;
+        /* The longest `singles` sequences, longest first (not taken yet). */
+        int64_t x = fill_find(link, counts, max_length), have = 0;
+        while (have < singles) {
+            int64_t copies = counts[x] < singles - have ? counts[x] : singles - have;
+            for (int64_t c = 0; c < copies; c++) opener[have++] = x;
+            x = fill_find(link, counts, x - 1);
+        }
+        /* The `opened` longest of them and of the next reopened packs (ties: the single). */
+        int64_t k = 0, again = 0;
+        while (k + again < opened && (k < singles || again < m)) {
+            const int64_t *next = reopened + (done_ + again) * depth;
+            int64_t total = 0;
+            if (again < m)
+                for (int64_t s = 0; s < depth; s++) total += next[s];
+            if (again >= m || (k < singles && opener[k] >= total)) k++;
+            else again++;
+        }
+        int64_t packs = k + again;
+        if (n_rows + packs > capacity) {
+            int64_t grown = capacity ? 2 * capacity : 1024;
+            while (grown < n_rows + packs) grown *= 2;
+            int64_t *more = realloc(rows, (size_t)(grown * depth) * sizeof(int64_t));
+            if (!more) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            rows = more, capacity = grown;
+        }
+        int64_t *pack = rows + n_rows * depth;
+        memset(pack, 0, (size_t)(packs * depth) * sizeof(int64_t));
+        for (int64_t t = 0; t < k; t++) { /* the singles ascending, as numpy's order left them */
+            int64_t length = opener[k - 1 - t];
+            pack[t * depth] = length, used[t] = 1, free_[t] = max_length - length;
+            fill_take(link, counts, length), tokens -= length, left--;
+        }
+        for (int64_t t = k; t < packs; t++) {
+            const int64_t *from = reopened + (done_ + t - k) * depth;
+            used[t] = 0, free_[t] = max_length;
+            for (int64_t s = 0; s < depth; s++) {
+                pack[t * depth + s] = from[s], free_[t] -= from[s], used[t] += from[s] > 0;
+                rest_tokens -= from[s], rest_sizes -= from[s] > 0;
+            }
+        }
+        done_ += again;
+        int shift = 1;
+        while (((int64_t)1 << shift) <= packs) shift++;
+        for (int64_t round = 1; round < depth; round++) {
+            int64_t open = 0;
+            for (int64_t t = 0; t < packs; t++) {
+                if (used[t] >= depth) continue;
+                int64_t slots = depth - used[t];
+                int64_t target = slots > 1 ? floor_divide((double)free_[t] * scale, (double)slots) : free_[t];
+                target = target < 0 ? 0 : (target > max_length ? max_length : target);
+                keys[open++] = ((uint64_t)target << shift) | (uint64_t)t;
+            }
+            sort_keys(keys, open);
+            /* Each target, the largest first (ties: the later pack), takes the longest left at
+             * most it: what `_longest_at_most` gives the ascending targets at once. */
+            for (int64_t j = open - 1; j >= 0; j--) {
+                int64_t t = (int64_t)(keys[j] & (((uint64_t)1 << shift) - 1));
+                int64_t target = (int64_t)(keys[j] >> shift);
+                int64_t taken = fill_find(link, counts, target);
+                if (taken > 0) fill_take(link, counts, taken), tokens -= taken, left--;
+                pack[t * depth + used[t]] = taken, free_[t] -= taken, used[t]++;
+            }
+        }
+        n_rows += packs;
+    }
+    result = as_bytes(rows ? (const void *)rows : (const void *)"", (size_t)(n_rows * depth) * sizeof(int64_t));
+done:
+    free(link), free(rows), free(opener), free(used), free(free_), free(keys);
+    PyBuffer_Release(&cv), PyBuffer_Release(&rv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
@@ -1702,6 +1871,7 @@ static PyMethodDef methods[] = {
     {"pair_strategies", pair_strategies, METH_VARARGS, "Strategies of pairs built from their codes (see the source)."},
     {"template_assign", template_assign, METH_VARARGS, "Pairs into the slots of a one-length plan (see the source)."},
     {"template_fit", template_fit, METH_VARARGS, "Which pairs stay where templates overflowed (see the source)."},
+    {"spread_fill", spread_fill, METH_VARARGS, "One pass of the spread fill (see the source)."},
     {"pair_slots", pair_slots, METH_VARARGS, "A two-length plan's strategies checked, their slots counted (see the source)."},
     {NULL, NULL, 0, NULL},
 };
