@@ -166,7 +166,7 @@ def test_spread_pays_where_the_depth_binds_beside_the_tokens():
     histogram = eighths(10)
     assert optimal._spread_pays(histogram, 8)
     assert not optimal._spread_pays(histogram, 12)  # 80 sequences, 120 slots: the tokens bind
-    assert not optimal._spread_pays(histogram, 6)  # below SPREAD_DEPTH
+    assert not optimal._spread_pays(histogram, 4)  # below SPREAD_DEPTH
     assert not optimal._spread_pays(histogram, None)  # no depth limit
     assert not optimal._spread_pays(histogram[:8192], 8)  # not a long context (L=8,192)
 
@@ -222,23 +222,6 @@ def test_best_tries_the_scales_until_one_is_within_the_gap():
     assert best(2) == 2  # 3 packs at scale 1 is not within 0 of 2: scale 0.5 runs
     assert best(3) == 2 + 1  # 3 is within 0 of 3: it stops there
     assert best(2, gap=0.5) == 3  # and within 50% of 2
-    assert best(2, give_up=(0.4,)) == 3  # 3 is over 40% above 2: no second try
-    assert best(2, give_up=(0.6,)) == 2  # 3 is within 60% of 2: the second try
-
-
-def test_best_gives_up_where_the_first_tries_stay_far_above_the_bound():
-    # Two tries at scale 1 (3 packs each, 50% above 2), then 0.5 (2 packs). Given up after the
-    # second where its best is over 40% above the bound; over 60% after the first is not.
-    histogram, unlimited = six_five_four_two(), _budget.Budget(None)
-
-    def best(give_up):
-        plan = _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0, 1.0, 0.5), batch=2,
-                                 give_up=give_up)
-        return sum(plan.values())
-
-    assert best(()) == 2
-    assert best((0.6, 0.4)) == 3
-    assert best((0.6, 0.6)) == best((0.6,)) == 2
 
 
 class Stub:
@@ -298,7 +281,6 @@ def test_best_refills_the_last_packs_of_its_best_try():
     assert best(tail=1.0, tails=[(1.0, 2)]) == 3
     assert best(tail=1.0, tails=[(1.0, 2), (0.5, 2)]) == 2
     assert best(tail=0.5, tails=[(0.5, 2)]) == 3  # the last pack alone: 4
-    assert best(tail=1.0, tails=[(0.5, 2)], give_up=(0.4,)) == 3  # given up: not refilled
     assert best(tail=1.0, tails=[(0.5, 2)], gap=0.5) == 3  # within the gap: not refilled
 
 
@@ -312,8 +294,8 @@ def test_the_next_refill_runs_only_with_the_time_the_last_took():
 
 
 def test_best_refills_each_try_before_the_next(monkeypatch):
-    # Scale 1 (3 packs), then 0.5 (2): each refilled, the first before the second runs; the
-    # second try given up (over 40% above 1) is not refilled.
+    # Scale 1 (3 packs), then 0.5 (2): each refilled, the first before the second runs; with
+    # the first within the gap (3 of 2, 50%), the second never runs.
     histogram, unlimited, seen = six_five_four_two(), _budget.Budget(None), []
     refilled = _spread_fill._refilled
 
@@ -326,27 +308,45 @@ def test_best_refills_each_try_before_the_next(monkeypatch):
                       tails=[(1.0, 2)])
     assert seen == [3, 2]
     seen.clear()
-    _spread_fill.best(histogram, 9, 3, 1, unlimited, scales=(1.0, 0.5), batch=2, tail=1.0,
-                      tails=[(1.0, 2)], give_up=(2.0, 0.4))
+    _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0, 0.5), batch=2, tail=1.0,
+                      tails=[(1.0, 2)], gap=0.5)
     assert seen == [3]
 
 
-def test_where_the_tries_give_up_the_second_packs_compete():
-    # Scale 1 gives 3 packs, 50% above 2: given up over 40%, then `second`'s 2 packs win;
-    # over 60% it is not given up and `second` is never called.
+def test_where_the_first_try_is_not_within_the_gap_the_second_packs_compete():
+    # Scale 1 gives 3 packs, 50% above 2: `second`'s 2 packs win; within a gap of 50% it is
+    # never called.
     histogram, unlimited, calls = six_five_four_two(), _budget.Budget(None), []
 
     def second(budget):
         calls.append(budget)
         return np.array([[6, 2, 0], [5, 4, 0]])
 
-    def best(give_up):
-        plan = _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0,), batch=2,
-                                 give_up=give_up, second=second)
-        return plan
+    def best(gap):
+        return _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0,), batch=2, gap=gap,
+                                 second=second)
 
-    assert best((0.6,)) == {(6,): 1, (5, 2): 1, (4,): 1} and not calls
-    assert best((0.4,)) == {(6, 2): 1, (5, 4): 1} and calls == [unlimited]
+    assert best(0.5) == {(6,): 1, (5, 2): 1, (4,): 1} and not calls
+    assert best(0.0) == {(6, 2): 1, (5, 4): 1} and calls == [unlimited]
+
+
+def test_the_second_packs_run_after_the_first_try_and_before_the_next(monkeypatch):
+    # Scale 1 (3 packs), then `second` (3 packs: no better), then scale 0.5 (2 packs).
+    histogram, unlimited, order = six_five_four_two(), _budget.Budget(None), []
+    rows = _spread_fill._rows
+
+    def spy(histogram, max_length, depth, batch, budget, scale):
+        order.append(scale)
+        return rows(histogram, max_length, depth, batch, budget, scale)
+
+    def second(budget):
+        order.append("second")
+        return np.array([[6, 0, 0], [5, 2, 0], [4, 0, 0]])
+
+    monkeypatch.setattr(_spread_fill, "_rows", spy)
+    plan = _spread_fill.best(histogram, 9, 3, 2, unlimited, scales=(1.0, 0.5), batch=2,
+                             second=second)
+    assert order == [1.0, "second", 0.5] and plan == {(6, 2): 1, (5, 4): 1}
 
 
 def test_optimal_hands_the_class_fill_to_the_tries(monkeypatch):

@@ -65,30 +65,27 @@ def six_five_four_two():
     return np.bincount([5, 4, 3, 1], minlength=9)
 
 
-def test_best_settles_each_try_and_gives_up_by_the_plans_before_settling():
+def test_best_settles_each_try_and_the_second_packs_then_the_best_once_more():
     seen, calls = [], []
 
     def settle(rows, budget, enough, last):
         seen.append((len(rows), last))
-        return np.array([[6, 2, 0], [5, 4, 0]])
+        return rows
 
     def second(budget):
         calls.append(budget)
         return np.array([[6, 2, 0], [5, 4, 0]])
 
-    def best(give_up, **kwargs):
+    def best(**kwargs):
         plan = _spread_fill.best(six_five_four_two(), 9, 3, 1, UNLIMITED, scales=(1.0, 1.0),
-                                 batch=2, give_up=give_up, second=second, **kwargs)
+                                 batch=2, second=second, **kwargs)
         return sum(plan.values())
 
-    # Each try 3 packs, settled to 2; over 150% above 1 after the second try gives up by the 3
-    # (the class fill's packs settled, not the last time); not given up, the best settled last.
-    assert best((2.5, 1.5), settle=settle) == 2 and len(calls) == 1
-    assert seen == [(3, False), (2, False)]
-    seen.clear(), calls.clear()
-    assert best((2.5, 2.5), settle=settle) == 2 and not calls
-    assert seen == [(3, False), (3, False), (2, True)]
-    assert best((2.5, 2.5)) == 3 and not calls  # no settling: the fill's 3
+    # The first try (3 packs) settled, the class fill's (2) after it, the second try (3), then
+    # the best of them once more (`last`).
+    assert best(settle=settle) == 2 and len(calls) == 1
+    assert seen == [(3, False), (2, False), (3, False), (2, True)]
+    assert best() == 2 and len(calls) == 2  # without settling: the class fill's 2
 
 
 def random_packs(seed, packs, max_length=12288):

@@ -60,27 +60,23 @@ __all__ = ["packs", "best", "pool"]
 
 
 def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
-         scales=(1.0,), batch: int = 1024, gap: float = 0.0, give_up=(),
-         tail: float = 0.0, tails=(), second=None,
-         second_tail: float = 0.0, settle=None) -> dict[tuple[int, ...], int] | None:
-    """`packs` at each of ``scales`` in turn: the plan with the fewest packs (``None``: none).
+         scales=(1.0,), batch: int = 1024, gap: float = 0.0, tail: float = 0.0, tails=(),
+         second=None, second_tail: float = 0.0, settle=None) -> dict[tuple[int, ...], int] | None:
+    """`packs` at each of ``scales`` in turn, and ``second``'s: the plan with the fewest packs
+    (``None``: none).
 
     The fill is chaotic: its targets a little smaller (``scale`` 0.99 instead of 1) moved
     `benchmarks/planners_long_context.py`'s spread cases either way by up to 0.4 points (the
     notes in `Tuning.SPREAD_SCALES`), so the next scale runs while ``budget`` has as much
-    time left as the last one took, until a plan is within ``gap`` of ``bound``; not after
-    try ``i`` (from 0) where the best plan so far is over ``give_up[i]`` above it (the rest of
-    the search may do better there with the time the next tries would take). After each try
-    (before it is given up), the last ``tail`` share of its packs is refilled at each
-    ``(scale, batch)`` of ``tails`` in turn (`_refilled`): a try's time is its refills' too.
-    Where the tries are given up, ``second(budget)``, where given, makes packs as `_rows` does
-    (`_class_fill.rows`); the last ``second_tail`` share of them is refilled as a try's is,
-    and they are the plan where they have fewer packs than the tries'. ``settle(rows, budget,
-    enough, last)``, where given, then settles the packs of each try and of ``second``
-    (`_spread_settle.settled`, ``last`` False), and where the tries end without giving up, the
-    best of them once more (``last`` True: other passes); the tries give up by their best plan
-    before it (settled, the tries of fresh seed 187 case 42 came within 0.6% and never gave
-    up: 0.183% -> 0.555%).
+    time left as the last one took, until a plan is within ``gap`` of ``bound``. After each
+    try the last ``tail`` share of its packs is refilled at each ``(scale, batch)`` of
+    ``tails`` in turn (`_refilled`): a try's time is its refills' too. Where the first try is
+    not within ``gap``, ``second(budget)``, where given, makes packs as `_rows` does
+    (`_class_fill.rows`) before the next try; the last ``second_tail`` share of them is
+    refilled as a try's is, and they are the plan where they have fewer packs than the
+    tries'. ``settle(rows, budget, enough, last)``, where given, settles the packs of each try
+    and of ``second`` (`_spread_settle.settled`, ``last`` False), then the best of them once
+    more (``last`` True: other passes).
 
     6, 5, 4 and 2 in packs of 9 tokens, 3 sequences, both openers at once: at scale 1
     the slot targets (3 // 2, 4 // 2) give the 5 the 2 and the 4 is left alone (3 packs);
@@ -90,34 +86,31 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     >>> sorted(best(h, 9, 3, 2, _budget.Budget(None), scales=(1.0, 0.5), batch=2).items())
     [((5, 4), 1), ((6, 2), 1)]
     """
-    rows, took = None, 0.0
-    unsettled = np.iinfo(np.int64).max  # the fewest packs before any settling: gives up by them
     full = int(histogram[max_length - 1])
     enough = int(bound * (1 + gap)) - full  # packs of the fill within ``gap`` of ``bound``
+
+    def polished(found, share):  # refilled, then settled
+        found = _refilled(found, max_length, depth, budget, share, tails, enough)
+        return found if settle is None else settle(found, budget, enough, False)
+
+    rows, took = None, 0.0
     for tried, scale in enumerate(scales):
         if rows is not None and (len(rows) <= enough or budget.left() < took):
             break
         start = budget.spent()
         found = _rows(histogram, max_length, depth, batch, budget, scale)
-        if found is not None and (rows is None or len(found) < len(rows)):
-            rows = found
-        if rows is None:
-            return None
-        unsettled = min(unsettled, len(rows) if found is None else len(found))
-        if tried < len(give_up) and unsettled + full > bound * (1 + give_up[tried]):
-            if second is not None:  # the fill is far off here: the other packs instead
-                found = second(budget)
-                if found is not None:
-                    found = _refilled(found, max_length, depth, budget, second_tail, tails, enough)
-                    found = found if settle is None else settle(found, budget, enough, False)
-                    rows = found if len(found) < len(rows) else rows
-            return _plan(rows, full, max_length)
-        if found is not None:
-            found = _refilled(found, max_length, depth, budget, tail, tails, enough)
-            unsettled = min(unsettled, len(found))
-            found = found if settle is None else settle(found, budget, enough, False)
-            rows = found if len(found) < len(rows) else rows
+        if found is None:  # the budget ended in the try
+            break
+        found = polished(found, tail)
+        rows = found if rows is None or len(found) < len(rows) else rows
         took = budget.spent() - start
+        if tried == 0 and second is not None and len(rows) > enough:
+            found = second(budget)  # the other packs, where the first try is not close
+            if found is not None:
+                found = polished(found, second_tail)
+                rows = found if len(found) < len(rows) else rows
+    if rows is None:
+        return None
     rows = rows if settle is None else settle(rows, budget, enough, True)  # the best, once more
     return _plan(rows, full, max_length)
 

@@ -65,7 +65,12 @@ class Tuning:
     # the fill did worse than the LP's plans (0.8-19% above the bound on the 8 cases within 7%);
     # where the depth alone binds (the slots 1.1-2.1x) it met the bound on 5 of 6 cases at depth 8,
     # but the plan was not what was out there (seed 3 case 10: the bound; the fill 1.57%).
-    SPREAD_DEPTH = 8
+    # Depth 6 joined once the pass was compiled and the class fill followed every first try
+    # not within SPREAD_GAP (session 14): the 6 depth-6 cases in the band among seeds 40-62 and
+    # 308 (0.87-1.03 of the slots), the base / the fill: 308/36 0.255% -> 0.154%, 47/28 0.165 ->
+    # 0.157%, 53/34 0.181 -> 0.162%, 55/24 0.193 -> 0.155%, 62/32 0.172 -> 0.154%, 67/32 0.001
+    # -> 0.000% (in-process, 1 s each).
+    SPREAD_DEPTH = 6
     SPREAD_BAND = 0.05
     # Under the slots, from SPREAD_BELOW (long47): the fill settled (SPREAD_SETTLE) where the
     # sequences are 0.85-0.95 of the slots, on the 13 such cases of fresh seeds 13-69 at depth
@@ -94,13 +99,12 @@ class Tuning:
     # seed 8 case 22: 0.250% at 1, 0.229-0.657% below). So `_spread_fill.best` tries these
     # in turn, each while the time left (SPREAD_SHARE of it) is at least what the last took,
     # until a plan is within SPREAD_GAP of the bound (the 0.2% target; the rest of
-    # the search keeps its time for a better bound), and not after try i where the best plan
-    # is over SPREAD_GIVE_UP[i] above it: over 1% at the first (none of those cases was), over
-    # 0.6% after two. The tries take the time of the grouped LP: fresh seed 187 case 42
-    # (L=16,384 depth 8), whose nine tries at 1-0.96 were 0.68-0.88% (0.81% and 0.81% at 1 and
-    # 0.99), went 0.429% -> 0.676% with them, where the LP's plan had won (67,011 packs on
-    # 66,725 with two tries, 0.429%); among 16 other cases with the fill the best at 1 and 0.99
-    # was 0.07-0.41% (seed 148 case 36: 0.889% then 0.259%).
+    # the search keeps its time for a better bound). Before the pass was compiled (0.1-0.15 s
+    # a try, now 0.03-0.05 s) the tries gave up after try i where the best plan was over
+    # (0.01, 0.006)[i] above the bound, and only then the class fill ran: fresh seed 187 case
+    # 42 (L=16,384 depth 8), whose nine tries at 1-0.96 were 0.68-0.88%, went 0.429% -> 0.676%
+    # with them all. The class fill now follows the first try wherever it is not within
+    # SPREAD_GAP (`_spread_fill.best`): 187/42 0.183% either way.
     # After each try the last SPREAD_TAIL of its packs is refilled at each (scale, batch) of
     # SPREAD_TAILS (`_spread_fill._refilled`): a tenth of a try's time each. Four whole tries so
     # refilled, against the nine whole tries (each run to its end, in one process; seeds 8/22,
@@ -114,9 +118,12 @@ class Tuning:
     SPREAD_TAILS = ((1.0, 256), (0.99, 256), (1.0, 64))
     SPREAD_SHARE = 0.75
     SPREAD_GAP = 0.002
-    SPREAD_GIVE_UP = (0.01, 0.006)
-    # The class fill (`_class_fill`) after the first try, over this many size classes of about
-    # equal tokens (0: none), the last SPREAD_CLASS_TAIL of its packs refilled as a try's are.
+    # The class fill (`_class_fill`) after the first try where it is not within SPREAD_GAP,
+    # over this many size classes of about equal tokens (0: none), the last SPREAD_CLASS_TAIL
+    # of its packs refilled as a try's are. On the 35 cases known to run the fill (seeds
+    # 8-317), with the pass compiled, the tries given up as before / the class fill after every
+    # first try not within: 34 / 35 within 0.2% (107/32 0.223% -> 0.168%; 314/0 0.145 ->
+    # 0.128%; 55/36 0.139 -> 0.180%, 26/36 0.120 -> 0.166%, 90/14 0.157 -> 0.180%, all within).
     SPREAD_CLASSES = 96
     SPREAD_CLASS_TAIL = 0.3
     # After each try's refills (and the class fill's), a pass of `_spread_settle` at each
@@ -130,7 +137,7 @@ class Tuning:
     # three (0.05-0.1 s a pass; in-process probes, round long47 of
     # benchmarks/results/planners_long_context.md).
     SPREAD_SETTLE = ((0.05, 256), (0.035, 64))
-    # Where the tries end without giving up and the best is not within SPREAD_GAP, these passes
+    # Where the best of the tries and the class fill is not within SPREAD_GAP, these passes
     # go on settling it (each while the time left has what the last took). Chained passes went
     # on gaining (the first try of 90/14, 0.80 of the slots: 0.232% after the two above, 0.157%
     # after (0.1, 64); 8/22 0.094 -> 0.064%, 214/2 0.165 -> 0.130%, 40/36 0.545 -> 0.500% over

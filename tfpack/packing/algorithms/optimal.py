@@ -88,7 +88,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         cheap = max(search.bound, windows)
         counts = _spread_fill.pool(histogram, max_length)
 
-        def classes(spread):  # the class fill (`_class_fill`), where the tries give up
+        def classes(spread):  # the class fill (`_class_fill`), after a first try not close
             return _class_fill.rows(counts, max_length, max_sequences_per_pack,
                                     Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread)
 
@@ -100,7 +100,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         search.offer(_spread_fill.best(
             histogram, max_length, max_sequences_per_pack, cheap,
             budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
-            Tuning.SPREAD_GAP, Tuning.SPREAD_GIVE_UP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
+            Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
             classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL,
             settle=settle if Tuning.SPREAD_SETTLE else None))
     try:
