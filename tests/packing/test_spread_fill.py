@@ -10,7 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing.algorithms import _bounds, _budget, _fit_decreasing, _spread_fill, optimal
+from tfpack.packing.algorithms import (_bounds, _budget, _fit_decreasing, _spread_fill,
+                                       _spread_settle, optimal)
 from tfpack.packing.algorithms._tuning import Tuning
 
 
@@ -185,6 +186,46 @@ def test_spread_pays_from_spread_below_under_to_spread_band_over_the_slots():
     assert [optimal._spread_pays(of(n), 8) for n in (1462, 1463, 1536, 1786, 1787)] == \
         [False, True, True, True, False]
     assert [optimal._spread_pays(of(n), 12) for n in (1422, 1423)] == [True, False]
+
+
+def test_spread_near_from_spread_near_under_the_slots_to_where_the_fill_pays():
+    # 100 sequences of n at L=12,288 (`test_spread_pays_from...`): at depth 8 they are 12,288 /
+    # (8 * n) of the slots: 0.70009 at 2,194, 0.69977 at 2,195; 0.8595 at 1,787 (near), 0.8600
+    # at 1,786 (the fill pays). At depth 12, 1,024 / n: 0.55024 at 1,861, 0.54995 at 1,862;
+    # 0.7196 at 1,423, 0.7201 at 1,422.
+    def of(n):
+        histogram = np.zeros(12288, dtype=np.int64)
+        histogram[n - 1] = 100
+        return histogram
+
+    assert (Tuning.SPREAD_NEAR, Tuning.SPREAD_NEAR_SHALLOW) == (0.45, 0.30)
+    assert [optimal._spread_near(of(n), 8) for n in (2195, 2194, 1787, 1786)] == \
+        [False, True, True, False]
+    assert [optimal._spread_near(of(n), 12) for n in (1862, 1861, 1423, 1422)] == \
+        [False, True, True, False]
+    assert not optimal._spread_near(of(2000), 4) and not optimal._spread_near(of(2000), None)
+    assert not optimal._spread_near(of(2000)[:8192], 8)  # not a long context
+
+
+def test_near_the_band_optimal_runs_one_try_settled_and_no_more(monkeypatch):
+    seen = {}
+
+    def best(histogram, max_length, depth, bound, budget, scales, batch, gap, tail, tails,
+             second, second_tail, settle):
+        seen.update(scales=scales, second=second)
+        seen["passes"] = [settle(None, None, 0, last) for last in (False, True)]
+
+    monkeypatch.setattr(_spread_fill, "best", best)
+    monkeypatch.setattr(_spread_settle, "settled", lambda *args: args[4])  # the passes
+    monkeypatch.setattr(optimal, "_search", lambda *args: None)
+    near = np.zeros(12288, dtype=np.int64)
+    near[1919] = 640  # 0.80 of the slots at depth 8
+    assert optimal._spread_near(near, 8) and not optimal._spread_pays(near, 8)
+    optimal.pack(near, 12288, 8, seed=0, time_limit=1.0)
+    assert seen == dict(scales=(1.0,), second=None, passes=[Tuning.SPREAD_SETTLE, ()])
+    optimal.pack(eighths(10), 12288, 8, seed=0, time_limit=1.0)  # where the fill pays: all of it
+    assert seen["scales"] == Tuning.SPREAD_SCALES and seen["second"] is not None
+    assert seen["passes"] == [Tuning.SPREAD_SETTLE, Tuning.SPREAD_SETTLE_LAST]
 
 
 def test_optimal_offers_the_spread_plan(monkeypatch):

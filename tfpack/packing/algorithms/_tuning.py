@@ -92,6 +92,16 @@ class Tuning:
     # and 40/36 (0.927, out both ways), and gained from 0.866 on (21/38, 17/8, 64/28, 13/40, 61/38).
     SPREAD_DEEP = 12
     SPREAD_BELOW_SHALLOW = 0.14
+    # Below those, from SPREAD_NEAR under the slots (depth 12-16: 0.55-0.72) or
+    # SPREAD_NEAR_SHALLOW (depth 6-8: 0.70-0.86), one try of the fill runs, settled, and no more
+    # (`optimal._spread_near`): within SPREAD_GAP it ends the search, else the grouped LP has
+    # the time less the try's 0.05-0.2 s. The 21 such cases of seeds 40-67, 308-317 and 329,
+    # without / with it (in-process, 1 s each): 2 / 0 out of 0.2% (329/20 0.201% -> 0.128%,
+    # 67/0 0.223 -> 0.182%, 66/40 0.189 -> 0.100%, 64/26 0.151 -> 0.113%); the worst of the
+    # others 0.151% / 0.174% (44/2 0.122 -> 0.174%, 54/0 0.112 -> 0.138%). Where the share is
+    # lower still, its try was far (329/40 at 0.34, depth 16: 0.627% against the LP's 0.18%).
+    SPREAD_NEAR = 0.45
+    SPREAD_NEAR_SHALLOW = 0.30
     SPREAD_BATCH = 1024  # packs it opens at once (256: 0.47% and 0.44% on those two cases)
     # The fill is chaotic: with its slot targets (but the last's) scaled by 0.995-0.96, the
     # long-context suite's spread cases (seeds 8, 10, 12, 26, 78, 82, 84, 108) moved either

@@ -84,7 +84,8 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
     windows = _bounds.windows_alone(histogram, max_sequences_per_pack)
-    if _spread_pays(histogram, max_sequences_per_pack):
+    near = _spread_near(histogram, max_sequences_per_pack)  # one try, settled, and no more
+    if near or _spread_pays(histogram, max_sequences_per_pack):
         cheap = max(search.bound, windows)
         counts = _spread_fill.pool(histogram, max_length)
 
@@ -93,16 +94,16 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
                                     Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread)
 
         def settle(rows, spread, enough, last):  # the least-filled packs settled (`_spread_settle`)
+            passes = (() if near else Tuning.SPREAD_SETTLE_LAST) if last else Tuning.SPREAD_SETTLE
             return _spread_settle.settled(rows, max_length, max_sequences_per_pack, spread,
-                                          Tuning.SPREAD_SETTLE_LAST if last else
-                                          Tuning.SPREAD_SETTLE, enough)
+                                          passes, enough)
 
         search.offer(_spread_fill.best(
             histogram, max_length, max_sequences_per_pack, cheap,
-            budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
-            Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
-            classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL,
-            settle=settle if Tuning.SPREAD_SETTLE else None))
+            budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES[:1] if near else
+            Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH, Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL,
+            Tuning.SPREAD_TAILS, classes if Tuning.SPREAD_CLASSES and not near else None,
+            Tuning.SPREAD_CLASS_TAIL, settle=settle if Tuning.SPREAD_SETTLE else None))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -185,6 +186,28 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     below = Tuning.SPREAD_BELOW if max_sequences_per_pack >= Tuning.SPREAD_DEEP else \
         Tuning.SPREAD_BELOW_SHALLOW
     return bool(-below * need <= over <= Tuning.SPREAD_BAND * need)
+
+
+def _spread_near(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
+    """Whether one try of the spread fill may pay, settled, where `_spread_pays` does not: the
+    sequences shorter than ``max_length`` from `Tuning.SPREAD_NEAR` (below depth
+    `Tuning.SPREAD_DEEP`: `Tuning.SPREAD_NEAR_SHALLOW`) under the slots of the packs their
+    tokens need up to where `_spread_pays` begins (`_bounds.slots_share`). A try there costs
+    the grouped LP after it 0.05-0.2 s of its time, and ends the search where it is within
+    `Tuning.SPREAD_GAP`.
+
+    >>> h = np.zeros(12288, dtype=np.int64); h[1919] = 640  # 640 of 1,920: 800 slots at depth 8
+    >>> # 0.80 of them at depth 8 (near), 0.53 at depth 12 (under 0.55)
+    >>> _spread_near(h, 8), _spread_pays(h, 8), _spread_near(h, 12), _spread_near(h, 4)
+    (True, False, False, False)
+    """
+    depth = max_sequences_per_pack
+    if len(histogram) < Tuning.LONG_CONTEXT_FROM or depth is None or depth < Tuning.SPREAD_DEPTH:
+        return False
+    deep = depth >= Tuning.SPREAD_DEEP
+    share = _bounds.slots_share(histogram, depth)
+    begins = 1 - (Tuning.SPREAD_BELOW if deep else Tuning.SPREAD_BELOW_SHALLOW)
+    return 1 - (Tuning.SPREAD_NEAR if deep else Tuning.SPREAD_NEAR_SHALLOW) <= share < begins
 
 
 def _full_windows_pay(histogram: np.ndarray) -> bool:
