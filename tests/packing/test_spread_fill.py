@@ -211,7 +211,7 @@ def test_near_the_band_optimal_runs_one_try_settled_and_no_more(monkeypatch):
     seen = {}
 
     def best(histogram, max_length, depth, bound, budget, scales, batch, gap, tail, tails,
-             second, second_tail, settle):
+             second, second_tail, settle, far):
         seen.update(scales=scales, second=second)
         seen["passes"] = [settle(None, None, 0, last) for last in (False, True)]
 
@@ -369,6 +369,26 @@ def test_where_the_first_try_is_not_within_the_gap_the_second_packs_compete():
 
     assert best(0.5) == {(6,): 1, (5, 2): 1, (4,): 1} and not calls
     assert best(0.0) == {(6, 2): 1, (5, 4): 1} and calls == [unlimited]
+
+
+def test_a_first_try_far_above_the_bound_is_the_plan_as_it_is():
+    # Three each of 6, 5, 4 and 2 (51 tokens: 6 packs of 9), all six openers at once: scale 1
+    # gives 8 packs, 2 (33%) above 6. Over 20% it is the plan and nothing else is called; under
+    # 50% the second packs (6) follow. One pack above is never far (`test_best_...`: 3 of 2).
+    histogram, unlimited, calls = np.bincount([5, 4, 3, 1] * 3, minlength=9), _budget.Budget(None), []
+
+    def second(budget):
+        calls.append(budget)
+        return np.array([[6, 2, 0]] * 3 + [[5, 4, 0]] * 3)
+
+    def best(far, bound=6):
+        plan = _spread_fill.best(histogram, 9, 3, bound, unlimited, scales=(1.0,), batch=6,
+                                 second=second, far=far, settle=lambda rows, *args: rows)
+        return sum(plan.values())
+
+    assert best(0.2) == 8 and not calls
+    assert best(0.5) == 6 and len(calls) == 1
+    assert best(0.2, bound=7) == 6 and len(calls) == 2  # 8 of 7: one pack above
 
 
 def test_the_second_packs_run_after_the_first_try_and_before_the_next(monkeypatch):

@@ -128,6 +128,12 @@ class Tuning:
     SPREAD_TAILS = ((1.0, 256), (0.99, 256), (1.0, 64))
     SPREAD_SHARE = 0.75
     SPREAD_GAP = 0.002
+    # Where the first try (before its refills) is over SPREAD_FAR above the bound, it is the
+    # spread fill's plan as it is, and the grouped LP has the rest of the time. Of the 63 cases
+    # known to run the fill or one try (seeds 8-339), the 7 past 1% are all at depth 6 (1.02-
+    # 1.66%); fresh 339/34 (0.889 of the slots) went 0.078% -> 0.210-0.282% with the whole fill
+    # (its class fill 0.45%); the next below, 0.97-0.98% (47/28, 62/32), gained from the fill.
+    SPREAD_FAR = 0.01
     # The class fill (`_class_fill`) after the first try where it is not within SPREAD_GAP,
     # over this many size classes of about equal tokens (0: none), the last SPREAD_CLASS_TAIL
     # of its packs refilled as a try's are. On the 35 cases known to run the fill (seeds

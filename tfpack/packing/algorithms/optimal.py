@@ -103,7 +103,8 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
             budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES[:1] if near else
             Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH, Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL,
             Tuning.SPREAD_TAILS, classes if Tuning.SPREAD_CLASSES and not near else None,
-            Tuning.SPREAD_CLASS_TAIL, settle=settle if Tuning.SPREAD_SETTLE else None))
+            Tuning.SPREAD_CLASS_TAIL, settle=settle if Tuning.SPREAD_SETTLE else None,
+            far=Tuning.SPREAD_FAR))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
