@@ -10,8 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfpack.packing.algorithms import (_bounds, _budget, _fit_decreasing, _spread_fill,
-                                       _spread_settle, optimal)
+from tfpack.packing.algorithms import _bounds, _budget, _fit_decreasing, _spread_fill, optimal
 from tfpack.packing.algorithms._tuning import Tuning
 
 
@@ -166,66 +165,47 @@ def eighths(packs, max_length=12288):
 def test_spread_pays_where_the_depth_binds_beside_the_tokens():
     histogram = eighths(10)
     assert optimal._spread_pays(histogram, 8)
-    assert not optimal._spread_pays(histogram, 12)  # 80 sequences, 120 slots: the tokens bind
-    assert not optimal._spread_pays(histogram, 4)  # below SPREAD_DEPTH
+    assert not optimal._spread_pays(histogram, 16)  # 80 sequences, 160 slots: the tokens bind
+    assert not optimal._spread_pays(histogram, 4)  # below every tier
     assert not optimal._spread_pays(histogram, None)  # no depth limit
     assert not optimal._spread_pays(histogram[:8192], 8)  # not a long context (L=8,192)
 
 
-def test_spread_pays_from_spread_below_under_to_spread_band_over_the_slots():
-    # 100 sequences of n at L=12,288: at depth 8 they need 800 * n / 12,288 slots, so they are
-    # 12,288 / (8 * n) of them: 1.0499 at 1,463, 1.0506 at 1,462; 0.8600 at 1,786, 0.8596 at
-    # 1,787 (SPREAD_BELOW_SHALLOW). At depth 12, 1,024 / n: 0.7201 at 1,422, 0.7196 at 1,423.
+def test_spread_pays_from_its_tier_under_to_spread_band_over_the_slots():
+    # 100 sequences of n at L=12,288 need 100 * n / 12,288 packs of tokens, so they are
+    # 12,288 / (depth * n) of the slots. Depth 8 (from 0.70): 1.0499 at 1,463, 1.0506 at 1,462;
+    # 0.70009 at 2,194, 0.69977 at 2,195. Depth 12 (from 0.55): 0.55024 at 1,861, 0.54995 at
+    # 1,862. Depth 6 (from 0.86): 1.0497 at 1,951, 1.0503 at 1,950; 0.86014 at 2,381, 0.85978
+    # at 2,382.
     def of(n):
         histogram = np.zeros(12288, dtype=np.int64)
         histogram[n - 1] = 100
         return histogram
 
-    assert (Tuning.SPREAD_BAND, Tuning.SPREAD_BELOW, Tuning.SPREAD_BELOW_SHALLOW,
-            Tuning.SPREAD_DEEP) == (0.05, 0.28, 0.14, 12)
-    assert [optimal._spread_pays(of(n), 8) for n in (1462, 1463, 1536, 1786, 1787)] == \
-        [False, True, True, True, False]
-    assert [optimal._spread_pays(of(n), 12) for n in (1422, 1423)] == [True, False]
-
-
-def test_spread_near_from_spread_near_under_the_slots_to_where_the_fill_pays():
-    # 100 sequences of n at L=12,288 (`test_spread_pays_from...`): at depth 8 they are 12,288 /
-    # (8 * n) of the slots: 0.70009 at 2,194, 0.69977 at 2,195; 0.8595 at 1,787 (near), 0.8600
-    # at 1,786 (the fill pays). At depth 12, 1,024 / n: 0.55024 at 1,861, 0.54995 at 1,862;
-    # 0.7196 at 1,423, 0.7201 at 1,422.
-    def of(n):
-        histogram = np.zeros(12288, dtype=np.int64)
-        histogram[n - 1] = 100
-        return histogram
-
-    assert (Tuning.SPREAD_NEAR, Tuning.SPREAD_NEAR_SHALLOW) == (0.45, 0.30)
-    assert [optimal._spread_near(of(n), 8) for n in (2195, 2194, 1787, 1786)] == \
+    assert Tuning.SPREAD_BAND == 0.05
+    assert Tuning.SPREAD_TIERS == ((12, 0.45, None), (8, 0.30, None), (6, 0.14, 0.01))
+    assert [optimal._spread_pays(of(n), 8) for n in (1462, 1463, 2194, 2195)] == \
         [False, True, True, False]
-    assert [optimal._spread_near(of(n), 12) for n in (1862, 1861, 1423, 1422)] == \
+    assert [optimal._spread_pays(of(n), 12) for n in (1861, 1862)] == [True, False]
+    assert [optimal._spread_pays(of(n), 6) for n in (1950, 1951, 2381, 2382)] == \
         [False, True, True, False]
-    assert not optimal._spread_near(of(2000), 4) and not optimal._spread_near(of(2000), None)
-    assert not optimal._spread_near(of(2000)[:8192], 8)  # not a long context
 
 
-def test_near_the_band_optimal_runs_one_try_settled_and_no_more(monkeypatch):
-    seen = {}
+def test_optimal_hands_the_tier_far_rule_to_the_fill(monkeypatch):
+    # Depth 6-7: a first try over SPREAD_FAR (1%) above the bound is the plan; from depth 8 the
+    # class fill follows it however far it is.
+    seen = []
 
-    def best(histogram, max_length, depth, bound, budget, scales, batch, gap, tail, tails,
-             second, second_tail, settle, far):
-        seen.update(scales=scales, second=second)
-        seen["passes"] = [settle(None, None, 0, last) for last in (False, True)]
+    def best(*args, far, **kwargs):
+        seen.append(far)
 
     monkeypatch.setattr(_spread_fill, "best", best)
-    monkeypatch.setattr(_spread_settle, "settled", lambda *args: args[4])  # the passes
     monkeypatch.setattr(optimal, "_search", lambda *args: None)
-    near = np.zeros(12288, dtype=np.int64)
-    near[1919] = 640  # 0.80 of the slots at depth 8
-    assert optimal._spread_near(near, 8) and not optimal._spread_pays(near, 8)
-    optimal.pack(near, 12288, 8, seed=0, time_limit=1.0)
-    assert seen == dict(scales=(1.0,), second=None, passes=[Tuning.SPREAD_SETTLE, ()])
-    optimal.pack(eighths(10), 12288, 8, seed=0, time_limit=1.0)  # where the fill pays: all of it
-    assert seen["scales"] == Tuning.SPREAD_SCALES and seen["second"] is not None
-    assert seen["passes"] == [Tuning.SPREAD_SETTLE, Tuning.SPREAD_SETTLE_LAST]
+    at_6 = np.zeros(12288, dtype=np.int64)
+    at_6[1919] = 512  # 0.91 of the slots at depth 7, 0.80 at depth 8
+    for depth in (7, 8):
+        optimal.pack(at_6, 12288, depth, seed=0, time_limit=1.0)
+    assert seen == [0.01, float("inf")]
 
 
 def test_optimal_offers_the_spread_plan(monkeypatch):
@@ -235,7 +215,7 @@ def test_optimal_offers_the_spread_plan(monkeypatch):
     assert sum(_fit_decreasing.packs(histogram, 12288, 8, best_fit=True).values()) == 14
     result = optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
     assert int(result.counts.sum()) == 10
-    monkeypatch.setattr(Tuning, "SPREAD_DEPTH", 9)  # the rule off at depth 8
+    monkeypatch.setattr(Tuning, "SPREAD_TIERS", ((9, 0.3, None),))  # the rule off at depth 8
     assert int(optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0).counts.sum()) == 14
 
 

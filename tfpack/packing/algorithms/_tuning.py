@@ -57,22 +57,16 @@ class Tuning:
     REPAIR_PACKS_PER_ROW = 32
 
     # --- Spread fill (`_spread_fill`, `optimal._spread_pays`) ---
-    # From `LONG_CONTEXT_FROM`, at depth SPREAD_DEPTH or more, where the sequences shorter than L
-    # need within SPREAD_BAND of the slots of the packs their tokens need, the spread fill's plan
+    # From `LONG_CONTEXT_FROM`, at depth 6 or more (`SPREAD_TIERS`), where the sequences shorter
+    # than L need within SPREAD_BAND of the slots of the packs their tokens need, the spread fill's plan
     # is offered beside best fit's. Over the long-context suite's seeds 0-10 (520 cases) that is 2
     # cases, the two where the plan was out by most: seed 8 case 22 (L=16,384 depth 8, 0.989 of the
     # slots; 0.729% -> 0.346%) and seed 10 case 44 (depth 12, 0.979; 1.096% -> 0.490%). At depth 4-6
     # the fill did worse than the LP's plans (0.8-19% above the bound on the 8 cases within 7%);
     # where the depth alone binds (the slots 1.1-2.1x) it met the bound on 5 of 6 cases at depth 8,
     # but the plan was not what was out there (seed 3 case 10: the bound; the fill 1.57%).
-    # Depth 6 joined once the pass was compiled and the class fill followed every first try
-    # not within SPREAD_GAP (session 14): the 6 depth-6 cases in the band among seeds 40-62 and
-    # 308 (0.87-1.03 of the slots), the base / the fill: 308/36 0.255% -> 0.154%, 47/28 0.165 ->
-    # 0.157%, 53/34 0.181 -> 0.162%, 55/24 0.193 -> 0.155%, 62/32 0.172 -> 0.154%, 67/32 0.001
-    # -> 0.000% (in-process, 1 s each).
-    SPREAD_DEPTH = 6
     SPREAD_BAND = 0.05
-    # Under the slots, from SPREAD_BELOW (long47): the fill settled (SPREAD_SETTLE) where the
+    # Under the slots, from 0.72 at depth 12-16 (long47): the fill settled (SPREAD_SETTLE) where the
     # sequences are 0.85-0.95 of the slots, on the 13 such cases of fresh seeds 13-69 at depth
     # 8-16 (found by scanning for that share; 12 out of 0.2% on the path they took before):
     # 12 within (13/40 0.269% -> 0.144%, 59/8 0.987% -> 0.160%, 69/44 0.940% -> 0.160%), one
@@ -80,28 +74,33 @@ class Tuning:
     # Further under (seeds 14-56 scanned at 0.70-0.85; the fill forced on in-process, one run
     # each): 0.818 of the slots, depth 16 (55/36) 0.788% -> 0.139%; at 0.781, 0.760 and 0.754
     # (depth 8) the path they took was within and better (0.167 / 0.125 / 0.121% against the
-    # fill's 0.210 / 0.174 / 0.181%): the band starts at 0.80. At depth 12-16 (SPREAD_DEEP) it
+    # fill's 0.210 / 0.174 / 0.181%): the band starts at 0.80. At depth 12-16 it
     # starts at 0.72: of the 9 cases at 0.72-0.80 there (seeds 56-177, the fill forced on
     # in-process), 7 were out as they were (0.237-0.357%); with the fill 8 within (0.139-0.184%;
     # 177/18 0.199 -> 0.145%, 163/14 0.150 -> 0.157%), 107/32 0.256 -> 0.223%; at 0.718, 158/32
     # went 0.127 -> 0.365%.
-    SPREAD_BELOW = 0.28
-    # Below depth SPREAD_DEEP, from 1 - SPREAD_BELOW_SHALLOW (0.86). At depth 12-16 the fill
+    # (That band was 0.72 under the slots at depth 12-16, 0.86 at depth 8: `SPREAD_TIERS`.)
+    # Below depth 12, from 0.86. At depth 12-16 the fill
     # settled gained on all 20 cases found at 0.78-0.95 of the slots (seeds 14-122); at depth
     # 8 it lost on fresh 116/12 (0.851: 0.131% -> 0.522%, run after SPREAD_BELOW 0.2 was fixed)
     # and 40/36 (0.927, out both ways), and gained from 0.866 on (21/38, 17/8, 64/28, 13/40, 61/38).
-    SPREAD_DEEP = 12
-    SPREAD_BELOW_SHALLOW = 0.14
-    # Below those, from SPREAD_NEAR under the slots (depth 12-16: 0.55-0.72) or
-    # SPREAD_NEAR_SHALLOW (depth 6-8: 0.70-0.86), one try of the fill runs, settled, and no more
-    # (`optimal._spread_near`): within SPREAD_GAP it ends the search, else the grouped LP has
-    # the time less the try's 0.05-0.2 s. The 21 such cases of seeds 40-67, 308-317 and 329,
-    # without / with it (in-process, 1 s each): 2 / 0 out of 0.2% (329/20 0.201% -> 0.128%,
-    # 67/0 0.223 -> 0.182%, 66/40 0.189 -> 0.100%, 64/26 0.151 -> 0.113%); the worst of the
-    # others 0.151% / 0.174% (44/2 0.122 -> 0.174%, 54/0 0.112 -> 0.138%). Where the share is
-    # lower still, its try was far (329/40 at 0.34, depth 16: 0.627% against the LP's 0.18%).
-    SPREAD_NEAR = 0.45
-    SPREAD_NEAR_SHALLOW = 0.30
+    # The tiers by depth (session 14), once the pass was compiled and the class fill followed
+    # every first try not within SPREAD_GAP: (from depth, how far under the slots the band
+    # starts, SPREAD_FAR or None). In-process, 1 s each, against b5c8610:
+    # - depth 12-16 from 0.55, depth 8-11 from 0.70: the 18 cases at 0.55-0.72 / 0.70-0.86
+    #   found in seeds 42-67, 116, 158, 308-352 (none ran the fill on b5c8610): out of 0.2%
+    #   with the path they took / one settled try / the whole fill: 329/20 0.208 / 0.128 /
+    #   0.128%, 67/0 0.223 / 0.182 / 0.182%, 350/26 0.226 / 0.259 / 0.181%, 352/6 0.193 / 0.222
+    #   / 0.144%; the worst of the rest 0.174% (44/2) with the whole fill; 116/12 (0.851, which
+    #   lost before the class fill followed the first try) 0.116 -> 0.037%, 158/32 (0.718)
+    #   0.118 -> 0.087%. Their class fills, settled: 0.057-0.236% at depth 8-16.
+    # - depth 6-7 from 0.86, the first try over SPREAD_FAR the plan as it is: of the 7 cases at
+    #   0.86-1.05 (seeds 47-67, 308, 339), 308/36 0.255% -> 0.154%, 47/28 0.165 -> 0.157%,
+    #   53/34 0.181 -> 0.162%, 55/24 0.193 -> 0.155%, 62/32 0.172 -> 0.154%, 67/32 0.001 ->
+    #   0.000%, 339/34 0.081 -> 0.090%. Under 0.86 at depth 6 (308/10, 45/32, 53/18, 53/32,
+    #   58/16, 65/28, 66/20) the first try was 0.76-1.66% above and the class fills 0.13-0.43%:
+    #   no gain. Below depth 6 the fill does not run.
+    SPREAD_TIERS = ((12, 0.45, None), (8, 0.30, None), (6, 0.14, 0.01))
     SPREAD_BATCH = 1024  # packs it opens at once (256: 0.47% and 0.44% on those two cases)
     # The fill is chaotic: with its slot targets (but the last's) scaled by 0.995-0.96, the
     # long-context suite's spread cases (seeds 8, 10, 12, 26, 78, 82, 84, 108) moved either
@@ -128,12 +127,13 @@ class Tuning:
     SPREAD_TAILS = ((1.0, 256), (0.99, 256), (1.0, 64))
     SPREAD_SHARE = 0.75
     SPREAD_GAP = 0.002
-    # Where the first try (before its refills) is over SPREAD_FAR above the bound, it is the
-    # spread fill's plan as it is, and the grouped LP has the rest of the time. Of the 63 cases
-    # known to run the fill or one try (seeds 8-339), the 7 past 1% are all at depth 6 (1.02-
-    # 1.66%); fresh 339/34 (0.889 of the slots) went 0.078% -> 0.210-0.282% with the whole fill
-    # (its class fill 0.45%); the next below, 0.97-0.98% (47/28, 62/32), gained from the fill.
-    SPREAD_FAR = 0.01
+    # SPREAD_FAR (`SPREAD_TIERS`, depth 6-7): where the first try (before its refills) is over it
+    # above the bound, it is the spread fill's plan as it is, and the grouped LP has the rest of
+    # the time. Of the 63 cases known to run the fill or one try (seeds 8-339), the 7 past 1% on
+    # their first try were all at depth 6 (1.02-1.66%); fresh 339/34 (0.889 of the slots) went
+    # 0.078% -> 0.210-0.282% with the whole fill (its class fill 0.45%); the next below,
+    # 0.97-0.98% (47/28, 62/32), gained from it. At depth 8, fresh 350/26's first try was 1.64%
+    # above and its class fill 0.117%: no such rule there.
     # The class fill (`_class_fill`) after the first try where it is not within SPREAD_GAP,
     # over this many size classes of about equal tokens (0: none), the last SPREAD_CLASS_TAIL
     # of its packs refilled as a try's are. On the 35 cases known to run the fill (seeds

@@ -32,6 +32,8 @@ References:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tfpack.packing.algorithms import (_bounds, _budget, _class_fill, _fit_decreasing, _lp_plan,
@@ -84,9 +86,9 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
     windows = _bounds.windows_alone(histogram, max_sequences_per_pack)
-    near = _spread_near(histogram, max_sequences_per_pack)  # one try, settled, and no more
-    if near or _spread_pays(histogram, max_sequences_per_pack):
+    if _spread_pays(histogram, max_sequences_per_pack):
         cheap = max(search.bound, windows)
+        far = _spread_tier(max_sequences_per_pack)[2]
         counts = _spread_fill.pool(histogram, max_length)
 
         def classes(spread):  # the class fill (`_class_fill`), after a first try not close
@@ -94,17 +96,17 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
                                     Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread)
 
         def settle(rows, spread, enough, last):  # the least-filled packs settled (`_spread_settle`)
-            passes = (() if near else Tuning.SPREAD_SETTLE_LAST) if last else Tuning.SPREAD_SETTLE
             return _spread_settle.settled(rows, max_length, max_sequences_per_pack, spread,
-                                          passes, enough)
+                                          Tuning.SPREAD_SETTLE_LAST if last else
+                                          Tuning.SPREAD_SETTLE, enough)
 
         search.offer(_spread_fill.best(
             histogram, max_length, max_sequences_per_pack, cheap,
-            budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES[:1] if near else
-            Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH, Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL,
-            Tuning.SPREAD_TAILS, classes if Tuning.SPREAD_CLASSES and not near else None,
-            Tuning.SPREAD_CLASS_TAIL, settle=settle if Tuning.SPREAD_SETTLE else None,
-            far=Tuning.SPREAD_FAR))
+            budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
+            Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
+            classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL,
+            settle=settle if Tuning.SPREAD_SETTLE else None,
+            far=math.inf if far is None else far))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -162,53 +164,35 @@ def _search(search: _paths.Search, histogram, lengths, demand, max_length,
 
 def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
     """Whether the spread fill (`_spread_fill`) may pay: on long contexts
-    (`Tuning.LONG_CONTEXT_FROM`) at depth `Tuning.SPREAD_DEPTH` or more, where the
-    sequences shorter than ``max_length`` need from `Tuning.SPREAD_BELOW` under (below depth
-    `Tuning.SPREAD_DEEP`: `Tuning.SPREAD_BELOW_SHALLOW`) to `Tuning.SPREAD_BAND` over the
-    slots of the packs their tokens need (the depth binds beside the tokens, or nearly:
-    nearly every pack full, with nearly ``depth`` sequences).
+    (`Tuning.LONG_CONTEXT_FROM`) at a depth of `Tuning.SPREAD_TIERS`, where the sequences
+    shorter than ``max_length`` need from the tier's share under to `Tuning.SPREAD_BAND` over
+    the slots of the packs their tokens need (`_bounds.slots_share`: the depth binds beside
+    the tokens, or nearly: nearly every pack full, with nearly ``depth`` sequences).
 
     >>> h = np.zeros(12288, dtype=np.int64); h[[1535, 12287]] = [800, 10]  # 8 a pack, and 10 full
-    >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 12)  # slots 800, 1,000, 1,200
-    (True, False, False)
-    >>> h[1535], h[1279], h[1919] = 0, 960, 0  # 960 of 1,280: 1,200 slots at depth 12
-    >>> at_8 = np.zeros(12288, dtype=np.int64); at_8[1919] = 640  # 640 of 1,920: 800 at depth 8
-    >>> _spread_pays(h, 12), _spread_pays(at_8, 8)  # 0.80 of the slots each: deep enough at 12
-    (True, False)
+    >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 16)  # slots 800, 1,000, 1,600
+    (True, True, False)
+    >>> at_6 = np.zeros(12288, dtype=np.int64); at_6[1919] = 512  # 512 of 1,920: 480 at depth 6
+    >>> _spread_pays(at_6, 4), _spread_pays(at_6, 6), _spread_pays(at_6, 7)  # -, 1.07, 0.91
+    (False, False, True)
     """
-    max_length = len(histogram)
-    if max_length < Tuning.LONG_CONTEXT_FROM or max_sequences_per_pack is None or \
-            max_sequences_per_pack < Tuning.SPREAD_DEPTH:
-        return False  # (no depth limit: the depth never binds)
-    shorter = histogram[:-1]
-    tokens = np.arange(1, max_length, dtype=np.float64) @ shorter
-    need = tokens / max_length * max_sequences_per_pack  # slots of the packs the tokens need
-    over = float(shorter.sum()) - need
-    below = Tuning.SPREAD_BELOW if max_sequences_per_pack >= Tuning.SPREAD_DEEP else \
-        Tuning.SPREAD_BELOW_SHALLOW
-    return bool(-below * need <= over <= Tuning.SPREAD_BAND * need)
-
-
-def _spread_near(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
-    """Whether one try of the spread fill may pay, settled, where `_spread_pays` does not: the
-    sequences shorter than ``max_length`` from `Tuning.SPREAD_NEAR` (below depth
-    `Tuning.SPREAD_DEEP`: `Tuning.SPREAD_NEAR_SHALLOW`) under the slots of the packs their
-    tokens need up to where `_spread_pays` begins (`_bounds.slots_share`). A try there costs
-    the grouped LP after it 0.05-0.2 s of its time, and ends the search where it is within
-    `Tuning.SPREAD_GAP`.
-
-    >>> h = np.zeros(12288, dtype=np.int64); h[1919] = 640  # 640 of 1,920: 800 slots at depth 8
-    >>> # 0.80 of them at depth 8 (near), 0.53 at depth 12 (under 0.55)
-    >>> _spread_near(h, 8), _spread_pays(h, 8), _spread_near(h, 12), _spread_near(h, 4)
-    (True, False, False, False)
-    """
-    depth = max_sequences_per_pack
-    if len(histogram) < Tuning.LONG_CONTEXT_FROM or depth is None or depth < Tuning.SPREAD_DEPTH:
+    tier = _spread_tier(max_sequences_per_pack)
+    if len(histogram) < Tuning.LONG_CONTEXT_FROM or tier is None:
         return False
-    deep = depth >= Tuning.SPREAD_DEEP
-    share = _bounds.slots_share(histogram, depth)
-    begins = 1 - (Tuning.SPREAD_BELOW if deep else Tuning.SPREAD_BELOW_SHALLOW)
-    return 1 - (Tuning.SPREAD_NEAR if deep else Tuning.SPREAD_NEAR_SHALLOW) <= share < begins
+    share = _bounds.slots_share(histogram, max_sequences_per_pack)
+    return 1 - tier[1] <= share <= 1 + Tuning.SPREAD_BAND
+
+
+def _spread_tier(max_sequences_per_pack: int | None) -> tuple | None:
+    """The row of `Tuning.SPREAD_TIERS` for this depth (the first it reaches), or ``None``
+    (below them all, or no depth limit: the depth never binds).
+
+    >>> _spread_tier(16)[0], _spread_tier(11)[0], _spread_tier(6)[0], _spread_tier(5), _spread_tier(None)
+    (12, 8, 6, None, None)
+    """
+    if max_sequences_per_pack is None:
+        return None
+    return next((tier for tier in Tuning.SPREAD_TIERS if max_sequences_per_pack >= tier[0]), None)
 
 
 def _full_windows_pay(histogram: np.ndarray) -> bool:
