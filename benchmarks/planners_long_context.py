@@ -20,6 +20,7 @@ Run:
     PYTHONPATH=. .venv/bin/python benchmarks/planners_long_context.py          # 16 cases
     PYTHONPATH=. .venv/bin/python benchmarks/planners_long_context.py --cases 32 --isolate 120
     PYTHONPATH=. .venv/bin/python benchmarks/planners_long_context.py --seed 1 --cases 48  # unseen
+    PYTHONPATH=. .venv/bin/python benchmarks/planners_long_context.py --pick 40/36,107/32  # seed/case
 
 Writes ``benchmarks/results/planners_long_context.md`` (``--output``).
 """
@@ -81,6 +82,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0,
                         help="the suite's seed (0: the suite it was tuned on)")
     parser.add_argument("--only", default="", help="comma-separated case indices to run")
+    parser.add_argument("--pick", default="",
+                        help="comma-separated SEED/CASE pairs from any seeds, run instead of --seed's")
     parser.add_argument("--isolate", type=float, default=120.0,
                         help="each plan in a child killed after this many wall seconds")
     parser.add_argument("--time-limit", type=float, default=1.0)
@@ -88,10 +91,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows = []
     only = {int(i) for i in args.only.split(",") if i}
-    for index in range(args.cases):
-        if only and index not in only:
-            continue
-        params = case(index, args.seed)
+    picked = [tuple(int(x) for x in pair.split("/")) for pair in args.pick.split(",") if pair]
+    chosen = picked or [(args.seed, index) for index in range(args.cases) if not only or index in only]
+    for seed, index in chosen:
+        params = case(index, seed)
         histogram = histogram_of(params)
         L, depth = params["max_length"], params["depth"]
         metrics = planners_suite.run_plan(histogram, L, depth, "optimal", args.time_limit,
@@ -101,7 +104,7 @@ def main(argv=None) -> int:
         rows.append(row)
         if metrics:
             gap = metrics["packs"] / metrics["lower_bound_packs"] - 1
-            print(index, L, depth, row["sequences"], metrics["packs"],
+            print(f"{seed}/{index}", L, depth, row["sequences"], metrics["packs"],
                   metrics["lower_bound_packs"], metrics.get("lower_bound_kind"), f"{gap:.4%}",
                   f"{metrics['cpu_seconds']:.2f}", flush=True)
     planners_suite.write(report(rows, args), args.output)
@@ -121,7 +124,8 @@ def report(rows, args) -> str:
     gaps, cpus = [], []
     for r in rows:
         m = r["metrics"]
-        head = (f"| {r['index']} | {r['max_length']:,} | {r['depth']} | {r['median']:.2f} | "
+        label = f"{r['seed']}/{r['index']}" if args.pick else r["index"]
+        head = (f"| {label} | {r['max_length']:,} | {r['depth']} | {r['median']:.2f} | "
                 f"{r['sigma']:.2f} | {r['runs']} | {r['sequences']:,} | {r['lengths']:,} | ")
         if not m:
             lines.append(head + "timeout | | | | no | |")
