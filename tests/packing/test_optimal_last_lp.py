@@ -43,3 +43,24 @@ def _search_with(monkeypatch, lengths: int, seconds_left: float) -> bool:
 def test_the_lp_over_many_lengths_is_not_started_with_little_time_left(
         monkeypatch, lengths, seconds_left, started):
     assert _search_with(monkeypatch, lengths, seconds_left) is started
+
+
+def test_the_last_grouped_lps_packs_seed_the_lp_over_all_lengths(monkeypatch):
+    # The packs kept in `Search.columns` (a grouped LP's, in tokens) are shrunk to the lengths
+    # present and grown into their room (`_paths.finer_packs`): (9, 5) over lengths 5 and 8 in
+    # packs of 20 becomes (8, 5), which grows to (8, 8) (16 tokens; a third 8 would not fit).
+    histogram = np.zeros(20, dtype=np.int64)
+    histogram[[4, 7]] = [6, 6]  # six 5s and six 8s
+    seen = {}
+
+    def plan(*args, seeds=(), **kwargs):
+        seen["seeds"] = list(seeds)
+        return {(8, 8): 3, (5, 5, 5): 2}, 5
+
+    monkeypatch.setattr(_lp_plan, "plan", plan)
+    search = _paths.Search(_bounds.simple(histogram, 20, 3))
+    search.columns = [(9, 5)]
+    lengths = np.array([5, 8])
+    optimal._search(search, histogram, lengths, histogram[lengths - 1], 20, 3, _budget.Budget(None))
+    assert seen["seeds"] == _paths.finer_packs([(9, 5)], lengths, fill=20) == [(8, 8)]
+    assert search.packs == 5 and search.bounds["lp"] == 5

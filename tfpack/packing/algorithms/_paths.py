@@ -42,7 +42,8 @@ class Search:
         # CPU seconds a grouped plan leaves for what follows its LP (`plan_up`).
         self.reserve = 0.0
         # The packs (in tokens) of the last grouped plan's LP solution, where `plan_up` keeps
-        # them: they seed the LP on finer groups (`refine`).
+        # them, or of the finest rounded-down LP (`grouped`): they seed the LP on finer groups
+        # (`refine`) and the LP over all lengths (`optimal._search`).
         self.columns: list[tuple[int, ...]] = []
         self.lifted = 0  # the best bound from an LP's duals (`_lift`): a rounded-down LP's
         self.plan_lifted = 0  # or a grouped plan's (`plan_up`): this one
@@ -270,7 +271,9 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
                           budget, proving, planned)
         return
     if proving is not None:  # the plan made, its time left proves the plan (finer groups)
-        prove_down(search, histogram, max_length, max_sequences_per_pack, budget, *proving)
+        proving = prove_down(search, histogram, max_length, max_sequences_per_pack, budget,
+                             *proving)
+        search.columns = list(proving[2])  # its finest LP's packs seed the LP over all lengths
     if tokens_bind and not few_lengths:
         refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
     elif unit > 1 and not few_lengths:  # where the depth binds: the bound in finer units
