@@ -65,7 +65,7 @@ def six_five_four_two():
     return np.bincount([5, 4, 3, 1], minlength=9)
 
 
-def test_best_settles_each_try_and_the_second_packs_then_the_best_once_more():
+def test_best_settles_each_try_and_the_second_packs_and_the_best_once_more():
     seen, calls = [], []
 
     def settle(rows, budget, enough, last):
@@ -81,10 +81,14 @@ def test_best_settles_each_try_and_the_second_packs_then_the_best_once_more():
                                  batch=2, second=second, **kwargs)
         return sum(plan.values())
 
-    # The first try (3 packs) settled, the class fill's (2) after it, the second try (3), then
-    # the best of them once more (`last`).
+    # The first try (3 packs) settled, the class fill's (2) after it, then the best so far
+    # once more (`last`), then the second try (3); the best is the one settled last already.
     assert best(settle=settle) == 2 and len(calls) == 1
-    assert seen == [(3, False), (2, False), (3, False), (2, True)]
+    assert seen == [(3, False), (2, False), (2, True), (3, False)]
+    seen.clear()
+    plan = _spread_fill.best(six_five_four_two(), 9, 3, 1, UNLIMITED, scales=(1.0, 0.5), batch=2,
+                             settle=settle)  # no class fill: the best (the second try's) last
+    assert sum(plan.values()) == 2 and seen == [(3, False), (2, False), (2, True)]
     assert best() == 2 and len(calls) == 2  # without settling: the class fill's 2
 
 

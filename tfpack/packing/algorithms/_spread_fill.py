@@ -78,8 +78,9 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     (`_class_fill.rows`) before the next try; the last ``second_tail`` share of them is
     refilled as a try's is, and they are the plan where they have fewer packs than the
     tries'. ``settle(rows, budget, enough, last)``, where given, settles the packs of each try
-    and of ``second`` (`_spread_settle.settled`, ``last`` False), then the best of them once
-    more (``last`` True: other passes). Where the first try, before its refills, is over
+    and of ``second`` (`_spread_settle.settled`, ``last`` False), and the best so far once
+    more (``last`` True: other passes) right after ``second``, before the next tries can take
+    their time, and at the end where a later try is the best. Where the first try, before its refills, is over
     ``far`` above ``bound`` (and more than one pack), it is the plan as it is: the fill is far
     off there, and the rest of the search has the time.
 
@@ -98,7 +99,7 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
         found = _refilled(found, max_length, depth, budget, share, tails, enough)
         return found if settle is None else settle(found, budget, enough, False)
 
-    rows, took = None, 0.0
+    rows, took, last = None, 0.0, None  # ``last``: the rows the last passes left
     for tried, scale in enumerate(scales):
         if rows is not None and (len(rows) <= enough or budget.left() < took):
             break
@@ -116,9 +117,12 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
             if found is not None:
                 found = polished(found, second_tail)
                 rows = found if len(found) < len(rows) else rows
+            if settle is not None:  # the best so far once more, before the next tries
+                rows = last = settle(rows, budget, enough, True)
     if rows is None:
         return None
-    rows = rows if settle is None else settle(rows, budget, enough, True)  # the best, once more
+    if settle is not None and rows is not last:
+        rows = settle(rows, budget, enough, True)  # the best, once more
     return _plan(rows, full, max_length)
 
 

@@ -153,9 +153,11 @@ class Tuning:
     # three (0.05-0.1 s a pass; in-process probes, round long47 of
     # benchmarks/results/planners_long_context.md).
     SPREAD_SETTLE = ((0.05, 256), (0.035, 64))
-    # Where the best of the tries and the class fill is not within SPREAD_GAP, these passes
-    # go on settling it (each while the time left has what the last took). Chained passes went
-    # on gaining (the first try of 90/14, 0.80 of the slots: 0.232% after the two above, 0.157%
+    # Where the best of the first try and the class fill is not within SPREAD_GAP, these passes
+    # go on settling it before the next tries (session 14: after them, fresh 372/18's passes
+    # were cut by the tries' time, 0.227%; before them 0.122%), and the best at the end where a
+    # later try is the best; each while the time left has what the last took. Chained passes
+    # went on gaining (the first try of 90/14, 0.80 of the slots: 0.232% after the two above, 0.157%
     # after (0.1, 64); 8/22 0.094 -> 0.064%, 214/2 0.165 -> 0.130%, 40/36 0.545 -> 0.500% over
     # ten); the same four passes after every try instead took the class fill's time on 187/42
     # (0.183% -> 0.204%) and 26/36 (0.120 -> 0.193%).
