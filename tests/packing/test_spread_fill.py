@@ -175,37 +175,17 @@ def test_spread_pays_from_its_tier_under_to_spread_band_over_the_slots():
     # 100 sequences of n at L=12,288 need 100 * n / 12,288 packs of tokens, so they are
     # 12,288 / (depth * n) of the slots. Depth 8 (from 0.70): 1.0499 at 1,463, 1.0506 at 1,462;
     # 0.70009 at 2,194, 0.69977 at 2,195. Depth 12 (from 0.55): 0.55024 at 1,861, 0.54995 at
-    # 1,862. Depth 6 (from 0.86): 1.0497 at 1,951, 1.0503 at 1,950; 0.86014 at 2,381, 0.85978
-    # at 2,382.
+    # 1,862. Depth 7, below the tiers: 1.0 at 1,755, never.
     def of(n):
         histogram = np.zeros(12288, dtype=np.int64)
         histogram[n - 1] = 100
         return histogram
 
-    assert Tuning.SPREAD_BAND == 0.05
-    assert Tuning.SPREAD_TIERS == ((12, 0.45, None), (8, 0.30, None), (6, 0.14, 0.01))
+    assert Tuning.SPREAD_BAND == 0.05 and Tuning.SPREAD_TIERS == ((12, 0.45), (8, 0.30))
     assert [optimal._spread_pays(of(n), 8) for n in (1462, 1463, 2194, 2195)] == \
         [False, True, True, False]
     assert [optimal._spread_pays(of(n), 12) for n in (1861, 1862)] == [True, False]
-    assert [optimal._spread_pays(of(n), 6) for n in (1950, 1951, 2381, 2382)] == \
-        [False, True, True, False]
-
-
-def test_optimal_hands_the_tier_far_rule_to_the_fill(monkeypatch):
-    # Depth 6-7: a first try over SPREAD_FAR (1%) above the bound is the plan; from depth 8 the
-    # class fill follows it however far it is.
-    seen = []
-
-    def best(*args, far, **kwargs):
-        seen.append(far)
-
-    monkeypatch.setattr(_spread_fill, "best", best)
-    monkeypatch.setattr(optimal, "_search", lambda *args: None)
-    at_6 = np.zeros(12288, dtype=np.int64)
-    at_6[1919] = 512  # 0.91 of the slots at depth 7, 0.80 at depth 8
-    for depth in (7, 8):
-        optimal.pack(at_6, 12288, depth, seed=0, time_limit=1.0)
-    assert seen == [0.01, float("inf")]
+    assert not optimal._spread_pays(of(1755), 7)
 
 
 def test_optimal_offers_the_spread_plan(monkeypatch):
@@ -215,7 +195,7 @@ def test_optimal_offers_the_spread_plan(monkeypatch):
     assert sum(_fit_decreasing.packs(histogram, 12288, 8, best_fit=True).values()) == 14
     result = optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
     assert int(result.counts.sum()) == 10
-    monkeypatch.setattr(Tuning, "SPREAD_TIERS", ((9, 0.3, None),))  # the rule off at depth 8
+    monkeypatch.setattr(Tuning, "SPREAD_TIERS", ((9, 0.3),))  # the rule off at depth 8
     assert int(optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0).counts.sum()) == 14
 
 
@@ -349,26 +329,6 @@ def test_where_the_first_try_is_not_within_the_gap_the_second_packs_compete():
 
     assert best(0.5) == {(6,): 1, (5, 2): 1, (4,): 1} and not calls
     assert best(0.0) == {(6, 2): 1, (5, 4): 1} and calls == [unlimited]
-
-
-def test_a_first_try_far_above_the_bound_is_the_plan_as_it_is():
-    # Three each of 6, 5, 4 and 2 (51 tokens: 6 packs of 9), all six openers at once: scale 1
-    # gives 8 packs, 2 (33%) above 6. Over 20% it is the plan and nothing else is called; under
-    # 50% the second packs (6) follow. One pack above is never far (`test_best_...`: 3 of 2).
-    histogram, unlimited, calls = np.bincount([5, 4, 3, 1] * 3, minlength=9), _budget.Budget(None), []
-
-    def second(budget):
-        calls.append(budget)
-        return np.array([[6, 2, 0]] * 3 + [[5, 4, 0]] * 3)
-
-    def best(far, bound=6):
-        plan = _spread_fill.best(histogram, 9, 3, bound, unlimited, scales=(1.0,), batch=6,
-                                 second=second, far=far, settle=lambda rows, *args: rows)
-        return sum(plan.values())
-
-    assert best(0.2) == 8 and not calls
-    assert best(0.5) == 6 and len(calls) == 1
-    assert best(0.2, bound=7) == 6 and len(calls) == 2  # 8 of 7: one pack above
 
 
 def test_the_second_packs_run_after_the_first_try_and_before_the_next(monkeypatch):

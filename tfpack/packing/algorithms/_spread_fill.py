@@ -51,8 +51,6 @@ bound; of four, each refilled three ways, 0.108-0.640% (seed 108 case 26:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from tfpack.packing.algorithms import _budget, greedy
@@ -63,8 +61,8 @@ __all__ = ["packs", "best", "pool"]
 
 def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
          scales=(1.0,), batch: int = 1024, gap: float = 0.0, tail: float = 0.0, tails=(),
-         second=None, second_tail: float = 0.0, settle=None,
-         far: float = math.inf) -> dict[tuple[int, ...], int] | None:
+         second=None, second_tail: float = 0.0,
+         settle=None) -> dict[tuple[int, ...], int] | None:
     """`packs` at each of ``scales`` in turn, and ``second``'s: the plan with the fewest packs
     (``None``: none).
 
@@ -80,9 +78,7 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     tries'. ``settle(rows, budget, enough, last)``, where given, settles the packs of each try
     and of ``second`` (`_spread_settle.settled`, ``last`` False), and the best so far once
     more (``last`` True: other passes) right after ``second``, before the next tries can take
-    their time, and at the end where a later try is the best. Where the first try, before its refills, is over
-    ``far`` above ``bound`` (and more than one pack), it is the plan as it is: the fill is far
-    off there, and the rest of the search has the time.
+    their time, and at the end where a later try is the best.
 
     6, 5, 4 and 2 in packs of 9 tokens, 3 sequences, both openers at once: at scale 1
     the slot targets (3 // 2, 4 // 2) give the 5 the 2 and the 4 is left alone (3 packs);
@@ -107,8 +103,6 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
         found = _rows(histogram, max_length, depth, batch, budget, scale)
         if found is None:  # the budget ended in the try
             break
-        if tried == 0 and len(found) + full - bound > max(1.0, far * bound):
-            return _plan(found, full, max_length)  # far off: the rest of the search instead
         found = polished(found, tail)
         rows = found if rows is None or len(found) < len(rows) else rows
         took = budget.spent() - start

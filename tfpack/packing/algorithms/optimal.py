@@ -32,8 +32,6 @@ References:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from tfpack.packing.algorithms import (_bounds, _budget, _class_fill, _fit_decreasing, _lp_plan,
@@ -88,7 +86,6 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     windows = _bounds.windows_alone(histogram, max_sequences_per_pack)
     if _spread_pays(histogram, max_sequences_per_pack):
         cheap = max(search.bound, windows)
-        far = _spread_tier(max_sequences_per_pack)[2]
         counts = _spread_fill.pool(histogram, max_length)
 
         def classes(spread):  # the class fill (`_class_fill`), after a first try not close
@@ -105,8 +102,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
             budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
             Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
             classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL,
-            settle=settle if Tuning.SPREAD_SETTLE else None,
-            far=math.inf if far is None else far))
+            settle=settle if Tuning.SPREAD_SETTLE else None))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -179,7 +175,7 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 16)  # slots 800, 1,000, 1,600
     (True, True, False)
     >>> at_6 = np.zeros(12288, dtype=np.int64); at_6[1919] = 512  # 512 of 1,920: 480 at depth 6
-    >>> _spread_pays(at_6, 4), _spread_pays(at_6, 6), _spread_pays(at_6, 7)  # -, 1.07, 0.91
+    >>> _spread_pays(at_6, 6), _spread_pays(at_6, 7), _spread_pays(at_6, 8)  # 1.07, 0.91, 0.80
     (False, False, True)
     """
     tier = _spread_tier(max_sequences_per_pack)
@@ -193,8 +189,8 @@ def _spread_tier(max_sequences_per_pack: int | None) -> tuple | None:
     """The row of `Tuning.SPREAD_TIERS` for this depth (the first it reaches), or ``None``
     (below them all, or no depth limit: the depth never binds).
 
-    >>> _spread_tier(16)[0], _spread_tier(11)[0], _spread_tier(6)[0], _spread_tier(5), _spread_tier(None)
-    (12, 8, 6, None, None)
+    >>> _spread_tier(16)[0], _spread_tier(11)[0], _spread_tier(7), _spread_tier(None)
+    (12, 8, None, None)
     """
     if max_sequences_per_pack is None:
         return None
