@@ -57,7 +57,7 @@ class Tuning:
     REPAIR_PACKS_PER_ROW = 32
 
     # --- Spread fill (`_spread_fill`, `optimal._spread_pays`) ---
-    # From `LONG_CONTEXT_FROM`, at depth 8 or more (`SPREAD_TIERS`), where the sequences shorter
+    # From `LONG_CONTEXT_FROM`, at depth 6 or more (`SPREAD_TIERS`), where the sequences shorter
     # than L need within SPREAD_BAND of the slots of the packs their tokens need, the spread fill's plan
     # is offered beside best fit's. Over the long-context suite's seeds 0-10 (520 cases) that is 2
     # cases, the two where the plan was out by most: seed 8 case 22 (L=16,384 depth 8, 0.989 of the
@@ -86,20 +86,23 @@ class Tuning:
     # and 40/36 (0.927, out both ways), and gained from 0.866 on (21/38, 17/8, 64/28, 13/40, 61/38).
     # The tiers by depth (session 14), once the pass was compiled and the class fill followed
     # every first try not within SPREAD_GAP: (from depth, how far under the slots the band
-    # starts). In-process, 1 s each, against b5c8610: depth 12-16 from 0.55, depth 8-11 from
+    # starts, whether the whole fill runs). In-process, 1 s each, against b5c8610: depth 12-16 from 0.55, depth 8-11 from
     # 0.70: the 18 cases at 0.55-0.72 / 0.70-0.86 found in seeds 42-67, 116, 158, 308-352 (none
     # ran the fill on b5c8610): out of 0.2% with the path they took / one settled try / the
     # whole fill: 329/20 0.208 / 0.128 / 0.128%, 67/0 0.223 / 0.182 / 0.182%, 350/26 0.226 /
     # 0.259 / 0.181%, 352/6 0.193 / 0.222 / 0.144%; the worst of the rest 0.174% (44/2) with the
     # whole fill; 116/12 (0.851, which lost before the class fill followed the first try)
     # 0.116 -> 0.037%, 158/32 (0.718) 0.118 -> 0.087%. Their class fills, settled: 0.057-0.236%.
-    # Depth 6-7 from 0.86 was tried and dropped: of the 7 cases then known there (seeds 47-67,
-    # 308, 339) it brought 308/36 in (0.255% -> 0.154%) and the others within either way, but
-    # its class fills are poor at depth 6 (0.13-1.45%), and on fresh seeds 378-389 it put two
-    # cases out that the grouped LP had within (378/8 0.085% -> 0.319%, 387/6 0.183 ->
-    # 0.267%); fresh 339/34 needed a rule that the first try over 1% above is the plan as it
-    # is (0.078% -> 0.210-0.282% without). Below depth 8 the fill does not run.
-    SPREAD_TIERS = ((12, 0.45), (8, 0.30))
+    # At depth 6-7, only where the depth binds (from 1.0 of the slots), one try runs as it is
+    # (no refills, settling or class fill: the third field False) and, not within SPREAD_GAP,
+    # leaves the time to the grouped LP: fresh 383/10 (1.017 of the slots) 2.110% -> 0.001%
+    # (its first try), 378/8 (1.006) 0.085 -> 0.102%. The whole fill there from 0.86 brought
+    # 308/36 in (0.986: 0.255% -> 0.154%), but its class fills are poor at depth 6 (0.13-1.45%)
+    # and its time cost the grouped LP's bound: on fresh seeds 378-389, 378/8 0.085% -> 0.319%
+    # (its plan better, 141,907 packs on 141,966, the LP bound 141,846 unproven), 387/6 (0.903)
+    # 0.183 -> 0.267%; one try from 0.86 put 372/18 and 55/24 (0.95-0.96) at 0.268% and
+    # 0.223% (0.200% and 0.193% without). Below depth 6 the fill does not run.
+    SPREAD_TIERS = ((12, 0.45, True), (8, 0.30, True), (6, 0.0, False))
     SPREAD_BATCH = 1024  # packs it opens at once (256: 0.47% and 0.44% on those two cases)
     # The fill is chaotic: with its slot targets (but the last's) scaled by 0.995-0.96, the
     # long-context suite's spread cases (seeds 8, 10, 12, 26, 78, 82, 84, 108) moved either

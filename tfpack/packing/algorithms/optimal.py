@@ -86,6 +86,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     windows = _bounds.windows_alone(histogram, max_sequences_per_pack)
     if _spread_pays(histogram, max_sequences_per_pack):
         cheap = max(search.bound, windows)
+        whole = _spread_tier(max_sequences_per_pack)[2]  # else one try as it is, no more
         counts = _spread_fill.pool(histogram, max_length)
 
         def classes(spread):  # the class fill (`_class_fill`), after a first try not close
@@ -99,10 +100,10 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
 
         search.offer(_spread_fill.best(
             histogram, max_length, max_sequences_per_pack, cheap,
-            budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES, Tuning.SPREAD_BATCH,
-            Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL, Tuning.SPREAD_TAILS,
-            classes if Tuning.SPREAD_CLASSES else None, Tuning.SPREAD_CLASS_TAIL,
-            settle=settle if Tuning.SPREAD_SETTLE else None))
+            budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES[:None if whole else 1],
+            Tuning.SPREAD_BATCH, Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL if whole else 0.0,
+            Tuning.SPREAD_TAILS, classes if Tuning.SPREAD_CLASSES and whole else None,
+            Tuning.SPREAD_CLASS_TAIL, settle=settle if Tuning.SPREAD_SETTLE and whole else None))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -174,9 +175,9 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     >>> h = np.zeros(12288, dtype=np.int64); h[[1535, 12287]] = [800, 10]  # 8 a pack, and 10 full
     >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 16)  # slots 800, 1,000, 1,600
     (True, True, False)
-    >>> at_6 = np.zeros(12288, dtype=np.int64); at_6[1919] = 512  # 512 of 1,920: 480 at depth 6
-    >>> _spread_pays(at_6, 6), _spread_pays(at_6, 7), _spread_pays(at_6, 8)  # 1.07, 0.91, 0.80
-    (False, False, True)
+    >>> at_6 = np.zeros(12288, dtype=np.int64); at_6[1999] = 100  # 2,000s: 12,288 / (depth * 2,000)
+    >>> [_spread_pays(at_6, depth) for depth in (5, 6, 7, 8)]  # -, 1.024, 0.878, 0.768 of the slots
+    [False, True, False, True]
     """
     tier = _spread_tier(max_sequences_per_pack)
     if len(histogram) < Tuning.LONG_CONTEXT_FROM or tier is None:
@@ -189,8 +190,8 @@ def _spread_tier(max_sequences_per_pack: int | None) -> tuple | None:
     """The row of `Tuning.SPREAD_TIERS` for this depth (the first it reaches), or ``None``
     (below them all, or no depth limit: the depth never binds).
 
-    >>> _spread_tier(16)[0], _spread_tier(11)[0], _spread_tier(7), _spread_tier(None)
-    (12, 8, None, None)
+    >>> _spread_tier(16)[0], _spread_tier(11)[0], _spread_tier(7)[0], _spread_tier(5), _spread_tier(None)
+    (12, 8, 6, None, None)
     """
     if max_sequences_per_pack is None:
         return None
