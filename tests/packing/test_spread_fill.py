@@ -173,8 +173,8 @@ def test_spread_pays_where_the_depth_binds_beside_the_tokens():
 
 def test_spread_pays_from_its_tier_under_to_spread_band_over_the_slots():
     # 100 sequences of n at L=12,288 need 100 * n / 12,288 packs of tokens, so they are
-    # 12,288 / (depth * n) of the slots. Depth 8 (from 0.70): 1.0499 at 1,463, 1.0506 at 1,462;
-    # 0.70009 at 2,194, 0.69977 at 2,195. Depth 12 (from 0.55): 0.55024 at 1,861, 0.54995 at
+    # 12,288 / (depth * n) of the slots. Depth 8 (from 0.78): 1.0499 at 1,463, 1.0506 at 1,462;
+    # 0.78015 at 1,969, 0.77976 at 1,970. Depth 12 (from 0.55): 0.55024 at 1,861, 0.54995 at
     # 1,862. Depth 6 (from 1.0): 1.0497 at 1,951, 1.0503 at 1,950; 1.0 at 2,048, 0.9995 at 2,049.
     def of(n):
         histogram = np.zeros(12288, dtype=np.int64)
@@ -182,8 +182,8 @@ def test_spread_pays_from_its_tier_under_to_spread_band_over_the_slots():
         return histogram
 
     assert Tuning.SPREAD_BAND == 0.05
-    assert Tuning.SPREAD_TIERS == ((12, 0.45, True), (8, 0.30, True), (6, 0.0, False))
-    assert [optimal._spread_pays(of(n), 8) for n in (1462, 1463, 2194, 2195)] == \
+    assert Tuning.SPREAD_TIERS == ((12, 0.45, True), (8, 0.22, True), (6, 0.0, False))
+    assert [optimal._spread_pays(of(n), 8) for n in (1462, 1463, 1969, 1970)] == \
         [False, True, True, False]
     assert [optimal._spread_pays(of(n), 12) for n in (1861, 1862)] == [True, False]
     assert [optimal._spread_pays(of(n), 6) for n in (1950, 1951, 2048, 2049)] == \
@@ -200,11 +200,13 @@ def test_at_depth_6_optimal_runs_one_try_as_it_is(monkeypatch):
     monkeypatch.setattr(_spread_fill, "best", best)
     monkeypatch.setattr(optimal, "_search", lambda *args: None)
     at_6 = np.zeros(12288, dtype=np.int64)
-    at_6[2047] = 100  # 1.0 of the slots at depth 6, 0.75 at depth 8
+    at_6[1999] = 100  # 1.024 of the slots at depth 6, 0.768 at depth 8: one try at 6 only
     optimal.pack(at_6, 12288, 6, seed=0, time_limit=1.0)
     optimal.pack(at_6, 12288, 8, seed=0, time_limit=1.0)
-    assert seen == [((1.0,), 0.0, True, True),
-                    (Tuning.SPREAD_SCALES, Tuning.SPREAD_TAIL, False, False)]
+    optimal.pack(at_6, 12288, 7, seed=0, time_limit=1.0)  # 0.878: below every tier
+    assert seen == [((1.0,), 0.0, True, True)]
+    optimal.pack(eighths(10), 12288, 8, seed=0, time_limit=1.0)  # 1.0 at depth 8: all of it
+    assert seen[1:] == [(Tuning.SPREAD_SCALES, Tuning.SPREAD_TAIL, False, False)]
 
 
 def test_optimal_offers_the_spread_plan(monkeypatch):

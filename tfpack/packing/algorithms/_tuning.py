@@ -86,13 +86,16 @@ class Tuning:
     # and 40/36 (0.927, out both ways), and gained from 0.866 on (21/38, 17/8, 64/28, 13/40, 61/38).
     # The tiers by depth (session 14), once the pass was compiled and the class fill followed
     # every first try not within SPREAD_GAP: (from depth, how far under the slots the band
-    # starts, whether the whole fill runs). In-process, 1 s each, against b5c8610: depth 12-16 from 0.55, depth 8-11 from
-    # 0.70: the 18 cases at 0.55-0.72 / 0.70-0.86 found in seeds 42-67, 116, 158, 308-352 (none
-    # ran the fill on b5c8610): out of 0.2% with the path they took / one settled try / the
-    # whole fill: 329/20 0.208 / 0.128 / 0.128%, 67/0 0.223 / 0.182 / 0.182%, 350/26 0.226 /
-    # 0.259 / 0.181%, 352/6 0.193 / 0.222 / 0.144%; the worst of the rest 0.174% (44/2) with the
-    # whole fill; 116/12 (0.851, which lost before the class fill followed the first try)
-    # 0.116 -> 0.037%, 158/32 (0.718) 0.118 -> 0.087%. Their class fills, settled: 0.057-0.236%.
+    # starts, whether the whole fill runs). In-process, 1 s each, against b5c8610, the 18 cases
+    # at 0.55-0.72 (depth 12-16) and 0.70-0.86 (depth 8-11) found in seeds 42-67, 116, 158,
+    # 308-352 (none ran the fill on b5c8610): out of 0.2% with the path they took / one settled
+    # try / the whole fill: 329/20 0.208 / 0.128 / 0.128%, 67/0 0.223 / 0.182 / 0.182%, 350/26
+    # 0.226 / 0.259 / 0.181%, 352/6 0.193 / 0.222 / 0.144%; 116/12 (0.851, which lost before
+    # the class fill followed the first try) 0.116 -> 0.037%, 158/32 (0.718) 0.118 -> 0.087%;
+    # their class fills, settled, 0.057-0.236%. Depth 12-16 from 0.55. At depth 8-11 the fill
+    # lost below 0.78 (54/0 at 0.701 0.106 -> 0.162%, 312/22 at 0.725 0.094 -> 0.107%, 44/2 at
+    # 0.760 0.122 -> 0.174%, and fresh 397/40 at 0.713 out, 0.133 -> 0.383%, the fill's 0.8 s
+    # leaving the grouped LP none) and gained from 0.783 (352/6): from 0.78.
     # At depth 6-7, only where the depth binds (from 1.0 of the slots), one try runs as it is
     # (no refills, settling or class fill: the third field False) and, not within SPREAD_GAP,
     # leaves the time to the grouped LP: fresh 383/10 (1.017 of the slots) 2.110% -> 0.001%
@@ -102,7 +105,7 @@ class Tuning:
     # (its plan better, 141,907 packs on 141,966, the LP bound 141,846 unproven), 387/6 (0.903)
     # 0.183 -> 0.267%; one try from 0.86 put 372/18 and 55/24 (0.95-0.96) at 0.268% and
     # 0.223% (0.200% and 0.193% without). Below depth 6 the fill does not run.
-    SPREAD_TIERS = ((12, 0.45, True), (8, 0.30, True), (6, 0.0, False))
+    SPREAD_TIERS = ((12, 0.45, True), (8, 0.22, True), (6, 0.0, False))
     SPREAD_BATCH = 1024  # packs it opens at once (256: 0.47% and 0.44% on those two cases)
     # The fill is chaotic: with its slot targets (but the last's) scaled by 0.995-0.96, the
     # long-context suite's spread cases (seeds 8, 10, 12, 26, 78, 82, 84, 108) moved either

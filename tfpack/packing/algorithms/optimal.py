@@ -176,8 +176,8 @@ def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     >>> _spread_pays(h, 8), _spread_pays(h, 10), _spread_pays(h, 16)  # slots 800, 1,000, 1,600
     (True, True, False)
     >>> at_6 = np.zeros(12288, dtype=np.int64); at_6[1999] = 100  # 2,000s: 12,288 / (depth * 2,000)
-    >>> [_spread_pays(at_6, depth) for depth in (5, 6, 7, 8)]  # -, 1.024, 0.878, 0.768 of the slots
-    [False, True, False, True]
+    >>> [_spread_pays(at_6, depth) for depth in (5, 6, 7, 8, 12)]  # -, 1.024, 0.878, 0.768, 0.512
+    [False, True, False, False, False]
     """
     tier = _spread_tier(max_sequences_per_pack)
     if len(histogram) < Tuning.LONG_CONTEXT_FROM or tier is None:
