@@ -267,13 +267,12 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
         search.prove(bound, "lp")  # a relaxation: its bound bounds the real problem
         bounded = budget.spent() - began  # `finer_units` times its finer LPs by it
     if warm:
-        prove_then_refine(search, histogram, max_length, max_sequences_per_pack, starts, unit,
-                          budget, proving, planned)
-        return
-    if proving is not None:  # the plan made, its time left proves the plan (finer groups)
-        proving = prove_down(search, histogram, max_length, max_sequences_per_pack, budget,
-                             *proving)
-        search.columns = list(proving[2])  # its finest LP's packs seed the LP over all lengths
+        return prove_then_refine(search, histogram, max_length, max_sequences_per_pack, starts,
+                                 unit, budget, proving, planned)
+    if proving is not None:  # the plan made, its time left proves the plan (finer groups);
+        # the finest LP's packs seed the LP over all lengths (`optimal._search`)
+        search.columns = list(prove_down(search, histogram, max_length, max_sequences_per_pack,
+                                         budget, *proving)[2])
     if tokens_bind and not few_lengths:
         refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
     elif unit > 1 and not few_lengths:  # where the depth binds: the bound in finer units
