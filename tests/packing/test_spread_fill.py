@@ -315,6 +315,16 @@ def test_the_next_refill_runs_only_with_the_time_the_last_took():
     assert [sum(plan.values()) for plan in plans] == [2, 3]
 
 
+def test_no_tail_is_no_refill(monkeypatch):
+    # A share of 0 (one try as it is, depth 6-7) leaves the rows as they are, no try run.
+    calls = []
+    monkeypatch.setattr(_spread_fill, "_rows", lambda *args: calls.append(args))
+    rows = np.array([[7, 0, 0], [6, 0, 0]])
+    assert _spread_fill._refilled(rows, 9, 3, _budget.Budget(None), 0.0,
+                                  [(1.0, 2), (0.5, 2)], 0) is rows
+    assert not calls
+
+
 def test_best_refills_each_try_before_the_next(monkeypatch):
     # Scale 1 (3 packs), then 0.5 (2): each refilled, the first before the second runs; with
     # the first within the gap (3 of 2, 50%), the second never runs.

@@ -135,6 +135,8 @@ def _refilled(rows: np.ndarray, max_length: int, depth: int, budget: _budget.Bud
     [[7, 0, 0], [5, 0, 4], [6, 0, 2]]
     """
     kept = int(len(rows) * (1 - tail))
+    if kept >= len(rows):
+        return rows  # no tail (``tail`` 0: one try as it is, `optimal`): nothing to refill
     histogram = np.bincount(rows[kept:].ravel(), minlength=max_length + 1)[1:].astype(np.int64)
     took = 0.0
     for scale, batch in tries:
