@@ -76,13 +76,28 @@ def histogram_of(params: dict) -> np.ndarray:
                                       seed=params["index"] + 1000 * params["seed"])
 
 
+def _picked(text: str) -> list[tuple[int, int]]:
+    """``--pick``'s ``SEED/CASE,...`` as ``(seed, case)`` pairs (argparse reports a bad one).
+
+    >>> _picked("40/36,107/32")
+    [(40, 36), (107, 32)]
+    """
+    try:
+        pairs = [tuple(int(x) for x in pair.split("/")) for pair in text.split(",") if pair]
+    except ValueError:
+        pairs = None
+    if pairs is None or any(len(pair) != 2 or min(pair) < 0 for pair in pairs):
+        raise argparse.ArgumentTypeError(f"{text!r} is not SEED/CASE[,SEED/CASE...]")
+    return pairs
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0,
                         help="the suite's seed (0: the suite it was tuned on)")
     parser.add_argument("--only", default="", help="comma-separated case indices to run")
-    parser.add_argument("--pick", default="",
+    parser.add_argument("--pick", default=[], type=_picked,
                         help="comma-separated SEED/CASE pairs from any seeds, run instead of --seed's")
     parser.add_argument("--isolate", type=float, default=120.0,
                         help="each plan in a child killed after this many wall seconds")
@@ -91,8 +106,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows = []
     only = {int(i) for i in args.only.split(",") if i}
-    picked = [tuple(int(x) for x in pair.split("/")) for pair in args.pick.split(",") if pair]
-    chosen = picked or [(args.seed, index) for index in range(args.cases) if not only or index in only]
+    chosen = args.pick or [(args.seed, index) for index in range(args.cases) if not only or index in only]
     for seed, index in chosen:
         params = case(index, seed)
         histogram = histogram_of(params)

@@ -169,3 +169,13 @@ def test_attention_suite_times_every_adapted_backbone():
              for name in build.__code__.co_names if name.endswith("Backbone")}
     assert adapted <= built, sorted(adapted - built)
     assert set(keras_hub_attention.FAMILIES) == set(builders)
+
+
+@pytest.mark.parametrize("bad", ["40/x", "1/2/3", "7", "-1/3"])
+def test_long_context_pick_refuses_what_is_not_seed_slash_case(bad, capsys):
+    import planners_long_context  # noqa: PLC0415  (benchmarks/planners_long_context.py)
+
+    assert planners_long_context._picked("40/36,107/32") == [(40, 36), (107, 32)]
+    with pytest.raises(SystemExit) as stop:
+        planners_long_context.main([f"--pick={bad}"])
+    assert stop.value.code == 2 and "is not SEED/CASE" in capsys.readouterr().err
