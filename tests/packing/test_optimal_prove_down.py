@@ -112,7 +112,7 @@ def test_the_rounded_down_lps_duals_lift_a_bound_over_the_real_lengths(monkeypat
 
 def test_a_lift_does_not_start_with_less_time_left_than_the_last_took(monkeypatch):
     calls = []
-    monkeypatch.setattr(_paths._lift, "lifted", lambda *args: calls.append(args) or 7)
+    monkeypatch.setattr(_paths._lift, "lifted", lambda *args, **kwargs: calls.append(args) or 7)
     search = _paths.Search({"tokens": 1})
     search.lift_seconds = 0.5
     budget = _budget.Budget(0.4, clock=lambda: 0.0)

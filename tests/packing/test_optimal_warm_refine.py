@@ -9,6 +9,7 @@ each such LP, interpolated over the real lengths, prove Farley's bound (`_lift`)
 holds for any duals: checked here against the brute-force optimum for random ones.
 """
 
+import itertools
 import math
 
 import pytest
@@ -20,7 +21,8 @@ from hypothesis import strategies as st
 from test_groups import groups_everywhere
 from test_optimal import assert_valid, brute_force_packs, make_histogram
 from test_optimal_long_context import narrow_instances
-from tfpack.packing.algorithms import _column_generation, _lift, _lp_plan, _paths, optimal
+from tfpack.packing.algorithms import (_best_fit, _column_generation, _lift, _lp_plan, _paths,
+                                       optimal)
 from tfpack.packing.algorithms._budget import Budget
 from tfpack.packing.algorithms._tuning import Tuning
 
@@ -240,3 +242,84 @@ def test_a_lifted_bound_never_exceeds_the_optimum_whatever_the_duals(instance, p
     duals = np.array([p[1] for p in points])
     assert _lift.lifted(histogram, max_length, depth, group_lengths, duals) <= \
         brute_force_packs(histogram, max_length, depth)
+
+
+def best_pack_value(histogram, max_length, depth, values):
+    """The most any pack of the histogram's sequences is worth, by enumeration."""
+    lengths = np.flatnonzero(histogram) + 1
+    best = 0.0
+    for size in range(1, min(depth or max_length, int(histogram.sum())) + 1):
+        for pack in itertools.combinations_with_replacement(range(len(lengths)), size):
+            copies = np.bincount(pack, minlength=len(lengths))
+            if lengths @ copies <= max_length and np.all(copies <= histogram[lengths - 1]):
+                best = max(best, float(copies @ values))
+    return best
+
+
+@settings(max_examples=80, deadline=None)
+@given(narrow_instances(), st.data())
+def test_known_packs_bettered_are_never_worth_more_than_the_best_pack(instance, data):
+    """`_lift._worth` only moves sequences within packs that stay packs (room, copies, depth):
+    best fit's packs bettered are never worth more than the best pack, by enumeration, for
+    any values growing with length."""
+    histogram, max_length, depth = instance
+    lengths = np.flatnonzero(histogram) + 1
+    steps = data.draw(st.lists(st.floats(0.0, 1.0), min_size=len(lengths),
+                               max_size=len(lengths)))
+    values = np.cumsum(steps)
+    demand = histogram[lengths - 1]
+    bounds = np.minimum(demand, max_length // lengths)
+    known = _lift.padded(_best_fit_plan(histogram, max_length, depth))
+    worth = _lift._worth(known, lengths, bounds, values, max_length, depth)
+    assert worth <= best_pack_value(histogram, max_length, depth, values) + 1e-9
+
+
+def _best_fit_plan(histogram, max_length, depth):
+    lengths = np.flatnonzero(histogram) + 1
+    return _best_fit.fill(dict(zip(lengths.tolist(), histogram[lengths - 1].tolist())), {},
+                          max_length, depth)
+
+
+def test_known_packs_skip_a_lift_that_cannot_prove_more(monkeypatch):
+    """Five 3s and three 5s in packs of 10, duals 1/3 at 3 and 1/2 at 5: the bound is
+    ceil(5/3 + 3/2) = 4 (`test_the_lifted_bound_by_hand`). A plan's packs (3, 3, 3) and
+    (5, 5) are worth 1, so no pack is worth less and the bound is at most 4: with 4 proven
+    (``useful``), not priced (``None``); with 3 proven, priced: 4. A plan of (3, 3) and
+    (5,) alone is worth 2/3 and 1/2: a (3, 3) bettered by one move, (5, 3), is worth 5/6,
+    then (5, 5) is worth 1: skipped too after the moves, priced without them."""
+    histogram = make_histogram(10, {3: 5, 5: 3})
+    pricings = []
+    price = _lift._knapsack.price
+    monkeypatch.setattr(_lift._knapsack, "price",
+                        lambda *a, **k: (pricings.append(1), price(*a, **k))[1])
+    at, duals = np.array([3, 5]), np.array([1 / 3, 1 / 2])
+    plan = _lift.padded({(3, 3, 3): 1, (5, 5): 1, (3, 3): 1, (5,): 1})
+    assert _lift.lifted(histogram, 10, None, at, duals, known=plan, useful=4) is None
+    assert pricings == []
+    assert _lift.lifted(histogram, 10, None, at, duals, known=plan, useful=3) == 4
+    assert pricings
+    poor = _lift.padded({(3, 3): 2, (5,): 3})
+    pricings.clear()
+    assert _lift.lifted(histogram, 10, None, at, duals, known=poor, useful=4) is None
+    assert pricings == []
+    monkeypatch.setattr(Tuning, "LIFT_MOVES", 0)
+    assert _lift.lifted(histogram, 10, None, at, duals, known=poor, useful=4) == 4
+    assert pricings
+
+
+@settings(max_examples=80, deadline=None)
+@given(narrow_instances(), st.lists(st.tuples(st.integers(1, 24), st.floats(0.0, 1.0)),
+                                    min_size=1, max_size=6), st.integers(0, 8),
+       st.sampled_from([0, None]))
+def test_a_lift_is_skipped_only_where_it_could_not_prove_more(instance, points, useful, above):
+    """With a plan's packs known, `_lift.lifted` skips its pricing (``None``) only where,
+    priced, it would prove no more than ``useful``: random duals, any bound proven."""
+    histogram, max_length, depth = instance
+    points = sorted(dict(points).items())
+    group_lengths = np.array([p[0] for p in points])
+    duals = np.array([p[1] for p in points])
+    known = _lift.padded(_best_fit_plan(histogram, max_length, depth))
+    skipped = _lift.lifted(histogram, max_length, depth, group_lengths, duals, above=above,
+                           known=known, useful=useful)
+    priced = _lift.lifted(histogram, max_length, depth, group_lengths, duals, above=above)
+    assert skipped == priced or skipped is None and priced <= useful

@@ -305,6 +305,15 @@ class Tuning:
     # 280,277 -> 280,573 on 303/15, 218,669 -> 218,839 on 12/21; half the way 220,598,
     # 280,460, 218,744).
     LIFT_TOWARD_BELOW = 0.25
+    # A lift (`_lift.lifted`) is not priced where the best plan's packs, each bettered by this
+    # many moves of one sequence (`_lift._worth`), are worth enough to show it cannot prove
+    # more than the best bound: on the narrow long contexts (documents of about L / 3) nearly
+    # every lift, each 0.04-0.13 s of CPU; the packs came within 1e-4 of the pricing's best
+    # value there (session 15, benchmarks/results/planners_long_context.md).
+    LIFT_MOVES = 4
+    # and after its first move only this many of them, those worth the most, move on: the best
+    # plans hold 10,000-20,000 kinds of pack there, 0.06 s for four moves of them all.
+    LIFT_KNOWN = 2048
     # A warm finer plan (`_paths.refine`) starts with this many times the last plan's time left
     # (`PROVE_GROWTH`, 2, before): started from the last plan's packs it takes less than that
     # one (seed 0's case 29, L=12,288 depth 16: 0.5 s left after a 0.3 s plan; its finer plan
