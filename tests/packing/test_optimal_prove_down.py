@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from test_optimal import brute_force_packs, make_histogram
 from test_optimal_long_context import narrow_instances, stretched
-from tfpack.packing.algorithms import _bounds, _budget, _paths, optimal
+from tfpack.packing.algorithms import _bounds, _budget, _groups, _paths, _units, optimal
 from tfpack.packing.algorithms._tuning import Tuning
 
 
@@ -51,9 +51,32 @@ def test_present_groups_keep_the_ends_and_cut_the_rest_evenly():
     45-99 (rounded down to 41 and 45); 1-39 a group with nothing in it."""
     histogram = np.zeros(100, dtype=np.int64)
     histogram[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1
-    assert _paths.present_groups(histogram, 2, ends=1).tolist() == [1, 40, 41, 45, 100]
-    assert _paths.present_groups(histogram, 100, ends=1).tolist() == \
+    assert _groups.present(histogram, 2, ends=1).tolist() == [1, 40, 41, 45, 100]
+    assert _groups.present(histogram, 100, ends=1).tolist() == \
         [1, 40, 41, 42, 43, 44, 45, 46, 47, 100]
+
+
+def test_present_groups_in_units_start_at_multiples_of_the_unit():
+    """The same lengths in units of 4: the width (31) up to a multiple (32), each start down to
+    one: 40-71 and 72-100 (40 and 72), rounded down to 40 and 72 tokens, 10 and 18 units. A
+    length below the first multiple rounds to 1 and leaves the problem in units."""
+    histogram = np.zeros(100, dtype=np.int64)
+    histogram[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1
+    starts = _groups.present(histogram, 2, ends=0, unit=4)
+    assert starts.tolist() == [1, 40, 72]
+    units = _units.multiples(_groups.rounded(histogram, starts, up=False), 4)
+    assert np.flatnonzero(units).tolist() == [9, 17] and units[[9, 17]].tolist() == [8, 1]
+    histogram[2] = 1  # a 3: rounded down to 1, dropped in units
+    assert _groups.present(histogram, 2, ends=0, unit=4).tolist() == [1, 52]
+    assert _units.multiples(_groups.rounded(histogram, np.array([1, 52]), up=False), 4).sum() \
+        == 1
+
+
+def test_the_unit_of_the_groups_is_a_quarter_of_their_width_from_long_contexts():
+    histogram = np.zeros(16384, dtype=np.int64)
+    histogram[[999, 5999, 16383]] = 1  # lengths 1,000-16,384
+    assert [_units.of_groups(histogram, rows) for rows in (256, 512, 1024, 4096)] == [8, 4, 2, 1]
+    assert _units.of_groups(histogram[:8192], 256) == 1  # below `Tuning.UNITS_FROM`
 
 
 def test_finer_packs_only_shrink():
@@ -71,12 +94,17 @@ def test_three_just_over_a_third_prove_three_packs():
 
 
 @settings(max_examples=80, deadline=None)
-@given(narrow_instances(), st.sampled_from([1, 2, 4, 64]))
-def test_bound_never_exceeds_the_optimum_nor_the_plan(instance, rows):
-    """Any number of groups, any rung: the bound is at most the exact optimum (brute force
-    and HiGHS's integer program agree on it) and at most the packs of `optimal`'s plan."""
+@given(narrow_instances(), st.sampled_from([1, 2, 4, 64]), st.sampled_from([1, 2]))
+def test_bound_never_exceeds_the_optimum_nor_the_plan(instance, rows, share):
+    """Any number of groups, any rung, in units or not (`Tuning.UNITS_FROM` at 1: units of
+    the largest divisor of L up to the groups' width, or half of it): the bound is at most
+    the exact optimum (brute force and HiGHS's integer program agree on it) and at most
+    the packs of `optimal`'s plan."""
     histogram, max_length, depth = instance
-    bound = proven(histogram, max_length, depth, rows)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Tuning, "UNITS_FROM", 1)
+        patch.setattr(Tuning, "PROVE_UNIT", share)
+        bound = proven(histogram, max_length, depth, rows)
     best = brute_force_packs(histogram, max_length, depth)
     assert bound <= best
     if histogram.sum() <= 6:
@@ -130,8 +158,8 @@ def test_the_spike_at_max_length_is_a_group_of_its_own():
     On one group over 2-19 and the 20s their own, the LP proves 6; with the 20s rounded down
     to 2 as well, only the depth bound, 3. Hand-checked."""
     histogram = make_histogram(20, {20: 4, 2: 8})
-    assert _paths.present_groups(histogram, 1, ends=0, spike=True).tolist() == [1, 2, 20]
-    assert _paths.present_groups(histogram, 1, ends=0).tolist() == [1, 2]
+    assert _groups.present(histogram, 1, ends=0, spike=True).tolist() == [1, 2, 20]
+    assert _groups.present(histogram, 1, ends=0).tolist() == [1, 2]
     assert max(_bounds.simple(histogram, 20, 4).values()) == 5
     assert proven(histogram, 20, 4, rows=1) == 6 == exact_packs(histogram, 20, 4)
 

@@ -107,6 +107,39 @@ def rounded(histogram: np.ndarray, starts: np.ndarray, *, up: bool) -> np.ndarra
     return np.bincount(target - 1, weights=histogram, minlength=max_length).astype(np.int64)
 
 
+def present(histogram: np.ndarray, rows: int, ends: int, spike=False, unit: int = 1) -> np.ndarray:
+    """About ``rows`` groups of equal width over the lengths present, those at the ends exact.
+
+    Group starts (the first is 1) for `rounded`: the ``ends`` shortest and
+    longest lengths present are groups of their own (a spike of full windows
+    at L keeps its length; with ``spike`` it always does: `Tuning.PROVE_ENDS`);
+    the lengths between them are cut into groups of equal width. With ``unit``,
+    the width is a multiple of it and each start is rounded down to one (1 where
+    that is 0): rounded down, every length is then a multiple of ``unit`` (or 1),
+    and the problem is solved in units (`_units.multiples`).
+
+    >>> h = np.zeros(100, dtype=np.int64)
+    >>> h[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1  # 40-47 and 100
+    >>> present(h, 2, ends=1).tolist()  # 40 and 100 exact, 41-44 and 45-47 (to 99)
+    [1, 40, 41, 45, 100]
+    >>> present(h, 2, ends=0, unit=4).tolist()  # 40-100 in widths of 32: 40-71, 72-100
+    [1, 40, 72]
+    """
+    max_length = len(histogram)
+    lengths = np.flatnonzero(histogram) + 1
+    ends = min(ends, len(lengths) // 2)
+    inner = lengths[ends: len(lengths) - ends]
+    middle = np.zeros(0, dtype=np.int64)
+    if len(inner):
+        width = max(1, -(-(int(inner[-1]) - int(inner[0]) + 1) // rows))
+        middle = np.arange(inner[0], inner[-1] + 1, -(-width // unit) * unit)
+    exact = np.concatenate([lengths[:ends], lengths[len(lengths) - ends:],
+                            [max_length] * bool(spike and histogram[-1])])
+    edges = np.concatenate([[1], exact, exact + 1, middle]).astype(np.int64)
+    edges = np.maximum(edges // unit * unit, 1)
+    return np.unique(edges[edges <= max_length])
+
+
 def real_packs(strategies: list[tuple[int, ...]], counts: np.ndarray, histogram: np.ndarray,
                starts: np.ndarray) -> dict[tuple[int, ...], int]:
     """The real lengths of ``histogram`` in the slots of a plan for its rounded-up histogram.

@@ -27,7 +27,7 @@ from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _exact_fill,
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["Search", "quick", "full_packs_first", "grouped", "prove_down", "prove_then_refine",
-           "few", "finer_packs", "present_groups",
+           "few", "finer_packs",
            "refine", "plan_up", "fine_grid", "on_grid"]
 
 
@@ -314,7 +314,7 @@ def prove_then_refine(search: Search, histogram, max_length, max_sequences_per_p
 def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
                budget: _budget.Budget, rows: int = 0, took: float = 0.0, coarser=(),
                growth: float = Tuning.PROVE_GROWTH, seeding: float | None = None):
-    """Bounds on `present_groups` rounded down, twice the groups while ``budget`` lasts.
+    """Bounds on `_groups.present` rounded down, twice the groups while ``budget`` lasts.
 
     Where the tokens bind and the simple bounds are loose (stretched long
     contexts, documents of about L / 3: `Tuning.PROVE_ABOVE`), what the
@@ -340,7 +340,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     first = not rows
     rows = rows or Tuning.PROVE_ROWS
     spike = _bounds.windows_alone(histogram, max_sequences_per_pack) >= \
-        search.bounds.get("tokens", 0)  # the depth binds beside the tokens: `present_groups`
+        search.bounds.get("tokens", 0)  # the depth binds beside the tokens: `_groups.present`
 
     def grows():  # the growth for the next finer LP
         below = search.bounds.get("lp", 0) < search.bounds.get("tokens", 0)
@@ -349,11 +349,17 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > grows() * took and \
             not search.done():
         began = budget.spent()
-        starts = present_groups(histogram, rows, Tuning.PROVE_ENDS, spike)
-        rounded = _groups.rounded(histogram, starts, up=False)
-        lengths = np.flatnonzero(rounded) + 1
-        lp = _units.rounded_down_lp(search, rounded, max_sequences_per_pack,
-                                    finer_packs(coarser, lengths), first, budget)
+        unit = _units.of_groups(histogram, rows)  # every group's start a multiple of it
+        rounded = _groups.rounded(histogram, _groups.present(
+            histogram, rows, Tuning.PROVE_ENDS, spike, unit), up=False)
+        if not _units.multiples(rounded, unit).any():  # all shorter than the unit
+            unit, rounded = 1, _groups.rounded(histogram, _groups.present(
+                histogram, rows, Tuning.PROVE_ENDS, spike), up=False)
+        lengths = (np.flatnonzero(_units.multiples(rounded, unit)) + 1) * unit  # in tokens
+        lp = _units.rounded_down_lp(search, _units.multiples(rounded, unit),
+                                    max_sequences_per_pack, [tuple(v // unit for v in pack) for
+                                                             pack in finer_packs(coarser, lengths)],
+                                    first, budget)
         if lp is None:
             break
         coarser = [tuple(np.repeat(lengths[r], c).tolist()) for (r, c), x in
@@ -402,33 +408,6 @@ def finer_packs(packs, lengths: np.ndarray, fill: int = 0) -> list[tuple[int, ..
     [(8, 5)]
     """
     return _groups.shrunk(packs, lengths, fill)
-
-
-def present_groups(histogram: np.ndarray, rows: int, ends: int, spike=False) -> np.ndarray:
-    """About ``rows`` groups of equal width over the lengths present, those at the ends exact.
-
-    Group starts (the first is 1) for `_groups.rounded`: the ``ends``
-    shortest and longest lengths present are groups of their own (a spike of
-    full windows at L keeps its length; with ``spike`` it always does: `Tuning.PROVE_ENDS`);
-    the lengths between them are cut into groups of equal width.
-
-    >>> h = np.zeros(100, dtype=np.int64)
-    >>> h[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1  # 40-47 and 100
-    >>> present_groups(h, 2, ends=1).tolist()  # 40 and 100 exact, 41-44 and 45-47 (to 99)
-    [1, 40, 41, 45, 100]
-    """
-    max_length = len(histogram)
-    present = np.flatnonzero(histogram) + 1
-    ends = min(ends, len(present) // 2)
-    inner = present[ends: len(present) - ends]
-    middle = np.zeros(0, dtype=np.int64)
-    if len(inner):
-        width = max(1, -(-(int(inner[-1]) - int(inner[0]) + 1) // rows))
-        middle = np.arange(inner[0], inner[-1] + 1, width)
-    exact = np.concatenate([present[:ends], present[len(present) - ends:],
-                            [max_length] * bool(spike and histogram[-1])])
-    edges = np.concatenate([[1], exact, exact + 1, middle]).astype(np.int64)
-    return np.unique(edges[edges <= max_length])
 
 
 def refine(search: Search, histogram, max_length, max_sequences_per_pack, starts, unit,

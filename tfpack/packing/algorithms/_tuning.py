@@ -269,11 +269,18 @@ class Tuning:
     # Their shortest and longest lengths present exact: 16 each cost 60 rows and 2x the time
     # of the first LP at L=16,384 depth 16 (0.26 s instead of 0.12 s) for no better bound.
     # Where the depth binds beside the tokens (`_bounds.windows_alone` at least the token bound),
-    # a spike at L is a group of its own whatever this is (`present_groups`): one row; rounded
+    # a spike at L is a group of its own whatever this is (`_groups.present`): one row; rounded
     # down beside short documents it shared their packs (long-context seed 7 case 2, L=16,384
     # depth 6: 158,237 on 256 groups, 158,683 with it; 158,794 with 30 s). Everywhere, the extra
     # row moved the time of narrow cases' finer LPs (seed 4 case 1: 0.142% -> 0.179%).
     PROVE_ENDS = 0
+    # From L=12,288 (`UNITS_FROM`) those groups start at multiples of a unit of tokens, the
+    # largest divisor of L up to their width over this (`_units.of_groups`), and their LP is
+    # solved in units: pricing's table shrinks by the unit. On the narrow long contexts (session
+    # 15, each LP cold): 1,024 groups (widths 12-16, units 2-4) 0.36-0.64 s -> 0.25-0.39 s,
+    # 512 groups 0.10-0.20 s -> 0.06-0.11 s, the bounds within +-0.07% (the groups move by up
+    # to a unit); with a unit of half the width, as fast, and 0.1% less on 256 groups.
+    PROVE_UNIT = 4
     # Of a warm grouped plan's time on a grid (`_paths.plan_up`), kept from its LP for the bound
     # from its duals (`_lift`: one pricing over the real lengths), where an LP bound is the best
     # and no lift proved it yet: cut by the budget before, it proved nothing

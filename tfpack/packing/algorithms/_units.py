@@ -23,7 +23,8 @@ from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _column_gene
                                        _lp_plan)
 from tfpack.packing.algorithms._tuning import Tuning
 
-__all__ = ["divisor", "in_units", "rounded_down_lp", "finer_units", "finer_unit"]
+__all__ = ["divisor", "in_units", "multiples", "of_groups", "rounded_down_lp", "finer_units",
+           "finer_unit"]
 
 
 def divisor(max_length: int, most: int) -> int:
@@ -48,6 +49,35 @@ def in_units(rounded: np.ndarray, unit: int, *, up: bool) -> np.ndarray:
         return rounded[unit - 1:: unit].copy()
     scaled = rounded[unit:: unit].copy()  # lengths unit + 1, 2 unit + 1, ...: k = 1, 2, ...
     return np.concatenate([scaled, np.zeros(len(rounded) // unit - len(scaled), dtype=np.int64)])
+
+
+def multiples(rounded: np.ndarray, unit: int) -> np.ndarray:
+    """The lengths of ``rounded`` that are multiples of ``unit``, in units (``k unit`` -> ``k``);
+    the others dropped. Where each length was rounded down to a multiple or to 1
+    (`_groups.present` with ``unit``), a relaxation too: each pack's lengths only shrink,
+    in units of ``max_length / unit`` (``unit`` divides it), or leave it.
+
+    >>> multiples(np.array([1, 0, 0, 2, 0, 0, 0, 3]), 4).tolist()
+    [2, 3]
+    """
+    return rounded[unit - 1:: unit].copy()
+
+
+def of_groups(histogram: np.ndarray, rows: int) -> int:
+    """The unit of ``rows`` groups over the lengths present (`_groups.present`) rounded down:
+    from L=12,288 (`Tuning.UNITS_FROM`), the largest divisor of L up to their width over
+    `Tuning.PROVE_UNIT`; 1 below.
+
+    >>> h = np.zeros(16384, dtype=np.int64); h[[999, 5999, 16383]] = 1
+    >>> of_groups(h, 256), of_groups(h, 1024), of_groups(h[:8192], 256)  # widths 60, 15; L=8,192
+    (8, 2, 1)
+    """
+    max_length = len(histogram)
+    if max_length < Tuning.UNITS_FROM:
+        return 1
+    present = np.flatnonzero(histogram)
+    width = (int(present[-1]) - int(present[0]) + 1) // rows
+    return divisor(max_length, width // Tuning.PROVE_UNIT)
 
 
 def rounded_down_lp(search, rounded, max_sequences_per_pack, more_seeds, first, budget):
