@@ -72,11 +72,15 @@ def test_present_groups_in_units_start_at_multiples_of_the_unit():
         == 1
 
 
-def test_the_unit_of_the_groups_is_a_quarter_of_their_width_from_long_contexts():
+def test_the_unit_of_the_groups_is_a_quarter_of_their_width_from_long_contexts(monkeypatch):
+    """Lengths 1,000-16,384 (widths 60, 30, 15, 3): units up to 2 (`Tuning.PROVE_UNIT_MOST`);
+    without that cap, the largest divisors of 16,384 up to a quarter of the width."""
     histogram = np.zeros(16384, dtype=np.int64)
-    histogram[[999, 5999, 16383]] = 1  # lengths 1,000-16,384
-    assert [_units.of_groups(histogram, rows) for rows in (256, 512, 1024, 4096)] == [8, 4, 2, 1]
+    histogram[[999, 5999, 16383]] = 1
+    assert [_units.of_groups(histogram, rows) for rows in (256, 512, 1024, 4096)] == [2, 2, 2, 1]
     assert _units.of_groups(histogram[:8192], 256) == 1  # below `Tuning.UNITS_FROM`
+    monkeypatch.setattr(Tuning, "PROVE_UNIT_MOST", 64)
+    assert [_units.of_groups(histogram, rows) for rows in (256, 512, 1024, 4096)] == [8, 4, 2, 1]
 
 
 def test_finer_packs_only_shrink():
@@ -104,6 +108,7 @@ def test_bound_never_exceeds_the_optimum_nor_the_plan(instance, rows, share):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Tuning, "UNITS_FROM", 1)
         patch.setattr(Tuning, "PROVE_UNIT", share)
+        patch.setattr(Tuning, "PROVE_UNIT_MOST", max_length)
         bound = proven(histogram, max_length, depth, rows)
     best = brute_force_packs(histogram, max_length, depth)
     assert bound <= best

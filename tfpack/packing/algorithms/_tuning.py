@@ -277,10 +277,17 @@ class Tuning:
     # From L=12,288 (`UNITS_FROM`) those groups start at multiples of a unit of tokens, the
     # largest divisor of L up to their width over this (`_units.of_groups`), and their LP is
     # solved in units: pricing's table shrinks by the unit. On the narrow long contexts (session
-    # 15, each LP cold): 1,024 groups (widths 12-16, units 2-4) 0.36-0.64 s -> 0.25-0.39 s,
-    # 512 groups 0.10-0.20 s -> 0.06-0.11 s, the bounds within +-0.07% (the groups move by up
-    # to a unit); with a unit of half the width, as fast, and 0.1% less on 256 groups.
+    # 15, each LP cold): 1,024 groups (widths 12-16) 0.36-0.68 s -> 0.31-0.51 s in units of 2
+    # (the same bounds), 0.25-0.39 s in units of 3-4 (the bounds within +-0.07%: the groups
+    # move by up to a unit); with a unit of half the width, as fast, and 0.1% less on 256.
     PROVE_UNIT = 4
+    # and at most this: the duals of LPs in coarser units lift less over the real lengths (seed
+    # 380 case 5, L=16,384 depth 16, 256 groups: 255,831 lifted in units of 1 or 2, 254,973-
+    # 255,642 in units of 8, so 380/5 went out: 0.341%), and on 256-512 groups a unit past 2
+    # saved little (0.042 -> 0.036 s there). Whole seeds against units up to a quarter of the
+    # width: 317-412 with cases out 566 -> 567 of 576, 390-401 574 -> 574; the worst CPU
+    # second 1.08 -> 1.05.
+    PROVE_UNIT_MOST = 2
     # Of a warm grouped plan's time on a grid (`_paths.plan_up`), kept from its LP for the bound
     # from its duals (`_lift`: one pricing over the real lengths), where an LP bound is the best
     # and no lift proved it yet: cut by the budget before, it proved nothing

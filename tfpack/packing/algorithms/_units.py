@@ -66,18 +66,18 @@ def multiples(rounded: np.ndarray, unit: int) -> np.ndarray:
 def of_groups(histogram: np.ndarray, rows: int) -> int:
     """The unit of ``rows`` groups over the lengths present (`_groups.present`) rounded down:
     from L=12,288 (`Tuning.UNITS_FROM`), the largest divisor of L up to their width over
-    `Tuning.PROVE_UNIT`; 1 below.
+    `Tuning.PROVE_UNIT` and up to `Tuning.PROVE_UNIT_MOST`; 1 below.
 
     >>> h = np.zeros(16384, dtype=np.int64); h[[999, 5999, 16383]] = 1
-    >>> of_groups(h, 256), of_groups(h, 1024), of_groups(h[:8192], 256)  # widths 60, 15; L=8,192
-    (8, 2, 1)
+    >>> of_groups(h, 256), of_groups(h, 4096), of_groups(h[:8192], 256)  # widths 60, 3; L=8,192
+    (2, 1, 1)
     """
     max_length = len(histogram)
     if max_length < Tuning.UNITS_FROM:
         return 1
     present = np.flatnonzero(histogram)
     width = (int(present[-1]) - int(present[0]) + 1) // rows
-    return divisor(max_length, width // Tuning.PROVE_UNIT)
+    return divisor(max_length, min(Tuning.PROVE_UNIT_MOST, width // Tuning.PROVE_UNIT))
 
 
 def rounded_down_lp(search, rounded, max_sequences_per_pack, more_seeds, first, budget):
