@@ -193,7 +193,7 @@ def _best_value(lengths, bounds, values, max_length, depth, budget):
 
 
 def padded(packs) -> np.ndarray:
-    """Packs (tuples of lengths) as int64 rows, each padded with 0s: at least one a row.
+    """Packs (tuples of lengths) as int64 rows, each padded with at least one 0.
 
     >>> padded({(5, 3): 2, (4,): 1}).tolist()
     [[5, 3, 0], [4, 0, 0]]
@@ -249,4 +249,3 @@ def _worth(rows, lengths, bounds, values, max_length, max_sequences_per_pack) ->
         rows = np.where(fits[:, None], moved, rows)
         best = max(best, float(value[rows].sum(1).max()))
     return best
-
