@@ -323,3 +323,12 @@ def test_a_lift_is_skipped_only_where_it_could_not_prove_more(instance, points, 
                            known=known, useful=useful)
     priced = _lift.lifted(histogram, max_length, depth, group_lengths, duals, above=above)
     assert skipped == priced or skipped is None and priced <= useful
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 99), min_size=1, max_size=6).map(tuple), max_size=20))
+def test_padded_packs_are_their_lengths_then_zeros(packs):
+    rows = _lift.padded(dict.fromkeys(packs, 1))
+    width = max(map(len, packs), default=0) + 1
+    assert rows.shape == (len(set(packs)), width)
+    assert [tuple(int(v) for v in row if v) for row in rows] == list(dict.fromkeys(packs))

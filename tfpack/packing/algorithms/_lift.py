@@ -47,6 +47,7 @@ ceil(5/3 + 3/2) = 4 (the token bound says 3), and 4 packs do it: (5, 5),
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -198,9 +199,11 @@ def padded(packs) -> np.ndarray:
     >>> padded({(5, 3): 2, (4,): 1}).tolist()
     [[5, 3, 0], [4, 0, 0]]
     """
-    slots = max(map(len, packs), default=0) + 1
-    return np.array([pack + (0,) * (slots - len(pack)) for pack in packs],
-                    dtype=np.int64).reshape(-1, slots)
+    sizes = np.fromiter(map(len, packs), dtype=np.int64, count=len(packs))
+    rows = np.zeros((len(sizes), int(sizes.max(initial=0)) + 1), dtype=np.int64)
+    rows[np.arange(rows.shape[1]) < sizes[:, None]] = np.fromiter(
+        itertools.chain.from_iterable(packs), dtype=np.int64, count=int(sizes.sum()))
+    return rows
 
 
 def _at_most(rows, lengths, demand, bounds, values, max_length, max_sequences_per_pack):
