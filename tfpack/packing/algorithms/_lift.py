@@ -99,11 +99,11 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
             return 0, best, copies
         return _column_generation.ceil(math.fsum((demand * values).tolist()) / best), best, copies
 
+    if budget is not None and budget.expired():
+        return 0
     below = np.searchsorted(group_lengths, lengths, side="right") - 1
     below = np.where(below >= 0, np.asarray(duals, dtype=np.float64)[np.maximum(below, 0)], 0.0)
     moved = between + Tuning.LIFT_TOWARD_BELOW * (np.minimum(below, between) - between)
-    if budget is not None and budget.expired():
-        return 0
     if useful and known is not None and len(known):  # the best pack is worth at least theirs
         # (the second pricing only runs where it may prove more than ``above`` too)
         tries = [(between, useful)] + [(moved, max(useful, above or 0))] * (

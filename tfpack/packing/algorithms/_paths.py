@@ -349,17 +349,16 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
     while rows <= Tuning.PROVE_MOST_ROWS and budget.left() > grows() * took and \
             not search.done():
         began = budget.spent()
-        unit = _units.of_groups(histogram, rows)  # every group's start a multiple of it
-        rounded = _groups.rounded(histogram, _groups.present(
-            histogram, rows, Tuning.PROVE_ENDS, spike, unit), up=False)
-        if not _units.multiples(rounded, unit).any():  # all shorter than the unit
-            unit, rounded = 1, _groups.rounded(histogram, _groups.present(
-                histogram, rows, Tuning.PROVE_ENDS, spike), up=False)
-        lengths = (np.flatnonzero(_units.multiples(rounded, unit)) + 1) * unit  # in tokens
-        lp = _units.rounded_down_lp(search, _units.multiples(rounded, unit),
-                                    max_sequences_per_pack, [tuple(v // unit for v in pack) for
-                                                             pack in finer_packs(coarser, lengths)],
-                                    first, budget)
+        for unit in (_units.of_groups(histogram, rows), 1):  # each group's start a multiple
+            rounded = _groups.rounded(histogram, _groups.present(
+                histogram, rows, Tuning.PROVE_ENDS, spike, unit), up=False)
+            scaled = _units.multiples(rounded, unit)  # in units
+            if scaled.any():
+                break  # (else every length under the unit: in tokens)
+        lengths = (np.flatnonzero(scaled) + 1) * unit  # in tokens
+        lp = _units.rounded_down_lp(search, scaled, max_sequences_per_pack,
+                                    [tuple(v // unit for v in pack) for
+                                     pack in finer_packs(coarser, lengths)], first, budget)
         if lp is None:
             break
         coarser = [tuple(np.repeat(lengths[r], c).tolist()) for (r, c), x in
