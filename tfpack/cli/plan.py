@@ -12,7 +12,7 @@ Prints the plan's summary, or with ``--json`` only a JSON object
 ``metrics``) on stdout. `tfpack pack --plan` and `PackingPlan.load` read the
 file back.
 
-``--time-limit`` gives `optimal` that many seconds (CPU time), best fit
+``--time-limit`` gives `optimal` that many seconds (CPU time of its thread), best fit
 decreasing included (default 1; ``none``: no limit, the same plan on every machine).
 
 This module also holds the argument helpers `tfpack analyze` shares:

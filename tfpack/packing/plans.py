@@ -245,9 +245,10 @@ def plan(
         algorithm: one of `tfpack.packing.algorithm_names()`.
         seed: a non-negative integer, for algorithms with random choices
             (``greedy``); checked for every algorithm.
-        time_limit: seconds of CPU time ``optimal`` may plan for, best fit
-            decreasing included (1 by default: on an idle machine, about a
-            second; ``None``: no limit, and the same plan on every machine).
+        time_limit: seconds of CPU time (the calling thread's) ``optimal``
+            may plan for, best fit decreasing included (1 by default: on an
+            idle machine, about a second; ``None``: no limit, and the same
+            plan on every machine).
             When it ends, the best plan found and the best bound proven so far
             are returned (a first LP is always solved where its size is
             bounded, so the largest histograms take up to about 2 s).

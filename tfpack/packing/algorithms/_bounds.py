@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfpack.packing.algorithms import _budget
+
 # Preference among equal bounds: the simplest explanation first.
 KINDS = ("tokens", "sequences", "windows", "long", "pairs", "lp")
 
@@ -106,7 +108,7 @@ def slots_share(histogram: np.ndarray, max_sequences_per_pack: int | None) -> fl
     """
     max_length = len(histogram)
     shorter = histogram[:-1]
-    tokens = np.arange(1, max_length, dtype=np.float64) @ shorter
+    tokens = _budget.dot(np.arange(1, max_length), shorter)
     if max_sequences_per_pack is None or tokens <= 0:
         return 0.0
     return float(shorter.sum() / (tokens / max_length * max_sequences_per_pack))

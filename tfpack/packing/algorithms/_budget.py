@@ -1,11 +1,16 @@
 """The `optimal` planner's time budget: a deadline every phase checks.
 
-The clock is the CPU time of this process (`time.process_time`): on an idle
-machine that is the wall time, and on a shared one the plan does not get
+The clock is the CPU time of the calling thread (`time.thread_time`): on an
+idle machine that is the wall time, and on a shared one the plan does not get
 worse because other jobs took the cores (the Wikipedia-512 plan at depth 3
-takes 0.4 s of CPU and 2 s of wall time at a load of 10 on 2 cores). HiGHS
-gets the seconds left as its own (wall) ``time_limit``, scaled by the wall
-time per CPU second seen so far (`wall_left`).
+takes 0.4 s of CPU and 2 s of wall time at a load of 10 on 2 cores). Nor
+because other threads of the same process are busy: a tf.data pipeline or a
+training step beside the plan, or BLAS's threads spinning after a product
+(`dot`), which the process's clock counted (up to 0.4 s of a 1 s plan at
+L=16,384: session 16). Every phase of a plan runs on the calling thread
+(HiGHS and the compiled kernels included). HiGHS gets the seconds left as
+its own (wall) ``time_limit``, scaled by the wall time per CPU second seen
+so far (`wall_left`).
 
 Column generation, its LP solves (HiGHS's own ``time_limit``), dives and the
 length-group path all ask the budget before each step; a phase that runs out
@@ -24,6 +29,8 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 
 class OutOfTime(Exception):
     """An LP solve was stopped by the budget before it was optimal."""
@@ -33,7 +40,7 @@ class Budget:
     """A deadline ``seconds`` from now (``None``: none).
 
     Args:
-        seconds: the CPU time allowed, or ``None`` for no limit.
+        seconds: the CPU time allowed (of the calling thread), or ``None`` for no limit.
         clock: the clock (seconds); tests may pass their own.
 
     >>> Budget(None).left()
@@ -42,7 +49,7 @@ class Budget:
     True
     """
 
-    def __init__(self, seconds: float | None, clock=time.process_time):
+    def __init__(self, seconds: float | None, clock=time.thread_time):
         self._clock = clock
         self.end = math.inf if seconds is None else clock() + seconds
         self._started = clock(), time.perf_counter()
@@ -89,3 +96,19 @@ class Budget:
         if self.limited:
             child.end = self._clock() + fraction * self.left()
         return child
+
+
+def dot(a, b) -> float:
+    """``a . b`` in float64, summed by numpy rather than BLAS.
+
+    OpenBLAS runs a float dot product of more than 10,000 terms on its threads,
+    which then spin for about 0.1 s of CPU waiting for more work. On long
+    contexts (L and lengths past 10,000) the planner's dot products woke them
+    several times a plan: CPU that no plan used, burnt on another core (at
+    L=16,384 depth 4, the rounded-down LPs after a lift ran 1.7x slower on the
+    process's clock). Integer products never reach BLAS: ``@`` stays for them.
+
+    >>> dot(np.arange(4), np.full(4, 0.5))
+    3.0
+    """
+    return float(np.multiply(a, b, dtype=np.float64).sum())

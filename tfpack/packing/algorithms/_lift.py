@@ -121,8 +121,8 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
     if above is None or best <= 0.0 or copies is None or not Tuning.LIFT_TOWARD_BELOW:
         return bound
     priced = _column_generation.plateaus(moved)
-    worth = float(copies @ priced)
-    if worth > 0.0 and _column_generation.ceil(float(demand @ priced) / worth) > max(bound, above):
+    worth = _budget.dot(copies, priced)
+    if worth > 0.0 and _column_generation.ceil(_budget.dot(demand, priced) / worth) > max(bound, above):
         try:
             bound = max(bound, farley(moved)[0])
         except _budget.OutOfTime:
@@ -210,7 +210,7 @@ def _at_most(rows, lengths, demand, bounds, values, max_length, max_sequences_pe
     """The most Farley's bound at ``values`` can be: ``demand . values`` over what the packs
     ``rows`` (`padded`), bettered by `_worth`, are worth (the best pack is worth more)."""
     worth = _worth(rows, lengths, bounds, values, max_length, max_sequences_per_pack)
-    return _column_generation.ceil(float(demand @ values) / worth) if worth > 0.0 else math.inf
+    return _column_generation.ceil(_budget.dot(demand, values) / worth) if worth > 0.0 else math.inf
 
 
 def _worth(rows, lengths, bounds, values, max_length, max_sequences_per_pack) -> float:

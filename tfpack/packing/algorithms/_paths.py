@@ -541,7 +541,7 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     """
     max_length = len(histogram)
     # float64: tokens lost may pass 2**63 where the tokens do not (2**59 ones, units of 32)
-    loss = (-np.arange(1, max_length + 1) % unit).astype(np.float64) @ histogram
+    loss = _budget.dot(-np.arange(1, max_length + 1) % unit, histogram)
     if loss <= (Tuning.HALF_GRID_LOSS if half else Tuning.GRID_LOSS) * tokens_bound * max_length:
         return unit, starts
     half = loss <= Tuning.GRID_LOSS * tokens_bound * max_length

@@ -52,7 +52,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         max_length: tokens per pack.
         max_sequences_per_pack: sequences per pack, or ``None`` for no limit.
         seed: unused; the algorithm is deterministic (without a time limit).
-        time_limit: seconds (CPU time of this process, `_budget`) from the
+        time_limit: seconds (CPU time of the calling thread, `_budget`) from the
             call, best fit decreasing included, or ``None`` for no limit; when it
             ends, the best plan found so far is returned with the best bound
             proven so far.
@@ -214,5 +214,5 @@ def _full_windows_pay(histogram: np.ndarray) -> bool:
     max_length = len(histogram)
     if max_length < Tuning.LONG_CONTEXT_FROM:
         return True
-    tokens = np.arange(1, max_length + 1, dtype=np.float64) @ histogram
+    tokens = _budget.dot(np.arange(1, max_length + 1), histogram)
     return bool(histogram[-1] * float(max_length) >= Tuning.FULL_FIRST_SPIKE * tokens)

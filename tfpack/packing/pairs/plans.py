@@ -193,7 +193,7 @@ def plan_pairs(histogram, max_length, max_sequences_per_pack, algorithm: str = "
         algorithm: one of `tfpack.packing.pairs.algorithms.names()`:
             ``greedy`` (seqio's next fit), ``ffd``, ``optimal``.
         seed: for ``greedy``'s order.
-        time_limit: CPU seconds ``optimal`` tries candidates for (the
+        time_limit: CPU seconds (the calling thread's) ``optimal`` tries candidates for (the
             binding side's first two one-length plans get 70% and 45% of
             it, later ones 30% of what is left), or ``None`` (all
             candidates, the same plan on every machine). The candidate running
