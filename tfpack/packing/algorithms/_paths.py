@@ -215,9 +215,9 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
             # The bound on groups of the lengths present (`prove_down`), finer while time lasts;
             # on long contexts, where it stays below the token bound, its packs only seed the
             # plan's LP: a finer one sooner.
-            proving = prove_down(search, histogram, max_length, max_sequences_per_pack,
-                                 budget.share(Tuning.PROVE_SHARE),
-                                 seeding=Tuning.LONG_PROVE_GROWTH if long else None)
+            proving = prove_down(search, histogram, max_length, max_sequences_per_pack, budget.share(
+                Tuning.LONG_PROVE_SHARE if long else Tuning.PROVE_SHARE),
+                seeding=Tuning.LONG_PROVE_GROWTH if long else None)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
             elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and (

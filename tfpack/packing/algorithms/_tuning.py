@@ -230,6 +230,15 @@ class Tuning:
     # the bound 123,912: 0.225%; with a third, 124,159); a fifth lost the LP bound on 3 of
     # the long-context suite's cases, a third on 1 of them (L=16,384 depth 12).
     PROVE_SHARE = 0.33
+    # and from `LONG_CONTEXT_FROM` to `LONG_PROVE_BELOW`, this. Once the budget counted only the
+    # planner's thread (session 16), the narrow cases (documents of about L / 3, the bound what
+    # is loose) reached their 1,024-group LP within it: of the 88 long-context cases ever out by
+    # 0.17% (sessions 14-15, in one process, two at a time) 73 within with 0.33, 75 with 0.25,
+    # 76 with 0.4 (mean gap 0.173% -> 0.167%; 317/9, 375/7, 378/7, 434/17 in; 431/12 out at
+    # 0.201%), 77 with 0.45, 76 with 0.5 (402/21 0.352% -> 0.209% at 0.4, 0.26% at 0.45-0.5).
+    # Fresh seeds 474-485, whole: 576 of 576 within with 0.33 and 0.4 (mean gap 0.0382% ->
+    # 0.0386%; 476/31 0.091% -> 0.139%): narrow documents are rare there.
+    LONG_PROVE_SHARE = 0.4
     # Groups of the first bound there (`_paths.prove_down`), then twice as many while its
     # time lasts: 256 converged in 0.04-0.2 s of CPU on the long-context suite's cases where
     # the bound was loose, 512 in 0.1-0.65 s (0.3 s is about that time at the default 1 s).
