@@ -122,7 +122,8 @@ def lifted(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int |
         return bound
     priced = _column_generation.plateaus(moved)
     worth = _budget.dot(copies, priced)
-    if worth > 0.0 and _column_generation.ceil(_budget.dot(demand, priced) / worth) > max(bound, above):
+    if worth > 0.0 and \
+            _column_generation.ceil(_budget.dot(demand, priced) / worth) > max(bound, above):
         try:
             bound = max(bound, farley(moved)[0])
         except _budget.OutOfTime:
