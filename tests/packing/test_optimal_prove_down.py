@@ -64,12 +64,12 @@ def test_present_groups_in_units_start_at_multiples_of_the_unit():
     histogram[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1
     starts = _groups.present(histogram, 2, ends=0, unit=4)
     assert starts.tolist() == [1, 40, 72]
-    units = _units.multiples(_groups.rounded(histogram, starts, up=False), 4)
+    units = _units.in_units(_groups.rounded(histogram, starts, up=False), 4, up=True)
     assert np.flatnonzero(units).tolist() == [9, 17] and units[[9, 17]].tolist() == [8, 1]
     histogram[2] = 1  # a 3: rounded down to 1, dropped in units
     assert _groups.present(histogram, 2, ends=0, unit=4).tolist() == [1, 52]
-    assert _units.multiples(_groups.rounded(histogram, np.array([1, 52]), up=False), 4).sum() \
-        == 1
+    rounded = _groups.rounded(histogram, np.array([1, 52]), up=False)
+    assert _units.in_units(rounded, 4, up=True).sum() == 1
 
 
 def test_the_unit_of_the_groups_is_a_quarter_of_their_width_from_long_contexts(monkeypatch):

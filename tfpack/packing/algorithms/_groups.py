@@ -116,7 +116,7 @@ def present(histogram: np.ndarray, rows: int, ends: int, spike=False, unit: int 
     the lengths between them are cut into groups of equal width. With ``unit``,
     the width is a multiple of it and each start is rounded down to one (1 where
     that is 0): rounded down, every length is then a multiple of ``unit`` (or 1),
-    and the problem is solved in units (`_units.multiples`).
+    and the problem is solved in units (`_units.in_units`).
 
     >>> h = np.zeros(100, dtype=np.int64)
     >>> h[[39, 40, 41, 42, 43, 44, 45, 46, 99]] = 1  # 40-47 and 100

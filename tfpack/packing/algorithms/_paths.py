@@ -352,7 +352,7 @@ def prove_down(search: Search, histogram, max_length, max_sequences_per_pack,
         for unit in (_units.of_groups(histogram, rows), 1):  # each group's start a multiple
             rounded = _groups.rounded(histogram, _groups.present(
                 histogram, rows, Tuning.PROVE_ENDS, spike, unit), up=False)
-            scaled = _units.multiples(rounded, unit)  # in units
+            scaled = _units.in_units(rounded, unit, up=True)  # the multiples, in units
             if scaled.any():
                 break  # (else every length under the unit: in tokens)
         lengths = (np.flatnonzero(scaled) + 1) * unit  # in tokens

@@ -23,8 +23,7 @@ from tfpack.packing.algorithms import (_best_fit, _bounds, _budget, _column_gene
                                        _lp_plan)
 from tfpack.packing.algorithms._tuning import Tuning
 
-__all__ = ["divisor", "in_units", "multiples", "of_groups", "rounded_down_lp", "finer_units",
-           "finer_unit"]
+__all__ = ["divisor", "in_units", "of_groups", "rounded_down_lp", "finer_units", "finer_unit"]
 
 
 def divisor(max_length: int, most: int) -> int:
@@ -35,13 +34,18 @@ def divisor(max_length: int, most: int) -> int:
 def in_units(rounded: np.ndarray, unit: int, *, up: bool) -> np.ndarray:
     """A histogram rounded to multiples of ``unit`` (`_groups.rounded`), in those units.
 
-    Up, every length is a multiple of ``unit`` already. Down, lengths are group
+    Up, the lengths that are multiples of ``unit`` (``k unit`` -> ``k``), the others
+    dropped: every length is one where rounded up, and where rounded down to one or
+    to 1 (`_groups.present` with ``unit``, `_paths.prove_down`) dropping the 1s is a
+    relaxation too (fewer sequences, each pack's lengths only shrink). Down, lengths are group
     starts ``k unit + 1``: in units, ``k`` (at most ``unit`` tokens less), and
     sequences shorter than a unit are dropped: fewer sequences need no more
     packs, so the bound stays valid.
 
     >>> in_units(np.array([0, 0, 0, 2, 0, 0, 0, 1]), 4, up=True).tolist()
     [2, 1]
+    >>> in_units(np.array([1, 0, 0, 2, 0, 0, 0, 3]), 4, up=True).tolist()  # the 1 dropped
+    [2, 3]
     >>> in_units(np.array([3, 0, 0, 0, 2, 0, 0, 0]), 4, up=False).tolist()
     [2, 0]
     """
@@ -49,18 +53,6 @@ def in_units(rounded: np.ndarray, unit: int, *, up: bool) -> np.ndarray:
         return rounded[unit - 1:: unit].copy()
     scaled = rounded[unit:: unit].copy()  # lengths unit + 1, 2 unit + 1, ...: k = 1, 2, ...
     return np.concatenate([scaled, np.zeros(len(rounded) // unit - len(scaled), dtype=np.int64)])
-
-
-def multiples(rounded: np.ndarray, unit: int) -> np.ndarray:
-    """The lengths of ``rounded`` that are multiples of ``unit``, in units (``k unit`` -> ``k``);
-    the others dropped. Where each length was rounded down to a multiple or to 1
-    (`_groups.present` with ``unit``), a relaxation too: each pack's lengths only shrink,
-    in units of ``max_length / unit`` (``unit`` divides it), or leave it.
-
-    >>> multiples(np.array([1, 0, 0, 2, 0, 0, 0, 3]), 4).tolist()
-    [2, 3]
-    """
-    return rounded[unit - 1:: unit].copy()
 
 
 def of_groups(histogram: np.ndarray, rows: int) -> int:
