@@ -448,7 +448,8 @@ def test_the_half_grid_only_where_the_rounded_down_lp_stays_below_the_token_boun
 
 def test_a_grid_plan_is_refined_on_twice_the_groups_of_the_same_grid(monkeypatch):
     """`_refine` after a plan on a finer grid: twice the balanced groups, on the same grid,
-    until they would be one a grid length; each plan a candidate."""
+    until they would be fewer than `Tuning.REFINE_MORE_ROWS` times the last plan's (nearly one
+    a grid length: half the unit next); each plan a candidate."""
     histogram = _units_case(monkeypatch, lossy=True, less=np.arange(1, 31))  # 150 lengths
     monkeypatch.setattr(Tuning, "REFINE_LEFT", 0.0)
     monkeypatch.setattr(Tuning, "LP_GAP", 0.0)  # "within" only at the bound itself
@@ -463,7 +464,7 @@ def test_a_grid_plan_is_refined_on_twice_the_groups_of_the_same_grid(monkeypatch
     assert_valid(result, histogram, 1024, 16)
     assert grids[0][:2] == (4, 32) and {unit for unit, _, _ in grids} == {4}
     assert all(rows == 2 * made for (_, _, made), (_, rows, _) in zip(grids, grids[1:]))
-    assert len(grids) >= 3 and grids[-1][2] <= grids[-2][2]  # until no more groups come
+    assert len(grids) >= 3 and grids[-1][2] < Tuning.REFINE_MORE_ROWS * grids[-2][2]
     assert result.counts.sum() == min(p for p in offered if p is not None)
 
 

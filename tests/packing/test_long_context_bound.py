@@ -162,6 +162,27 @@ def test_a_warm_finer_plan_starts_with_as_much_time_left_as_the_last_took(monkey
 
 
 
+def test_a_finer_plan_goes_to_half_the_unit_where_the_grid_is_nearly_all_used(monkeypatch):
+    """Seven lengths at L=64 in units of 4: 8 balanced groups, then 13 (of the grid's 16);
+    twice 13 asked gives 14, under `Tuning.REFINE_MORE_ROWS` (1.25) times 13: the next plan
+    is on the grid of 2, then of 1. (Before, a plan on those 14 groups, the same 6 lengths
+    in units, came first: long-context 447/1 planned 554, 576, 581 and 582 rows in units of
+    6 for 4 packs, 0.218%; now 554 then 1,661 in units of 3, 0.189%.)"""
+    calls = []
+
+    def plan_up(search, histogram, lengths, demand, length, depth, simple, starts, unit, *a, **k):
+        calls.append((unit, len(starts), len(lengths)))
+
+    monkeypatch.setattr(_paths, "plan_up", plan_up)
+    histogram = make_histogram(64, {7: 4, 8: 9, 19: 3, 22: 5, 30: 2, 41: 6, 50: 1})
+    search = _paths.Search({"tokens": 1})
+    search.packs = 10 ** 6
+    _paths.refine(search, histogram, 64, None, _paths.on_grid(histogram, 4, 8), 4,
+                  _budget.Budget(None))
+    assert len(_paths.on_grid(histogram, 4, 26)) == 14
+    assert calls == [(4, 13, 6), (2, 32, 6), (1, 64, 7)]
+
+
 class Proving(Exception):
     """`prove_down` was called."""
 

@@ -342,6 +342,9 @@ class Tuning:
     # one (seed 0's case 29, L=12,288 depth 16: 0.5 s left after a 0.3 s plan; its finer plan
     # made 221,694 -> 221,442-221,495 packs on 221,120: 0.260% -> 0.146%-0.170%).
     REFINE_GROWTH = 1.0
+    # A finer plan on the same grid of units (`_paths.refine`) only where its groups are this
+    # many times the last plan's; else on half the unit.
+    REFINE_MORE_ROWS = 1.25
     # Where the depth binds, `_units.finer_units` bounds on the finest unit whose LP takes about
     # (rows x the last LP's time per row) x this, within the time left: at L=12,288 depth 8
     # (`planners_long_context.py --seed 3`, case 10) LPs in units of 12, 6, 4, 3 took 0.09,
