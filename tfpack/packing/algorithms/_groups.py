@@ -140,6 +140,38 @@ def present(histogram: np.ndarray, rows: int, ends: int, spike=False, unit: int 
     return np.unique(edges[edges <= max_length])
 
 
+def split(starts: np.ndarray, lengths: np.ndarray, demand: np.ndarray, duals: np.ndarray,
+          most: int, unit: int = 1) -> np.ndarray:
+    """Group starts with up to ``most`` groups split in two: where rounding down loses most.
+
+    ``lengths`` (ascending, tokens), ``demand`` and ``duals`` are the rows of an LP on
+    ``starts`` rounded down (`rounded`): each row a group's start and its sequences.
+    Rounded down to its start, a group's sequences are valued as that length is, while
+    those near its end are worth about what the next group's start is: the bound it
+    loses grows with ``demand x (next dual - own dual)``. The ``most`` groups where that
+    is largest are cut at their middle (a multiple of ``unit``, as the starts are), and
+    only groups at least two units wide. Where the duals rise in steps (three lengths
+    just over L / 3 no longer fit), the splits go there, not across the flat stretches
+    that uniform groups refine too (long-context 429/7: 206,136 on 689 groups, 206,052
+    on 820 of equal width).
+
+    >>> starts = np.array([1, 5, 9, 13])  # the group 5-8 holds 10 sequences, the dual jumps after
+    >>> split(starts, np.array([1, 5, 9]), np.array([1, 10, 1]), np.array([0.1, 0.2, 0.5]),
+    ...       most=1).tolist()
+    [1, 5, 7, 9, 13]
+    """
+    ends = np.append(starts[1:], int(lengths[-1]) + 1 if len(lengths) else 1)
+    group = np.searchsorted(starts, lengths, side="right") - 1
+    jump = np.append(np.diff(duals), 0.0)
+    width = ends[group] - starts[group]
+    gain = np.where(width >= 2 * unit, demand * np.maximum(jump, 0.0), 0.0)
+    chosen = np.argsort(-gain, kind="stable")[:most]
+    chosen = chosen[gain[chosen] > 0.0]
+    middles = (starts[group[chosen]] + width[chosen] // 2) // unit * unit
+    middles = middles[middles > starts[group[chosen]]]
+    return np.unique(np.concatenate([starts, middles]).astype(np.int64))
+
+
 def real_packs(strategies: list[tuple[int, ...]], counts: np.ndarray, histogram: np.ndarray,
                starts: np.ndarray) -> dict[tuple[int, ...], int]:
     """The real lengths of ``histogram`` in the slots of a plan for its rounded-up histogram.

@@ -246,6 +246,17 @@ class Tuning:
     # and at most this many: with more, its LP stops at `ROW_ROUNDS` rounds far from its
     # optimum (1,351 rows cut there at 215,271 on the case above, 1,024 at 226,662).
     PROVE_MOST_ROWS = 1024
+    # From this many, the next LP's groups are the last one's with this many split where its
+    # duals rise most (`_groups.split`), not twice as many of equal width. On the narrow long
+    # contexts (no time limit, each LP from the last one's packs), 512 groups then 128 split a
+    # time: 429/7 206,034 on 561 groups (0.24 s of CPU in all), 206,136 on 689 (0.40 s);
+    # 1,024 of equal width proved 206,052 on 820 (0.29 s). 438/9: 358,936 on 680 groups, 358,759
+    # on 812. With 256 split a time, or 128 with no check of what a split LP may gain
+    # (`_paths.prove_down`), the same within the spread on the hard cases (74-76 of 88), and
+    # the resumed LPs took the plans' time on fresh seeds. With the check, fresh seeds 498-509:
+    # 576 of 576 within (575 before: 501/31 0.228% -> 0.165%), mean gap 0.0454% -> 0.0455%.
+    PROVE_SPLIT_FROM = 512
+    PROVE_SPLITS = 128
     # Twice the groups, started from the last LP's columns, took 1.2-1.9x the time there
     # (0.05 -> 0.08 -> 0.17 s; 0.12 -> 0.14 -> 0.27 s): a finer LP that would be cut proves
     # little, so it starts only with this many times the last one's time left (2.5 kept
