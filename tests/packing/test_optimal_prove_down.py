@@ -271,3 +271,27 @@ def test_a_split_lp_starts_only_where_gaining_as_much_as_the_last_would_prove_mo
         search = _paths.Search({"tokens": 100, "lp": best})
         _paths.prove_down(search, histogram, 12, None, _budget.Budget(None), 2, 0.0, (), last)
         assert len(calls) == runs, best
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=4, max_size=40), st.sampled_from([1, 2, 4]),
+       st.integers(0, 12), st.data())
+def test_split_only_adds_starts_inside_groups_two_units_wide(counts, unit, most, data):
+    """Whatever the duals: the starts kept, at most ``most`` added, each a multiple of the
+    unit strictly inside a group at least two units wide, and none in a group twice."""
+    histogram = np.array(counts, dtype=np.int64)
+    starts = _groups.present(histogram, data.draw(st.integers(1, 8)), 0, unit=unit)
+    rounded = _units.in_units(_groups.rounded(histogram, starts, up=False), unit, up=True)
+    lengths = (np.flatnonzero(rounded) + 1) * unit
+    duals = np.sort(data.draw(st.lists(st.floats(0, 1), min_size=len(lengths),
+                                       max_size=len(lengths))))
+    split = _groups.split(starts, lengths, rounded[lengths // unit - 1], np.array(duals),
+                          most, unit)
+    added = np.setdiff1d(split, starts)
+    assert set(starts.tolist()) <= set(split.tolist()) and len(added) <= most
+    assert np.all(added % unit == 0)
+    group = np.searchsorted(starts, added, side="right") - 1
+    ends = np.append(starts[1:], len(histogram) + 1)
+    assert np.all(added > starts[group]) and np.all(added < ends[group])
+    assert np.all(ends[group] - starts[group] >= 2 * unit)
+    assert len(set(group.tolist())) == len(group)
