@@ -354,7 +354,11 @@ class Tuning:
     # made 221,694 -> 221,442-221,495 packs on 221,120: 0.260% -> 0.146%-0.170%).
     REFINE_GROWTH = 1.0
     # A finer plan on the same grid of units (`_paths.refine`) only where its groups are this
-    # many times the last plan's; else on half the unit.
+    # many times the last plan's; else on half the unit. Before, it went on while the grid gave
+    # any more (long-context 447/1: 554, 576, 581, 582 rows in units of 6, 4 packs for 0.24 s of
+    # CPU, 0.218%; now 554 then 1,661 in units of 3, 0.189%). The 88 hard cases 76 -> 77 of 88
+    # (twice); fresh seeds 498-509 mean gap 0.0454% on both (5 closer, 3 further); the main
+    # suite's plans the same.
     REFINE_MORE_ROWS = 1.25
     # Where the depth binds, `_units.finer_units` bounds on the finest unit whose LP takes about
     # (rows x the last LP's time per row) x this, within the time left: at L=12,288 depth 8
