@@ -5,9 +5,12 @@ sequence in place of a smaller one where it fits (the two-length settle kernel o
 """
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tfpack.packing.algorithms import _budget, _spread_fill, _spread_settle, optimal
 from tfpack.packing.algorithms._tuning import Tuning
+from tfpack.packing.compiled import kernels
 
 from test_spread_fill import Stub  # a budget that never ends
 
@@ -115,3 +118,52 @@ def test_optimal_settles_the_spread_fill(monkeypatch):
     assert int(optimal.pack(histogram, 12288, 8, seed=0).counts.sum()) == 20
     monkeypatch.setattr(Tuning, "SPREAD_SETTLE", ())
     assert int(optimal.pack(histogram, 12288, 8, seed=0).counts.sum()) == 21
+
+
+def test_the_kernel_places_nothing_once_its_seconds_are_spent():
+    # The module example as sequences: {6, 2} (pack 0), {3} (pack 1, dissolved), {8} (pack 2).
+    # With no time, the 3 is left out (-1) and the others stay; without a limit, it is placed.
+    pack, lengths = np.array([0, 0, 1, 2]), np.array([6, 2, 3, 8])
+    args = (pack.tobytes(), lengths.tobytes(), np.ones(4, dtype=np.int64).tobytes(), 3, 10, 3, 3, 1,
+            100)
+    assert np.frombuffer(kernels.settle(*args, 1e-9), dtype=np.int64).tolist() == [0, 0, -1, 2]
+    assert np.frombuffer(kernels.settle(*args), dtype=np.int64).tolist() == [0, 2, 0, 2]
+    assert np.frombuffer(kernels.settle(*args, 60.0), dtype=np.int64).tolist() == [0, 2, 0, 2]
+
+
+def plan_sequences(plan):
+    return sorted(length for strategy, number in plan.items() for length in strategy * number)
+
+
+def test_a_plan_settled_keeps_its_full_packs_and_every_sequence():
+    # The module example, with full packs beside it: {5, 5} and {4, 3, 3} stay as they are.
+    plan = {(6, 2): 1, (3,): 1, (8,): 1, (5, 5): 2, (4, 3, 3): 1}
+    settled = _spread_settle.settled_plan(plan, 10, 3, UNLIMITED, [(0.2, 2)], 0.1)
+    assert settled == {(6, 3): 1, (8, 2): 1, (5, 5): 2, (4, 3, 3): 1}
+    # Nothing dissolved (a share of under one pack) or no pass: the plan as it was.
+    assert _spread_settle.settled_plan(plan, 10, 3, UNLIMITED, [(0.1, 2)], 0.1) is plan
+    assert _spread_settle.settled_plan(plan, 10, 3, UNLIMITED, [], 0.1) is plan
+    full = {(5, 5): 3, (10,): 1}  # no pack with room: nothing to move
+    assert _spread_settle.settled_plan(full, 10, 3, UNLIMITED, [(0.5, 2)], 0.1) is full
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=4), min_size=1, max_size=60),
+       st.sampled_from([0.05, 0.2, 0.5]), st.sampled_from([0.1, 1.0]))
+def test_a_settled_plan_holds_the_same_sequences_in_packs_that_fit(packs, share, moves):
+    # Random packs of at most 4 sequences, each cut to fit 60 tokens.
+    plan = {}
+    for pack in packs:
+        kept = []
+        for length in pack:
+            if sum(kept) + length <= 60:
+                kept.append(length)
+        strategy = tuple(sorted(kept, reverse=True))
+        plan[strategy] = plan.get(strategy, 0) + 1
+    settled = _spread_settle.settled_plan(plan, 60, 4, UNLIMITED, [(share, 4), (share, 2)], moves)
+    assert plan_sequences(settled) == plan_sequences(plan)
+    assert all(sum(s) <= 60 and 1 <= len(s) <= 4 and list(s) == sorted(s, reverse=True)
+               for s in settled)
+    assert all(number > 0 for number in settled.values())
+    assert sum(settled.values()) <= sum(plan.values())
+

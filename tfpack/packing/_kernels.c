@@ -54,13 +54,14 @@
  *     the greedy would pick the same (a pair left fewer only loses its turn).
  *     pack, a, b: bytes of int64, one per pair, in the order placed.
  *
- *   settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves) -> pack
+ *   settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds]) -> pack
  *     The pass of tfpack/packing/pairs/_settle.py's module notes on a plan (pack, a, b: bytes
  *     of int64, one per pair; pack ids 0..packs-1): the `dissolve` packs of least
  *     sum of e * Ld + d * Le emptied, their pairs (largest first) each put in the tightest
  *     place, a pack's room or a smaller pair's slot (that pair then re-placed), at most
- *     `most_moves` placements; pack: bytes of int64, -1 for a pair left out. The pairs of
- *     full packs are neither listed nor slotted (they cannot move).
+ *     `most_moves` placements, and none after `seconds` of the calling thread's CPU time from
+ *     the call (where given and positive); pack: bytes of int64, -1 for a pair left out. The
+ *     pairs of full packs are neither listed nor slotted (they cannot move).
  *
  *   pair_slots(strategies, counts, max_input, max_target, depth) -> (broken, slots)
  *     The check of tfpack/packing/pairs/checks.py's invariants 1-3 on every strategy of a
@@ -114,6 +115,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------------ pricing */
 
@@ -1267,7 +1269,14 @@ static void least_first(int64_t *keys, int64_t n, int64_t m) {
     }
 }
 
-/* settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves) -> pack
+/* The calling thread's CPU seconds (the clock of tfpack/packing/algorithms/_budget.py). */
+static double thread_seconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+/* settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds]) -> pack
  *   The pass of tfpack/packing/pairs/_settle.py's module notes: the `dissolve` packs of least
  *   e * Ld + d * Le empty; their pairs, largest first, go where they fit tightest, into a pack's
  *   room or in place of a smaller pair (which joins them). pack: bytes of int64, -1 where a pair
@@ -1276,8 +1285,11 @@ static PyObject *settle(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer pv, av, bv;
     long long packs, le, ld, depth, dissolve, most_moves;
-    if (!PyArg_ParseTuple(args, "y*y*y*LLLLLL", &pv, &av, &bv, &packs, &le, &ld, &depth, &dissolve, &most_moves))
+    double seconds = 0.0;
+    if (!PyArg_ParseTuple(args, "y*y*y*LLLLLL|d", &pv, &av, &bv, &packs, &le, &ld, &depth, &dissolve, &most_moves,
+                          &seconds))
         return NULL;
+    double deadline = seconds > 0 ? thread_seconds() + seconds : INFINITY;
     PyObject *result = NULL;
     Py_ssize_t n = pv.len / 8;
     int64_t *mem = NULL, *heap = NULL, *order = NULL;
@@ -1349,6 +1361,7 @@ static PyObject *settle(PyObject *self, PyObject *args) {
     for (int64_t j = 0; j < packs; j++)
         if (!dead[j] && (p.re[j] || p.rd[j])) reslot(&s, &p, j);
     for (int64_t moves = 0; count && moves < most_moves; moves++) {
+        if (!(moves & 1023) && deadline < INFINITY && thread_seconds() > deadline) break;
         int64_t r = heap[0], at = 0;
         heap[0] = heap[--count];
         for (;;) { /* sift down */

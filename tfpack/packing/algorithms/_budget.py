@@ -67,6 +67,18 @@ class Budget:
         cpu, wall = self._clock() - self._started[0], time.perf_counter() - self._started[1]
         return self.left() * max(1.0, wall / cpu if cpu > 0.05 else 1.0)
 
+    def kernel_seconds(self) -> float:
+        """`left` for a compiled kernel that reads the thread's CPU clock itself (at least 1 ns),
+        or 0 (its "no limit") without a limit or on another clock (a counting clock of the
+        tests, where the kernel ends by its own rules and the plan stays deterministic).
+
+        >>> Budget(None).kernel_seconds(), Budget(1.0, clock=lambda: 0.0).kernel_seconds()
+        (0.0, 0.0)
+        """
+        if not self.limited or self._clock is not time.thread_time:
+            return 0.0
+        return max(self.left(), 1e-9)
+
     def expired(self) -> bool:
         return self.limited and self._clock() >= self.end
 

@@ -1,4 +1,4 @@
-"""Settling the spread fill's packs: the least-filled dissolved, their sequences moved into the others.
+"""Settling packs: the least-filled dissolved, their sequences moved into the others' room.
 
 The spread fill (`_spread_fill`) and the class fill (`_class_fill`) leave
 their waste spread over many packs, a few tokens each, besides their last
@@ -27,6 +27,12 @@ fill's packs of 187/42 0.183% -> 0.136%. `optimal` runs two passes after each
 try (`Tuning.SPREAD_SETTLE`) and three more on the best where the tries end
 without giving up (`Tuning.SPREAD_SETTLE_LAST`).
 
+`settled_plan` runs the same passes on any plan (packs -> how many), its
+packs with free tokens given to the kernel as sequences: `optimal` settles
+its best plan so on long contexts (`Tuning.PLAN_SETTLE`), where the grouped
+LP's plans leave a few dozen tokens in most packs (long-context 403/16,
+L=12,288 depth 6: 25 a pack, 0.206% above the token bound; settled, 0.101%).
+
 Packs of 10 tokens, 3 sequences: {6, 2}, {3} and {8}; the {3} dissolved (a third of the packs),
 its 3 takes the place of the 2 (room 2 + 2), and the 2 goes into the room of the {8}:
 
@@ -39,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfpack.packing.algorithms import _budget, _spread_fill
+from tfpack.packing.algorithms import _budget, _spread_fill, greedy
 from tfpack.packing.compiled import kernels
 
 __all__ = ["settled"]
@@ -50,7 +56,7 @@ _MOVES = 0.1
 
 
 def settled(rows: np.ndarray, max_length: int, depth: int, budget: _budget.Budget, passes,
-            enough: int) -> np.ndarray:
+            enough: int, moves: float = _MOVES) -> np.ndarray:
     """``rows`` (packs a row each, 0: an empty slot) after a pass (`_pass`) at each ``(share,
     batch)`` of ``passes`` in turn, each on the fewest packs so far; while more than ``enough``
     packs, and ``budget`` has not ended and has as much time left as the last pass took.
@@ -64,17 +70,17 @@ def settled(rows: np.ndarray, max_length: int, depth: int, budget: _budget.Budge
         if len(rows) <= enough or budget.expired() or budget.left() < took:
             break
         start = budget.spent()
-        found = _pass(rows, max_length, depth, share, batch, budget)
+        found = _pass(rows, max_length, depth, share, batch, budget, moves)
         took = budget.spent() - start
-        if found is not None and len(found) < len(rows):
+        if len(found) < len(rows):
             rows = found
     return rows
 
 
 def _pass(rows: np.ndarray, max_length: int, depth: int, share: float, batch: int,
-          budget: _budget.Budget | None) -> np.ndarray | None:
+          budget: _budget.Budget | None, moves: float = _MOVES) -> np.ndarray:
     """The module notes' pass on ``rows``: the ``share`` of them least filled dissolved; the
-    packs after it (in no order), or ``None`` where ``budget`` ends in the refill.
+    packs after it (in no order).
 
     Only packs with free tokens go to the kernel: a full pack takes no sequence and gives none
     (a sequence placed there would have to be no longer than the one it pushes out).
@@ -87,16 +93,29 @@ def _pass(rows: np.ndarray, max_length: int, depth: int, share: float, batch: in
     placed = moving > 0
     lengths = moving[placed]
     pack = np.repeat(np.arange(len(moving), dtype=np.int64), placed.sum(axis=1))
+    pack, lengths, rest = _moved(pack, lengths, len(moving), max_length, depth, dissolve, batch,
+                                 budget, moves)
+    return np.concatenate([rows[~room], _rows_of(pack, lengths, depth), rest])
+
+
+def _moved(pack: np.ndarray, lengths: np.ndarray, packs: int, max_length: int, depth: int,
+           dissolve: int, batch: int, budget: _budget.Budget | None, moves: float):
+    """The kernel's pass on sequences ``lengths`` in packs ``pack`` (ids below ``packs``), the
+    sequences it leaves out refilled: ``(pack, lengths, rows)``, the sequences kept and their
+    packs, and the refill's packs as rows.
+
+    The kernel stops placing where ``budget`` ends; the refill runs to its end: it holds no
+    more sequences than the dissolved packs did (each one placed pushes at most one out), a
+    few milliseconds' work, and where it was cut the pass was lost (the plan's settling at
+    L=16,384, 525/32 of the long-context suite: 0.27 s of moves for nothing).
+    """
     after = np.frombuffer(kernels.settle(
         pack.tobytes(), lengths.astype(np.int64).tobytes(), np.ones_like(lengths).tobytes(),
-        len(moving), max_length, depth, depth, dissolve, int(_MOVES * len(lengths)) + 64),
-        dtype=np.int64)
+        packs, max_length, depth, depth, dissolve, int(moves * len(lengths)) + 64,
+        budget.kernel_seconds() if isinstance(budget, _budget.Budget) else 0.0), dtype=np.int64)
     out = after < 0
     left = np.bincount(lengths[out], minlength=max_length + 1).astype(np.int64)
-    rest = _spread_fill._fill(left, max_length, depth, batch, budget)
-    if rest is None:
-        return None
-    return np.concatenate([rows[~room], _rows_of(after[~out], lengths[~out], depth), rest])
+    return after[~out], lengths[~out], _spread_fill._fill(left, max_length, depth, batch, None)
 
 
 def _rows_of(pack: np.ndarray, lengths: np.ndarray, depth: int) -> np.ndarray:
@@ -112,3 +131,56 @@ def _rows_of(pack: np.ndarray, lengths: np.ndarray, depth: int) -> np.ndarray:
     rows = np.zeros((len(ids), depth), dtype=np.int64)
     rows[pack, slot] = lengths
     return rows
+
+
+def settled_plan(plan: dict[tuple[int, ...], int], max_length: int, depth: int,
+                 budget: _budget.Budget, passes, moves: float) -> dict[tuple[int, ...], int]:
+    """``plan`` (packs -> how many) after a pass at each ``(share, batch)`` of ``passes`` in
+    turn (as `settled`'s), each kept where it leaves fewer packs; while ``budget`` has as much
+    time left as the last pass took.
+
+    Its packs with free tokens go to the kernel as sequences (their full packs stay as they
+    are): packs of many slots (L=12,288 depth 16 at about two sequences a pack) cost no
+    more than their sequences.
+
+    >>> sorted(settled_plan({(6, 2): 1, (3,): 1, (8,): 1}, 10, 3, _budget.Budget(None),
+    ...                     [(0.34, 2)], 0.1).items())  # the module example
+    [((6, 3), 1), ((8, 2), 1)]
+    """
+    loose = [strategy for strategy in plan if sum(strategy) < max_length]
+    counts = np.array([plan[strategy] for strategy in loose], dtype=np.int64)
+    sizes = np.array([len(strategy) for strategy in loose], dtype=np.int64)
+    flat = np.array([length for strategy in loose for length in strategy], dtype=np.int64)
+    # Pack p (of strategy k) holds flat[first[k] + t] for t < sizes[k].
+    kind = np.repeat(np.arange(len(loose)), counts)
+    first = np.cumsum(sizes) - sizes
+    pack = np.repeat(np.arange(len(kind)), sizes[kind])
+    slot = np.arange(len(pack)) - np.repeat(np.cumsum(sizes[kind]) - sizes[kind], sizes[kind])
+    lengths = flat[first[kind][pack] + slot]
+    total, packs = sum(plan.values()), len(kind)
+    took = 0.0
+    for share, batch in passes:
+        dissolve = int(share * total)
+        if dissolve < 1 or not len(lengths) or budget.expired() or budget.left() < took:
+            break
+        start = budget.spent()
+        kept, kept_lengths, rest = _moved(pack, lengths, packs, max_length, depth, dissolve,
+                                          batch, budget, moves)
+        took = budget.spent() - start
+        held = np.bincount(kept, minlength=packs) > 0  # the packs that hold any: ids 0.. again
+        count = int(held.sum()) + len(rest)
+        if count < packs:
+            filled = rest > 0
+            pack = np.concatenate([(np.cumsum(held) - 1)[kept],
+                                   int(held.sum()) + np.nonzero(filled)[0]])
+            lengths = np.concatenate([kept_lengths, rest[filled]])
+            total, packs = total - (packs - count), count
+    if packs == len(kind):
+        return plan  # no pass left fewer packs
+    order = np.argsort(pack, kind="stable")
+    boundaries = np.r_[0, np.cumsum(np.bincount(pack, minlength=packs))]
+    settled = greedy.strategies_of_packs(lengths[order], boundaries, max_length)
+    out = {strategy: number for strategy, number in plan.items() if sum(strategy) == max_length}
+    for strategy, number in zip(settled.strategies, settled.counts.tolist()):
+        out[strategy] = out.get(strategy, 0) + number
+    return out
