@@ -161,6 +161,38 @@ class Tuning:
     # (0.183% -> 0.204%) and 26/36 (0.120 -> 0.193%).
     SPREAD_SETTLE_LAST = ((0.02, 256), (0.1, 64), (0.05, 64))
 
+    # --- The best plan settled at the end (`optimal`, `_spread_settle.settled_plan`) ---
+    # From LONG_CONTEXT_FROM, the best plan is settled by these passes (share dissolved, batch of
+    # the refill) once the paths end, with the kernel's moves up to PLAN_SETTLE_MOVES a sequence.
+    # On the final plans of the 88 hardest long-context cases (seeds 317-449), one pass at 1%:
+    # 403/16 0.206% -> 0.101% above the bound in 0.10 s of CPU, 398/12 0.205 -> 0.103% (0.2 s),
+    # 431/12 0.205 -> 0.118%, 447/40 0.219 -> 0.132%; at the fill's 5%, no pack fewer on 403/16
+    # (the refill of 5% of the packs wastes what the moves saved). Moves 0.1 a sequence (the
+    # fill's `_MOVES`) stopped before the chains ended: 403/16 0.115%, 397/3 0.173% (none), 378/7
+    # 0.209% (none); at 0.3: 0.101, 0.136, 0.146%; more moves found no more. Two passes where
+    # time is left: 403/16 0.111%, 398/12 0.097% (one: 0.115%, 0.139%).
+    PLAN_SETTLE = ((0.01, 64), (0.01, 64))
+    PLAN_SETTLE_MOVES = 0.3
+    # The time for it is kept from the search where the tokens bind (the plan is what is loose
+    # there), and only where SETTLE_FILLERS of the tokens or more are in sequences of at most
+    # L / (2 depth) (`optimal._fillers`): the kernel's chains of moves end where a short
+    # sequence fits a pack's room. Without such sequences (narrow documents: 397/3, 447/1,
+    # fresh 524/27) a pass took 0.3-0.7 s; cut by the time it saved little, and the time kept
+    # cost the plan (524/27 0.091% -> 0.143%). Kept wherever the tokens bind, the narrow cases'
+    # bounds lost it (402/21 0.216% -> 0.357%). The most of PLAN_SETTLE_SHARE of the budget and
+    # PLAN_SETTLE_PER_SEQUENCE seconds a sequence (a pass: 0.1-0.26 s at 0.5-0.9 million
+    # sequences with fillers; 0.25 of the budget cut 398/12's pass, 0.45 left 397/40 without a
+    # plan: 7.1%); SETTLE_AFTER_SECONDS a sequence are left after the kernel for the plan to be
+    # built again (about 0.1 s at a million). The 88: 76 -> 81 within 0.2%, mean gap 0.169% ->
+    # 0.134%; fresh seeds 524-529 (288 cases): 287 -> 288 within (527/6 0.206% -> 0.139%),
+    # mean gap 0.0468% -> 0.0426%, none further by 0.02 points, 20 closer. Kept from the
+    # grouped plans only, after their rounded-down LP (where it proved no more than the simple
+    # bounds): the same 81 of the 88, mean gap 0.0434% on 524-529.
+    PLAN_SETTLE_SHARE = 0.35
+    PLAN_SETTLE_PER_SEQUENCE = 4e-7
+    SETTLE_FILLERS = 0.003
+    SETTLE_AFTER_SECONDS = 1e-7
+
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first
     # Full packs first gives up when more tokens than this are left: the rest's LP

@@ -104,13 +104,25 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
             Tuning.SPREAD_BATCH, Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL if whole else 0.0,
             Tuning.SPREAD_TAILS, classes if Tuning.SPREAD_CLASSES and whole else None,
             Tuning.SPREAD_CLASS_TAIL, settle=settle if Tuning.SPREAD_SETTLE and whole else None))
+    settles, keep = _settle_pays(histogram, max_sequences_per_pack), 0.0
+    if settles and budget.limited and search.bounds["tokens"] >= search.bound and \
+            _fillers(histogram, max_sequences_per_pack) >= Tuning.SETTLE_FILLERS:
+        # Where the tokens bind, time for settling the plan is kept from the search.
+        keep = min(Tuning.PLAN_SETTLE_SHARE * budget.left(),
+                   Tuning.PLAN_SETTLE_PER_SEQUENCE * float(demand.sum()))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
         _search(search, histogram, lengths, demand, max_length, max_sequences_per_pack,
-                budget.less(search.reserve))
+                budget.less(search.reserve + keep))
     except _budget.OutOfTime:
         pass  # the best plan and bound so far stand
+    if settles and not search.done():  # the best plan settled (`Tuning.PLAN_SETTLE`)
+        after = search.reserve + Tuning.SETTLE_AFTER_SECONDS * float(demand.sum())
+        if budget.left() > after:  # (the plan built again from the moved sequences after it)
+            search.offer(_spread_settle.settled_plan(
+                search.plan, max_length, max_sequences_per_pack, budget.less(after),
+                Tuning.PLAN_SETTLE, Tuning.PLAN_SETTLE_MOVES))
     # Proven after the paths, which choose by `_bounds.simple`'s bounds (as they were tuned).
     search.prove(windows, "windows")
     return search.result()
@@ -163,6 +175,28 @@ def _search(search: _paths.Search, histogram, lengths, demand, max_length,
                                  budget=budget)
     search.offer(packs, ties=True)  # the LP's plan, as without the other paths
     search.prove(bound, "lp")
+
+
+def _settle_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
+    """Whether the best plan is settled at the end (`_spread_settle.settled_plan`): on long
+    contexts (`Tuning.LONG_CONTEXT_FROM`), with a depth (the kernel's places).
+
+    >>> [_settle_pays(np.ones(length, dtype=np.int64), 4) for length in (12288, 8192)]
+    [True, False]
+    """
+    return len(histogram) >= Tuning.LONG_CONTEXT_FROM and max_sequences_per_pack is not None
+
+
+def _fillers(histogram: np.ndarray, depth: int) -> float:
+    """The share of the tokens in sequences of at most ``max_length / (2 depth)`` tokens:
+    where there are few, settling is slow (`Tuning.SETTLE_FILLERS`).
+
+    >>> _fillers(np.array([3, 0, 0, 0, 0, 0, 0, 1]), 2)  # L=8: 3 of 11 tokens in lengths 1-2
+    0.2727272727272727
+    """
+    short = len(histogram) // (2 * depth)
+    tokens = np.arange(1, len(histogram) + 1)
+    return _budget.dot(tokens[:short], histogram[:short]) / _budget.dot(tokens, histogram)
 
 
 def _spread_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> bool:
