@@ -48,7 +48,7 @@ import numpy as np
 from tfpack.packing.algorithms import _budget, _spread_fill, greedy
 from tfpack.packing.compiled import kernels
 
-__all__ = ["settled"]
+__all__ = ["settled", "settled_plan"]
 
 # Moves (sequences placed, each maybe pushing one out) at most, per sequence, as the two-length
 # pass allows (`tfpack/packing/pairs/_settle.py`, ``_MOVES``).
@@ -136,8 +136,9 @@ def _rows_of(pack: np.ndarray, lengths: np.ndarray, depth: int) -> np.ndarray:
 def settled_plan(plan: dict[tuple[int, ...], int], max_length: int, depth: int,
                  budget: _budget.Budget, passes, moves: float) -> dict[tuple[int, ...], int]:
     """``plan`` (packs -> how many) after a pass at each ``(share, batch)`` of ``passes`` in
-    turn (as `settled`'s), each kept where it leaves fewer packs; while ``budget`` has as much
-    time left as the last pass took.
+    turn (as `settled`'s, with up to ``moves`` of the kernel's moves a sequence), each kept
+    where it leaves fewer packs; while ``budget`` has as much time left as the last pass took.
+    ``plan`` itself where no pass left fewer.
 
     Its packs with free tokens go to the kernel as sequences (their full packs stay as they
     are): packs of many slots (L=12,288 depth 16 at about two sequences a pack) cost no
