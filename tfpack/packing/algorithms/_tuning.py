@@ -170,8 +170,11 @@ class Tuning:
     # (the refill of 5% of the packs wastes what the moves saved). Moves 0.1 a sequence (the
     # fill's `_MOVES`) stopped before the chains ended: 403/16 0.115%, 397/3 0.173% (none), 378/7
     # 0.209% (none); at 0.3: 0.101, 0.136, 0.146%; more moves found no more. Two passes where
-    # time is left: 403/16 0.111%, 398/12 0.097% (one: 0.115%, 0.139%).
-    PLAN_SETTLE = ((0.01, 64), (0.01, 64))
+    # time is left: 403/16 0.111%, 398/12 0.097% (one: 0.115%, 0.139%). A third at 1% rarely
+    # gains, at 3% and 5% sometimes (fresh 550/30: 0.206% after two, 0.038% after 3% and 5%);
+    # each pass is kept only where it leaves fewer packs and starts only with the last one's
+    # time left, so the later ones take only time the search left (0.02-0.1 s each).
+    PLAN_SETTLE = ((0.01, 64), (0.01, 64), (0.03, 64), (0.05, 64))
     PLAN_SETTLE_MOVES = 0.3
     # The time for it is kept from the search where the tokens bind (the plan is what is loose
     # there), and only where SETTLE_FILLERS of the tokens or more are in sequences of at most
