@@ -84,7 +84,8 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         search.offer(_fit_decreasing.packs(histogram, max_length, max_sequences_per_pack,
                                            best_fit=False))
     windows = _bounds.windows_alone(histogram, max_sequences_per_pack)
-    if _spread_pays(histogram, max_sequences_per_pack):
+    spread = _spread_pays(histogram, max_sequences_per_pack)
+    if spread:
         cheap = max(search.bound, windows)
         whole = _spread_tier(max_sequences_per_pack)[2]  # else one try as it is, no more
         counts = _spread_fill.pool(histogram, max_length)
@@ -108,8 +109,8 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     if settles and budget.limited and search.bounds["tokens"] >= search.bound and \
             _fillers(histogram, max_sequences_per_pack) >= Tuning.SETTLE_FILLERS:
         # Where the tokens bind, time for settling the plan is kept from the search.
-        keep = min(Tuning.PLAN_SETTLE_SHARE * budget.left(),
-                   Tuning.PLAN_SETTLE_PER_SEQUENCE * float(demand.sum()))
+        keep = min((Tuning.SPREAD_PLAN_SETTLE_SHARE if spread else Tuning.PLAN_SETTLE_SHARE)
+                   * budget.left(), Tuning.PLAN_SETTLE_PER_SEQUENCE * float(demand.sum()))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
