@@ -262,6 +262,9 @@ class Stub:
     def expired(self):
         return False
 
+    def kernel_seconds(self):
+        return 0.0  # the settle kernel's "no limit" (`_budget.Budget.kernel_seconds`)
+
 
 def test_best_runs_the_next_scale_only_with_the_time_the_last_took():
     # The first try takes one second (two looks at `spent`): with 1.5 left the second runs

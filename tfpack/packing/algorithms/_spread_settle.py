@@ -112,7 +112,7 @@ def _moved(pack: np.ndarray, lengths: np.ndarray, packs: int, max_length: int, d
     after = np.frombuffer(kernels.settle(
         pack.tobytes(), lengths.astype(np.int64).tobytes(), np.ones_like(lengths).tobytes(),
         packs, max_length, depth, depth, dissolve, int(moves * len(lengths)) + 64,
-        budget.kernel_seconds() if isinstance(budget, _budget.Budget) else 0.0), dtype=np.int64)
+        0.0 if budget is None else budget.kernel_seconds()), dtype=np.int64)  # 0: no limit
     out = after < 0
     left = np.bincount(lengths[out], minlength=max_length + 1).astype(np.int64)
     return after[~out], lengths[~out], _spread_fill._fill(left, max_length, depth, batch, None)
@@ -155,8 +155,9 @@ def settled_plan(plan: dict[tuple[int, ...], int], max_length: int, depth: int,
     # Pack p (of strategy k) holds flat[first[k] + t] for t < sizes[k].
     kind = np.repeat(np.arange(len(loose)), counts)
     first = np.cumsum(sizes) - sizes
-    pack = np.repeat(np.arange(len(kind)), sizes[kind])
-    slot = np.arange(len(pack)) - np.repeat(np.cumsum(sizes[kind]) - sizes[kind], sizes[kind])
+    per_pack = sizes[kind]  # each pack's sequences
+    pack = np.repeat(np.arange(len(kind)), per_pack)
+    slot = np.arange(len(pack)) - np.repeat(np.cumsum(per_pack) - per_pack, per_pack)
     lengths = flat[first[kind][pack] + slot]
     total, packs = sum(plan.values()), len(kind)
     took = 0.0

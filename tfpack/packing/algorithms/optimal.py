@@ -105,12 +105,12 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
             Tuning.SPREAD_BATCH, Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL if whole else 0.0,
             Tuning.SPREAD_TAILS, classes if Tuning.SPREAD_CLASSES and whole else None,
             Tuning.SPREAD_CLASS_TAIL, settle=settle if Tuning.SPREAD_SETTLE and whole else None))
-    settles, keep = _settle_pays(histogram, max_sequences_per_pack), 0.0
+    settles, keep, sequences = _settle_pays(histogram, max_sequences_per_pack), 0.0, demand.sum()
     if settles and budget.limited and search.bounds["tokens"] >= search.bound and \
             _fillers(histogram, max_sequences_per_pack) >= Tuning.SETTLE_FILLERS:
         # Where the tokens bind, time for settling the plan is kept from the search.
         keep = min((Tuning.SPREAD_PLAN_SETTLE_SHARE if spread else Tuning.PLAN_SETTLE_SHARE)
-                   * budget.left(), Tuning.PLAN_SETTLE_PER_SEQUENCE * float(demand.sum()))
+                   * budget.left(), Tuning.PLAN_SETTLE_PER_SEQUENCE * float(sequences))
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
@@ -119,7 +119,7 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
     except _budget.OutOfTime:
         pass  # the best plan and bound so far stand
     if settles and not search.done():  # the best plan settled (`Tuning.PLAN_SETTLE`)
-        after = search.reserve + Tuning.SETTLE_AFTER_SECONDS * float(demand.sum())
+        after = search.reserve + Tuning.SETTLE_AFTER_SECONDS * float(sequences)
         if budget.left() > after:  # (the plan built again from the moved sequences after it)
             search.offer(_spread_settle.settled_plan(
                 search.plan, max_length, max_sequences_per_pack, budget.less(after),
