@@ -170,8 +170,8 @@ def test_the_spike_at_max_length_is_a_group_of_its_own():
 
 
 def test_where_the_depth_binds_too_the_plan_has_fewer_groups(monkeypatch):
-    """Short documents at L=12,288: `fine_grid` plans on up to `Tuning.LONG_FINE_ROWS` groups,
-    but on `Tuning.DEPTH_FINE_ROWS` where the depth binds beside the tokens: `prove_down`'s LP
+    """Short documents at L=12,288: `fine_grid` plans on up to `Tuning.UNIT_ROWS` groups, but on
+    `Tuning.DEPTH_FINE_ROWS` (512 here) where the depth binds beside the tokens: `prove_down`'s LP
     above the token bound and `_bounds.windows_alone` at least that bound (depth 8 here, not
     12: 36,858 and 28,525 on a token bound of 36,100); and where the sequences are
     `Tuning.DEPTH_NEAR` (0.85) of the slots their tokens need or more, whatever that LP proved
@@ -180,6 +180,7 @@ def test_where_the_depth_binds_too_the_plan_has_fewer_groups(monkeypatch):
     from test_optimal_long_context import stretched
 
     histogram = stretched(12288, 200_000, 0.05, 1.6, seed=0)
+    monkeypatch.setattr(Tuning, "DEPTH_FINE_ROWS", 512)
     seen = {}
 
     def prove_down(search, *args, **kwargs):
@@ -204,8 +205,8 @@ def test_where_the_depth_binds_too_the_plan_has_fewer_groups(monkeypatch):
     assert Tuning.DEPTH_NEAR == 0.85
     assert 1.0 < _bounds.slots_share(histogram, 8) < 1.05
     assert 0.68 < _bounds.slots_share(histogram, 12) < 0.69
-    assert Tuning.DEPTH_FINE_ROWS < groups(12, True) <= Tuning.LONG_FINE_ROWS
-    assert Tuning.DEPTH_FINE_ROWS < groups(12, False) <= Tuning.LONG_FINE_ROWS
+    assert Tuning.DEPTH_FINE_ROWS < groups(12, True) <= Tuning.UNIT_ROWS
+    assert Tuning.DEPTH_FINE_ROWS < groups(12, False) <= Tuning.UNIT_ROWS
     assert groups(8, True) <= Tuning.DEPTH_FINE_ROWS
     assert groups(8, False) <= Tuning.DEPTH_FINE_ROWS
     monkeypatch.setattr(Tuning, "DEPTH_NEAR", 0.68)

@@ -220,7 +220,7 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
                 seeding=Tuning.LONG_PROVE_GROWTH if long else None)
             if unit > 1 and starts is down_starts and search.bounds.get("lp", 0) < tokens_bound:
                 unit, starts = fine_grid(histogram, unit, starts, tokens_bound, depth, half=True)
-            elif long and unit > 1 and len(starts) > Tuning.UNIT_ROWS and (
+            elif long and unit > 1 and len(starts) > Tuning.DEPTH_FINE_ROWS and (
                     search.bounds.get("lp", 0) > tokens_bound and
                     _bounds.windows_alone(histogram, max_sequences_per_pack) >= tokens_bound or
                     _bounds.slots_share(histogram, max_sequences_per_pack) >= Tuning.DEPTH_NEAR):
@@ -551,8 +551,9 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     L=32,768 depth 16: 0.35% in units of 32), the plan is on `Tuning.UNIT_ROWS`
     balanced groups (`on_grid`) on a grid of ``max_length / Tuning.FINE_ROWS``
     tokens (8 there: 61,422 -> 61,301 packs on 61,207), where pricing's table stays
-    within `Tuning.TABLE_CELLS`; on long contexts up to `Tuning.LONG_FINE_ROWS`
-    groups (short documents at L=12,288: 0.211% -> 0.171%). With ``half``
+    within `Tuning.TABLE_CELLS`. (Not more groups on long contexts: 2,048 lost 0.04 pp less
+    where their LP ended in the time, and gave no plan where it did not: session 19's
+    slower CPU, 559/32 5.83% -> 0.17%; `refine` goes finer with the time left.) With ``half``
     (`grouped`: the rounded-down LP lost the tokens, so the plan is loose, not
     the bound) past `Tuning.HALF_GRID_LOSS`,
     on half the unit (long-context seed 0 case 26, 0.171% lost in units of 16:
@@ -571,11 +572,7 @@ def fine_grid(histogram, unit, starts, tokens_bound, depth, half=False):
     cells = Tuning.UNIT_ROWS * (depth + 1) * (max_length // fine + 1)
     if fine >= unit or cells > Tuning.TABLE_CELLS:
         return unit, starts
-    rows = Tuning.UNIT_ROWS
-    if not half and Tuning.LONG_CONTEXT_FROM <= max_length < Tuning.LONG_PROVE_BELOW:
-        rows = max(rows, min(max_length // fine, Tuning.LONG_FINE_ROWS,  # the finest grid
-                             Tuning.TABLE_CELLS // ((depth + 1) * (max_length // fine + 1))))
-    return fine, on_grid(histogram, fine, rows)
+    return fine, on_grid(histogram, fine, Tuning.UNIT_ROWS)
 
 
 def on_grid(histogram, unit, rows):

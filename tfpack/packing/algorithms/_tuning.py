@@ -309,7 +309,7 @@ class Tuning:
     # time left: its packs seed the plan's LP (`plan_up`, ``warm``), from 512 groups' far closer
     # (`planners_long_context.py --seed 5` case 18: first LP 116,715 instead of 116,938).
     # With 2.0 the 512 groups ran or not by a few hundredths of a second of load (seed 5 case
-    # 18 0.17% or 0.26%); with 1.0 and `LONG_FINE_ROWS`, seed 1 case 40 0.233% -> 0.173%,
+    # 18 0.17% or 0.26%); with 1.0 and 2,048 groups for the plan, seed 1 case 40 0.233% -> 0.173%,
     # seed 6 case 2 0.203% -> 0.136% (alone, load 8-9). Not where it reaches the token bound
     # (narrow documents, the bound what is loose): seed 3 case 11 0.149% -> 0.245% there.
     LONG_PROVE_GROWTH = 1.0
@@ -428,20 +428,20 @@ class Tuning:
     # (seed 0 cases 5 and 9, 0.152-0.154% lost: 0.08% -> 0.31% and 0.035% -> 0.125% on the half
     # grid, the lift from the unit's grid lost).
     HALF_GRID_LOSS = 1.5e-3
-    # From LONG_CONTEXT_FROM to LONG_PROVE_BELOW, that grid's plan has up to this many balanced
-    # groups (within TABLE_CELLS; UNIT_ROWS elsewhere): short documents at L=12,288 lose less to
-    # rounding up (with `LONG_PROVE_GROWTH`: seed 5 case 18 1,024 groups 0.211%, 2,048 0.171%;
-    # seed 0 case 16 0.153% -> 0.095%). Not all the grid's points: 3,640 groups (L=16,384 depth
-    # 8, grid of 4: `--seed 2` case 46) gave no plan in the time, 3.18% (0.126% with 2,048).
-    LONG_FINE_ROWS = 2048
-    # but this many where the depth binds beside the tokens (`_paths.prove_down`'s LP above the
-    # token bound, and so `_bounds.windows_alone`): rounding up within groups loses less there,
-    # and the plan's LP must converge.
+    # That grid's plan has UNIT_ROWS balanced groups, on long contexts too. Up to 2,048 there
+    # (sessions 12-18: seed 5 case 18 0.211% -> 0.171%, seed 0 case 16 0.153% -> 0.095%) their
+    # LP's first solve alone took 0.3-0.5 s of a slower CPU (session 19), and cut, its plan was
+    # best fit's: fresh seeds 554-560 at 1 s, 308 -> 311 of 336 within, mean gap 0.159% ->
+    # 0.087% (559/32 5.83% -> 0.17%, 560/22 9.74% -> 0.19%); at 1.5 s, 191 -> 192 of 192
+    # (554-557; 14 cases 0.02-0.06 pp further, 7 closer). `_paths.refine` goes finer with the time
+    # left. Where the depth binds beside the tokens (`_paths.prove_down`'s LP above the
+    # token bound, and so `_bounds.windows_alone`), a grid with more groups is regrouped to this
+    # many: rounding up within groups loses less there, and the plan's LP must converge.
     DEPTH_FINE_ROWS = 1024
     # and where the sequences shorter than L are this share of the slots their tokens need or
     # more (`_bounds.slots_share`: the depth nearly binds), whatever `prove_down`'s LP proved:
     # there the plan's LP on up to 2,048 groups was cut by the budget after 6-7 rounds (long48;
-    # in-process, 1 s, 1,024 groups / LONG_FINE_ROWS: seed 15 case 4, depth 6, 0.891 of the
+    # in-process, 1 s, 1,024 groups / 2,048: seed 15 case 4, depth 6, 0.891 of the
     # slots, 0.165% / 0.202%; fresh 305/2, depth 6, 0.878: 0.174% / 0.215%; 13/12, depth 8,
     # 0.853: 0.113% / 0.108%), while further from it 1,024 groups lost (seed 5 case 18 at 0.780:
     # 0.154% / 0.111%; 0/16 at 0.616: 0.145% / 0.079%; 1/40 at 0.610: 0.194% / 0.143%).
