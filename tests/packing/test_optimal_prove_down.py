@@ -157,6 +157,30 @@ def test_a_lift_does_not_start_with_less_time_left_than_the_last_took(monkeypatc
     assert len(calls) == 1 and search.bounds["lp"] == 7 == search.lifted
 
 
+def test_the_first_lift_runs_on_the_lifts_budget(monkeypatch):
+    """With ``lifts`` (`grouped` on long contexts), the first lift of a rounded-down LP's duals
+    gets that budget, which runs past `prove_down`'s own (cut, a lift proves nothing); the
+    next ones, whose time the first measured, get `prove_down`'s."""
+    given_to = []
+
+    def prove(search, histogram, depth, lengths, duals, budget, *args):
+        given_to.append(budget)
+        search.lift_seconds = 0.1  # measured: the next lift is timed by it
+        return 0
+
+    monkeypatch.setattr(_paths._lift, "prove", prove)
+    monkeypatch.setattr(_paths.Search, "done", lambda self: False)
+    monkeypatch.setattr(Tuning, "PROVE_ROWS", 1)
+    histogram = make_histogram(12, {4: 2, 5: 2, 6: 1})
+    own, lifts = _budget.Budget(None), _budget.Budget(None)
+    search = _paths.Search(_bounds.simple(histogram, 12, None))
+    _paths.prove_down(search, histogram, 12, None, own, lifts=lifts)
+    assert len(given_to) >= 2 and given_to[0] is lifts and all(b is own for b in given_to[1:])
+    given_to.clear()
+    _paths.prove_down(_paths.Search(_bounds.simple(histogram, 12, None)), histogram, 12, None, own)
+    assert given_to and all(b is own for b in given_to)
+
+
 def test_the_spike_at_max_length_is_a_group_of_its_own():
     """Windows of L never share a pack; rounded down with shorter lengths they would. Four
     20s and eight 2s in packs of 20, depth 4: 6 packs (the 20s alone, the 2s four a pack).
