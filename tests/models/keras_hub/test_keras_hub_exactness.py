@@ -47,12 +47,19 @@ IMPLEMENTATIONS = {
 }
 
 
+# Gemma 4's small random config (experts, per-layer inputs, query norms): its gradients differ
+# by 0.8-1.15 of the float32 tolerance (1e-4 of their scale) from run to run on an AVX2-only CPU
+# (session 19: the query norm's scale), 0.1-0.5 elsewhere. Checked at 2.5e-4 here; a leak
+# across the row differs by orders of magnitude more.
+TOLERANCE = {"gemma4": 2.5e-4}
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_adapted_family_passes(family):
     backbone = make_backbone(family)
     for implementation, (options, lengths) in IMPLEMENTATIONS.items():
         adapter = from_keras_hub(backbone, check_exact=False, **options)
-        result = check_packing_exact(adapter)
+        result = check_packing_exact(adapter, tolerance=TOLERANCE.get(family))
         assert result.reference == "keras-hub backbone", family
         assert (result.implementation, result.lengths) == (
             implementation, lengths), family
