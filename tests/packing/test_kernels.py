@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import knapsack_reference
+from tfpack.packing import compiled
 from tfpack.packing.algorithms import _budget, _knapsack
 
 
@@ -78,6 +79,55 @@ def test_pricing_stops_when_the_budget_ends():
         _knapsack.price(lengths, np.ones(100, dtype=np.int64), lengths / 100.0, 100, 4,
                         min_value=0.0, max_patterns=4, budget=Ends(None))
     assert len(asked) == 2  # after lengths 32 and 64
+
+
+def price_at_every_vector_level(lengths, bounds, values, max_length, depth, single):
+    """The kernel's output at vector levels 0 (none), 1 (SSE2) and 2 (AVX2), each capped at
+    what this CPU runs: one table, bits and packs, so all equal."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    usable = np.minimum(bounds, max_length // lengths)
+    usable = np.ascontiguousarray(usable if depth is None else np.minimum(usable, depth),
+                                  dtype=np.int64)
+    priced = np.asarray(values, dtype=np.float32 if single else np.float64).astype(np.float64)
+    skip = np.zeros(len(lengths), dtype=np.uint8)
+    args = (lengths, usable, priced, skip, max_length, -1 if depth is None else depth, single,
+            0.0, len(lengths), None)
+    outs = [compiled.kernels.price(*args, level) for level in (0, 1, 2)]
+    assert outs[1] == outs[0] and outs[2] == outs[0]
+    return outs[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_every_vector_level_prices_alike(data):
+    """Rows a few blocks of 8 wide or with a ragged end, items under and over 8 tokens, with a
+    depth and without (an item then reads its own row, so its blocks run from the right),
+    values that tie often and values that do not."""
+    max_length = data.draw(st.integers(1, 200), label="max_length")
+    n = data.draw(st.integers(1, min(max_length, 16)), label="n")
+    lengths = np.unique(data.draw(st.lists(st.integers(1, max_length), min_size=n, max_size=n)))
+    bounds = np.array(data.draw(st.lists(st.integers(1, 12), min_size=len(lengths),
+                                         max_size=len(lengths))))
+    raw = np.array(data.draw(st.lists(st.integers(1, 64), min_size=len(lengths),
+                                      max_size=len(lengths)))) / 64.0
+    # In plateaus (the duals' shape), many sums tie: a tie keeps the cell and sets no bit.
+    values = np.sort(np.ceil(raw * 4) / 4) if data.draw(st.booleans(), label="plateaus") \
+        else raw * lengths / max_length
+    depth = data.draw(st.one_of(st.none(), st.integers(1, 8)), label="depth")
+    price_at_every_vector_level(lengths, bounds, values, max_length, depth,
+                                data.draw(st.booleans(), label="single"))
+
+
+@pytest.mark.parametrize("depth", [None, 6])
+def test_every_vector_level_prices_a_long_context_table_alike(depth):
+    """L=6,000 with 400 lengths, the long-context tables the vector loops were written for;
+    the packs are real (most anchors worth something)."""
+    rng = np.random.default_rng(5)
+    lengths = np.unique(rng.integers(9, 6001, 400))
+    values = np.sort(rng.random(len(lengths))) * 0.1 + lengths / 6000
+    corner, anchor_value, rows, counts, offsets = price_at_every_vector_level(
+        lengths, np.full(len(lengths), 4), values, 6000, depth, single=True)
+    assert corner > 1.0 and len(offsets) // 8 - 1 == len(lengths)
 
 
 @settings(max_examples=200, deadline=None)

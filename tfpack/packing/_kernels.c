@@ -4,7 +4,8 @@
  * tfpack/packing/algorithms/_knapsack.py, which documents the algorithm):
  *
  *   price(lengths, usable, priced, skip, max_length, depth, single, threshold,
- *         max_candidates, expired) -> (corner, anchor_value, rows, counts, offsets) or None
+ *         max_candidates, expired[, vectors]) -> (corner, anchor_value, rows, counts, offsets)
+ *         or None
  *     lengths: int64 [n] ascending; usable: int64 [n] copies of each that one pack
  *     holds; priced: float64 [n] values (already rounded up to float32 where
  *     `single`); skip: uint8 [n] lengths no best pack needs (still anchors);
@@ -20,7 +21,12 @@
  *     the anchors worth more than `threshold`, best first (ties: shorter first),
  *     at most `max_candidates`, are backtracked into packs: pack j is rows
  *     rows[offsets[j]:offsets[j + 1]] (ascending) with counts[...] copies; rows,
- *     counts and offsets are bytes of int64.
+ *     counts and offsets are bytes of int64. `vectors`: the table's vector loops,
+ *     0 none, 1 SSE2, 2 AVX2, or -1 (the default) or more: the most this CPU runs;
+ *     every level gives the same result (the tests compare them), only faster.
+ *
+ *   vectors() -> int
+ *     The most `vectors` level this build runs on this CPU (price's default).
  *
  *   dominated(copies, values, k) -> bytes of uint8 [n]
  *     Length r is skipped when the k most valuable copies of shorter lengths
@@ -151,11 +157,125 @@ static int trace_reserve(Trace *trace, size_t bytes) {
     return 0;
 }
 
+/* Vector loops over one row of an item, 8 cells (a byte of bits) a block, with the same sums
+ * and comparisons as the scalar loop (max keeps dst unless src + gain > dst), so every level
+ * gives the same table and bits. Levels (`vectors`): 0 none, 1 SSE2 (in every x86-64), 2 AVX2
+ * (8 floats or 4 doubles a register; GCC and Clang build it for a CPU that has it, asked at
+ * run time by `best_vectors`). `left_*` does the blocks from the left and returns the cells
+ * done; `right_*` does the first `cells` (a multiple of 8) from the right and returns 0. */
+#if defined(__SSE2__)
+#include <immintrin.h>
+#define HAVE_SSE2 1
+static inline int block_float_sse2(const float *src, float *dst, __m128 g) {
+    __m128 s0 = _mm_add_ps(_mm_loadu_ps(src), g), d0 = _mm_loadu_ps(dst);
+    __m128 s1 = _mm_add_ps(_mm_loadu_ps(src + 4), g), d1 = _mm_loadu_ps(dst + 4);
+    int low = _mm_movemask_ps(_mm_cmpgt_ps(s0, d0)), high = _mm_movemask_ps(_mm_cmpgt_ps(s1, d1));
+    _mm_storeu_ps(dst, _mm_max_ps(s0, d0));
+    _mm_storeu_ps(dst + 4, _mm_max_ps(s1, d1));
+    return low | high << 4;
+}
+static inline int block_double_sse2(const double *src, double *dst, __m128d g) {
+    int byte = 0;
+    for (int j = 0; j < 8; j += 2) {
+        __m128d v = _mm_add_pd(_mm_loadu_pd(src + j), g), d = _mm_loadu_pd(dst + j);
+        byte |= _mm_movemask_pd(_mm_cmpgt_pd(v, d)) << j;
+        _mm_storeu_pd(dst + j, _mm_max_pd(v, d));
+    }
+    return byte;
+}
+#if defined(__GNUC__)
+#define HAVE_AVX2 1
+#define AVX2 __attribute__((target("avx2")))
+AVX2 static inline int block_float_avx2(const float *src, float *dst, __m256 g) {
+    __m256 s = _mm256_add_ps(_mm256_loadu_ps(src), g), d = _mm256_loadu_ps(dst);
+    _mm256_storeu_ps(dst, _mm256_max_ps(s, d));
+    return _mm256_movemask_ps(_mm256_cmp_ps(s, d, _CMP_GT_OQ));
+}
+AVX2 static inline int block_double_avx2(const double *src, double *dst, __m256d g) {
+    __m256d s0 = _mm256_add_pd(_mm256_loadu_pd(src), g), d0 = _mm256_loadu_pd(dst);
+    __m256d s1 = _mm256_add_pd(_mm256_loadu_pd(src + 4), g), d1 = _mm256_loadu_pd(dst + 4);
+    int low = _mm256_movemask_pd(_mm256_cmp_pd(s0, d0, _CMP_GT_OQ));
+    int high = _mm256_movemask_pd(_mm256_cmp_pd(s1, d1, _CMP_GT_OQ));
+    _mm256_storeu_pd(dst, _mm256_max_pd(s0, d0));
+    _mm256_storeu_pd(dst + 4, _mm256_max_pd(s1, d1));
+    return low | high << 4;
+}
+#endif
+#endif
+
+#define BLOCK_LOOPS(T, LEVEL, ATTR, V, SET)                                                   \
+    ATTR static int64_t left_##T##_##LEVEL(const T *src, T *dst, int64_t width, T gain,       \
+                                           uint8_t *bits) {                                   \
+        V g = SET(gain);                                                                      \
+        int64_t c0 = 0;                                                                       \
+        for (; c0 + 8 <= width; c0 += 8)                                                      \
+            bits[c0 >> 3] = (uint8_t)block_##T##_##LEVEL(src + c0, dst + c0, g);              \
+        return c0;                                                                            \
+    }                                                                                         \
+    ATTR static int64_t right_##T##_##LEVEL(const T *src, T *dst, int64_t cells, T gain,      \
+                                            uint8_t *bits) {                                  \
+        V g = SET(gain);                                                                      \
+        for (int64_t c0 = cells - 8; c0 >= 0; c0 -= 8)                                        \
+            bits[c0 >> 3] = (uint8_t)block_##T##_##LEVEL(src + c0, dst + c0, g);              \
+        return 0;                                                                             \
+    }
+#ifdef HAVE_SSE2
+BLOCK_LOOPS(float, sse2, , __m128, _mm_set1_ps)
+BLOCK_LOOPS(double, sse2, , __m128d, _mm_set1_pd)
+#define ON_SSE2(call) case 1: return call;
+#else
+#define ON_SSE2(call)
+#endif
+#ifdef HAVE_AVX2
+BLOCK_LOOPS(float, avx2, AVX2, __m256, _mm256_set1_ps)
+BLOCK_LOOPS(double, avx2, AVX2, __m256d, _mm256_set1_pd)
+#define ON_AVX2(call) case 2: return call;
+#else
+#define ON_AVX2(call)
+#endif
+
+/* The most vectors this build runs on this CPU (a level above). */
+static int best_vectors(void) {
+#ifdef HAVE_AVX2
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) return 2;
+#endif
+#ifdef HAVE_SSE2
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* `left_*` and `right_*` at a level (`vectors`, at most `best_vectors()`); without vectors
+ * `left` does no cell and `right` leaves all `cells` to the scalar loop. */
+#define DISPATCH(T)                                                                           \
+    static int64_t left_##T(const T *src, T *dst, int64_t width, T gain, uint8_t *bits,       \
+                            int vectors) {                                                    \
+        (void)src, (void)dst, (void)width, (void)gain, (void)bits;                            \
+        switch (vectors) {                                                                    \
+            ON_AVX2(left_##T##_avx2(src, dst, width, gain, bits))                             \
+            ON_SSE2(left_##T##_sse2(src, dst, width, gain, bits))                             \
+            default: return 0;                                                                \
+        }                                                                                     \
+    }                                                                                         \
+    static int64_t right_##T(const T *src, T *dst, int64_t cells, T gain, uint8_t *bits,      \
+                             int vectors) {                                                   \
+        (void)src, (void)dst, (void)gain, (void)bits;                                         \
+        switch (vectors) {                                                                    \
+            ON_AVX2(right_##T##_avx2(src, dst, cells, gain, bits))                            \
+            ON_SSE2(right_##T##_sse2(src, dst, cells, gain, bits))                            \
+            default: return cells;                                                            \
+        }                                                                                     \
+    }
+DISPATCH(float)
+DISPATCH(double)
+
 /* One 0/1 item into the table (in place), its improvements recorded bit by bit:
  * cell (k + shift, c + tokens) takes (k, c) + gain where that is larger. */
 #define APPLY_ITEM(NAME, T)                                                                   \
     static void NAME(T *table, int64_t cols, int64_t height, int64_t shift, int64_t tokens,     \
-                     int64_t width, T gain, uint8_t *mask) {                                   \
+                     int64_t width, T gain, uint8_t *mask, int vectors) {                       \
         size_t stride = stride_of(width);                                                     \
         for (int64_t k = height - 1; k >= 0; k--) {                                           \
             T *src = table + k * cols;                                                        \
@@ -163,7 +283,13 @@ static int trace_reserve(Trace *trace, size_t bytes) {
             uint8_t *bits = mask + (size_t)k * stride;                                        \
             if (shift == 0) { /* same row: from the right, so sources are read first */       \
                 memset(bits, 0, stride);                                                      \
+                /* An item of 8 tokens or more: a block of 8 reads no cell that it, or a      \
+                 * block right of it, writes; the cells right of the blocks go one by one. */ \
+                int64_t blocks = tokens >= 8 ? width & ~(int64_t)7 : 0;                       \
                 for (int64_t c = width - 1; c >= 0; c--) {                                    \
+                    if (c == blocks - 1 && (c = right_##T(src, dst, blocks, gain, bits,       \
+                                                          vectors) - 1) < 0)                  \
+                        break;                                                                \
                     T v = src[c] + gain;                                                      \
                     if (v > dst[c]) {                                                         \
                         dst[c] = v;                                                           \
@@ -173,7 +299,8 @@ static int trace_reserve(Trace *trace, size_t bytes) {
                 continue;                                                                     \
             }                                                                                 \
             /* What the vector part left, 8 cells (the last block fewer) a byte of bits. */   \
-            for (int64_t c0 = VECTOR(src, dst, width, gain, bits); c0 < width; c0 += 8) {     \
+            for (int64_t c0 = left_##T(src, dst, width, gain, bits, vectors); c0 < width;     \
+                 c0 += 8) {                                                                   \
                 int n = width - c0 < 8 ? (int)(width - c0) : 8;                               \
                 unsigned byte = 0;                                                            \
                 for (int j = 0; j < n; j++) {                                                 \
@@ -186,59 +313,8 @@ static int trace_reserve(Trace *trace, size_t bytes) {
             }                                                                                 \
         }                                                                                     \
     }
-/* The vector part of a row (SSE2, in every x86-64): blocks of 8 cells, a byte of bits each;
- * returns the cells done. The same sums and comparisons as the scalar loop. */
-#ifdef __SSE2__
-#include <emmintrin.h>
-static int64_t vector_f32(const float *src, float *dst, int64_t width, float gain,
-                          uint8_t *bits) {
-    __m128 g = _mm_set1_ps(gain);
-    int64_t c0 = 0;
-    for (; c0 + 8 <= width; c0 += 8) {
-        __m128 s0 = _mm_add_ps(_mm_loadu_ps(src + c0), g), d0 = _mm_loadu_ps(dst + c0);
-        __m128 s1 = _mm_add_ps(_mm_loadu_ps(src + c0 + 4), g), d1 = _mm_loadu_ps(dst + c0 + 4);
-        int low = _mm_movemask_ps(_mm_cmpgt_ps(s0, d0));
-        int high = _mm_movemask_ps(_mm_cmpgt_ps(s1, d1));
-        _mm_storeu_ps(dst + c0, _mm_max_ps(s0, d0));
-        _mm_storeu_ps(dst + c0 + 4, _mm_max_ps(s1, d1));
-        bits[c0 >> 3] = (uint8_t)(low | high << 4);
-    }
-    return c0;
-}
-static int64_t vector_f64(const double *src, double *dst, int64_t width, double gain,
-                          uint8_t *bits) {
-    __m128d g = _mm_set1_pd(gain);
-    int64_t c0 = 0;
-    for (; c0 + 8 <= width; c0 += 8) {
-        int byte = 0;
-        for (int j = 0; j < 8; j += 2) {
-            __m128d v = _mm_add_pd(_mm_loadu_pd(src + c0 + j), g), d = _mm_loadu_pd(dst + c0 + j);
-            byte |= _mm_movemask_pd(_mm_cmpgt_pd(v, d)) << j;
-            _mm_storeu_pd(dst + c0 + j, _mm_max_pd(v, d));
-        }
-        bits[c0 >> 3] = (uint8_t)byte;
-    }
-    return c0;
-}
-#else
-static int64_t vector_f32(const float *src, float *dst, int64_t width, float gain,
-                          uint8_t *bits) {
-    (void)src, (void)dst, (void)width, (void)gain, (void)bits;
-    return 0;
-}
-static int64_t vector_f64(const double *src, double *dst, int64_t width, double gain,
-                          uint8_t *bits) {
-    (void)src, (void)dst, (void)width, (void)gain, (void)bits;
-    return 0;
-}
-#endif
-
-#define VECTOR vector_f32
 APPLY_ITEM(apply_f32, float)
-#undef VECTOR
-#define VECTOR vector_f64
 APPLY_ITEM(apply_f64, double)
-#undef VECTOR
 
 typedef struct {
     double value;
@@ -267,7 +343,7 @@ static int budget_ended(PyObject *expired) {
     static double NAME(const int64_t *lengths, const int64_t *usable, const double *priced,   \
                        const uint8_t *skip, int64_t n, int64_t max_length, int64_t depth,       \
                        int64_t most, PyObject *expired, Trace *trace, double *anchor_value,     \
-                       int64_t *anchor_copies, int64_t *anchor_item) {                          \
+                       int64_t *anchor_copies, int64_t *anchor_item, int vectors) {              \
         int64_t rows = depth < 0 ? 1 : depth + 1, cols = max_length + 1;                       \
         T *table = calloc((size_t)(rows * cols), sizeof(T));                                   \
         if (!table) {                                                                         \
@@ -327,7 +403,7 @@ static int budget_ended(PyObject *expired) {
                 item->filled = filled, item->width = width, item->mask = trace->used;         \
                 if (height > 0 && width > 0)                                                  \
                     APPLY(table, cols, height, shift, tokens, width, gain,                    \
-                          trace->bits + trace->used);                                         \
+                          trace->bits + trace->used, vectors);                                \
                 trace->used += bytes;                                                         \
             }                                                                                 \
         }                                                                                     \
@@ -363,10 +439,13 @@ static PyObject *price(PyObject *self, PyObject *args) {
     int single;
     double threshold;
     PyObject *expired;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*LLpdLO", &lengths_view, &usable_view, &priced_view,
+    int vectors = -1;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*LLpdLO|i", &lengths_view, &usable_view, &priced_view,
                           &skip_view, &max_length, &depth, &single, &threshold,
-                          &max_candidates, &expired))
+                          &max_candidates, &expired, &vectors))
         return NULL;
+    int best = best_vectors();
+    if (vectors < 0 || vectors > best) vectors = best;
     PyObject *result = NULL;
     Trace trace = {0};
     Py_ssize_t n = lengths_view.len / 8;
@@ -393,7 +472,7 @@ static PyObject *price(PyObject *self, PyObject *args) {
     }
     double corner = (single ? forward_f32 : forward_f64)(
         lengths, usable, priced_view.buf, skip_view.buf, n, max_length, depth, most, expired,
-        &trace, anchor_value, anchor_copies, anchor_item);
+        &trace, anchor_value, anchor_copies, anchor_item, vectors);
     if (isnan(corner)) {
         result = Py_NewRef(Py_None);
         goto done;
@@ -1872,8 +1951,14 @@ done:
     return result;
 }
 
+static PyObject *vectors(PyObject *self, PyObject *args) {
+    (void)self, (void)args;
+    return PyLong_FromLong(best_vectors());
+}
+
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
+    {"vectors", vectors, METH_NOARGS, "The pricing table's vector loops here: 0 none, 1 SSE2, 2 AVX2."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
     {"real_packs", real_packs, METH_VARARGS,
      "Real lengths in the slots of a plan on groups rounded up (see the source)."},
