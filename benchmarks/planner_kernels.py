@@ -1,11 +1,12 @@
 """The planner's compiled kernels against the Python loops they replaced, on real planner inputs.
 
-`tfpack/packing/_kernels.c` runs three loops of the `optimal` planner:
+`tfpack/packing/_kernels.c` runs four loops of the `optimal` planner:
 pricing (`_knapsack.price`), best fit decreasing on groups
-(`_fit_decreasing`) and the real lengths in a grouped plan's slots
-(`_groups.real_packs`). The Python loops they replaced live on as plain
-references in tests/packing/ (`knapsack_reference`, `fit_reference`,
-`groups_reference`), which the tests compare against for equal results. This
+(`_fit_decreasing`), the real lengths in a grouped plan's slots
+(`_groups.real_packs`) and full packs first's greedy (`_exact_fill.fill`).
+The Python loops they replaced live on as plain references in tests/packing/
+(`knapsack_reference`, `fit_reference`, `groups_reference`,
+`exact_fill_reference`), which the tests compare against for equal results. This
 script times both on the inputs `optimal` really gives them: it plans a few
 cases of `benchmarks/planners_suite.py` with ``time_limit=1.0``, records the
 kernels' arguments, then times reference and compiled call for call,
@@ -35,12 +36,14 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "packing"))
+import exact_fill_reference  # noqa: E402  (tests/packing/exact_fill_reference.py)
 import fit_reference  # noqa: E402  (tests/packing/fit_reference.py)
 import groups_reference  # noqa: E402
 import knapsack_reference  # noqa: E402
 import planners_suite  # noqa: E402
 
-from tfpack.packing.algorithms import _fit_decreasing, _groups, _knapsack, optimal  # noqa: E402
+from tfpack.packing.algorithms import (  # noqa: E402
+    _exact_fill, _fit_decreasing, _groups, _knapsack, optimal)
 from results_file import write_results  # noqa: E402
 
 # (family, L): pricing-heavy (L=2,048 depth 16; L=8,192), grouped plans at L=65,536.
@@ -59,8 +62,8 @@ def _case(family: str, max_length: int):
 def recorded_calls(family: str, max_length: int) -> dict[str, list]:
     """The kernels' arguments while `optimal` plans the case (1 s budget)."""
     case, histogram = _case(family, max_length)
-    calls = {"price": [], "real_packs": []}
-    price, real_packs = _knapsack.price, _groups.real_packs
+    calls = {"price": [], "real_packs": [], "exact_fill": []}
+    price, real_packs, exact_fill = _knapsack.price, _groups.real_packs, _exact_fill.fill
 
     def spy_price(*args, **kwargs):
         calls["price"].append((args, {k: v for k, v in kwargs.items() if k != "budget"}))
@@ -70,11 +73,15 @@ def recorded_calls(family: str, max_length: int) -> dict[str, list]:
         calls["real_packs"].append(args)
         return real_packs(*args)
 
-    _knapsack.price, _groups.real_packs = spy_price, spy_real
+    def spy_fill(*args, **kwargs):
+        calls["exact_fill"].append((args[:3], {"most_left": kwargs.get("most_left")}))
+        return exact_fill(*args, **kwargs)
+
+    _knapsack.price, _groups.real_packs, _exact_fill.fill = spy_price, spy_real, spy_fill
     try:
         optimal.pack(histogram, max_length, case["depth"], seed=0, time_limit=1.0)
     finally:
-        _knapsack.price, _groups.real_packs = price, real_packs
+        _knapsack.price, _groups.real_packs, _exact_fill.fill = price, real_packs, exact_fill
     step = max(1, len(calls["price"]) // PRICING_CALLS)
     calls["price"] = calls["price"][::step][:PRICING_CALLS]
     calls["bfd"] = [(histogram, max_length, case["depth"])]
@@ -105,6 +112,17 @@ def _bfd_pair(histogram, max_length, depth):
     def same(a, b):
         return a.strategies == b.strategies and a.counts.tolist() == b.counts.tolist()
     return reference, compiled, same
+
+
+def _fill_pair(args, kwargs):
+    def run(fill):
+        try:
+            packs, rest = fill(*args, **kwargs)
+            return list(packs.items()), rest.tolist()
+        except _exact_fill.TooMuchLeft:
+            return "too much"
+    return (lambda: run(exact_fill_reference.fill)), (lambda: run(_exact_fill.fill)), \
+        (lambda a, b: a == b)
 
 
 def _real_pair(*args):
@@ -150,7 +168,8 @@ def main(argv=None) -> int:
         calls = recorded_calls(family, max_length)
         kinds = [("pricing", [_price_pair(a, k) for a, k in calls["price"]]),
                  ("best fit decreasing", [_bfd_pair(*calls["bfd"][0])]),
-                 ("real_packs", [_real_pair(*a) for a in calls["real_packs"]])]
+                 ("real_packs", [_real_pair(*a) for a in calls["real_packs"]]),
+                 ("exact fill", [_fill_pair(a, k) for a, k in calls["exact_fill"]])]
         for kernel, pairs in kinds:
             if pairs:
                 rows.append((f"{family} L={max_length:,}", kernel, measure(pairs, args.rounds)))

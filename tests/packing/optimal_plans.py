@@ -12,7 +12,11 @@ best fit is over 1% above the simple bounds (issue 35, `Tuning.PROVE_ABOVE`,
 with `Tuning.PROVE_SHARE` of the time): lognormal-2048-d16 274,980 packs as
 before (another plan), zipf-2048-d32 224,848 -> 224,857, spikes-8192-d8
 401,280 -> 401,290 (that LP proved nothing above the token bound there and took
-time from the plan); the others are still 6f424c4's.
+time from the plan); the others are still 6f424c4's. Three more on 2026-11-30 (session
+20), when the exact fill (full packs first) was compiled and asks the budget every 64
+checks instead of at each: on the counting clock the budget then ends later, and
+lognormal-2048-d16 274,980 -> 274,977 packs, zipf-2048-d32 224,857 -> 224,854,
+windows-8192-d4-timed 92,069 as before (other strategies).
 
 `optimal` is budget-driven by CPU time, so a plan under ``time_limit=1`` depends
 on how fast the machine ran. Two kinds of case make it deterministic:

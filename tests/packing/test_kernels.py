@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import exact_fill_reference
 import knapsack_reference
 from tfpack.packing import compiled
-from tfpack.packing.algorithms import _budget, _knapsack
+from tfpack.packing.algorithms import _budget, _exact_fill, _knapsack
 
 
 def same_pricing(lengths, bounds, values, max_length, depth, *, min_value, max_patterns,
@@ -128,6 +129,62 @@ def test_every_vector_level_prices_a_long_context_table_alike(depth):
     corner, anchor_value, rows, counts, offsets = price_at_every_vector_level(
         lengths, np.full(len(lengths), 4), values, 6000, depth, single=True)
     assert corner > 1.0 and len(offsets) // 8 - 1 == len(lengths)
+
+
+def same_fill(histogram, max_length, depth, most_left=None):
+    """`_exact_fill.fill` (compiled) equals the Python greedy: packs in the same order, the
+    same rest, and the same refusal (TooMuchLeft) where it refuses."""
+    outcomes = []
+    for fill in (_exact_fill.fill, exact_fill_reference.fill):
+        try:
+            packs, rest = fill(histogram, max_length, depth, most_left=most_left)
+            outcomes.append((list(packs.items()), rest.tolist()))
+        except _exact_fill.TooMuchLeft:
+            outcomes.append("too much")
+    assert outcomes[0] == outcomes[1]
+    return outcomes[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_exact_fill_equals_the_reference(data):
+    """Small and long rows, sparse and dense, every depth the planner passes (1-8), with and
+    without a limit on what is left."""
+    max_length = data.draw(st.sampled_from([1, 2, 8, 16, 64, 100, 257]), label="max_length")
+    dense = data.draw(st.booleans(), label="dense")
+    counts = data.draw(st.lists(st.integers(0, 30) if dense else
+                                st.sampled_from([0, 0, 0, 0, 1, 2, 7, 40]),
+                                min_size=max_length, max_size=max_length))
+    histogram = np.array(counts, dtype=np.int64)
+    depth = data.draw(st.one_of(st.none(), st.integers(1, 10)), label="depth")
+    most = data.draw(st.one_of(st.none(), st.tuples(st.integers(0, 2000), st.integers(0, 40))))
+    same_fill(histogram, max_length, depth, most)
+
+
+def test_exact_fill_equals_the_reference_on_a_long_context_histogram():
+    """L=12,288, 200,000 documents cut into windows: full windows, and a remainder of every
+    length, the kind of histogram `optimal` fills first; most of it lands in full packs."""
+    rng = np.random.default_rng(7)
+    lengths = np.minimum(rng.lognormal(np.log(4000), 0.8, 200_000).astype(np.int64) + 1, 12288)
+    histogram = np.bincount(lengths - 1, minlength=12288).astype(np.int64)
+    histogram[-1] += 50_000
+    packs, rest = same_fill(histogram, 12288, 8)
+    assert sum(packs_count for _, packs_count in packs) > 50_000 and sum(rest) < 200_000
+
+
+def test_exact_fill_stops_when_the_budget_ends():
+    """Asked every 64 openers and joiner searches, the kernel gives up once the budget ends."""
+    asked = []
+
+    class Ends(_budget.Budget):
+        def expired(self):
+            asked.append(1)
+            return len(asked) >= 3
+
+    histogram = np.ones(4096, dtype=np.int64)
+    with pytest.raises(_budget.OutOfTime):
+        _exact_fill.fill(histogram, 4096, 8, Ends(None))
+    assert len(asked) == 3
 
 
 @settings(max_examples=200, deadline=None)

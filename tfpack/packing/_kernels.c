@@ -28,6 +28,20 @@
  *   vectors() -> int
  *     The most `vectors` level this build runs on this CPU (price's default).
  *
+ *   exact_fill(histogram, depth, most_tokens, most_lengths, expired) -> (too_much, records, rest)
+ *     or None
+ *     The greedy of tfpack/packing/algorithms/_exact_fill.py's module notes (its Python
+ *     original: tests/packing/exact_fill_reference.py): histogram: int64 [L], histogram[i]
+ *     sequences of length i + 1; depth: sequences a full pack holds at most (1-16). Every
+ *     length, longest first, opens a group of packs, completed to exactly L tokens by one
+ *     sequence, by pairs, or by the shortest joiner that leaves a completable space; what a
+ *     group cannot complete is left. too_much: 1 where the left lengths passed most_tokens
+ *     tokens or most_lengths lengths (it stops there). records: bytes of int64 [r, 17], a
+ *     group of identical full packs each: 16 lengths (descending, 0-padded) and how many,
+ *     in the order the greedy made them; rest: bytes of int64 [L], the sequences in none.
+ *     `expired` (a callable or None) is asked every 64 lengths that open packs or joiner
+ *     searches; when it returns true the result is None.
+ *
  *   dominated(copies, values, k) -> bytes of uint8 [n]
  *     Length r is skipped when the k most valuable copies of shorter lengths
  *     (within `copies`) are each worth at least values[r].
@@ -1951,6 +1965,184 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------- exact fill */
+
+#define FILL_MOST 16 /* sequences a full pack holds at most here (the caller's depth is 8) */
+
+typedef struct {
+    int64_t *count; /* count[n]: sequences of length n left, n in 0..L + 1 */
+    int64_t length, shortest, longest, asked;
+    PyObject *expired;
+    int64_t *records; /* FILL_MOST lengths (descending, 0-padded) and a count, per record */
+    int64_t used, capacity;
+    int stop; /* 1: the budget ended, -1: an exception is set */
+} Exact;
+
+/* The budget asked every 64 checks (the Python greedy asked at every one). */
+static int exact_check(Exact *f) {
+    if (f->stop) return 1;
+    if (++f->asked % 64 == 0) {
+        int stop = budget_ended(f->expired);
+        if (stop) f->stop = stop < 0 ? -1 : 1;
+    }
+    return f->stop != 0;
+}
+
+static void exact_take(Exact *f, int64_t length, int64_t number) { f->count[length] -= number; }
+
+static void exact_put_back(Exact *f, int64_t length, int64_t number) {
+    f->count[length] += number;
+    if (length < f->shortest) f->shortest = length;
+    if (length > f->longest) f->longest = length;
+}
+
+static int by_length_descending(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+static void exact_record(Exact *f, const int64_t *pack, int size, int64_t number) {
+    if (f->stop) return;
+    if (f->used == f->capacity &&
+        grow((void **)&f->records, &f->capacity, f->used + 1, (FILL_MOST + 1) * sizeof(int64_t))) {
+        f->stop = -1;
+        PyErr_NoMemory();
+        return;
+    }
+    int64_t *row = f->records + f->used++ * (FILL_MOST + 1);
+    memset(row, 0, (FILL_MOST + 1) * sizeof(int64_t));
+    memcpy(row, pack, (size_t)size * sizeof(int64_t));
+    qsort(row, (size_t)size, sizeof(int64_t), by_length_descending);
+    row[FILL_MOST] = number;
+}
+
+static int64_t exact_lowest(Exact *f) {
+    int64_t b = f->shortest;
+    while (b <= f->length && !f->count[b]) b++;
+    return f->shortest = b;
+}
+
+static int64_t exact_highest(Exact *f) {
+    int64_t b = f->longest;
+    while (b > 0 && !f->count[b]) b--;
+    return f->longest = b;
+}
+
+/* The shortest available length below `space` leaving a space `slots` sequences between the
+ * shortest and longest could fill (0 if none; 0 too when the budget ended). */
+static int64_t exact_joiner(Exact *f, int64_t space, int64_t slots) {
+    if (exact_check(f)) return 0;
+    int64_t longest = exact_highest(f), lowest = exact_lowest(f);
+    if (!longest) return 0;
+    int64_t b = space - slots * longest;
+    for (b = b > lowest ? b : lowest; b < space; b++) {
+        int64_t left = space - b;
+        if (f->count[b] && (left + longest - 1) / longest * lowest <= left) return b;
+    }
+    return 0;
+}
+
+static int64_t exact_pairs(Exact *f, int64_t *pack, int size, int64_t space, int64_t number) {
+    int64_t lowest = exact_lowest(f), half = space / 2 - lowest + 1;
+    for (int64_t b = lowest; b < lowest + half && number; b++) {
+        int64_t other = space - b, *count = f->count;
+        if (!count[b] || !count[other]) continue;
+        int64_t can = b == other ? count[b] / 2 : (count[b] < count[other] ? count[b] : count[other]);
+        int64_t done = number < can ? number : can;
+        if (!done) continue;
+        exact_take(f, b, done), exact_take(f, other, done);
+        pack[size] = b, pack[size + 1] = other;
+        exact_record(f, pack, size + 2, done);
+        number -= done;
+    }
+    return number;
+}
+
+/* Fill `number` copies of pack[0:size] to exactly `space` more tokens with at most `slots`
+ * sequences; returns the copies not completed (their sequences past the pack back). */
+static int64_t exact_complete(Exact *f, int64_t *pack, int size, int64_t space, int64_t slots,
+                             int64_t number) {
+    if (!space) {
+        exact_record(f, pack, size, number);
+        return 0;
+    }
+    if (!slots) return number;
+    int64_t *count = f->count;
+    if (space <= f->length && count[space]) { /* one sequence fills it */
+        int64_t done = number < count[space] ? number : count[space];
+        exact_take(f, space, done);
+        pack[size] = space;
+        exact_record(f, pack, size + 1, done);
+        number -= done;
+    }
+    if (!number || slots == 1) return number;
+    if (slots == 2) return exact_pairs(f, pack, size, space, number);
+    while (number) {
+        int64_t b = exact_joiner(f, space, slots - 1);
+        if (!b) break;
+        int64_t joined = number < count[b] ? number : count[b];
+        exact_take(f, b, joined);
+        pack[size] = b;
+        int64_t failed = exact_complete(f, pack, size + 1, space - b, slots - 1, joined);
+        exact_put_back(f, b, failed);
+        number -= joined - failed;
+        if (failed || f->stop) break; /* the next lengths would fail the same way, mostly */
+    }
+    return number;
+}
+
+static PyObject *exact_fill(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    long long depth, most_tokens, most_lengths;
+    PyObject *expired, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*LLLO", &view, &depth, &most_tokens, &most_lengths, &expired))
+        return NULL;
+    int64_t length = (int64_t)(view.len / 8);
+    Exact f = {0};
+    int64_t *rest = calloc((size_t)length + 1, sizeof(int64_t));
+    f.count = calloc((size_t)length + 2, sizeof(int64_t));
+    if (!rest || !f.count) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (depth < 1 || depth > FILL_MOST || length < 1) {
+        PyErr_SetString(PyExc_ValueError, "exact_fill needs 1 <= depth <= 16 and lengths");
+        goto done;
+    }
+    memcpy(f.count + 1, view.buf, (size_t)length * sizeof(int64_t));
+    f.length = length, f.shortest = 1, f.longest = length, f.expired = expired;
+    int64_t pack[FILL_MOST + 2], tokens_left = 0, lengths_left = 0;
+    int too_much = 0;
+    for (int64_t opener = length; opener >= 1 && !too_much; opener--) {
+        int64_t number = f.count[opener];
+        if (!number) continue;
+        if (exact_check(&f)) break;
+        exact_take(&f, opener, number);
+        pack[0] = opener;
+        int64_t left = exact_complete(&f, pack, 1, length - opener, depth - 1, number);
+        if (f.stop) break;
+        if (left) {
+            rest[opener] += left;
+            tokens_left += left * opener, lengths_left += 1;
+            too_much = tokens_left > most_tokens || lengths_left > most_lengths;
+        }
+    }
+    if (f.stop < 0) goto done;
+    if (f.stop) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    for (int64_t n = 1; n <= length; n++) rest[n] += f.count[n];
+    result = Py_BuildValue("(iNN)", too_much,
+                           as_bytes(f.records, (size_t)f.used * (FILL_MOST + 1) * sizeof(int64_t)),
+                           as_bytes(rest + 1, (size_t)length * sizeof(int64_t)));
+done:
+    free(rest), free(f.count), free(f.records);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyObject *vectors(PyObject *self, PyObject *args) {
     (void)self, (void)args;
     return PyLong_FromLong(best_vectors());
@@ -1959,6 +2151,7 @@ static PyObject *vectors(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"price", price, METH_VARARGS, "The pricing knapsack of `optimal` (see the source)."},
     {"vectors", vectors, METH_NOARGS, "The pricing table's vector loops here: 0 none, 1 SSE2, 2 AVX2."},
+    {"exact_fill", exact_fill, METH_VARARGS, "Full packs by the exact fill's greedy (see the source)."},
     {"dominated", dominated, METH_VARARGS, "Lengths no best pack needs (see the source)."},
     {"real_packs", real_packs, METH_VARARGS,
      "Real lengths in the slots of a plan on groups rounded up (see the source)."},

@@ -1,6 +1,7 @@
 """The planner's compiled kernels (`tfpack/packing/_kernels.c`), or one clear error when not built.
 
 `tfpack.packing.algorithms._knapsack` (pricing, dominated lengths),
+`tfpack.packing.algorithms._exact_fill` (full packs first),
 `tfpack.packing.algorithms._fit_decreasing` (best fit decreasing) and
 `tfpack.packing.algorithms._groups` (`real_packs`) and
 `tfpack.packing.pairs._dot` (the dot-product fill), `._settle` and `.checks` (a plan's
