@@ -66,19 +66,23 @@ def test_pricing_equals_the_reference_on_a_planner_sized_table():
     assert len(got.patterns) > 10
 
 
-def test_pricing_stops_when_the_budget_ends():
-    """The kernel asks the budget every 32 lengths and gives up when it has ended."""
-    asked = []
-
+def ending_on(call: int, asked: list) -> _budget.Budget:
+    """A budget that has ended from its ``call``-th asking on; each asking appends to ``asked``."""
     class Ends(_budget.Budget):
         def expired(self):
             asked.append(1)
-            return len(asked) >= 2
+            return len(asked) >= call
 
+    return Ends(None)
+
+
+def test_pricing_stops_when_the_budget_ends():
+    """The kernel asks the budget every 32 lengths and gives up when it has ended."""
+    asked = []
     lengths = np.arange(1, 101)
     with pytest.raises(_budget.OutOfTime):
         _knapsack.price(lengths, np.ones(100, dtype=np.int64), lengths / 100.0, 100, 4,
-                        min_value=0.0, max_patterns=4, budget=Ends(None))
+                        min_value=0.0, max_patterns=4, budget=ending_on(2, asked))
     assert len(asked) == 2  # after lengths 32 and 64
 
 
@@ -175,15 +179,8 @@ def test_exact_fill_equals_the_reference_on_a_long_context_histogram():
 def test_exact_fill_stops_when_the_budget_ends():
     """Asked every 64 openers and joiner searches, the kernel gives up once the budget ends."""
     asked = []
-
-    class Ends(_budget.Budget):
-        def expired(self):
-            asked.append(1)
-            return len(asked) >= 3
-
-    histogram = np.ones(4096, dtype=np.int64)
     with pytest.raises(_budget.OutOfTime):
-        _exact_fill.fill(histogram, 4096, 8, Ends(None))
+        _exact_fill.fill(np.ones(4096, dtype=np.int64), 4096, 8, ending_on(3, asked))
     assert len(asked) == 3
 
 
@@ -255,12 +252,7 @@ def test_backtracking_stops_when_the_budget_ends():
     asked = []
 
     def ends_on(call):
-        class Ends(_budget.Budget):
-            def expired(self):
-                asked.append(1)
-                return len(asked) >= call
-
-        return Ends(None)
+        return ending_on(call, asked)
 
     lengths = np.arange(1, 101)
     args = (lengths, np.ones(100, dtype=np.int64), lengths / 100.0, 100, 4)
