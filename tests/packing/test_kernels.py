@@ -90,8 +90,7 @@ def price_at_every_vector_level(lengths, bounds, values, max_length, depth, sing
     """The kernel's output at vector levels 0 (none), 1 (SSE2) and 2 (AVX2), each capped at
     what this CPU runs: one table, bits and packs, so all equal."""
     lengths = np.asarray(lengths, dtype=np.int64)
-    usable = np.minimum(bounds, max_length // lengths)
-    usable = np.ascontiguousarray(usable if depth is None else np.minimum(usable, depth),
+    usable = np.ascontiguousarray(_knapsack._copies(lengths, bounds, max_length, depth),
                                   dtype=np.int64)
     priced = np.asarray(values, dtype=np.float32 if single else np.float64).astype(np.float64)
     skip = np.zeros(len(lengths), dtype=np.uint8)

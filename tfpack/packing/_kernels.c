@@ -1996,11 +1996,6 @@ static void exact_put_back(Exact *f, int64_t length, int64_t number) {
     if (length > f->longest) f->longest = length;
 }
 
-static int by_length_descending(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x < y) - (x > y);
-}
-
 static void exact_record(Exact *f, const int64_t *pack, int size, int64_t number) {
     if (f->stop) return;
     if (f->used == f->capacity &&
@@ -2012,7 +2007,7 @@ static void exact_record(Exact *f, const int64_t *pack, int size, int64_t number
     int64_t *row = f->records + f->used++ * (FILL_MOST + 1);
     memset(row, 0, (FILL_MOST + 1) * sizeof(int64_t));
     memcpy(row, pack, (size_t)size * sizeof(int64_t));
-    qsort(row, (size_t)size, sizeof(int64_t), by_length_descending);
+    qsort(row, (size_t)size, sizeof(int64_t), descending);
     row[FILL_MOST] = number;
 }
 
