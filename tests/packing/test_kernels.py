@@ -175,6 +175,11 @@ def test_exact_fill_equals_the_reference_on_a_long_context_histogram():
     assert sum(packs_count for _, packs_count in packs) > 50_000 and sum(rest) < 200_000
 
 
+def test_exact_fill_refuses_a_histogram_not_of_max_length():
+    with pytest.raises(ValueError, match="histogram has 7 lengths, not max_length=8"):
+        _exact_fill.fill(np.ones(7, dtype=np.int64), 8, 3)
+
+
 def test_exact_fill_stops_when_the_budget_ends():
     """Asked every 64 openers and joiner searches, the kernel gives up once the budget ends."""
     asked = []
