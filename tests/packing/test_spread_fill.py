@@ -195,7 +195,7 @@ def test_at_depth_6_optimal_runs_one_try_as_it_is(monkeypatch):
     seen = []
 
     def best(histogram, max_length, depth, bound, budget, scales, batch, gap, tail, tails,
-             second, second_tail, settle):
+             second, second_tail, second_after, settle):
         seen.append((scales, tail, second is None, settle is None))
 
     monkeypatch.setattr(_spread_fill, "best", best)
@@ -366,6 +366,21 @@ def test_where_the_first_try_is_not_within_the_gap_the_second_packs_compete():
     assert best(0.0) == {(6, 2): 1, (5, 4): 1} and calls == [unlimited]
 
 
+def test_the_second_packs_run_only_with_second_after_times_the_first_try_left():
+    # A clock that moves one second a reading: the first try takes some seconds, and 100
+    # are left; `second` runs where that is ``second_after`` times the try's time or more.
+    histogram = six_five_four_two()
+
+    def calls(second_after):
+        ticks, called = iter(range(10**6)), []
+        budget = _budget.Budget(100.0, clock=lambda: float(next(ticks)))
+        _spread_fill.best(histogram, 9, 3, 2, budget, scales=(1.0,), batch=2,
+                          second=lambda budget: called.append(1), second_after=second_after)
+        return called
+
+    assert calls(1.0) == [1] and calls(1000.0) == []
+
+
 def test_the_second_packs_run_after_the_first_try_and_before_the_next(monkeypatch):
     # Scale 1 (3 packs), then `second` (3 packs: no better), then scale 0.5 (2 packs).
     histogram, unlimited, order = six_five_four_two(), _budget.Budget(None), []
@@ -389,7 +404,7 @@ def test_optimal_hands_the_class_fill_to_the_tries(monkeypatch):
     seen = {}
 
     def best(*args, **kwargs):
-        seen["second"], seen["tail"] = args[-2:]
+        seen["second"], seen["tail"], seen["after"] = args[-3:]
 
     monkeypatch.setattr(_spread_fill, "best", best)
     monkeypatch.setattr(optimal, "_search", lambda *args: None)
@@ -397,7 +412,25 @@ def test_optimal_hands_the_class_fill_to_the_tries(monkeypatch):
     optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
     rows = seen["second"](_budget.Budget(None))  # the class fill over the sequences below L
     assert np.bincount(rows.ravel(), minlength=12289)[1:].tolist() == histogram.tolist()
-    assert seen["tail"] == Tuning.SPREAD_CLASS_TAIL
+    assert seen["tail"] == Tuning.SPREAD_CLASS_TAIL and seen["after"] == Tuning.SPREAD_CLASS_AFTER
     monkeypatch.setattr(Tuning, "SPREAD_CLASSES", 0)
     optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
     assert seen["second"] is None
+
+
+def test_optimal_searches_on_after_the_fills_only_with_search_least_left(monkeypatch):
+    # A long context where the plan is settled at the end: the search (`optimal._search`) runs
+    # only where its share of the budget is SEARCH_LEAST or more; without a time limit, or
+    # without a depth (nothing settled), always.
+    searched = []
+    monkeypatch.setattr(optimal, "_search", lambda *args: searched.append(args[-1].limited))
+    histogram = eighths(10)
+    monkeypatch.setattr(Tuning, "SEARCH_LEAST", 1e9)
+    optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
+    assert searched == []
+    optimal.pack(histogram, 12288, 8, seed=0)
+    optimal.pack(histogram, 12288, None, seed=0, time_limit=1.0)
+    assert searched == [False, True]
+    monkeypatch.setattr(Tuning, "SEARCH_LEAST", 0.0)
+    optimal.pack(histogram, 12288, 8, seed=0, time_limit=1.0)
+    assert searched == [False, True, True]

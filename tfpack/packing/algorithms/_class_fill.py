@@ -5,8 +5,10 @@ mid-size sequences that would fill them: it takes them early, where a long
 sequence and a few short ones would have done. The cutting-stock LP over a few
 size classes (lengths ``edges[j] <= n < edges[j + 1]``, each standing for its
 mean rounded up) says how many of each class each pack should take so that
-every class is used up evenly. `rows` solves it (`_column_generation.run`,
-a dozen rows: a few hundredths of a second), takes ``floor(x)`` packs of each
+every class is used up evenly. `rows` solves it (`_column_generation.run`;
+with ``unit``, in units of that many tokens: each class's mean and
+``max_length`` divided, the means rounded up, so its packs fit the real means
+too, and classes whose means round up alike merged), takes ``floor(x)`` packs of each
 of its patterns (a basic solution: at most one pattern a class), and fills
 their slots, longest class first: each slot takes the longest sequence of its
 class at most the pack's free space less the means of its later slots
@@ -49,21 +51,39 @@ def edges(counts: np.ndarray, max_length: int, classes: int) -> np.ndarray:
 
 
 def rows(counts: np.ndarray, max_length: int, depth: int, classes: int, batch: int,
-         budget: _budget.Budget | None) -> np.ndarray | None:
+         budget: _budget.Budget | None, unit: int = 1) -> np.ndarray | None:
     """The packs of the module notes, a row each (0: an empty slot); ``None`` where the
-    budget ends first. ``counts[n]``: sequences of length ``n`` (``counts[max_length]`` 0)."""
+    budget ends first. ``counts[n]``: sequences of length ``n`` (``counts[max_length]`` 0);
+    the LP in units of ``unit`` tokens (a divisor of ``max_length``).
+
+    In units of 2, the module example's class means (3, 5, 6) are 2, 3 and 3 units: the 5s
+    and 6s merge (mean 6, 3 units) and a pack of 5 units holds one of them and a short one,
+    so the LP leaves two 4s alone: 6 packs, one more than in tokens (what the rounding
+    costs: little where a unit is a thousandth of ``max_length``, `Tuning.SPREAD_CLASS_UNITS`):
+
+    >>> counts = np.zeros(11, dtype=np.int64)
+    >>> counts[[6, 5, 4, 3, 2]] = [2, 2, 2, 2, 4]
+    >>> sorted(map(tuple, rows(counts, 10, 3, 3, 4, None, unit=2).tolist()))
+    [(4, 0, 0), (4, 0, 0), (5, 3, 0), (5, 3, 0), (6, 2, 2), (6, 2, 2)]
+    """
     counts = np.asarray(counts, dtype=np.int64).copy()
     cut = edges(counts, max_length, classes)
     lengths = np.arange(len(counts), dtype=np.int64)
-    tokens = np.add.reduceat(lengths * counts, cut[:-1])[: len(cut) - 1]
-    sizes = np.add.reduceat(counts, cut[:-1])[: len(cut) - 1]
-    keep = sizes > 0
-    low, high = cut[:-1][keep], cut[1:][keep]
+
+    def classes_of(cut):
+        tokens = np.add.reduceat(lengths * counts, cut[:-1])[: len(cut) - 1]
+        sizes = np.add.reduceat(counts, cut[:-1])[: len(cut) - 1]
+        keep = sizes > 0
+        return cut[:-1][keep], cut[1:][keep], -(-tokens[keep] // sizes[keep]), sizes[keep]
+
+    low, high, means, sizes = classes_of(cut)
+    if unit > 1:  # classes whose means round up to the same units merged
+        units = -(-means // unit)
+        low, high, means, sizes = classes_of(np.r_[low[np.r_[True, units[1:] != units[:-1]]], high[-1]])
     # Ascending and distinct, as the LP's lengths must be: a class's mean rounded up is at
     # most its longest length, below the next class's shortest.
-    means = -(-tokens[keep] // sizes[keep])
     try:
-        lp = _column_generation.run(means, sizes[keep], max_length, depth, [], 0,
+        lp = _column_generation.run(-(-means // unit), sizes, max_length // unit, depth, [], 0,
                                     budget=budget)
     except _budget.OutOfTime:
         return None
@@ -97,23 +117,45 @@ def _slots(patterns, x, depth: int) -> np.ndarray:
 
 
 def _realised(counts, slot, means, low, high, max_length: int, depth: int) -> np.ndarray:
-    """``slot``'s packs filled (`rows`), their sequences taken from ``counts``."""
+    """``slot``'s packs filled (`rows`), their sequences taken from ``counts``.
+
+    Slot by slot: first every pack whose slot has a class, all classes at once (their
+    lengths are apart: each class's lengths in a block of the pool after a wall, as many
+    as the packs, that stands for no sequence, so a target below the class takes the wall),
+    then the packs' last slots from any class.
+    """
     packs = np.zeros(slot.shape, dtype=np.int64)
     expected = np.where(slot >= 0, means[np.maximum(slot, 0)], 0)
     later = np.cumsum(expected[:, ::-1], axis=1)[:, ::-1] - expected  # means of the later slots
     free = np.full(len(slot), max_length, dtype=np.int64)
     last = np.count_nonzero(slot >= 0, axis=1) - 1
+    offset = np.r_[0, np.cumsum(high - low + 1)[:-1]]  # each class's wall in the pool
+    length = np.zeros(offset[-1] + high[-1] - low[-1] + 1, dtype=np.int64)  # the pool's lengths
+    length[np.concatenate([np.arange(o + 1, o + 1 + h - l) for o, l, h in zip(offset, low, high)])] = \
+        np.concatenate([np.arange(l, h) for l, h in zip(low, high)])
+    walls, lengths = length == 0, length[length > 0]
     for j in range(depth):
         layer = np.where(last == j, len(low), slot[:, j])  # a pack's last slot: any class
-        for k in np.unique(layer[layer >= 0]):
-            at = np.flatnonzero(layer == k)
-            lo, hi = (low[k], high[k]) if k < len(low) else (0, len(counts))
-            target = np.clip(free[at] - later[at, j], 0, hi - 1)
-            order = np.argsort(target, kind="stable")
-            pool = np.zeros_like(counts)
-            pool[lo:hi] = counts[lo:hi]
-            taken = _spread_fill._longest_at_most(pool, target[order])
-            counts[lo:hi] = pool[lo:hi]
-            packs[at[order], j] = taken
-            free[at[order]] -= taken
+        at = np.flatnonzero((layer >= 0) & (layer < len(low)))
+        k = layer[at]
+        target = np.clip(free[at] - later[at, j], 0, high[k] - 1)
+        position = offset[k] + np.maximum(target - low[k] + 1, 0)
+        pool = counts[length]
+        pool[walls] = len(at)
+        _take(packs, free, at, j, length, pool, position)
+        counts[lengths] = pool[~walls]
+        at = np.flatnonzero(layer == len(low))
+        _take(packs, free, at, j, np.arange(len(counts)), counts,
+              np.clip(free[at] - later[at, j], 0, len(counts) - 1))
     return packs
+
+
+def _take(packs, free, at, j, length, pool, position) -> None:
+    """Slot ``j`` of packs ``at``: the longest of ``pool`` at most ``position`` (the
+    pool's ``length``), not taken by a pack with a larger one (in turn where equal)."""
+    if not len(at):
+        return
+    order = np.argsort(position, kind="stable")
+    taken = length[_spread_fill._longest_at_most(pool, position[order])]
+    packs[at[order], j] = taken
+    free[at[order]] -= taken

@@ -61,7 +61,7 @@ __all__ = ["packs", "best", "pool"]
 
 def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget: _budget.Budget,
          scales=(1.0,), batch: int = 1024, gap: float = 0.0, tail: float = 0.0, tails=(),
-         second=None, second_tail: float = 0.0,
+         second=None, second_tail: float = 0.0, second_after: float = 0.0,
          settle=None) -> dict[tuple[int, ...], int] | None:
     """`packs` at each of ``scales`` in turn, and ``second``'s: the plan with the fewest packs
     (``None``: none).
@@ -73,7 +73,8 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     try the last ``tail`` share of its packs is refilled at each ``(scale, batch)`` of
     ``tails`` in turn (`_refilled`): a try's time is its refills' too. Where the first try is
     not within ``gap``, ``second(budget)``, where given, makes packs as `_rows` does
-    (`_class_fill.rows`) before the next try; the last ``second_tail`` share of them is
+    (`_class_fill.rows`) before the next try, where ``budget`` has ``second_after`` times
+    the first try's time left (its refills and settling included); the last ``second_tail`` share of them is
     refilled as a try's is, and they are the plan where they have fewer packs than the
     tries'. ``settle(rows, budget, enough, last)``, where given, settles the packs of each try
     and of ``second`` (`_spread_settle.settled`, ``last`` False), and the best so far once
@@ -106,7 +107,8 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
         found = polished(found, tail)
         rows = found if rows is None or len(found) < len(rows) else rows
         took = budget.spent() - start
-        if tried == 0 and second is not None and len(rows) > enough:
+        if tried == 0 and second is not None and len(rows) > enough and \
+                budget.left() >= second_after * took:
             found = second(budget)  # the other packs, where the first try is not close
             if found is not None:
                 found = polished(found, second_tail)

@@ -147,6 +147,21 @@ class Tuning:
     # 0.128%; 55/36 0.139 -> 0.180%, 26/36 0.120 -> 0.166%, 90/14 0.157 -> 0.180%, all within).
     SPREAD_CLASSES = 96
     SPREAD_CLASS_TAIL = 0.3
+    # Session 21 (the AVX2 CPU of sessions 19-20): at L=12,288-16,384, depth 8-16, the class
+    # fill took 0.4-1.0 s (its LP's pricing over 96 classes and every token, 0.1-0.4 s, and
+    # HiGHS), 2.4-11 times the first try; begun with what was left of SPREAD_SHARE it ran
+    # out on 630/38, 633/10, 591/30 (each 0.4-0.5 s lost, then nothing left to settle).
+    # Its LP now runs in units of L / SPREAD_CLASS_UNITS tokens (16 at 16,384, 12 at 12,288:
+    # its pricing 12-16 times smaller; 0.19-0.35 s for the whole fill on four of them
+    # standalone), and it begins only where SPREAD_CLASS_AFTER times the first try's time
+    # (its refills and settling with it) is left. On the 58 cases of fresh seeds 579-638
+    # that run the fill (in-process, 1 s, one run each), against 0148a9b: 44 -> 47 within
+    # 0.2% with SEARCH_LEAST, mean gap 0.143% -> 0.119%, worst 0.703% -> 0.363% (630/38),
+    # CPU over 1.05 s 12 -> 1 (up to 1.40 -> 1.12 s); on the 18 of seeds 554-578: 15 -> 16,
+    # over 1.05 s 3 -> 0. Units of L / 4,096 or none: 46 and 45 of the 58 (noise: a case
+    # moves 0.1 points between two runs).
+    SPREAD_CLASS_AFTER = 1.0
+    SPREAD_CLASS_UNITS = 1024
     # After each try's refills (and the class fill's), a pass of `_spread_settle` at each
     # (share dissolved, batch of the refill) in turn, while the plan is not within SPREAD_GAP:
     # the least-filled packs' sequences moved into the others' room, a larger one in place of
@@ -209,6 +224,13 @@ class Tuning:
     PLAN_SETTLE_PER_SEQUENCE = 4e-7
     SETTLE_FILLERS = 0.003
     SETTLE_AFTER_SECONDS = 1e-7
+    # The search after the fills (`optimal._search`) runs only where it has SEARCH_LEAST
+    # seconds or more (where the best plan is settled at the end): its first LP runs to its
+    # end whatever the budget, 0.3-0.6 s on long contexts, so after a spread fill that left
+    # 0-0.2 s it ran the plans to 1.25-1.40 s of CPU (fresh 600/14, 634/36, 638/26, 563/38)
+    # and took the settling's time. 0.1 still let 0.1-0.25 s through (615/36: 1.12 s);
+    # 0.25 on the 76 cases above: 62 -> 63 within (565/6, whose search gained, lost either way).
+    SEARCH_LEAST = 0.25
 
     # --- Full packs first (`_paths.full_packs_first`) ---
     MANY_LENGTHS = 2048  # from this many lengths, full packs first

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfpack.packing.algorithms import (_bounds, _budget, _class_fill, _fit_decreasing, _lp_plan,
-                                       _pairs, _paths, _spread_fill, _spread_settle, base)
+                                       _pairs, _paths, _spread_fill, _spread_settle, _units, base)
 from tfpack.packing.algorithms._tuning import Tuning
 
 __all__ = ["pack"]
@@ -89,10 +89,11 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         cheap = max(search.bound, windows)
         whole = _spread_tier(max_sequences_per_pack)[2]  # else one try as it is, no more
         counts = _spread_fill.pool(histogram, max_length)
+        unit = _units.divisor(max_length, max_length // Tuning.SPREAD_CLASS_UNITS)
 
         def classes(spread):  # the class fill (`_class_fill`), after a first try not close
             return _class_fill.rows(counts, max_length, max_sequences_per_pack,
-                                    Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread)
+                                    Tuning.SPREAD_CLASSES, Tuning.SPREAD_BATCH, spread, unit)
 
         def settle(rows, spread, enough, last):  # the least-filled packs settled (`_spread_settle`)
             return _spread_settle.settled(rows, max_length, max_sequences_per_pack, spread,
@@ -104,18 +105,21 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
             budget.share(Tuning.SPREAD_SHARE), Tuning.SPREAD_SCALES[:None if whole else 1],
             Tuning.SPREAD_BATCH, Tuning.SPREAD_GAP, Tuning.SPREAD_TAIL if whole else 0.0,
             Tuning.SPREAD_TAILS, classes if Tuning.SPREAD_CLASSES and whole else None,
-            Tuning.SPREAD_CLASS_TAIL, settle=settle if Tuning.SPREAD_SETTLE and whole else None))
+            Tuning.SPREAD_CLASS_TAIL, Tuning.SPREAD_CLASS_AFTER,
+            settle=settle if Tuning.SPREAD_SETTLE and whole else None))
     settles, keep, sequences = _settle_pays(histogram, max_sequences_per_pack), 0.0, demand.sum()
     if settles and budget.limited and search.bounds["tokens"] >= search.bound and \
             _fillers(histogram, max_sequences_per_pack) >= Tuning.SETTLE_FILLERS:
         # Where the tokens bind, time for settling the plan is kept from the search.
         keep = min((Tuning.SPREAD_PLAN_SETTLE_SHARE if spread else Tuning.PLAN_SETTLE_SHARE)
                    * budget.left(), Tuning.PLAN_SETTLE_PER_SEQUENCE * float(sequences))
+    rest = budget.less(search.reserve + keep)
     try:
         # The result (strategies sorted, counts) and the caller's checks of it come after
         # the budget, each a pass over the plan's packs like best fit: their time is kept.
-        _search(search, histogram, lengths, demand, max_length, max_sequences_per_pack,
-                budget.less(search.reserve + keep))
+        # Not where too little is left for its first LP (`Tuning.SEARCH_LEAST`).
+        if not (settles and rest.limited and rest.left() < Tuning.SEARCH_LEAST):
+            _search(search, histogram, lengths, demand, max_length, max_sequences_per_pack, rest)
     except _budget.OutOfTime:
         pass  # the best plan and bound so far stand
     if settles and not search.done():  # the best plan settled (`Tuning.PLAN_SETTLE`)
