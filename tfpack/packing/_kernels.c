@@ -28,17 +28,18 @@
  *   vectors() -> int
  *     The most `vectors` level this build runs on this CPU (price's default).
  *
- *   exact_fill(histogram, depth, most_tokens, most_lengths, expired) -> (too_much, records, rest)
- *     or None
+ *   exact_fill(histogram, depth, most_tokens, most_lengths, expired)
+ *       -> (too_much, width, records, rest) or None
  *     The greedy of tfpack/packing/algorithms/_exact_fill.py's module notes (its Python
  *     original: tests/packing/exact_fill_reference.py): histogram: int64 [L], histogram[i]
  *     sequences of length i + 1; depth: sequences a full pack holds at most (1-16). Every
  *     length, longest first, opens a group of packs, completed to exactly L tokens by one
  *     sequence, by pairs, or by the shortest joiner that leaves a completable space; what a
  *     group cannot complete is left. too_much: 1 where the left lengths passed most_tokens
- *     tokens or most_lengths lengths (it stops there). records: bytes of int64 [r, 17], a
- *     group of identical full packs each: 16 lengths (descending, 0-padded) and how many,
- *     in the order the greedy made them; rest: bytes of int64 [L], the sequences in none.
+ *     tokens or most_lengths lengths (it stops there). records: bytes of int64 [r, width], a
+ *     group of identical full packs each: width - 1 (16) lengths (descending, 0-padded) and
+ *     how many, in the order the greedy made them; rest: bytes of int64 [L], the sequences
+ *     in none.
  *     `expired` (a callable or None) is asked every 64 lengths that open packs or joiner
  *     searches; when it returns true the result is None.
  *
@@ -2102,7 +2103,7 @@ static PyObject *exact_fill(PyObject *self, PyObject *args) {
         goto done;
     }
     if (depth < 1 || depth > FILL_MOST || length < 1) {
-        PyErr_SetString(PyExc_ValueError, "exact_fill needs 1 <= depth <= 16 and lengths");
+        PyErr_Format(PyExc_ValueError, "exact_fill needs 1 <= depth <= %d and lengths", FILL_MOST);
         goto done;
     }
     memcpy(f.count + 1, view.buf, (size_t)length * sizeof(int64_t));
@@ -2129,7 +2130,7 @@ static PyObject *exact_fill(PyObject *self, PyObject *args) {
         goto done;
     }
     for (int64_t n = 1; n <= length; n++) rest[n] += f.count[n];
-    result = Py_BuildValue("(iNN)", too_much,
+    result = Py_BuildValue("(iiNN)", too_much, FILL_MOST + 1,
                            as_bytes(f.records, (size_t)f.used * (FILL_MOST + 1) * sizeof(int64_t)),
                            as_bytes(rest + 1, (size_t)length * sizeof(int64_t)));
 done:

@@ -85,18 +85,17 @@ def fill(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
                              None if budget is None else budget.expired)
     if out is None:
         raise OutOfTime
-    too_much, records, rest = out
+    too_much, width, records, rest = out  # records: ``width - 1`` lengths (0-padded), a count
     if too_much:
         raise TooMuchLeft
     packs: dict[tuple[int, ...], int] = {}
-    rows = np.frombuffer(records, dtype=np.int64).reshape(-1, _RECORD)
+    rows = np.frombuffer(records, dtype=np.int64).reshape(-1, width)
     for row in rows.tolist():
         pack = tuple(length for length in row[:-1] if length)
         packs[pack] = packs.get(pack, 0) + row[-1]
     return packs, np.frombuffer(rest, dtype=np.int64).copy()
 
 
-_RECORD = 17  # the kernel's records: 16 lengths (descending, 0-padded) and a count
 _NO_LIMIT = 2 ** 62
 
 
