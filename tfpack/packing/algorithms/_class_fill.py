@@ -79,7 +79,8 @@ def rows(counts: np.ndarray, max_length: int, depth: int, classes: int, batch: i
     low, high, means, sizes = classes_of(cut)
     if unit > 1:  # classes whose means round up to the same units merged
         units = -(-means // unit)
-        low, high, means, sizes = classes_of(np.r_[low[np.r_[True, units[1:] != units[:-1]]], high[-1]])
+        first = np.r_[True, units[1:] != units[:-1]]
+        low, high, means, sizes = classes_of(np.r_[low[first], high[-1]])
     # Ascending and distinct, as the LP's lengths must be: a class's mean rounded up is at
     # most its longest length, below the next class's shortest.
     try:
@@ -129,11 +130,11 @@ def _realised(counts, slot, means, low, high, max_length: int, depth: int) -> np
     later = np.cumsum(expected[:, ::-1], axis=1)[:, ::-1] - expected  # means of the later slots
     free = np.full(len(slot), max_length, dtype=np.int64)
     last = np.count_nonzero(slot >= 0, axis=1) - 1
+    # The pool's lengths: each class's block, a wall (0) and then its lengths.
+    length = np.concatenate([np.arange(l - 1, h) for l, h in zip(low, high)])
     offset = np.r_[0, np.cumsum(high - low + 1)[:-1]]  # each class's wall in the pool
-    length = np.zeros(offset[-1] + high[-1] - low[-1] + 1, dtype=np.int64)  # the pool's lengths
-    length[np.concatenate([np.arange(o + 1, o + 1 + h - l) for o, l, h in zip(offset, low, high)])] = \
-        np.concatenate([np.arange(l, h) for l, h in zip(low, high)])
-    walls, lengths = length == 0, length[length > 0]
+    length[offset] = 0
+    walls, lengths, every = length == 0, length[length > 0], np.arange(len(counts))
     for j in range(depth):
         layer = np.where(last == j, len(low), slot[:, j])  # a pack's last slot: any class
         at = np.flatnonzero((layer >= 0) & (layer < len(low)))
@@ -145,8 +146,8 @@ def _realised(counts, slot, means, low, high, max_length: int, depth: int) -> np
         _take(packs, free, at, j, length, pool, position)
         counts[lengths] = pool[~walls]
         at = np.flatnonzero(layer == len(low))
-        _take(packs, free, at, j, np.arange(len(counts)), counts,
-              np.clip(free[at] - later[at, j], 0, len(counts) - 1))
+        target = np.clip(free[at] - later[at, j], 0, len(counts) - 1)
+        _take(packs, free, at, j, every, counts, target)
     return packs
 
 

@@ -74,9 +74,9 @@ def best(histogram: np.ndarray, max_length: int, depth: int, bound: int, budget:
     ``tails`` in turn (`_refilled`): a try's time is its refills' too. Where the first try is
     not within ``gap``, ``second(budget)``, where given, makes packs as `_rows` does
     (`_class_fill.rows`) before the next try, where ``budget`` has ``second_after`` times
-    the first try's time left (its refills and settling included); the last ``second_tail`` share of them is
-    refilled as a try's is, and they are the plan where they have fewer packs than the
-    tries'. ``settle(rows, budget, enough, last)``, where given, settles the packs of each try
+    the first try's time left (its refills and settling included); the last ``second_tail``
+    share of them is refilled as a try's is, and they are the plan where they have fewer
+    packs than the tries'. ``settle(rows, budget, enough, last)``, where given, settles the packs of each try
     and of ``second`` (`_spread_settle.settled`, ``last`` False), and the best so far once
     more (``last`` True: other passes) right after ``second``, before the next tries can take
     their time, and at the end where a later try is the best.
