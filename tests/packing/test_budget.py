@@ -1,11 +1,19 @@
 """The planner's budget counts the CPU time of its own thread, and the planner wakes no other."""
 
+import gc
 import subprocess
 import sys
 import threading
 import time
 
-from tfpack.packing.algorithms import _budget
+import numpy as np
+import pytest
+
+from tfpack import packing
+from tfpack.packing import plans as packing_plans
+from tfpack.packing.algorithms import _budget, _fit_decreasing, optimal
+from tfpack.packing.pairs import algorithms as pair_algorithms
+from tfpack.packing.pairs import plans as pair_plans
 
 
 def _burn(seconds: float) -> None:
@@ -61,3 +69,68 @@ def test_a_long_context_plan_leaves_the_other_threads_idle():
     others = subprocess.run([sys.executable, "-c", _OTHER_THREADS], check=True,
                             capture_output=True, text=True).stdout
     assert float(others) < 0.05
+
+
+def test_the_collector_is_paused_inside_and_back_as_it_was_after():
+    assert gc.isenabled()
+    with _budget.collector_paused():
+        assert not gc.isenabled()
+        with _budget.collector_paused():  # nested: still off, and off after the inner one
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        with _budget.collector_paused():
+            1 / 0
+    assert gc.isenabled()  # back after an error too
+    gc.disable()
+    try:
+        with _budget.collector_paused():
+            pass
+        assert not gc.isenabled()  # the caller's choice stands
+    finally:
+        gc.enable()
+
+
+def test_plans_run_with_the_collector_paused(monkeypatch):
+    # A full collection scans every object of the process (with TensorFlow imported, 0.25 s
+    # of a 1 s plan): the one-length and two-length planners, and the checks after them.
+    seen = []
+    fill = _fit_decreasing.packs
+    monkeypatch.setattr(_fit_decreasing, "packs", lambda *a, **k: seen.append(gc.isenabled()) or fill(*a, **k))
+    histogram = np.zeros(64, dtype=np.int64)
+    histogram[[9, 20, 40, 63]] = [30, 20, 10, 5]
+    optimal.pack(histogram, 64, 4, seed=0, time_limit=1.0)
+    check = packing_plans.check_plan
+    monkeypatch.setattr(packing_plans, "check_plan",
+                        lambda *a, **k: seen.append(gc.isenabled()) or check(*a, **k))
+    packing.plan(histogram, 64, 4, algorithm="optimal", time_limit=1.0)
+    pairs = np.zeros((16, 8), dtype=np.int64)
+    pairs[[3, 9, 15], [1, 5, 7]] = [20, 10, 5]
+    check_pairs = pair_plans.check_pair_plan
+    monkeypatch.setattr(pair_plans, "check_pair_plan",
+                        lambda *a, **k: seen.append(gc.isenabled()) or check_pairs(*a, **k))
+    monkeypatch.setattr(pair_algorithms, "bounds", _Recording(pair_algorithms.bounds, seen))
+    pair_algorithms.get("optimal")(pairs, (16, 8, 4), seed=0, time_limit=1.0)
+    assert seen and not any(seen)
+    seen.clear()
+    packing.plan(pairs, (16, 8), 4, algorithm="optimal", time_limit=1.0)
+    assert len(seen) >= 2 and not any(seen)
+    assert gc.isenabled()
+
+
+class _Recording:
+    """A module whose attribute calls record whether the collector runs."""
+
+    def __init__(self, module, seen):
+        self._module, self._seen = module, seen
+
+    def __getattr__(self, name):
+        value = getattr(self._module, name)
+        if not callable(value):
+            return value
+
+        def call(*args, **kwargs):
+            self._seen.append(gc.isenabled())
+            return value(*args, **kwargs)
+        return call

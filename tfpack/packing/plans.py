@@ -23,6 +23,7 @@ from tfpack import atomic
 from tfpack.errors import TfpackError
 from tfpack.packing import algorithms
 from tfpack.packing.algorithms import _bounds, base
+from tfpack.packing.algorithms._budget import collector_paused
 from tfpack.packing.assignment import Assignment, assign
 from tfpack.packing.checks import check_plan
 from tfpack.packing.histograms import (
@@ -288,19 +289,21 @@ def plan(
     function = algorithms.get(algorithm)
     time_limit = None if time_limit is None else float(time_limit)
     kwargs = {"time_limit": time_limit} if base.takes_time_limit(algorithm) else {}
-    start = time.perf_counter()
-    result = function(histogram, max_length, max_sequences_per_pack, seed=seed, **kwargs)
-    seconds = time.perf_counter() - start
-    strategies, counts = _canonical(result.strategies, result.counts)
-    try:
-        check_plan(strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack)
-    except TfpackError as error:
-        raise RuntimeError(f"Packing algorithm {algorithm!r} returned an invalid plan: {error}") from None
-    metrics = compute_metrics(
-        strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
-        solve_seconds=seconds, lower_bound_packs=result.lower_bound_packs,
-        lower_bound_kind=result.lower_bound_kind,
-    )
+    with collector_paused():  # the plan and its checks: no scans of the caller's objects
+        start = time.perf_counter()
+        result = function(histogram, max_length, max_sequences_per_pack, seed=seed, **kwargs)
+        seconds = time.perf_counter() - start
+        strategies, counts = _canonical(result.strategies, result.counts)
+        try:
+            check_plan(strategies, counts, histogram, max_length=max_length,
+                       max_sequences_per_pack=max_sequences_per_pack)
+        except TfpackError as error:
+            raise RuntimeError(f"Packing algorithm {algorithm!r} returned an invalid plan: {error}") from None
+        metrics = compute_metrics(
+            strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=max_sequences_per_pack,
+            solve_seconds=seconds, lower_bound_packs=result.lower_bound_packs,
+            lower_bound_kind=result.lower_bound_kind,
+        )
     return PackingPlan(max_length, max_sequences_per_pack, algorithm, histogram, strategies, counts, metrics)
 
 

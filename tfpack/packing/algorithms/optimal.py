@@ -42,6 +42,7 @@ __all__ = ["pack"]
 
 
 @base.register("optimal", time_limit=True)
+@_budget.collector_paused()
 def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | None, *,
          seed: int, time_limit: float | None = None) -> base.AlgorithmResult:
     """Near-optimal packing strategies for ``histogram`` and a proven lower bound.

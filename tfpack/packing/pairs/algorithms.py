@@ -64,7 +64,7 @@ from typing import Callable
 import numpy as np
 
 from tfpack.errors import TfpackError
-from tfpack.packing.algorithms._budget import Budget
+from tfpack.packing.algorithms._budget import Budget, collector_paused
 from tfpack.packing.algorithms.greedy import MAX_SEQUENCES, walk
 from tfpack.packing.pairs import _lp_bound, bounds
 from tfpack.packing.pairs._blend import blend
@@ -190,6 +190,7 @@ def ffd(counts: np.ndarray, limits, *, seed: int, time_limit=None):
 
 
 @register("optimal")
+@collector_paused()
 def optimal(counts: np.ndarray, limits, *, seed: int, time_limit=None):
     """The best of the candidates (module notes) tried in turn, with the strongest bound proven."""
     budget = Budget(time_limit)

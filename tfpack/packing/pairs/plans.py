@@ -28,6 +28,7 @@ import numpy as np
 
 from tfpack.errors import TfpackError
 from tfpack.packing import plan_files
+from tfpack.packing.algorithms._budget import collector_paused
 from tfpack.packing.histograms import (
     MAX_LENGTH_LIMIT,
     validate_histogram,
@@ -217,16 +218,18 @@ def plan_pairs(histogram, max_length, max_sequences_per_pack, algorithm: str = "
     from tfpack.packing.plans import validate_time_limit  # noqa: PLC0415  (plans dispatches here)
 
     time_limit = validate_time_limit(time_limit)
-    start = time.perf_counter()
-    placed, bound, kind = function(histogram, (*max_length, depth), seed=seed, time_limit=time_limit)
-    strategies, counts = strategies_of(placed.pack, placed.a, placed.b, max_length[1])
-    seconds = time.perf_counter() - start
-    order = np.argsort(-counts, kind="stable")
-    strategies, counts = [strategies[i] for i in order], counts[order]
-    try:
-        check_pair_plan(strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=depth)
-    except TfpackError as error:
-        raise RuntimeError(f"Pair planner {algorithm!r} returned an invalid plan: {error}") from None
-    metrics = compute_pair_metrics(strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=depth,
-                                   solve_seconds=seconds, lower_bound_packs=bound, lower_bound_kind=kind)
+    with collector_paused():  # the plan and its checks: no scans of the caller's objects
+        start = time.perf_counter()
+        placed, bound, kind = function(histogram, (*max_length, depth), seed=seed, time_limit=time_limit)
+        strategies, counts = strategies_of(placed.pack, placed.a, placed.b, max_length[1])
+        seconds = time.perf_counter() - start
+        order = np.argsort(-counts, kind="stable")
+        strategies, counts = [strategies[i] for i in order], counts[order]
+        try:
+            check_pair_plan(strategies, counts, histogram, max_length=max_length, max_sequences_per_pack=depth)
+        except TfpackError as error:
+            raise RuntimeError(f"Pair planner {algorithm!r} returned an invalid plan: {error}") from None
+        metrics = compute_pair_metrics(strategies, counts, histogram, max_length=max_length,
+                                       max_sequences_per_pack=depth, solve_seconds=seconds,
+                                       lower_bound_packs=bound, lower_bound_kind=kind)
     return PairPackingPlan(max_length, depth, algorithm, histogram, strategies, counts, metrics)
