@@ -168,6 +168,57 @@ def test_a_settled_plan_holds_the_same_sequences_in_packs_that_fit(packs, share,
     assert sum(settled.values()) <= sum(plan.values())
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(1, 40), min_size=1, max_size=4),
+                          st.integers(1, 3)), min_size=1, max_size=60),
+       st.sampled_from([0.05, 0.2, 0.5]), st.sampled_from([0.1, 1.0]))
+def test_a_settled_plan_counts_the_changed_packs_as_counting_every_pack_would(packs, share,
+                                                                             moves):
+    # `_changed` leaves the packs the passes did not touch as they were counted in the plan;
+    # counting every pack again (what it replaced) must give the same plan.
+    plan = {}
+    for pack, copies in packs:
+        kept = []
+        for length in pack:
+            if sum(kept) + length <= 60:
+                kept.append(length)
+        strategy = tuple(sorted(kept, reverse=True))
+        plan[strategy] = plan.get(strategy, 0) + copies
+    passes = [(share, 4), (share, 2)]
+    settled = _spread_settle.settled_plan(plan, 60, 4, UNLIMITED, passes, moves)
+    changed = _spread_settle._changed
+    try:
+        _spread_settle._changed = lambda pack, *_: (np.zeros(0, dtype=np.int64),
+                                                     np.ones(len(pack), dtype=bool))
+        every = _spread_settle.settled_plan(plan, 60, 4, UNLIMITED, passes, moves)
+    finally:
+        _spread_settle._changed = changed
+    assert settled == {strategy: number for strategy, number in every.items() if number}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=12), st.data())
+def test_changed_finds_the_packs_that_hold_just_what_a_pack_of_the_plan_held(sizes, data):
+    # Sequences of the plan's packs (pack i holds `sizes[i]`), some then moved to other
+    # packs, some left out (a refill's sequences come after, from no pack of the plan).
+    origin = np.repeat(np.arange(len(sizes)), sizes)
+    packs = data.draw(st.integers(1, len(sizes) + 2))
+    pack = np.array(data.draw(st.lists(st.integers(-1, packs - 1), min_size=len(origin),
+                                       max_size=len(origin))), dtype=np.int64)
+    kept = pack >= 0
+    refill = data.draw(st.lists(st.integers(0, packs - 1), max_size=3))
+    pack = np.concatenate([pack[kept], refill]).astype(np.int64)
+    origin = np.concatenate([origin[kept], np.full(len(refill), -1)])
+    sequence = np.concatenate([np.flatnonzero(kept), -1 - np.arange(len(refill))])
+    same, moved = _spread_settle._changed(pack, origin, packs, np.array(sizes))
+    members = {j: set(sequence[pack == j].tolist()) for j in np.unique(pack).tolist()}
+    held = {i: set(np.flatnonzero(np.repeat(np.arange(len(sizes)), sizes) == i).tolist())
+            for i in range(len(sizes))}
+    expected = [i for j, m in sorted(members.items()) for i, h in held.items() if m == h]
+    assert same.tolist() == expected
+    assert moved.tolist() == [members[j] not in held.values() for j in pack.tolist()]
+
+
 def test_optimal_settles_its_best_plan_on_long_contexts(monkeypatch):
     # The module example at L=12,288 (units of 1,228 tokens), 100 times over, depth 4: best fit
     # stubbed to give the 300 packs of the example (its own 200 are the optimum) and no search
