@@ -105,7 +105,10 @@ def main(argv=None) -> int:
         return (f"{statistics.median(values):.{digits}f} "
                 f"({min(values):.{digits}f}-{max(values):.{digits}f})")
 
+    command = "PYTHONPATH=. .venv/bin/python benchmarks/planner_collector.py " + " ".join(
+        argv if argv is not None else sys.argv[1:])
     lines = ["# `optimal` with the garbage collector paused (`benchmarks/planner_collector.py`)", "",
+             f"Command: `{command.strip()}`", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, shared with other jobs. "
              f"Process: {'numpy alone' if args.no_tensorflow else 'TensorFlow imported'} "
              f"({objects:,} objects the collector tracks). Each case planned at time_limit=1.0 "
