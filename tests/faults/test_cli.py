@@ -236,10 +236,23 @@ def _flags(names):
     return st.lists(st.tuples(st.sampled_from(names), VALUES), max_size=4)
 
 
-def _judge_any(result, root, user=None):
-    """Success, or one line; never a traceback, noise, or a changed file of the user's."""
+def _judge_any(result, root, user=None, progress=None):
+    """Success, or one line; never a traceback, noise, or a changed file of the user's.
+
+    With ``progress`` (a command that reports its setup on stderr before it runs, as
+    ``tfpack train`` does: its batch recipe), a failure met while running follows those
+    lines: they are set aside, and what is left must still be one error line.
+    """
     if result.returncode == 0:
         return outcomes.judge_cli(result, refuse=False, user_files=user)
+    if progress is not None:
+        lines = result.stderr.splitlines(keepends=True)
+        told = f"tfpack {progress}: "
+        while len(lines) > 1 and lines[0].startswith(told) and \
+                not lines[0].startswith(told + "error:"):
+            lines.pop(0)
+        result = subprocess.CompletedProcess(result.args, result.returncode, result.stdout,
+                                             "".join(lines))
     return outcomes.judge_cli(result, refuse=True, user_files=user)
 
 
@@ -332,8 +345,29 @@ def test_random_train_arguments_refused_or_run(inputs, tmp_path_factory, flags):
                   "--heads=2", "--intermediate=16", "--max-length=32",
                   "--max-sequences-per-pack=3", "--max-predictions=4", "--batch-size=4",
                   "--steps=2", "--no-jit"], flags)
-    verdict = _judge_any(run_cli_here(*argv), root, user=(root, before))
+    verdict = _judge_any(run_cli_here(*argv), root, user=(root, before), progress="train")
     assert verdict.outcome == outcomes.HELD, (argv, verdict)
+
+
+def test_a_run_whose_loss_goes_non_finite_reports_its_setup_then_one_error(inputs, tmp_path):
+    # Drawn by the campaign above: --learning-rate=20235381220 diverges at step 2. The run has
+    # written its batch recipe by then; it ends with one error line, exit 2, and no traceback.
+    (tmp_path / "NOTES.md").write_text("mine")
+    before = outcomes.snapshot(tmp_path)
+    result = run_cli_here(
+        "train", f"--input={inputs / 'good.tfrecord'}", "--input-format=google",
+        f"--output={tmp_path / 'run'}", "--vocab-size=2048", "--layers=1", "--hidden=8",
+        "--heads=2", "--intermediate=16", "--max-length=32", "--max-sequences-per-pack=3",
+        "--max-predictions=4", "--batch-size=4", "--steps=2", "--no-jit",
+        "--learning-rate=20235381220")
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert lines[-1].startswith("tfpack train: error: The loss must stay finite"), lines
+    assert all(line.startswith("tfpack train: ") for line in lines[:-1]), lines
+    assert _judge_any(result, tmp_path, user=(tmp_path, before), progress="train").outcome == \
+        outcomes.HELD
+    # Without the recipe lines set aside, the judge would not call it held.
+    assert _judge_any(result, tmp_path, user=(tmp_path, before)).outcome != outcomes.HELD
 
 
 # --- kill -9 ----------------------------------------------------------------------------------
