@@ -193,7 +193,8 @@ def settled_plan(plan: dict[tuple[int, ...], int], max_length: int, depth: int,
            if number}
     pack = pack[moved]
     order = np.argsort(pack, kind="stable")
-    boundaries = np.r_[0, np.cumsum(np.unique(pack, return_counts=True)[1])]
+    members = np.bincount(pack)  # sequences a changed pack (ids of none left out)
+    boundaries = np.r_[0, np.cumsum(members[members > 0])]
     settled = greedy.strategies_of_packs(lengths[moved][order], boundaries, max_length)
     for strategy, number in zip(settled.strategies, settled.counts.tolist()):
         out[strategy] = out.get(strategy, 0) + number
