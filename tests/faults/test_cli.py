@@ -319,6 +319,14 @@ def test_random_export_arguments(keras_file, tmp_path_factory, flags, source):
     assert not [n for n in os.listdir(root) if n.startswith(".")], argv
 
 
+def _tiny_train(inputs, output):
+    """``tfpack train`` of a tiny model for 2 steps on the Google records, into ``output``."""
+    return ["train", f"--input={inputs / 'good.tfrecord'}", "--input-format=google",
+            f"--output={output}", "--vocab-size=2048", "--layers=1", "--hidden=8", "--heads=2",
+            "--intermediate=16", "--max-length=32", "--max-sequences-per-pack=3",
+            "--max-predictions=4", "--batch-size=4", "--steps=2", "--no-jit"]
+
+
 @campaign(6)
 @given(flags=_flags(["--steps", "--batch-size", "--accumulation-steps", "--learning-rate",
                      "--warmup-steps", "--packing-factor", "--log-every", "--checkpoint-every",
@@ -340,11 +348,7 @@ def test_random_train_arguments_refused_or_run(inputs, tmp_path_factory, flags):
             return True
 
     flags = [f for f in flags if small(f)]
-    argv = _argv(["train", f"--input={inputs / 'good.tfrecord'}", "--input-format=google",
-                  f"--output={root / 'run'}", "--vocab-size=2048", "--layers=1", "--hidden=8",
-                  "--heads=2", "--intermediate=16", "--max-length=32",
-                  "--max-sequences-per-pack=3", "--max-predictions=4", "--batch-size=4",
-                  "--steps=2", "--no-jit"], flags)
+    argv = _argv(_tiny_train(inputs, root / "run"), flags)
     verdict = _judge_any(run_cli_here(*argv), root, user=(root, before), progress="train")
     assert verdict.outcome == outcomes.HELD, (argv, verdict)
 
@@ -354,12 +358,7 @@ def test_a_run_whose_loss_goes_non_finite_reports_its_setup_then_one_error(input
     # written its batch recipe by then; it ends with one error line, exit 2, and no traceback.
     (tmp_path / "NOTES.md").write_text("mine")
     before = outcomes.snapshot(tmp_path)
-    result = run_cli_here(
-        "train", f"--input={inputs / 'good.tfrecord'}", "--input-format=google",
-        f"--output={tmp_path / 'run'}", "--vocab-size=2048", "--layers=1", "--hidden=8",
-        "--heads=2", "--intermediate=16", "--max-length=32", "--max-sequences-per-pack=3",
-        "--max-predictions=4", "--batch-size=4", "--steps=2", "--no-jit",
-        "--learning-rate=20235381220")
+    result = run_cli_here(*_tiny_train(inputs, tmp_path / "run"), "--learning-rate=20235381220")
     lines = result.stderr.splitlines()
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert lines[-1].startswith("tfpack train: error: The loss must stay finite"), lines

@@ -96,21 +96,16 @@ def test_plans_run_with_the_collector_paused(monkeypatch):
     # A full collection scans every object of the process (with TensorFlow imported, 0.25 s
     # of a 1 s plan): the one-length and two-length planners, and the checks after them.
     seen = []
-    fill = _fit_decreasing.packs
-    monkeypatch.setattr(_fit_decreasing, "packs", lambda *a, **k: seen.append(gc.isenabled()) or fill(*a, **k))
+    _record(monkeypatch, _fit_decreasing, "packs", seen)
     histogram = np.zeros(64, dtype=np.int64)
     histogram[[9, 20, 40, 63]] = [30, 20, 10, 5]
     optimal.pack(histogram, 64, 4, seed=0, time_limit=1.0)
-    check = packing_plans.check_plan
-    monkeypatch.setattr(packing_plans, "check_plan",
-                        lambda *a, **k: seen.append(gc.isenabled()) or check(*a, **k))
+    _record(monkeypatch, packing_plans, "check_plan", seen)
     packing.plan(histogram, 64, 4, algorithm="optimal", time_limit=1.0)
     pairs = np.zeros((16, 8), dtype=np.int64)
     pairs[[3, 9, 15], [1, 5, 7]] = [20, 10, 5]
-    check_pairs = pair_plans.check_pair_plan
-    monkeypatch.setattr(pair_plans, "check_pair_plan",
-                        lambda *a, **k: seen.append(gc.isenabled()) or check_pairs(*a, **k))
-    monkeypatch.setattr(pair_algorithms, "bounds", _Recording(pair_algorithms.bounds, seen))
+    _record(monkeypatch, pair_plans, "check_pair_plan", seen)
+    _record(monkeypatch, pair_algorithms.bounds, "simple", seen)
     pair_algorithms.get("optimal")(pairs, (16, 8, 4), seed=0, time_limit=1.0)
     assert seen and not any(seen)
     seen.clear()
@@ -119,18 +114,11 @@ def test_plans_run_with_the_collector_paused(monkeypatch):
     assert gc.isenabled()
 
 
-class _Recording:
-    """A module whose attribute calls record whether the collector runs."""
+def _record(monkeypatch, module, name, seen):
+    """``module.name`` appends whether the collector runs to ``seen`` at each call."""
+    function = getattr(module, name)
 
-    def __init__(self, module, seen):
-        self._module, self._seen = module, seen
-
-    def __getattr__(self, name):
-        value = getattr(self._module, name)
-        if not callable(value):
-            return value
-
-        def call(*args, **kwargs):
-            self._seen.append(gc.isenabled())
-            return value(*args, **kwargs)
-        return call
+    def call(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return function(*args, **kwargs)
+    monkeypatch.setattr(module, name, call)
