@@ -10,7 +10,7 @@ never drifts from what the scripts measured.
 import pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-ORDER = ["planners", "optimal", "planners_long", "planners_suite", "planners_unseen", "planner_kernels", "pricing_vectors", "planner_collector",
+ORDER = ["planners", "optimal", "planners_long", "planners_suite", "planners_unseen", "planner_kernels", "pricing_vectors", "planner_collector", "settle_index",
          "planners_long_context", "pair_planner", "pair_planner_unlimited", "balance", "balance_replicas", "pipeline", "engines", "engines_dask", "pack_suite", "spill_reads", "model",
          "training", "accumulation", "predict", "qa", "preference", "seq2seq", "seq2seq_attention", "backbones", "attention", "keras_hub_attention",
          "keras_hub_dense", "keras_hub_families", "recurrent", "attention_isolation",

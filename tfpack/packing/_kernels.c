@@ -75,14 +75,17 @@
  *     the greedy would pick the same (a pair left fewer only loses its turn).
  *     pack, a, b: bytes of int64, one per pair, in the order placed.
  *
- *   settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds]) -> pack
+ *   settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds[, by_column]]) -> pack
  *     The pass of tfpack/packing/pairs/_settle.py's module notes on a plan (pack, a, b: bytes
  *     of int64, one per pair; pack ids 0..packs-1): the `dissolve` packs of least
  *     sum of e * Ld + d * Le emptied, their pairs (largest first) each put in the tightest
  *     place, a pack's room or a smaller pair's slot (that pair then re-placed), at most
  *     `most_moves` placements, and none after `seconds` of the calling thread's CPU time from
  *     the call (where given and positive); pack: bytes of int64, -1 for a pair left out. The
- *     pairs of full packs are neither listed nor slotted (they cannot move).
+ *     pairs of full packs are neither listed nor slotted (they cannot move). The tightest
+ *     place is the least slot, then the least input room. `by_column` (false where not given):
+ *     it is found column by column of an index by target room, where the target room takes few
+ *     values (one length, its depth: 4-10x faster at L=16,384); false: row by row of input room.
  *
  *   pair_slots(strategies, counts, max_input, max_target, depth) -> (broken, slots)
  *     The check of tfpack/packing/pairs/checks.py's invariants 1-3 on every strategy of a
@@ -1242,6 +1245,11 @@ typedef struct {
     uint64_t *bits;
     int64_t below; /* only pairs of size under this take slots (INT64_MAX: all) */
     const int64_t *size;
+    /* The index by column (`by_column`), in place of `bits` and `tree`: column y's rows that hold
+     * entries at y, a bit each in `column[y * rows + x / 64]`, and its words that hold any, a bit
+     * each in `top[y * tops + x / 4096]`. NULL: the rows' index. */
+    uint64_t *column, *top;
+    int64_t rows, tops;
 } Slots;
 
 /* Row x's longest cell with entries (-1: none) into the tree of maxima over rows. */
@@ -1274,8 +1282,14 @@ static void slot_out(Slots *s, int64_t x) {
     else s->head[c] = s->next[x];
     if (s->next[x] >= 0) s->prev[s->next[x]] = s->prev[x];
     if (s->head[c] < 0) {
-        s->bits[(c / s->width) * s->words + (c % s->width) / 64] &= ~(1ULL << (c % s->width % 64));
-        if (s->tree[c / s->width + s->leaves] == c % s->width) row_changed(s, c / s->width);
+        int64_t re = c / s->width, rd = c % s->width;
+        if (s->column) {
+            uint64_t *word = s->column + rd * s->rows + re / 64;
+            if (!(*word &= ~(1ULL << (re % 64)))) s->top[rd * s->tops + re / 4096] &= ~(1ULL << (re / 64 % 64));
+        } else {
+            s->bits[re * s->words + rd / 64] &= ~(1ULL << (rd % 64));
+            if (s->tree[re + s->leaves] == rd) row_changed(s, re);
+        }
     }
     s->cell[x] = -1;
 }
@@ -1285,8 +1299,32 @@ static void slot_in(Slots *s, int64_t x, int64_t re, int64_t rd) {
     s->prev[x] = -1, s->next[x] = s->head[c], s->cell[x] = c;
     if (s->head[c] >= 0) s->prev[s->head[c]] = x;
     s->head[c] = x;
+    if (s->column) {
+        s->column[rd * s->rows + re / 64] |= 1ULL << (re % 64);
+        s->top[rd * s->tops + re / 4096] |= 1ULL << (re / 64 % 64);
+        return;
+    }
     s->bits[re * s->words + rd / 64] |= 1ULL << (rd % 64);
     if (s->tree[re + s->leaves] < rd) row_changed(s, re);
+}
+
+/* The first row from x on (x <= rows * 64) with an entry at column y, or -1 (the index by column). */
+static int64_t next_in_column(const Slots *s, int64_t y, int64_t x) {
+    const uint64_t *column = s->column + y * s->rows, *top = s->top + y * s->tops;
+    int64_t w = x / 64;
+    if (w < s->rows) {
+        uint64_t word = column[w] & (~0ULL << (x % 64));
+        if (word) return w * 64 + __builtin_ctzll(word);
+        w++;
+    }
+    for (int64_t t = w / 64; t < s->tops; t++) {
+        uint64_t word = top[t] & (t == w / 64 ? ~0ULL << (w % 64) : ~0ULL);
+        if (word) {
+            w = t * 64 + __builtin_ctzll(word);
+            return w * 64 + __builtin_ctzll(column[w]);
+        }
+    }
+    return -1;
 }
 
 typedef struct {
@@ -1362,6 +1400,32 @@ static int64_t tightest(Slots *s, Packs *p, int64_t e, int64_t d, int64_t size) 
     return found;
 }
 
+/* `tightest` on the index by column, without caps: the entry of least (slot, re') among all
+ * (`model_pass` of tests/packing/test_pair_settle.py). Column by column from d, each from its first
+ * row at e or more, while the column can still hold a tighter slot. `tightest` finds the same
+ * where the target room takes up to 256 values: it counts only the cells that improve on the
+ * best so far, each in a lower column than the last. */
+static int64_t tightest_by_column(Slots *s, Packs *p, int64_t e, int64_t d, int64_t size) {
+    int64_t best = INT64_MAX, row = INT64_MAX, found = -1;
+    for (int64_t y = d; y < s->width && (e * p->ld + y * p->le < best ||
+                                         (e * p->ld + y * p->le == best && e < row)); y++) {
+        for (int64_t x = next_in_column(s, y, e); x >= 0; x = next_in_column(s, y, x + 1)) {
+            int64_t slot = x * p->ld + y * p->le, q = s->head[x * s->width + y];
+            if (slot > best || (slot == best && x >= row)) break;
+            while (q >= 0 && q < s->n && s->size[q] >= size) { /* of no use again (see `tightest`) */
+                int64_t after = s->next[q];
+                slot_out(s, q);
+                q = after;
+            }
+            if (q >= 0) {
+                best = slot, row = x, found = q;
+                break;
+            }
+        }
+    }
+    return found;
+}
+
 /* Reorders the n distinct keys so that the m least come first, in any order (quickselect). */
 static void least_first(int64_t *keys, int64_t n, int64_t m) {
     int64_t lo = 0, hi = n - 1;
@@ -1389,7 +1453,7 @@ static double thread_seconds(void) {
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
-/* settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds]) -> pack
+/* settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds[, by_column]]) -> pack
  *   The pass of tfpack/packing/pairs/_settle.py's module notes: the `dissolve` packs of least
  *   e * Ld + d * Le empty; their pairs, largest first, go where they fit tightest, into a pack's
  *   room or in place of a smaller pair (which joins them). pack: bytes of int64, -1 where a pair
@@ -1399,15 +1463,17 @@ static PyObject *settle(PyObject *self, PyObject *args) {
     Py_buffer pv, av, bv;
     long long packs, le, ld, depth, dissolve, most_moves;
     double seconds = 0.0;
-    if (!PyArg_ParseTuple(args, "y*y*y*LLLLLL|d", &pv, &av, &bv, &packs, &le, &ld, &depth, &dissolve, &most_moves,
-                          &seconds))
+    int by_column = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*LLLLLL|dp", &pv, &av, &bv, &packs, &le, &ld, &depth, &dissolve, &most_moves,
+                          &seconds, &by_column))
         return NULL;
     double deadline = seconds > 0 ? thread_seconds() + seconds : INFINITY;
     PyObject *result = NULL;
     Py_ssize_t n = pv.len / 8;
     int64_t *mem = NULL, *heap = NULL, *order = NULL;
-    uint64_t *bits = NULL;
-    Slots s = {ld + 1, (ld + 1 + 63) / 64, (int64_t)n, NULL, NULL, NULL, NULL, 1, NULL, NULL, INT64_MAX, NULL};
+    uint64_t *bits = NULL, *column = NULL;
+    Slots s = {ld + 1, (ld + 1 + 63) / 64, (int64_t)n, NULL, NULL, NULL, NULL, 1, NULL, NULL, INT64_MAX, NULL,
+               NULL, NULL, (le + 1 + 63) / 64, (le + 1 + 4095) / 4096};
     while (s.leaves < le + 1) s.leaves *= 2;
     if (le < 1 || ld < 1 || packs < 0 || check_buffer(&pv, n, 8, "pack") || check_buffer(&av, n, 8, "a") ||
         check_buffer(&bv, n, 8, "b"))
@@ -1415,9 +1481,13 @@ static PyObject *settle(PyObject *self, PyObject *args) {
     int64_t cells = (le + 1) * (ld + 1), entries = n + packs;
     mem = large((size_t)(cells + 4 * entries + 7 * n + 5 * packs + 2 * s.leaves + 1) * sizeof(int64_t));
     bits = calloc((size_t)((le + 1) * s.words), sizeof(uint64_t));
+    if (by_column) {
+        column = calloc((size_t)(s.width * (s.rows + s.tops)), sizeof(uint64_t));
+        s.column = column, s.top = column ? column + s.width * s.rows : NULL;
+    }
     heap = large((size_t)(n + 1) * sizeof(int64_t));
     order = malloc((size_t)(packs + 1) * sizeof(int64_t));
-    if (!mem || !bits || !heap || !order) {
+    if (!mem || !bits || !heap || !order || (by_column && !column)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1485,7 +1555,8 @@ static PyObject *settle(PyObject *self, PyObject *args) {
             int64_t t = heap[at]; heap[at] = heap[m], heap[m] = t, at = m;
         }
         s.below = size[r]; /* pairs placed from here on are no larger: smaller pairs' slots only */
-        int64_t x = tightest(&s, &p, p.a[r], p.b[r], size[r]);
+        int64_t x = by_column ? tightest_by_column(&s, &p, p.a[r], p.b[r], size[r])
+                              : tightest(&s, &p, p.a[r], p.b[r], size[r]);
         if (x < 0) continue; /* stays out: pack -1 */
         int64_t j = x >= s.n ? x - s.n : p.pack[x];
         if (x < s.n) {
@@ -1503,7 +1574,7 @@ static PyObject *settle(PyObject *self, PyObject *args) {
     }
     result = as_bytes(p.pack, (size_t)n * 8);
 done:
-    free(mem), free(bits), free(heap), free(order);
+    free(mem), free(bits), free(column), free(heap), free(order);
     PyBuffer_Release(&pv), PyBuffer_Release(&av), PyBuffer_Release(&bv);
     return result;
 }

@@ -14,7 +14,9 @@ left shrinks. That is the pass of the two-length planner's settling
 ``(length, 1)`` and a pack holds ``max_length`` tokens and ``depth`` of
 those 1s, so a pack's room is its free tokens and free slots, and the
 tightest place is the least ``free tokens * depth + free slots *
-max_length``. The sequences left out are packed by `_spread_fill._fill`
+max_length``, found by the kernel's index by column (free slots): at
+L=16,384, a pass at 1% on captured plans took 0.07-0.24 s instead of
+0.16-2.6 s, the same packs. The sequences left out are packed by `_spread_fill._fill`
 (``batch`` at a time), and the pass is kept only where it leaves fewer packs.
 
 `settled` runs a pass at each ``(share, batch)`` in turn on the best rows so
@@ -114,7 +116,8 @@ def _moved(pack: np.ndarray, lengths: np.ndarray, packs: int, max_length: int, d
     after = np.frombuffer(kernels.settle(
         pack.tobytes(), lengths.astype(np.int64).tobytes(), np.ones_like(lengths).tobytes(),
         packs, max_length, depth, depth, dissolve, int(moves * len(lengths)) + 64,
-        0.0 if budget is None else budget.kernel_seconds()), dtype=np.int64)  # 0: no limit
+        0.0 if budget is None else budget.kernel_seconds(),  # 0: no limit
+        True), dtype=np.int64)  # by column: the free slots take depth + 1 values
     out = after < 0
     left = np.bincount(lengths[out], minlength=max_length + 1).astype(np.int64)
     return after[~out], lengths[~out], _spread_fill._fill(left, max_length, depth, batch, None), ~out
