@@ -113,8 +113,10 @@ def _moved(pack: np.ndarray, lengths: np.ndarray, packs: int, max_length: int, d
     few milliseconds' work, and where it was cut the pass was lost (the plan's settling at
     L=16,384, 525/32 of the long-context suite: 0.27 s of moves for nothing).
     """
+    # The arrays themselves (C-contiguous int64: buffers the kernel reads), not copies as bytes.
+    pack, lengths = (np.ascontiguousarray(x, dtype=np.int64) for x in (pack, lengths))
     after = np.frombuffer(kernels.settle(
-        pack.tobytes(), lengths.astype(np.int64).tobytes(), np.ones_like(lengths).tobytes(),
+        pack, lengths, np.ones(len(lengths), dtype=np.int64),
         packs, max_length, depth, depth, dissolve, int(moves * len(lengths)) + 64,
         0.0 if budget is None else budget.kernel_seconds(),  # 0: no limit
         True), dtype=np.int64)  # by column: the free slots take depth + 1 values
