@@ -14,9 +14,10 @@ left shrinks. That is the pass of the two-length planner's settling
 ``(length, 1)`` and a pack holds ``max_length`` tokens and ``depth`` of
 those 1s, so a pack's room is its free tokens and free slots, and the
 tightest place is the least ``free tokens * depth + free slots *
-max_length``, found by the kernel's index by column (free slots): at
-L=16,384, a pass at 1% on captured plans took 0.07-0.24 s instead of
-0.16-2.6 s, the same packs. The sequences left out are packed by `_spread_fill._fill`
+max_length``, found by the kernel's index by column (free slots): on the
+1 s plans of seed 640 (L=12,288-16,384), a pass at 1% took 4.4x less CPU
+than by rows at the median, up to 10.6x (1.26 -> 0.12 s), the same packs
+(`benchmarks/settle_index.py`). The sequences left out are packed by `_spread_fill._fill`
 (``batch`` at a time), and the pass is kept only where it leaves fewer packs.
 
 `settled` runs a pass at each ``(share, batch)`` in turn on the best rows so
