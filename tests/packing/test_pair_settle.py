@@ -95,14 +95,15 @@ def kernel_pass(pack, a, b, packs, limits, dissolve, moves=10_000, by_column=Fal
                                         moves, 0.0, by_column), np.int64).tolist()
 
 
-def test_a_larger_pairs_slot_passed_over_is_dropped():
+@pytest.mark.parametrize("by_column", [False, True])
+def test_a_larger_pairs_slot_passed_over_is_dropped(by_column):
     # Le = Ld = 10, K = 2: {(3, 3)} is dissolved. Its one place is the slot (4, 4) of (2, 2) in pack 0;
     # the 20 packs {(3, 3), (6, 6)} after it put the slot (4, 4) of their (3, 3), not smaller, at the
-    # head of that cell. The search drops them as it passes them and reaches pack 0's; walking them
-    # (16 entries a cell) it found no place and (3, 3) stayed out (seen with the dropping removed).
+    # head of that cell. The search drops them as it passes them and reaches pack 0's. (Seen failing
+    # with the walk of a cell stopped after 16 entries: (3, 3) stayed out.)
     packs = [[(6, 6), (2, 2)]] + [[(3, 3), (6, 6)]] * 20 + [[(3, 3)]]
     placed = placed_of(packs)
-    pack = kernel_pass(placed.pack, placed.a, placed.b, placed.packs, (10, 10, 2), 1)
+    pack = kernel_pass(placed.pack, placed.a, placed.b, placed.packs, (10, 10, 2), 1, by_column=by_column)
     assert pack[-1] == 0 and pack[1] == -1  # (3, 3) in pack 0, (2, 2) out
     assert pack[:1] + pack[2:-1] == placed.pack.tolist()[:1] + placed.pack.tolist()[2:-1]
 

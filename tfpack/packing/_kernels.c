@@ -1357,16 +1357,29 @@ static void member_out(Packs *p, int64_t r) {
     p->pack[r] = -1, p->re[j] += p->a[r], p->rd[j] += p->b[r], p->k[j]--;
 }
 
+/* Cell c's first entry that a pair of `size` can take: a pack's own room, or the slot of a smaller
+ * pair; -1 where none (the cell is empty then). The slots before it are dropped: the sizes placed
+ * never grow (a pair pushed out is smaller than the one placed), so a slot whose pair is not
+ * smaller than this one is of no use again. */
+static int64_t first_usable(Slots *s, int64_t c, int64_t size) {
+    int64_t q = s->head[c];
+    while (q >= 0 && q < s->n && s->size[q] >= size) {
+        int64_t after = s->next[q];
+        slot_out(s, q);
+        q = after;
+    }
+    return q;
+}
+
 /* The entry of least slot (re' * Ld + rd' * Le) with re' >= e, rd' >= d whose pair is smaller
  * than `size` (a pack's own room always qualifies), or -1. Slots of pairs not smaller that it
- * passes are dropped from the table (`settle` places sizes that never grow). */
+ * passes are dropped from the table (`first_usable`). */
 #ifndef LOOKED
 /* Cells looked at a query (1e6 balanced pairs at 512/128, one pass at 5%: 256 cells 646 packs
  * saved in 0.09 s, as many as 4096; before the slots of larger pairs were dropped when passed,
  * 256 cells 427 packs in 0.16 s, 512 601 in 0.25 s, 1024 623 in 0.65 s). */
 #define LOOKED 256
 #endif
-#define WALKED 16 /* entries looked at a cell */
 static int64_t tightest(Slots *s, Packs *p, int64_t e, int64_t d, int64_t size) {
     int64_t best = INT64_MAX, found = -1, looked = 0;
     for (int64_t x = next_row(s, e, d); x >= 0 && x * p->ld + d * p->le < best; x = next_row(s, x + 1, d)) {
@@ -1378,21 +1391,12 @@ static int64_t tightest(Slots *s, Packs *p, int64_t e, int64_t d, int64_t size) 
                 word &= word - 1;
                 if (x * p->ld + y * p->le >= best) goto next_row;
                 if (++looked > LOOKED) return found;
-                int64_t walked = 0;
-                for (int64_t q = s->head[x * s->width + y], after; q >= 0 && walked < WALKED; q = after, walked++) {
-                    after = s->next[q];
-                    if (q >= s->n || s->size[q] < size) {
-                        best = x * p->ld + y * p->le, found = q;
-                        goto next_row;
-                    }
-                    /* The sizes placed never grow (a pair pushed out is smaller than the one
-                     * placed): a slot whose pair is not smaller than this one is of no use again. */
-                    slot_out(s, q), walked--;
-                    if (s->head[x * s->width + y] < 0) {
-                        looked--; /* the cell is empty now: not counted */
-                        break;
-                    }
+                int64_t q = first_usable(s, x * s->width + y, size);
+                if (q >= 0) {
+                    best = x * p->ld + y * p->le, found = q;
+                    goto next_row;
                 }
+                looked--; /* the cell is empty now: not counted */
             }
         }
     next_row:;
@@ -1410,13 +1414,9 @@ static int64_t tightest_by_column(Slots *s, Packs *p, int64_t e, int64_t d, int6
     for (int64_t y = d; y < s->width && (e * p->ld + y * p->le < best ||
                                          (e * p->ld + y * p->le == best && e < row)); y++) {
         for (int64_t x = next_in_column(s, y, e); x >= 0; x = next_in_column(s, y, x + 1)) {
-            int64_t slot = x * p->ld + y * p->le, q = s->head[x * s->width + y];
+            int64_t slot = x * p->ld + y * p->le;
             if (slot > best || (slot == best && x >= row)) break;
-            while (q >= 0 && q < s->n && s->size[q] >= size) { /* of no use again (see `tightest`) */
-                int64_t after = s->next[q];
-                slot_out(s, q);
-                q = after;
-            }
+            int64_t q = first_usable(s, x * s->width + y, size);
             if (q >= 0) {
                 best = slot, row = x, found = q;
                 break;
@@ -1480,14 +1480,15 @@ static PyObject *settle(PyObject *self, PyObject *args) {
         goto done;
     int64_t cells = (le + 1) * (ld + 1), entries = n + packs;
     mem = large((size_t)(cells + 4 * entries + 7 * n + 5 * packs + 2 * s.leaves + 1) * sizeof(int64_t));
-    bits = calloc((size_t)((le + 1) * s.words), sizeof(uint64_t));
-    if (by_column) {
+    if (by_column) { /* one index or the other */
         column = calloc((size_t)(s.width * (s.rows + s.tops)), sizeof(uint64_t));
         s.column = column, s.top = column ? column + s.width * s.rows : NULL;
+    } else {
+        bits = calloc((size_t)((le + 1) * s.words), sizeof(uint64_t));
     }
     heap = large((size_t)(n + 1) * sizeof(int64_t));
     order = malloc((size_t)(packs + 1) * sizeof(int64_t));
-    if (!mem || !bits || !heap || !order || (by_column && !column)) {
+    if (!mem || !(by_column ? column : bits) || !heap || !order) {
         PyErr_NoMemory();
         goto done;
     }
