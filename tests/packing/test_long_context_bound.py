@@ -299,3 +299,34 @@ def test_long_contexts_start_full_packs_first_only_where_full_windows_hold_a_sha
     assert Tuning.FULL_FIRST_SPIKE == 0.3
     assert [full_packs_first_calls(monkeypatch, s, 64) for s in (20, 17, 16)] == [1, 1, 0]
     assert full_packs_first_calls(monkeypatch, 16, 65) == 1  # below long contexts: always
+
+
+def prove_downs(monkeypatch, lifted: bool) -> tuple[int, list]:
+    """How often 1 s `grouped` runs `prove_down` among few lengths (the plan 2% above the
+    token bound; the LP over all lengths follows it), where the first one's lift proved the
+    best bound or not; and the packs left to seed that LP."""
+    calls = []
+
+    def prove_down(search, *args, **kwargs):
+        calls.append(kwargs)
+        search.prove(1010, "lp")
+        search.lifted = 1010 if lifted else 0
+        return 256, 0.1, [(5, 5, 6)] if len(calls) == 1 else [(6, 5, 5)], None
+
+    monkeypatch.setattr(_paths, "prove_down", prove_down)
+    monkeypatch.setattr(_paths, "plan_up", lambda *args, **kwargs: None)
+    search = _paths.Search({"tokens": 1000})
+    search.packs = 1020
+    histogram = make_histogram(16, {5: 3000, 6: 200})
+    assert _paths.few(histogram, 4)
+    _paths.grouped(search, histogram, 16, 4, _budget.Budget(1.0, Clock()))
+    return len(calls), search.columns
+
+
+def test_among_few_lengths_a_lifted_bound_leaves_the_time_to_the_lp_over_all_lengths(monkeypatch):
+    """Where the first rounded-down LP's lift proved the best bound, no finer rounded-down
+    LPs follow the plan (they approach the LP from below): long-context 681/19 0.298% ->
+    0.009%, the LP over all lengths given their time, seeded by the first one's packs.
+    Otherwise they still run, resumed where the first stopped."""
+    assert prove_downs(monkeypatch, lifted=True) == (1, [(5, 5, 6)])
+    assert prove_downs(monkeypatch, lifted=False) == (2, [(6, 5, 5)])
