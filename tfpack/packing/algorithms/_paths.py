@@ -269,18 +269,13 @@ def grouped(search: Search, histogram, max_length, max_sequences_per_pack,
     if warm:
         return prove_then_refine(search, histogram, max_length, max_sequences_per_pack, starts,
                                  unit, budget, proving, planned)
-    if proving is not None and search.lifted >= search.bound:
-        # A lift proved the best bound: the finer rounded-down LPs, which approach the LP from
-        # below, proved less there, and the time goes to the LP over all lengths (its plan),
-        # seeded by the packs of the last of them (long-context 681/19, 1,821 narrow lengths at
-        # L=12,288 depth 4: the lift 210,454 at 0.12 s, then finer bounds to 210,427 until
-        # 0.85 s; the LP over all lengths, cut, left the grouped plan 211,082, 0.298%; given
-        # that time, 210,472, 0.009%).
-        search.columns = list(proving[2])
-    elif proving is not None:  # the plan made, its time left proves the plan (finer groups);
-        # the finest LP's packs seed the LP over all lengths (`optimal._search`)
-        search.columns = list(prove_down(search, histogram, max_length, max_sequences_per_pack,
-                                         budget, *proving)[2])
+    if proving is not None:  # the plan made, its time left proves the plan (finer groups);
+        # the finest LP's packs seed the LP over all lengths (`optimal._search`). Not where a
+        # lift proved the best bound: finer LPs, below the LP, proved less (681/19, 1,821
+        # lengths at L=12,288 depth 4: 210,454 lifted at 0.12 s, 210,427 by 0.85 s, the
+        # grouped plan 0.298% above; that time to the LP over all lengths, 0.009%).
+        search.columns = list(proving[2] if search.lifted >= search.bound else prove_down(
+            search, histogram, max_length, max_sequences_per_pack, budget, *proving)[2])
     if tokens_bind and not few_lengths:
         refine(search, histogram, max_length, max_sequences_per_pack, starts, unit, budget)
     elif unit > 1 and not few_lengths:  # where the depth binds: the bound in finer units
