@@ -147,10 +147,44 @@ def test_a_plan_settled_keeps_its_full_packs_and_every_sequence():
     assert _spread_settle.settled_plan(full, 10, 3, UNLIMITED, [(0.5, 2)], 0.1) is full
 
 
+def test_a_sample_of_the_other_packs_brings_their_short_sequences():
+    # Packs of 10 tokens, 3 sequences: {3}, {5} and {2}. A third dissolved is the {2}; alone, its
+    # 2 goes into the room of the {5} (the tightest), and the {3} stays: two packs. With a sample
+    # of a third more (one pack, the middle id: the {5}), the 5 is placed first, into the room of
+    # the {3}, then the 2 beside them: one pack.
+    plan = {(3,): 1, (5,): 1, (2,): 1}
+    assert _spread_settle.settled_plan(plan, 10, 3, UNLIMITED, [(0.34, 2)], 1.0) == {(3,): 1, (5, 2): 1}
+    assert _spread_settle.settled_plan(plan, 10, 3, UNLIMITED, [(0.34, 2)], 1.0, 0.34) == {(5, 3, 2): 1}
+
+
+def samples_asked(monkeypatch, plan, passes):
+    """The sample (packs) each pass of `settled_plan` on ``plan`` (10 tokens, 3 sequences, a
+    third sampled) gave the kernel."""
+    asked, moved = [], _spread_settle._moved
+
+    def spy(*args):
+        asked.append(args[-1])
+        return moved(*args)
+
+    monkeypatch.setattr(_spread_settle, "_moved", spy)
+    _spread_settle.settled_plan(plan, 10, 3, UNLIMITED, passes, 1.0, 0.34)
+    monkeypatch.undo()
+    return asked
+
+
+def test_the_sample_stops_after_a_pass_with_it_leaves_no_fewer_packs(monkeypatch):
+    # Three {6}s: no two fit together, so no pass leaves fewer packs: the first dissolves one
+    # pack and a sample of one (a third of them), the next ones none beside the least filled.
+    # Thirty {3}, {5} and {2} (the example above, ten times): each pass with it leaves fewer.
+    assert samples_asked(monkeypatch, {(6,): 3}, [(0.34, 2)] * 3) == [1, 0, 0]
+    asked = samples_asked(monkeypatch, {(3,): 10, (5,): 10, (2,): 10}, [(0.1, 2)] * 2)
+    assert asked[0] == 10 and asked[1] > 0
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=4), min_size=1, max_size=60),
-       st.sampled_from([0.05, 0.2, 0.5]), st.sampled_from([0.1, 1.0]))
-def test_a_settled_plan_holds_the_same_sequences_in_packs_that_fit(packs, share, moves):
+       st.sampled_from([0.05, 0.2, 0.5]), st.sampled_from([0.1, 1.0]), st.sampled_from([0.0, 0.03, 0.3]))
+def test_a_settled_plan_holds_the_same_sequences_in_packs_that_fit(packs, share, moves, sample):
     # Random packs of at most 4 sequences, each cut to fit 60 tokens.
     plan = {}
     for pack in packs:
@@ -160,7 +194,8 @@ def test_a_settled_plan_holds_the_same_sequences_in_packs_that_fit(packs, share,
                 kept.append(length)
         strategy = tuple(sorted(kept, reverse=True))
         plan[strategy] = plan.get(strategy, 0) + 1
-    settled = _spread_settle.settled_plan(plan, 60, 4, UNLIMITED, [(share, 4), (share, 2)], moves)
+    settled = _spread_settle.settled_plan(plan, 60, 4, UNLIMITED, [(share, 4), (share, 2)], moves,
+                                          sample)
     assert plan_sequences(settled) == plan_sequences(plan)
     assert all(sum(s) <= 60 and 1 <= len(s) <= 4 and list(s) == sorted(s, reverse=True)
                for s in settled)
@@ -222,16 +257,17 @@ def test_changed_finds_the_packs_that_hold_just_what_a_pack_of_the_plan_held(siz
 def test_optimal_settles_its_best_plan_on_long_contexts(monkeypatch):
     # The module example at L=12,288 (units of 1,228 tokens), 100 times over, depth 4: best fit
     # stubbed to give the 300 packs of the example (its own 200 are the optimum) and no search
-    # after it. A pass dissolves 1% of them, three {3}s: each 3 takes a 2's place, the 2 goes
-    # into an {8}'s room, and 3 packs go; the second, 1% of 297, two more; the third, 3% of
-    # 295, eight; the fourth, 5% of 287, fourteen. Only on long contexts, not with no passes.
+    # after it. No sample of other packs at depth 4 (`optimal._sample`): a pass dissolves 1%
+    # of them, three {3}s: each 3 takes a 2's place, the 2 goes into an {8}'s room, and 3
+    # packs go; the second, 1% of 297, two more; the third, 3% of 295, eight; the fourth, 5%
+    # of 287, fourteen. Only on long contexts, not with no passes.
     unit, copies = 1228, 100
     loose = {(6 * unit, 2 * unit): copies, (3 * unit,): copies, (8 * unit,): copies}
     histogram = np.zeros(12288, dtype=np.int64)
     histogram[[6 * unit - 1, 2 * unit - 1, 3 * unit - 1, 8 * unit - 1]] = copies
     monkeypatch.setattr(optimal._fit_decreasing, "packs", lambda *args, **kwargs: dict(loose))
     monkeypatch.setattr(optimal, "_search", lambda *args: None)
-    assert not optimal._spread_pays(histogram, 4)
+    assert not optimal._spread_pays(histogram, 4) and optimal._sample(histogram, 4) == 0
     assert Tuning.PLAN_SETTLE == ((0.01, 64), (0.01, 64), (0.03, 64), (0.05, 64))
     result = optimal.pack(histogram, 12288, 4, seed=0, time_limit=1.0)
     assert int(result.counts.sum()) == 273
@@ -244,6 +280,14 @@ def test_optimal_settles_its_best_plan_on_long_contexts(monkeypatch):
     assert int(optimal.pack(histogram, 12288, 4, seed=0).counts.sum()) == 297
     monkeypatch.setattr(Tuning, "PLAN_SETTLE", ())
     assert int(optimal.pack(histogram, 12288, 4, seed=0).counts.sum()) == 300
+    monkeypatch.undo()
+    monkeypatch.setattr(optimal._fit_decreasing, "packs", lambda *args, **kwargs: dict(loose))
+    monkeypatch.setattr(optimal, "_search", lambda *args: None)
+    # With a sample from depth 4 (3% of the packs given to the kernel, spread over them), the
+    # {6, 2}s and {8}s of the sample bring their 2s to the {3}s and {8}s: fewer packs.
+    monkeypatch.setattr(Tuning, "SAMPLE_DEPTH_FROM", 4)
+    assert optimal._sample(histogram, 4) == Tuning.PLAN_SETTLE_SAMPLE == 0.03
+    assert int(optimal.pack(histogram, 12288, 4, seed=0).counts.sum()) < 273
     monkeypatch.undo()
     monkeypatch.setattr(optimal._fit_decreasing, "packs", lambda *args, **kwargs: dict(loose))
     monkeypatch.setattr(optimal, "_search", lambda *args: None)

@@ -75,10 +75,12 @@
  *     the greedy would pick the same (a pair left fewer only loses its turn).
  *     pack, a, b: bytes of int64, one per pair, in the order placed.
  *
- *   settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds[, by_column]]) -> pack
+ *   settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds[, by_column[, sample]]]) -> pack
  *     The pass of tfpack/packing/pairs/_settle.py's module notes on a plan (pack, a, b: bytes
  *     of int64, one per pair; pack ids 0..packs-1): the `dissolve` packs of least
- *     sum of e * Ld + d * Le emptied, their pairs (largest first) each put in the tightest
+ *     sum of e * Ld + d * Le emptied, and `sample` more (0 where not given; all where
+ *     packs or more) spread evenly over the ids (pack floor((i + 1/2) packs / sample) for
+ *     i < sample, where not among the first), their pairs (largest first) each put in the tightest
  *     place, a pack's room or a smaller pair's slot (that pair then re-placed), at most
  *     `most_moves` placements, and none after `seconds` of the calling thread's CPU time from
  *     the call (where given and positive); pack: bytes of int64, -1 for a pair left out. The
@@ -1453,19 +1455,20 @@ static double thread_seconds(void) {
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
-/* settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds[, by_column]]) -> pack
+/* settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds[, by_column[, sample]]]) -> pack
  *   The pass of tfpack/packing/pairs/_settle.py's module notes: the `dissolve` packs of least
- *   e * Ld + d * Le empty; their pairs, largest first, go where they fit tightest, into a pack's
- *   room or in place of a smaller pair (which joins them). pack: bytes of int64, -1 where a pair
- *   found no place. */
+ *   e * Ld + d * Le empty, and `sample` more spread evenly over the ids (where the least
+ *   filled hold no short pairs, the sample's bring them); their pairs, largest first, go where
+ *   they fit tightest, into a pack's room or in place of a smaller pair (which joins them).
+ *   pack: bytes of int64, -1 where a pair found no place. */
 static PyObject *settle(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer pv, av, bv;
-    long long packs, le, ld, depth, dissolve, most_moves;
+    long long packs, le, ld, depth, dissolve, most_moves, sample = 0;
     double seconds = 0.0;
     int by_column = 0;
-    if (!PyArg_ParseTuple(args, "y*y*y*LLLLLL|dp", &pv, &av, &bv, &packs, &le, &ld, &depth, &dissolve, &most_moves,
-                          &seconds, &by_column))
+    if (!PyArg_ParseTuple(args, "y*y*y*LLLLLL|dpL", &pv, &av, &bv, &packs, &le, &ld, &depth, &dissolve, &most_moves,
+                          &seconds, &by_column, &sample))
         return NULL;
     double deadline = seconds > 0 ? thread_seconds() + seconds : INFINITY;
     PyObject *result = NULL;
@@ -1520,6 +1523,11 @@ static PyObject *settle(PyObject *self, PyObject *args) {
     if (dissolve < packs) least_first(order, packs, dissolve);
     for (int64_t i = 0; i < dissolve && i < packs; i++) {
         int64_t j = order[i] % packs;
+        dead[j] = 1, p.re[j] = le, p.rd[j] = ld, p.k[j] = 0;
+    }
+    if (sample > packs) sample = packs; /* (all of them) */
+    for (int64_t i = 0; i < sample; i++) { /* (2i + 1) packs / (2 sample): distinct ids */
+        int64_t j = (2 * i + 1) * (int64_t)packs / (2 * (int64_t)sample);
         dead[j] = 1, p.re[j] = le, p.rd[j] = ld, p.k[j] = 0;
     }
     /* Members listed only where a pack can change: a full pack takes no pair and gives none

@@ -36,6 +36,24 @@ its best plan so on long contexts (`Tuning.PLAN_SETTLE`), where the grouped
 LP's plans leave a few dozen tokens in most packs (long-context 403/16,
 L=12,288 depth 6: 25 a pack, 0.206% above the token bound; settled, 0.101%).
 
+Where the depth nearly binds, the least-filled packs of such a plan hold no
+short sequences: the fill's last packs ran out of them (726/14, L=16,384 depth
+12: 2,834 packs of six sequences of 2,300-4,000 tokens hold 143 of its 153
+packs of free tokens, while every sequence under 1,000 tokens is in a pack of
+twelve). Dissolved alone, their sequences find no room, and the passes leave
+as many packs as they found. So `settled_plan` dissolves a sample of the
+other packs beside them (``sample``, spread evenly over the packs given to
+the kernel): their short sequences come back to fill the room the long ones
+leave. On the plans captured where `optimal` settles them (63, of long-context
+cases 0.08-0.37% above the bound, each pass run to its end), the packs above
+the bound went 9,962 -> 6,039 (726/14: 153 -> 63) with a sample of 3% where
+`optimal._sample` gives one, for 10% more CPU. Where the depth is far from
+binding, the grouped LP's plans already hold short sequences in the packs
+that lose them, and a sample only adds sequences to place (732/44, slots 0.38
+of what the tokens need, a sample in every pass: 138 -> 360), so it is given only from
+`Tuning.SAMPLE_SLOTS_FROM`, and a pass with it that leaves no fewer packs
+ends it for the passes after it.
+
 Packs of 10 tokens, 3 sequences: {6, 2}, {3} and {8}; the {3} dissolved (a third of the packs),
 its 3 takes the place of the 2 (room 2 + 2), and the 2 goes into the room of the {8}:
 
@@ -104,7 +122,8 @@ def _pass(rows: np.ndarray, max_length: int, depth: int, share: float, batch: in
 
 
 def _moved(pack: np.ndarray, lengths: np.ndarray, packs: int, max_length: int, depth: int,
-           dissolve: int, batch: int, budget: _budget.Budget | None, moves: float):
+           dissolve: int, batch: int, budget: _budget.Budget | None, moves: float,
+           sample: int = 0):
     """The kernel's pass on sequences ``lengths`` in packs ``pack`` (ids below ``packs``), the
     sequences it leaves out refilled: ``(pack, lengths, rows, kept)``, the sequences kept and
     their packs, the refill's packs as rows, and which of ``lengths`` were kept.
@@ -120,7 +139,7 @@ def _moved(pack: np.ndarray, lengths: np.ndarray, packs: int, max_length: int, d
         pack, lengths, np.ones(len(lengths), dtype=np.int64),
         packs, max_length, depth, depth, dissolve, int(moves * len(lengths)) + 64,
         0.0 if budget is None else budget.kernel_seconds(),  # 0: no limit
-        True), dtype=np.int64)  # by column: the free slots take depth + 1 values
+        True, sample), dtype=np.int64)  # by column: the free slots take depth + 1 values
     out = after < 0
     left = np.bincount(lengths[out], minlength=max_length + 1).astype(np.int64)
     return after[~out], lengths[~out], _spread_fill._fill(left, max_length, depth, batch, None), ~out
@@ -142,11 +161,14 @@ def _rows_of(pack: np.ndarray, lengths: np.ndarray, depth: int) -> np.ndarray:
 
 
 def settled_plan(plan: dict[tuple[int, ...], int], max_length: int, depth: int,
-                 budget: _budget.Budget, passes, moves: float) -> dict[tuple[int, ...], int]:
+                 budget: _budget.Budget, passes, moves: float,
+                 sample: float = 0.0) -> dict[tuple[int, ...], int]:
     """``plan`` (packs -> how many) after a pass at each ``(share, batch)`` of ``passes`` in
     turn (as `settled`'s, with up to ``moves`` of the kernel's moves a sequence), each kept
     where it leaves fewer packs; while ``budget`` has as much time left as the last pass took.
-    ``plan`` itself where no pass left fewer.
+    ``plan`` itself where no pass left fewer. Each pass also dissolves a ``sample`` share of
+    the packs given to the kernel, spread evenly over them (the module notes), until a pass
+    with it leaves no fewer packs; the passes after that one go without.
 
     Its packs with free tokens go to the kernel as sequences (their full packs stay as they
     are): packs of many slots (L=12,288 depth 16 at about two sequences a pack) cost no
@@ -180,7 +202,8 @@ def settled_plan(plan: dict[tuple[int, ...], int], max_length: int, depth: int,
             break
         start = budget.spent()
         kept, kept_lengths, rest, stays = _moved(pack, lengths, packs, max_length, depth,
-                                                 dissolve, batch, budget, moves)
+                                                 dissolve, batch, budget, moves,
+                                                 int(sample * packs))
         took = budget.spent() - start
         held = np.bincount(kept, minlength=packs) > 0  # the packs that hold any: ids 0.. again
         count = int(held.sum()) + len(rest)
@@ -191,6 +214,8 @@ def settled_plan(plan: dict[tuple[int, ...], int], max_length: int, depth: int,
             lengths = np.concatenate([kept_lengths, rest[filled]])
             origin = np.concatenate([origin[stays], np.full(int(filled.sum()), -1)])
             total, packs = total - (packs - count), count
+        else:
+            sample = 0.0  # (where the least-filled packs lack no short sequences, it only adds)
     if packs == len(kind):
         return plan  # no pass left fewer packs
     same, moved = _changed(pack, origin, packs, per_pack)

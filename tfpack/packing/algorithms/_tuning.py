@@ -198,6 +198,24 @@ class Tuning:
     # time left, so the later ones take only time the search left (0.02-0.1 s each).
     PLAN_SETTLE = ((0.01, 64), (0.01, 64), (0.03, 64), (0.05, 64))
     PLAN_SETTLE_MOVES = 0.3
+    # Each pass also dissolves a sample of PLAN_SETTLE_SAMPLE of the packs given to the kernel,
+    # spread over them, where the depth nearly binds (`optimal._sample`: `_bounds.slots_share`
+    # from SAMPLE_SLOTS_FROM, at a depth of SAMPLE_DEPTH_FROM or more), until a pass with it
+    # leaves no fewer packs (`_spread_settle`'s notes). Captured at the settle's entry and run
+    # to their end, on 12 plans out of 0.2% (seeds 604-729) with a sample in every pass, the
+    # packs above the bound went 2,391 -> 1,167 at 2% of the packs of a full depth, 748 at 5%,
+    # 786-788 at 3% of any, 758 of those with two sequences or more, 1,828 at 0.5% of those
+    # holding the shortest sequences; on 6 grouped LP's plans of seeds 732-735 (slots 0.26-0.63
+    # of what the tokens need) 846 -> 1,445, and at depth 4 (720/28, 725/14, 725/42, slots
+    # 0.86-0.91) no pass left fewer packs (143 -> 276 on 725/42; 0.3%: 144). From 0.45 the
+    # sample gained on all but 720/2 (slots 0.97: 110 -> 116; with the stop after a pass that
+    # gained nothing, 45); below it, on 4 of 11. On 43 captured plans: 6,478 with no sample,
+    # 5,257 with one wherever, 3,642 with the stop alone, 3,781 with the slots and depth alone;
+    # both, on those and 20 more (seeds 728-736): 9,962 -> 6,039, out of 0.2% 10 -> 0, for 10%
+    # more CPU.
+    PLAN_SETTLE_SAMPLE = 0.03
+    SAMPLE_SLOTS_FROM = 0.45
+    SAMPLE_DEPTH_FROM = 6
     # The time for it is kept from the search where the tokens bind (the plan is what is loose
     # there), and only where SETTLE_FILLERS of the tokens or more are in sequences of at most
     # L / (2 depth) (`optimal._fillers`): the kernel's chains of moves end where a short

@@ -128,7 +128,8 @@ def pack(histogram: np.ndarray, max_length: int, max_sequences_per_pack: int | N
         if budget.left() > after:  # (the plan built again from the moved sequences after it)
             search.offer(_spread_settle.settled_plan(
                 search.plan, max_length, max_sequences_per_pack, budget.less(after),
-                Tuning.PLAN_SETTLE, Tuning.PLAN_SETTLE_MOVES))
+                Tuning.PLAN_SETTLE, Tuning.PLAN_SETTLE_MOVES,
+                _sample(histogram, max_sequences_per_pack)))
     # Proven after the paths, which choose by `_bounds.simple`'s bounds (as they were tuned).
     search.prove(windows, "windows")
     return search.result()
@@ -191,6 +192,21 @@ def _settle_pays(histogram: np.ndarray, max_sequences_per_pack: int | None) -> b
     [True, False]
     """
     return len(histogram) >= Tuning.LONG_CONTEXT_FROM and max_sequences_per_pack is not None
+
+
+def _sample(histogram: np.ndarray, depth: int) -> float:
+    """The share of packs the plan's settling dissolves besides the least filled
+    (`Tuning.PLAN_SETTLE_SAMPLE`): where the depth nearly binds (`_bounds.slots_share`, from
+    `Tuning.SAMPLE_SLOTS_FROM`, at a depth of `Tuning.SAMPLE_DEPTH_FROM` or more), else 0.
+
+    >>> h = np.zeros(12288, dtype=np.int64); h[1535] = 720  # 1,536s: 90 packs of 8
+    >>> _sample(h, 8), _sample(h, 24), _sample(h, 4)  # the slots: 1.0, 0.33 and 2.0
+    (0.03, 0.0, 0.0)
+    """
+    if depth < Tuning.SAMPLE_DEPTH_FROM or \
+            _bounds.slots_share(histogram, depth) < Tuning.SAMPLE_SLOTS_FROM:
+        return 0.0
+    return Tuning.PLAN_SETTLE_SAMPLE
 
 
 def _fillers(histogram: np.ndarray, depth: int) -> float:
