@@ -78,16 +78,17 @@
  *   settle(pack, a, b, packs, max_input, max_target, depth, dissolve, most_moves[, seconds[, by_column[, sample]]]) -> pack
  *     The pass of tfpack/packing/pairs/_settle.py's module notes on a plan (pack, a, b: bytes
  *     of int64, one per pair; pack ids 0..packs-1): the `dissolve` packs of least
- *     sum of e * Ld + d * Le emptied, and `sample` more (0 where not given; all where
- *     packs or more) spread evenly over the ids (pack floor((i + 1/2) packs / sample) for
- *     i < sample, where not among the first), their pairs (largest first) each put in the tightest
- *     place, a pack's room or a smaller pair's slot (that pair then re-placed), at most
- *     `most_moves` placements, and none after `seconds` of the calling thread's CPU time from
- *     the call (where given and positive); pack: bytes of int64, -1 for a pair left out. The
- *     pairs of full packs are neither listed nor slotted (they cannot move). The tightest
- *     place is the least slot, then the least input room. `by_column` (false where not given):
- *     it is found column by column of an index by target room, where the target room takes few
- *     values (one length, its depth: 4-10x faster at L=16,384); false: row by row of input room.
+ *     sum of e * Ld + d * Le emptied, and `sample` more (0 where not given; every pack
+ *     where it reaches `packs`) spread evenly over the ids (pack floor((i + 1/2) packs /
+ *     sample) for i < sample, where not among the first), their pairs (largest first) each
+ *     put in the tightest place, a pack's room or a smaller pair's slot (that pair then
+ *     re-placed), at most `most_moves` placements, and none after `seconds` of the calling
+ *     thread's CPU time from the call (where given and positive); pack: bytes of int64, -1
+ *     for a pair left out. The pairs of full packs are neither listed nor slotted (they
+ *     cannot move). The tightest place is the least slot, then the least input room.
+ *     `by_column` (false where not given): it is found column by column of an index by
+ *     target room, where the target room takes few values (one length, its depth: 4-10x
+ *     faster at L=16,384); false: row by row of input room.
  *
  *   pair_slots(strategies, counts, max_input, max_target, depth) -> (broken, slots)
  *     The check of tfpack/packing/pairs/checks.py's invariants 1-3 on every strategy of a

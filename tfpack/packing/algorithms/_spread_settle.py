@@ -48,11 +48,11 @@ leave. On the plans captured where `optimal` settles them (63, of long-context
 cases 0.08-0.37% above the bound, each pass run to its end), the packs above
 the bound went 9,962 -> 6,039 (726/14: 153 -> 63) with a sample of 3% where
 `optimal._sample` gives one, for 10% more CPU. Where the depth is far from
-binding, the grouped LP's plans already hold short sequences in the packs
-that lose them, and a sample only adds sequences to place (732/44, slots 0.38
-of what the tokens need, a sample in every pass: 138 -> 360), so it is given only from
-`Tuning.SAMPLE_SLOTS_FROM`, and a pass with it that leaves no fewer packs
-ends it for the passes after it.
+binding, the least-filled packs of the grouped LP's plans are not short of
+short sequences, and a sample only adds sequences to place (732/44, slots
+0.38 of what the tokens need, a sample in every pass: 138 -> 360 packs above
+the bound), so it is given only from `Tuning.SAMPLE_SLOTS_FROM`, and a pass
+with it that leaves no fewer packs ends it for the passes after it.
 
 Packs of 10 tokens, 3 sequences: {6, 2}, {3} and {8}; the {3} dissolved (a third of the packs),
 its 3 takes the place of the 2 (room 2 + 2), and the 2 goes into the room of the {8}:
