@@ -1360,6 +1360,11 @@ static void member_out(Packs *p, int64_t r) {
     p->pack[r] = -1, p->re[j] += p->a[r], p->rd[j] += p->b[r], p->k[j]--;
 }
 
+/* Pack j dissolved: marked dead, its room whole again (its pairs go to the heap). */
+static void dissolved(Packs *p, int64_t *dead, int64_t j) {
+    dead[j] = 1, p->re[j] = p->le, p->rd[j] = p->ld, p->k[j] = 0;
+}
+
 /* Cell c's first entry that a pair of `size` can take: a pack's own room, or the slot of a smaller
  * pair; -1 where none (the cell is empty then). The slots before it are dropped: the sizes placed
  * never grow (a pair pushed out is smaller than the one placed), so a slot whose pair is not
@@ -1522,15 +1527,10 @@ static PyObject *settle(PyObject *self, PyObject *args) {
      * (the heap orders their pairs). */
     for (int64_t j = 0; j < packs; j++) order[j] = use[j] * packs + j;
     if (dissolve < packs) least_first(order, packs, dissolve);
-    for (int64_t i = 0; i < dissolve && i < packs; i++) {
-        int64_t j = order[i] % packs;
-        dead[j] = 1, p.re[j] = le, p.rd[j] = ld, p.k[j] = 0;
-    }
+    for (int64_t i = 0; i < dissolve && i < packs; i++) dissolved(&p, dead, order[i] % packs);
     if (sample > packs) sample = packs; /* (all of them) */
-    for (int64_t i = 0; i < sample; i++) { /* (2i + 1) packs / (2 sample): distinct ids */
-        int64_t j = (2 * i + 1) * (int64_t)packs / (2 * (int64_t)sample);
-        dead[j] = 1, p.re[j] = le, p.rd[j] = ld, p.k[j] = 0;
-    }
+    for (int64_t i = 0; i < sample; i++) /* (2i + 1) packs / (2 sample): distinct ids */
+        dissolved(&p, dead, (2 * i + 1) * (int64_t)packs / (2 * (int64_t)sample));
     /* Members listed only where a pack can change: a full pack takes no pair and gives none
      * (its pairs fill their slots), so its pairs keep their pack unlisted. */
     int64_t count = 0;
